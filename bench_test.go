@@ -1,0 +1,130 @@
+package toolset_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/gotoolset/toolset"
+)
+
+// The composed tree of the BuildTools benchmarks: 100 Function toolsets of
+// 100 tools each, each prefixed, half of each hidden per turn by a predicate
+// that reads the caller's role from the run context, all combined.
+const (
+	benchToolsets = 100
+	benchTools    = 100
+)
+
+type benchArgs struct {
+	City  string `json:"city" jsonschema:"City name"`
+	Days  int    `json:"days" jsonschema:"minimum=1,maximum=14"`
+	Units string `json:"units,omitempty" jsonschema:"enum=metric,enum=imperial"`
+}
+
+func benchHandler(_ context.Context, in benchArgs) (string, error) { return in.City, nil }
+
+func benchToolList() [][]toolset.Tool {
+	out := make([][]toolset.Tool, benchToolsets)
+	for s := range out {
+		out[s] = make([]toolset.Tool, benchTools)
+		for i := range out[s] {
+			audience := "all"
+			if i%2 == 1 {
+				audience = "admin"
+			}
+			out[s][i] = toolset.NewTool(fmt.Sprintf("tool_%d", i), "A benchmark tool.", benchHandler,
+				toolset.WithMetadata(map[string]string{"audience": audience}))
+		}
+	}
+	return out
+}
+
+func adminOnly(ctx context.Context, t toolset.Tool) (bool, error) {
+	return t.Metadata["audience"] != "admin" || toolset.FromContext(ctx).Value("role") == "admin", nil
+}
+
+func benchTree() toolset.Toolset {
+	lists := benchToolList()
+	children := make([]toolset.Toolset, len(lists))
+	for s, tools := range lists {
+		children[s] = toolset.NewFunction(tools...).Prefixed(fmt.Sprintf("ts%d", s)).Filtered(adminOnly)
+	}
+	return toolset.NewCombined(children...)
+}
+
+func benchContext() context.Context {
+	return toolset.NewContext(context.Background(), &toolset.RunContext{
+		RunID: "bench", Agent: "bench", Values: map[string]any{"role": "user"},
+	})
+}
+
+func BenchmarkBuildTools(b *testing.B) {
+	tree := benchTree()
+	ctx := benchContext()
+	b.ReportAllocs()
+	for b.Loop() {
+		tools, err := toolset.BuildTools(ctx, "bench", tree)
+		if err != nil || tools.Len() != benchToolsets*benchTools/2 {
+			b.Fatal(err, tools.Len())
+		}
+	}
+}
+
+// BenchmarkBaseline is the floor of the naive approach on the same 10,000
+// tools: copy every tool into a new slice and index it in a new map.
+func BenchmarkBaseline(b *testing.B) {
+	var all []toolset.Tool
+	for s, tools := range benchToolList() {
+		for _, t := range tools {
+			t.Name = fmt.Sprintf("ts%d_%s", s, t.Name)
+			all = append(all, t)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		list := make([]toolset.Tool, len(all))
+		copy(list, all)
+		index := make(map[string]int, len(list))
+		for i := range list {
+			index[list[i].Name] = i
+		}
+		if len(index) != len(all) {
+			b.Fatal("bad index")
+		}
+	}
+}
+
+var benchCallArgs = json.RawMessage(`{"city":"Paris","days":3,"units":"metric"}`)
+
+func BenchmarkCall(b *testing.B) {
+	tools, err := toolset.BuildTools(context.Background(), "bench",
+		toolset.NewTool("get_weather", "Weather.", benchHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tools.Call(ctx, "get_weather", benchCallArgs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCallFloor decodes the same arguments into the struct and calls
+// the function directly.
+func BenchmarkCallFloor(b *testing.B) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		var in benchArgs
+		if err := json.Unmarshal(benchCallArgs, &in); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := benchHandler(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

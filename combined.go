@@ -1,0 +1,133 @@
+package toolset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// Combined merges several toolsets into one, in declaration order. Its
+// children are materialised concurrently each turn; a failing child cancels
+// its siblings and the errors of all failing children are joined. Two
+// children that show the model the same name in one turn make GetTools fail
+// with a [*NameConflictError] naming toolsets[i] of each contributor.
+// Make one with [NewCombined] or a .CombinedWith builder.
+type Combined struct {
+	children []Toolset
+	labels   []string
+	statics  []bool
+	static   bool
+	err      error
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewCombined returns a toolset of the given toolsets, in order. A nil
+// toolset makes GetTools fail.
+func NewCombined(toolsets ...Toolset) *Combined {
+	c := &Combined{
+		children: append([]Toolset(nil), toolsets...),
+		labels:   make([]string, len(toolsets)),
+		statics:  make([]bool, len(toolsets)),
+		static:   true,
+	}
+	var errs []error
+	for i, ts := range toolsets {
+		if ts == nil {
+			errs = append(errs, fmt.Errorf("toolsets[%d] is nil", i))
+			continue
+		}
+		c.labels[i] = LabelOf(ts)
+		c.statics[i] = isStatic(ts)
+		c.static = c.static && c.statics[i]
+	}
+	if len(errs) > 0 {
+		c.err = fmt.Errorf("toolset: Combined: %w", errors.Join(errs...))
+	}
+	return c
+}
+
+func combineWith(first Toolset, others []Toolset) *Combined {
+	return NewCombined(append([]Toolset{first}, others...)...)
+}
+
+// GetTools implements [Toolset].
+func (c *Combined) GetTools(ctx context.Context) ([]Tool, error) { return getTools(ctx, c) }
+
+// Label implements [Labeler]; a Combined has no label of its own.
+func (c *Combined) Label() string { return "" }
+
+// Instructions implements [InstructionsProvider]: the non-empty
+// instructions of the children, in order, separated by a blank line.
+func (c *Combined) Instructions(ctx context.Context) (string, error) {
+	var parts []string
+	var errs []error
+	for i, ts := range c.children {
+		s, err := forwardInstructions(ctx, ts)
+		if err != nil {
+			errs = append(errs, &entryError{index: i, label: c.labels[i], combined: true, err: err})
+			continue
+		}
+		if s = strings.TrimSpace(s); s != "" {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, "\n\n"), errors.Join(errs...)
+}
+
+// Close closes the children that hold resources, in reverse order. It keeps
+// going past a child that fails and returns the errors joined. Closing again
+// does nothing and returns the same result.
+func (c *Combined) Close() error {
+	c.closeOnce.Do(func() {
+		var errs []error
+		for i := len(c.children) - 1; i >= 0; i-- {
+			if err := forwardClose(c.children[i]); err != nil {
+				errs = append(errs, &entryError{index: i, label: c.labels[i], combined: true, err: err})
+			}
+		}
+		c.closeErr = errors.Join(errs...)
+	})
+	return c.closeErr
+}
+
+func (c *Combined) view(ctx context.Context) (view, error) {
+	if c == nil {
+		return view{}, errors.New("toolset: nil *Combined")
+	}
+	if c.err != nil {
+		return view{}, c.err
+	}
+	views, err := materializeAll(ctx, c.children, c.statics, func(i int, err error) error {
+		return &entryError{index: i, label: c.labels[i], combined: true, err: err}
+	})
+	if err != nil {
+		return view{}, err
+	}
+	parts := make([]part, len(views))
+	for i, v := range views {
+		parts[i] = part{snap: v.snap, label: c.labels[i]}
+	}
+	out := join(joinCombined, parts)
+	return view{snap: out, keep: joinKeep(out, views)}, nil
+}
+
+// Prefixed returns c with every tool name prefixed; see [Prefix].
+func (c *Combined) Prefixed(prefix string, opts ...PrefixOption) *Prefixed {
+	return Prefix(c, prefix, opts...)
+}
+
+// Renamed returns c with some tools renamed; see [Rename].
+func (c *Combined) Renamed(names map[string]string) *Renamed { return Rename(c, names) }
+
+// Filtered returns c showing only the tools pred accepts each turn; see [Filter].
+func (c *Combined) Filtered(pred Predicate) *Filtered { return Filter(c, pred) }
+
+// Prepared returns c with its tool list edited each turn by fn; see [Prepare].
+func (c *Combined) Prepared(fn PrepareFunc) *Prepared { return Prepare(c, fn) }
+
+// CombinedWith returns a toolset of c followed by others; see [NewCombined].
+func (c *Combined) CombinedWith(others ...Toolset) *Combined { return combineWith(c, others) }

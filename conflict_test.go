@@ -1,0 +1,154 @@
+package toolset_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/gotoolset/toolset"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestBuildToolsConflicts(t *testing.T) {
+	ctx := context.Background()
+	shared := toolset.NewFunction(echoTools("query", "schema")...)
+	weather := toolset.NewFunction(echoTools("get_temp")...)
+	cases := []struct {
+		name    string
+		entries []toolset.Toolset
+		want    string
+	}{
+		{
+			name:    "two toolsets",
+			entries: []toolset.Toolset{shared.Prefixed("shared"), weather, shared.Prefixed("shared")},
+			want: `toolset: agent "Ops" has tool name conflicts:
+  - "shared_query" contributed by: Prefixed#0, Prefixed#2
+  - "shared_schema" contributed by: Prefixed#0, Prefixed#2
+hint: wrap one of the toolsets with .Prefixed(...) or .Renamed(...)`,
+		},
+		{
+			name:    "toolset and standalone",
+			entries: []toolset.Toolset{echoTool("get_temp"), weather},
+			want: `toolset: agent "Ops" has tool name conflicts:
+  - "get_temp" contributed by: tools[0] (standalone), Function#1
+hint: wrap one of the toolsets with .Prefixed(...) or .Renamed(...)`,
+		},
+		{
+			name:    "three ways",
+			entries: []toolset.Toolset{weather, weather.WithLabel("backup"), echoTool("get_temp")},
+			want: `toolset: agent "Ops" has tool name conflicts:
+  - "get_temp" contributed by: Function#0, backup#1, tools[2] (standalone)
+hint: wrap one of the toolsets with .Prefixed(...) or .Renamed(...)`,
+		},
+		{
+			name:    "nested combined",
+			entries: []toolset.Toolset{toolset.NewCombined(weather, shared, toolset.NewFunction(echoTool("query")).Filtered(adminsOnly)), echoTool("schema")},
+			want: `toolset: agent "Ops" has tool name conflicts:
+  - "query" contributed by: Combined#0 > toolsets[1] (Function), Combined#0 > toolsets[2] (Filtered)
+  - "schema" contributed by: Combined#0 > toolsets[1] (Function), tools[1] (standalone)
+hint: wrap one of the toolsets with .Prefixed(...) or .Renamed(...)`,
+		},
+		{
+			name: "conflicts and invalid names at once",
+			entries: []toolset.Toolset{
+				weather, shared.Prefixed(strings.Repeat("p", 60)), toolset.NewFunction(echoTool("get_temp")).Renamed(map[string]string{"get_temp": "get temp"}),
+				echoTool("get_temp"),
+			},
+			want: `toolset: agent "Ops" has tool name conflicts and invalid tool names:
+  - "get_temp" contributed by: Function#0, tools[3] (standalone)
+  - "` + strings.Repeat("p", 60) + `_query" from Prefixed#1: 66 characters, at most 64 allowed
+  - "` + strings.Repeat("p", 60) + `_schema" from Prefixed#1: 67 characters, at most 64 allowed
+  - "get temp" from Renamed#2: character ' ' not allowed (only letters, digits, '_' and '-')
+hint: wrap one of the toolsets with .Prefixed(...) or .Renamed(...)
+hint: tool names must match ^[a-zA-Z0-9_-]{1,64}$; rename tools with .Renamed(...) or use a shorter prefix`,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for range 3 { // memoised turns report the same
+				_, err := toolset.BuildTools(ctx, "Ops", c.entries...)
+				var nce *toolset.NameConflictError
+				require.ErrorAs(t, err, &nce)
+				assert.Equal(t, "Ops", nce.Agent)
+				assert.Equal(t, c.want, err.Error())
+			}
+		})
+	}
+}
+
+func TestBuildToolsStandaloneReplacement(t *testing.T) {
+	ctx := context.Background()
+	first := echoTool("lookup")
+	second := toolset.NewTool("lookup", "The newer lookup.", func(context.Context, struct{}) (string, error) { return "second", nil })
+	tools, err := toolset.BuildTools(ctx, "a", echoTool("a"), first, toolset.NewFunction(echoTool("b")), second, echoTool("c"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "lookup", "b", "c"}, tools.Names(), "the later tool takes the earlier one's position")
+	got, err := tools.Call(ctx, "lookup", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "second", got)
+	tool, ok := tools.Lookup("lookup")
+	require.True(t, ok)
+	assert.Equal(t, "The newer lookup.", tool.Description)
+
+	ptr := echoTool("p")
+	tools, err = toolset.BuildTools(ctx, "a", &ptr, echoTool("p"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"p"}, tools.Names())
+}
+
+func TestBuildToolsEntryErrors(t *testing.T) {
+	ctx := context.Background()
+	_, err := toolset.BuildTools(ctx, "Ops", toolset.NewFunction(), nil, toolset.NewFunction().Prefixed(""))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `toolset: agent "Ops": nil#1: toolset: nil Toolset`)
+	assert.Contains(t, err.Error(), `Prefixed#2: toolset: Prefixed: empty prefix`)
+}
+
+func TestTools(t *testing.T) {
+	ctx := withRole("guest")
+	users := toolset.NewFunction(
+		echoTool("get_user"),
+		toolset.NewTool("delete_user", "", func(context.Context, struct{}) (string, error) { return "deleted", nil },
+			toolset.WithMetadata(map[string]string{"audience": "admin"})),
+		echoTool("list_users"),
+	).Filtered(adminsOnly)
+	tools, err := toolset.BuildTools(ctx, "Ops", users)
+	require.NoError(t, err)
+	assert.Equal(t, "Ops", tools.Agent())
+	assert.Equal(t, 2, tools.Len())
+	assert.Equal(t, []string{"get_user", "list_users"}, tools.Names())
+	list := tools.List()
+	require.Len(t, list, 2)
+	list[0].Name = "changed"
+	assert.Equal(t, []string{"get_user", "list_users"}, tools.Names(), "List returns a copy")
+	var seen []string
+	for tool := range tools.All() {
+		seen = append(seen, tool.Name)
+		break
+	}
+	assert.Equal(t, []string{"get_user"}, seen)
+	_, ok := tools.Lookup("delete_user")
+	assert.False(t, ok)
+
+	var none *toolset.Tools
+	assert.Zero(t, none.Len())
+	assert.Empty(t, none.List())
+	assert.Empty(t, none.Names())
+
+	empty, err := toolset.BuildTools(ctx, "Ops")
+	require.NoError(t, err)
+	assert.Zero(t, empty.Len())
+}
+
+func TestBuildToolsLookupSkipsHiddenDuplicate(t *testing.T) {
+	ctx := withRole("guest")
+	adminSearch := toolset.NewFunction(toolset.NewTool("search", "", func(context.Context, struct{}) (string, error) { return "admin", nil },
+		toolset.WithMetadata(map[string]string{"audience": "admin"}))).Filtered(adminsOnly)
+	userSearch := toolset.NewFunction(toolset.NewTool("search", "", func(context.Context, struct{}) (string, error) { return "user", nil }))
+	tools, err := toolset.BuildTools(ctx, "a", adminSearch, userSearch)
+	require.NoError(t, err)
+	got, err := tools.Call(ctx, "search", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "user", got)
+}

@@ -1,0 +1,31 @@
+// Package toolset composes the tools an LLM agent is offered on each turn.
+//
+// An agent's tools come from many places: typed Go functions, MCP servers,
+// other agents, packaged tool bundles. This package gives them one shape,
+// [Toolset], and a handful of composable implementations:
+//
+//   - [Function]: a static list of [Tool] values, typically made with [NewTool];
+//   - [Prefixed] and [Renamed]: namespace or rename tools so names do not collide;
+//   - [Filtered]: hide tools per turn, for example by the caller's role read from the [RunContext];
+//   - [Combined]: merge several toolsets, materialised concurrently;
+//   - [Prepared]: edit, drop or reorder the tool list per turn;
+//   - [Dynamic]: pick the toolset per turn;
+//   - [Wrapper]: embed it in your own type to override behaviour.
+//
+// Builder methods chain them left to right:
+//
+//	db := toolset.NewFunction(query, migrate).Prefixed("db").Filtered(isAdmin)
+//
+// Once per turn, [BuildTools] turns an agent's toolsets and standalone tools
+// into the ordered, immutable set of tools the model is sent. It reports every
+// name conflict and every invalid name of the turn in one [*NameConflictError],
+// and its [Tools.Call] executes a model's tool call by name, validating the
+// arguments against the tool's JSON Schema first.
+//
+// A [Tool] is a value: what the model sees (name, description, schemas) plus a
+// pointer to the code and state behind it. Renamed and prefixed copies share
+// that pointer, so state follows the underlying tool, not the surface name.
+//
+// Toolsets are safe for concurrent use by many runs at once; per-run state
+// lives in the [RunContext] carried by the [context.Context].
+package toolset

@@ -1,0 +1,55 @@
+package toolset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Dynamic picks the toolset for each turn, for example per user or per
+// tenant. Make one with [NewDynamic].
+type Dynamic struct {
+	fn func(ctx context.Context) (Toolset, error)
+}
+
+// NewDynamic returns a toolset that calls fn every turn and yields the
+// tools of the toolset it returns; a nil toolset yields no tools. When the
+// toolsets fn returns are long-lived values, their work is memoised as
+// usual; build them once, not inside fn.
+func NewDynamic(fn func(ctx context.Context) (Toolset, error)) *Dynamic {
+	return &Dynamic{fn: fn}
+}
+
+// GetTools implements [Toolset].
+func (d *Dynamic) GetTools(ctx context.Context) ([]Tool, error) { return getTools(ctx, d) }
+
+func (d *Dynamic) view(ctx context.Context) (view, error) {
+	if d == nil || d.fn == nil {
+		return view{}, errors.New("toolset: Dynamic: nil function")
+	}
+	ts, err := d.fn(ctx)
+	if err != nil {
+		return view{}, fmt.Errorf("toolset: Dynamic: %w", err)
+	}
+	if ts == nil {
+		return view{snap: emptySnapshot}, nil
+	}
+	return materialize(ctx, ts)
+}
+
+// Prefixed returns d with every tool name prefixed; see [Prefix].
+func (d *Dynamic) Prefixed(prefix string, opts ...PrefixOption) *Prefixed {
+	return Prefix(d, prefix, opts...)
+}
+
+// Renamed returns d with some tools renamed; see [Rename].
+func (d *Dynamic) Renamed(names map[string]string) *Renamed { return Rename(d, names) }
+
+// Filtered returns d showing only the tools pred accepts each turn; see [Filter].
+func (d *Dynamic) Filtered(pred Predicate) *Filtered { return Filter(d, pred) }
+
+// Prepared returns d with its tool list edited each turn by fn; see [Prepare].
+func (d *Dynamic) Prepared(fn PrepareFunc) *Prepared { return Prepare(d, fn) }
+
+// CombinedWith returns a toolset of d followed by others; see [NewCombined].
+func (d *Dynamic) CombinedWith(others ...Toolset) *Combined { return combineWith(d, others) }

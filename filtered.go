@@ -1,0 +1,89 @@
+package toolset
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+)
+
+// Predicate decides, each turn, whether the model may see a tool. It reads
+// what it needs from ctx, typically the [RunContext]. An error hides the
+// tool (fail closed).
+type Predicate func(ctx context.Context, t Tool) (bool, error)
+
+// Filtered shows only the tools of a toolset that a predicate accepts this
+// turn. The same Filtered value serves every run: an admin's turn and a
+// guest's turn see different tools. Make one with [Filter] or a .Filtered
+// builder.
+type Filtered struct {
+	inner Toolset
+	pred  Predicate
+}
+
+// Filter returns ts showing only the tools pred accepts, evaluated every
+// turn. When pred returns an error, the tool is hidden and the error is
+// logged with [slog.Default], never swallowed. A nil pred makes GetTools
+// fail.
+func Filter(ts Toolset, pred Predicate) *Filtered {
+	return &Filtered{inner: ts, pred: pred}
+}
+
+// GetTools implements [Toolset].
+func (f *Filtered) GetTools(ctx context.Context) ([]Tool, error) { return getTools(ctx, f) }
+
+// Label implements [Labeler], forwarding the inner toolset's label.
+func (f *Filtered) Label() string { return labelOrEmpty(f.inner) }
+
+// Instructions implements [InstructionsProvider], forwarding the inner
+// toolset's instructions.
+func (f *Filtered) Instructions(ctx context.Context) (string, error) {
+	return forwardInstructions(ctx, f.inner)
+}
+
+// Close closes the inner toolset if it holds resources.
+func (f *Filtered) Close() error { return forwardClose(f.inner) }
+
+func (f *Filtered) view(ctx context.Context) (view, error) {
+	if f == nil {
+		return view{}, errors.New("toolset: nil *Filtered")
+	}
+	if f.pred == nil {
+		return view{}, errors.New("toolset: Filtered: nil predicate")
+	}
+	in, err := materialize(ctx, f.inner)
+	if err != nil {
+		return view{}, err
+	}
+	tools := in.snap.tools
+	keep := make([]bool, len(tools))
+	for i := range tools {
+		if !in.visible(i) {
+			continue
+		}
+		ok, err := f.pred(ctx, tools[i])
+		if err != nil {
+			slog.Default().ErrorContext(ctx, "toolset: filter predicate failed; tool hidden this turn",
+				slog.String("tool", tools[i].Name), slog.String("toolset", LabelOf(f)), slog.Any("error", err))
+			continue
+		}
+		keep[i] = ok
+	}
+	return view{snap: in.snap, keep: keep}, nil
+}
+
+// Prefixed returns f with every tool name prefixed; see [Prefix].
+func (f *Filtered) Prefixed(prefix string, opts ...PrefixOption) *Prefixed {
+	return Prefix(f, prefix, opts...)
+}
+
+// Renamed returns f with some tools renamed; see [Rename].
+func (f *Filtered) Renamed(names map[string]string) *Renamed { return Rename(f, names) }
+
+// Filtered returns f filtered again by pred; see [Filter].
+func (f *Filtered) Filtered(pred Predicate) *Filtered { return Filter(f, pred) }
+
+// Prepared returns f with its tool list edited each turn by fn; see [Prepare].
+func (f *Filtered) Prepared(fn PrepareFunc) *Prepared { return Prepare(f, fn) }
+
+// CombinedWith returns a toolset of f followed by others; see [NewCombined].
+func (f *Filtered) CombinedWith(others ...Toolset) *Combined { return combineWith(f, others) }

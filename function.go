@@ -1,0 +1,163 @@
+package toolset
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+)
+
+// NewTool makes a tool from a typed Go function.
+//
+// The JSON Schema of the arguments is reflected once, here, from In, which
+// must be a struct or a pointer to one; fields follow encoding/json's rules
+// (names from `json` tags, fields without omitempty are required). Field
+// descriptions may be written `jsonschema:"description=City name"` (invopop)
+// or `jsonschema:"City name"` (as in the MCP Go SDK and Google's ADK); other
+// invopop keywords (enum=, minimum=, ...) work as usual. The result schema is
+// reflected from Out unless Out is an interface type.
+//
+// Each call validates the model's arguments against the schema, decodes them
+// into In and calls fn. A type that cannot be reflected (a recursive type, a
+// channel) makes the tool unusable: [Tool.Err], [NewFunction] and
+// [BuildTools] report it.
+func NewTool[In, Out any](name, description string, fn func(context.Context, In) (Out, error), opts ...ToolOption) Tool {
+	params, err := parametersSchema(reflect.TypeFor[In]())
+	if err == nil && fn == nil {
+		err = errors.New("nil function")
+	}
+	if params == nil {
+		params = emptyObjectSchema()
+	}
+	core := &toolCore{name: name, params: params, err: err}
+	core.handler = func(ctx context.Context, args json.RawMessage) (any, error) {
+		var in In
+		if err := json.Unmarshal(args, &in); err != nil {
+			return nil, decodeError(err)
+		}
+		return fn(ctx, in)
+	}
+	t := newTool(core, description, nil)
+	t.Returns = resultSchema(reflect.TypeFor[Out]())
+	for _, o := range opts {
+		if o != nil {
+			o(&t)
+		}
+	}
+	return t
+}
+
+// decodeError explains arguments that passed the schema but do not fit the
+// Go type, such as 1.5 for an int field or a value that overflows it.
+func decodeError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return &ArgumentError{Problems: []ArgumentProblem{{
+			Field:   te.Field,
+			Message: fmt.Sprintf("cannot use %s as %s", te.Value, goTypeWords(te.Type)),
+		}}}
+	}
+	return &ArgumentError{Problems: []ArgumentProblem{{Message: err.Error()}}}
+}
+
+// goTypeWords names a Go type in JSON terms for a model.
+func goTypeWords(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer in the range of " + t.String()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return "a non-negative integer in the range of " + t.String()
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	default:
+		return "a value of type " + t.String()
+	}
+}
+
+// Function is a static list of tools, usually made with [NewTool]. Its
+// tools are listed in the order given.
+type Function struct {
+	snap         *snapshot
+	err          error
+	label        string
+	instructions string
+}
+
+// NewFunction returns a toolset of the given tools. Two tools with the same
+// name, or a tool that cannot be used (see [Tool.Err]), make GetTools fail:
+// a duplicate is never silently dropped.
+func NewFunction(tools ...Tool) *Function {
+	f := &Function{snap: newSnapshot(append([]Tool(nil), tools...))}
+	var errs []error
+	seen := make(map[string]int, len(tools))
+	for i, t := range tools {
+		if err := t.Err(); err != nil {
+			errs = append(errs, fmt.Errorf("tools[%d]: %w", i, err))
+		}
+		if j, dup := seen[t.Name]; dup {
+			errs = append(errs, fmt.Errorf("tools[%d] and tools[%d] are both named %q", j, i, t.Name))
+			continue
+		}
+		seen[t.Name] = i
+	}
+	if len(errs) > 0 {
+		f.err = fmt.Errorf("toolset: Function: %w", errors.Join(errs...))
+	}
+	return f
+}
+
+// WithLabel returns a copy of f that names itself label in error messages.
+func (f *Function) WithLabel(label string) *Function {
+	c := *f
+	c.label = label
+	return &c
+}
+
+// WithInstructions returns a copy of f that contributes text to the system
+// prompt (see [InstructionsProvider]).
+func (f *Function) WithInstructions(text string) *Function {
+	c := *f
+	c.instructions = text
+	return &c
+}
+
+// GetTools implements [Toolset].
+func (f *Function) GetTools(ctx context.Context) ([]Tool, error) { return getTools(ctx, f) }
+
+// Label implements [Labeler].
+func (f *Function) Label() string { return f.label }
+
+// Instructions implements [InstructionsProvider].
+func (f *Function) Instructions(context.Context) (string, error) { return f.instructions, nil }
+
+func (f *Function) view(context.Context) (view, error) {
+	if f == nil {
+		return view{}, errors.New("toolset: nil *Function")
+	}
+	if f.err != nil {
+		return view{}, f.err
+	}
+	return view{snap: f.snap}, nil
+}
+
+// Prefixed returns f with every tool name prefixed; see [Prefix].
+func (f *Function) Prefixed(prefix string, opts ...PrefixOption) *Prefixed {
+	return Prefix(f, prefix, opts...)
+}
+
+// Renamed returns f with some tools renamed; see [Rename].
+func (f *Function) Renamed(names map[string]string) *Renamed { return Rename(f, names) }
+
+// Filtered returns f showing only the tools pred accepts each turn; see [Filter].
+func (f *Function) Filtered(pred Predicate) *Filtered { return Filter(f, pred) }
+
+// Prepared returns f with its tool list edited each turn by fn; see [Prepare].
+func (f *Function) Prepared(fn PrepareFunc) *Prepared { return Prepare(f, fn) }
+
+// CombinedWith returns a toolset of f followed by others; see [NewCombined].
+func (f *Function) CombinedWith(others ...Toolset) *Combined { return combineWith(f, others) }

@@ -1,0 +1,319 @@
+package toolset_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/gotoolset/toolset"
+	"github.com/invopop/jsonschema"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type weatherArgs struct {
+	City  string `json:"city" jsonschema:"City name, e.g. Paris"`
+	Days  int    `json:"days" jsonschema:"description=Days ahead,minimum=1,maximum=14"`
+	Units string `json:"units,omitempty" jsonschema:"enum=metric,enum=imperial"`
+	Stops []stop `json:"stops,omitempty"`
+}
+
+type stop struct {
+	Name string `json:"name" jsonschema:"Stop name"`
+}
+
+type forecast struct {
+	City string  `json:"city"`
+	Temp float64 `json:"temp"`
+}
+
+func weatherTool() toolset.Tool {
+	return toolset.NewTool("get_weather", "Get the weather forecast.",
+		func(_ context.Context, in weatherArgs) (forecast, error) {
+			return forecast{City: in.City, Temp: 21.5}, nil
+		})
+}
+
+func schemaJSON(t *testing.T, tool toolset.Tool) string {
+	t.Helper()
+	b, err := tool.ParametersJSON()
+	require.NoError(t, err)
+	return string(b)
+}
+
+func TestNewToolSchema(t *testing.T) {
+	tool := weatherTool()
+	require.NoError(t, tool.Err())
+	assert.JSONEq(t, `{
+		"type": "object",
+		"properties": {
+			"city": {"type": "string", "description": "City name, e.g. Paris"},
+			"days": {"type": "integer", "minimum": 1, "maximum": 14, "description": "Days ahead"},
+			"units": {"type": "string", "enum": ["metric", "imperial"]},
+			"stops": {"type": "array", "items": {
+				"type": "object",
+				"properties": {"name": {"type": "string", "description": "Stop name"}},
+				"required": ["name"],
+				"additionalProperties": false
+			}}
+		},
+		"required": ["city", "days"],
+		"additionalProperties": false
+	}`, schemaJSON(t, tool))
+	assert.NotContains(t, schemaJSON(t, tool), "$schema")
+	assert.NotContains(t, schemaJSON(t, tool), "$ref")
+	assert.NotContains(t, schemaJSON(t, tool), "$defs")
+
+	ret, err := json.Marshal(tool.Returns)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"type":"object","properties":{"city":{"type":"string"},"temp":{"type":"number"}},"required":["city","temp"],"additionalProperties":false}`, string(ret))
+}
+
+func TestNewToolEmptyStruct(t *testing.T) {
+	tool := toolset.NewTool("ping", "Ping.", func(context.Context, struct{}) (string, error) { return "pong", nil })
+	assert.JSONEq(t, `{"type":"object","properties":{},"additionalProperties":false}`, schemaJSON(t, tool))
+	for _, args := range []string{``, `null`, `{}`, "  "} {
+		got, err := tool.Call(context.Background(), json.RawMessage(args))
+		require.NoError(t, err, "args %q", args)
+		assert.Equal(t, "pong", got)
+	}
+}
+
+func TestNewToolPointerArgs(t *testing.T) {
+	tool := toolset.NewTool("greet", "Greet.", func(_ context.Context, in *stop) (string, error) {
+		return "hello " + in.Name, nil
+	})
+	got, err := tool.Call(context.Background(), json.RawMessage(`{"name":"Ada"}`))
+	require.NoError(t, err)
+	assert.Equal(t, "hello Ada", got)
+}
+
+type treeNode struct {
+	Name     string     `json:"name"`
+	Children []treeNode `json:"children"`
+}
+
+func TestNewToolUnusable(t *testing.T) {
+	cases := []struct {
+		name string
+		tool toolset.Tool
+		want string
+	}{
+		{"recursive type", toolset.NewTool("tree", "", func(context.Context, treeNode) (int, error) { return 0, nil }), "recursive"},
+		{"not a struct", toolset.NewTool("str", "", func(context.Context, string) (int, error) { return 0, nil }), "not a struct"},
+		{"channel field", toolset.NewTool("ch", "", func(context.Context, struct {
+			C chan int `json:"c"`
+		}) (int, error) {
+			return 0, nil
+		}), "no JSON form"},
+		{"nil function", toolset.NewTool[struct{}, int]("nilfn", "", nil), "nil function"},
+		{"nil raw handler", toolset.NewRawTool("nilraw", "", nil, nil), "nil handler"},
+		{"no core", toolset.Tool{Name: "literal"}, "no handler"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			require.ErrorContains(t, c.tool.Err(), c.want)
+			_, err := toolset.NewFunction(c.tool).GetTools(context.Background())
+			require.ErrorContains(t, err, c.want)
+			_, err = toolset.BuildTools(context.Background(), "a", c.tool)
+			require.ErrorContains(t, err, c.want)
+			_, err = c.tool.Call(context.Background(), nil)
+			require.ErrorContains(t, err, c.want)
+		})
+	}
+}
+
+func TestNewToolOutputInterfaceHasNoReturns(t *testing.T) {
+	tool := toolset.NewTool("any", "", func(context.Context, struct{}) (any, error) { return 1, nil })
+	assert.Nil(t, tool.Returns)
+}
+
+func TestCallValidation(t *testing.T) {
+	tool := weatherTool()
+	cases := []struct {
+		name string
+		args string
+		want []toolset.ArgumentProblem
+	}{
+		{"missing required", `{"days": 3}`, []toolset.ArgumentProblem{
+			{Field: "city", Message: "required field is missing; expected string (City name, e.g. Paris)"}}},
+		{"wrong type", `{"city": 42, "days": 3}`, []toolset.ArgumentProblem{
+			{Field: "city", Message: "expected string, got number"}}},
+		{"unknown field", `{"city": "Paris", "days": 3, "country": "FR"}`, []toolset.ArgumentProblem{
+			{Field: "country", Message: `unknown field; allowed fields: "city", "days", "units", "stops"`}}},
+		{"enum", `{"city": "Paris", "days": 3, "units": "kelvin"}`, []toolset.ArgumentProblem{
+			{Field: "units", Message: `must be one of "metric", "imperial"; got "kelvin"`}}},
+		{"below minimum", `{"city": "Paris", "days": 0}`, []toolset.ArgumentProblem{
+			{Field: "days", Message: "must be at least 1; got 0"}}},
+		{"above maximum", `{"city": "Paris", "days": 15}`, []toolset.ArgumentProblem{
+			{Field: "days", Message: "must be at most 14; got 15"}}},
+		{"not an integer", `{"city": "Paris", "days": 1.5}`, []toolset.ArgumentProblem{
+			{Field: "days", Message: "expected integer, got number"}}},
+		{"nested", `{"city": "Paris", "days": 2, "stops": [{"name": "a"}, {"nam": "b"}]}`, []toolset.ArgumentProblem{
+			{Field: "stops[1].nam", Message: `unknown field; allowed fields: "name"`},
+			{Field: "stops[1].name", Message: "required field is missing; expected string (Stop name)"}}},
+		{"not an object", `["Paris"]`, []toolset.ArgumentProblem{
+			{Message: "expected object, got array"}}},
+		{"every problem at once", `{"days": 0, "units": "kelvin", "x": 1}`, []toolset.ArgumentProblem{
+			{Field: "city", Message: "required field is missing; expected string (City name, e.g. Paris)"},
+			{Field: "days", Message: "must be at least 1; got 0"},
+			{Field: "units", Message: `must be one of "metric", "imperial"; got "kelvin"`},
+			{Field: "x", Message: `unknown field; allowed fields: "city", "days", "units", "stops"`}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := tool.Call(context.Background(), json.RawMessage(c.args))
+			var ae *toolset.ArgumentError
+			require.ErrorAs(t, err, &ae)
+			assert.Equal(t, "get_weather", ae.Tool)
+			assert.Equal(t, c.want, ae.Problems)
+			msg, visible := toolset.ModelMessage(err)
+			require.True(t, visible, "argument errors are for the model")
+			for _, p := range c.want {
+				assert.Contains(t, msg, p.Message)
+			}
+			assert.Contains(t, msg, "call the tool again")
+		})
+	}
+}
+
+func TestCallMalformedJSON(t *testing.T) {
+	_, err := weatherTool().Call(context.Background(), json.RawMessage(`{"city": "Par`))
+	var ae *toolset.ArgumentError
+	require.ErrorAs(t, err, &ae)
+	require.Len(t, ae.Problems, 1)
+	assert.Contains(t, ae.Problems[0].Message, "not valid JSON")
+	assert.Contains(t, ae.Problems[0].Message, "at byte")
+
+	_, err = weatherTool().Call(context.Background(), json.RawMessage(`{"city":"a","days":1} {}`))
+	require.ErrorAs(t, err, &ae)
+	assert.Contains(t, ae.Problems[0].Message, "not valid JSON")
+}
+
+func TestCallDecodeError(t *testing.T) {
+	tool := toolset.NewTool("small", "", func(_ context.Context, in struct {
+		N int8 `json:"n"`
+	}) (int8, error) {
+		return in.N, nil
+	})
+	_, err := tool.Call(context.Background(), json.RawMessage(`{"n": 300}`))
+	var ae *toolset.ArgumentError
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, []toolset.ArgumentProblem{{Field: "n", Message: "cannot use number 300 as an integer in the range of int8"}}, ae.Problems)
+	assert.Equal(t, "small", ae.Tool)
+}
+
+func TestCallSuccess(t *testing.T) {
+	got, err := weatherTool().Call(context.Background(), json.RawMessage(`{"city":"Paris","days":3,"units":"metric"}`))
+	require.NoError(t, err)
+	assert.Equal(t, forecast{City: "Paris", Temp: 21.5}, got)
+}
+
+func TestCallPanickingHandler(t *testing.T) {
+	tool := toolset.NewTool("boom", "", func(context.Context, struct{}) (int, error) { panic("kaboom") })
+	tools, err := toolset.BuildTools(context.Background(), "a", toolset.Rename(tool, map[string]string{"boom": "explode"}))
+	require.NoError(t, err)
+	_, err = tools.Call(context.Background(), "explode", nil)
+	var pe *toolset.PanicError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "explode", pe.Tool)
+	assert.Equal(t, "kaboom", pe.Value)
+	assert.Contains(t, string(pe.Stack), "function_test.go")
+	assert.EqualError(t, err, `toolset: tool "explode" panicked: kaboom`)
+	_, visible := toolset.ModelMessage(err)
+	assert.False(t, visible, "a panic stops the run")
+}
+
+func TestCallHandlerErrors(t *testing.T) {
+	fail := errors.New("database is down")
+	tool := toolset.NewTool("lookup", "", func(_ context.Context, in struct {
+		Retry bool `json:"retry"`
+	}) (int, error) {
+		if in.Retry {
+			return 0, toolset.Retryf("no user %q; try the email address", "ada")
+		}
+		return 0, fail
+	})
+	_, err := tool.Call(context.Background(), json.RawMessage(`{"retry": false}`))
+	require.ErrorIs(t, err, fail)
+	var te *toolset.ToolError
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, "lookup", te.Tool)
+	_, visible := toolset.ModelMessage(err)
+	assert.False(t, visible, "a plain handler error stops the run")
+
+	_, err = tool.Call(context.Background(), json.RawMessage(`{"retry": true}`))
+	msg, visible := toolset.ModelMessage(err)
+	require.True(t, visible)
+	assert.Equal(t, `no user "ada"; try the email address`, msg)
+}
+
+func TestCallCancelledContext(t *testing.T) {
+	ran := false
+	tool := toolset.NewTool("slow", "", func(context.Context, struct{}) (int, error) { ran = true; return 1, nil })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := tool.Call(ctx, nil)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Contains(t, err.Error(), `tool "slow" not called`)
+	assert.False(t, ran)
+}
+
+func TestRawTool(t *testing.T) {
+	var schema jsonschema.Schema
+	require.NoError(t, json.Unmarshal([]byte(`{"type":"object","properties":{"q":{"type":"string","minLength":2}},"required":["q"],"additionalProperties":false}`), &schema))
+	tool := toolset.NewRawTool("search", "Search.", &schema, func(_ context.Context, args json.RawMessage) (any, error) {
+		return string(args), nil
+	}, toolset.WithMetadata(map[string]string{"source": "test"}))
+	got, err := tool.Call(context.Background(), json.RawMessage(`{"q":"go"}`))
+	require.NoError(t, err)
+	assert.Equal(t, `{"q":"go"}`, got)
+	assert.Equal(t, "test", tool.Metadata["source"])
+
+	_, err = tool.Call(context.Background(), json.RawMessage(`{"q":"g"}`))
+	var ae *toolset.ArgumentError
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, []toolset.ArgumentProblem{{Field: "q", Message: "must be at least 2 characters long; got 1"}}, ae.Problems)
+
+	noArgs := toolset.NewRawTool("now", "", nil, func(context.Context, json.RawMessage) (any, error) { return "noon", nil })
+	assert.JSONEq(t, `{"type":"object","properties":{},"additionalProperties":false}`, schemaJSON(t, noArgs))
+}
+
+func TestFunctionDuplicateNames(t *testing.T) {
+	f := toolset.NewFunction(echoTool("a"), echoTool("b"), echoTool("a"))
+	_, err := f.GetTools(context.Background())
+	require.EqualError(t, err, `toolset: Function: tools[0] and tools[2] are both named "a"`)
+}
+
+func TestFunctionOrderAndCopy(t *testing.T) {
+	f := toolset.NewFunction(echoTools("c", "a", "b")...)
+	ctx := context.Background()
+	assert.Equal(t, []string{"c", "a", "b"}, names(t, ctx, f))
+	tools, err := f.GetTools(ctx)
+	require.NoError(t, err)
+	tools[0].Name = "mutated"
+	assert.Equal(t, []string{"c", "a", "b"}, names(t, ctx, f), "GetTools returns a copy the caller owns")
+}
+
+func TestDescriptionSpellings(t *testing.T) {
+	type args struct {
+		Plain    string `json:"plain" jsonschema:"Plain prose, with a comma"`
+		Invopop  string `json:"invopop" jsonschema:"description=Invopop style"`
+		Both     int    `json:"both" jsonschema:"minimum=0"`
+		Separate string `json:"separate" jsonschema_description:"From its own tag"`
+		Required string `json:"required,omitempty" jsonschema:"required"`
+	}
+	tool := toolset.NewTool("d", "", func(context.Context, args) (int, error) { return 0, nil })
+	props := tool.Parameters.Properties
+	get := func(name string) string {
+		p, ok := props.Get(name)
+		require.True(t, ok, name)
+		return p.Description
+	}
+	assert.Equal(t, "Plain prose, with a comma", get("plain"))
+	assert.Equal(t, "Invopop style", get("invopop"))
+	assert.Equal(t, "", get("both"), "keyword tags are not prose")
+	assert.Equal(t, "From its own tag", get("separate"))
+	assert.Equal(t, "", get("required"))
+}

@@ -1,0 +1,45 @@
+package toolset_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/gotoolset/toolset"
+	"github.com/stretchr/testify/assert"
+)
+
+// A turn over unchanged toolsets reuses the renamed tools and the name
+// index of earlier turns: what it allocates does not grow with the number
+// of tools, only with the number of toolsets.
+func TestBuildToolsSteadyStateDoesNotScaleWithTools(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation counts")
+	}
+	allocs := func(n int) float64 {
+		tools := make([]toolset.Tool, n)
+		for i := range tools {
+			md := map[string]string{"audience": "all"}
+			if i%2 == 1 {
+				md["audience"] = "admin"
+			}
+			tools[i] = toolset.NewTool(fmt.Sprint("t", i), "", func(context.Context, struct{}) (int, error) { return 0, nil }, toolset.WithMetadata(md))
+		}
+		tree := toolset.NewCombined(
+			toolset.NewFunction(tools...).Prefixed("a").Filtered(adminsOnly),
+			toolset.NewFunction(tools...).Prefixed("b").Renamed(map[string]string{"b_t0": "first"}),
+		)
+		ctx := withRole("guest")
+		standalone := echoTool("standalone")
+		turn := func() {
+			got, err := toolset.BuildTools(ctx, "a", tree, standalone)
+			if err != nil || got.Len() != n/2+n+1 {
+				t.Fatalf("turn: %v, %d tools", err, got.Len())
+			}
+		}
+		turn()
+		return testing.AllocsPerRun(20, turn)
+	}
+	small, large := allocs(10), allocs(2000)
+	assert.Equal(t, small, large, "allocations per turn with 10 and 2,000 tools per toolset")
+}

@@ -1,0 +1,93 @@
+package toolset
+
+import (
+	"context"
+	"errors"
+)
+
+// Prefixed namespaces a toolset: every tool name becomes prefix, separator,
+// name ("db_query"). The prefixed tools are copies that share their state
+// with the originals. Make one with [Prefix] or a .Prefixed builder.
+type Prefixed struct {
+	inner  Toolset
+	prefix string
+	sep    string
+	static bool
+	memo   memoSlots[derived]
+}
+
+// PrefixOption configures a [Prefixed] toolset.
+type PrefixOption func(*Prefixed)
+
+// WithSeparator sets the text between the prefix and the name; the default
+// is "_".
+func WithSeparator(sep string) PrefixOption {
+	return func(p *Prefixed) { p.sep = sep }
+}
+
+// Prefix returns ts with every tool name prefixed with prefix and a
+// separator ("_" unless [WithSeparator] says otherwise). An empty prefix
+// makes GetTools fail.
+func Prefix(ts Toolset, prefix string, opts ...PrefixOption) *Prefixed {
+	p := &Prefixed{inner: ts, prefix: prefix, sep: "_", static: isStatic(ts)}
+	for _, o := range opts {
+		if o != nil {
+			o(p)
+		}
+	}
+	return p
+}
+
+// GetTools implements [Toolset].
+func (p *Prefixed) GetTools(ctx context.Context) ([]Tool, error) { return getTools(ctx, p) }
+
+// Label implements [Labeler], forwarding the inner toolset's label.
+func (p *Prefixed) Label() string { return labelOrEmpty(p.inner) }
+
+// Instructions implements [InstructionsProvider], forwarding the inner
+// toolset's instructions.
+func (p *Prefixed) Instructions(ctx context.Context) (string, error) {
+	return forwardInstructions(ctx, p.inner)
+}
+
+// Close closes the inner toolset if it holds resources.
+func (p *Prefixed) Close() error { return forwardClose(p.inner) }
+
+func (p *Prefixed) view(ctx context.Context) (view, error) {
+	if p == nil {
+		return view{}, errors.New("toolset: nil *Prefixed")
+	}
+	if p.prefix == "" {
+		return view{}, errors.New("toolset: Prefixed: empty prefix")
+	}
+	in, err := materialize(ctx, p.inner)
+	if err != nil {
+		return view{}, err
+	}
+	d := derive(&p.memo, in.snap, func(in *snapshot) *derived {
+		tools := make([]Tool, len(in.tools))
+		for i, t := range in.tools {
+			t.Name = p.prefix + p.sep + t.Name
+			tools[i] = t
+		}
+		return &derived{out: &snapshot{tools: tools, from: in}}
+	})
+	return view{snap: d.out, keep: in.keep}, nil
+}
+
+// Prefixed returns p with every tool name prefixed again; see [Prefix].
+func (p *Prefixed) Prefixed(prefix string, opts ...PrefixOption) *Prefixed {
+	return Prefix(p, prefix, opts...)
+}
+
+// Renamed returns p with some tools renamed; see [Rename].
+func (p *Prefixed) Renamed(names map[string]string) *Renamed { return Rename(p, names) }
+
+// Filtered returns p showing only the tools pred accepts each turn; see [Filter].
+func (p *Prefixed) Filtered(pred Predicate) *Filtered { return Filter(p, pred) }
+
+// Prepared returns p with its tool list edited each turn by fn; see [Prepare].
+func (p *Prefixed) Prepared(fn PrepareFunc) *Prepared { return Prepare(p, fn) }
+
+// CombinedWith returns a toolset of p followed by others; see [NewCombined].
+func (p *Prefixed) CombinedWith(others ...Toolset) *Combined { return combineWith(p, others) }

@@ -1,0 +1,95 @@
+package toolset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// PrepareFunc edits the tool list of a turn: it may change descriptions,
+// schemas and metadata, drop tools and reorder them, but not add tools or
+// rename them.
+type PrepareFunc func(ctx context.Context, tools []Tool) ([]Tool, error)
+
+// Prepared runs a [PrepareFunc] over a toolset's tools every turn. Make one
+// with [Prepare] or a .Prepared builder.
+type Prepared struct {
+	inner Toolset
+	fn    PrepareFunc
+}
+
+// Prepare returns ts with its visible tools passed through fn every turn.
+// fn receives a fresh slice it may modify. A result that adds a tool,
+// renames one (use [Rename]) or lists one twice makes GetTools fail; so
+// does a nil fn.
+func Prepare(ts Toolset, fn PrepareFunc) *Prepared {
+	return &Prepared{inner: ts, fn: fn}
+}
+
+// GetTools implements [Toolset].
+func (p *Prepared) GetTools(ctx context.Context) ([]Tool, error) { return getTools(ctx, p) }
+
+// Label implements [Labeler], forwarding the inner toolset's label.
+func (p *Prepared) Label() string { return labelOrEmpty(p.inner) }
+
+// Instructions implements [InstructionsProvider], forwarding the inner
+// toolset's instructions.
+func (p *Prepared) Instructions(ctx context.Context) (string, error) {
+	return forwardInstructions(ctx, p.inner)
+}
+
+// Close closes the inner toolset if it holds resources.
+func (p *Prepared) Close() error { return forwardClose(p.inner) }
+
+func (p *Prepared) view(ctx context.Context) (view, error) {
+	if p == nil {
+		return view{}, errors.New("toolset: nil *Prepared")
+	}
+	if p.fn == nil {
+		return view{}, errors.New("toolset: Prepared: nil prepare function")
+	}
+	in, err := materialize(ctx, p.inner)
+	if err != nil {
+		return view{}, err
+	}
+	before := in.tools()
+	byName := make(map[string]*toolCore, len(before))
+	for _, t := range before {
+		byName[t.Name] = t.core
+	}
+	after, err := p.fn(ctx, in.tools())
+	if err != nil {
+		return view{}, fmt.Errorf("toolset: Prepared: %w", err)
+	}
+	seen := make(map[string]bool, len(after))
+	for i, t := range after {
+		core, ok := byName[t.Name]
+		switch {
+		case !ok:
+			return view{}, fmt.Errorf("toolset: Prepared: result[%d] %q is not one of the tools it was given; a prepare function may not add or rename tools (use Rename)", i, t.Name)
+		case core != t.core:
+			return view{}, fmt.Errorf("toolset: Prepared: result[%d] %q is a different tool from the one it was given under that name; a prepare function may not add or rename tools (use Rename)", i, t.Name)
+		case seen[t.Name]:
+			return view{}, fmt.Errorf("toolset: Prepared: result lists %q twice", t.Name)
+		}
+		seen[t.Name] = true
+	}
+	return view{snap: newSnapshot(after)}, nil
+}
+
+// Prefixed returns p with every tool name prefixed; see [Prefix].
+func (p *Prepared) Prefixed(prefix string, opts ...PrefixOption) *Prefixed {
+	return Prefix(p, prefix, opts...)
+}
+
+// Renamed returns p with some tools renamed; see [Rename].
+func (p *Prepared) Renamed(names map[string]string) *Renamed { return Rename(p, names) }
+
+// Filtered returns p showing only the tools pred accepts each turn; see [Filter].
+func (p *Prepared) Filtered(pred Predicate) *Filtered { return Filter(p, pred) }
+
+// Prepared returns p prepared again by fn; see [Prepare].
+func (p *Prepared) Prepared(fn PrepareFunc) *Prepared { return Prepare(p, fn) }
+
+// CombinedWith returns a toolset of p followed by others; see [NewCombined].
+func (p *Prepared) CombinedWith(others ...Toolset) *Combined { return combineWith(p, others) }

@@ -1,0 +1,119 @@
+package toolset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+)
+
+// Renamed renames some tools of a toolset; the others pass through. The
+// renamed tools are copies that share their state with the originals. Make
+// one with [Rename] or a .Renamed builder.
+type Renamed struct {
+	inner  Toolset
+	names  map[string]string
+	static bool
+	memo   memoSlots[derived]
+}
+
+// Rename returns ts with tools renamed: names maps an old name to its new
+// name, and names not in the map pass through. Two tools visible in one turn
+// under the same resulting name make GetTools fail with an error naming
+// both; swapping two names is fine. A name in the map that matches no tool
+// is ignored, since the tools of a remote toolset may come and go.
+func Rename(ts Toolset, names map[string]string) *Renamed {
+	return &Renamed{inner: ts, names: maps.Clone(names), static: isStatic(ts)}
+}
+
+// GetTools implements [Toolset].
+func (r *Renamed) GetTools(ctx context.Context) ([]Tool, error) { return getTools(ctx, r) }
+
+// Label implements [Labeler], forwarding the inner toolset's label.
+func (r *Renamed) Label() string { return labelOrEmpty(r.inner) }
+
+// Instructions implements [InstructionsProvider], forwarding the inner
+// toolset's instructions.
+func (r *Renamed) Instructions(ctx context.Context) (string, error) {
+	return forwardInstructions(ctx, r.inner)
+}
+
+// Close closes the inner toolset if it holds resources.
+func (r *Renamed) Close() error { return forwardClose(r.inner) }
+
+// renameClashes lists the groups of positions that renaming brought onto one
+// name; a group is a problem only in a turn where two of them are visible.
+type renameClashes [][]int32
+
+func (r *Renamed) view(ctx context.Context) (view, error) {
+	if r == nil {
+		return view{}, errors.New("toolset: nil *Renamed")
+	}
+	in, err := materialize(ctx, r.inner)
+	if err != nil {
+		return view{}, err
+	}
+	d := derive(&r.memo, in.snap, r.build)
+	for _, group := range d.aux.(renameClashes) {
+		var visible []int32
+		for _, i := range group {
+			if in.visible(int(i)) {
+				visible = append(visible, i)
+			}
+		}
+		if len(visible) > 1 {
+			return view{}, r.clashError(in.snap, d.out, visible)
+		}
+	}
+	return view{snap: d.out, keep: in.keep}, nil
+}
+
+func (r *Renamed) build(in *snapshot) *derived {
+	tools := make([]Tool, len(in.tools))
+	renamed := make([]bool, len(in.tools))
+	for i, t := range in.tools {
+		if n, ok := r.names[t.Name]; ok {
+			t.Name = n
+			renamed[i] = true
+		}
+		tools[i] = t
+	}
+	out := &snapshot{tools: tools, from: in}
+	var clashes renameClashes
+	for _, group := range out.index().dups {
+		for _, i := range group {
+			if renamed[i] {
+				clashes = append(clashes, group)
+				break
+			}
+		}
+	}
+	return &derived{out: out, aux: clashes}
+}
+
+func (r *Renamed) clashError(in, out *snapshot, positions []int32) error {
+	olds := make([]string, len(positions))
+	for k, i := range positions {
+		olds[k] = fmt.Sprintf("%q", in.tools[i].Name)
+	}
+	return fmt.Errorf("toolset: Renamed: tools %s would all be named %q; rename them to different names",
+		strings.Join(olds, " and "), out.tools[positions[0]].Name)
+}
+
+// Prefixed returns r with every tool name prefixed; see [Prefix].
+func (r *Renamed) Prefixed(prefix string, opts ...PrefixOption) *Prefixed {
+	return Prefix(r, prefix, opts...)
+}
+
+// Renamed returns r with some tools renamed again; see [Rename].
+func (r *Renamed) Renamed(names map[string]string) *Renamed { return Rename(r, names) }
+
+// Filtered returns r showing only the tools pred accepts each turn; see [Filter].
+func (r *Renamed) Filtered(pred Predicate) *Filtered { return Filter(r, pred) }
+
+// Prepared returns r with its tool list edited each turn by fn; see [Prepare].
+func (r *Renamed) Prepared(fn PrepareFunc) *Prepared { return Prepare(r, fn) }
+
+// CombinedWith returns a toolset of r followed by others; see [NewCombined].
+func (r *Renamed) CombinedWith(others ...Toolset) *Combined { return combineWith(r, others) }

@@ -1,0 +1,86 @@
+package toolset
+
+import "context"
+
+// RunContext is the per-run, per-turn state that predicates, prepare
+// functions and tools read. It travels inside a [context.Context]: attach it
+// with [NewContext] and read it with [FromContext].
+//
+// Treat a RunContext as immutable once it is attached to a context; derive a
+// new one (for example with [RunContext.WithStep]) for the next turn. Copies
+// of a RunContext share the run's own bookkeeping, so a copy made for the next
+// step still belongs to the same run.
+type RunContext struct {
+	// RunID identifies the run (one user request answered by one agent).
+	RunID string
+	// Agent is the name of the agent that runs.
+	Agent string
+	// Step counts the turns of the run, starting at 0.
+	Step int
+	// Values holds request-scoped values such as "role", "tenant" or
+	// "environment". Read them with [RunContext.Value].
+	Values map[string]any
+	// Deps carries the application's dependencies (a database handle, an
+	// HTTP client, ...). Read them with [DepsAs].
+	Deps any
+
+	// run is the run's own bookkeeping, shared by every copy.
+	run *runState
+}
+
+// runState is the bookkeeping a run keeps across its turns. It is shared by
+// reference between copies of a RunContext.
+type runState struct{}
+
+type runContextKey struct{}
+
+// NewContext returns a copy of ctx that carries rc. A nil rc attaches an
+// empty RunContext. The run's bookkeeping is created here if rc has none yet,
+// so attach a RunContext once per run and derive later steps from it.
+func NewContext(ctx context.Context, rc *RunContext) context.Context {
+	if rc == nil {
+		rc = &RunContext{}
+	}
+	if rc.run == nil {
+		rc.run = &runState{}
+	}
+	return context.WithValue(ctx, runContextKey{}, rc)
+}
+
+// FromContext returns the RunContext carried by ctx. It never returns nil:
+// when ctx carries none, it returns a new, empty RunContext.
+func FromContext(ctx context.Context) *RunContext {
+	if rc, ok := ctx.Value(runContextKey{}).(*RunContext); ok && rc != nil {
+		return rc
+	}
+	return &RunContext{}
+}
+
+// Value returns the request-scoped value stored under key, or nil.
+func (rc *RunContext) Value(key string) any {
+	if rc == nil {
+		return nil
+	}
+	return rc.Values[key]
+}
+
+// String returns the request-scoped value stored under key if it is a
+// string, or "".
+func (rc *RunContext) String(key string) string {
+	s, _ := rc.Value(key).(string)
+	return s
+}
+
+// WithStep returns a copy of rc for the given step. The copy shares the
+// run's bookkeeping with rc.
+func (rc *RunContext) WithStep(step int) *RunContext {
+	c := *rc
+	c.Step = step
+	return &c
+}
+
+// DepsAs returns the run's dependencies as a T, and whether they are one.
+func DepsAs[T any](ctx context.Context) (T, bool) {
+	d, ok := FromContext(ctx).Deps.(T)
+	return d, ok
+}

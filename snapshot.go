@@ -1,0 +1,486 @@
+package toolset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// This file holds the machinery that makes a turn cheap.
+//
+// Every toolset of this package materialises a view for a turn: an
+// immutable snapshot of tools plus, when something hides tools this turn, a
+// visibility mask. Snapshots are memoised wherever their input did not
+// change: a Function's snapshot is built once, a Prefixed or Renamed
+// snapshot is rebuilt only when its input snapshot changes, and the join of
+// several snapshots (Combined, BuildTools) is kept on its first input. So a
+// turn over unchanging toolsets allocates no renamed tools and builds no
+// name index; what it recomputes is only what the run context can change:
+// the verdicts of predicates.
+//
+// Per-turn state never lives in a snapshot. Snapshots are shared by all the
+// runs that use a toolset, so they are never modified once published.
+
+// snapshot is an immutable list of tools with a lazily built name index.
+type snapshot struct {
+	tools []Tool
+
+	// Provenance, used only to name contributors in error messages.
+	from *snapshot // the snapshot this one renames, position for position
+	segs []segment // for a join: where each range of tools came from
+	kind joinKind  // for a join: how to name its parts
+
+	idxOnce sync.Once
+	idx     nameIndex
+
+	joins memoSlots[joined] // joins whose first part is this snapshot
+}
+
+func newSnapshot(tools []Tool) *snapshot { return &snapshot{tools: tools} }
+
+// emptySnapshot hosts the memo of joins without parts.
+var emptySnapshot = newSnapshot(nil)
+
+// nameIndex maps names to positions, and records the names that occur
+// more than once and the names that are not valid.
+type nameIndex struct {
+	first   map[string]int32
+	dups    [][]int32 // positions sharing a name, in order of first occurrence
+	dupOf   map[string]int
+	invalid []int32
+}
+
+// index returns the snapshot's name index, building it on first use.
+func (s *snapshot) index() *nameIndex {
+	s.idxOnce.Do(func() {
+		ix := &s.idx
+		ix.first = make(map[string]int32, len(s.tools))
+		for i := range s.tools {
+			name := s.tools[i].Name
+			if !validName(name) {
+				ix.invalid = append(ix.invalid, int32(i))
+			}
+			j, seen := ix.first[name]
+			if !seen {
+				ix.first[name] = int32(i)
+				continue
+			}
+			if ix.dupOf == nil {
+				ix.dupOf = make(map[string]int)
+			}
+			g, ok := ix.dupOf[name]
+			if !ok {
+				g = len(ix.dups)
+				ix.dupOf[name] = g
+				ix.dups = append(ix.dups, []int32{j})
+			}
+			ix.dups[g] = append(ix.dups[g], int32(i))
+		}
+	})
+	return &s.idx
+}
+
+// view is what a toolset yields for one turn: a snapshot, and which of its
+// tools are visible.
+type view struct {
+	snap *snapshot
+	keep []bool // nil: every tool is visible; otherwise len(keep) == len(snap.tools)
+}
+
+func (v view) visible(i int) bool { return v.keep == nil || v.keep[i] }
+
+// tools returns a new slice of the visible tools.
+func (v view) tools() []Tool {
+	if v.snap == nil {
+		return nil
+	}
+	if v.keep == nil {
+		return append([]Tool(nil), v.snap.tools...)
+	}
+	out := make([]Tool, 0, len(v.snap.tools))
+	for i, t := range v.snap.tools {
+		if v.keep[i] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// materialize returns the view of ts for this turn. The toolsets of this
+// package are recognised by their exact type, never through embedding, so a
+// user type that embeds one and overrides GetTools keeps its override.
+func materialize(ctx context.Context, ts Toolset) (view, error) {
+	var v view
+	var err error
+	switch t := ts.(type) {
+	case nil:
+		return view{}, errors.New("toolset: nil Toolset")
+	case *Function:
+		v, err = t.view(ctx)
+	case *Prefixed:
+		v, err = t.view(ctx)
+	case *Renamed:
+		v, err = t.view(ctx)
+	case *Filtered:
+		v, err = t.view(ctx)
+	case *Combined:
+		v, err = t.view(ctx)
+	case *Prepared:
+		v, err = t.view(ctx)
+	case *Dynamic:
+		v, err = t.view(ctx)
+	case Tool:
+		v, err = t.view(ctx)
+	case *Tool:
+		if t == nil {
+			return view{}, errors.New("toolset: nil *Tool")
+		}
+		v, err = t.view(ctx)
+	case Wrapper:
+		v, err = t.view(ctx)
+	case *Wrapper:
+		if t == nil {
+			return view{}, errors.New("toolset: nil *Wrapper")
+		}
+		v, err = t.view(ctx)
+	default:
+		var tools []Tool
+		tools, err = ts.GetTools(ctx)
+		v = view{snap: newSnapshot(tools)}
+	}
+	if err != nil {
+		return view{}, err
+	}
+	if v.snap == nil {
+		v.snap = emptySnapshot
+	}
+	return v, nil
+}
+
+// isStatic reports whether materialising ts runs no code of the caller's and
+// waits on nothing, so it can be done inline rather than in a goroutine.
+func isStatic(ts Toolset) bool {
+	switch t := ts.(type) {
+	case nil:
+		return true // fails at once
+	case *Function:
+		return t != nil
+	case Tool:
+		return true
+	case *Tool:
+		return t != nil
+	case *Prefixed:
+		return t != nil && t.static
+	case *Renamed:
+		return t != nil && t.static
+	case *Combined:
+		return t != nil && t.static
+	}
+	return false
+}
+
+// materializeAll materialises toolsets concurrently and returns their views
+// in order. Static toolsets are done inline; the others run in goroutines
+// (unless there is only one), and the first failure cancels the rest. The
+// errors of all failing toolsets are joined, each named by name(i).
+func materializeAll(ctx context.Context, toolsets []Toolset, static []bool, name func(i int, err error) error) ([]view, error) {
+	views := make([]view, len(toolsets))
+	errs := make([]error, len(toolsets))
+	dynamic := 0
+	for i, ts := range toolsets {
+		if static[i] {
+			views[i], errs[i] = materialize(ctx, ts)
+		} else {
+			dynamic++
+		}
+	}
+	if err := joinErrors(errs, name); err != nil {
+		return nil, err
+	}
+	switch dynamic {
+	case 0:
+	case 1:
+		for i, ts := range toolsets {
+			if !static[i] {
+				views[i], errs[i] = materialize(ctx, ts)
+			}
+		}
+	default:
+		g, gctx := errgroup.WithContext(ctx)
+		for i, ts := range toolsets {
+			if static[i] {
+				continue
+			}
+			g.Go(func() error {
+				views[i], errs[i] = materialize(gctx, ts)
+				return errs[i]
+			})
+		}
+		if g.Wait() != nil && ctx.Err() == nil {
+			dropCancelled(errs)
+		}
+	}
+	if err := joinErrors(errs, name); err != nil {
+		return nil, err
+	}
+	return views, nil
+}
+
+// dropCancelled removes the errors of toolsets that only stopped because a
+// sibling failed and cancelled them, unless that would remove them all.
+func dropCancelled(errs []error) {
+	real := 0
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			real++
+		}
+	}
+	if real == 0 {
+		return
+	}
+	for i, err := range errs {
+		if errors.Is(err, context.Canceled) {
+			errs[i] = nil
+		}
+	}
+}
+
+func joinErrors(errs []error, name func(i int, err error) error) error {
+	var out []error
+	for i, err := range errs {
+		if err != nil {
+			out = append(out, name(i, err))
+		}
+	}
+	return errors.Join(out...)
+}
+
+// entryError names the toolset that failed: "toolsets[1] (Prefixed): ..."
+// inside a Combined, "Prefixed#1: ..." among the entries of BuildTools.
+type entryError struct {
+	index    int
+	label    string
+	combined bool
+	err      error
+}
+
+func (e *entryError) Error() string {
+	if e.combined {
+		return fmt.Sprintf("toolsets[%d] (%s): %v", e.index, e.label, e.err)
+	}
+	return fmt.Sprintf("%s#%d: %v", e.label, e.index, e.err)
+}
+
+func (e *entryError) Unwrap() error { return e.err }
+
+// memoSlots is a small, lock-free memo: a handful of recent entries,
+// replaced round-robin. Toolsets shared by several agents, or Dynamic
+// toolsets that alternate, keep a few inputs warm at once.
+type memoSlots[T any] struct {
+	slots [4]atomic.Pointer[T]
+	next  atomic.Uint32
+}
+
+func (m *memoSlots[T]) find(match func(*T) bool) *T {
+	for i := range m.slots {
+		if e := m.slots[i].Load(); e != nil && match(e) {
+			return e
+		}
+	}
+	return nil
+}
+
+func (m *memoSlots[T]) store(e *T) {
+	m.slots[m.next.Add(1)%uint32(len(m.slots))].Store(e)
+}
+
+// derived memoises a snapshot computed from one input snapshot, with
+// whatever static facts the computation found (aux).
+type derived struct {
+	in, out *snapshot
+	aux     any
+}
+
+// derive returns the memoised derivation of in, computing it with build on
+// a miss.
+func derive(m *memoSlots[derived], in *snapshot, build func(in *snapshot) *derived) *derived {
+	if d := m.find(func(d *derived) bool { return d.in == in }); d != nil {
+		return d
+	}
+	d := build(in)
+	d.in = in
+	m.store(d)
+	return d
+}
+
+// joinKind says how the parts of a join are named in error messages.
+type joinKind uint8
+
+const (
+	joinCombined joinKind = iota // toolsets[i] (Label)
+	joinEntries                  // Label#i, or tools[i] (standalone)
+)
+
+// part is one input of a join.
+type part struct {
+	snap       *snapshot
+	label      string
+	standalone bool
+}
+
+// segment is a range of a join's tools that came from one part.
+type segment struct {
+	start, end int32     // the range in the join
+	pos        int       // the part it came from
+	off        int32     // where the range starts in that part's tools
+	sub        *snapshot // that part's snapshot
+	label      string
+	standalone bool
+}
+
+func (s segment) describe(k joinKind) string {
+	switch {
+	case k == joinCombined:
+		return fmt.Sprintf("toolsets[%d] (%s)", s.pos, s.label)
+	case s.standalone:
+		return fmt.Sprintf("tools[%d] (standalone)", s.pos)
+	default:
+		return fmt.Sprintf("%s#%d", s.label, s.pos)
+	}
+}
+
+// joined memoises the join of a list of parts.
+type joined struct {
+	kind  joinKind
+	parts []part
+	out   *snapshot
+}
+
+func (j *joined) matches(k joinKind, parts []part) bool {
+	if j.kind != k || len(j.parts) != len(parts) {
+		return false
+	}
+	for i := range parts {
+		if j.parts[i] != parts[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// join concatenates the parts' snapshots in order. Among the entries of
+// BuildTools, a standalone tool that has the name of an earlier standalone
+// tool replaces it, at the earlier one's position. The result is memoised
+// on the first part's snapshot.
+func join(k joinKind, parts []part) *snapshot {
+	host := emptySnapshot
+	if len(parts) > 0 {
+		host = parts[0].snap
+	}
+	if j := host.joins.find(func(j *joined) bool { return j.matches(k, parts) }); j != nil {
+		return j.out
+	}
+	out := buildJoin(k, parts)
+	host.joins.store(&joined{kind: k, parts: append([]part(nil), parts...), out: out})
+	return out
+}
+
+func buildJoin(k joinKind, parts []part) *snapshot {
+	out := &snapshot{kind: k, segs: make([]segment, 0, len(parts))}
+	if len(parts) == 1 && !parts[0].standalone {
+		p := parts[0]
+		out.tools = p.snap.tools // immutable: share it
+		out.segs = append(out.segs, segment{end: int32(len(p.snap.tools)), sub: p.snap, label: p.label})
+		return out
+	}
+	total := 0
+	for _, p := range parts {
+		total += len(p.snap.tools)
+	}
+	out.tools = make([]Tool, 0, total)
+	var standalone map[string]int // name -> segment of the standalone tool
+	for i, p := range parts {
+		seg := segment{start: int32(len(out.tools)), pos: i, sub: p.snap, label: p.label, standalone: p.standalone}
+		if p.standalone && k == joinEntries && len(p.snap.tools) == 1 {
+			name := p.snap.tools[0].Name
+			if si, ok := standalone[name]; ok {
+				// Replace the earlier standalone tool in place.
+				prev := &out.segs[si]
+				out.tools[prev.start] = p.snap.tools[0]
+				prev.pos, prev.sub, prev.label = i, p.snap, p.label
+				seg.end = seg.start
+				out.segs = append(out.segs, seg)
+				continue
+			}
+			if standalone == nil {
+				standalone = make(map[string]int)
+			}
+			standalone[name] = len(out.segs)
+		}
+		out.tools = append(out.tools, p.snap.tools...)
+		seg.end = int32(len(out.tools))
+		out.segs = append(out.segs, seg)
+	}
+	return out
+}
+
+// joinKeep builds the visibility mask of a join for this turn from the
+// masks of its parts' views, or returns nil when everything is visible.
+func joinKeep(out *snapshot, views []view) []bool {
+	masked := false
+	for _, v := range views {
+		if v.keep != nil {
+			masked = true
+			break
+		}
+	}
+	if !masked {
+		return nil
+	}
+	keep := make([]bool, len(out.tools))
+	for _, s := range out.segs {
+		dst := keep[s.start:s.end]
+		if src := views[s.pos].keep; src != nil {
+			copy(dst, src[s.off:])
+		} else {
+			for i := range dst {
+				dst[i] = true
+			}
+		}
+	}
+	return keep
+}
+
+// contributor names where the tool at position i of s came from, following
+// joins and renamings down to the innermost toolset it can name:
+// "Combined#0 > toolsets[1] (Prefixed)".
+func (s *snapshot) contributor(i int32, root string) string {
+	var parts []string
+	if root != "" {
+		parts = append(parts, root)
+	}
+	for s != nil {
+		if s.segs == nil {
+			s = s.from
+			continue
+		}
+		k := sort.Search(len(s.segs), func(k int) bool { return s.segs[k].end > i })
+		for k < len(s.segs) && s.segs[k].start == s.segs[k].end {
+			k++ // skip empty segments of replaced standalone tools
+		}
+		if k == len(s.segs) {
+			break
+		}
+		seg := s.segs[k]
+		parts = append(parts, seg.describe(s.kind))
+		i = seg.off + i - seg.start
+		s = seg.sub
+	}
+	return strings.Join(parts, " > ")
+}

@@ -1,0 +1,272 @@
+package toolset
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+
+	"github.com/invopop/jsonschema"
+)
+
+// Tool is one tool as the model sees it (name, description, parameter
+// schema, optional result schema) plus a pointer to the code and state
+// behind it.
+//
+// A Tool is a value: copy it, rename it, edit its description. Copies share
+// the code and state behind it, so a prefixed or renamed copy is the same
+// tool under another name; [Tool.Same] tells. The schemas and the metadata
+// map are shared by copies too: replace them, never modify them in place.
+//
+// A Tool is also a [Toolset] of one. Passed to [BuildTools] on its own, it
+// counts as a standalone tool.
+type Tool struct {
+	// Name is what the model calls. It must match ^[a-zA-Z0-9_-]{1,64}$,
+	// which BuildTools checks.
+	Name string
+	// Description tells the model what the tool does and when to use it.
+	Description string
+	// Parameters is the JSON Schema of the arguments object.
+	Parameters *jsonschema.Schema
+	// Returns is the JSON Schema of the result, or nil.
+	Returns *jsonschema.Schema
+	// Metadata is for the application; it is never sent to the model.
+	Metadata map[string]string
+
+	core *toolCore
+}
+
+// RawHandler is the code behind a tool made with [NewRawTool]: it receives
+// the arguments as JSON, already validated against the tool's parameter
+// schema, and returns the result for the model.
+type RawHandler func(ctx context.Context, args json.RawMessage) (any, error)
+
+// ToolOption configures a tool made with [NewTool] or [NewRawTool].
+type ToolOption func(*Tool)
+
+// WithMetadata sets the tool's metadata: key-value pairs for the
+// application, never sent to the model.
+func WithMetadata(md map[string]string) ToolOption {
+	return func(t *Tool) {
+		if t.Metadata == nil {
+			t.Metadata = make(map[string]string, len(md))
+		}
+		for k, v := range md {
+			t.Metadata[k] = v
+		}
+	}
+}
+
+// WithReturns sets the JSON Schema of the tool's result.
+func WithReturns(s *jsonschema.Schema) ToolOption {
+	return func(t *Tool) { t.Returns = s }
+}
+
+// toolCore is the code and state behind a tool, shared by all its copies.
+type toolCore struct {
+	name    string             // the name the tool was made with
+	params  *jsonschema.Schema // the schema the tool was made with
+	handler RawHandler
+	err     error // why the tool cannot be used, found at construction
+
+	valOnce sync.Once
+	val     *validator
+
+	schemaOnce sync.Once
+	schemaJSON json.RawMessage
+	schemaErr  error
+
+	edited editedValidators
+	solo   atomic.Pointer[snapshot] // the tool as a toolset of one, for memoisation
+}
+
+// NewRawTool makes a tool from a ready JSON Schema and a handler that takes
+// the arguments as JSON, for tools whose schema comes from elsewhere (an
+// MCP server, a package manifest). A nil schema means the tool takes no
+// arguments. Arguments are validated against the schema before fn runs.
+func NewRawTool(name, description string, params *jsonschema.Schema, fn RawHandler, opts ...ToolOption) Tool {
+	if params == nil {
+		params = emptyObjectSchema()
+	}
+	core := &toolCore{name: name, params: params, handler: fn}
+	if fn == nil {
+		core.err = errors.New("nil handler")
+	}
+	return newTool(core, description, opts)
+}
+
+func newTool(core *toolCore, description string, opts []ToolOption) Tool {
+	t := Tool{Name: core.name, Description: description, Parameters: core.params, core: core}
+	for _, o := range opts {
+		if o != nil {
+			o(&t)
+		}
+	}
+	return t
+}
+
+// Err returns the reason the tool cannot be used, such as an argument type
+// with no JSON Schema, or nil. [NewFunction] and [BuildTools] report it too;
+// Err lets a program check its tools at start-up.
+func (t Tool) Err() error {
+	if t.core == nil {
+		return fmt.Errorf("tool %q has no handler; make tools with NewTool or NewRawTool", t.Name)
+	}
+	if t.core.err != nil {
+		return fmt.Errorf("tool %q: %w", t.core.name, t.core.err)
+	}
+	return nil
+}
+
+// Same reports whether t and u are the same underlying tool, one perhaps a
+// renamed, prefixed or edited copy of the other. Copies share their state.
+func (t Tool) Same(u Tool) bool { return t.core != nil && t.core == u.core }
+
+// GetTools returns the tool itself, making a Tool a [Toolset] of one.
+func (t Tool) GetTools(ctx context.Context) ([]Tool, error) {
+	if err := t.Err(); err != nil {
+		return nil, err
+	}
+	return []Tool{t}, nil
+}
+
+// view returns the tool as a toolset of one, memoised on the tool's core so
+// that later turns reuse the same snapshot.
+func (t Tool) view(context.Context) (view, error) {
+	if err := t.Err(); err != nil {
+		return view{}, err
+	}
+	if s := t.core.solo.Load(); s != nil && sameToolValue(s.tools[0], t) {
+		return view{snap: s}, nil
+	}
+	s := newSnapshot([]Tool{t})
+	t.core.solo.Store(s)
+	return view{snap: s}, nil
+}
+
+// sameToolValue reports whether a and b are identical values, comparing
+// schemas and metadata by identity.
+func sameToolValue(a, b Tool) bool {
+	return a.core == b.core && a.Name == b.Name && a.Description == b.Description &&
+		a.Parameters == b.Parameters && a.Returns == b.Returns && sameMap(a.Metadata, b.Metadata)
+}
+
+func sameMap(a, b map[string]string) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// ParametersJSON returns the JSON encoding of the tool's parameter schema,
+// as sent to a model. The encoding of the schema the tool was made with is
+// computed once and shared by all copies.
+func (t Tool) ParametersJSON() (json.RawMessage, error) {
+	s := t.Parameters
+	if s == nil {
+		s = emptyObjectSchema()
+	}
+	if t.core == nil || s != t.core.params {
+		return marshalSchema(s)
+	}
+	c := t.core
+	c.schemaOnce.Do(func() { c.schemaJSON, c.schemaErr = marshalSchema(c.params) })
+	return c.schemaJSON, c.schemaErr
+}
+
+// Call runs the tool with args, the way [Tools.Call] does once it has found
+// the tool: the arguments are validated against t.Parameters, then the
+// handler runs with panics recovered.
+func (t Tool) Call(ctx context.Context, args json.RawMessage) (any, error) {
+	return t.invoke(ctx, t.Name, args)
+}
+
+// invoke is the call path shared by Tool.Call and Tools.Call; name is the
+// name the model called.
+func (t Tool) invoke(ctx context.Context, name string, args json.RawMessage) (any, error) {
+	if err := t.Err(); err != nil {
+		return nil, fmt.Errorf("toolset: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("toolset: tool %q not called: %w", name, err)
+	}
+	args = normalizeArgs(args)
+	if err := t.core.validatorFor(t.Parameters).check(args); err != nil {
+		return nil, attributeError(name, err)
+	}
+	return t.core.run(ctx, name, args)
+}
+
+// run calls the handler, turning a panic into a *PanicError.
+func (c *toolCore) run(ctx context.Context, name string, args json.RawMessage) (res any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = nil, &PanicError{Tool: name, Value: p, Stack: debug.Stack()}
+		}
+	}()
+	res, err = c.handler(ctx, args)
+	if err != nil {
+		return nil, attributeError(name, err)
+	}
+	return res, nil
+}
+
+// attributeError names the tool in err: an *ArgumentError gets the tool
+// name, anything else is wrapped in a *ToolError.
+func attributeError(name string, err error) error {
+	var ae *ArgumentError
+	if errors.As(err, &ae) {
+		named := *ae
+		named.Tool = name
+		return &named
+	}
+	return &ToolError{Tool: name, Err: err}
+}
+
+// normalizeArgs treats empty arguments and null as an empty object: models
+// send either for tools without parameters.
+func normalizeArgs(args json.RawMessage) json.RawMessage {
+	trimmed := bytes.TrimSpace(args)
+	if len(trimmed) == 0 || string(trimmed) == "null" {
+		return json.RawMessage("{}")
+	}
+	return args
+}
+
+// validatorFor returns the validator for schema s: the tool's own, compiled
+// once, or one for a schema edited per turn (by a Prepared toolset).
+func (c *toolCore) validatorFor(s *jsonschema.Schema) *validator {
+	if s == nil || s == c.params {
+		c.valOnce.Do(func() { c.val = newValidator(c.params) })
+		return c.val
+	}
+	return c.edited.get(s)
+}
+
+// editedValidators caches validators for schemas edited per turn, keeping
+// the most recent few.
+type editedValidators struct {
+	mu   sync.Mutex
+	keys []*jsonschema.Schema
+	vals []*validator
+}
+
+const maxEditedValidators = 8
+
+func (e *editedValidators) get(s *jsonschema.Schema) *validator {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i, k := range e.keys {
+		if k == s {
+			return e.vals[i]
+		}
+	}
+	v := newValidator(s)
+	if len(e.keys) == maxEditedValidators {
+		e.keys, e.vals = e.keys[1:], e.vals[1:]
+	}
+	e.keys, e.vals = append(e.keys, s), append(e.vals, v)
+	return v
+}

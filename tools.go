@@ -1,0 +1,124 @@
+package toolset
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"slices"
+)
+
+// Tools is the set of tools of one turn, made by [BuildTools]: the ordered
+// list the model is sent, a lookup by name, and [Tools.Call] to run the
+// model's calls. It is immutable and safe for concurrent use. A nil *Tools
+// is an empty set.
+type Tools struct {
+	agent string
+	snap  *snapshot
+	keep  []bool // nil: every tool of snap is in the set
+	n     int
+}
+
+func newTools(agent string, s *snapshot, keep []bool) *Tools {
+	n := len(s.tools)
+	if keep != nil {
+		n = 0
+		for _, k := range keep {
+			if k {
+				n++
+			}
+		}
+	}
+	return &Tools{agent: agent, snap: s, keep: keep, n: n}
+}
+
+// Agent returns the agent name the set was built for.
+func (ts *Tools) Agent() string {
+	if ts == nil {
+		return ""
+	}
+	return ts.agent
+}
+
+// Len returns the number of tools in the set.
+func (ts *Tools) Len() int {
+	if ts == nil {
+		return 0
+	}
+	return ts.n
+}
+
+// All iterates over the tools in the order the model is sent them.
+func (ts *Tools) All() iter.Seq[Tool] {
+	return func(yield func(Tool) bool) {
+		if ts == nil {
+			return
+		}
+		for i := range ts.snap.tools {
+			if (ts.keep == nil || ts.keep[i]) && !yield(ts.snap.tools[i]) {
+				return
+			}
+		}
+	}
+}
+
+// List returns a new slice of the tools, in the order the model is sent
+// them.
+func (ts *Tools) List() []Tool {
+	if ts == nil {
+		return nil
+	}
+	return slices.AppendSeq(make([]Tool, 0, ts.n), ts.All())
+}
+
+// Names returns the tool names, in the order the model is sent them.
+func (ts *Tools) Names() []string {
+	if ts == nil {
+		return nil
+	}
+	names := make([]string, 0, ts.n)
+	for t := range ts.All() {
+		names = append(names, t.Name)
+	}
+	return names
+}
+
+// Lookup returns the tool the model may call by name this turn.
+func (ts *Tools) Lookup(name string) (Tool, bool) {
+	if ts == nil {
+		return Tool{}, false
+	}
+	ix := ts.snap.index()
+	i, ok := ix.first[name]
+	if !ok {
+		return Tool{}, false
+	}
+	if ts.keep == nil || ts.keep[i] {
+		return ts.snap.tools[i], true
+	}
+	// A hidden tool may share its name with a visible one.
+	if g, dup := ix.dupOf[name]; dup {
+		for _, j := range ix.dups[g] {
+			if ts.keep[j] {
+				return ts.snap.tools[j], true
+			}
+		}
+	}
+	return Tool{}, false
+}
+
+// Call runs the model's call of the tool named name with the JSON arguments
+// args. A name that is not in this turn's set, even one a filter hid this
+// turn, is refused with an [*UnknownToolError] listing the available names.
+// The arguments are validated against the tool's parameter schema (an
+// [*ArgumentError] lists every problem), then the handler runs; a panic
+// becomes a [*PanicError]. Use [ModelMessage] to tell the errors the model
+// should see from those that should stop the run.
+func (ts *Tools) Call(ctx context.Context, name string, args json.RawMessage) (any, error) {
+	t, ok := ts.Lookup(name)
+	if !ok {
+		names := ts.Names()
+		slices.Sort(names)
+		return nil, &UnknownToolError{Name: name, Available: names}
+	}
+	return t.invoke(ctx, name, args)
+}

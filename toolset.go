@@ -1,0 +1,117 @@
+package toolset
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+)
+
+// Toolset is the one interface every source of tools implements.
+//
+// GetTools is called every turn. It returns the tools the model may see this
+// turn, in a deterministic order (declaration order): a stable list keeps a
+// provider's prompt cache warm. Implementations must be safe for concurrent
+// use by many runs at once, and keep per-run state in the [RunContext], never
+// in the toolset value. The caller owns the returned slice.
+type Toolset interface {
+	GetTools(ctx context.Context) ([]Tool, error)
+}
+
+// Labeler is implemented by toolsets that name themselves in error messages,
+// such as "mcp:github" for an MCP server. Every wrapper and builder of this
+// package forwards its inner toolset's label.
+type Labeler interface {
+	// Label returns the toolset's label, or "" to fall back to its type name.
+	Label() string
+}
+
+// InstructionsProvider is implemented by toolsets that contribute text to
+// the system prompt, such as guidance on when to use their tools. Every
+// wrapper of this package forwards it, and [Combined] concatenates the
+// instructions of its children.
+type InstructionsProvider interface {
+	// Instructions returns the text for this turn, or "" for none.
+	Instructions(ctx context.Context) (string, error)
+}
+
+// LabelOf returns the label that names ts in error messages: its [Labeler]
+// label when it has one, otherwise the name of its type ("Prefixed",
+// "Function", or the name of your own type).
+func LabelOf(ts Toolset) string {
+	if l, ok := ts.(Labeler); ok {
+		if s := l.Label(); s != "" {
+			return s
+		}
+	}
+	return typeName(ts)
+}
+
+// typeName returns the bare name of v's type: no package, no pointer, no
+// type arguments.
+func typeName(v any) string {
+	t := reflect.TypeOf(v)
+	if t == nil {
+		return "nil"
+	}
+	for t.Kind() == reflect.Pointer && t.Name() == "" {
+		t = t.Elem()
+	}
+	name := t.Name()
+	if name == "" {
+		return t.String()
+	}
+	if i := strings.IndexByte(name, '['); i >= 0 {
+		name = name[:i]
+	}
+	return name
+}
+
+// labelOrEmpty returns ts's own label, or "" when it has none.
+func labelOrEmpty(ts Toolset) string {
+	if l, ok := ts.(Labeler); ok {
+		return l.Label()
+	}
+	return ""
+}
+
+// Instructions returns the system-prompt text that the toolsets contribute
+// for this turn: the non-empty instructions of each, in order, separated by a
+// blank line. Toolsets that do not implement [InstructionsProvider]
+// contribute nothing. Errors of all toolsets are joined.
+func Instructions(ctx context.Context, toolsets ...Toolset) (string, error) {
+	var parts []string
+	var errs []error
+	for i, ts := range toolsets {
+		ip, ok := ts.(InstructionsProvider)
+		if !ok {
+			continue
+		}
+		s, err := ip.Instructions(ctx)
+		if err != nil {
+			errs = append(errs, &entryError{index: i, label: LabelOf(ts), err: err})
+			continue
+		}
+		if s = strings.TrimSpace(s); s != "" {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, "\n\n"), errors.Join(errs...)
+}
+
+// forwardInstructions returns the instructions of inner, or "" when it has
+// none.
+func forwardInstructions(ctx context.Context, inner Toolset) (string, error) {
+	if ip, ok := inner.(InstructionsProvider); ok {
+		return ip.Instructions(ctx)
+	}
+	return "", nil
+}
+
+// forwardClose closes inner if it holds resources.
+func forwardClose(inner Toolset) error {
+	if c, ok := inner.(interface{ Close() error }); ok {
+		return c.Close()
+	}
+	return nil
+}

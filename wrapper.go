@@ -1,0 +1,52 @@
+package toolset
+
+import "context"
+
+// Wrapper delegates everything to the toolset it wraps. Embed it in your
+// own type and override what you need:
+//
+//	// Beta tags every tool description.
+//	type Beta struct{ toolset.Wrapper }
+//
+//	func (b Beta) GetTools(ctx context.Context) ([]toolset.Tool, error) {
+//		tools, err := b.Wrapper.GetTools(ctx)
+//		for i := range tools {
+//			tools[i].Description = "[beta] " + tools[i].Description
+//		}
+//		return tools, err
+//	}
+//
+// Wrapper deliberately has no builder methods. A method promoted from an
+// embedded Wrapper receives the Wrapper, not your type, so a promoted
+// .Prefixed would wrap the Wrapper and lose your GetTools. Use the free
+// functions instead, which take your type as a [Toolset]:
+// toolset.Prefix(Beta{...}, "x").
+//
+// The label, instructions and Close are forwarded to the wrapped toolset.
+// The zero value wraps nothing and yields no tools.
+type Wrapper struct {
+	// Wrapped is the toolset that calls are delegated to.
+	Wrapped Toolset
+}
+
+// GetTools implements [Toolset], returning the wrapped toolset's tools.
+func (w Wrapper) GetTools(ctx context.Context) ([]Tool, error) { return getTools(ctx, w) }
+
+// Label implements [Labeler], forwarding the wrapped toolset's label.
+func (w Wrapper) Label() string { return labelOrEmpty(w.Wrapped) }
+
+// Instructions implements [InstructionsProvider], forwarding the wrapped
+// toolset's instructions.
+func (w Wrapper) Instructions(ctx context.Context) (string, error) {
+	return forwardInstructions(ctx, w.Wrapped)
+}
+
+// Close closes the wrapped toolset if it holds resources.
+func (w Wrapper) Close() error { return forwardClose(w.Wrapped) }
+
+func (w Wrapper) view(ctx context.Context) (view, error) {
+	if w.Wrapped == nil {
+		return view{snap: emptySnapshot}, nil
+	}
+	return materialize(ctx, w.Wrapped)
+}
