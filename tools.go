@@ -106,6 +106,21 @@ func (ts *Tools) Lookup(name string) (Tool, bool) {
 	return Tool{}, false
 }
 
+// ToolCall is one tool call from the model.
+type ToolCall struct {
+	// ID is the provider's call ID; it may be empty.
+	ID string
+	// Name is the tool name the model called.
+	Name string
+	// Args is the arguments object, as JSON.
+	Args json.RawMessage
+}
+
+// Execute runs a tool call from the model; see [Tools.Call].
+func (ts *Tools) Execute(ctx context.Context, call ToolCall) (any, error) {
+	return ts.Call(ctx, call.Name, call.Args)
+}
+
 // Call runs the model's call of the tool named name with the JSON arguments
 // args. A name that is not in this turn's set, even one a filter hid this
 // turn, is refused with an [*UnknownToolError] listing the available names.

@@ -1,0 +1,88 @@
+package toolset
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Content is a tool result made of parts, for tools that return more than
+// text (an MCP tool may return images or embedded resources). Provider
+// adapters send the parts the provider supports and describe the others in
+// text.
+type Content struct {
+	// Parts are the pieces of the result, in order.
+	Parts []Part
+	// Structured is the structured form of the result, if the tool gave one.
+	Structured any
+}
+
+// Part is one piece of a [Content] result. A part with only Text is text;
+// one with Data or a URI is media or a resource, described by MIMEType.
+type Part struct {
+	Text     string
+	MIMEType string
+	Data     []byte
+	URI      string
+}
+
+// IsText reports whether p is a plain text part.
+func (p Part) IsText() bool { return p.MIMEType == "" && p.Data == nil && p.URI == "" }
+
+// ModelText renders the content as text: text parts as themselves, other
+// parts as a short description, and, when there is no text at all, the
+// structured result as JSON.
+func (c *Content) ModelText() string {
+	var parts []string
+	hasText := false
+	for _, p := range c.Parts {
+		switch {
+		case p.IsText():
+			hasText = true
+			parts = append(parts, p.Text)
+		case p.URI != "":
+			parts = append(parts, fmt.Sprintf("[resource %s (%s)]", p.URI, orUnknown(p.MIMEType)))
+			if p.Text != "" {
+				parts = append(parts, p.Text)
+			}
+		default:
+			parts = append(parts, fmt.Sprintf("[%s, %d bytes]", orUnknown(p.MIMEType), len(p.Data)))
+		}
+	}
+	if !hasText && c.Structured != nil {
+		if b, err := json.Marshal(c.Structured); err == nil {
+			parts = append(parts, string(b))
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func orUnknown(mime string) string {
+	if mime == "" {
+		return "unknown type"
+	}
+	return mime
+}
+
+// ResultText renders a tool's result as the text a model is sent: a string
+// as itself, JSON bytes as they are, a value with a ModelText method (such
+// as [*Content]) through it, nil as "null", anything else as JSON.
+func ResultText(v any) (string, error) {
+	switch v := v.(type) {
+	case nil:
+		return "null", nil
+	case string:
+		return v, nil
+	case json.RawMessage:
+		return string(v), nil
+	case []byte:
+		return string(v), nil
+	case interface{ ModelText() string }:
+		return v.ModelText(), nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("toolset: encoding the result: %w", err)
+	}
+	return string(b), nil
+}
