@@ -1,0 +1,794 @@
+package mcptoolset
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gotoolset/toolset"
+	"github.com/invopop/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Metadata keys set on every tool of a [Toolset]. The hint keys are set only
+// when the server sent annotations; their values are "true" or "false".
+// [NewServer] reads the title and hint keys back into the MCP tool
+// definition it serves.
+const (
+	// MetaServer is the name of the server the tool comes from.
+	MetaServer = "mcp.server"
+	// MetaTool is the tool's name on the server, which a prefix or a
+	// renaming does not change.
+	MetaTool = "mcp.tool"
+	// MetaTitle is the tool's human-readable title: its title, or else the
+	// title of its annotations.
+	MetaTitle = "mcp.title"
+	// MetaReadOnly is the readOnlyHint annotation: the tool does not modify
+	// its environment.
+	MetaReadOnly = "mcp.readOnlyHint"
+	// MetaDestructive is the destructiveHint annotation: the tool may
+	// destroy or overwrite data (meaningful when not read-only).
+	MetaDestructive = "mcp.destructiveHint"
+	// MetaIdempotent is the idempotentHint annotation: calling the tool
+	// again with the same arguments has no further effect.
+	MetaIdempotent = "mcp.idempotentHint"
+	// MetaOpenWorld is the openWorldHint annotation: the tool interacts with
+	// an open world of external entities (the web, say).
+	MetaOpenWorld = "mcp.openWorldHint"
+)
+
+// DialFunc opens a transport to an MCP server. A [Toolset] calls it when it
+// is first used and again after its connection is lost.
+type DialFunc func(ctx context.Context) (mcp.Transport, error)
+
+// Option configures a [Toolset].
+type Option func(*config)
+
+type config struct {
+	name           string
+	label          string
+	ttl            time.Duration
+	noCache        bool
+	skip           bool
+	logger         *slog.Logger
+	retryDelay     time.Duration
+	connectTimeout time.Duration
+	impl           *mcp.Implementation
+	clientOpts     *mcp.ClientOptions
+	httpClient     *http.Client
+}
+
+// Defaults of the options.
+const (
+	DefaultRetryDelay     = 2 * time.Second
+	DefaultConnectTimeout = 30 * time.Second
+)
+
+// WithName sets the server's name, used in the label ("mcp:" + name), in
+// errors and in the [MetaServer] metadata. The default depends on the
+// constructor: the name the server reported for [New], the command's base
+// name for [NewCommand], the URL's host for [NewHTTP].
+func WithName(name string) Option { return func(c *config) { c.name = name } }
+
+// WithLabel sets the toolset's whole label (see [toolset.Labeler]) instead
+// of "mcp:" + name.
+func WithLabel(label string) Option { return func(c *config) { c.label = label } }
+
+// WithCacheTTL makes GetTools list the tools again once the last list is
+// older than d, even if the server did not say that its list changed. Use
+// it for servers that change their tools without notifying (their
+// capabilities do not include tools.listChanged). Zero, the default, keeps
+// the list until the server notifies.
+func WithCacheTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
+
+// WithoutCache makes every GetTools list the tools from the server.
+// Concurrent calls still share one request.
+func WithoutCache() Option { return func(c *config) { c.noCache = true } }
+
+// SkipUnavailable makes GetTools and Instructions treat a server that
+// cannot be reached, or fails to list its tools, as a server without tools:
+// they log a warning and return no tools and a nil error, so the turn goes
+// on without it. Without this option they return a [*ServerError].
+func SkipUnavailable() Option { return func(c *config) { c.skip = true } }
+
+// WithLogger sets the logger for warnings; the default is slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithRetryDelay sets how long after a failed connection attempt the
+// toolset returns that failure again without trying anew, so that a server
+// that is down is not dialled by every run of every turn; the default is
+// [DefaultRetryDelay]. Zero retries on every use.
+func WithRetryDelay(d time.Duration) Option { return func(c *config) { c.retryDelay = d } }
+
+// WithConnectTimeout bounds the time to open a connection and initialize
+// the session; the default is [DefaultConnectTimeout]. Zero means no bound
+// beyond the caller's context.
+func WithConnectTimeout(d time.Duration) Option { return func(c *config) { c.connectTimeout = d } }
+
+// WithClient sets the client's identity sent to the server and the SDK's
+// client options (handlers for sampling, elicitation, logging, ...). The
+// toolset chains its own ToolListChangedHandler before the one given. It
+// has no effect with [New], whose session is already connected.
+func WithClient(impl *mcp.Implementation, opts *mcp.ClientOptions) Option {
+	return func(c *config) { c.impl, c.clientOpts = impl, opts }
+}
+
+// WithHTTPClient sets the HTTP client of [NewHTTP], for example one that
+// adds an Authorization header.
+func WithHTTPClient(hc *http.Client) Option { return func(c *config) { c.httpClient = hc } }
+
+// Toolset is an MCP server's tools as a [toolset.Toolset]. It is a handle
+// on a connection shared by every handle that [Toolset.Acquire] makes from
+// it; see the package documentation for how the connection is opened,
+// cached and closed. A Toolset is safe for concurrent use.
+type Toolset struct {
+	c        *conn
+	released atomic.Bool
+}
+
+var (
+	_ toolset.Toolset              = (*Toolset)(nil)
+	_ toolset.Labeler              = (*Toolset)(nil)
+	_ toolset.InstructionsProvider = (*Toolset)(nil)
+)
+
+// New returns the tools of the server at the other end of a connected
+// session. The toolset owns the session from now on: the last Close closes
+// it. A session cannot be reopened, so once it ends (the server went away)
+// every use fails with a [*ServerError].
+//
+// The toolset cannot hook into the notifications of a client it did not
+// make, so to drop the cached tool list when the server's list changes,
+// call [Toolset.ToolsChanged] from the client's ToolListChangedHandler, or
+// use [WithCacheTTL]. The constructors that connect for you do this
+// themselves.
+func New(session *mcp.ClientSession, opts ...Option) *Toolset {
+	name := "mcp"
+	if session != nil {
+		if r := session.InitializeResult(); r != nil && r.ServerInfo != nil && r.ServerInfo.Name != "" {
+			name = r.ServerInfo.Name
+		}
+	}
+	c := newConn(name, nil, opts)
+	c.given = session
+	if session == nil {
+		c.givenErr = errors.New("nil *mcp.ClientSession")
+	}
+	return &Toolset{c: c}
+}
+
+// NewTransport returns the tools of the server that dial connects to. It
+// does not connect until it is used.
+func NewTransport(name string, dial DialFunc, opts ...Option) *Toolset {
+	if dial == nil {
+		dial = func(context.Context) (mcp.Transport, error) { return nil, errors.New("nil DialFunc") }
+	}
+	return &Toolset{c: newConn(name, dial, opts)}
+}
+
+// NewCommand returns the tools of a server run as a subprocess and spoken
+// to over its stdin and stdout. cmd is a template: each connection runs a
+// fresh command with its Path, Args, Env, Dir, Stderr and SysProcAttr, so
+// the toolset can start the server again if it exits. A command made with
+// exec.CommandContext is run without its context. The subprocess is
+// started on first use and stopped by the last Close.
+func NewCommand(cmd *exec.Cmd, opts ...Option) *Toolset {
+	name := "command"
+	if cmd != nil {
+		name = filepath.Base(cmd.Path)
+	}
+	return NewTransport(name, func(context.Context) (mcp.Transport, error) {
+		if cmd == nil {
+			return nil, errors.New("nil *exec.Cmd")
+		}
+		c := &exec.Cmd{
+			Path: cmd.Path, Args: slices.Clone(cmd.Args), Env: cmd.Env, Dir: cmd.Dir,
+			Stderr: cmd.Stderr, SysProcAttr: cmd.SysProcAttr, Err: cmd.Err,
+		}
+		return &mcp.CommandTransport{Command: c}, nil
+	}, opts...)
+}
+
+// NewHTTP returns the tools of a server at a streamable HTTP endpoint
+// ("http://127.0.0.1:8080/mcp"). It does not connect until it is used.
+func NewHTTP(endpoint string, opts ...Option) *Toolset {
+	name := endpoint
+	u, err := url.Parse(endpoint)
+	if err == nil && u.Host != "" {
+		name = u.Host
+	}
+	ts := NewTransport(name, nil, opts...)
+	ts.c.dial = func(context.Context) (mcp.Transport, error) {
+		if err != nil {
+			return nil, fmt.Errorf("invalid URL: %w", err)
+		}
+		if u.Scheme != "http" && u.Scheme != "https" {
+			return nil, fmt.Errorf("invalid URL %q: the scheme must be http or https", endpoint)
+		}
+		return &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: ts.c.cfg.httpClient}, nil
+	}
+	return ts
+}
+
+// NewInMemory returns the tools of an SDK server running in this process,
+// connected through in-memory transports: each connection is a new session
+// of server. It is handy in tests and for serving and consuming within one
+// program.
+func NewInMemory(name string, server *mcp.Server, opts ...Option) *Toolset {
+	return NewTransport(name, func(ctx context.Context) (mcp.Transport, error) {
+		if server == nil {
+			return nil, errors.New("nil *mcp.Server")
+		}
+		st, ct := mcp.NewInMemoryTransports()
+		if _, err := server.Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}, opts...)
+}
+
+// GetTools implements [toolset.Toolset]: it returns the server's tools,
+// listed on first use and cached as the package documentation describes.
+// The tools are the same values from one call to the next until the list
+// changes.
+func (t *Toolset) GetTools(ctx context.Context) ([]toolset.Tool, error) {
+	c := t.c
+	if t.released.Load() {
+		return nil, c.errorf("list tools", "", ErrClosed)
+	}
+	tools, err := c.tools(ctx)
+	if err != nil {
+		if c.skippable(ctx, err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return slices.Clone(tools), nil
+}
+
+// Label implements [toolset.Labeler]: "mcp:" + the server's name unless
+// [WithLabel] says otherwise.
+func (t *Toolset) Label() string { return t.c.label }
+
+// Name returns the server's name.
+func (t *Toolset) Name() string { return t.c.cfg.name }
+
+// Instructions implements [toolset.InstructionsProvider]: the instructions
+// the server sent when the session was initialized.
+func (t *Toolset) Instructions(ctx context.Context) (string, error) {
+	c := t.c
+	if t.released.Load() {
+		return "", c.errorf("connect", "", ErrClosed)
+	}
+	s, err := c.session(ctx)
+	if err != nil {
+		if c.skippable(ctx, err) {
+			return "", nil
+		}
+		return "", err
+	}
+	if r := s.InitializeResult(); r != nil {
+		return r.Instructions, nil
+	}
+	return "", nil
+}
+
+// Session returns the connected session, connecting first if needed, for
+// what the toolset does not cover (prompts, resources). Do not close it:
+// it belongs to the toolset.
+func (t *Toolset) Session(ctx context.Context) (*mcp.ClientSession, error) {
+	if t.released.Load() {
+		return nil, t.c.errorf("connect", "", ErrClosed)
+	}
+	return t.c.session(ctx)
+}
+
+// ToolsChanged drops the cached tool list, so the next GetTools lists the
+// tools again. The toolset calls it itself when the server sends
+// notifications/tools/list_changed on a connection it opened.
+func (t *Toolset) ToolsChanged() { t.c.invalidate() }
+
+// Acquire returns a new handle on the same connection, which stays open
+// until every handle is closed. Give one to each owner (agent, component)
+// that closes what it holds. Acquiring from a toolset whose last handle is
+// closed returns a closed handle.
+func (t *Toolset) Acquire() *Toolset {
+	c := t.c
+	h := &Toolset{c: c}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		h.released.Store(true)
+	} else {
+		c.refs++
+	}
+	return h
+}
+
+// Close releases this handle. Closing the last handle closes the session
+// (and stops a subprocess server); closing a handle again does nothing.
+func (t *Toolset) Close() error {
+	if t == nil || !t.released.CompareAndSwap(false, true) {
+		return nil
+	}
+	return t.c.release()
+}
+
+// Prefixed returns t with every tool name prefixed; see [toolset.Prefix].
+func (t *Toolset) Prefixed(prefix string, opts ...toolset.PrefixOption) *toolset.Prefixed {
+	return toolset.Prefix(t, prefix, opts...)
+}
+
+// Renamed returns t with some tools renamed; see [toolset.Rename].
+func (t *Toolset) Renamed(names map[string]string) *toolset.Renamed {
+	return toolset.Rename(t, names)
+}
+
+// Filtered returns t showing only the tools pred accepts each turn; see
+// [toolset.Filter].
+func (t *Toolset) Filtered(pred toolset.Predicate) *toolset.Filtered {
+	return toolset.Filter(t, pred)
+}
+
+// Prepared returns t with its tool list edited each turn by fn; see
+// [toolset.Prepare].
+func (t *Toolset) Prepared(fn toolset.PrepareFunc) *toolset.Prepared {
+	return toolset.Prepare(t, fn)
+}
+
+// CombinedWith returns a toolset of t followed by others; see
+// [toolset.NewCombined].
+func (t *Toolset) CombinedWith(others ...toolset.Toolset) *toolset.Combined {
+	return toolset.NewCombined(append([]toolset.Toolset{t}, others...)...)
+}
+
+// conn is the connection and tool cache shared by the handles of a Toolset.
+type conn struct {
+	cfg   config
+	label string
+	dial  DialFunc
+
+	mu       sync.Mutex
+	refs     int
+	ended    bool
+	given    *mcp.ClientSession // New's session, until first used
+	givenErr error              // why there is no session to use
+	sess     *mcp.ClientSession
+	watching chan struct{} // closed when the watcher of sess returns
+	opening  *flight
+	failErr  error // the last failed connection attempt
+	failAt   time.Time
+
+	gen     uint64 // bumped when the tool list changes
+	cache   *listing
+	listing *flight
+	known   map[string]toolset.Tool // tools of the last listing by definition; used by the listing leader only
+}
+
+// flight is a connection attempt or a listing that concurrent callers
+// share.
+type flight struct {
+	done  chan struct{}
+	sess  *mcp.ClientSession
+	tools []toolset.Tool
+	err   error
+}
+
+type listing struct {
+	tools []toolset.Tool
+	at    time.Time
+	gen   uint64
+}
+
+func newConn(name string, dial DialFunc, opts []Option) *conn {
+	c := &conn{
+		dial: dial,
+		refs: 1,
+		cfg: config{
+			name:           name,
+			retryDelay:     DefaultRetryDelay,
+			connectTimeout: DefaultConnectTimeout,
+		},
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(&c.cfg)
+		}
+	}
+	if c.cfg.logger == nil {
+		c.cfg.logger = slog.Default()
+	}
+	c.label = c.cfg.label
+	if c.label == "" {
+		c.label = "mcp:" + c.cfg.name
+	}
+	return c
+}
+
+func (c *conn) errorf(op, tool string, err error) error {
+	var se *ServerError
+	if errors.As(err, &se) && se.Server == c.cfg.name && se.Op == op {
+		return err
+	}
+	return &ServerError{Server: c.cfg.name, Op: op, Tool: tool, Err: err}
+}
+
+// skippable reports whether err may be skipped under SkipUnavailable, and
+// logs the warning when it is.
+func (c *conn) skippable(ctx context.Context, err error) bool {
+	if !c.cfg.skip || ctx.Err() != nil || errors.Is(err, ErrClosed) {
+		return false
+	}
+	c.cfg.logger.WarnContext(ctx, "mcptoolset: skipping unavailable MCP server", "server", c.cfg.name, "error", err)
+	return true
+}
+
+func (c *conn) invalidate() {
+	c.mu.Lock()
+	c.gen++
+	c.mu.Unlock()
+}
+
+// session returns the connected session, opening it if needed. Concurrent
+// callers share one attempt; a caller whose context ends stops waiting, and
+// the others try again if the attempt failed only because the context of
+// the caller that made it ended.
+func (c *conn) session(ctx context.Context) (*mcp.ClientSession, error) {
+	for {
+		c.mu.Lock()
+		if c.ended {
+			c.mu.Unlock()
+			return nil, c.errorf("connect", "", ErrClosed)
+		}
+		if c.sess != nil {
+			s := c.sess
+			c.mu.Unlock()
+			return s, nil
+		}
+		f := c.opening
+		leader := f == nil
+		if leader {
+			if c.failErr != nil && time.Since(c.failAt) < c.cfg.retryDelay {
+				err := c.failErr
+				c.mu.Unlock()
+				return nil, err
+			}
+			f = &flight{done: make(chan struct{})}
+			c.opening = f
+		}
+		c.mu.Unlock()
+		if leader {
+			c.open(ctx, f)
+			return f.sess, f.err
+		}
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return nil, c.errorf("connect", "", ctx.Err())
+		}
+		if f.err != nil && isContextErr(f.err) && ctx.Err() == nil {
+			continue
+		}
+		return f.sess, f.err
+	}
+}
+
+// open makes one connection attempt for the callers waiting on f.
+func (c *conn) open(ctx context.Context, f *flight) {
+	s, err := c.connect(ctx)
+	c.mu.Lock()
+	c.opening = nil
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			c.failErr, c.failAt = err, time.Now()
+		}
+	case c.ended:
+		// Closed while connecting: nobody will use the session.
+		c.mu.Unlock()
+		_ = s.Close()
+		f.err = c.errorf("connect", "", ErrClosed)
+		close(f.done)
+		return
+	default:
+		c.sess, c.failErr = s, nil
+		c.gen++ // a new session may have other tools
+		c.watching = make(chan struct{})
+		go c.watch(s, c.watching)
+	}
+	c.mu.Unlock()
+	f.sess, f.err = s, err
+	close(f.done)
+}
+
+// connect opens a session: New's session, or a new one through dial.
+func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
+	if c.dial == nil {
+		c.mu.Lock()
+		s, err := c.given, c.givenErr
+		c.given = nil
+		if s == nil && err == nil {
+			err = errors.New("the session has ended, and a session given to New cannot be reopened")
+			c.givenErr = err
+		}
+		c.mu.Unlock()
+		if err != nil {
+			return nil, c.errorf("connect", "", err)
+		}
+		return s, nil
+	}
+	if d := c.cfg.connectTimeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	tr, err := c.dial(ctx)
+	if err != nil {
+		return nil, c.errorf("connect", "", err)
+	}
+	impl := c.cfg.impl
+	if impl == nil {
+		impl = &mcp.Implementation{Name: "toolset", Version: "v0"}
+	}
+	var opts mcp.ClientOptions
+	if c.cfg.clientOpts != nil {
+		opts = *c.cfg.clientOpts
+	}
+	next := opts.ToolListChangedHandler
+	opts.ToolListChangedHandler = func(ctx context.Context, req *mcp.ToolListChangedRequest) {
+		c.invalidate()
+		if next != nil {
+			next(ctx, req)
+		}
+	}
+	s, err := mcp.NewClient(impl, &opts).Connect(ctx, tr, nil)
+	if err != nil {
+		return nil, c.errorf("connect", "", err)
+	}
+	return s, nil
+}
+
+// watch notices when the server ends the session, so that the next use
+// reconnects and lists the tools again.
+func (c *conn) watch(s *mcp.ClientSession, done chan struct{}) {
+	defer close(done)
+	err := s.Wait()
+	_ = s.Close() // releases what the session still holds, such as its subscription
+	c.mu.Lock()
+	lost := c.sess == s && !c.ended
+	if lost {
+		c.sess = nil
+		c.gen++
+	}
+	c.mu.Unlock()
+	if lost {
+		c.cfg.logger.Warn("mcptoolset: MCP server closed the connection", "server", c.cfg.name, "error", err)
+	}
+}
+
+// release drops one reference; the last one closes the session.
+func (c *conn) release() error {
+	c.mu.Lock()
+	c.refs--
+	if c.refs > 0 || c.ended {
+		c.mu.Unlock()
+		return nil
+	}
+	c.ended = true
+	s, watching, given := c.sess, c.watching, c.given
+	c.sess, c.given, c.cache, c.known = nil, nil, nil, nil
+	c.mu.Unlock()
+	var err error
+	if s != nil {
+		err = s.Close()
+		<-watching
+	}
+	if given != nil {
+		err = given.Close()
+	}
+	if err != nil {
+		return c.errorf("close", "", err)
+	}
+	return nil
+}
+
+// tools returns the tool list, from the cache while it is fresh.
+// Concurrent callers share one listing.
+func (c *conn) tools(ctx context.Context) ([]toolset.Tool, error) {
+	for {
+		c.mu.Lock()
+		if c.ended {
+			c.mu.Unlock()
+			return nil, c.errorf("list tools", "", ErrClosed)
+		}
+		if l := c.cache; l != nil && c.fresh(l) {
+			c.mu.Unlock()
+			return l.tools, nil
+		}
+		f := c.listing
+		leader := f == nil
+		if leader {
+			f = &flight{done: make(chan struct{})}
+			c.listing = f
+		}
+		c.mu.Unlock()
+		if leader {
+			c.list(ctx, f)
+			return f.tools, f.err
+		}
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return nil, c.errorf("list tools", "", ctx.Err())
+		}
+		if f.err != nil && isContextErr(f.err) && ctx.Err() == nil {
+			continue
+		}
+		return f.tools, f.err
+	}
+}
+
+func (c *conn) fresh(l *listing) bool {
+	return !c.cfg.noCache && l.gen == c.gen && (c.cfg.ttl <= 0 || time.Since(l.at) < c.cfg.ttl)
+}
+
+// list fetches the tool list for the callers waiting on f.
+func (c *conn) list(ctx context.Context, f *flight) {
+	s, err := c.session(ctx)
+	var tools []toolset.Tool
+	if err == nil {
+		c.mu.Lock()
+		gen := c.gen // a change notified from now on makes this list stale
+		c.mu.Unlock()
+		tools, err = c.fetch(ctx, s)
+		c.mu.Lock()
+		if err == nil && !c.ended {
+			c.cache = &listing{tools: tools, at: time.Now(), gen: gen}
+		}
+		c.mu.Unlock()
+	}
+	c.mu.Lock()
+	c.listing = nil
+	c.mu.Unlock()
+	f.tools, f.err = tools, err
+	close(f.done)
+}
+
+// maxPages bounds the pages of one listing, against a server whose cursors
+// never end.
+var maxPages = 1000
+
+// fetch lists the server's tools, page by page, and makes them into tools.
+func (c *conn) fetch(ctx context.Context, s *mcp.ClientSession) ([]toolset.Tool, error) {
+	var defs []*mcp.Tool
+	seen := map[string]bool{}
+	cursor := ""
+	for page := 1; ; page++ {
+		res, err := s.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+		if err != nil {
+			return nil, c.errorf("list tools", "", err)
+		}
+		defs = append(defs, res.Tools...)
+		if res.NextCursor == "" {
+			break
+		}
+		seen[cursor] = true
+		if seen[res.NextCursor] || page == maxPages {
+			return nil, c.errorf("list tools", "", fmt.Errorf("the server's pages do not end (cursor %q after %d pages)", res.NextCursor, page))
+		}
+		cursor = res.NextCursor
+	}
+	return c.makeTools(defs)
+}
+
+// makeTools turns the server's tool definitions into tools, reusing the
+// tools of the last listing whose definitions did not change.
+func (c *conn) makeTools(defs []*mcp.Tool) ([]toolset.Tool, error) {
+	known := make(map[string]toolset.Tool, len(defs))
+	tools := make([]toolset.Tool, 0, len(defs))
+	names := make(map[string]bool, len(defs))
+	var errs []error
+	for _, d := range defs {
+		if d == nil {
+			continue // the SDK logs and drops these already
+		}
+		if names[d.Name] {
+			errs = append(errs, fmt.Errorf("tool %q is listed twice", d.Name))
+			continue
+		}
+		names[d.Name] = true
+		key, kerr := json.Marshal(d)
+		if kerr == nil {
+			if t, ok := c.known[string(key)]; ok {
+				known[string(key)] = t
+				tools = append(tools, t)
+				continue
+			}
+		}
+		t, err := c.makeTool(d)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if kerr == nil {
+			known[string(key)] = t
+		}
+		tools = append(tools, t)
+	}
+	if len(errs) > 0 {
+		return nil, c.errorf("list tools", "", errors.Join(errs...))
+	}
+	c.known = known
+	return tools, nil
+}
+
+func (c *conn) makeTool(d *mcp.Tool) (toolset.Tool, error) {
+	if d.InputSchema == nil {
+		return toolset.Tool{}, fmt.Errorf("tool %q has no input schema", d.Name)
+	}
+	params, err := schemaFromValue(d.InputSchema)
+	if err != nil {
+		return toolset.Tool{}, fmt.Errorf("tool %q: input schema: %w", d.Name, err)
+	}
+	opts := []toolset.ToolOption{toolset.WithMetadata(metadataOf(c.cfg.name, d))}
+	if d.OutputSchema != nil {
+		var returns *jsonschema.Schema
+		if returns, err = schemaFromValue(d.OutputSchema); err != nil {
+			return toolset.Tool{}, fmt.Errorf("tool %q: output schema: %w", d.Name, err)
+		}
+		opts = append(opts, toolset.WithReturns(returns))
+	}
+	name := d.Name
+	call := func(ctx context.Context, args json.RawMessage) (any, error) { return c.call(ctx, name, args) }
+	return toolset.NewRawTool(d.Name, d.Description, params, call, opts...), nil
+}
+
+func metadataOf(server string, d *mcp.Tool) map[string]string {
+	md := map[string]string{MetaServer: server, MetaTool: d.Name}
+	title := d.Title
+	if a := d.Annotations; a != nil {
+		if title == "" {
+			title = a.Title
+		}
+		md[MetaReadOnly] = strconv.FormatBool(a.ReadOnlyHint)
+		md[MetaIdempotent] = strconv.FormatBool(a.IdempotentHint)
+		if a.DestructiveHint != nil {
+			md[MetaDestructive] = strconv.FormatBool(*a.DestructiveHint)
+		}
+		if a.OpenWorldHint != nil {
+			md[MetaOpenWorld] = strconv.FormatBool(*a.OpenWorldHint)
+		}
+	}
+	if title != "" {
+		md[MetaTitle] = title
+	}
+	return md
+}
+
+// call sends tools/call for the tool named name on the server.
+func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (any, error) {
+	s, err := c.session(ctx)
+	if err != nil {
+		return nil, err // names the server; the core adds the tool's name
+	}
+	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		return nil, c.errorf("call tool", name, err)
+	}
+	content := fromMCP(res)
+	if res.IsError {
+		return nil, &ResultError{Server: c.cfg.name, Tool: name, Content: content}
+	}
+	return content, nil
+}

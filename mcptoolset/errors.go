@@ -1,0 +1,77 @@
+package mcptoolset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gotoolset/toolset"
+)
+
+// ErrClosed is the error (wrapped in a [*ServerError]) of a [Toolset] used
+// after Close, and of every handle once the last one is closed.
+var ErrClosed = errors.New("toolset closed")
+
+// ServerError reports an MCP server that could not be reached, or that
+// failed a request: the connection could not be opened, the tool list could
+// not be fetched, a tool call got no result. It should stop the run; it is
+// not a [toolset.ModelError]. Get it with errors.As.
+type ServerError struct {
+	// Server is the server's name (see [WithName]).
+	Server string
+	// Op is what failed: "connect", "list tools", "call tool" or "close".
+	Op string
+	// Tool is the tool's name on the server, for "call tool".
+	Tool string
+	// Err is the cause; errors.Is finds context.Canceled, ErrClosed,
+	// mcp.ErrConnectionClosed and the like through it.
+	Err error
+}
+
+// Error implements error.
+func (e *ServerError) Error() string {
+	if e.Tool != "" {
+		return fmt.Sprintf("mcptoolset: MCP server %q: %s %q: %v", e.Server, e.Op, e.Tool, e.Err)
+	}
+	return fmt.Sprintf("mcptoolset: MCP server %q: %s: %v", e.Server, e.Op, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *ServerError) Unwrap() error { return e.Err }
+
+// ResultError is a tool result that the server flagged with isError: the
+// tool ran and failed in a way the model should see, such as a file that
+// does not exist. It implements [toolset.ModelError]; its message is the
+// text of the result.
+type ResultError struct {
+	// Server is the server's name.
+	Server string
+	// Tool is the tool's name on the server.
+	Tool string
+	// Content is the result the server sent, text and other parts.
+	Content *toolset.Content
+}
+
+var _ toolset.ModelError = (*ResultError)(nil)
+
+// Error implements error.
+func (e *ResultError) Error() string {
+	return fmt.Sprintf("mcptoolset: MCP server %q: tool %q reported an error: %s", e.Server, e.Tool, e.ModelMessage())
+}
+
+// ModelMessage implements [toolset.ModelError]: the text of the result, or
+// a short note when the server sent none.
+func (e *ResultError) ModelMessage() string {
+	if e.Content != nil {
+		if s := e.Content.ModelText(); s != "" {
+			return s
+		}
+	}
+	return "the tool failed without saying why"
+}
+
+// isContextErr reports whether err comes from a cancelled or expired
+// context.
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}

@@ -1,0 +1,151 @@
+package mcptoolset_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/mcptoolset"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		defer os.RemoveAll(binDir)
+		return m.Run()
+	}()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+var (
+	binDir, _ = os.MkdirTemp("", "mcptoolset-test")
+	buildOnce sync.Once
+	buildErr  error
+)
+
+// testServer returns the path of the test server program, built once per
+// test binary from ./internal/testserver.
+func testServer(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(binDir, "testserver")
+	buildOnce.Do(func() {
+		out, err := exec.Command("go", "build", "-o", bin, "./internal/testserver").CombinedOutput()
+		if err != nil {
+			buildErr = err
+			t.Logf("go build: %s", out)
+		}
+	})
+	require.NoError(t, buildErr, "building the test server")
+	return bin
+}
+
+// counter counts the requests a server receives, by method.
+type counter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *counter) get(method string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[method]
+}
+
+// count installs c on s.
+func (c *counter) count(s *mcp.Server) *mcp.Server {
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			c.mu.Lock()
+			if c.n == nil {
+				c.n = map[string]int{}
+			}
+			c.n[method]++
+			c.mu.Unlock()
+			return next(ctx, method, req)
+		}
+	})
+	return s
+}
+
+// inMemory returns a toolset over an in-memory connection to s, and a
+// counter of the connections it opens.
+func inMemory(name string, s *mcp.Server, opts ...mcptoolset.Option) (*mcptoolset.Toolset, *atomic.Int32) {
+	var dials atomic.Int32
+	ts := mcptoolset.NewTransport(name, func(ctx context.Context) (mcp.Transport, error) {
+		dials.Add(1)
+		st, ct := mcp.NewInMemoryTransports()
+		if _, err := s.Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}, opts...)
+	return ts, &dials
+}
+
+// toolNames returns the names of tools.
+func toolNames(tools []toolset.Tool) []string {
+	out := make([]string, len(tools))
+	for i, t := range tools {
+		out[i] = t.Name
+	}
+	return out
+}
+
+// byName returns the tool named name.
+func byName(t *testing.T, tools []toolset.Tool, name string) toolset.Tool {
+	t.Helper()
+	for _, tool := range tools {
+		if tool.Name == name {
+			return tool
+		}
+	}
+	t.Fatalf("no tool %q among %v", name, toolNames(tools))
+	return toolset.Tool{}
+}
+
+// content asserts that v is a *toolset.Content and returns it.
+func content(t *testing.T, v any) *toolset.Content {
+	t.Helper()
+	c, ok := v.(*toolset.Content)
+	require.True(t, ok, "result %T is not a *toolset.Content", v)
+	return c
+}
+
+// logBuffer returns a logger that writes to a buffer safe for concurrent
+// use.
+func logBuffer() (*slog.Logger, *syncBuffer) {
+	var b syncBuffer
+	return slog.New(slog.NewTextHandler(&b, nil)), &b
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -1,0 +1,167 @@
+package mcptoolset_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/gotoolset/toolset/mcptoolset"
+	"github.com/invopop/jsonschema"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// normalJSON decodes a JSON document keeping numbers as written, so that
+// two documents compare equal when they say the same thing.
+func normalJSON(t testing.TB, b []byte) any {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	require.NoError(t, dec.Decode(&v), "decoding %s", b)
+	return v
+}
+
+// requireSameJSON fails unless want and got are the same JSON document.
+func requireSameJSON(t testing.TB, want, got []byte) {
+	t.Helper()
+	require.Equal(t, normalJSON(t, want), normalJSON(t, got), "want %s\n got %s", want, got)
+}
+
+func TestParseSchemaRoundTrip(t *testing.T) {
+	cases := map[string]string{
+		"typed object":     `{"type":"object","properties":{"city":{"type":"string","description":"City name","minLength":1},"days":{"type":"integer","minimum":1,"maximum":14}},"required":["city"],"additionalProperties":false}`,
+		"unknown keywords": `{"type":"object","x-order":["b","a"],"nullable":true,"properties":{"a":{"type":"string","x-mcp-header":"X-A","discriminator":{"propertyName":"kind"}}}}`,
+		"type list":        `{"type":["string","null"]}`,
+		"draft-07 definitions": `{"$schema":"http://json-schema.org/draft-07/schema#","definitions":{"addr":{"type":"object","properties":{"zip":{"type":"string"}}}},` +
+			`"type":"object","properties":{"home":{"$ref":"#/definitions/addr"}},"dependencies":{"a":["b"]}}`,
+		"draft-04 exclusive bounds":      `{"type":"number","minimum":0,"exclusiveMinimum":true,"maximum":10,"exclusiveMaximum":false}`,
+		"tuple items":                    `{"type":"array","items":[{"type":"string"},{"type":"number"}],"additionalItems":false}`,
+		"empty schemas":                  `{"type":"object","properties":{"anything":{},"nothing":false,"all":true},"not":{}}`,
+		"empty object":                   `{}`,
+		"empty lists":                    `{"type":"object","properties":{},"required":[],"enum":[],"examples":[],"$defs":{},"allOf":[]}`,
+		"nulls and falses":               `{"const":null,"default":null,"uniqueItems":false,"deprecated":false,"readOnly":false,"writeOnly":false,"description":""}`,
+		"numbers as written":             `{"type":"number","minimum":1.0,"maximum":1e3,"multipleOf":0.01,"maxLength":1.0,"minLength":2,"maxItems":-1,"default":12345678901234567890123}`,
+		"strings that look like numbers": `{"minimum":"3","maxLength":"4"}`,
+		"values":                         `{"enum":["a",1,true,null,{"k":[1,2]}],"const":{"x":1},"default":[],"examples":[{"a":1}]}`,
+		"2020-12 keywords": `{"$id":"https://example.com/s","$anchor":"top","$comment":"c","$defs":{"n":{"type":"number"}},"allOf":[{"$ref":"#/$defs/n"}],` +
+			`"anyOf":[true],"oneOf":[{"type":"integer"}],"if":{"minimum":1},"then":{"maximum":2},"else":false,"prefixItems":[{"type":"string"}],` +
+			`"contains":{"type":"string"},"minContains":1,"maxContains":3,"patternProperties":{"^x":{"type":"string"}},"propertyNames":{"pattern":"^[a-z]+$"},` +
+			`"dependentSchemas":{"a":{"required":["b"]}},"dependentRequired":{"a":["b"],"c":[]},"unevaluatedProperties":false,"contentEncoding":"base64",` +
+			`"contentMediaType":"image/png","contentSchema":{"type":"string"},"format":"email","pattern":"^.+$","title":"T","minProperties":1,"maxProperties":9,"$dynamicRef":"#meta"}`,
+		"bad subschemas": `{"not":5,"items":"x","properties":{"a":1},"allOf":[1],"$defs":{"a":"b"},"dependentRequired":{"a":[1]},"required":[1]}`,
+		"duplicate keys": `{"type":"string","type":"number"}`,
+		"true":           `true`,
+		"false":          `false`,
+	}
+	for name, in := range cases {
+		t.Run(name, func(t *testing.T) {
+			s, err := mcptoolset.ParseSchema([]byte(in))
+			require.NoError(t, err)
+			out, err := json.Marshal(s)
+			require.NoError(t, err)
+			requireSameJSON(t, []byte(in), out)
+		})
+	}
+}
+
+// Keywords of draft 2020-12 land in their typed fields, where code that
+// reads a *jsonschema.Schema looks for them; properties keep their order.
+func TestParseSchemaFillsTypedFields(t *testing.T) {
+	s, err := mcptoolset.ParseSchema([]byte(`{"type":"object","properties":{"zeta":{"type":"string","enum":["a","b"]},"alpha":{"type":"integer","minimum":3}},"required":["zeta"],"x-vendor":1}`))
+	require.NoError(t, err)
+	assert.Equal(t, "object", s.Type)
+	assert.Equal(t, []string{"zeta"}, s.Required)
+	var order []string
+	for p := s.Properties.Oldest(); p != nil; p = p.Next() {
+		order = append(order, p.Key)
+	}
+	assert.Equal(t, []string{"zeta", "alpha"}, order)
+	zeta, _ := s.Properties.Get("zeta")
+	assert.Equal(t, []any{"a", "b"}, zeta.Enum)
+	alpha, _ := s.Properties.Get("alpha")
+	assert.Equal(t, json.Number("3"), alpha.Minimum)
+	assert.Equal(t, map[string]any{"x-vendor": json.Number("1")}, s.Extras)
+
+	// Plain encoding/json drops what ParseSchema keeps.
+	var plain jsonschema.Schema
+	require.NoError(t, json.Unmarshal([]byte(`{"type":"object","x-vendor":1}`), &plain))
+	assert.Empty(t, plain.Extras, "invopop drops unknown keywords when decoding")
+}
+
+func TestParseSchemaRejectsNonSchemas(t *testing.T) {
+	cases := map[string]string{
+		"string":          `"object"`,
+		"number":          `1`,
+		"null":            `null`,
+		"array":           `[{"type":"string"}]`,
+		"not JSON":        `{"type":`,
+		"trailing data":   `{} {}`,
+		"empty":           ``,
+		"non-string key?": `{1:2}`,
+	}
+	for name, in := range cases {
+		t.Run(name, func(t *testing.T) {
+			s, err := mcptoolset.ParseSchema([]byte(in))
+			require.Error(t, err)
+			assert.Nil(t, s)
+			assert.Contains(t, err.Error(), "mcptoolset: invalid JSON Schema")
+		})
+	}
+}
+
+// Very deep documents are kept verbatim instead of being converted level by
+// level.
+func TestParseSchemaDeepNesting(t *testing.T) {
+	var b bytes.Buffer
+	const depth = 1000
+	for range depth {
+		b.WriteString(`{"not":`)
+	}
+	b.WriteString(`true`)
+	for range depth {
+		b.WriteString(`}`)
+	}
+	s, err := mcptoolset.ParseSchema(b.Bytes())
+	require.NoError(t, err)
+	out, err := json.Marshal(s)
+	require.NoError(t, err)
+	requireSameJSON(t, b.Bytes(), out)
+}
+
+func FuzzParseSchema(f *testing.F) {
+	for _, seed := range []string{
+		`{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}`,
+		`{"type":["string","null"],"x-a":{"b":[1,2.50,"c"]}}`,
+		`{"items":[{}],"exclusiveMinimum":true,"minLength":1.0}`,
+		`{"enum":[],"const":null,"properties":{},"not":{}}`,
+		`true`,
+		`{"$defs":{"a":{"$ref":"#"}},"allOf":[{"$ref":"#/$defs/a"}]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := mcptoolset.ParseSchema(data)
+		var v any
+		valid := json.Unmarshal(data, &v) == nil
+		switch v.(type) {
+		case map[string]any, bool:
+		default:
+			valid = false
+		}
+		if !valid {
+			if err == nil {
+				t.Fatalf("accepted %q", data)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("rejected %q: %v", data, err)
+		}
+		out, err := json.Marshal(s)
+		if err != nil {
+			t.Fatalf("encoding the schema of %q: %v", data, err)
+		}
+		requireSameJSON(t, data, out)
+	})
+}
