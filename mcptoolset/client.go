@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -365,7 +366,7 @@ type conn struct {
 	given    *mcp.ClientSession // New's session, until first used
 	givenErr error              // why there is no session to use
 	sess     *mcp.ClientSession
-	watching chan struct{} // closed when the watcher of sess returns
+	watchers sync.WaitGroup // one per session opened
 	opening  *flight
 	failErr  error // the last failed connection attempt
 	failAt   time.Time
@@ -504,8 +505,7 @@ func (c *conn) open(ctx context.Context, f *flight) {
 	default:
 		c.sess, c.failErr = s, nil
 		c.gen++ // a new session may have other tools
-		c.watching = make(chan struct{})
-		go c.watch(s, c.watching)
+		c.watchers.Go(func() { c.watch(s) })
 	}
 	c.mu.Unlock()
 	f.sess, f.err = s, err
@@ -561,20 +561,24 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 
 // watch notices when the server ends the session, so that the next use
 // reconnects and lists the tools again.
-func (c *conn) watch(s *mcp.ClientSession, done chan struct{}) {
-	defer close(done)
+func (c *conn) watch(s *mcp.ClientSession) {
 	err := s.Wait()
 	_ = s.Close() // releases what the session still holds, such as its subscription
-	c.mu.Lock()
-	lost := c.sess == s && !c.ended
-	if lost {
-		c.sess = nil
-		c.gen++
-	}
-	c.mu.Unlock()
-	if lost {
+	if c.drop(s) {
 		c.cfg.logger.Warn("mcptoolset: MCP server closed the connection", "server", c.cfg.name, "error", err)
 	}
+}
+
+// drop forgets s if it is the current session, and reports whether it was.
+func (c *conn) drop(s *mcp.ClientSession) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sess != s || c.ended {
+		return false
+	}
+	c.sess = nil
+	c.gen++
+	return true
 }
 
 // release drops one reference; the last one closes the session.
@@ -586,14 +590,14 @@ func (c *conn) release() error {
 		return nil
 	}
 	c.ended = true
-	s, watching, given := c.sess, c.watching, c.given
+	s, given := c.sess, c.given
 	c.sess, c.given, c.cache, c.known = nil, nil, nil, nil
 	c.mu.Unlock()
 	var err error
 	if s != nil {
 		err = s.Close()
-		<-watching
 	}
+	c.watchers.Wait()
 	if given != nil {
 		err = given.Close()
 	}
@@ -754,6 +758,13 @@ func (c *conn) makeTool(d *mcp.Tool) (toolset.Tool, error) {
 	return toolset.NewRawTool(d.Name, d.Description, params, call, opts...), nil
 }
 
+// connectionLost reports whether err says that the session is over: the
+// SDK reports a peer that went away mid-call as a bare EOF.
+func connectionLost(err error) bool {
+	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.ErrClosedPipe)
+}
+
 func metadataOf(server string, d *mcp.Tool) map[string]string {
 	md := map[string]string{MetaServer: server, MetaTool: d.Name}
 	title := d.Title
@@ -784,6 +795,9 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (any
 	}
 	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
+		if connectionLost(err) {
+			c.drop(s) // the next use reconnects; the call is not retried, as it may have run
+		}
 		return nil, c.errorf("call tool", name, err)
 	}
 	content := fromMCP(res)

@@ -20,13 +20,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 )
 
 // The tools of a server written with the SDK arrive with their names,
 // descriptions, schemas and annotations.
 func TestToolsFromSDKServer(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	checkLeaks(t)
 	ctx := context.Background()
 	server := fixture.SDKServer("files")
 	ts := mcptoolset.NewInMemory("files", server)
@@ -89,7 +88,7 @@ func TestToolsFromSDKServer(t *testing.T) {
 }
 
 func TestCallResults(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	checkLeaks(t)
 	ctx := context.Background()
 	ts := mcptoolset.NewInMemory("files", fixture.SDKServer("files"))
 	defer ts.Close()
@@ -138,7 +137,7 @@ func TestCallResults(t *testing.T) {
 
 // The tools are made once per listing: later turns get the same values.
 func TestToolsAreReusedAcrossTurns(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	checkLeaks(t)
 	ctx := context.Background()
 	var calls counter
 	ts, _ := inMemory("files", calls.count(fixture.SDKServer("files")))
@@ -160,7 +159,7 @@ func TestToolsAreReusedAcrossTurns(t *testing.T) {
 // notifications/tools/list_changed drops the cache; tools whose definition
 // did not change are kept as they were.
 func TestListChangedInvalidatesCache(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	checkLeaks(t)
 	ctx := context.Background()
 	var calls counter
 	ts, _ := inMemory("files", calls.count(fixture.SDKServer("files")))
@@ -188,7 +187,7 @@ func TestListChangedInvalidatesCache(t *testing.T) {
 }
 
 func TestCacheOptions(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	checkLeaks(t)
 	ctx := context.Background()
 	t.Run("ttl", func(t *testing.T) {
 		var calls counter
@@ -233,7 +232,7 @@ func TestCacheOptions(t *testing.T) {
 // Many runs asking for the tools at once make one connection and one
 // tools/list request.
 func TestConcurrentGetToolsDoNotStampede(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	checkLeaks(t)
 	ctx := context.Background()
 	var calls counter
 	ts, dials := inMemory("files", calls.count(fixture.SDKServer("files")))
@@ -261,7 +260,7 @@ func TestConcurrentGetToolsDoNotStampede(t *testing.T) {
 // One session shared by many goroutines that list and call tools, while
 // the list changes underneath them (run with -race).
 func TestSharedSessionConcurrency(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	checkLeaks(t)
 	ctx := context.Background()
 	ts := mcptoolset.NewInMemory("files", fixture.SDKServer("files"))
 	defer ts.Close()
@@ -302,7 +301,7 @@ func TestSharedSessionConcurrency(t *testing.T) {
 // The connection opens on first use, is shared by every handle, and ends
 // with the last Close; closing twice is harmless.
 func TestReferenceCountedClose(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	checkLeaks(t)
 	ctx := context.Background()
 	server := fixture.SDKServer("files")
 	a, dials := inMemory("files", server)
@@ -365,7 +364,7 @@ func TestReferenceCountedClose(t *testing.T) {
 // A server that is down gives an error naming it; SkipUnavailable turns
 // it into no tools and a warning.
 func TestServerDown(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	checkLeaks(t)
 	ctx := context.Background()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -428,7 +427,7 @@ func TestServerDown(t *testing.T) {
 // After a failed attempt the failure is returned again, without dialling,
 // until the retry delay has passed.
 func TestRetryDelay(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	checkLeaks(t)
 	ctx := context.Background()
 	fail := true
 	var mu sync.Mutex
@@ -463,7 +462,7 @@ func TestRetryDelay(t *testing.T) {
 // A slow call ends when its context does; the server's handler is
 // cancelled too.
 func TestSlowServerCancellation(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	checkLeaks(t)
 	server := fixture.SDKServer("files")
 	cancelled := make(chan struct{})
 	mcp.AddTool(server, &mcp.Tool{Name: "hang", Description: "Never answers."},
@@ -504,7 +503,7 @@ func TestSlowServerCancellation(t *testing.T) {
 // A caller whose context ends while another caller is connecting stops
 // waiting; the connection attempt goes on for the others.
 func TestWaitingCallerCancelled(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	checkLeaks(t)
 	release := make(chan struct{})
 	server := fixture.SDKServer("files")
 	ts := mcptoolset.NewTransport("files", func(ctx context.Context) (mcp.Transport, error) {
@@ -531,7 +530,7 @@ func TestWaitingCallerCancelled(t *testing.T) {
 // Two servers with the same tool names conflict until prefixed; the
 // prefixed tool calls the server's own tool.
 func TestConflictAndPrefix(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	checkLeaks(t)
 	ctx := context.Background()
 	fs := mcptoolset.NewInMemory("fs", fixture.SDKServer("fs"))
 	defer fs.Close()
@@ -565,7 +564,7 @@ func TestConflictAndPrefix(t *testing.T) {
 
 // The listing follows the server's pages.
 func TestPagination(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	checkLeaks(t)
 	ctx := context.Background()
 	server := mcp.NewServer(&mcp.Implementation{Name: "many", Version: "v1"}, &mcp.ServerOptions{PageSize: 3})
 	var want []string
@@ -589,7 +588,7 @@ func TestPagination(t *testing.T) {
 // A server that sends bad tool lists gets a clear error, not a panic and
 // not a silent drop.
 func TestBadToolLists(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	checkLeaks(t)
 	ctx := context.Background()
 	cases := map[string]struct {
 		edit func(res *mcp.ListToolsResult)
@@ -642,7 +641,7 @@ func TestBadToolLists(t *testing.T) {
 
 // Constructors given nothing to work with fail with a clear error on use.
 func TestBadConstructorInput(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	checkLeaks(t)
 	ctx := context.Background()
 	cases := map[string]struct {
 		ts   *mcptoolset.Toolset
@@ -669,7 +668,7 @@ func TestBadConstructorInput(t *testing.T) {
 // A session made by the caller: the toolset owns it, and the caller's
 // client forwards list changes with ToolsChanged.
 func TestGivenSession(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	checkLeaks(t)
 	ctx := context.Background()
 	server := fixture.SDKServer("files")
 	var ts *mcptoolset.Toolset
@@ -717,7 +716,7 @@ func TestGivenSession(t *testing.T) {
 
 // When the server drops the session, the next use connects again.
 func TestReconnectAfterServerClosesSession(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	checkLeaks(t)
 	ctx := context.Background()
 	server := fixture.SDKServer("files")
 	logger, logs := logBuffer()
@@ -741,7 +740,7 @@ func TestReconnectAfterServerClosesSession(t *testing.T) {
 // A remote server over streamable HTTP on 127.0.0.1, list changes
 // included.
 func TestHTTPServer(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	checkLeaks(t)
 	ctx := context.Background()
 	server := fixture.SDKServer("web")
 	httpServer := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))

@@ -54,6 +54,13 @@ func testServer(t *testing.T) string {
 	return bin
 }
 
+// checkLeaks fails t if goroutines it started are still running once
+// it and its cleanups are done.
+func checkLeaks(t *testing.T) {
+	opts := []goleak.Option{goleak.IgnoreCurrent()}
+	t.Cleanup(func() { goleak.VerifyNone(t, opts...) })
+}
+
 // counter counts the requests a server receives, by method.
 type counter struct {
 	mu sync.Mutex

@@ -36,6 +36,9 @@ type Request struct {
 	// Session is the client's session; its ID and InitializeParams tell
 	// clients apart. It may be nil for a stateless HTTP request.
 	Session *mcp.ServerSession
+	// Client is the client's name and version, as it introduced itself;
+	// it may be nil.
+	Client *mcp.Implementation
 	// Extra carries the HTTP header and the verified bearer token of a
 	// request over HTTP; it is nil over stdio.
 	Extra *mcp.RequestExtra
@@ -209,21 +212,24 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				return res, nil
 			}
 		}
-		res, err := next(ctx, method, req)
-		if err != nil || !s.instr {
-			return res, err
+		if !s.instr || (method != "initialize" && method != "server/discover") {
+			return next(ctx, method, req)
 		}
+		// The instructions are worked out before the SDK records the
+		// session as initialized, so that a failure leaves the client free
+		// to try the other handshake.
+		text, err := s.instructions(ctx, method, req)
+		if err != nil {
+			return nil, err
+		}
+		res, err := next(ctx, method, req)
 		switch r := res.(type) {
 		case *mcp.InitializeResult:
-			if r.Instructions, err = s.instructions(ctx, method, req); err != nil {
-				return nil, err
-			}
+			r.Instructions = text
 		case *mcp.DiscoverResult:
-			if r.Instructions, err = s.instructions(ctx, method, req); err != nil {
-				return nil, err
-			}
+			r.Instructions = text
 		}
-		return res, nil
+		return res, err
 	}
 }
 
@@ -231,6 +237,12 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 func (s *Server) context(ctx context.Context, method string, req mcp.Request, tool string) (context.Context, error) {
 	r := &Request{Method: method, Extra: req.GetExtra(), Tool: tool}
 	r.Session, _ = req.GetSession().(*mcp.ServerSession)
+	if ci, ok := req.(interface{ ClientInfo() *mcp.Implementation }); ok {
+		r.Client = ci.ClientInfo()
+	}
+	if p, ok := req.GetParams().(*mcp.InitializeParams); ok && r.Client == nil && p != nil {
+		r.Client = p.ClientInfo
+	}
 	var rc *toolset.RunContext
 	if s.runCtx != nil {
 		var err error
