@@ -1,0 +1,157 @@
+// Package mcptoolset bridges toolsets and the Model Context Protocol, with
+// the official Go SDK (github.com/modelcontextprotocol/go-sdk/mcp), in both
+// directions:
+//
+//   - [Toolset] makes an MCP server's tools a [toolset.Toolset], to be
+//     prefixed, filtered and combined like any other;
+//   - [NewServer] serves any [toolset.Toolset] as an MCP server, over stdio,
+//     streamable HTTP or any SDK transport.
+//
+// The package is named so that it can be imported beside the SDK's mcp
+// package without an alias.
+//
+// # Using an MCP server's tools
+//
+// Make a [Toolset] from whatever reaches the server:
+//
+//	fs := mcptoolset.NewCommand(exec.Command("mcp-server-filesystem", dir)) // a subprocess over stdio
+//	gh := mcptoolset.NewHTTP("https://mcp.example.com/mcp",                  // streamable HTTP
+//		mcptoolset.WithName("github"), mcptoolset.WithHTTPClient(authClient))
+//	db := mcptoolset.New(session)                      // a connected *mcp.ClientSession
+//	notes := mcptoolset.NewInMemory("notes", sdkServer) // an SDK server in this process
+//	custom := mcptoolset.NewTransport("custom", dial)  // any mcp.Transport
+//	defer fs.Close()
+//
+// and use it as any toolset, once per turn:
+//
+//	tools, err := toolset.BuildTools(ctx, "assistant", fs.Prefixed("fs"), gh.Prefixed("gh"), local)
+//	res, err := tools.Call(ctx, "fs_read_file", args)
+//
+// Nothing connects until the toolset is first used. Its label (for error
+// messages, see [toolset.Labeler]) is "mcp:" + its name; the name is given
+// with [WithName], or defaults to the server's reported name for [New], the
+// command's base name for [NewCommand] and the URL's host for [NewHTTP]. It
+// provides the server's instructions from initialization as
+// [toolset.InstructionsProvider], and [Toolset.Session] gives the session
+// itself for prompts and resources.
+//
+// # Tools
+//
+// Each tool the server lists becomes a [toolset.Tool] with the server's
+// name, description and input schema, and its output schema as Returns. The
+// schemas are decoded with [ParseSchema], which keeps every keyword (vendor
+// keywords, "definitions", draft-04 and draft-07 forms) rather than the
+// subset invopop's schema type knows, so arguments are validated against
+// exactly what the server declared before any request is sent. Metadata
+// carries the server's name ([MetaServer]), the tool's name on the server
+// ([MetaTool], unchanged by prefixes and renames), its title ([MetaTitle])
+// and its annotations as "true" or "false" ([MetaReadOnly],
+// [MetaDestructive], [MetaIdempotent], [MetaOpenWorld]; set only when the
+// server sent annotations). Annotations are hints from the server, not
+// guarantees: do not base security decisions on them for servers you do not
+// trust.
+//
+// Calling a tool sends tools/call with the arguments as they are. A
+// successful result is a [*toolset.Content]: text, image, audio and
+// resource content as parts, structured content as Structured;
+// [toolset.ResultText] renders it for a model. A result the server flags
+// with isError is a [*ResultError], a [toolset.ModelError] whose message is
+// the result's text: the model sees it and can try again. Anything else
+// (the server cannot be reached, the connection drops, the context ends,
+// the server answers with a JSON-RPC error) is a [*ServerError] naming the
+// server and the tool, and should stop the run. A call is never retried, as
+// it may have run.
+//
+// # The tool list cache
+//
+// The list is fetched on first use, following the server's pages, and kept
+// until the server sends notifications/tools/list_changed; [WithCacheTTL]
+// also expires it after a while (for servers that change their tools
+// without saying so), and [WithoutCache] fetches it every turn. Many runs
+// asking at once share one request. The tools are made once per listing and
+// a tool whose definition did not change keeps its identity across
+// listings, so every turn gets the same [toolset.Tool] values and the work
+// that the core keys on a tool's identity (compiled validators, memoised
+// snapshots) is done once. [Toolset.ToolsChanged] drops the list by hand;
+// a toolset made with [New] needs it, since it cannot hook the
+// notifications of a client it did not make:
+//
+//	var fs atomic.Pointer[mcptoolset.Toolset]
+//	client := mcp.NewClient(impl, &mcp.ClientOptions{
+//		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+//			if t := fs.Load(); t != nil {
+//				t.ToolsChanged()
+//			}
+//		},
+//	})
+//	session, err := client.Connect(ctx, transport, nil)
+//	fs.Store(mcptoolset.New(session))
+//
+// # Sharing one session, and closing it
+//
+// A [Toolset] is a handle on a connection. One connection may serve any
+// number of agents and runs at once. [Toolset.Acquire] returns another
+// handle on the same connection; give one to each owner that closes what it
+// holds (an agent, a request handler, a [toolset.Combined], which closes its
+// children):
+//
+//	shared := mcptoolset.NewCommand(cmd) // handle 1
+//	support := shared.Acquire()          // handle 2, for the support agent
+//	billing := shared.Acquire()          // handle 3, for the billing agent
+//	shared.Close()                       // support and billing keep it open
+//
+// The connection opens on first use through any handle and closes when the
+// last handle is closed: the session ends and a subprocess server is
+// stopped. Closing a handle again does nothing, so a toolset that appears
+// twice in a tree of toolsets can be closed twice. A closed handle, and
+// every handle after the last Close, fails with [ErrClosed].
+//
+// # When the server is down
+//
+// A server that cannot be reached makes GetTools fail with a
+// [*ServerError] naming it, which fails the turn. With [SkipUnavailable],
+// GetTools logs a warning (log/slog, see [WithLogger]) and returns no tools
+// and a nil error, so the agent goes on without the server. After a failed
+// connection attempt the failure is returned again, without dialling, for
+// [WithRetryDelay] (two seconds by default). When the server ends the
+// session (the subprocess exited, the HTTP session expired), the next use
+// connects again and lists the tools again; a session given to [New]
+// cannot be reopened.
+//
+// # Serving a toolset
+//
+// [NewServer] returns a [*Server] whose tools are a toolset's:
+//
+//	srv := mcptoolset.NewServer(tools,
+//		mcptoolset.WithImplementation(&mcp.Implementation{Name: "ops", Version: "v1.2.0"}),
+//		mcptoolset.WithRunContext(func(ctx context.Context, req *mcptoolset.Request) (*toolset.RunContext, error) {
+//			return &toolset.RunContext{Values: map[string]any{"role": roleOf(req.Extra.Header)}}, nil
+//		}))
+//	err := srv.ServeStdio(ctx)                               // as a local server, or
+//	http.Handle("/mcp", srv.HTTPHandler(nil))                // over streamable HTTP
+//
+// Every tools/list and tools/call builds the toolset's tools with
+// [toolset.BuildTools] in the run context that [WithRunContext] makes from
+// the request (its session, client, HTTP header and token), so a filtered
+// or dynamic toolset shows each client only its own tools, and a client
+// cannot call a tool it is not shown. Calls run through
+// [toolset.Tools.Execute]: arguments are validated, policies apply. Errors
+// the model should see come back as isError results with their text (an
+// unknown tool too, with the names available); other errors as JSON-RPC
+// errors. Results go out as text, [*toolset.Content] parts as MCP content of
+// the same kind, and, for tools with a result schema, also as structured
+// content. Tool metadata [MetaTitle] and the hint keys become the MCP
+// title and annotations, so a proxied MCP tool keeps them.
+//
+// The SDK sends list changes only when its own tool registry changes, so
+// when what the toolset shows changes, call [Server.ToolsChanged]: every
+// connected client is told to list the tools again.
+//
+// # Limits
+//
+// The SDK's client decodes a tool's schemas into map[string]any before this
+// package sees them, so the order of "properties" is not kept (keys come
+// sorted) and numbers pass through float64. Content annotations and _meta
+// are not carried; a resource link becomes a part with its URI and media
+// type but not its name and description.
+package mcptoolset
