@@ -765,3 +765,82 @@ func TestHTTPServer(t *testing.T) {
 		return err == nil && len(got) == 9
 	}, 5*time.Second, 10*time.Millisecond, "the list change arrives over HTTP")
 }
+
+// When the caller that is connecting gives up, a caller still waiting
+// connects in its place; the give-up is not held against the server.
+func TestLeaderCancelled(t *testing.T) {
+	checkLeaks(t)
+	server := fixture.SDKServer("files")
+	var mu sync.Mutex
+	dials := 0
+	entered := make(chan struct{})
+	ts := mcptoolset.NewTransport("files", func(ctx context.Context) (mcp.Transport, error) {
+		mu.Lock()
+		dials++
+		first := dials == 1
+		mu.Unlock()
+		if first {
+			close(entered)
+			<-ctx.Done() // a server that takes too long for this caller
+			return nil, ctx.Err()
+		}
+		st, ct := mcp.NewInMemoryTransports()
+		_, err := server.Connect(ctx, st, nil)
+		return ct, err
+	})
+	defer ts.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	leader := make(chan error, 1)
+	go func() {
+		_, err := ts.GetTools(ctx)
+		leader <- err
+	}()
+	<-entered
+	waiter := make(chan error, 1)
+	go func() {
+		tools, err := ts.GetTools(context.Background())
+		if err == nil && len(tools) != 8 {
+			err = fmt.Errorf("%d tools", len(tools))
+		}
+		waiter <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // let the waiter wait
+	cancel()
+	require.ErrorIs(t, <-leader, context.Canceled)
+	require.NoError(t, <-waiter)
+	mu.Lock()
+	assert.Equal(t, 2, dials)
+	mu.Unlock()
+}
+
+// Closing the last handle while other goroutines list and call tools: each
+// call either works or fails with ErrClosed; nothing hangs or leaks.
+func TestCloseWhileInUse(t *testing.T) {
+	checkLeaks(t)
+	ctx := context.Background()
+	ts := mcptoolset.NewInMemory("files", fixture.SDKServer("files"))
+	tools, err := toolset.BuildTools(ctx, "agent", ts)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	errs := make(chan error, 800)
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				_, err := ts.GetTools(ctx)
+				if err == nil {
+					_, err = tools.Call(ctx, "slow", json.RawMessage(`{"millis":1}`))
+				}
+				if err != nil && !errors.Is(err, mcptoolset.ErrClosed) && !errors.Is(err, mcp.ErrConnectionClosed) {
+					errs <- err
+				}
+			}
+		})
+	}
+	time.Sleep(20 * time.Millisecond)
+	require.NoError(t, ts.Close())
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+}
