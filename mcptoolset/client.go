@@ -99,8 +99,9 @@ func WithoutCache() Option { return func(c *config) { c.noCache = true } }
 
 // SkipUnavailable makes GetTools and Instructions treat a server that
 // cannot be reached, or fails to list its tools, as a server without tools:
-// they log a warning and return no tools and a nil error, so the turn goes
-// on without it. Without this option they return a [*ServerError].
+// they log a warning (once per failed attempt, not once per turn) and
+// return no tools and a nil error, so the turn goes on without it. Without
+// this option they return a [*ServerError].
 func SkipUnavailable() Option { return func(c *config) { c.skip = true } }
 
 // WithLogger sets the logger for warnings; the default is slog.Default().
@@ -370,6 +371,7 @@ type conn struct {
 	opening  *flight
 	failErr  error // the last failed connection attempt
 	failAt   time.Time
+	warned   *ServerError // the failure last logged under SkipUnavailable
 
 	gen     uint64 // bumped when the tool list changes
 	cache   *listing
@@ -431,7 +433,16 @@ func (c *conn) skippable(ctx context.Context, err error) bool {
 	if !c.cfg.skip || ctx.Err() != nil || errors.Is(err, ErrClosed) {
 		return false
 	}
-	c.cfg.logger.WarnContext(ctx, "mcptoolset: skipping unavailable MCP server", "server", c.cfg.name, "error", err)
+	// A failure returned again during the retry delay is the same value:
+	// warn once per attempt, not once per turn.
+	se, _ := err.(*ServerError)
+	c.mu.Lock()
+	repeat := se != nil && se == c.warned
+	c.warned = se
+	c.mu.Unlock()
+	if !repeat {
+		c.cfg.logger.WarnContext(ctx, "mcptoolset: skipping unavailable MCP server", "server", c.cfg.name, "error", err)
+	}
 	return true
 }
 
@@ -591,7 +602,7 @@ func (c *conn) release() error {
 	}
 	c.ended = true
 	s, given := c.sess, c.given
-	c.sess, c.given, c.cache, c.known = nil, nil, nil, nil
+	c.sess, c.given, c.cache = nil, nil, nil
 	c.mu.Unlock()
 	var err error
 	if s != nil {

@@ -411,6 +411,11 @@ func TestServerDown(t *testing.T) {
 		tools, err := toolset.BuildTools(ctx, "agent", down.Prefixed("search"), up.Prefixed("fs"))
 		require.NoError(t, err, "the turn goes on without the server")
 		assert.Len(t, tools.Names(), 8)
+		for range 3 {
+			_, err := toolset.BuildTools(ctx, "agent", down.Prefixed("search"), up.Prefixed("fs"))
+			require.NoError(t, err)
+		}
+		assert.Equal(t, 1, strings.Count(logs.String(), "level=WARN"), "one warning per attempt, not per turn")
 		got, err := down.GetTools(ctx)
 		require.NoError(t, err)
 		assert.Empty(t, got)

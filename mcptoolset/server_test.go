@@ -534,3 +534,29 @@ func TestStdioSubprocess(t *testing.T) {
 	require.NoError(t, err, "the next call starts the server again")
 	assert.Equal(t, "files: contents of again", content(t, res).Parts[0].Text)
 }
+
+// Bad input on the serving side gets a clear error, never a panic.
+func TestServeBadInput(t *testing.T) {
+	checkLeaks(t)
+	ctx := context.Background()
+
+	cs := connect(t, mcptoolset.NewServer(nil), nil)
+	_, err := cs.ListTools(ctx, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "nil Toolset")
+
+	unencodable := toolset.NewTool("unencodable", "Returns what JSON cannot hold.", func(context.Context, struct{}) (map[string]any, error) {
+		return map[string]any{"f": func() {}}, nil
+	})
+	cs = connect(t, mcptoolset.NewServer(toolset.NewFunction(unencodable, echoTool("plain"))), nil)
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "unencodable"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `tool "unencodable": toolset: encoding the result: json: unsupported type`)
+
+	for _, args := range []any{[]int{1}, "text", 5} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "plain", Arguments: args})
+		require.NoError(t, err)
+		require.True(t, res.IsError, "%v: arguments that are not an object", args)
+		assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, `invalid arguments for tool "plain"`)
+	}
+}
