@@ -245,6 +245,9 @@ func NewInMemory(name string, server *mcp.Server, opts ...Option) *Toolset {
 // The tools are the same values from one call to the next until the list
 // changes.
 func (t *Toolset) GetTools(ctx context.Context) ([]toolset.Tool, error) {
+	if t == nil || t.c == nil {
+		return nil, errZero
+	}
 	c := t.c
 	if t.released.Load() {
 		return nil, c.errorf("list tools", "", ErrClosed)
@@ -261,14 +264,30 @@ func (t *Toolset) GetTools(ctx context.Context) ([]toolset.Tool, error) {
 
 // Label implements [toolset.Labeler]: "mcp:" + the server's name unless
 // [WithLabel] says otherwise.
-func (t *Toolset) Label() string { return t.c.label }
+func (t *Toolset) Label() string {
+	if t == nil || t.c == nil {
+		return ""
+	}
+	return t.c.label
+}
 
 // Name returns the server's name.
-func (t *Toolset) Name() string { return t.c.cfg.name }
+func (t *Toolset) Name() string {
+	if t == nil || t.c == nil {
+		return ""
+	}
+	return t.c.cfg.name
+}
+
+// errZero is the error of a Toolset that no constructor made.
+var errZero = errors.New("mcptoolset: a Toolset must be made with New, NewTransport, NewCommand, NewHTTP or NewInMemory")
 
 // Instructions implements [toolset.InstructionsProvider]: the instructions
 // the server sent when the session was initialized.
 func (t *Toolset) Instructions(ctx context.Context) (string, error) {
+	if t == nil || t.c == nil {
+		return "", errZero
+	}
 	c := t.c
 	if t.released.Load() {
 		return "", c.errorf("connect", "", ErrClosed)
@@ -290,6 +309,9 @@ func (t *Toolset) Instructions(ctx context.Context) (string, error) {
 // what the toolset does not cover (prompts, resources). Do not close it:
 // it belongs to the toolset.
 func (t *Toolset) Session(ctx context.Context) (*mcp.ClientSession, error) {
+	if t == nil || t.c == nil {
+		return nil, errZero
+	}
 	if t.released.Load() {
 		return nil, t.c.errorf("connect", "", ErrClosed)
 	}
@@ -299,13 +321,20 @@ func (t *Toolset) Session(ctx context.Context) (*mcp.ClientSession, error) {
 // ToolsChanged drops the cached tool list, so the next GetTools lists the
 // tools again. The toolset calls it itself when the server sends
 // notifications/tools/list_changed on a connection it opened.
-func (t *Toolset) ToolsChanged() { t.c.invalidate() }
+func (t *Toolset) ToolsChanged() {
+	if t != nil && t.c != nil {
+		t.c.invalidate()
+	}
+}
 
 // Acquire returns a new handle on the same connection, which stays open
 // until every handle is closed. Give one to each owner (agent, component)
 // that closes what it holds. Acquiring from a toolset whose last handle is
 // closed returns a closed handle.
 func (t *Toolset) Acquire() *Toolset {
+	if t == nil || t.c == nil {
+		return &Toolset{}
+	}
 	c := t.c
 	h := &Toolset{c: c}
 	c.mu.Lock()
@@ -321,7 +350,7 @@ func (t *Toolset) Acquire() *Toolset {
 // Close releases this handle. Closing the last handle closes the session
 // (and stops a subprocess server); closing a handle again does nothing.
 func (t *Toolset) Close() error {
-	if t == nil || !t.released.CompareAndSwap(false, true) {
+	if t == nil || t.c == nil || !t.released.CompareAndSwap(false, true) {
 		return nil
 	}
 	return t.c.release()

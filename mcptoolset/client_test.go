@@ -668,6 +668,20 @@ func TestBadConstructorInput(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
+
+	var zero mcptoolset.Toolset
+	_, err := zero.GetTools(ctx)
+	require.ErrorContains(t, err, "a Toolset must be made with New")
+	_, err = zero.Instructions(ctx)
+	require.Error(t, err)
+	_, err = zero.Acquire().Session(ctx)
+	require.Error(t, err)
+	zero.ToolsChanged()
+	assert.Empty(t, zero.Label())
+	require.NoError(t, zero.Close())
+	var nilToolset *mcptoolset.Toolset
+	_, err = toolset.BuildTools(ctx, "agent", nilToolset)
+	require.ErrorContains(t, err, "a Toolset must be made with New")
 }
 
 // A session made by the caller: the toolset owns it, and the caller's

@@ -172,17 +172,29 @@ func (s *Server) MCP() *mcp.Server { return s.srv }
 // Call it when what the toolset shows changes: a Dynamic toolset's choice,
 // a filter's inputs, tools added to a toolset built per turn. Calls close
 // together send one notification.
-func (s *Server) ToolsChanged() { s.srv.AddTool(changeMarker, changeMarkerHandler) }
+func (s *Server) ToolsChanged() {
+	if s != nil && s.srv != nil {
+		s.srv.AddTool(changeMarker, changeMarkerHandler)
+	}
+}
+
+// errZeroServer is the error of a Server that NewServer did not make.
+var errZeroServer = errors.New("mcptoolset: a Server must be made with NewServer")
 
 // Run serves one session over transport t until the client disconnects
 // or ctx ends.
-func (s *Server) Run(ctx context.Context, t mcp.Transport) error { return s.srv.Run(ctx, t) }
+func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
+	if s == nil || s.srv == nil {
+		return errZeroServer
+	}
+	return s.srv.Run(ctx, t)
+}
 
 // ServeStdio serves one client over the process's stdin and stdout until
 // the client disconnects or ctx ends: the way MCP clients run local
 // servers.
 func (s *Server) ServeStdio(ctx context.Context) error {
-	return s.srv.Run(ctx, &mcp.StdioTransport{})
+	return s.Run(ctx, &mcp.StdioTransport{})
 }
 
 // HTTPHandler returns an http.Handler that serves the streamable HTTP

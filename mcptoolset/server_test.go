@@ -540,6 +540,10 @@ func TestServeBadInput(t *testing.T) {
 	checkLeaks(t)
 	ctx := context.Background()
 
+	var zero mcptoolset.Server
+	zero.ToolsChanged()
+	require.ErrorContains(t, zero.ServeStdio(ctx), "a Server must be made with NewServer")
+
 	cs := connect(t, mcptoolset.NewServer(nil), nil)
 	_, err := cs.ListTools(ctx, nil)
 	require.Error(t, err)
@@ -558,5 +562,45 @@ func TestServeBadInput(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, res.IsError, "%v: arguments that are not an object", args)
 		assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, `invalid arguments for tool "plain"`)
+	}
+}
+
+// Many clients list and call at once on one server (run with -race).
+func TestServeConcurrentSessions(t *testing.T) {
+	checkLeaks(t)
+	ctx := context.Background()
+	srv := mcptoolset.NewServer(fixture.Toolset())
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for c := range 8 {
+		consumer := mcptoolset.NewInMemory("weather", srv.MCP())
+		wg.Go(func() {
+			defer consumer.Close()
+			for i := range 20 {
+				if i%5 == 0 {
+					srv.ToolsChanged()
+				}
+				tools, err := toolset.BuildTools(ctx, "agent", consumer)
+				if err != nil {
+					errs <- err
+					return
+				}
+				text := fmt.Sprintf("client %d call %d", c, i)
+				res, err := tools.Call(ctx, "echo", json.RawMessage(fmt.Sprintf(`{"text":%q}`, text)))
+				if err != nil {
+					errs <- err
+					return
+				}
+				if got := res.(*toolset.Content).Parts[0].Text; got != text {
+					errs <- fmt.Errorf("got %q, want %q", got, text)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
 	}
 }
