@@ -256,12 +256,6 @@ func (rc *resultCache) pushFront(e *cacheEntry) {
 	}
 }
 
-func (rc *resultCache) len() int {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return len(rc.items)
-}
-
 // runCache returns the run's cache for c, creating it on first use, or nil
 // without a run.
 func (rc *RunContext) runCache(c *toolCore) *resultCache {

@@ -27,10 +27,22 @@ func BuildTools(ctx context.Context, agent string, entries ...Toolset) (*Tools, 
 	if err != nil {
 		return nil, err
 	}
+	keep, over := forRun(ctx, s, keep)
 	if err := checkNames(s, keep, "", agent, true); err != nil {
 		return nil, err
 	}
-	return forRun(ctx, s, keep, agent)
+	var missing []MissingEnv
+	for _, i := range s.index().env {
+		if keep == nil || keep[i] {
+			missing = missingEnv(missing, s.tools[i])
+		}
+	}
+	if len(missing) > 0 {
+		return nil, &EnvError{Missing: missing}
+	}
+	ts := newTools(agent, s, keep)
+	ts.over = over
+	return ts, nil
 }
 
 // buildSnapshot materialises the entries of a turn and joins them.
@@ -64,10 +76,9 @@ func buildSnapshot(ctx context.Context, agent string, entries []Toolset) (*snaps
 }
 
 // forRun applies what the run itself decides to the turn's set: deferred
-// tools stay hidden until a search of this run revealed them, tools whose
-// retries are spent are dropped or marked unavailable, and every tool shown
-// must have its environment variables.
-func forRun(ctx context.Context, s *snapshot, keep []bool, agent string) (*Tools, error) {
+// tools stay hidden until a search of this run revealed them, and tools
+// whose retries are spent are dropped, or marked unavailable in over.
+func forRun(ctx context.Context, s *snapshot, keep []bool) ([]bool, map[int32]Tool) {
 	ix := s.index()
 	visible := func(i int32) bool { return keep == nil || keep[i] }
 	owned := false
@@ -101,18 +112,7 @@ func forRun(ctx context.Context, s *snapshot, keep []bool, agent string) (*Tools
 			over[i] = t
 		}
 	}
-	var missing []MissingEnv
-	for _, i := range ix.env {
-		if visible(i) {
-			missing = missingEnv(missing, s.tools[i])
-		}
-	}
-	if len(missing) > 0 {
-		return nil, &EnvError{Missing: missing}
-	}
-	ts := newTools(agent, s, keep)
-	ts.over = over
-	return ts, nil
+	return keep, over
 }
 
 // getTools is the GetTools of every toolset of this package: it

@@ -95,8 +95,12 @@ func (rc *RunContext) String(key string) string {
 }
 
 // WithStep returns a copy of rc for the given step. The copy shares the
-// run's bookkeeping with rc.
+// run's bookkeeping with rc (creating it first if rc has none yet), so every
+// step of a run sees the failures, reveals and approvals of the others.
 func (rc *RunContext) WithStep(step int) *RunContext {
+	if rc.run == nil {
+		rc.run = &runState{}
+	}
 	c := *rc
 	c.Step = step
 	return &c

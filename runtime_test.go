@@ -727,3 +727,19 @@ func TestConcurrentCallsThroughThreeNames(t *testing.T) {
 	assert.Equal(t, uint64(64*50), stats.Hits+stats.Misses)
 	assert.Positive(t, stats.Hits)
 }
+
+func TestDeferredToolConflictsOnlyOnceRevealed(t *testing.T) {
+	lazy := toolset.NewFunction(toolset.NewTool("lookup", "Look up in the archive.", func(context.Context, struct{}) (string, error) {
+		return "archive", nil
+	}, toolset.WithDeferred()))
+	search := toolset.NewToolSearch(lazy)
+	ctx := newRun("r")
+	tools, err := toolset.BuildTools(ctx, "a", lazy, echoTool("lookup"), search)
+	require.NoError(t, err, "a hidden deferred tool takes no name")
+	_, err = call(t, ctx, tools, "tool_search", `{"query":"archive"}`)
+	require.NoError(t, err)
+	_, err = toolset.BuildTools(ctx, "a", lazy, echoTool("lookup"), search)
+	var nce *toolset.NameConflictError
+	require.ErrorAs(t, err, &nce)
+	assert.Equal(t, []string{"Function#0", "tools[1] (standalone)"}, nce.Conflicts[0].Contributors)
+}
