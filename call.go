@@ -112,7 +112,7 @@ func (c *toolCore) base(ctx context.Context, call ToolCall) (any, error) {
 // wrapped in a *ToolError.
 func (c *toolCore) explain(ctx context.Context, name string, err error) error {
 	if c.timeout > 0 {
-		if dc, ok := ctx.(*deadlineCtx); ok && dc.expired() && ctxErrOrNil(dc.Context) == nil {
+		if dc, ok := ctx.(*deadlineCtx); ok && dc.expired() && dc.Context.Err() == nil {
 			if c.timeoutAborts {
 				return &AbortError{Tool: name, Reason: fmt.Sprintf("timed out after %v", c.timeout), Err: context.DeadlineExceeded}
 			}
@@ -134,8 +134,6 @@ func (c *callClock) now() time.Time {
 	}
 	return c.t
 }
-
-func ctxErrOrNil(ctx context.Context) error { return ctx.Err() }
 
 // attributeError names the tool in err: an *ArgumentError gets the tool
 // name, anything else is wrapped in a *ToolError.

@@ -141,10 +141,11 @@ func (ts *Tools) Execute(ctx context.Context, call ToolCall) (any, error) {
 // Call runs the model's call of the tool named name with the JSON arguments
 // args. A name that is not in this turn's set, even one a filter hid this
 // turn, is refused with an [*UnknownToolError] listing the available names.
-// The arguments are validated against the tool's parameter schema (an
-// [*ArgumentError] lists every problem), then the handler runs; a panic
-// becomes a [*PanicError]. Use [ModelMessage] to tell the errors the model
-// should see from those that should stop the run.
+// The call then goes through the tool's policies and the handler in a fixed
+// order (approval, rate limit, cache, argument validation, middleware, the
+// handler under its timeout): an [*ArgumentError] lists every problem with
+// the arguments, and a panic becomes a [*PanicError]. Use [ModelMessage] to
+// tell the errors the model should see from those that should stop the run.
 func (ts *Tools) Call(ctx context.Context, name string, args json.RawMessage) (any, error) {
 	return ts.Execute(ctx, ToolCall{Name: name, Args: args})
 }
