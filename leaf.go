@@ -32,13 +32,13 @@ func (c *toolCore) hasTurnPolicy() bool { return c != nil && (c.enabled != nil |
 // tool, or a toolset of the caller's. Tools already prepared this turn are
 // not prepared again.
 func leafView(ctx context.Context, v view) (view, error) {
-	ix := v.snap.index()
-	if len(ix.turnPolicy) == 0 {
+	positions := v.snap.turnPolicies()
+	if len(positions) == 0 {
 		return v, nil
 	}
 	keep, owned := v.keep, false
 	var edited []Tool
-	for _, i := range ix.turnPolicy {
+	for _, i := range positions {
 		if keep != nil && !keep[i] {
 			continue
 		}

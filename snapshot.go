@@ -39,6 +39,9 @@ type snapshot struct {
 	idxOnce sync.Once
 	idx     nameIndex
 
+	turnOnce sync.Once
+	turn     []int32 // tools with enabled or prepare functions not yet applied
+
 	joins   memoSlots[joined]  // joins whose first part is this snapshot
 	wrapped memoSlots[wrapped] // middleware copies made by Wrappers
 }
@@ -57,7 +60,6 @@ type nameIndex struct {
 	dups       [][]int32 // positions sharing a name, in order of first occurrence
 	dupOf      map[string]int
 	invalid    []int32
-	turnPolicy []int32 // enabled or prepare functions, not yet applied
 	env        []int32 // required environment variables
 	deferred   []int32 // deferred until a search reveals them
 	retries    []int32 // retry budgets
@@ -74,9 +76,6 @@ func (s *snapshot) index() *nameIndex {
 				ix.invalid = append(ix.invalid, int32(i))
 			}
 			if c := s.tools[i].core; c != nil {
-				if c.hasTurnPolicy() && !s.tools[i].prepared {
-					ix.turnPolicy = append(ix.turnPolicy, int32(i))
-				}
 				if len(c.env) > 0 {
 					ix.env = append(ix.env, int32(i))
 				}
@@ -105,6 +104,20 @@ func (s *snapshot) index() *nameIndex {
 		}
 	})
 	return &s.idx
+}
+
+// turnPolicies returns the positions of tools whose enabled or prepare
+// function has not run this turn. It scans the tools once, without the name
+// index, which a fresh snapshot may never need.
+func (s *snapshot) turnPolicies() []int32 {
+	s.turnOnce.Do(func() {
+		for i, t := range s.tools {
+			if t.core.hasTurnPolicy() && !t.prepared {
+				s.turn = append(s.turn, int32(i))
+			}
+		}
+	})
+	return s.turn
 }
 
 // view is what a toolset yields for one turn: a snapshot, and which of its
