@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/gotoolset/toolset"
 )
@@ -124,6 +125,54 @@ func BenchmarkCallFloor(b *testing.B) {
 			b.Fatal(err)
 		}
 		if _, err := benchHandler(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCacheHit calls a cached tool through a prefixed copy with the
+// arguments of an earlier call.
+func BenchmarkCacheHit(b *testing.B) {
+	tool := toolset.NewTool("get_weather", "Weather.", benchHandler, toolset.WithCache(toolset.CachePolicy{}))
+	tools, err := toolset.BuildTools(context.Background(), "bench", toolset.NewFunction(tool).Prefixed("w"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := tools.Call(ctx, "w_get_weather", benchCallArgs); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tools.Call(ctx, "w_get_weather", benchCallArgs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if s := tool.CacheStats(); s.Misses != 1 {
+		b.Fatalf("stats %+v", s)
+	}
+}
+
+// BenchmarkCallAllPolicies calls a tool with every policy configured and
+// none triggered: a cache that keeps nothing, a rate limit never reached, a
+// timeout never hit, an approval never needed, a retry budget never spent.
+// Compare with BenchmarkCall.
+func BenchmarkCallAllPolicies(b *testing.B) {
+	tool := toolset.NewTool("get_weather", "Weather.", benchHandler,
+		toolset.WithCache(toolset.CachePolicy{ShouldCache: func(any) bool { return false }}),
+		toolset.WithRateLimit(toolset.RateLimit{Requests: 1 << 30, Interval: time.Second}),
+		toolset.WithTimeout(time.Minute, toolset.TimeoutTellModel),
+		toolset.WithApproval(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return false, nil }),
+		toolset.WithMaxRetries(3),
+	)
+	tools, err := toolset.BuildTools(context.Background(), "bench", tool)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tools.Call(ctx, "get_weather", benchCallArgs); err != nil {
 			b.Fatal(err)
 		}
 	}

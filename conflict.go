@@ -23,6 +23,30 @@ import (
 // a turn over unchanged toolsets costs little more than running their
 // predicates.
 func BuildTools(ctx context.Context, agent string, entries ...Toolset) (*Tools, error) {
+	s, keep, err := buildSnapshot(ctx, agent, entries)
+	if err != nil {
+		return nil, err
+	}
+	keep, over := forRun(ctx, s, keep)
+	if err := checkNames(s, keep, "", agent, true); err != nil {
+		return nil, err
+	}
+	var missing []MissingEnv
+	for _, i := range s.index().env {
+		if keep == nil || keep[i] {
+			missing = missingEnv(missing, s.tools[i])
+		}
+	}
+	if len(missing) > 0 {
+		return nil, &EnvError{Missing: missing}
+	}
+	ts := newTools(agent, s, keep)
+	ts.over = over
+	return ts, nil
+}
+
+// buildSnapshot materialises the entries of a turn and joins them.
+func buildSnapshot(ctx context.Context, agent string, entries []Toolset) (*snapshot, []bool, error) {
 	static := make([]bool, len(entries))
 	parts := make([]part, len(entries))
 	for i, e := range entries {
@@ -39,7 +63,7 @@ func BuildTools(ctx context.Context, agent string, entries ...Toolset) (*Tools, 
 		return &entryError{index: i, label: parts[i].label, err: err}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("toolset: agent %q: %w", agent, err)
+		return nil, nil, fmt.Errorf("toolset: agent %q: %w", agent, err)
 	}
 	for i, v := range views {
 		parts[i].snap = v.snap
@@ -48,11 +72,47 @@ func BuildTools(ctx context.Context, agent string, entries ...Toolset) (*Tools, 
 		}
 	}
 	out := join(joinEntries, parts)
-	keep := joinKeep(out, views)
-	if err := checkNames(out, keep, "", agent, true); err != nil {
-		return nil, err
+	return out, joinKeep(out, views), nil
+}
+
+// forRun applies what the run itself decides to the turn's set: deferred
+// tools stay hidden until a search of this run revealed them, and tools
+// whose retries are spent are dropped, or marked unavailable in over.
+func forRun(ctx context.Context, s *snapshot, keep []bool) ([]bool, map[int32]Tool) {
+	ix := s.index()
+	visible := func(i int32) bool { return keep == nil || keep[i] }
+	owned := false
+	hide := func(i int32) {
+		if !owned {
+			keep, owned = cloneKeep(keep, len(s.tools)), true
+		}
+		keep[i] = false
 	}
-	return newTools(agent, out, keep), nil
+	rc := runOf(ctx)
+	for _, i := range ix.deferred {
+		if visible(i) && !rc.isRevealed(s.tools[i].core) {
+			hide(i)
+		}
+	}
+	var over map[int32]Tool
+	if len(ix.retries) > 0 && rc.hasFailures() {
+		for _, i := range ix.retries {
+			t := s.tools[i]
+			if !visible(i) || !rc.retriesSpent(t.core) {
+				continue
+			}
+			if !rc.StableToolList {
+				hide(i)
+				continue
+			}
+			if over == nil {
+				over = make(map[int32]Tool)
+			}
+			t.Description = unavailablePrefix + t.Description
+			over[i] = t
+		}
+	}
+	return keep, over
 }
 
 // getTools is the GetTools of every toolset of this package: it

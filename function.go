@@ -30,7 +30,8 @@ func NewTool[In, Out any](name, description string, fn func(context.Context, In)
 	if params == nil {
 		params = emptyObjectSchema()
 	}
-	core := &toolCore{name: name, params: params, err: err}
+	core := newCore(name, params, nil)
+	core.err = err
 	core.handler = func(ctx context.Context, args json.RawMessage) (any, error) {
 		var in In
 		if err := json.Unmarshal(args, &in); err != nil {
@@ -84,6 +85,7 @@ func goTypeWords(t reflect.Type) string {
 type Function struct {
 	snap         *snapshot
 	err          error
+	perTurn      bool // some tool has an enabled or prepare function
 	label        string
 	instructions string
 }
@@ -92,10 +94,16 @@ type Function struct {
 // name, or a tool that cannot be used (see [Tool.Err]), make GetTools fail:
 // a duplicate is never silently dropped.
 func NewFunction(tools ...Tool) *Function {
-	f := &Function{snap: newSnapshot(append([]Tool(nil), tools...))}
+	own := make([]Tool, len(tools))
+	for i, t := range tools {
+		t.prepared = false
+		own[i] = t
+	}
+	f := &Function{snap: newSnapshot(own)}
 	var errs []error
 	seen := make(map[string]int, len(tools))
 	for i, t := range tools {
+		f.perTurn = f.perTurn || t.core.hasTurnPolicy()
 		if err := t.Err(); err != nil {
 			errs = append(errs, fmt.Errorf("tools[%d]: %w", i, err))
 		}
@@ -135,12 +143,15 @@ func (f *Function) Label() string { return f.label }
 // Instructions implements [InstructionsProvider].
 func (f *Function) Instructions(context.Context) (string, error) { return f.instructions, nil }
 
-func (f *Function) view(context.Context) (view, error) {
+func (f *Function) view(ctx context.Context) (view, error) {
 	if f == nil {
 		return view{}, errors.New("toolset: nil *Function")
 	}
 	if f.err != nil {
 		return view{}, f.err
+	}
+	if f.perTurn {
+		return leafView(ctx, view{snap: f.snap})
 	}
 	return view{snap: f.snap}, nil
 }

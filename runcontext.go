@@ -1,6 +1,9 @@
 package toolset
 
-import "context"
+import (
+	"context"
+	"sync"
+)
 
 // RunContext is the per-run, per-turn state that predicates, prepare
 // functions and tools read. It travels inside a [context.Context]: attach it
@@ -23,14 +26,25 @@ type RunContext struct {
 	// Deps carries the application's dependencies (a database handle, an
 	// HTTP client, ...). Read them with [DepsAs].
 	Deps any
+	// StableToolList asks BuildTools to keep tools whose retry budget is
+	// spent in the list, marked unavailable, instead of dropping them, so the
+	// tool list (and a provider's prompt cache) stays the same across turns.
+	StableToolList bool
 
 	// run is the run's own bookkeeping, shared by every copy.
 	run *runState
 }
 
-// runState is the bookkeeping a run keeps across its turns. It is shared by
-// reference between copies of a RunContext.
-type runState struct{}
+// runState is the bookkeeping a run keeps across its turns: failures per
+// tool, the deferred tools its searches revealed, approvals and run-scoped
+// caches. It is shared by reference between copies of a RunContext.
+type runState struct {
+	mu        sync.Mutex
+	failures  map[*toolCore]*failureCount
+	revealed  map[*toolCore]struct{}
+	decisions map[string]decision
+	caches    map[*toolCore]*resultCache
+}
 
 type runContextKey struct{}
 
@@ -50,10 +64,19 @@ func NewContext(ctx context.Context, rc *RunContext) context.Context {
 // FromContext returns the RunContext carried by ctx. It never returns nil:
 // when ctx carries none, it returns a new, empty RunContext.
 func FromContext(ctx context.Context) *RunContext {
-	if rc, ok := ctx.Value(runContextKey{}).(*RunContext); ok && rc != nil {
+	if rc := runOf(ctx); rc != nil {
 		return rc
 	}
 	return &RunContext{}
+}
+
+// runOf returns the run state carried by ctx, or nil.
+func runOf(ctx context.Context) *RunContext {
+	rc, _ := ctx.Value(runContextKey{}).(*RunContext)
+	if rc == nil || rc.run == nil {
+		return nil
+	}
+	return rc
 }
 
 // Value returns the request-scoped value stored under key, or nil.
@@ -72,8 +95,12 @@ func (rc *RunContext) String(key string) string {
 }
 
 // WithStep returns a copy of rc for the given step. The copy shares the
-// run's bookkeeping with rc.
+// run's bookkeeping with rc (creating it first if rc has none yet), so every
+// step of a run sees the failures, reveals and approvals of the others.
 func (rc *RunContext) WithStep(step int) *RunContext {
+	if rc.run == nil {
+		rc.run = &runState{}
+	}
 	c := *rc
 	c.Step = step
 	return &c

@@ -39,7 +39,11 @@ type snapshot struct {
 	idxOnce sync.Once
 	idx     nameIndex
 
-	joins memoSlots[joined] // joins whose first part is this snapshot
+	turnOnce sync.Once
+	turn     []int32 // tools with enabled or prepare functions not yet applied
+
+	joins   memoSlots[joined]  // joins whose first part is this snapshot
+	wrapped memoSlots[wrapped] // middleware copies made by Wrappers
 }
 
 func newSnapshot(tools []Tool) *snapshot { return &snapshot{tools: tools} }
@@ -47,13 +51,18 @@ func newSnapshot(tools []Tool) *snapshot { return &snapshot{tools: tools} }
 // emptySnapshot hosts the memo of joins without parts.
 var emptySnapshot = newSnapshot(nil)
 
-// nameIndex maps names to positions, and records the names that occur
-// more than once and the names that are not valid.
+// nameIndex maps names to positions, and records the positions that need
+// attention in a turn: names that occur more than once, invalid names, and
+// tools with per-turn or per-run policies. For most snapshots all but the
+// map are empty, and a turn skips them at no cost.
 type nameIndex struct {
-	first   map[string]int32
-	dups    [][]int32 // positions sharing a name, in order of first occurrence
-	dupOf   map[string]int
-	invalid []int32
+	first      map[string]int32
+	dups       [][]int32 // positions sharing a name, in order of first occurrence
+	dupOf      map[string]int
+	invalid    []int32
+	env        []int32 // required environment variables
+	deferred   []int32 // deferred until a search reveals them
+	retries    []int32 // retry budgets
 }
 
 // index returns the snapshot's name index, building it on first use.
@@ -65,6 +74,17 @@ func (s *snapshot) index() *nameIndex {
 			name := s.tools[i].Name
 			if !validName(name) {
 				ix.invalid = append(ix.invalid, int32(i))
+			}
+			if c := s.tools[i].core; c != nil {
+				if len(c.env) > 0 {
+					ix.env = append(ix.env, int32(i))
+				}
+				if c.deferred {
+					ix.deferred = append(ix.deferred, int32(i))
+				}
+				if c.maxRetries >= 0 {
+					ix.retries = append(ix.retries, int32(i))
+				}
 			}
 			j, seen := ix.first[name]
 			if !seen {
@@ -84,6 +104,20 @@ func (s *snapshot) index() *nameIndex {
 		}
 	})
 	return &s.idx
+}
+
+// turnPolicies returns the positions of tools whose enabled or prepare
+// function has not run this turn. It scans the tools once, without the name
+// index, which a fresh snapshot may never need.
+func (s *snapshot) turnPolicies() []int32 {
+	s.turnOnce.Do(func() {
+		for i, t := range s.tools {
+			if t.core.hasTurnPolicy() && !t.prepared {
+				s.turn = append(s.turn, int32(i))
+			}
+		}
+	})
+	return s.turn
 }
 
 // view is what a toolset yields for one turn: a snapshot, and which of its
@@ -152,7 +186,9 @@ func materialize(ctx context.Context, ts Toolset) (view, error) {
 	default:
 		var tools []Tool
 		tools, err = ts.GetTools(ctx)
-		v = view{snap: newSnapshot(tools)}
+		if err == nil {
+			v, err = leafView(ctx, view{snap: newSnapshot(tools)})
+		}
 	}
 	if err != nil {
 		return view{}, err
@@ -170,11 +206,11 @@ func isStatic(ts Toolset) bool {
 	case nil:
 		return true // fails at once
 	case *Function:
-		return t != nil
+		return t != nil && !t.perTurn
 	case Tool:
-		return true
+		return !t.core.hasTurnPolicy()
 	case *Tool:
-		return t != nil
+		return t != nil && !t.core.hasTurnPolicy()
 	case *Prefixed:
 		return t != nil && t.static
 	case *Renamed:

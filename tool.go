@@ -7,11 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/invopop/jsonschema"
+	"golang.org/x/time/rate"
 )
 
 // Tool is one tool as the model sees it (name, description, parameter
@@ -38,7 +39,9 @@ type Tool struct {
 	// Metadata is for the application; it is never sent to the model.
 	Metadata map[string]string
 
-	core *toolCore
+	core     *toolCore
+	mw       *layer // middleware of the wrappers this copy came through
+	prepared bool   // this copy went through its prepare function this turn
 }
 
 // RawHandler is the code behind a tool made with [NewRawTool]: it receives
@@ -83,6 +86,8 @@ type toolCore struct {
 
 	edited editedValidators
 	solo   atomic.Pointer[snapshot] // the tool as a toolset of one, for memoisation
+
+	policies
 }
 
 // NewRawTool makes a tool from a ready JSON Schema and a handler that takes
@@ -93,11 +98,37 @@ func NewRawTool(name, description string, params *jsonschema.Schema, fn RawHandl
 	if params == nil {
 		params = emptyObjectSchema()
 	}
-	core := &toolCore{name: name, params: params, handler: fn}
+	core := newCore(name, params, fn)
 	if fn == nil {
 		core.err = errors.New("nil handler")
 	}
 	return newTool(core, description, opts)
+}
+
+// policies are the options of a tool, shared by all its copies.
+type policies struct {
+	enabled       Predicate
+	prepare       ToolPrepareFunc
+	env           []string
+	deferred      bool
+	approval      ApprovalFunc
+	maxRetries    int // negative: failures are not counted
+	timeout       time.Duration
+	timeoutAborts bool
+	limiter       *rate.Limiter
+	rateReject    bool
+	cache         *cacheConfig
+	mw            []Middleware
+	chain         Handler // mw around base, composed once
+	delegate      Agent
+	search        *searchState
+}
+
+func newCore(name string, params *jsonschema.Schema, fn RawHandler) *toolCore {
+	c := &toolCore{name: name, params: params, handler: fn}
+	c.maxRetries = -1
+	c.chain = c.base
+	return c
 }
 
 func newTool(core *toolCore, description string, opts []ToolOption) Tool {
@@ -127,33 +158,31 @@ func (t Tool) Err() error {
 // renamed, prefixed or edited copy of the other. Copies share their state.
 func (t Tool) Same(u Tool) bool { return t.core != nil && t.core == u.core }
 
-// GetTools returns the tool itself, making a Tool a [Toolset] of one.
-func (t Tool) GetTools(ctx context.Context) ([]Tool, error) {
-	if err := t.Err(); err != nil {
-		return nil, err
-	}
-	return []Tool{t}, nil
-}
+// GetTools returns the tool itself, making a Tool a [Toolset] of one. A
+// tool hidden this turn by its enabled predicate (see [WithEnabled]) yields
+// nothing, and its prepare function (see [WithPrepare]) runs first.
+func (t Tool) GetTools(ctx context.Context) ([]Tool, error) { return getTools(ctx, t) }
 
 // view returns the tool as a toolset of one, memoised on the tool's core so
 // that later turns reuse the same snapshot.
-func (t Tool) view(context.Context) (view, error) {
+func (t Tool) view(ctx context.Context) (view, error) {
 	if err := t.Err(); err != nil {
 		return view{}, err
 	}
-	if s := t.core.solo.Load(); s != nil && sameToolValue(s.tools[0], t) {
-		return view{snap: s}, nil
+	s := t.core.solo.Load()
+	if s == nil || !sameToolValue(s.tools[0], t) {
+		s = newSnapshot([]Tool{t})
+		t.core.solo.Store(s)
 	}
-	s := newSnapshot([]Tool{t})
-	t.core.solo.Store(s)
-	return view{snap: s}, nil
+	return leafView(ctx, view{snap: s})
 }
 
 // sameToolValue reports whether a and b are identical values, comparing
 // schemas and metadata by identity.
 func sameToolValue(a, b Tool) bool {
 	return a.core == b.core && a.Name == b.Name && a.Description == b.Description &&
-		a.Parameters == b.Parameters && a.Returns == b.Returns && sameMap(a.Metadata, b.Metadata)
+		a.Parameters == b.Parameters && a.Returns == b.Returns && sameMap(a.Metadata, b.Metadata) &&
+		a.mw == b.mw && a.prepared == b.prepared
 }
 
 func sameMap(a, b map[string]string) bool {
@@ -174,55 +203,6 @@ func (t Tool) ParametersJSON() (json.RawMessage, error) {
 	c := t.core
 	c.schemaOnce.Do(func() { c.schemaJSON, c.schemaErr = marshalSchema(c.params) })
 	return c.schemaJSON, c.schemaErr
-}
-
-// Call runs the tool with args, the way [Tools.Call] does once it has found
-// the tool: the arguments are validated against t.Parameters, then the
-// handler runs with panics recovered.
-func (t Tool) Call(ctx context.Context, args json.RawMessage) (any, error) {
-	return t.invoke(ctx, t.Name, args)
-}
-
-// invoke is the call path shared by Tool.Call and Tools.Call; name is the
-// name the model called.
-func (t Tool) invoke(ctx context.Context, name string, args json.RawMessage) (any, error) {
-	if err := t.Err(); err != nil {
-		return nil, fmt.Errorf("toolset: %w", err)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("toolset: tool %q not called: %w", name, err)
-	}
-	args = normalizeArgs(args)
-	if err := t.core.validatorFor(t.Parameters).check(args); err != nil {
-		return nil, attributeError(name, err)
-	}
-	return t.core.run(ctx, name, args)
-}
-
-// run calls the handler, turning a panic into a *PanicError.
-func (c *toolCore) run(ctx context.Context, name string, args json.RawMessage) (res any, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			res, err = nil, &PanicError{Tool: name, Value: p, Stack: debug.Stack()}
-		}
-	}()
-	res, err = c.handler(ctx, args)
-	if err != nil {
-		return nil, attributeError(name, err)
-	}
-	return res, nil
-}
-
-// attributeError names the tool in err: an *ArgumentError gets the tool
-// name, anything else is wrapped in a *ToolError.
-func attributeError(name string, err error) error {
-	var ae *ArgumentError
-	if errors.As(err, &ae) {
-		named := *ae
-		named.Tool = name
-		return &named
-	}
-	return &ToolError{Tool: name, Err: err}
 }
 
 // normalizeArgs treats empty arguments and null as an empty object: models

@@ -14,8 +14,17 @@ import (
 type Tools struct {
 	agent string
 	snap  *snapshot
-	keep  []bool // nil: every tool of snap is in the set
+	keep  []bool         // nil: every tool of snap is in the set
+	over  map[int32]Tool // tools shown differently this turn (marked unavailable)
 	n     int
+}
+
+// at returns the tool at position i as this turn shows it.
+func (ts *Tools) at(i int32) Tool {
+	if t, ok := ts.over[i]; ok {
+		return t
+	}
+	return ts.snap.tools[i]
 }
 
 func newTools(agent string, s *snapshot, keep []bool) *Tools {
@@ -54,7 +63,7 @@ func (ts *Tools) All() iter.Seq[Tool] {
 			return
 		}
 		for i := range ts.snap.tools {
-			if (ts.keep == nil || ts.keep[i]) && !yield(ts.snap.tools[i]) {
+			if (ts.keep == nil || ts.keep[i]) && !yield(ts.at(int32(i))) {
 				return
 			}
 		}
@@ -93,13 +102,13 @@ func (ts *Tools) Lookup(name string) (Tool, bool) {
 		return Tool{}, false
 	}
 	if ts.keep == nil || ts.keep[i] {
-		return ts.snap.tools[i], true
+		return ts.at(i), true
 	}
 	// A hidden tool may share its name with a visible one.
 	if g, dup := ix.dupOf[name]; dup {
 		for _, j := range ix.dups[g] {
 			if ts.keep[j] {
-				return ts.snap.tools[j], true
+				return ts.at(j), true
 			}
 		}
 	}
@@ -116,24 +125,27 @@ type ToolCall struct {
 	Args json.RawMessage
 }
 
-// Execute runs a tool call from the model; see [Tools.Call].
+// Execute runs a tool call from the model through the call path: see
+// [Tools.Call]. The call ID identifies the call to approvals
+// ([WithApproval]) and middleware.
 func (ts *Tools) Execute(ctx context.Context, call ToolCall) (any, error) {
-	return ts.Call(ctx, call.Name, call.Args)
+	t, ok := ts.Lookup(call.Name)
+	if !ok {
+		names := ts.Names()
+		slices.Sort(names)
+		return nil, &UnknownToolError{Name: call.Name, Available: names}
+	}
+	return t.execute(ctx, call)
 }
 
 // Call runs the model's call of the tool named name with the JSON arguments
 // args. A name that is not in this turn's set, even one a filter hid this
 // turn, is refused with an [*UnknownToolError] listing the available names.
-// The arguments are validated against the tool's parameter schema (an
-// [*ArgumentError] lists every problem), then the handler runs; a panic
-// becomes a [*PanicError]. Use [ModelMessage] to tell the errors the model
-// should see from those that should stop the run.
+// The call then goes through the tool's policies and the handler in a fixed
+// order (approval, rate limit, cache, argument validation, middleware, the
+// handler under its timeout): an [*ArgumentError] lists every problem with
+// the arguments, and a panic becomes a [*PanicError]. Use [ModelMessage] to
+// tell the errors the model should see from those that should stop the run.
 func (ts *Tools) Call(ctx context.Context, name string, args json.RawMessage) (any, error) {
-	t, ok := ts.Lookup(name)
-	if !ok {
-		names := ts.Names()
-		slices.Sort(names)
-		return nil, &UnknownToolError{Name: name, Available: names}
-	}
-	return t.invoke(ctx, name, args)
+	return ts.Execute(ctx, ToolCall{Name: name, Args: args})
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gotoolset/toolset/internal/argcheck"
 	"github.com/invopop/jsonschema"
 	sjs "github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -42,9 +43,15 @@ type fastChecker interface {
 	Valid(args []byte) bool
 }
 
-// compileFast is set when a fast checker is available; it returns nil for
-// schemas it cannot check.
-var compileFast = func(schemaJSON []byte) fastChecker { return nil }
+// compileFast returns the fast checker of a schema, or nil when the
+// schema is outside the subset it can prove.
+func compileFast(schemaJSON []byte) fastChecker {
+	c, err := argcheck.Compile(schemaJSON)
+	if err != nil || !c.Fast() {
+		return nil
+	}
+	return c
+}
 
 func newValidator(s *jsonschema.Schema) *validator {
 	v := &validator{schema: s}

@@ -27,6 +27,11 @@ import "context"
 type Wrapper struct {
 	// Wrapped is the toolset that calls are delegated to.
 	Wrapped Toolset
+	// Middleware wraps the handler of every tool the Wrapper yields, the
+	// first outermost, after the tool's own middleware is applied. The
+	// copies still share their state with the original tools. Do not modify
+	// the slice once the Wrapper is in use.
+	Middleware []Middleware
 }
 
 // GetTools implements [Toolset], returning the wrapped toolset's tools.
@@ -48,5 +53,9 @@ func (w Wrapper) view(ctx context.Context) (view, error) {
 	if w.Wrapped == nil {
 		return view{snap: emptySnapshot}, nil
 	}
-	return materialize(ctx, w.Wrapped)
+	v, err := materialize(ctx, w.Wrapped)
+	if err != nil || len(w.Middleware) == 0 {
+		return v, err
+	}
+	return withMiddleware(v, w.Middleware), nil
 }

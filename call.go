@@ -1,0 +1,148 @@
+package toolset
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+)
+
+// The call path. Tools.Execute and Tool.Call run a call through these
+// steps, in order:
+//
+//  1. lookup in this turn's set (Tools.Execute only), refusing a deferred
+//     tool this run has not revealed and a tool whose retries are spent;
+//  2. approval (WithApproval);
+//  3. rate limit (WithRateLimit);
+//  4. result cache lookup (WithCache), where a hit ends the call;
+//  5. argument validation against the tool's parameter schema;
+//  6. the middleware chain (WithMiddleware, Wrapper.Middleware), outermost first;
+//  7. the handler, under the tool's timeout (WithTimeout), with panics recovered;
+//  8. result cache store, for successful results;
+//  9. retry accounting in the run context (WithMaxRetries).
+//
+// Concurrent calls with the same cache key on a cold cache run steps 5 to 8
+// once and share the result.
+
+// Call runs the tool with args through the whole call path, as
+// [Tools.Call] does once it has found the tool.
+func (t Tool) Call(ctx context.Context, args json.RawMessage) (any, error) {
+	return t.execute(ctx, ToolCall{Name: t.Name, Args: args})
+}
+
+// execute runs call, which names t, through the call path.
+func (t Tool) execute(ctx context.Context, call ToolCall) (any, error) {
+	if err := t.Err(); err != nil {
+		return nil, fmt.Errorf("toolset: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("toolset: tool %q not called: %w", call.Name, err)
+	}
+	c := t.core
+	rc := runOf(ctx)
+	if c.deferred && !rc.isRevealed(c) {
+		return nil, &UnavailableToolError{Tool: call.Name, Reason: "it is not loaded yet; find it with the tool search first"}
+	}
+	if c.maxRetries >= 0 && rc.retriesSpent(c) {
+		return nil, &UnavailableToolError{Tool: call.Name, Reason: fmt.Sprintf("it failed more than %d times in this run", c.maxRetries)}
+	}
+	call.Args = normalizeArgs(call.Args)
+
+	if c.approval != nil {
+		if err := c.checkApproval(ctx, t, call, rc); err != nil {
+			return nil, err
+		}
+	}
+	var clock callClock
+	if c.limiter != nil {
+		if err := c.admit(ctx, call.Name, &clock); err != nil {
+			return nil, err
+		}
+	}
+	var res any
+	var err error
+	if c.cache != nil {
+		res, err = c.cached(ctx, t, call, rc, &clock)
+	} else {
+		res, err = t.run(ctx, call, &clock)
+	}
+	if err != nil && c.maxRetries >= 0 && countsAsFailure(err) {
+		rc.recordFailure(c)
+	}
+	return res, err
+}
+
+// run validates the arguments and runs the middleware chain and the
+// handler: steps 5 to 7 of the call path.
+func (t Tool) run(ctx context.Context, call ToolCall, clock *callClock) (res any, err error) {
+	c := t.core
+	if err := c.validatorFor(t.Parameters).check(call.Args); err != nil {
+		return nil, attributeError(call.Name, err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = nil, &PanicError{Tool: call.Name, Value: p, Stack: debug.Stack()}
+		}
+	}()
+	h := c.chain
+	if t.mw != nil {
+		h = t.mw.handler(c)
+	}
+	if c.timeout > 0 {
+		dc := newDeadlineCtx(ctx, clock.now().Add(c.timeout))
+		defer dc.finish()
+		ctx = dc
+	}
+	res, err = h(ctx, call)
+	if err != nil {
+		return nil, c.explain(ctx, call.Name, err)
+	}
+	return res, nil
+}
+
+// base is the innermost handler of every tool: it calls the tool's code.
+func (c *toolCore) base(ctx context.Context, call ToolCall) (any, error) {
+	return c.handler(ctx, call.Args)
+}
+
+// explain turns a failed call's error into the error the caller gets: a
+// timeout, an argument error with the tool's name, or the handler's error
+// wrapped in a *ToolError.
+func (c *toolCore) explain(ctx context.Context, name string, err error) error {
+	if c.timeout > 0 {
+		if dc, ok := ctx.(*deadlineCtx); ok && dc.expired() && dc.Context.Err() == nil {
+			if c.timeoutAborts {
+				return &AbortError{Tool: name, Reason: fmt.Sprintf("timed out after %v", c.timeout), Err: context.DeadlineExceeded}
+			}
+			return &TimeoutError{Tool: name, After: c.timeout}
+		}
+	}
+	return attributeError(name, err)
+}
+
+// callClock reads the clock at most once per call: every policy that needs
+// the time of the call shares one reading.
+type callClock struct {
+	t time.Time
+}
+
+func (c *callClock) now() time.Time {
+	if c.t.IsZero() {
+		c.t = time.Now()
+	}
+	return c.t
+}
+
+// attributeError names the tool in err: an *ArgumentError gets the tool
+// name, anything else is wrapped in a *ToolError.
+func attributeError(name string, err error) error {
+	var ae *ArgumentError
+	if errors.As(err, &ae) {
+		named := *ae
+		named.Tool = name
+		return &named
+	}
+	return &ToolError{Tool: name, Err: err}
+}

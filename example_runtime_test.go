@@ -1,0 +1,227 @@
+package toolset_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/gotoolset/toolset"
+)
+
+type priceArgs struct {
+	Symbol string `json:"symbol" jsonschema:"Ticker symbol"`
+}
+
+func ExampleWithCache() {
+	lookups := 0
+	price := toolset.NewTool("price", "Get a stock price.", func(_ context.Context, in priceArgs) (string, error) {
+		lookups++
+		return in.Symbol + ": 101.5", nil
+	}, toolset.WithCache(toolset.CachePolicy{TTL: time.Minute, MaxEntries: 100}))
+
+	// The prefixed copy shares the cache with the original.
+	ctx := context.Background()
+	tools, _ := toolset.BuildTools(ctx, "trader", toolset.NewFunction(price).Prefixed("market"))
+	tools.Call(ctx, "market_price", json.RawMessage(`{"symbol":"ACME"}`))
+	res, _ := tools.Call(ctx, "market_price", json.RawMessage(`{ "symbol" : "ACME" }`))
+	res2, _ := price.Call(ctx, json.RawMessage(`{"symbol":"ACME"}`))
+	fmt.Println(res, res2, lookups, price.CacheStats())
+	// Output:
+	// ACME: 101.5 ACME: 101.5 1 {2 1}
+}
+
+func ExampleWithRateLimit() {
+	send := toolset.NewTool("send_sms", "Send a text message.", func(context.Context, struct{}) (string, error) {
+		return "sent", nil
+	}, toolset.WithRateLimit(toolset.RateLimit{Requests: 2, Interval: time.Hour, Reject: true}))
+
+	ctx := context.Background()
+	for range 3 {
+		res, err := send.Call(ctx, nil)
+		if msg, ok := toolset.ModelMessage(err); ok {
+			fmt.Println("model sees:", msg)
+			continue
+		}
+		fmt.Println(res)
+	}
+	// Output:
+	// sent
+	// sent
+	// model sees: tool "send_sms" is rate limited; try again in 30m0s
+}
+
+func ExampleWithTimeout() {
+	slow := toolset.NewTool("crawl", "Crawl a site.", func(ctx context.Context, _ struct{}) (string, error) {
+		select {
+		case <-time.After(time.Minute):
+			return "done", nil
+		case <-ctx.Done(): // cancelled at the deadline
+			return "", ctx.Err()
+		}
+	}, toolset.WithTimeout(20*time.Millisecond, toolset.TimeoutTellModel))
+
+	_, err := slow.Call(context.Background(), nil)
+	msg, forModel := toolset.ModelMessage(err)
+	fmt.Println(forModel, msg)
+	// Output:
+	// true tool "crawl" timed out after 20ms; try again with a smaller request, or another approach
+}
+
+func ExampleRetry() {
+	lookup := toolset.NewTool("find_user", "Find a user by email.", func(_ context.Context, in struct {
+		Email string `json:"email"`
+	}) (string, error) {
+		if in.Email == "" {
+			return "", toolset.Retry("give the user's email address")
+		}
+		return "user 42", nil
+	})
+	_, err := lookup.Call(context.Background(), json.RawMessage(`{"email":""}`))
+	msg, _ := toolset.ModelMessage(err)
+	fmt.Println(msg)
+	// Output:
+	// give the user's email address
+}
+
+func ExampleWithMaxRetries() {
+	flaky := toolset.NewTool("flaky", "Often fails.", func(context.Context, struct{}) (string, error) {
+		return "", toolset.Retry("try later")
+	}, toolset.WithMaxRetries(1))
+
+	rc := &toolset.RunContext{RunID: "r1"}
+	for step := range 3 {
+		ctx := toolset.NewContext(context.Background(), rc.WithStep(step))
+		tools, _ := toolset.BuildTools(ctx, "a", flaky, tool("steady"))
+		fmt.Println(step, tools.Names())
+		tools.Call(ctx, "flaky", nil)
+	}
+	// Output:
+	// 0 [flaky steady]
+	// 1 [flaky steady]
+	// 2 [steady]
+}
+
+func ExampleWithEnabled() {
+	billing := toolset.NewTool("billing", "Billing tools.", func(context.Context, struct{}) (string, error) { return "", nil },
+		toolset.WithEnabled(func(ctx context.Context, _ toolset.Tool) (bool, error) {
+			return toolset.FromContext(ctx).String("plan") == "pro", nil
+		}))
+	for _, plan := range []string{"pro", "free"} {
+		ctx := toolset.NewContext(context.Background(), &toolset.RunContext{Values: map[string]any{"plan": plan}})
+		tools, _ := toolset.BuildTools(ctx, "a", billing, tool("help"))
+		fmt.Println(plan, tools.Names())
+	}
+	// Output:
+	// pro [billing help]
+	// free [help]
+}
+
+func ExampleWithPrepare() {
+	search := toolset.NewTool("search", "Search the knowledge base.", func(context.Context, struct{}) (string, error) { return "", nil },
+		toolset.WithPrepare(func(ctx context.Context, t toolset.Tool) (toolset.Tool, bool, error) {
+			t.Description += " Only " + toolset.FromContext(ctx).String("tenant") + "'s documents are searched."
+			return t, true, nil
+		}))
+	ctx := toolset.NewContext(context.Background(), &toolset.RunContext{Values: map[string]any{"tenant": "Acme"}})
+	tools, _ := toolset.BuildTools(ctx, "a", search)
+	t, _ := tools.Lookup("search")
+	fmt.Println(t.Description)
+	// Output:
+	// Search the knowledge base. Only Acme's documents are searched.
+}
+
+func ExampleValidate() {
+	geo := toolset.NewTool("geocode", "", func(context.Context, struct{}) (string, error) { return "", nil },
+		toolset.WithRequiredEnv("EXAMPLE_GEO_API_KEY"))
+	os.Unsetenv("EXAMPLE_GEO_API_KEY")
+	fmt.Println(toolset.Validate(context.Background(), toolset.NewFunction(geo)))
+	// Output:
+	// toolset: missing or empty environment variables:
+	//   - EXAMPLE_GEO_API_KEY (needed by tool "geocode")
+}
+
+func ExampleWithApproval() {
+	refund := toolset.NewTool("refund", "Refund an order.", func(_ context.Context, in struct {
+		Amount int `json:"amount"`
+	}) (string, error) {
+		return fmt.Sprintf("refunded %d", in.Amount), nil
+	}, toolset.WithApproval(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+
+	rc := &toolset.RunContext{RunID: "r1"}
+	ctx := toolset.NewContext(context.Background(), rc)
+	tools, _ := toolset.BuildTools(ctx, "support", refund)
+	call := toolset.ToolCall{ID: "call_1", Name: "refund", Args: json.RawMessage(`{"amount":30}`)}
+
+	_, err := tools.Execute(ctx, call)
+	var pending *toolset.ApprovalRequiredError
+	if errors.As(err, &pending) {
+		fmt.Println("ask a human about", pending.Call.ID)
+		rc.Approve(pending.Call.ID)
+	}
+	res, _ := tools.Execute(ctx, call)
+	fmt.Println(res)
+	// Output:
+	// ask a human about call_1
+	// refunded 30
+}
+
+func ExampleWithMiddleware() {
+	logCalls := func(next toolset.Handler) toolset.Handler {
+		return func(ctx context.Context, c toolset.ToolCall) (any, error) {
+			res, err := next(ctx, c)
+			fmt.Printf("%s(%s) = %v\n", c.Name, c.Args, res)
+			return res, err
+		}
+	}
+	echo := toolset.NewTool("echo", "", func(_ context.Context, in struct {
+		S string `json:"s"`
+	}) (string, error) {
+		return in.S, nil
+	})
+	// Middleware on a Wrapper applies to every tool it yields.
+	logged := toolset.Wrapper{Wrapped: toolset.NewFunction(echo), Middleware: []toolset.Middleware{logCalls}}
+	tools, _ := toolset.BuildTools(context.Background(), "a", toolset.Prefix(logged, "x"))
+	tools.Call(context.Background(), "x_echo", json.RawMessage(`{"s":"hi"}`))
+	// Output:
+	// x_echo({"s":"hi"}) = hi
+}
+
+func ExampleAgentTool() {
+	research := toolset.AgentTool(researcher{})
+	tools, _ := toolset.BuildTools(context.Background(), "lead", toolset.NewFunction(research).Prefixed("team"))
+	res, _ := tools.Call(context.Background(), "team_researcher", json.RawMessage(`{"prompt":"tides"}`))
+	t, _ := tools.Lookup("team_researcher")
+	fmt.Println(res, "/", t.DelegateAgent().Name())
+	// Output:
+	// findings on tides / researcher
+}
+
+func ExampleNewToolSearch() {
+	deferred := func(name, desc string) toolset.Tool {
+		return toolset.NewTool(name, desc, func(context.Context, struct{}) (string, error) { return name, nil }, toolset.WithDeferred())
+	}
+	catalog := toolset.NewFunction(
+		deferred("create_invoice", "Create an invoice."),
+		deferred("refund_payment", "Refund a payment."),
+	)
+	search := toolset.NewToolSearch(catalog)
+
+	rc := &toolset.RunContext{RunID: "r1"}
+	for step := range 2 {
+		ctx := toolset.NewContext(context.Background(), rc.WithStep(step))
+		tools, _ := toolset.BuildTools(ctx, "billing", catalog, search)
+		fmt.Println(tools.Names())
+		if step == 0 {
+			res, _ := tools.Call(ctx, "tool_search", json.RawMessage(`{"query":"refund"}`))
+			text, _ := toolset.ResultText(res)
+			fmt.Println(text)
+		}
+	}
+	// Output:
+	// [tool_search]
+	// {"tools":[{"name":"refund_payment","description":"Refund a payment."}],"note":"These tools are available from your next step."}
+	// [refund_payment tool_search]
+}

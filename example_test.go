@@ -1,0 +1,202 @@
+package toolset_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gotoolset/toolset"
+)
+
+func ExampleNewTool() {
+	type args struct {
+		City string `json:"city" jsonschema:"City name, e.g. Paris"`
+		Days int    `json:"days,omitempty" jsonschema:"minimum=1,maximum=14"`
+	}
+	forecast := toolset.NewTool("forecast", "Get the weather forecast.",
+		func(_ context.Context, in args) (string, error) {
+			return fmt.Sprintf("%s: sunny for %d days", in.City, max(in.Days, 1)), nil
+		})
+
+	schema, _ := forecast.ParametersJSON()
+	fmt.Println(string(schema))
+
+	res, err := forecast.Call(context.Background(), json.RawMessage(`{"city":"Paris","days":3}`))
+	fmt.Println(res, err)
+
+	_, err = forecast.Call(context.Background(), json.RawMessage(`{"days":30}`))
+	msg, _ := toolset.ModelMessage(err)
+	fmt.Println(msg)
+	// Output:
+	// {"properties":{"city":{"type":"string","description":"City name, e.g. Paris"},"days":{"type":"integer","maximum":14,"minimum":1}},"additionalProperties":false,"type":"object","required":["city"]}
+	// Paris: sunny for 3 days <nil>
+	// invalid arguments for tool "forecast":
+	// - "city": required field is missing; expected string (City name, e.g. Paris)
+	// - "days": must be at most 14; got 30
+	// Fix the arguments and call the tool again.
+}
+
+// tool returns a tool that answers with its own name.
+func tool(name string) toolset.Tool {
+	return toolset.NewTool(name, "", func(context.Context, struct{}) (string, error) { return name, nil })
+}
+
+func printNames(ts toolset.Toolset, ctx context.Context) {
+	tools, err := ts.GetTools(ctx)
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	var names []string
+	for _, t := range tools {
+		names = append(names, t.Name)
+	}
+	fmt.Println(strings.Join(names, " "))
+}
+
+func ExampleNewFunction() {
+	db := toolset.NewFunction(tool("query"), tool("migrate"))
+	printNames(db, context.Background())
+
+	printNames(toolset.NewFunction(tool("query"), tool("query")), context.Background())
+	// Output:
+	// query migrate
+	// error: toolset: Function: tools[0] and tools[1] are both named "query"
+}
+
+func ExamplePrefix() {
+	db := toolset.NewFunction(tool("query"), tool("migrate"))
+	printNames(db.Prefixed("db"), context.Background())
+	printNames(toolset.Prefix(db, "db", toolset.WithSeparator("-")), context.Background())
+	// Output:
+	// db_query db_migrate
+	// db-query db-migrate
+}
+
+func ExampleRename() {
+	db := toolset.NewFunction(tool("execute_query"), tool("list_tables"))
+	printNames(db.Renamed(map[string]string{"execute_query": "sql"}), context.Background())
+	printNames(db.Renamed(map[string]string{"execute_query": "list_tables"}), context.Background())
+	// Output:
+	// sql list_tables
+	// error: toolset: Renamed: tools "execute_query" and "list_tables" would all be named "list_tables"; rename them to different names
+}
+
+func ExampleFilter() {
+	deleteUser := toolset.NewTool("delete_user", "", func(context.Context, struct{}) (string, error) { return "ok", nil },
+		toolset.WithMetadata(map[string]string{"audience": "admin"}))
+	users := toolset.NewFunction(tool("get_user"), deleteUser).Filtered(
+		func(ctx context.Context, t toolset.Tool) (bool, error) {
+			return t.Metadata["audience"] != "admin" || toolset.FromContext(ctx).String("role") == "admin", nil
+		})
+	for _, role := range []string{"admin", "guest"} {
+		ctx := toolset.NewContext(context.Background(), &toolset.RunContext{Values: map[string]any{"role": role}})
+		fmt.Print(role, ": ")
+		printNames(users, ctx)
+	}
+	// Output:
+	// admin: get_user delete_user
+	// guest: get_user
+}
+
+func ExampleNewCombined() {
+	fs := toolset.NewFunction(tool("read_file"), tool("write_file"))
+	web := toolset.NewFunction(tool("fetch"), tool("read_file")).WithLabel("web")
+	printNames(toolset.NewCombined(fs, web), context.Background())
+	printNames(fs.CombinedWith(web.Prefixed("web")), context.Background())
+	// Output:
+	// error: toolset: Combined has tool name conflicts:
+	//   - "read_file" contributed by: toolsets[0] (Function), toolsets[1] (web)
+	// hint: wrap one of the toolsets with .Prefixed(...) or .Renamed(...)
+	// read_file write_file web_fetch web_read_file
+}
+
+// Tagged marks every tool of the toolset it wraps as experimental.
+type Tagged struct{ toolset.Wrapper }
+
+// GetTools implements toolset.Toolset.
+func (t Tagged) GetTools(ctx context.Context) ([]toolset.Tool, error) {
+	tools, err := t.Wrapper.GetTools(ctx)
+	for i := range tools {
+		tools[i].Description = "[experimental] " + tools[i].Description
+	}
+	return tools, err
+}
+
+func ExampleWrapper() {
+	search := toolset.NewTool("search", "Search the web.", func(context.Context, struct{}) (string, error) { return "", nil })
+	tagged := Tagged{toolset.Wrapper{Wrapped: toolset.NewFunction(search)}}
+	// Use the free functions on your own type: a builder promoted from the
+	// embedded Wrapper would not see your GetTools.
+	tools, _ := toolset.Prefix(tagged, "beta").GetTools(context.Background())
+	fmt.Println(tools[0].Name+":", tools[0].Description)
+	// Output:
+	// beta_search: [experimental] Search the web.
+}
+
+func ExamplePrepare() {
+	tools := toolset.NewFunction(tool("a"), tool("b"), tool("c")).Prepared(
+		func(ctx context.Context, tools []toolset.Tool) ([]toolset.Tool, error) {
+			// Most useful first, and no "b" on weekends.
+			return []toolset.Tool{tools[2], tools[0]}, nil
+		})
+	printNames(tools, context.Background())
+	// Output:
+	// c a
+}
+
+func ExampleNewDynamic() {
+	acme := toolset.NewFunction(tool("crm_lookup"))
+	globex := toolset.NewFunction(tool("erp_lookup"), tool("erp_order"))
+	perTenant := toolset.NewDynamic(func(ctx context.Context) (toolset.Toolset, error) {
+		switch tenant := toolset.FromContext(ctx).String("tenant"); tenant {
+		case "acme":
+			return acme, nil
+		case "globex":
+			return globex, nil
+		default:
+			return nil, fmt.Errorf("unknown tenant %q", tenant)
+		}
+	})
+	for _, tenant := range []string{"acme", "globex", "initech"} {
+		ctx := toolset.NewContext(context.Background(), &toolset.RunContext{Values: map[string]any{"tenant": tenant}})
+		printNames(perTenant, ctx)
+	}
+	// Output:
+	// crm_lookup
+	// erp_lookup erp_order
+	// error: toolset: Dynamic: unknown tenant "initech"
+}
+
+func ExampleBuildTools() {
+	ctx := toolset.NewContext(context.Background(), &toolset.RunContext{RunID: "r1", Agent: "Ops"})
+	shared := toolset.NewFunction(tool("query"))
+	weather := toolset.NewFunction(tool("get_temp"))
+
+	_, err := toolset.BuildTools(ctx, "Ops", shared, weather, shared, tool("get_temp"))
+	var conflicts *toolset.NameConflictError
+	if errors.As(err, &conflicts) {
+		fmt.Println(err)
+	}
+
+	tools, err := toolset.BuildTools(ctx, "Ops", shared.Prefixed("a"), weather, shared.Prefixed("b"))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(tools.Names())
+	res, _ := tools.Call(ctx, "b_query", nil)
+	fmt.Println(res)
+	_, err = tools.Call(ctx, "query", nil)
+	msg, _ := toolset.ModelMessage(err)
+	fmt.Println(msg)
+	// Output:
+	// toolset: agent "Ops" has tool name conflicts:
+	//   - "query" contributed by: Function#0, Function#2
+	//   - "get_temp" contributed by: Function#1, tools[3] (standalone)
+	// hint: wrap one of the toolsets with .Prefixed(...) or .Renamed(...)
+	// [a_query get_temp b_query]
+	// query
+	// unknown tool "query"; available tools: a_query, b_query, get_temp
+}

@@ -1,0 +1,97 @@
+package toolset
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+)
+
+// ToolPrepareFunc edits a tool's definition for this turn (its description,
+// schemas or metadata), or drops it by returning keep false. It may not
+// rename the tool.
+type ToolPrepareFunc func(ctx context.Context, t Tool) (edited Tool, keep bool, err error)
+
+// WithEnabled shows the tool only in turns where enabled reports true. An
+// error hides the tool and is logged with [slog.Default], as with
+// [Filter].
+func WithEnabled(enabled Predicate) ToolOption {
+	return func(t *Tool) { t.core.enabled = enabled }
+}
+
+// WithPrepare runs prepare on the tool every turn before the model sees it,
+// to edit its definition or drop it for this turn. An error fails the turn.
+func WithPrepare(prepare ToolPrepareFunc) ToolOption {
+	return func(t *Tool) { t.core.prepare = prepare }
+}
+
+// hasTurnPolicy reports whether the tool's definition depends on the turn.
+func (c *toolCore) hasTurnPolicy() bool { return c != nil && (c.enabled != nil || c.prepare != nil) }
+
+// leafView applies the tools' own enabled and prepare functions to a view
+// of tools that come straight from their source: a Function, a standalone
+// tool, or a toolset of the caller's. Tools already prepared this turn are
+// not prepared again.
+func leafView(ctx context.Context, v view) (view, error) {
+	positions := v.snap.turnPolicies()
+	if len(positions) == 0 {
+		return v, nil
+	}
+	keep, owned := v.keep, false
+	var edited []Tool
+	for _, i := range positions {
+		if keep != nil && !keep[i] {
+			continue
+		}
+		t := v.snap.tools[i]
+		show := true
+		if t.core.enabled != nil {
+			ok, err := t.core.enabled(ctx, t)
+			if err != nil {
+				slog.Default().ErrorContext(ctx, "toolset: enabled predicate failed; tool hidden this turn",
+					slog.String("tool", t.Name), slog.Any("error", err))
+			}
+			show = ok && err == nil
+		}
+		if show && t.core.prepare != nil && !t.prepared {
+			out, ok, err := t.core.prepare(ctx, t)
+			if err != nil {
+				return view{}, fmt.Errorf("toolset: tool %q: prepare: %w", t.Name, err)
+			}
+			if ok && (out.Name != t.Name || out.core != t.core) {
+				return view{}, fmt.Errorf("toolset: tool %q: prepare returned %q; a prepare function may edit a tool, not rename or replace it", t.Name, out.Name)
+			}
+			if ok {
+				if edited == nil {
+					edited = append([]Tool(nil), v.snap.tools...)
+				}
+				out.prepared = true
+				edited[i] = out
+			}
+			show = ok
+		}
+		if !show {
+			if !owned {
+				keep, owned = cloneKeep(v.keep, len(v.snap.tools)), true
+			}
+			keep[i] = false
+		}
+	}
+	if edited != nil {
+		return view{snap: &snapshot{tools: edited, from: v.snap}, keep: keep}, nil
+	}
+	return view{snap: v.snap, keep: keep}, nil
+}
+
+// cloneKeep returns a copy of keep, or an all-visible mask of n when keep
+// is nil.
+func cloneKeep(keep []bool, n int) []bool {
+	out := make([]bool, n)
+	if keep == nil {
+		for i := range out {
+			out[i] = true
+		}
+		return out
+	}
+	copy(out, keep)
+	return out
+}
