@@ -68,6 +68,7 @@ type config struct {
 	impl           *mcp.Implementation
 	clientOpts     *mcp.ClientOptions
 	httpClient     *http.Client
+	toolOpts       func(*mcp.Tool) []toolset.ToolOption
 }
 
 // Defaults of the options.
@@ -129,6 +130,15 @@ func WithClient(impl *mcp.Implementation, opts *mcp.ClientOptions) Option {
 // WithHTTPClient sets the HTTP client of [NewHTTP], for example one that
 // adds an Authorization header.
 func WithHTTPClient(hc *http.Client) Option { return func(c *config) { c.httpClient = hc } }
+
+// WithToolOptions sets a function that picks the core's tool options
+// (timeout, approval, cache, rate limit, retries, middleware, ...) for each
+// of the server's tools, from its definition: for example an approval for
+// every tool whose destructiveHint is not false. It runs once per tool
+// definition, when a listing first shows it.
+func WithToolOptions(fn func(def *mcp.Tool) []toolset.ToolOption) Option {
+	return func(c *config) { c.toolOpts = fn }
+}
 
 // Toolset is an MCP server's tools as a [toolset.Toolset]. It is a handle
 // on a connection shared by every handle that [Toolset.Acquire] makes from
@@ -792,6 +802,9 @@ func (c *conn) makeTool(d *mcp.Tool) (toolset.Tool, error) {
 			return toolset.Tool{}, fmt.Errorf("tool %q: output schema: %w", d.Name, err)
 		}
 		opts = append(opts, toolset.WithReturns(returns))
+	}
+	if c.cfg.toolOpts != nil {
+		opts = append(opts, c.cfg.toolOpts(d)...)
 	}
 	name := d.Name
 	call := func(ctx context.Context, args json.RawMessage) (any, error) { return c.call(ctx, name, args) }

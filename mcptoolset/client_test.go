@@ -863,3 +863,42 @@ func TestCloseWhileInUse(t *testing.T) {
 		require.NoError(t, err)
 	}
 }
+
+// The core's tool options apply to a server's tools: here a timeout shown
+// to the model, and metadata, picked from each tool's definition.
+func TestToolOptions(t *testing.T) {
+	checkLeaks(t)
+	ctx := context.Background()
+	var seen []string
+	ts := mcptoolset.NewInMemory("files", fixture.SDKServer("files"), mcptoolset.WithToolOptions(func(def *mcp.Tool) []toolset.ToolOption {
+		seen = append(seen, def.Name)
+		if def.Name != "slow" {
+			return nil
+		}
+		return []toolset.ToolOption{
+			toolset.WithTimeout(50*time.Millisecond, toolset.TimeoutTellModel),
+			toolset.WithMetadata(map[string]string{"team": "storage"}),
+		}
+	}))
+	defer ts.Close()
+	tools, err := toolset.BuildTools(ctx, "agent", ts)
+	require.NoError(t, err)
+	slow, ok := tools.Lookup("slow")
+	require.True(t, ok)
+	assert.Equal(t, "storage", slow.Metadata["team"])
+	assert.Equal(t, "slow", slow.Metadata[mcptoolset.MetaTool])
+
+	_, err = tools.Call(ctx, "slow", json.RawMessage(`{"millis":5000}`))
+	var timeout *toolset.TimeoutError
+	require.ErrorAs(t, err, &timeout)
+	msg, ok := toolset.ModelMessage(err)
+	assert.True(t, ok)
+	assert.Contains(t, msg, `tool "slow" timed out after 50ms`)
+	res, err := tools.Call(ctx, "slow", json.RawMessage(`{"millis":1}`))
+	require.NoError(t, err)
+	assert.Equal(t, "done", content(t, res).Parts[0].Text)
+
+	_, err = ts.GetTools(ctx)
+	require.NoError(t, err)
+	assert.Len(t, seen, 8, "once per definition")
+}

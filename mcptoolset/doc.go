@@ -49,7 +49,16 @@
 // [MetaDestructive], [MetaIdempotent], [MetaOpenWorld]; set only when the
 // server sent annotations). Annotations are hints from the server, not
 // guarantees: do not base security decisions on them for servers you do not
-// trust.
+// trust. [WithToolOptions] gives the tools the core's policies, chosen per
+// tool from its definition:
+//
+//	mcptoolset.WithToolOptions(func(def *mcp.Tool) []toolset.ToolOption {
+//		opts := []toolset.ToolOption{toolset.WithTimeout(30*time.Second, toolset.TimeoutTellModel)}
+//		if a := def.Annotations; a == nil || !a.ReadOnlyHint {
+//			opts = append(opts, toolset.WithApproval(always))
+//		}
+//		return opts
+//	})
 //
 // Calling a tool sends tools/call with the arguments as they are. A
 // successful result is a [*toolset.Content]: text, image, audio and
