@@ -56,13 +56,13 @@ var emptySnapshot = newSnapshot(nil)
 // tools with per-turn or per-run policies. For most snapshots all but the
 // map are empty, and a turn skips them at no cost.
 type nameIndex struct {
-	first      map[string]int32
-	dups       [][]int32 // positions sharing a name, in order of first occurrence
-	dupOf      map[string]int
-	invalid    []int32
-	env        []int32 // required environment variables
-	deferred   []int32 // deferred until a search reveals them
-	retries    []int32 // retry budgets
+	first    map[string]int32
+	dups     [][]int32 // positions sharing a name, in order of first occurrence
+	dupOf    map[string]int
+	invalid  []int32
+	env      []int32 // required environment variables
+	deferred []int32 // deferred until a search reveals them
+	retries  []int32 // retry budgets
 }
 
 // index returns the snapshot's name index, building it on first use.
