@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"time"
 )
@@ -135,15 +136,33 @@ func readTail(f *os.File, limit int64) (string, int64, error) {
 
 // describeExit words how a process ended, for errors.
 func (r procResult) describeExit(limits ResourceLimits) string {
+	cpuLimit := time.Duration(limits.MaxCPUSeconds) * time.Second
 	switch {
 	case r.signal == syscall.SIGXCPU:
 		return fmt.Sprintf("killed by SIGXCPU: CPU time limit of %ds reached", limits.MaxCPUSeconds)
-	case r.signal == syscall.SIGKILL && limits.MaxCPUSeconds > 0 && r.cpu >= time.Duration(limits.MaxCPUSeconds)*time.Second*9/10:
+	case r.signal == syscall.SIGKILL && cpuLimit > 0 && r.cpu >= cpuLimit*9/10:
 		return fmt.Sprintf("killed by SIGKILL after %.1fs of CPU time: CPU time limit of %ds reached", r.cpu.Seconds(), limits.MaxCPUSeconds)
+	case r.signal == syscall.SIGKILL && cpuLimit > 0 && r.wall >= cpuLimit*9/10/time.Duration(runtime.NumCPU()):
+		// Under bwrap the tool is a grandchild whose CPU time is not
+		// reported to us; the kernel sends SIGKILL at the hard CPU limit.
+		return fmt.Sprintf("killed by SIGKILL after %.1fs: most likely the CPU time limit of %ds was reached", r.wall.Seconds(), limits.MaxCPUSeconds)
 	case r.signal == syscall.SIGXFSZ:
 		return fmt.Sprintf("killed by SIGXFSZ: file size limit of %d MB reached", limits.MaxFileSizeMB)
 	case r.signal != 0:
-		return "killed by signal " + r.signal.String()
+		return "killed by " + signalName(r.signal)
 	}
 	return fmt.Sprintf("exit code %d", r.exitCode)
+}
+
+// signalName names a signal as a person reading an error expects.
+func signalName(s syscall.Signal) string {
+	names := map[syscall.Signal]string{
+		syscall.SIGKILL: "SIGKILL", syscall.SIGTERM: "SIGTERM", syscall.SIGSEGV: "SIGSEGV",
+		syscall.SIGABRT: "SIGABRT", syscall.SIGBUS: "SIGBUS", syscall.SIGILL: "SIGILL",
+		syscall.SIGINT: "SIGINT", syscall.SIGHUP: "SIGHUP", syscall.SIGPIPE: "SIGPIPE",
+	}
+	if n, ok := names[s]; ok {
+		return fmt.Sprintf("%s (%s)", n, s)
+	}
+	return fmt.Sprintf("signal %d (%s)", int(s), s)
 }
