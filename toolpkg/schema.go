@@ -307,9 +307,11 @@ func convertSchema(raw json.RawMessage, depth int) (*jsonschema.Schema, error) {
 	}
 	switch string(bytes.TrimSpace(raw)) {
 	case "true":
-		return &jsonschema.Schema{}, nil
+		t := *jsonschema.TrueSchema
+		return &t, nil
 	case "false":
-		return &jsonschema.Schema{Not: &jsonschema.Schema{}}, nil
+		f := *jsonschema.FalseSchema
+		return &f, nil
 	}
 	keys, vals, err := orderedObject(raw)
 	if err != nil {

@@ -223,6 +223,14 @@ func (s *Store) load() error {
 			return fmt.Errorf("toolpkg: store %s: toolset %q: corrupt state.json: %w", s.dir, name, err)
 		}
 		rec.Name = name
+		for i := range rec.Tools {
+			for j, f := range rec.Tools[i].Config {
+				if f.Default != nil {
+					// JSON gave integers back as float64.
+					rec.Tools[i].Config[j].Default, _ = convertConfigValue(f, f.Default)
+				}
+			}
+		}
 		if rec.Status == StatusPending {
 			rec.Status = StatusFailed
 			rec.Errors = []string{"discovery did not finish: the process stopped during the upload; upload the package again"}
@@ -562,7 +570,7 @@ func versionNumber(dir string) (int, bool) {
 // persist writes a toolset's state.json atomically: a temporary file,
 // synced, then renamed over the old one.
 func (s *Store) persist(rec record) error {
-	data, err := json.MarshalIndent(rec, "", "  ")
+	data, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("toolpkg: encoding the state of %q: %w", rec.Name, err)
 	}
