@@ -3,8 +3,10 @@ package toolpkg
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path"
 	"regexp"
+	"sort"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -211,10 +213,19 @@ func (p *manifestParser) add(field string, line int, format string, args ...any)
 	p.problems = append(p.problems, FieldProblem{Field: field, Line: line, Message: fmt.Sprintf(format, args...)})
 }
 
+// err returns the problems in the order of their lines; problems of
+// missing fields, which have no line, come last.
 func (p *manifestParser) err() error {
 	if len(p.problems) == 0 {
 		return nil
 	}
+	line := func(i int) int {
+		if l := p.problems[i].Line; l > 0 {
+			return l
+		}
+		return math.MaxInt
+	}
+	sort.SliceStable(p.problems, func(i, j int) bool { return line(i) < line(j) })
 	return &ManifestError{Problems: p.problems}
 }
 
