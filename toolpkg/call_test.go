@@ -282,8 +282,9 @@ func TestReuploadWhileACallRuns(t *testing.T) {
 		err error
 	}
 	done := make(chan out)
+	release := filepath.Join(t.TempDir(), "release")
 	go func() {
-		res, err := tools.Call(ctx, "demo__slow", []byte(`{"ms":1500}`))
+		res, err := tools.Call(ctx, "demo__slow", []byte(fmt.Sprintf(`{"ms":20000,"until":%q}`, release)))
 		done <- out{res, err}
 	}()
 	require.Eventually(t, func() bool {
@@ -295,6 +296,7 @@ func TestReuploadWhileACallRuns(t *testing.T) {
 	require.Equal(t, StatusReady, info.Status)
 	assert.Equal(t, 2, info.Version)
 	assert.DirExists(t, filepath.Join(s.Dir(), "demo", "v1"), "the old version stays while a call uses it")
+	require.NoError(t, os.WriteFile(release, nil, 0o644))
 
 	o := <-done
 	require.NoError(t, o.err)
@@ -351,7 +353,7 @@ func TestCloseWaitsForCalls(t *testing.T) {
 	require.NoError(t, err)
 	done := make(chan error)
 	go func() {
-		_, err := tools.Call(context.Background(), "demo__slow", []byte(`{"ms":500}`))
+		_, err := tools.Call(context.Background(), "demo__slow", []byte(`{"ms":300}`))
 		done <- err
 	}()
 	require.Eventually(t, func() bool {

@@ -54,7 +54,7 @@ func toolBinary(t testing.TB) []byte {
 			return
 		}
 		out := filepath.Join(builtDir, "tooldemo")
-		cmd := exec.Command(goTool(), "build", "-trimpath", "-o", out, "./testdata/tooldemo")
+		cmd := exec.Command(goTool(), "build", "-trimpath", "-ldflags=-s -w", "-o", out, "./testdata/tooldemo")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if b, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, b)
@@ -85,9 +85,10 @@ func goTool() string {
 type zfile struct {
 	name    string
 	data    []byte
-	mode    fs.FileMode // 0 means 0644 (or 0755 for "exe")
+	mode    fs.FileMode // 0 means 0644
 	symlink string      // link target; makes the entry a symlink
 	dir     bool
+	store   bool // stored, not compressed: cheap to read under the race detector
 }
 
 // makeZip writes the entries into a zip.
@@ -97,6 +98,9 @@ func makeZip(t testing.TB, files ...zfile) []byte {
 	zw := zip.NewWriter(&buf)
 	for _, f := range files {
 		h := &zip.FileHeader{Name: f.name, Method: zip.Deflate}
+		if f.store {
+			h.Method = zip.Store
+		}
 		mode := f.mode
 		switch {
 		case f.symlink != "":
@@ -129,7 +133,7 @@ func demoPackage(t testing.TB, manifest string, extra ...zfile) []byte {
 	t.Helper()
 	files := []zfile{
 		{name: "manifest.yaml", data: []byte(manifest)},
-		{name: "tooldemo", data: toolBinary(t), mode: 0o755},
+		{name: "tooldemo", data: toolBinary(t), mode: 0o755, store: true},
 	}
 	return makeZip(t, append(files, extra...)...)
 }

@@ -33,7 +33,7 @@ const defaultSchema = `{"tools": {
   "hang": {"description": "Start a child that sleeps, then hang.", "parameters": {"type": "object", "properties": {"marker": {"type": "string"}}, "required": ["marker"]}},
   "spin": {"description": "Spin on the CPU forever.", "parameters": {"type": "object", "properties": {}}},
   "big": {"description": "Return n bytes of data.", "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}},
-  "slow": {"description": "Sleep for ms milliseconds, then say which version this is.", "parameters": {"type": "object", "properties": {"ms": {"type": "integer"}}}},
+  "slow": {"description": "Wait until the file named until exists (at most ms milliseconds), then say which version this is.", "parameters": {"type": "object", "properties": {"ms": {"type": "integer"}, "until": {"type": "string"}}}},
   "connect": {"description": "Try to open a TCP connection.", "parameters": {"type": "object", "properties": {"addr": {"type": "string"}}, "required": ["addr"]}},
   "garbage": {"description": "Write a malformed result.json.", "parameters": {"type": "object", "properties": {}}},
   "noresult": {"description": "Exit 0 without writing result.json.", "parameters": {"type": "object", "properties": {}}},
@@ -126,7 +126,14 @@ func main() {
 		ok("big", strings.Repeat("x", int(n)))
 	case "slow":
 		ms, _ := args["ms"].(float64)
-		time.Sleep(time.Duration(ms) * time.Millisecond)
+		until, _ := args["until"].(string)
+		deadline := time.Now().Add(time.Duration(ms) * time.Millisecond)
+		for time.Now().Before(deadline) {
+			if _, err := os.Stat(until); until != "" && err == nil {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 		version, _ := os.ReadFile(filepath.Join(dir, "version.txt"))
 		ok(strings.TrimSpace(string(version)), nil)
 	case "connect":
