@@ -399,6 +399,14 @@ func (s *Store) Upload(ctx context.Context, name string, r io.ReaderAt, size int
 	}
 	s.mu.Unlock()
 	s.log.Info("toolpkg: package accepted, discovering", "toolset", name, "version", v)
+	if s.sb.mode != ModeBwrap {
+		for _, ex := range exes {
+			if ex.Profile == Restrictive {
+				s.log.Warn("toolpkg: the restrictive profile cannot cut off the network in this sandbox mode; only bwrap can",
+					"toolset", name, "executable", ex.Key, "mode", string(s.sb.mode))
+			}
+		}
+	}
 
 	start := time.Now()
 	tools, errs := s.discover(ctx, name, pkgDir, exes)
