@@ -153,7 +153,11 @@ func TestCancelKillsTheProcessGroup(t *testing.T) {
 		tools, err := toolset.BuildTools(ctx, "a", ts)
 		require.NoError(t, err)
 		go func() {
-			require.Eventually(t, func() bool { return processWithArg(marker) }, 2*time.Second, 10*time.Millisecond)
+			// Cancel once the grandchild runs (or after 2 s, failing below).
+			deadline := time.Now().Add(2 * time.Second)
+			for !processWithArg(marker) && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
 			cancel()
 		}()
 		_, err = tools.Call(ctx, "demo__hang", []byte(fmt.Sprintf(`{"marker":%q}`, marker)))

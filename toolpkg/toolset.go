@@ -38,9 +38,12 @@ type built struct {
 }
 
 // Toolset returns the toolset name of the store as a [toolset.Toolset],
-// configured with config (keys of the tools' config schemas). The toolset
-// may be in any state, or not exist yet: GetTools says what is wrong each
-// turn. The config map is copied.
+// configured with config: values for the keys of the tools' config schemas,
+// checked each time a new version is listed (unknown, reserved and missing
+// required keys and wrong types are a *ConfigError; defaults are applied).
+// Each tool receives, as tool_config, the keys its own schema declares.
+// The toolset may be in any state, or not exist yet: GetTools says what is
+// wrong each turn. The config map is copied.
 func (s *Store) Toolset(name string, config map[string]any) *Toolset {
 	c := make(map[string]any, len(config))
 	for k, v := range config {
