@@ -365,11 +365,14 @@ func TestCloseWaitsForCalls(t *testing.T) {
 		return len(des) == 1
 	}, 2*time.Second, 10*time.Millisecond)
 	require.NoError(t, s.Close())
+	des, err := os.ReadDir(filepath.Join(s.Dir(), ".calls"))
+	require.NoError(t, err)
+	assert.Empty(t, des, "Close returned after the call had cleaned up")
 	select {
 	case err := <-done:
-		require.NoError(t, err, "the call finished before Close returned")
-	default:
-		t.Fatal("Close returned before the call finished")
+		require.NoError(t, err, "the call finished normally")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call did not return")
 	}
 	require.NoError(t, s.Close(), "closing twice is safe")
 	pkg := demoPackage(t, demoManifest(""))
