@@ -152,6 +152,7 @@ type FieldProblem struct {
 	Message string
 }
 
+// String renders the problem as "field: message (line N)".
 func (p FieldProblem) String() string {
 	s := p.Message
 	if p.Field != "" {

@@ -49,6 +49,7 @@ type Problem struct {
 	Message string
 }
 
+// String renders the problem as "\"entry\": message".
 func (p Problem) String() string {
 	if p.Entry == "" {
 		return p.Message
