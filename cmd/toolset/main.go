@@ -1,0 +1,409 @@
+// Command toolset builds, checks and runs packaged toolsets: zips with a
+// manifest.yaml and tool executables (see package toolpkg).
+//
+//	toolset package DIR -o OUT.zip [--os OS] [--arch ARCH]
+//	toolset validate ZIP
+//	toolset inspect ZIP [--json] [--sandbox MODE]
+//	toolset call ZIP TOOL 'JSON' [--config KEY=VALUE]... [--sandbox MODE]
+//
+// Exit codes: 0 success, 1 failure, 2 bad usage. Errors go to stderr.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/toolpkg"
+)
+
+const usage = `usage: toolset <command> [arguments]
+
+Commands:
+  package DIR -o OUT.zip [--os OS] [--arch ARCH]
+        build a package from DIR (which holds manifest.yaml): Go tools are
+        cross-compiled with CGO_ENABLED=0 (default target: this machine),
+        script tools are copied with their extracted dependencies
+  validate ZIP
+        check a package's structure and manifest without running anything
+  inspect ZIP [--json] [--sandbox MODE] [--name NAME]
+        validate, run discovery (<executable> --schema) and print each tool
+  call ZIP TOOL JSON [--config KEY=VALUE]... [--sandbox MODE] [--name NAME]
+        run one tool with the JSON arguments and print its result
+  serve ZIP
+        (planned) serve a package's tools over MCP on stdio; not available yet
+
+Sandbox modes: auto (default: the strongest that works here), bwrap, prlimit, direct.
+Exit codes: 0 success, 1 failure, 2 bad usage.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// exit codes
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// usageError is bad command-line usage: exit code 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// run runs the command line args and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		if len(args) == 0 {
+			fmt.Fprint(stderr, usage)
+			return exitUsage
+		}
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
+		"package":  cmdPackage,
+		"validate": cmdValidate,
+		"inspect":  cmdInspect,
+		"call":     cmdCall,
+		"serve":    cmdServe,
+	}
+	cmd, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "toolset: unknown command %q\n\n%s", args[0], usage)
+		return exitUsage
+	}
+	err := cmd(ctx, args[1:], stdout, stderr)
+	var ue *usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "toolset %s: %s\n\n%s", args[0], ue.msg, usage)
+		return exitUsage
+	default:
+		fmt.Fprintf(stderr, "toolset %s: %v\n", args[0], err)
+		return exitFailure
+	}
+}
+
+// parse parses flags that may come before, between or after the
+// positional arguments, and checks the number of positional arguments.
+func parse(fs *flag.FlagSet, args []string, want int, names string) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usagef("%v", err)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if rest[0] == "--" {
+			pos = append(pos, rest[1:]...)
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	if len(pos) != want {
+		return nil, usagef("expected %s, got %d argument(s)", names, len(pos))
+	}
+	return pos, nil
+}
+
+func cmdPackage(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("package", flag.ContinueOnError)
+	out := fs.String("o", "", "the zip to write")
+	goos := fs.String("os", "", "target GOOS of Go tools (default: this machine's)")
+	goarch := fs.String("arch", "", "target GOARCH of Go tools (default: this machine's)")
+	pos, err := parse(fs, args, 1, "DIR")
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		return usagef("-o OUT.zip is required")
+	}
+	var buf bytes.Buffer
+	m, err := toolpkg.Pack(ctx, pos[0], &buf, toolpkg.PackOptions{GOOS: *goos, GOARCH: *goarch})
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(*out, buf.Bytes(), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s (%d bytes, %d executable(s))\n", *out, buf.Len(), len(m.Executables))
+	return nil
+}
+
+func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	pos, err := parse(fs, args, 1, "ZIP")
+	if err != nil {
+		return err
+	}
+	m, err := validateFile(pos[0])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: valid package with %d executable(s)\n", pos[0], len(m.Executables))
+	for _, e := range m.Executables {
+		fmt.Fprintf(stdout, "  %s: %s (%s, profile %s, timeout %ds)\n", e.Key, e.Path, e.Runtime, e.Profile, e.TimeoutSeconds)
+	}
+	return nil
+}
+
+func validateFile(path string) (*toolpkg.Manifest, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return toolpkg.ValidateZip(f, fi.Size(), toolpkg.Limits{})
+}
+
+// session is a package uploaded into a temporary store.
+type session struct {
+	store *toolpkg.Store
+	dir   string
+	name  string
+	info  toolpkg.Info
+}
+
+func (s *session) close() {
+	s.store.Close()
+	os.RemoveAll(s.dir)
+}
+
+// openPackage uploads the zip into a temporary store and runs discovery.
+func openPackage(ctx context.Context, zipPath, name, mode string, stderr io.Writer) (*session, error) {
+	m, err := toolpkg.ParseMode(mode)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	if name == "" {
+		name = nameFromPath(zipPath)
+	}
+	if err := toolpkg.CheckName(name); err != nil {
+		return nil, usagef("%v (set one with --name)", err)
+	}
+	if _, err := os.Stat(zipPath); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "toolset-store-")
+	if err != nil {
+		return nil, err
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	st, err := toolpkg.Open(dir, &toolpkg.Options{Sandbox: m, Logger: logger})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	s := &session{store: st, dir: dir, name: name}
+	s.info, err = st.UploadFile(ctx, name, zipPath)
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	if s.info.Status != toolpkg.StatusReady {
+		s.close()
+		return nil, fmt.Errorf("discovery failed:\n  - %s", strings.Join(s.info.Errors, "\n  - "))
+	}
+	return s, nil
+}
+
+var invalidNameChars = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
+
+// nameFromPath derives a toolset name from a zip's file name.
+func nameFromPath(p string) string {
+	base := strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))
+	base = strings.Trim(invalidNameChars.ReplaceAllString(base, "_"), "_-")
+	if len(base) > 40 {
+		base = base[:40]
+	}
+	if base == "" {
+		return "pkg"
+	}
+	return base
+}
+
+func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print the discovery results as JSON")
+	mode := fs.String("sandbox", "auto", "sandbox mode")
+	name := fs.String("name", "", "toolset name (default: from the zip's file name)")
+	pos, err := parse(fs, args, 1, "ZIP")
+	if err != nil {
+		return err
+	}
+	s, err := openPackage(ctx, pos[0], *name, *mode, stderr)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s.info)
+	}
+	exes := map[string]toolpkg.Executable{}
+	for _, e := range s.info.Executables {
+		exes[e.Key] = e
+	}
+	fmt.Fprintf(stdout, "toolset %q: %d tool(s), sandbox %s\n", s.name, len(s.info.Tools), s.store.Sandbox())
+	for _, t := range s.info.Tools {
+		e := exes[t.Executable]
+		fmt.Fprintf(stdout, "\n%s__%s\n  %s\n", s.name, t.Name, t.Description)
+		fmt.Fprintf(stdout, "  executable: %s (%s, %s), profile %s, timeout %s\n", e.Key, e.File, e.Runtime, e.Profile, t.Timeout())
+		if len(t.Config) > 0 {
+			fmt.Fprintln(stdout, "  config:")
+			for _, c := range t.Config {
+				var attrs []string
+				attrs = append(attrs, c.Type)
+				if c.Required {
+					attrs = append(attrs, "required")
+				}
+				if c.Secret {
+					attrs = append(attrs, "secret")
+				}
+				if c.Default != nil && !c.Secret {
+					attrs = append(attrs, fmt.Sprintf("default %v", c.Default))
+				}
+				line := fmt.Sprintf("    %s (%s)", c.Key, strings.Join(attrs, ", "))
+				if c.Description != "" {
+					line += ": " + c.Description
+				}
+				fmt.Fprintln(stdout, line)
+			}
+		}
+		var pretty bytes.Buffer
+		if err := json.Indent(&pretty, t.Parameters, "    ", "  "); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "  parameters:\n    %s\n", pretty.String())
+	}
+	return nil
+}
+
+// configFlags collects repeated --config KEY=VALUE.
+type configFlags []string
+
+func (c *configFlags) String() string { return strings.Join(*c, ",") }
+
+func (c *configFlags) Set(v string) error {
+	if !strings.Contains(v, "=") {
+		return fmt.Errorf("--config %q: expected KEY=VALUE", v)
+	}
+	*c = append(*c, v)
+	return nil
+}
+
+func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("call", flag.ContinueOnError)
+	var cfg configFlags
+	fs.Var(&cfg, "config", "a configuration value KEY=VALUE (repeat it)")
+	mode := fs.String("sandbox", "auto", "sandbox mode")
+	name := fs.String("name", "", "toolset name (default: from the zip's file name)")
+	pos, err := parse(fs, args, 3, "ZIP TOOL JSON")
+	if err != nil {
+		return err
+	}
+	if !json.Valid([]byte(pos[2])) {
+		return usagef("the arguments %q are not valid JSON; quote them, e.g. '{\"city\": \"Paris\"}'", pos[2])
+	}
+	s, err := openPackage(ctx, pos[0], *name, *mode, stderr)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	fields := map[string]toolpkg.ConfigField{}
+	for _, t := range s.info.Tools {
+		for _, f := range t.Config {
+			fields[f.Key] = f
+		}
+	}
+	config := map[string]any{}
+	for _, kv := range cfg {
+		k, v, _ := strings.Cut(kv, "=")
+		f, ok := fields[k]
+		if !ok {
+			config[k] = v // reported as an unknown key below
+			continue
+		}
+		val, err := toolpkg.ParseConfigValue(f, v)
+		if err != nil {
+			return usagef("--config %v", err)
+		}
+		config[k] = val
+	}
+	tool := pos[1]
+	if !strings.HasPrefix(tool, s.name+"__") {
+		tool = s.name + "__" + tool
+	}
+	ctx = toolset.NewContext(ctx, &toolset.RunContext{RunID: fmt.Sprintf("cli-%d", time.Now().UnixNano()), Agent: "toolset-cli"})
+	tools, err := toolset.BuildTools(ctx, "toolset-cli", s.store.Toolset(s.name, config))
+	if err != nil {
+		return err
+	}
+	if _, ok := tools.Lookup(tool); !ok {
+		names := tools.Names()
+		sort.Strings(names)
+		return fmt.Errorf("no tool %q in the package; its tools: %s", pos[1], strings.Join(names, ", "))
+	}
+	res, err := tools.Call(ctx, tool, json.RawMessage(pos[2]))
+	if err != nil {
+		if msg, ok := toolset.ModelMessage(err); ok {
+			return fmt.Errorf("the tool returned an error (a model would see it):\n%s", msg)
+		}
+		return err
+	}
+	text, err := toolset.ResultText(res)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, text)
+	return nil
+}
+
+// cmdServe is where serving a package's tools over MCP (stdio) will go.
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	if _, err := parse(fs, args, 1, "ZIP"); err != nil {
+		return err
+	}
+	return errors.New("serving a package over MCP is not implemented yet; use inspect or call")
+}

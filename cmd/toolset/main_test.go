@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// runCLI runs the command line in-process.
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// sourceDir writes a package source directory with a Go tool (the test
+// tool of package toolpkg, in its own module).
+func sourceDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	src, err := os.ReadFile("../../toolpkg/testdata/tooldemo/main.go")
+	require.NoError(t, err)
+	files := map[string]string{
+		"manifest.yaml":    "version: 1\ntools:\n  demo:\n    runtime: go\n    executable: ./tooldemo\n    timeout_seconds: 5\n",
+		"go.mod":           "module example.com/clitest\n\ngo 1.26\n",
+		"tooldemo/main.go": string(src),
+	}
+	for name, data := range files {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(data), 0o644))
+	}
+	return dir
+}
+
+// packaged builds the test package with the CLI and returns the zip path.
+func packaged(t *testing.T) string {
+	t.Helper()
+	zip := filepath.Join(t.TempDir(), "demo.zip")
+	code, stdout, stderr := runCLI("package", sourceDir(t), "-o", zip)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "wrote "+zip)
+	return zip
+}
+
+func TestUsage(t *testing.T) {
+	tests := []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{nil, 2, "usage: toolset <command>"},
+		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{[]string{"package", "dir"}, 2, "-o OUT.zip is required"},
+		{[]string{"package", "-o", "x.zip"}, 2, "expected DIR, got 0 argument(s)"},
+		{[]string{"validate"}, 2, "expected ZIP, got 0 argument(s)"},
+		{[]string{"validate", "a.zip", "b.zip"}, 2, "expected ZIP, got 2 argument(s)"},
+		{[]string{"call", "a.zip", "tool", "{not json"}, 2, `the arguments "{not json" are not valid JSON`},
+		{[]string{"call", "a.zip", "tool", "{}", "--config", "novalue"}, 2, `--config "novalue": expected KEY=VALUE`},
+		{[]string{"inspect", "--sandbox", "chroot", "a.zip"}, 2, `unknown sandbox mode "chroot"`},
+		{[]string{"inspect", "--bogus", "a.zip"}, 2, "flag provided but not defined: -bogus"},
+		{[]string{"serve", "a.zip"}, 1, "serving a package over MCP is not implemented yet"},
+		{[]string{"validate", "/does/not/exist.zip"}, 1, "no such file or directory"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, stdout, stderr := runCLI(tt.args...)
+			assert.Equal(t, tt.code, code)
+			assert.Empty(t, stdout)
+			assert.Contains(t, stderr, tt.stderr)
+		})
+	}
+	code, stdout, _ := runCLI("--help")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, stdout, "Exit codes: 0 success, 1 failure, 2 bad usage.")
+	code, stdout, _ = runCLI("call", "-h")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, stdout, "call ZIP TOOL JSON")
+}
+
+func TestValidate(t *testing.T) {
+	zip := packaged(t)
+	code, stdout, stderr := runCLI("validate", zip)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "valid package with 1 executable(s)\n  demo: tooldemo (go, profile standard, timeout 5s)")
+
+	bad := filepath.Join(t.TempDir(), "bad.zip")
+	require.NoError(t, os.WriteFile(bad, []byte("not a zip"), 0o644))
+	code, stdout, stderr = runCLI("validate", bad)
+	assert.Equal(t, 1, code)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, "toolset validate: toolpkg: invalid package (1 problem):\n  - not a readable zip archive")
+}
+
+func TestInspectAndCall(t *testing.T) {
+	zip := packaged(t)
+
+	code, stdout, stderr := runCLI("inspect", zip)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, `toolset "demo": 11 tool(s), sandbox `)
+	assert.Contains(t, stdout, "demo__echo\n  Echo the text back, with the tool's configuration.\n  executable: demo (tooldemo, go), profile standard, timeout 5s\n  config:\n    greeting (string, default hello): Put before the text\n    api_key (string, secret)\n")
+	assert.Contains(t, stdout, `"required": [`)
+
+	code, stdout, stderr = runCLI("inspect", "--json", zip)
+	require.Equal(t, 0, code, stderr)
+	var info struct {
+		Status string `json:"status"`
+		Tools  []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &info))
+	assert.Equal(t, "ready", info.Status)
+	assert.Equal(t, "echo", info.Tools[0].Name)
+
+	code, stdout, stderr = runCLI("call", zip, "echo", `{"text":"world"}`, "--config", "greeting=hey", "--config", "retries=3")
+	require.Equal(t, 0, code, stderr)
+	assert.True(t, strings.HasPrefix(stdout, "hey, world\n{"), stdout)
+	assert.Contains(t, stdout, `"retries":3`)
+
+	code, _, stderr = runCLI("call", "--name", "other", zip, "other__fail", `{"reason":"nope"}`)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "the tool returned an error (a model would see it):\ncannot do that: nope")
+
+	code, _, stderr = runCLI("call", zip, "echo", `{"text":"x"}`, "--config", "retries=many")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, `--config "retries": expected an integer, got "many"`)
+
+	code, _, stderr = runCLI("call", zip, "echo", `{"text":"x"}`, "--config", "colour=red")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, `"colour" is not a configuration key of any tool`)
+
+	code, _, stderr = runCLI("call", zip, "nosuch", `{}`)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, `no tool "nosuch" in the package; its tools: demo__big, demo__connect`)
+
+	code, _, stderr = runCLI("call", zip, "crash", `{}`)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, `tool "crash": exit code 1; stderr:`)
+}
+
+// TestBuiltBinary builds the command and runs it as a user would.
+func TestBuiltBinary(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "toolset")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	zip := filepath.Join(t.TempDir(), "weather-tools.zip")
+	cmd := exec.Command(bin, "package", sourceDir(t), "-o", zip)
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	cmd = exec.Command(bin, "call", zip, "echo", `{"text":"from a real process"}`)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), stderr.String())
+	assert.True(t, strings.HasPrefix(stdout.String(), "hello, from a real process\n"), stdout.String())
+
+	cmd = exec.Command(bin, "call", zip, "weather-tools__fail", `{}`)
+	err = cmd.Run()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, 1, ee.ExitCode())
+
+	err = exec.Command(bin).Run()
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, 2, ee.ExitCode())
+}

@@ -1,0 +1,508 @@
+package toolpkg
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// ManifestName is the name of the manifest at the root of a package.
+const ManifestName = "manifest.yaml"
+
+// maxManifestBytes caps the size of manifest.yaml.
+const maxManifestBytes = 1 << 20
+
+// DefaultTimeoutSeconds is the timeout of a tool whose manifest entry and
+// discovered schema set none.
+const DefaultTimeoutSeconds = 300
+
+// Runtime says how an executable was built and where it is looked up.
+type Runtime string
+
+// The runtimes a manifest may name.
+const (
+	// RuntimeGo is a static Go binary at the executable's path.
+	RuntimeGo Runtime = "go"
+	// RuntimePython is a script run through its "#!" line, with its
+	// dependencies extracted beside it. It is looked up at the executable's
+	// path first, then under python/bin/. Any script (a shell script too)
+	// may use it.
+	RuntimePython Runtime = "python"
+)
+
+// Profile is a sandbox profile: network access and default resource
+// limits.
+type Profile string
+
+// The sandbox profiles.
+const (
+	// Restrictive runs the tool with no network (its own network namespace
+	// under bwrap) and tight limits.
+	Restrictive Profile = "restrictive"
+	// Standard shares the host's network; the default.
+	Standard Profile = "standard"
+	// Permissive shares the network, relaxes the limits and shows the tool
+	// more of the host's read-only file system (all of /etc and /opt).
+	Permissive Profile = "permissive"
+)
+
+// Limits returns the resource limits of the profile, or the zero value for
+// an unknown profile.
+func (p Profile) Limits() ResourceLimits {
+	switch p {
+	case Restrictive:
+		return ResourceLimits{MaxCPUSeconds: 60, MaxFileSizeMB: 64, MaxOpenFiles: 128, MaxProcesses: 32, MaxStackSizeMB: 8}
+	case Standard:
+		return ResourceLimits{MaxCPUSeconds: 300, MaxFileSizeMB: 256, MaxOpenFiles: 512, MaxProcesses: 128, MaxStackSizeMB: 16}
+	case Permissive:
+		return ResourceLimits{MaxCPUSeconds: 600, MaxFileSizeMB: 1024, MaxOpenFiles: 1024, MaxProcesses: 512, MaxStackSizeMB: 32}
+	}
+	return ResourceLimits{}
+}
+
+// Network reports whether the profile lets a tool use the host's network.
+func (p Profile) Network() bool { return p != Restrictive }
+
+// ResourceLimits are the per-process limits a tool runs under. A zero field
+// means "the profile's value" in a manifest.
+type ResourceLimits struct {
+	MaxCPUSeconds  int `json:"max_cpu_seconds,omitempty"`
+	MaxFileSizeMB  int `json:"max_file_size_mb,omitempty"`
+	MaxOpenFiles   int `json:"max_open_files,omitempty"`
+	MaxProcesses   int `json:"max_processes,omitempty"`
+	MaxStackSizeMB int `json:"max_stack_size_mb,omitempty"`
+}
+
+// Over returns l with every zero field taken from base.
+func (l ResourceLimits) Over(base ResourceLimits) ResourceLimits {
+	pick := func(a, b int) int {
+		if a > 0 {
+			return a
+		}
+		return b
+	}
+	return ResourceLimits{
+		MaxCPUSeconds:  pick(l.MaxCPUSeconds, base.MaxCPUSeconds),
+		MaxFileSizeMB:  pick(l.MaxFileSizeMB, base.MaxFileSizeMB),
+		MaxOpenFiles:   pick(l.MaxOpenFiles, base.MaxOpenFiles),
+		MaxProcesses:   pick(l.MaxProcesses, base.MaxProcesses),
+		MaxStackSizeMB: pick(l.MaxStackSizeMB, base.MaxStackSizeMB),
+	}
+}
+
+// Manifest is a parsed and validated manifest.yaml.
+type Manifest struct {
+	// Version is the manifest format version; only 1 exists.
+	Version int
+	// Executables lists the manifest's tools entries in file order.
+	Executables []Executable
+}
+
+// Executable is one entry of the manifest's tools map: an executable that
+// exposes the tools its --schema output lists.
+type Executable struct {
+	// Key is the entry's key in the tools map.
+	Key string `json:"key"`
+	// Runtime is go or python.
+	Runtime Runtime `json:"runtime"`
+	// Path is the executable's path inside the package, cleaned ("./x"
+	// becomes "x").
+	Path string `json:"executable"`
+	// File is where the executable was found in the package: Path, or for
+	// Python perhaps python/bin/<Path>. It is set once the package is in a
+	// store.
+	File string `json:"file,omitempty"`
+	// TimeoutSeconds is the call timeout of its tools, unless their schema
+	// sets one (default 300).
+	TimeoutSeconds int `json:"timeout_seconds"`
+	// Profile is the sandbox profile (default standard).
+	Profile Profile `json:"sandbox_profile"`
+	// Limits overrides some of the profile's resource limits.
+	Limits ResourceLimits `json:"resource_limits"`
+}
+
+// Candidates returns the paths inside the package where the executable is
+// looked up, in order: its path, then python/bin/<path> for Python.
+func (e Executable) Candidates() []string {
+	if e.Runtime == RuntimePython {
+		return []string{e.Path, path.Join("python/bin", e.Path)}
+	}
+	return []string{e.Path}
+}
+
+// EffectiveLimits returns the resource limits the executable runs under:
+// its profile's, with the manifest's overrides.
+func (e Executable) EffectiveLimits() ResourceLimits {
+	return e.Limits.Over(e.Profile.Limits())
+}
+
+// FieldProblem is one problem with a manifest field.
+type FieldProblem struct {
+	// Field is the path of the field, such as "tools.correlator.runtime".
+	Field string
+	// Line is the field's line in manifest.yaml, or 0 when unknown.
+	Line int
+	// Message says what is wrong and what is expected.
+	Message string
+}
+
+// String renders the problem as "field: message (line N)".
+func (p FieldProblem) String() string {
+	s := p.Message
+	if p.Field != "" {
+		s = p.Field + ": " + s
+	}
+	if p.Line > 0 {
+		s += fmt.Sprintf(" (line %d)", p.Line)
+	}
+	return s
+}
+
+// ManifestError lists every problem found in a manifest.
+type ManifestError struct {
+	Problems []FieldProblem
+}
+
+// Error implements error.
+func (e *ManifestError) Error() string {
+	var b strings.Builder
+	b.WriteString("toolpkg: invalid " + ManifestName + ":")
+	for _, p := range e.Problems {
+		b.WriteString("\n  - " + p.String())
+	}
+	return b.String()
+}
+
+var keyPattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// ParseManifest parses and validates manifest.yaml. Decoding is strict: an
+// unknown field anywhere is an error. Every problem found is reported in one
+// *ManifestError, each naming its field (tools.<key>.<field>) and line.
+func ParseManifest(data []byte) (*Manifest, error) {
+	p := &manifestParser{}
+	if len(data) > maxManifestBytes {
+		p.add("", 0, "the manifest is %d bytes; at most %d are allowed", len(data), maxManifestBytes)
+		return nil, p.err()
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		p.add("", 0, "not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+		return nil, p.err()
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		p.add("", 0, "the manifest is empty; it needs \"version: 1\" and a \"tools\" map")
+		return nil, p.err()
+	}
+	m := p.manifest(resolve(doc.Content[0]))
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+type manifestParser struct {
+	problems []FieldProblem
+}
+
+func (p *manifestParser) add(field string, line int, format string, args ...any) {
+	p.problems = append(p.problems, FieldProblem{Field: field, Line: line, Message: fmt.Sprintf(format, args...)})
+}
+
+// err returns the problems in the order of their lines; problems of
+// missing fields, which have no line, come last.
+func (p *manifestParser) err() error {
+	if len(p.problems) == 0 {
+		return nil
+	}
+	line := func(i int) int {
+		if l := p.problems[i].Line; l > 0 {
+			return l
+		}
+		return math.MaxInt
+	}
+	sort.SliceStable(p.problems, func(i, j int) bool { return line(i) < line(j) })
+	return &ManifestError{Problems: p.problems}
+}
+
+// resolve follows YAML aliases.
+func resolve(n *yaml.Node) *yaml.Node {
+	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 16; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+// mapping returns the key and value nodes of a mapping, reporting duplicate
+// and unknown keys. allowed nil accepts any key.
+func (p *manifestParser) mapping(field string, n *yaml.Node, allowed []string) ([]*yaml.Node, []*yaml.Node, bool) {
+	if n.Kind != yaml.MappingNode {
+		p.add(field, n.Line, "expected a map, got %s", nodeKind(n))
+		return nil, nil, false
+	}
+	seen := map[string]bool{}
+	var keys, vals []*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
+		if k.Kind != yaml.ScalarNode {
+			p.add(field, k.Line, "expected a plain key, got %s", nodeKind(k))
+			continue
+		}
+		sub := joinField(field, k.Value)
+		if seen[k.Value] {
+			p.add(sub, k.Line, "duplicate key")
+			continue
+		}
+		seen[k.Value] = true
+		if allowed != nil && !contains(allowed, k.Value) {
+			p.add(sub, k.Line, "unknown field; allowed fields: %s", strings.Join(allowed, ", "))
+			continue
+		}
+		keys, vals = append(keys, k), append(vals, v)
+	}
+	return keys, vals, true
+}
+
+func (p *manifestParser) manifest(root *yaml.Node) *Manifest {
+	m := &Manifest{}
+	keys, vals, ok := p.mapping("", root, []string{"version", "tools"})
+	if !ok {
+		return m
+	}
+	var toolsNode *yaml.Node
+	haveVersion := false
+	for i, k := range keys {
+		switch k.Value {
+		case "version":
+			haveVersion = true
+			if v, ok := p.integer("version", vals[i]); ok {
+				if v != 1 {
+					p.add("version", vals[i].Line, "unsupported version %d; only version 1 exists", v)
+				}
+				m.Version = v
+			}
+		case "tools":
+			toolsNode = vals[i]
+		}
+	}
+	if !haveVersion {
+		p.add("version", 0, "required; set \"version: 1\"")
+	}
+	if toolsNode == nil {
+		p.add("tools", 0, "required: a map from a key to an executable entry")
+		return m
+	}
+	tkeys, tvals, ok := p.mapping("tools", toolsNode, nil)
+	if !ok {
+		return m
+	}
+	if len(tkeys) == 0 {
+		p.add("tools", toolsNode.Line, "no tools; declare at least one executable")
+	}
+	paths := map[string]string{}
+	for i, k := range tkeys {
+		field := joinField("tools", k.Value)
+		if !keyPattern.MatchString(k.Value) {
+			p.add(field, k.Line, "invalid key; keys must match ^[a-zA-Z0-9_-]{1,64}$")
+		}
+		e := p.executable(field, k.Value, tvals[i])
+		if e.Path != "" {
+			if other, dup := paths[e.Path]; dup {
+				p.add(joinField(field, "executable"), tvals[i].Line, "%q is also the executable of tools.%s", e.Path, other)
+			}
+			paths[e.Path] = k.Value
+		}
+		m.Executables = append(m.Executables, e)
+	}
+	return m
+}
+
+var toolFields = []string{"runtime", "executable", "timeout_seconds", "sandbox_profile", "resource_limits"}
+
+var limitFields = []string{"max_cpu_seconds", "max_file_size_mb", "max_open_files", "max_processes", "max_stack_size_mb"}
+
+func (p *manifestParser) executable(field, key string, n *yaml.Node) Executable {
+	e := Executable{Key: key, TimeoutSeconds: DefaultTimeoutSeconds, Profile: Standard}
+	keys, vals, ok := p.mapping(field, n, toolFields)
+	if !ok {
+		return e
+	}
+	set := map[string]bool{}
+	for i, k := range keys {
+		f := joinField(field, k.Value)
+		v := vals[i]
+		set[k.Value] = true
+		switch k.Value {
+		case "runtime":
+			if s, ok := p.str(f, v); ok {
+				switch Runtime(s) {
+				case RuntimeGo, RuntimePython:
+					e.Runtime = Runtime(s)
+				default:
+					p.add(f, v.Line, "unknown runtime %q; use go or python", s)
+				}
+			}
+		case "executable":
+			if s, ok := p.str(f, v); ok {
+				clean, msg := cleanPackagePath(s)
+				if msg != "" {
+					p.add(f, v.Line, "%q: %s", s, msg)
+				} else {
+					e.Path = clean
+				}
+			}
+		case "timeout_seconds":
+			if t, ok := p.integer(f, v); ok {
+				if t <= 0 {
+					p.add(f, v.Line, "must be a positive number of seconds, got %d", t)
+				} else {
+					e.TimeoutSeconds = t
+				}
+			}
+		case "sandbox_profile":
+			if s, ok := p.str(f, v); ok {
+				switch Profile(s) {
+				case Restrictive, Standard, Permissive:
+					e.Profile = Profile(s)
+				default:
+					p.add(f, v.Line, "unknown sandbox profile %q; use restrictive, standard or permissive", s)
+				}
+			}
+		case "resource_limits":
+			e.Limits = p.limits(f, v)
+		}
+	}
+	if !set["runtime"] {
+		p.add(joinField(field, "runtime"), n.Line, "required: go or python")
+	}
+	if !set["executable"] {
+		p.add(joinField(field, "executable"), n.Line, "required: the executable's path inside the package")
+	}
+	return e
+}
+
+func (p *manifestParser) limits(field string, n *yaml.Node) ResourceLimits {
+	var l ResourceLimits
+	keys, vals, ok := p.mapping(field, n, limitFields)
+	if !ok {
+		return l
+	}
+	for i, k := range keys {
+		f := joinField(field, k.Value)
+		v, ok := p.integer(f, vals[i])
+		if !ok {
+			continue
+		}
+		if v <= 0 {
+			p.add(f, vals[i].Line, "must be a positive integer, got %d", v)
+			continue
+		}
+		switch k.Value {
+		case "max_cpu_seconds":
+			l.MaxCPUSeconds = v
+		case "max_file_size_mb":
+			l.MaxFileSizeMB = v
+		case "max_open_files":
+			l.MaxOpenFiles = v
+		case "max_processes":
+			l.MaxProcesses = v
+		case "max_stack_size_mb":
+			l.MaxStackSizeMB = v
+		}
+	}
+	return l
+}
+
+func (p *manifestParser) str(field string, n *yaml.Node) (string, bool) {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
+		p.add(field, n.Line, "expected a string, got %s", nodeKind(n))
+		return "", false
+	}
+	if n.Value == "" {
+		p.add(field, n.Line, "must not be empty")
+		return "", false
+	}
+	return n.Value, true
+}
+
+func (p *manifestParser) integer(field string, n *yaml.Node) (int, bool) {
+	var v int
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || n.Decode(&v) != nil {
+		p.add(field, n.Line, "expected an integer, got %s", nodeKind(n))
+		return 0, false
+	}
+	return v, true
+}
+
+// nodeKind words what a node is, for error messages.
+func nodeKind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a map"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		switch n.Tag {
+		case "!!str":
+			return fmt.Sprintf("the string %q", n.Value)
+		case "!!null":
+			return "nothing (null)"
+		case "!!int", "!!float", "!!bool":
+			return fmt.Sprintf("%s %s", strings.TrimPrefix(n.Tag, "!!"), n.Value)
+		}
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "an unsupported YAML node"
+}
+
+func joinField(parent, name string) string {
+	if parent == "" {
+		return name
+	}
+	return parent + "." + name
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// errEscapes is the message for paths that leave the package.
+var errEscapes = errors.New("escapes the package")
+
+// cleanPackagePath checks a path inside a package (an executable's path
+// from the manifest, or a zip entry's name) and returns it cleaned, or a
+// message saying what is wrong with it.
+func cleanPackagePath(p string) (string, string) {
+	switch {
+	case p == "":
+		return "", "empty path"
+	case strings.ContainsRune(p, 0):
+		return "", "contains a NUL byte"
+	case strings.Contains(p, `\`):
+		return "", `contains a backslash; use "/" as the separator`
+	case strings.HasPrefix(p, "/"):
+		return "", "absolute path " + errEscapes.Error()
+	case len(p) >= 2 && p[1] == ':' && (p[0]|0x20) >= 'a' && (p[0]|0x20) <= 'z':
+		return "", "a drive letter " + errEscapes.Error()
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == ".." {
+			return "", `".." ` + errEscapes.Error()
+		}
+	}
+	clean := path.Clean(p)
+	if clean == "." {
+		return "", "names the package root, not a file"
+	}
+	return clean, ""
+}

@@ -1,0 +1,692 @@
+package toolpkg
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Status is where a toolset is in its lifecycle.
+type Status string
+
+// The statuses of a toolset. created → pending → ready | failed; a
+// re-upload moves ready or failed back to pending; removed ends it.
+const (
+	// StatusCreated: the record exists, no package was uploaded yet.
+	StatusCreated Status = "created"
+	// StatusPending: a package was accepted and discovery is running.
+	StatusPending Status = "pending"
+	// StatusReady: every executable was discovered; agents can use it.
+	StatusReady Status = "ready"
+	// StatusFailed: discovery failed; Info.Errors says why.
+	StatusFailed Status = "failed"
+	// StatusRemoved: the toolset was removed.
+	StatusRemoved Status = "removed"
+)
+
+// Defaults of the store's options.
+const (
+	DefaultDiscoveryTimeout = 30 * time.Second
+	DefaultMaxOutputBytes   = 102400
+)
+
+// maxSchemaOutput caps what --schema may print.
+const maxSchemaOutput = 8 << 20
+
+// Options configure a [Store]. The zero value is ready to use.
+type Options struct {
+	// Limits bound the packages the store accepts.
+	Limits Limits
+	// Sandbox is how tools are isolated; the default, ModeAuto, picks the
+	// strongest mode that works on this machine.
+	Sandbox Mode
+	// DiscoveryTimeout bounds each "<executable> --schema" (default 30 s).
+	DiscoveryTimeout time.Duration
+	// MaxOutputBytes caps the text of a result, or of a tool's error, that
+	// reaches the model (default 102,400 bytes).
+	MaxOutputBytes int
+	// Logger receives the store's logs (default slog.Default()). Secret
+	// configuration values never reach it.
+	Logger *slog.Logger
+}
+
+// Info is the record of one toolset.
+type Info struct {
+	Name   string `json:"name"`
+	Status Status `json:"status"`
+	// Version counts the packages uploaded under this name; 0 before the
+	// first.
+	Version int `json:"version"`
+	// Executables are the manifest's entries of the current version.
+	Executables []Executable `json:"executables,omitempty"`
+	// Tools are the tools discovered in the current version.
+	Tools []ToolInfo `json:"tools,omitempty"`
+	// Errors are the discovery errors when Status is failed.
+	Errors []string `json:"errors,omitempty"`
+	// Updated is when the record last changed.
+	Updated time.Time `json:"updated"`
+}
+
+func (i Info) clone() Info {
+	i.Executables = append([]Executable(nil), i.Executables...)
+	i.Tools = append([]ToolInfo(nil), i.Tools...)
+	i.Errors = append([]string(nil), i.Errors...)
+	return i
+}
+
+// record is the on-disk state of a toolset.
+type record struct {
+	Info
+	// LastVersion is the highest version number ever used, so numbers are
+	// never reused.
+	LastVersion int `json:"last_version"`
+}
+
+// ErrNotFound is returned for a toolset name the store does not know.
+var ErrNotFound = errors.New("toolpkg: no such toolset")
+
+// ErrClosed is returned by a closed store.
+var ErrClosed = errors.New("toolpkg: store is closed")
+
+// Store keeps toolset packages in a directory: one folder per toolset,
+// holding state.json (status and discovery results) and one folder per
+// uploaded version. Uploads are extracted into a temporary folder of the
+// store and renamed into place, so a crash mid-upload leaves the previous
+// version intact. A version that is replaced stays on disk until no call
+// uses it.
+//
+// A Store is safe for concurrent use. One process at a time owns a store
+// directory (Open takes an exclusive lock); a new process sees what earlier
+// ones persisted.
+type Store struct {
+	dir  string
+	opts Options
+	log  *slog.Logger
+	sb   *sandbox
+	lock *os.File
+
+	mu      sync.Mutex
+	entries map[string]*entry
+	closed  bool
+	busy    sync.WaitGroup // uploads and calls in flight
+}
+
+type entry struct {
+	upMu sync.Mutex // serialises uploads and removal of this toolset
+	rec  record     // guarded by Store.mu
+	refs map[int]int
+	gone map[int]bool
+}
+
+var namePattern = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_-]{0,63}$`)
+
+// CheckName reports whether name can name a toolset: 1 to 64 letters,
+// digits, '_' or '-', not starting with '_' or '-'.
+func CheckName(name string) error {
+	if !namePattern.MatchString(name) {
+		return fmt.Errorf("toolpkg: invalid toolset name %q: use 1 to 64 letters, digits, '_' or '-', starting with a letter or digit", name)
+	}
+	return nil
+}
+
+// Open opens (creating it if needed) the store in dir. It cleans up what a
+// crashed process left behind: temporary folders, work directories, and
+// versions no longer current; a toolset left pending is marked failed.
+func Open(dir string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.DiscoveryTimeout <= 0 {
+		o.DiscoveryTimeout = DefaultDiscoveryTimeout
+	}
+	if o.MaxOutputBytes <= 0 {
+		o.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	o.Limits = o.Limits.withDefaults()
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("toolpkg: store %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("toolpkg: store %s: %w", dir, err)
+	}
+	lock, err := os.OpenFile(filepath.Join(abs, ".lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("toolpkg: store %s: %w", dir, err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("toolpkg: store %s is in use by another process (or another Store): %w", dir, err)
+	}
+	s := &Store{dir: abs, opts: o, log: o.Logger, lock: lock, entries: map[string]*entry{}}
+	fail := func(err error) (*Store, error) {
+		lock.Close()
+		return nil, err
+	}
+	s.sb, err = newSandbox(o.Sandbox, o.Logger)
+	if err != nil {
+		return fail(err)
+	}
+	for _, d := range []string{".tmp", ".calls"} {
+		p := filepath.Join(abs, d)
+		if err := removeAll(p); err != nil {
+			return fail(fmt.Errorf("toolpkg: store %s: cleaning %s: %w", dir, d, err))
+		}
+		if err := os.Mkdir(p, 0o755); err != nil {
+			return fail(fmt.Errorf("toolpkg: store %s: %w", dir, err))
+		}
+	}
+	if err := s.load(); err != nil {
+		return fail(err)
+	}
+	return s, nil
+}
+
+// load reads every toolset's state.json and tidies its folder.
+func (s *Store) load() error {
+	des, err := os.ReadDir(s.dir)
+	if err != nil {
+		return fmt.Errorf("toolpkg: store %s: %w", s.dir, err)
+	}
+	for _, de := range des {
+		name := de.Name()
+		if !de.IsDir() || CheckName(name) != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(s.dir, name, "state.json"))
+		if errors.Is(err, os.ErrNotExist) {
+			s.log.Warn("toolpkg: ignoring a folder without state.json", "store", s.dir, "folder", name)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("toolpkg: store %s: toolset %q: %w", s.dir, name, err)
+		}
+		var rec record
+		if err := json.Unmarshal(data, &rec); err != nil {
+			return fmt.Errorf("toolpkg: store %s: toolset %q: corrupt state.json: %w", s.dir, name, err)
+		}
+		rec.Name = name
+		for i := range rec.Tools {
+			for j, f := range rec.Tools[i].Config {
+				if f.Default != nil {
+					// JSON gave integers back as float64.
+					rec.Tools[i].Config[j].Default, _ = convertConfigValue(f, f.Default)
+				}
+			}
+		}
+		if rec.Status == StatusPending {
+			rec.Status = StatusFailed
+			rec.Errors = []string{"discovery did not finish: the process stopped during the upload; upload the package again"}
+			rec.Updated = time.Now().UTC()
+			if err := s.persist(rec); err != nil {
+				return err
+			}
+		}
+		e := &entry{rec: rec, refs: map[int]int{}, gone: map[int]bool{}}
+		s.entries[name] = e
+		vs, _ := os.ReadDir(filepath.Join(s.dir, name))
+		for _, v := range vs {
+			if n, ok := versionNumber(v.Name()); ok && (n != rec.Version || rec.Status == StatusRemoved) {
+				if err := removeAll(filepath.Join(s.dir, name, v.Name())); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Close waits for uploads and calls in flight, then releases the store's
+// directory. Closing twice is safe.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.busy.Wait()
+	return s.lock.Close()
+}
+
+// Dir returns the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Sandbox returns the sandbox mode tools run in.
+func (s *Store) Sandbox() Mode { return s.sb.mode }
+
+// begin registers an operation in flight.
+func (s *Store) begin() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.busy.Add(1)
+	return nil
+}
+
+func (s *Store) entry(name string) *entry {
+	e := s.entries[name]
+	if e == nil {
+		e = &entry{refs: map[int]int{}, gone: map[int]bool{}}
+		e.rec.Name = name
+		s.entries[name] = e
+	}
+	return e
+}
+
+// Create records a toolset with no package yet (status created). Creating
+// a toolset that exists is an error, unless it was removed.
+func (s *Store) Create(name string) (Info, error) {
+	if err := CheckName(name); err != nil {
+		return Info{}, err
+	}
+	if err := s.begin(); err != nil {
+		return Info{}, err
+	}
+	defer s.busy.Done()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.entries[name]; ok && e.rec.Status != StatusRemoved {
+		return Info{}, fmt.Errorf("toolpkg: toolset %q already exists (status %s)", name, e.rec.Status)
+	}
+	e := s.entry(name)
+	rec := e.rec
+	rec.Info = Info{Name: name, Status: StatusCreated, Updated: time.Now().UTC()}
+	if err := s.persist(rec); err != nil {
+		return Info{}, err
+	}
+	e.rec = rec
+	return rec.Info.clone(), nil
+}
+
+// UploadFile uploads the package at path; see [Store.Upload].
+func (s *Store) UploadFile(ctx context.Context, name, path string) (Info, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Info{}, fmt.Errorf("toolpkg: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return Info{}, fmt.Errorf("toolpkg: %w", err)
+	}
+	return s.Upload(ctx, name, f, fi.Size())
+}
+
+// Upload validates the package (a zip of size bytes read through r),
+// stores it as the toolset's next version and runs discovery, creating the
+// toolset if needed. A package that fails validation returns a
+// *ValidationError and changes nothing. Otherwise the status is pending
+// while discovery runs, then ready or failed, which the returned Info
+// shows (a failed discovery is not an error of Upload: Info.Errors says
+// what went wrong). The previous version stays on disk until the calls
+// using it finish.
+func (s *Store) Upload(ctx context.Context, name string, r io.ReaderAt, size int64) (Info, error) {
+	if err := CheckName(name); err != nil {
+		return Info{}, err
+	}
+	c, err := validateZip(r, size, s.opts.Limits)
+	if err != nil {
+		return Info{}, err
+	}
+	if err := s.begin(); err != nil {
+		return Info{}, err
+	}
+	defer s.busy.Done()
+	s.mu.Lock()
+	e := s.entry(name)
+	s.mu.Unlock()
+	e.upMu.Lock()
+	defer e.upMu.Unlock()
+
+	tmp, err := os.MkdirTemp(filepath.Join(s.dir, ".tmp"), name+"-")
+	if err != nil {
+		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, err)
+	}
+	defer removeAll(tmp)
+	if err := extract(c, tmp, s.opts.Limits); err != nil {
+		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, err)
+	}
+	exes := make([]Executable, len(c.manifest.Executables))
+	for i, ex := range c.manifest.Executables {
+		ex.File, _ = c.lookup(ex)
+		exes[i] = ex
+	}
+	if err := os.MkdirAll(filepath.Join(s.dir, name), 0o755); err != nil {
+		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, err)
+	}
+
+	s.mu.Lock()
+	prev := e.rec
+	v := prev.LastVersion + 1
+	pkgDir := s.versionDir(name, v)
+	if err := os.Rename(tmp, pkgDir); err != nil {
+		s.mu.Unlock()
+		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, err)
+	}
+	rec := record{LastVersion: v, Info: Info{Name: name, Status: StatusPending, Version: v, Executables: exes, Updated: time.Now().UTC()}}
+	if err := s.persist(rec); err != nil {
+		s.mu.Unlock()
+		removeAll(pkgDir)
+		return Info{}, err
+	}
+	e.rec = rec
+	// The previous version stays until discovery is over, so that calls
+	// from turns listed before the upload still run.
+	old := prev.Version
+	if old > 0 && prev.Status != StatusRemoved {
+		e.refs[old]++
+	}
+	s.mu.Unlock()
+	s.log.Info("toolpkg: package accepted, discovering", "toolset", name, "version", v)
+	if s.sb.mode != ModeBwrap {
+		for _, ex := range exes {
+			if ex.Profile == Restrictive {
+				s.log.Warn("toolpkg: the restrictive profile cannot cut off the network in this sandbox mode; only bwrap can",
+					"toolset", name, "executable", ex.Key, "mode", string(s.sb.mode))
+			}
+		}
+	}
+
+	start := time.Now()
+	tools, errs := s.discover(ctx, name, pkgDir, exes)
+	rec.Tools, rec.Errors = tools, errs
+	rec.Status = StatusReady
+	if len(errs) > 0 {
+		rec.Status, rec.Tools = StatusFailed, nil
+	}
+	rec.Updated = time.Now().UTC()
+
+	s.mu.Lock()
+	err = s.persist(rec)
+	if err == nil {
+		e.rec = rec
+	}
+	var drop []int
+	if old > 0 && prev.Status != StatusRemoved {
+		drop = s.releaseLocked(name, e, old)
+	}
+	s.mu.Unlock()
+	s.deleteVersions(name, drop)
+	if err != nil {
+		return Info{}, err
+	}
+	if rec.Status == StatusReady {
+		s.log.Info("toolpkg: toolset ready", "toolset", name, "version", v, "tools", len(tools), "discovery", time.Since(start).Round(time.Millisecond))
+	} else {
+		s.log.Warn("toolpkg: discovery failed", "toolset", name, "version", v, "errors", errs)
+	}
+	return rec.Info.clone(), nil
+}
+
+// Info returns the record of a toolset; ErrNotFound if the store has
+// never had it.
+func (s *Store) Info(name string) (Info, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[name]
+	if !ok {
+		return Info{}, fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	return e.rec.Info.clone(), nil
+}
+
+// Status returns a toolset's status.
+func (s *Store) Status(name string) (Status, error) {
+	i, err := s.Info(name)
+	return i.Status, err
+}
+
+// DiscoveryErrors returns why a toolset's discovery failed, or nil.
+func (s *Store) DiscoveryErrors(name string) ([]string, error) {
+	i, err := s.Info(name)
+	return i.Errors, err
+}
+
+// List returns the records of the toolsets that were not removed, sorted
+// by name.
+func (s *Store) List() []Info {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Info
+	for _, e := range s.entries {
+		if e.rec.Status != StatusRemoved {
+			out = append(out, e.rec.Info.clone())
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Remove removes a toolset: its status becomes removed and its tools are
+// gone from the next turn on. Calls already running finish first on their
+// version, which is deleted afterwards.
+func (s *Store) Remove(name string) error {
+	if err := s.begin(); err != nil {
+		return err
+	}
+	defer s.busy.Done()
+	s.mu.Lock()
+	e, ok := s.entries[name]
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	e.upMu.Lock()
+	defer e.upMu.Unlock()
+	s.mu.Lock()
+	rec := e.rec
+	old := rec.Version
+	rec.Info = Info{Name: name, Status: StatusRemoved, Updated: time.Now().UTC()}
+	if err := s.persist(rec); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	e.rec = rec
+	var drop []int
+	if old > 0 && e.refs[old] == 0 {
+		e.gone[old] = true
+		drop = []int{old}
+	}
+	s.mu.Unlock()
+	s.deleteVersions(name, drop)
+	s.log.Info("toolpkg: toolset removed", "toolset", name)
+	return nil
+}
+
+// acquire marks version v of a toolset as in use by a call and returns its
+// folder; false when that version is gone.
+func (s *Store) acquire(name string, v int) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[name]
+	if !ok || s.closed || e.gone[v] {
+		return "", false
+	}
+	live := e.refs[v] > 0 || (v == e.rec.Version && e.rec.Status != StatusRemoved)
+	if !live {
+		return "", false
+	}
+	e.refs[v]++
+	s.busy.Add(1)
+	return s.versionDir(name, v), true
+}
+
+// release ends a use of version v, deleting it if it is no longer current
+// and no one uses it.
+func (s *Store) release(name string, v int) {
+	s.mu.Lock()
+	drop := s.releaseLocked(name, s.entries[name], v)
+	s.mu.Unlock()
+	s.deleteVersions(name, drop)
+	s.busy.Done()
+}
+
+func (s *Store) releaseLocked(name string, e *entry, v int) []int {
+	e.refs[v]--
+	if e.refs[v] > 0 {
+		return nil
+	}
+	delete(e.refs, v)
+	if v == e.rec.Version && e.rec.Status != StatusRemoved {
+		return nil
+	}
+	e.gone[v] = true
+	return []int{v}
+}
+
+func (s *Store) deleteVersions(name string, vs []int) {
+	for _, v := range vs {
+		if err := removeAll(s.versionDir(name, v)); err != nil {
+			s.log.Warn("toolpkg: could not delete an old version", "toolset", name, "version", v, "error", err)
+		}
+	}
+}
+
+func (s *Store) versionDir(name string, v int) string {
+	return filepath.Join(s.dir, name, "v"+strconv.Itoa(v))
+}
+
+func versionNumber(dir string) (int, bool) {
+	if !strings.HasPrefix(dir, "v") {
+		return 0, false
+	}
+	n, err := strconv.Atoi(dir[1:])
+	return n, err == nil && n > 0
+}
+
+// persist writes a toolset's state.json atomically: a temporary file,
+// synced, then renamed over the old one.
+func (s *Store) persist(rec record) error {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("toolpkg: encoding the state of %q: %w", rec.Name, err)
+	}
+	dir := filepath.Join(s.dir, rec.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("toolpkg: saving the state of %q: %w", rec.Name, err)
+	}
+	f, err := os.CreateTemp(dir, ".state-*.json")
+	if err != nil {
+		return fmt.Errorf("toolpkg: saving the state of %q: %w", rec.Name, err)
+	}
+	_, err = f.Write(append(data, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(dir, "state.json"))
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("toolpkg: saving the state of %q: %w", rec.Name, err)
+	}
+	return nil
+}
+
+// discover runs "<executable> --schema" for each executable of a package
+// and returns the tools found and every problem.
+func (s *Store) discover(ctx context.Context, name, pkgDir string, exes []Executable) ([]ToolInfo, []string) {
+	var tools []ToolInfo
+	var errs []string
+	owner := map[string]string{}
+	for _, ex := range exes {
+		out, err := s.schemaOf(ctx, pkgDir, ex)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("executable %q: %v", ex.Key, err))
+			continue
+		}
+		found, probs := parseSchemaOutput(ex, out)
+		for _, p := range probs {
+			errs = append(errs, fmt.Sprintf("executable %q: %s", ex.Key, p))
+		}
+		for _, t := range found {
+			if other, dup := owner[t.Name]; dup {
+				errs = append(errs, fmt.Sprintf("tool %q is exposed by both executable %q and executable %q", t.Name, other, ex.Key))
+				continue
+			}
+			owner[t.Name] = ex.Key
+			tools = append(tools, t)
+		}
+	}
+	for _, t := range tools {
+		if full := name + "__" + t.Name; len(full) > 64 {
+			errs = append(errs, fmt.Sprintf("tool %q: the model would see %q, %d characters; names may have at most 64", t.Name, full, len(full)))
+		}
+	}
+	return tools, errs
+}
+
+// schemaOf runs "<executable> --schema" in the sandbox and returns what it
+// printed.
+func (s *Store) schemaOf(ctx context.Context, pkgDir string, ex Executable) ([]byte, error) {
+	callDir, err := os.MkdirTemp(filepath.Join(s.dir, ".calls"), "schema-")
+	if err != nil {
+		return nil, err
+	}
+	defer removeAll(callDir)
+	work := filepath.Join(callDir, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		return nil, err
+	}
+	l := launch{pkgDir: pkgDir, workDir: work, exe: ex.File, args: []string{"--schema"}, profile: ex.Profile, limits: ex.EffectiveLimits()}
+	res, err := s.sb.runProcess(ctx, l, s.opts.DiscoveryTimeout, callDir, maxSchemaOutput)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("--schema did not run: %w", err)
+	case res.timedOut:
+		return nil, fmt.Errorf("--schema did not finish within %s (discovery timeout)", s.opts.DiscoveryTimeout)
+	case res.signal != 0 || res.exitCode != 0:
+		return nil, fmt.Errorf("--schema failed (%s)%s", res.describeExit(l.limits), stderrSuffix(res.stderr))
+	case res.stdoutN > maxSchemaOutput:
+		return nil, fmt.Errorf("--schema printed %d bytes; at most %d are allowed", res.stdoutN, maxSchemaOutput)
+	}
+	return bytes.TrimSpace(res.stdout), nil
+}
+
+func stderrSuffix(stderr string) string {
+	stderr = strings.TrimSpace(stderr)
+	if stderr == "" {
+		return "; stderr was empty"
+	}
+	return "; stderr:\n" + stderr
+}
+
+// removeAll removes a folder even when its files or folders are
+// read-only.
+func removeAll(p string) error {
+	err := os.RemoveAll(p)
+	if err == nil || errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	_ = filepath.WalkDir(p, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(path, 0o755)
+		}
+		return nil
+	})
+	return os.RemoveAll(p)
+}

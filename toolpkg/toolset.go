@@ -1,0 +1,424 @@
+package toolpkg
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gotoolset/toolset"
+)
+
+// Toolset is a packaged toolset of a [Store] as a [toolset.Toolset]: its
+// tools are named <toolset>__<tool> and run in the store's sandbox with the
+// configuration given to [Store.Toolset]. It follows the store: a
+// re-upload is picked up on the next turn, and while the toolset is not
+// ready GetTools fails with a *NotReadyError. Safe for concurrent use.
+type Toolset struct {
+	store  *Store
+	name   string
+	config map[string]any
+
+	mu    sync.Mutex
+	built *built
+}
+
+// built caches the tools of one version.
+type built struct {
+	version int
+	tools   []toolset.Tool
+	err     error
+}
+
+// Toolset returns the toolset name of the store as a [toolset.Toolset],
+// configured with config: values for the keys of the tools' config schemas,
+// checked each time a new version is listed (unknown, reserved and missing
+// required keys and wrong types are a *ConfigError; defaults are applied).
+// Each tool receives, as tool_config, the keys its own schema declares.
+// The toolset may be in any state, or not exist yet: GetTools says what is
+// wrong each turn. The config map is copied.
+func (s *Store) Toolset(name string, config map[string]any) *Toolset {
+	c := make(map[string]any, len(config))
+	for k, v := range config {
+		c[k] = v
+	}
+	return &Toolset{store: s, name: name, config: c}
+}
+
+// Name returns the toolset's name in the store.
+func (t *Toolset) Name() string { return t.name }
+
+// Label implements [toolset.Labeler]: "toolpkg:<name>".
+func (t *Toolset) Label() string { return "toolpkg:" + t.name }
+
+// NotReadyError is returned by GetTools while a toolset is not ready.
+type NotReadyError struct {
+	Toolset string
+	Status  Status
+	// Errors are the discovery errors of a failed toolset.
+	Errors []string
+}
+
+// Error implements error.
+func (e *NotReadyError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "toolpkg: toolset %q is not ready (status %s)", e.Toolset, e.Status)
+	switch e.Status {
+	case StatusCreated:
+		b.WriteString(": no package was uploaded yet")
+	case StatusPending:
+		b.WriteString(": discovery is running; its tools are available once it finishes")
+	case StatusRemoved:
+		b.WriteString(": it was removed")
+	case StatusFailed:
+		b.WriteString(": discovery failed:")
+		for _, m := range e.Errors {
+			b.WriteString("\n  - " + m)
+		}
+	}
+	return b.String()
+}
+
+// GetTools implements [toolset.Toolset].
+func (t *Toolset) GetTools(ctx context.Context) ([]toolset.Tool, error) {
+	info, err := t.store.Info(t.name)
+	if err != nil {
+		return nil, err
+	}
+	if info.Status != StatusReady {
+		return nil, &NotReadyError{Toolset: t.name, Status: info.Status, Errors: info.Errors}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.built == nil || t.built.version != info.Version {
+		tools, err := t.build(info)
+		t.built = &built{version: info.Version, tools: tools, err: err}
+	}
+	if t.built.err != nil {
+		return nil, t.built.err
+	}
+	return append([]toolset.Tool(nil), t.built.tools...), nil
+}
+
+// build makes the tools of one ready version.
+func (t *Toolset) build(info Info) ([]toolset.Tool, error) {
+	cfg, secrets, err := configFor(t.name, info.Tools, t.config)
+	if err != nil {
+		return nil, err
+	}
+	exes := map[string]Executable{}
+	for _, ex := range info.Executables {
+		exes[ex.Key] = ex
+	}
+	tools := make([]toolset.Tool, 0, len(info.Tools))
+	for _, ti := range info.Tools {
+		params, err := schemaFromJSON(ti.Parameters)
+		if err != nil {
+			return nil, fmt.Errorf("toolpkg: toolset %q: tool %q: parameters: %w", t.name, ti.Name, err)
+		}
+		c := &call{
+			store: t.store, toolset: t.name, version: info.Version, tool: ti,
+			exe: exes[ti.Executable], config: cfg[ti.Name], secrets: secrets,
+		}
+		tools = append(tools, toolset.NewRawTool(t.name+"__"+ti.Name, ti.Description, params, c.run,
+			toolset.WithMetadata(map[string]string{
+				"toolpkg.toolset": t.name,
+				"toolpkg.tool":    ti.Name,
+				"toolpkg.version": strconv.Itoa(info.Version),
+			})))
+	}
+	return tools, nil
+}
+
+// call runs one tool of one version.
+type call struct {
+	store   *Store
+	toolset string
+	version int
+	tool    ToolInfo
+	exe     Executable
+	config  map[string]any
+	secrets []string
+}
+
+// runnerArgs is runner_args.json. Fields this runtime does not offer are
+// passed empty.
+type runnerArgs struct {
+	ToolName         string            `json:"tool_name"`
+	Args             json.RawMessage   `json:"args"`
+	ToolConfig       map[string]any    `json:"tool_config"`
+	ResultFile       string            `json:"result_file"`
+	OutputDir        string            `json:"output_dir"`
+	TaskID           string            `json:"task_id"`
+	UserID           string            `json:"user_id"`
+	SessionID        string            `json:"session_id"`
+	AppName          string            `json:"app_name"`
+	ArtifactPaths    map[string]any    `json:"artifact_paths"`
+	ArtifactMetadata map[string]any    `json:"artifact_metadata"`
+	StatusPipe       string            `json:"status_pipe"`
+	IPCSocket        string            `json:"ipc_socket"`
+	ToolAuthHeaders  map[string]string `json:"tool_auth_headers"`
+	VolumeMounts     []any             `json:"volume_mounts"`
+}
+
+// resultDoc is result.json.
+type resultDoc struct {
+	Result *struct {
+		Schema        string          `json:"_schema"`
+		SchemaVersion string          `json:"_schema_version"`
+		Status        string          `json:"status"`
+		Message       string          `json:"message"`
+		Data          json.RawMessage `json:"data"`
+		DataObjects   json.RawMessage `json:"data_objects"`
+	} `json:"result"`
+	Error json.RawMessage `json:"error"`
+}
+
+// maxResultFile caps the size of result.json.
+const maxResultFile = 16 << 20
+
+func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
+	s := c.store
+	pkgDir, ok := s.acquire(c.toolset, c.version)
+	if !ok {
+		return nil, &StaleToolError{Toolset: c.toolset, Tool: c.tool.Name}
+	}
+	defer s.release(c.toolset, c.version)
+
+	callDir, err := os.MkdirTemp(filepath.Join(s.dir, ".calls"), "call-")
+	if err != nil {
+		return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, err)
+	}
+	defer removeAll(callDir)
+	work := filepath.Join(callDir, "work")
+	for _, d := range []string{work, filepath.Join(work, "input"), filepath.Join(work, "output")} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, err)
+		}
+	}
+	l := launch{pkgDir: pkgDir, workDir: work, exe: c.exe.File, profile: c.exe.Profile, limits: c.exe.EffectiveLimits()}
+	_, workView := s.sb.paths(l)
+	rc := toolset.FromContext(ctx)
+	ra := runnerArgs{
+		ToolName: c.tool.Name, Args: args, ToolConfig: c.config,
+		ResultFile: filepath.Join(workView, "result.json"), OutputDir: filepath.Join(workView, "output"),
+		TaskID: rc.RunID, UserID: rc.String("user_id"), SessionID: rc.String("session_id"), AppName: rc.Agent,
+		ArtifactPaths: map[string]any{}, ArtifactMetadata: map[string]any{},
+		ToolAuthHeaders: map[string]string{}, VolumeMounts: []any{},
+	}
+	if ra.ToolConfig == nil {
+		ra.ToolConfig = map[string]any{}
+	}
+	data, err := json.Marshal(ra)
+	if err != nil {
+		return nil, fmt.Errorf("toolpkg: tool %q: encoding runner_args.json: %w", c.tool.Name, err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "runner_args.json"), data, 0o644); err != nil {
+		return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, err)
+	}
+	l.args = []string{filepath.Join(workView, "runner_args.json")}
+
+	res, err := s.sb.runProcess(ctx, l, c.tool.Timeout(), callDir, 0)
+	s.log.Debug("toolpkg: call finished", "toolset", c.toolset, "tool", c.tool.Name, "version", c.version,
+		"exit", res.describeExit(l.limits), "wall", res.wall.Round(time.Millisecond), "cpu", res.cpu.Round(time.Millisecond))
+	stderr := redact(res.stderr, c.secrets)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, fmt.Errorf("toolpkg: tool %q: call canceled, process killed: %w", c.tool.Name, err)
+	case err != nil:
+		return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, err)
+	case res.timedOut:
+		return nil, &TimeoutError{Toolset: c.toolset, Tool: c.tool.Name, Timeout: c.tool.Timeout()}
+	case res.signal != 0 || res.exitCode != 0:
+		return nil, &ExecError{Toolset: c.toolset, Tool: c.tool.Name, Reason: res.describeExit(l.limits), Stderr: stderr}
+	}
+	return c.readResult(filepath.Join(work, "result.json"), stderr)
+}
+
+func (c *call) readResult(path, stderr string) (any, error) {
+	fail := func(format string, args ...any) error {
+		return &ExecError{Toolset: c.toolset, Tool: c.tool.Name, Reason: fmt.Sprintf(format, args...), Stderr: stderr}
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fail("exited 0 without writing result.json")
+	}
+	if err != nil {
+		return nil, fail("cannot open result.json: %v", err)
+	}
+	defer f.Close()
+	data, n, err := readCapped(f, maxResultFile)
+	if err != nil {
+		return nil, fail("cannot read result.json: %v", err)
+	}
+	if n > maxResultFile {
+		return nil, fail("result.json is %d bytes; at most %d are read", n, maxResultFile)
+	}
+	var doc resultDoc
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, fail("result.json is not valid JSON (%v); it starts %s", err, quoteStart(data, 80))
+	}
+	limit := c.store.opts.MaxOutputBytes
+	if msg := errorText(doc.Error); msg != "" {
+		text, _ := capText(redact(msg, c.secrets), limit)
+		return nil, &ToolFailure{Toolset: c.toolset, Tool: c.tool.Name, Message: text}
+	}
+	if doc.Result == nil {
+		return nil, fail(`result.json has neither "result" nor "error"`)
+	}
+	r := doc.Result
+	if r.Status == "error" {
+		msg := r.Message
+		if msg == "" {
+			msg = "the tool reported status error without a message"
+		}
+		text, _ := capText(redact(msg, c.secrets), limit)
+		return nil, &ToolFailure{Toolset: c.toolset, Tool: c.tool.Name, Message: text}
+	}
+	out := &Result{Status: r.Status, Message: r.Message, Data: r.Data, DataObjects: r.DataObjects}
+	out.text, out.truncated = capText(redact(out.render(), c.secrets), limit)
+	return out, nil
+}
+
+// errorText returns result.json's error as text: a string as itself,
+// anything else but null as JSON.
+func errorText(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return strings.TrimSpace(s)
+	}
+	return string(raw)
+}
+
+// Result is what a packaged tool returned. The model is sent
+// [Result.ModelText]; programs can read the fields.
+type Result struct {
+	// Status is success, partial or pending.
+	Status string
+	// Message is the tool's message for the model.
+	Message string
+	// Data is the tool's structured result, as JSON; nil when it gave none.
+	Data json.RawMessage
+	// DataObjects is result.json's data_objects, as JSON.
+	DataObjects json.RawMessage
+
+	text      string
+	truncated bool
+}
+
+// ModelText returns the text the model is sent: the message, then the
+// data as JSON, with the status first when it is not success; capped at
+// the store's MaxOutputBytes with a note saying so.
+func (r *Result) ModelText() string {
+	if r.text == "" {
+		return r.render()
+	}
+	return r.text
+}
+
+// Truncated reports whether ModelText was cut to the output cap.
+func (r *Result) Truncated() bool { return r.truncated }
+
+func (r *Result) render() string {
+	var parts []string
+	if r.Status != "" && r.Status != "success" {
+		parts = append(parts, "status: "+r.Status)
+	}
+	if r.Message != "" {
+		parts = append(parts, r.Message)
+	}
+	if d := strings.TrimSpace(string(r.Data)); d != "" && d != "null" {
+		parts = append(parts, d)
+	}
+	if len(parts) == 0 {
+		return "(the tool returned no output)"
+	}
+	return strings.Join(parts, "\n")
+}
+
+// capText cuts s to at most limit bytes (at a UTF-8 boundary), followed by
+// a note saying so, and reports whether it cut.
+func capText(s string, limit int) (string, bool) {
+	if len(s) <= limit {
+		return s, false
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("\n[output cut: %d of %d bytes shown]", cut, len(s)), true
+}
+
+// ToolFailure is a packaged tool's own error (result.json's "error", or
+// status "error"). The model sees it.
+type ToolFailure struct {
+	Toolset, Tool string
+	Message       string
+}
+
+// Error implements error.
+func (e *ToolFailure) Error() string {
+	return fmt.Sprintf("toolpkg: toolset %q: tool %q failed: %s", e.Toolset, e.Tool, e.Message)
+}
+
+// ModelMessage implements [toolset.ModelError].
+func (e *ToolFailure) ModelMessage() string { return e.Message }
+
+// TimeoutError reports a tool killed, with its children, at its timeout.
+// The model sees it, so that it can try something smaller.
+type TimeoutError struct {
+	Toolset, Tool string
+	Timeout       time.Duration
+}
+
+// Error implements error.
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("toolpkg: toolset %q: tool %q timed out after %s and was killed", e.Toolset, e.Tool, e.Timeout)
+}
+
+// ModelMessage implements [toolset.ModelError].
+func (e *TimeoutError) ModelMessage() string {
+	return fmt.Sprintf("the tool %s timed out after %s and was stopped", e.Tool, e.Timeout)
+}
+
+// StaleToolError reports a call of a tool from a version of the toolset
+// that was replaced and deleted since the turn's tools were listed. The
+// model sees it; the next turn lists the new version's tools.
+type StaleToolError struct {
+	Toolset, Tool string
+}
+
+// Error implements error.
+func (e *StaleToolError) Error() string { return "toolpkg: " + e.ModelMessage() }
+
+// ModelMessage implements [toolset.ModelError].
+func (e *StaleToolError) ModelMessage() string {
+	return fmt.Sprintf("the toolset %s was updated or removed after the tool list was made; tool %s of the old version can no longer run", e.Toolset, e.Tool)
+}
+
+// ExecError reports a tool process that did not follow the protocol: it
+// exited non-zero or was killed (a resource limit), or wrote no or a
+// malformed result.json. It should stop the run: it is a bug or a broken
+// package, not something the model can fix.
+type ExecError struct {
+	Toolset, Tool string
+	// Reason says what happened.
+	Reason string
+	// Stderr is the end of the tool's standard error, secrets hidden.
+	Stderr string
+}
+
+// Error implements error.
+func (e *ExecError) Error() string {
+	return fmt.Sprintf("toolpkg: toolset %q: tool %q: %s%s", e.Toolset, e.Tool, e.Reason, stderrSuffix(e.Stderr))
+}
