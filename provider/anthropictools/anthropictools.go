@@ -57,39 +57,6 @@ type options struct{ concurrency int }
 // them one after another. Values below 1 make [RunCalls] fail.
 func MaxConcurrency(n int) Option { return func(o *options) { o.concurrency = n } }
 
-// NameError reports a tool name that Anthropic does not accept.
-type NameError struct {
-	// Tool is the tool's name.
-	Tool string
-	// Reason says what is wrong with it.
-	Reason string
-}
-
-// Error implements error.
-func (e *NameError) Error() string {
-	return fmt.Sprintf("anthropictools: tool name %q is not valid for Anthropic: %s", e.Tool, e.Reason)
-}
-
-// maxNameLen is the longest tool name Anthropic accepts.
-const maxNameLen = 128
-
-// checkName applies Anthropic's rule for tool names,
-// ^[a-zA-Z0-9_-]{1,128}$.
-func checkName(name string) error {
-	switch {
-	case name == "":
-		return &NameError{Tool: name, Reason: "the name is empty"}
-	case len(name) > maxNameLen:
-		return &NameError{Tool: name, Reason: fmt.Sprintf("%d characters, at most %d allowed", len(name), maxNameLen)}
-	}
-	for _, r := range name {
-		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' || r == '-') {
-			return &NameError{Tool: name, Reason: fmt.Sprintf("character %q not allowed (only letters, digits, '_' and '-')", r)}
-		}
-	}
-	return nil
-}
-
 // Tools returns the turn's tools as Anthropic tool params, in the order the
 // model is sent them. Each input schema is the tool's parameter schema as
 // [toolset.Tool.ParametersJSON] gives it; its root must be an object
@@ -112,9 +79,6 @@ func Tools(tools *toolset.Tools) ([]anthropic.ToolUnionParam, error) {
 }
 
 func convert(t toolset.Tool) (*anthropic.ToolParam, error) {
-	if err := checkName(t.Name); err != nil {
-		return nil, err
-	}
 	raw, err := t.ParametersJSON()
 	if err != nil {
 		return nil, fmt.Errorf("anthropictools: tool %q: %w", t.Name, err)

@@ -229,16 +229,16 @@ func (s *strictifier) schema(v any, path string, depth int, root bool) error {
 	if len(types) == 0 && !hasAny(o, "anyOf", "$ref", "enum", "const") {
 		return refuse(path, "type", "the schema accepts any value; strict mode needs a type, enum, const, anyOf or $ref")
 	}
-	if slices.Contains(types, "object") {
+	if slices.Contains(types, "object") || hasProps {
 		if err := s.object(o, path, depth, root); err != nil {
 			return err
 		}
 	}
-	if slices.Contains(types, "array") {
-		items, ok := o.get("items")
-		if !ok {
-			return refuse(path, "items", "an array schema needs items in strict mode")
-		}
+	items, hasItems := o.get("items")
+	if slices.Contains(types, "array") && !hasItems {
+		return refuse(path, "items", "an array schema needs items in strict mode")
+	}
+	if hasItems {
 		if err := s.schema(items, pointer(path, "items"), depth, false); err != nil {
 			return err
 		}
@@ -308,19 +308,27 @@ func schemaTypes(o *object, path string) ([]string, error) {
 	}
 	switch t := t.(type) {
 	case string:
+		if !jsonTypes[t] {
+			return nil, refuse(path, "type", fmt.Sprintf("must be a JSON type name or an array of them, not %s", encodeJSON(t)))
+		}
 		return []string{t}, nil
 	case []any:
 		out := make([]string, 0, len(t))
 		for _, e := range t {
 			s, isString := e.(string)
-			if !isString {
-				return nil, refuse(path, "type", fmt.Sprintf("must be a type name or an array of them, not %s", encodeJSON(t)))
+			if !isString || !jsonTypes[s] {
+				return nil, refuse(path, "type", fmt.Sprintf("must be a JSON type name or an array of them, not %s", encodeJSON(t)))
 			}
 			out = append(out, s)
 		}
 		return out, nil
 	}
-	return nil, refuse(path, "type", fmt.Sprintf("must be a type name or an array of them, not %s", encodeJSON(t)))
+	return nil, refuse(path, "type", fmt.Sprintf("must be a JSON type name or an array of them, not %s", encodeJSON(t)))
+}
+
+var jsonTypes = map[string]bool{
+	"string": true, "number": true, "integer": true, "boolean": true,
+	"object": true, "array": true, "null": true,
 }
 
 func hasAny(o *object, keys ...string) bool {
@@ -334,7 +342,7 @@ func hasAny(o *object, keys ...string) bool {
 
 // nullable returns schema o changed to accept null as well.
 func nullable(o *object) *object {
-	if acceptsNull(o, nil) {
+	if acceptsNull(o, localNull) {
 		return o
 	}
 	if _, ok := o.get("$ref"); ok {
@@ -363,51 +371,90 @@ func nullable(o *object) *object {
 	return o
 }
 
+// localNull reports whether subschema s accepts null, without following
+// references.
+func localNull(s any) bool {
+	o, ok := s.(*object)
+	return ok && acceptsNull(o, localNull)
+}
+
 func nullSchema() *object {
 	n := newObject()
 	n.set("type", "null")
 	return n
 }
 
-// strictCache remembers the strict form of parameter schemas, keyed by the
-// encoded schema a tool caches (see toolset.Tool.ParametersJSON), so a turn
-// over unchanged tools does not rewrite their schemas again.
-type strictCache struct {
+// schemaCache remembers each parameter schema split into its top-level
+// fields, plain and in strict form, keyed by the encoded schema a tool
+// caches (see toolset.Tool.ParametersJSON): a turn over unchanged tools
+// neither parses nor rewrites their schemas again.
+type schemaCache struct {
 	mu sync.Mutex
-	m  map[cacheKey]strictEntry
+	m  map[cacheKey]cacheEntry
 }
 
 type cacheKey struct {
-	p *byte
-	n int
+	p      *byte
+	n      int
+	strict bool
 }
 
-type strictEntry struct {
-	out json.RawMessage
-	err error
+type cacheEntry struct {
+	fields []field
+	err    error
 }
 
-const strictCacheSize = 1024
+// field is one top-level field of a schema, its value still encoded so
+// the order of nested keys (the properties) survives.
+type field struct {
+	key string
+	val json.RawMessage
+}
 
-var strictSchemas strictCache
+const schemaCacheSize = 1024
 
-func (c *strictCache) get(params json.RawMessage) (json.RawMessage, error) {
+var schemas schemaCache
+
+// fields returns the top-level fields of params, in strict form if asked.
+func (c *schemaCache) fields(params json.RawMessage, strict bool) ([]field, error) {
 	if len(params) == 0 {
-		return strictSchema(params)
+		return split(params, strict)
 	}
-	k := cacheKey{unsafe.SliceData(params), len(params)}
+	k := cacheKey{unsafe.SliceData(params), len(params), strict}
 	c.mu.Lock()
 	e, ok := c.m[k]
 	c.mu.Unlock()
 	if ok {
-		return e.out, e.err
+		return e.fields, e.err
 	}
-	out, err := strictSchema(params)
+	fs, err := split(params, strict)
 	c.mu.Lock()
-	if c.m == nil || len(c.m) >= strictCacheSize {
-		c.m = make(map[cacheKey]strictEntry)
+	if c.m == nil || len(c.m) >= schemaCacheSize {
+		c.m = make(map[cacheKey]cacheEntry)
 	}
-	c.m[k] = strictEntry{out, err}
+	c.m[k] = cacheEntry{fs, err}
 	c.mu.Unlock()
-	return out, err
+	return fs, err
+}
+
+func split(params json.RawMessage, strict bool) ([]field, error) {
+	if strict {
+		var err error
+		if params, err = strictSchema(params); err != nil {
+			return nil, err
+		}
+	}
+	v, err := decodeJSON(params)
+	if err != nil {
+		return nil, fmt.Errorf("parameter schema: %w", err)
+	}
+	o, ok := v.(*object)
+	if !ok {
+		return nil, fmt.Errorf("parameter schema is not a JSON object: %s", params)
+	}
+	fs := make([]field, len(o.keys))
+	for i, k := range o.keys {
+		fs[i] = field{k, encodeJSON(o.vals[k])}
+	}
+	return fs, nil
 }

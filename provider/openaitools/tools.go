@@ -1,7 +1,6 @@
 package openaitools
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -15,6 +14,10 @@ import (
 // DefaultConcurrency is how many tool calls of one turn run at once unless
 // [MaxConcurrency] says otherwise.
 const DefaultConcurrency = callrun.DefaultConcurrency
+
+// CallError is a tool call whose error should stop the run. It wraps the
+// error the call returned (a *toolset.ToolError, a *toolset.PanicError, ...).
+type CallError = callrun.CallError
 
 // Option configures the conversion of tools and the running of calls. Each
 // function of this package reads the options that concern it, so one list
@@ -48,39 +51,6 @@ func Strict() Option { return func(o *options) { o.strict = true } }
 // them one after another. Values below 1 make the run functions fail.
 func MaxConcurrency(n int) Option { return func(o *options) { o.concurrency = n } }
 
-// NameError reports a tool name that OpenAI does not accept.
-type NameError struct {
-	// Tool is the tool's name.
-	Tool string
-	// Reason says what is wrong with it.
-	Reason string
-}
-
-// Error implements error.
-func (e *NameError) Error() string {
-	return fmt.Sprintf("openaitools: tool name %q is not valid for OpenAI: %s", e.Tool, e.Reason)
-}
-
-// maxNameLen is the longest function name OpenAI accepts.
-const maxNameLen = 64
-
-// checkName applies OpenAI's rule for function names,
-// ^[a-zA-Z0-9_-]{1,64}$.
-func checkName(name string) error {
-	switch {
-	case name == "":
-		return &NameError{Tool: name, Reason: "the name is empty"}
-	case len(name) > maxNameLen:
-		return &NameError{Tool: name, Reason: fmt.Sprintf("%d characters, at most %d allowed", len(name), maxNameLen)}
-	}
-	for _, r := range name {
-		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' || r == '-') {
-			return &NameError{Tool: name, Reason: fmt.Sprintf("character %q not allowed (only letters, digits, '_' and '-')", r)}
-		}
-	}
-	return nil
-}
-
 // function is one tool as OpenAI is sent it.
 type function struct {
 	name, description string
@@ -108,43 +78,25 @@ func functions(tools *toolset.Tools, o options) ([]function, error) {
 }
 
 func convert(t toolset.Tool, o options) (function, error) {
-	if err := checkName(t.Name); err != nil {
-		return function{}, err
-	}
 	raw, err := t.ParametersJSON()
 	if err != nil {
 		return function{}, fmt.Errorf("openaitools: tool %q: %w", t.Name, err)
 	}
-	if o.strict {
-		if raw, err = strictSchemas.get(raw); err != nil {
-			var se *StrictError
-			if errors.As(err, &se) {
-				named := *se
-				named.Tool = t.Name
-				return function{}, &named
-			}
-			return function{}, fmt.Errorf("openaitools: tool %q: %w", t.Name, err)
-		}
-	}
-	params, err := topLevel(raw)
+	fs, err := schemas.fields(raw, o.strict)
 	if err != nil {
-		return function{}, fmt.Errorf("openaitools: tool %q: parameter schema: %w", t.Name, err)
+		var se *StrictError
+		if errors.As(err, &se) {
+			named := *se
+			named.Tool = t.Name
+			return function{}, &named
+		}
+		return function{}, fmt.Errorf("openaitools: tool %q: %w", t.Name, err)
+	}
+	params := make(map[string]any, len(fs))
+	for _, f := range fs {
+		params[f.key] = f.val
 	}
 	return function{name: t.Name, description: t.Description, params: params, strict: o.strict}, nil
-}
-
-// topLevel splits a schema into the map the SDK takes, keeping each value
-// as encoded JSON so nested key order (the order of properties) survives.
-func topLevel(raw json.RawMessage) (map[string]any, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil {
-		return nil, fmt.Errorf("not a JSON object: %w", err)
-	}
-	out := make(map[string]any, len(fields))
-	for k, v := range fields {
-		out[k] = v
-	}
-	return out, nil
 }
 
 func optString(s string) param.Opt[string] {
@@ -158,6 +110,8 @@ func optString(s string) param.Opt[string] {
 // order the model is sent them. Each parameter schema is sent as
 // [toolset.Tool.ParametersJSON] gives it, or in its strict form with
 // [Strict]. Every tool that cannot be sent is reported, the errors joined.
+// Tool names need no check here: OpenAI's rule is the one
+// [toolset.BuildTools] enforces.
 func ChatTools(tools *toolset.Tools, opts ...Option) ([]openai.ChatCompletionToolUnionParam, error) {
 	fs, err := functions(tools, apply(opts))
 	if err != nil {
