@@ -55,7 +55,7 @@ func TestRunChatCallsStopsTheRun(t *testing.T) {
 	tools := build(t, failing, panicking)
 	tests := []struct {
 		name, calls, want string
-		as            any
+		as                any
 	}{
 		{"handler error", `[{"id":"c1","type":"function","function":{"name":"lookup","arguments":"{}"}}]`,
 			`openaitools: tool call c1 of "lookup": toolset: tool "lookup": connection refused`, new(*toolset.ToolError)},
