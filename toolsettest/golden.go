@@ -68,7 +68,7 @@ func ModelView(tools *toolset.Tools) ([]byte, error) {
 // the golden file at path, and reports a line diff when they differ. Run
 // the tests with -update to write the file instead:
 //
-//	go test ./... -run TestAgentTools -update
+//	go test ./agent -run TestAgentTools -update
 //
 // It reports whether the tools match.
 func AssertGolden(t testing.TB, path string, tools *toolset.Tools) bool {

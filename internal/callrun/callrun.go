@@ -12,10 +12,6 @@ import (
 	"github.com/gotoolset/toolset"
 )
 
-// DefaultConcurrency is how many calls of one turn run at once unless the
-// caller says otherwise.
-const DefaultConcurrency = 8
-
 // Outcome is what one call produced: a result, or the text of an error the
 // model should see.
 type Outcome struct {

@@ -42,7 +42,7 @@ import (
 
 // DefaultConcurrency is how many tool calls of one turn run at once unless
 // [MaxConcurrency] says otherwise.
-const DefaultConcurrency = callrun.DefaultConcurrency
+const DefaultConcurrency = 8
 
 // CallError is a tool call whose error should stop the run. It wraps the
 // error the call returned (a *toolset.ToolError, a *toolset.PanicError, ...).
