@@ -33,7 +33,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
+	"sync"
+	"unsafe"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/gotoolset/toolset"
@@ -83,33 +87,97 @@ func convert(t toolset.Tool) (*anthropic.ToolParam, error) {
 	if err != nil {
 		return nil, fmt.Errorf("anthropictools: tool %q: %w", t.Name, err)
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil {
-		return nil, fmt.Errorf("anthropictools: tool %q: parameter schema is not a JSON object: %w", t.Name, err)
+	sp, err := schemas.get(raw)
+	if err != nil {
+		return nil, fmt.Errorf("anthropictools: tool %q: %w", t.Name, err)
 	}
-	schema := anthropic.ToolInputSchemaParam{ExtraFields: map[string]any{}}
-	for k, v := range fields {
-		switch k {
-		case "type":
-			var typ any
-			if err := json.Unmarshal(v, &typ); err != nil || typ != "object" {
-				return nil, fmt.Errorf("anthropictools: tool %q: the input schema must have type \"object\", not %s", t.Name, v)
-			}
-		case "properties":
-			schema.Properties = v // encoded JSON keeps the order of the properties
-		case "required":
-			if err := json.Unmarshal(v, &schema.Required); err != nil {
-				return nil, fmt.Errorf("anthropictools: tool %q: required must be a list of property names: %w", t.Name, err)
-			}
-		default:
-			schema.ExtraFields[k] = v
-		}
+	schema := anthropic.ToolInputSchemaParam{
+		Properties:  sp.properties,
+		Required:    slices.Clone(sp.required),
+		ExtraFields: maps.Clone(sp.extra),
 	}
 	p := &anthropic.ToolParam{Name: t.Name, InputSchema: schema}
 	if t.Description != "" {
 		p.Description = anthropic.String(t.Description)
 	}
 	return p, nil
+}
+
+// splitSchema is a parameter schema split the way the SDK's input schema
+// takes it; values stay encoded so the order of properties survives.
+type splitSchema struct {
+	properties json.RawMessage
+	required   []string
+	extra      map[string]any
+}
+
+func split(raw json.RawMessage) (splitSchema, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return splitSchema{}, fmt.Errorf("parameter schema is not a JSON object: %w", err)
+	}
+	sp := splitSchema{extra: map[string]any{}}
+	for k, v := range fields {
+		switch k {
+		case "type":
+			var typ any
+			if err := json.Unmarshal(v, &typ); err != nil || typ != "object" {
+				return splitSchema{}, fmt.Errorf("the input schema must have type \"object\", not %s", v)
+			}
+		case "properties":
+			sp.properties = v
+		case "required":
+			if err := json.Unmarshal(v, &sp.required); err != nil {
+				return splitSchema{}, fmt.Errorf("required must be a list of property names: %w", err)
+			}
+		default:
+			sp.extra[k] = v
+		}
+	}
+	return sp, nil
+}
+
+// schemaCache remembers split schemas, keyed by the encoded schema a tool
+// caches (see toolset.Tool.ParametersJSON), so a turn over unchanged tools
+// does not parse their schemas again.
+type schemaCache struct {
+	mu sync.Mutex
+	m  map[cacheKey]cacheEntry
+}
+
+type cacheKey struct {
+	p *byte
+	n int
+}
+
+type cacheEntry struct {
+	sp  splitSchema
+	err error
+}
+
+const schemaCacheSize = 1024
+
+var schemas schemaCache
+
+func (c *schemaCache) get(raw json.RawMessage) (splitSchema, error) {
+	if len(raw) == 0 {
+		return split(raw)
+	}
+	k := cacheKey{unsafe.SliceData(raw), len(raw)}
+	c.mu.Lock()
+	e, ok := c.m[k]
+	c.mu.Unlock()
+	if ok {
+		return e.sp, e.err
+	}
+	sp, err := split(raw)
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= schemaCacheSize {
+		c.m = make(map[cacheKey]cacheEntry)
+	}
+	c.m[k] = cacheEntry{sp, err}
+	c.mu.Unlock()
+	return sp, err
 }
 
 // Calls returns the tool_use blocks of a message's content as tool calls,
