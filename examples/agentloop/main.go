@@ -1,0 +1,252 @@
+// Command agentloop is a complete agent loop on the OpenAI Chat Completions
+// API: tools built per turn with toolset.BuildTools, parallel tool calls run
+// through the turn's set, a bad-argument error fed back to the model, and
+// the model's final answer.
+//
+// By default it talks to a scripted model served in-process on 127.0.0.1,
+// so it runs with no API key and no network. With OPENAI_API_KEY set it
+// talks to the OpenAI API instead (model from OPENAI_MODEL, default
+// gpt-4.1-mini).
+//
+//	go run ./examples/agentloop
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/provider/openaitools"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+)
+
+const question = "I'm going to Lisbon and Porto with 250 EUR. What's the weather in both, and how much is my money in USD?"
+
+// WeatherArgs are the arguments of get_weather.
+type WeatherArgs struct {
+	City string `json:"city" jsonschema:"City name, e.g. Lisbon"`
+}
+
+// ConvertArgs are the arguments of convert_currency.
+type ConvertArgs struct {
+	Amount float64 `json:"amount" jsonschema:"description=Amount to convert,minimum=0"`
+	From   string  `json:"from" jsonschema:"description=ISO currency code,enum=EUR,enum=USD,enum=GBP"`
+	To     string  `json:"to" jsonschema:"description=ISO currency code,enum=EUR,enum=USD,enum=GBP"`
+}
+
+// travelTools are the assistant's tools. They sleep a little, as real
+// tools wait on the network, so parallel calls show.
+func travelTools() []toolset.Toolset {
+	weather := toolset.NewTool("get_weather", "Get the current weather in a city.",
+		func(ctx context.Context, in WeatherArgs) (string, error) {
+			if err := pause(ctx); err != nil {
+				return "", err
+			}
+			temps := map[string]int{"lisbon": 24, "porto": 19}
+			t, ok := temps[strings.ToLower(in.City)]
+			if !ok {
+				return "", toolset.Retryf("no weather data for %q; try Lisbon or Porto", in.City)
+			}
+			return fmt.Sprintf("%s: %d°C, sunny", in.City, t), nil
+		})
+	rates := map[string]float64{"EUR": 1, "USD": 1.09, "GBP": 0.86}
+	convert := toolset.NewTool("convert_currency", "Convert an amount between currencies.",
+		func(ctx context.Context, in ConvertArgs) (string, error) {
+			if err := pause(ctx); err != nil {
+				return "", err
+			}
+			v := in.Amount / rates[in.From] * rates[in.To]
+			return fmt.Sprintf("%.2f %s = %.2f %s", in.Amount, in.From, math.Round(v*100)/100, in.To), nil
+		})
+	// Refunds are for support staff only: a filter reads the caller's role
+	// from the run context each turn, so the traveller never sees the tool.
+	refund := toolset.NewFunction(toolset.NewTool("refund_booking", "Refund a booking.",
+		func(context.Context, struct {
+			BookingID string `json:"booking_id"`
+		}) (string, error) {
+			return "refunded", nil
+		})).Filtered(func(ctx context.Context, _ toolset.Tool) (bool, error) {
+		return toolset.FromContext(ctx).String("role") == "support", nil
+	})
+	return []toolset.Toolset{weather, convert, refund}
+}
+
+func pause(ctx context.Context) error {
+	select {
+	case <-time.After(300 * time.Millisecond):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func main() {
+	ctx := context.Background()
+	var client openai.Client
+	model := os.Getenv("OPENAI_MODEL")
+	if model == "" {
+		model = "gpt-4.1-mini"
+	}
+	if os.Getenv("OPENAI_API_KEY") != "" {
+		fmt.Printf("model: %s on the OpenAI API\n", model)
+		client = openai.NewClient() // reads OPENAI_API_KEY and OPENAI_BASE_URL
+	} else {
+		url, stop, err := startScriptedModel()
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer stop()
+		model = "scripted"
+		fmt.Println("model: scripted, served on " + url + " (set OPENAI_API_KEY to use the OpenAI API)")
+		client = openai.NewClient(option.WithBaseURL(url+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+	}
+	answer, err := run(ctx, os.Stdout, client, model)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("\nassistant:", answer)
+}
+
+// run is the agent loop. Each turn builds the tools for that turn, asks the
+// model, and runs its tool calls, until the model answers in text.
+func run(ctx context.Context, out io.Writer, client openai.Client, model string) (string, error) {
+	rc := &toolset.RunContext{RunID: "run-1", Agent: "travel-assistant", Values: map[string]any{"role": "traveller"}}
+	messages := []openai.ChatCompletionMessageParamUnion{
+		openai.SystemMessage("You are a travel assistant. Use the tools; call independent tools in parallel."),
+		openai.UserMessage(question),
+	}
+	fmt.Fprintln(out, "user:", question)
+	toolsets := travelTools()
+	for step := range 6 {
+		turn := toolset.NewContext(ctx, rc.WithStep(step))
+		tools, err := toolset.BuildTools(turn, rc.Agent, toolsets...)
+		if err != nil {
+			return "", err
+		}
+		params, err := openaitools.ChatTools(tools)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(out, "\nturn %d: tools offered: %s\n", step+1, strings.Join(tools.Names(), ", "))
+		completion, err := client.Chat.Completions.New(turn, openai.ChatCompletionNewParams{
+			Model: model, Messages: messages, Tools: params,
+		})
+		if err != nil {
+			return "", err
+		}
+		if len(completion.Choices) == 0 {
+			return "", errors.New("the model sent no choices")
+		}
+		msg := completion.Choices[0].Message
+		if len(msg.ToolCalls) == 0 {
+			return msg.Content, nil
+		}
+		messages = append(messages, msg.ToParam())
+		for _, c := range msg.ToolCalls {
+			fmt.Fprintf(out, "  -> %s %s %s\n", c.ID, c.Function.Name, c.Function.Arguments)
+		}
+		start := time.Now()
+		results, err := openaitools.RunChatCalls(turn, tools, msg.ToolCalls)
+		if err != nil {
+			return "", err // an error that should stop the run
+		}
+		for _, r := range results {
+			text := r.OfTool.Content.OfString.Value
+			fmt.Fprintf(out, "  <- %s %s\n", r.OfTool.ToolCallID, strings.ReplaceAll(text, "\n", "\n     "))
+		}
+		fmt.Fprintf(out, "  (%s in %.1fs)\n", plural(len(results), "call"), time.Since(start).Seconds())
+		messages = append(messages, results...)
+	}
+	return "", errors.New("no answer after 6 turns")
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// startScriptedModel serves a scripted model of the Chat Completions API on
+// 127.0.0.1. It reads the conversation it is sent and plays its part: first
+// it calls the tools in parallel, one call with bad arguments; when told
+// the arguments were bad it calls that tool again, fixed; once every call
+// has succeeded it answers from the tool results.
+func startScriptedModel() (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(scriptedModel), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
+}
+
+type chatRequest struct {
+	Messages []struct {
+		Role       string `json:"role"`
+		Content    any    `json:"content"`
+		ToolCallID string `json:"tool_call_id"`
+	} `json:"messages"`
+}
+
+func scriptedModel(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/chat/completions" {
+		http.Error(w, `{"error":{"message":"not found"}}`, http.StatusNotFound)
+		return
+	}
+	var req chatRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
+		return
+	}
+	// The tool results since the model last spoke.
+	var results []string
+	for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role == "tool"; i-- {
+		s, _ := req.Messages[i].Content.(string)
+		results = append([]string{s}, results...)
+	}
+	var message map[string]any
+	switch {
+	case len(results) == 0:
+		message = toolCalls(
+			call("call_lisbon", "get_weather", `{"city":"Lisbon"}`),
+			call("call_porto", "get_weather", `{"city":"Porto"}`),
+			call("call_convert", "convert_currency", `{"amount":"250","from":"EUR","to":"USD"}`), // a string, not a number
+		)
+	case strings.HasPrefix(results[len(results)-1], "invalid arguments"):
+		message = toolCalls(call("call_convert_2", "convert_currency", `{"amount":250,"from":"EUR","to":"USD"}`))
+	default:
+		var facts []string
+		for _, m := range req.Messages {
+			if s, ok := m.Content.(string); ok && m.Role == "tool" && !strings.HasPrefix(s, "invalid arguments") {
+				facts = append(facts, s)
+			}
+		}
+		message = map[string]any{"role": "assistant", "content": "Here is what I found: " + strings.Join(facts, "; ") + ". Enjoy the trip!"}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"id": "chatcmpl-scripted", "object": "chat.completion", "created": time.Now().Unix(), "model": "scripted",
+		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": message}},
+	})
+}
+
+func call(id, name, args string) map[string]any {
+	return map[string]any{"id": id, "type": "function", "function": map[string]any{"name": name, "arguments": args}}
+}
+
+func toolCalls(calls ...map[string]any) map[string]any {
+	return map[string]any{"role": "assistant", "content": nil, "tool_calls": calls}
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+// TestRunScripted runs the loop in-process against the scripted model.
+func TestRunScripted(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	url, stop, err := startScriptedModel()
+	require.NoError(t, err)
+	defer stop()
+	client := openai.NewClient(option.WithBaseURL(url+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+
+	var out strings.Builder
+	answer, err := run(t.Context(), &out, client, "scripted")
+	require.NoError(t, err)
+	assert.Equal(t, "Here is what I found: Lisbon: 24°C, sunny; Porto: 19°C, sunny; 250.00 EUR = 272.50 USD. Enjoy the trip!", answer)
+
+	transcript := out.String()
+	assert.Contains(t, transcript, "turn 1: tools offered: get_weather, convert_currency\n", "refund_booking is hidden from travellers")
+	assert.Contains(t, transcript, "  <- call_convert invalid arguments for tool \"convert_currency\":\n     - \"amount\": expected number")
+	assert.Contains(t, transcript, "  <- call_convert_2 250.00 EUR = 272.50 USD\n")
+	// The two weather calls ran at once: the turn took one pause, not two.
+	m := regexp.MustCompile(`\(3 calls in ([0-9.]+)s\)`).FindStringSubmatch(transcript)
+	require.NotNil(t, m, transcript)
+	secs, err := strconv.ParseFloat(m[1], 64)
+	require.NoError(t, err)
+	assert.Less(t, secs, 0.6, "two 0.3s calls one after the other would take 0.6s")
+}
+
+// TestCommand builds the example and runs it as a user would, with no API
+// key.
+func TestCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the example")
+	}
+	bin := filepath.Join(t.TempDir(), "agentloop")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stderr = os.Stderr
+	require.NoError(t, build.Run())
+
+	cmd := exec.CommandContext(t.Context(), bin)
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OPENAI_") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Regexp(t, `^model: scripted, served on http://127\.0\.0\.1:\d+ `, string(out))
+	assert.Contains(t, string(out), "\nassistant: Here is what I found: Lisbon: 24°C, sunny; Porto: 19°C, sunny; 250.00 EUR = 272.50 USD. Enjoy the trip!\n")
+}

@@ -1,0 +1,141 @@
+// Package callrun runs one turn's tool calls for the provider adapters:
+// concurrently up to a bound, results in call order, errors the model should
+// see kept apart from errors that stop the run.
+package callrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/gotoolset/toolset"
+)
+
+// Outcome is what one call produced: a result, or the text of an error the
+// model should see.
+type Outcome struct {
+	// Call is the call as the model made it.
+	Call toolset.ToolCall
+	// Result is the tool's result; nil when IsError.
+	Result any
+	// IsError reports an error the model should see; Message is its text.
+	IsError bool
+	// Message is the model-visible error text when IsError.
+	Message string
+}
+
+// Exec runs one call. The adapters pass (*toolset.Tools).Execute, possibly
+// after adjusting the arguments.
+type Exec func(ctx context.Context, call toolset.ToolCall) (any, error)
+
+// CallError is a call whose error should stop the run.
+type CallError struct {
+	// Call is the call that failed.
+	Call toolset.ToolCall
+	// Err is the error it returned.
+	Err error
+}
+
+// Error implements error.
+func (e *CallError) Error() string {
+	if e.Call.ID == "" {
+		return fmt.Sprintf("tool call of %q: %v", e.Call.Name, e.Err)
+	}
+	return fmt.Sprintf("tool call %s of %q: %v", e.Call.ID, e.Call.Name, e.Err)
+}
+
+// Unwrap returns the call's error.
+func (e *CallError) Unwrap() error { return e.Err }
+
+// Run runs calls with exec, at most limit at a time, and returns their
+// outcomes in call order. Errors for which [toolset.ModelMessage] reports
+// true become outcomes the model sees. Any other error stops the run: the
+// calls still running are cancelled, calls not yet started are skipped,
+// and Run returns the first such error in call order as a *CallError.
+func Run(ctx context.Context, calls []toolset.ToolCall, limit int, exec Exec) ([]Outcome, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("concurrency limit must be at least 1, got %d", limit)
+	}
+	out := make([]Outcome, len(calls))
+	errs := make([]error, len(calls))
+	one := func(ctx context.Context, i int) {
+		out[i].Call = calls[i]
+		res, err := exec(ctx, calls[i])
+		if err == nil {
+			out[i].Result = res
+			return
+		}
+		if msg, ok := toolset.ModelMessage(err); ok {
+			out[i].IsError, out[i].Message = true, msg
+			return
+		}
+		errs[i] = err
+	}
+	if len(calls) <= 1 || limit == 1 {
+		for i := range calls {
+			one(ctx, i)
+			if errs[i] != nil {
+				return nil, &CallError{Call: calls[i], Err: errs[i]}
+			}
+		}
+		return out, nil
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	failed := false
+	started := 0
+	for i := range calls {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		started++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			one(ctx, i)
+			if errs[i] != nil {
+				mu.Lock()
+				failed = true
+				mu.Unlock()
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	if !failed {
+		if started < len(calls) {
+			// The caller's context ended before every call started.
+			return nil, &CallError{Call: calls[started], Err: fmt.Errorf("not run: %w", context.Cause(ctx))}
+		}
+		return out, nil
+	}
+	return nil, firstError(calls, errs)
+}
+
+// firstError returns the first error in call order, preferring errors that
+// did not merely come from the cancellation that another failure caused.
+func firstError(calls []toolset.ToolCall, errs []error) error {
+	first := -1
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, context.Canceled) {
+			return &CallError{Call: calls[i], Err: err}
+		}
+		if first < 0 {
+			first = i
+		}
+	}
+	return &CallError{Call: calls[first], Err: errs[first]}
+}

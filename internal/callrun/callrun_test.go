@@ -1,0 +1,186 @@
+package callrun_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/callrun"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+type SleepArgs struct {
+	Ms int `json:"ms"`
+}
+
+// turn builds a set with a tool that sleeps, one that fails and one that
+// panics, counting the calls in flight.
+func turn(t *testing.T, inFlight, peak *atomic.Int32) *toolset.Tools {
+	t.Helper()
+	track := func() func() {
+		n := inFlight.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		return func() { inFlight.Add(-1) }
+	}
+	tools, err := toolset.BuildTools(t.Context(), "test",
+		toolset.NewTool("sleep", "Sleep.", func(ctx context.Context, in SleepArgs) (int, error) {
+			defer track()()
+			select {
+			case <-time.After(time.Duration(in.Ms) * time.Millisecond):
+				return in.Ms, nil
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			}
+		}),
+		toolset.NewTool("fail", "Fail.", func(ctx context.Context, _ struct{}) (string, error) {
+			return "", errors.New("database is down")
+		}),
+		toolset.NewTool("retry", "Ask for a retry.", func(ctx context.Context, _ struct{}) (string, error) {
+			return "", toolset.Retry("use a smaller page")
+		}),
+	)
+	require.NoError(t, err)
+	return tools
+}
+
+func call(id, name, args string) toolset.ToolCall {
+	return toolset.ToolCall{ID: id, Name: name, Args: json.RawMessage(args)}
+}
+
+func TestRunConcurrentInCallOrder(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var inFlight, peak atomic.Int32
+	tools := turn(t, &inFlight, &peak)
+	calls := []toolset.ToolCall{
+		call("a", "sleep", `{"ms":60}`), // finishes last
+		call("b", "sleep", `{"ms":1}`),
+		call("c", "retry", `{}`),
+		call("d", "nope", `{}`),
+		call("e", "sleep", `{"ms":"x"}`),
+	}
+	start := time.Now()
+	out, err := callrun.Run(t.Context(), calls, 8, tools.Execute)
+	require.NoError(t, err)
+	require.Len(t, out, 5)
+	for i, o := range out {
+		assert.Equal(t, calls[i], o.Call, "outcome %d is for call %d", i, i)
+	}
+	assert.Equal(t, 60, out[0].Result)
+	assert.Equal(t, 1, out[1].Result)
+	assert.Equal(t, callrun.Outcome{Call: calls[2], IsError: true, Message: "use a smaller page"}, out[2])
+	assert.True(t, out[3].IsError)
+	assert.Contains(t, out[3].Message, `unknown tool "nope"`)
+	assert.True(t, out[4].IsError)
+	assert.Contains(t, out[4].Message, `"ms"`)
+	assert.Equal(t, int32(2), peak.Load(), "both sleeps ran at once")
+	assert.Less(t, time.Since(start), 600*time.Millisecond)
+}
+
+func TestRunBounded(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	for _, limit := range []int{1, 2} {
+		var inFlight, peak atomic.Int32
+		tools := turn(t, &inFlight, &peak)
+		calls := make([]toolset.ToolCall, 6)
+		for i := range calls {
+			calls[i] = call(string(rune('a'+i)), "sleep", `{"ms":10}`)
+		}
+		out, err := callrun.Run(t.Context(), calls, limit, tools.Execute)
+		require.NoError(t, err)
+		require.Len(t, out, 6)
+		assert.Equal(t, int32(limit), peak.Load(), "at most %d calls at once", limit)
+	}
+}
+
+func TestRunStopsOnRunError(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var inFlight, peak atomic.Int32
+	tools := turn(t, &inFlight, &peak)
+	calls := []toolset.ToolCall{
+		call("a", "sleep", `{"ms":5000}`),
+		call("b", "fail", `{}`),
+	}
+	start := time.Now()
+	out, err := callrun.Run(t.Context(), calls, 8, tools.Execute)
+	require.Nil(t, out)
+	var ce *callrun.CallError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "b", ce.Call.ID, "the failing call is named, not the one it cancelled")
+	var te *toolset.ToolError
+	require.ErrorAs(t, err, &te)
+	assert.EqualError(t, err, `tool call b of "fail": toolset: tool "fail": database is down`)
+	assert.Less(t, time.Since(start), 2*time.Second, "the sleeping call was cancelled")
+}
+
+func TestRunSequentialStopsAtFirstRunError(t *testing.T) {
+	var inFlight, peak atomic.Int32
+	tools := turn(t, &inFlight, &peak)
+	var ran []string
+	var mu sync.Mutex
+	exec := func(ctx context.Context, c toolset.ToolCall) (any, error) {
+		mu.Lock()
+		ran = append(ran, c.ID)
+		mu.Unlock()
+		return tools.Execute(ctx, c)
+	}
+	_, err := callrun.Run(t.Context(), []toolset.ToolCall{call("a", "fail", `{}`), call("b", "sleep", `{"ms":1}`)}, 1, exec)
+	require.Error(t, err)
+	assert.Equal(t, []string{"a"}, ran, "calls after a run-stopping error are not started")
+}
+
+func TestRunBadLimit(t *testing.T) {
+	_, err := callrun.Run(t.Context(), nil, 0, nil)
+	assert.EqualError(t, err, "concurrency limit must be at least 1, got 0")
+}
+
+func TestRunCancelledContext(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var inFlight, peak atomic.Int32
+	tools := turn(t, &inFlight, &peak)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := callrun.Run(ctx, []toolset.ToolCall{call("a", "sleep", `{"ms":1}`), call("b", "sleep", `{"ms":1}`)}, 8, tools.Execute)
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+func TestSegments(t *testing.T) {
+	img := toolset.Part{MIMEType: "image/png", Data: []byte{1, 2}}
+	audio := toolset.Part{MIMEType: "audio/wav", Data: []byte{1, 2, 3}}
+	isImage := func(p toolset.Part) bool { return p.MIMEType == "image/png" }
+	tests := []struct {
+		name   string
+		result any
+		want   []callrun.Segment
+	}{
+		{"string", "hi", []callrun.Segment{{Text: "hi"}}},
+		{"value", map[string]int{"n": 1}, []callrun.Segment{{Text: `{"n":1}`}}},
+		{"text and image in order", &toolset.Content{Parts: []toolset.Part{{Text: "before"}, img, {Text: "after"}}},
+			[]callrun.Segment{{Text: "before"}, {Media: &img}, {Text: "after"}}},
+		{"unsupported media described", &toolset.Content{Parts: []toolset.Part{{Text: "a"}, audio}},
+			[]callrun.Segment{{Text: "a\n[audio/wav, 3 bytes]"}}},
+		{"structured when no text", &toolset.Content{Parts: []toolset.Part{img}, Structured: map[string]int{"w": 2}},
+			[]callrun.Segment{{Media: &img}, {Text: `{"w":2}`}}},
+		{"empty content", &toolset.Content{}, []callrun.Segment{{Text: ""}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := callrun.Segments(tt.result, isImage)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+	_, err := callrun.Segments(make(chan int), isImage)
+	assert.ErrorContains(t, err, "encoding the result")
+}

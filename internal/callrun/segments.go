@@ -1,0 +1,87 @@
+package callrun
+
+import "github.com/gotoolset/toolset"
+
+// Segment is a piece of a tool result as a provider is sent it: text, or
+// one media part the provider accepts in a tool result.
+type Segment struct {
+	// Text is the text of a text segment.
+	Text string
+	// Media is the media part, or nil for a text segment.
+	Media *toolset.Part
+}
+
+// Segments splits a result into the segments a provider is sent. A
+// [*toolset.Content] keeps its order: each part that supported accepts
+// becomes a media segment, and each run of other parts becomes one text
+// segment, rendered as [toolset.Content.ModelText] renders them (media the
+// provider cannot take described in words). A content with no text at all
+// ends with its structured result as JSON. Any other result is one text
+// segment, rendered with [toolset.ResultText].
+func Segments(result any, supported func(toolset.Part) bool) ([]Segment, error) {
+	c, ok := result.(*toolset.Content)
+	if !ok || c == nil {
+		text, err := toolset.ResultText(result)
+		if err != nil {
+			return nil, err
+		}
+		return []Segment{{Text: text}}, nil
+	}
+	var out []Segment
+	var run []toolset.Part
+	hasText := false
+	flush := func() {
+		if len(run) > 0 {
+			out = append(out, Segment{Text: (&toolset.Content{Parts: run}).ModelText()})
+			run = nil
+		}
+	}
+	for i := range c.Parts {
+		p := c.Parts[i]
+		if p.IsText() {
+			hasText = true
+		}
+		if !p.IsText() && supported(p) {
+			flush()
+			out = append(out, Segment{Media: &c.Parts[i]})
+			continue
+		}
+		run = append(run, p)
+	}
+	flush()
+	if !hasText && c.Structured != nil {
+		out = append(out, Segment{Text: (&toolset.Content{Structured: c.Structured}).ModelText()})
+	}
+	if len(out) == 0 {
+		out = append(out, Segment{Text: ""})
+	}
+	return out, nil
+}
+
+// HasMedia reports whether segs hold a media segment.
+func HasMedia(segs []Segment) bool {
+	for _, s := range segs {
+		if s.Media != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// JoinText joins the text of text segments with newlines, as
+// [toolset.Content.ModelText] joins parts.
+func JoinText(segs []Segment) string {
+	s := ""
+	first := true
+	for _, seg := range segs {
+		if seg.Media != nil {
+			continue
+		}
+		if !first {
+			s += "\n"
+		}
+		s += seg.Text
+		first = false
+	}
+	return s
+}

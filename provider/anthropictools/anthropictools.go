@@ -1,0 +1,299 @@
+// Package anthropictools connects a turn's tools to the official Anthropic
+// Go SDK (github.com/anthropics/anthropic-sdk-go/v2).
+//
+// Once per turn, build the tools and hand them to the SDK:
+//
+//	tools, err := toolset.BuildTools(ctx, "assistant", weather, db)
+//	params, err := anthropictools.Tools(tools)
+//	msg, err := client.Messages.New(ctx, anthropic.MessageNewParams{
+//		Model: anthropic.ModelClaudeSonnet4_5, MaxTokens: 1024, Messages: messages, Tools: params,
+//	})
+//
+// then run the model's tool_use blocks through the same set and send the
+// tool_result blocks back in a user message:
+//
+//	messages = append(messages, msg.ToParam())
+//	results, err := anthropictools.RunCalls(ctx, tools, msg.Content)
+//	if err != nil {
+//		return err // an error that should stop the run
+//	}
+//	messages = append(messages, anthropic.NewUserMessage(results...))
+//
+// [RunCalls] runs the calls of one turn concurrently (at most
+// [DefaultConcurrency] at a time, see [MaxConcurrency]) and returns the
+// results in call order. An error the model should see and can act on (bad
+// arguments, an unknown tool, a handler's toolset.Retry) becomes a
+// tool_result with is_error set; any other error stops the run and is
+// returned.
+package anthropictools
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/callrun"
+)
+
+// DefaultConcurrency is how many tool calls of one turn run at once unless
+// [MaxConcurrency] says otherwise.
+const DefaultConcurrency = 8
+
+// CallError is a tool call whose error should stop the run. It wraps the
+// error the call returned (a *toolset.ToolError, a *toolset.PanicError, ...).
+type CallError = callrun.CallError
+
+// Option configures how calls are run.
+type Option func(*options)
+
+type options struct{ concurrency int }
+
+// MaxConcurrency sets how many tool calls of one turn run at once; 1 runs
+// them one after another. Values below 1 make [RunCalls] fail.
+func MaxConcurrency(n int) Option { return func(o *options) { o.concurrency = n } }
+
+// Tools returns the turn's tools as Anthropic tool params, in the order the
+// model is sent them. Each input schema is the tool's parameter schema as
+// [toolset.Tool.ParametersJSON] gives it; its root must be an object
+// schema. Every tool that cannot be sent is reported, the errors joined.
+func Tools(tools *toolset.Tools) ([]anthropic.ToolUnionParam, error) {
+	out := make([]anthropic.ToolUnionParam, 0, tools.Len())
+	var errs []error
+	for t := range tools.All() {
+		p, err := convert(t)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, anthropic.ToolUnionParam{OfTool: p})
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+func convert(t toolset.Tool) (*anthropic.ToolParam, error) {
+	raw, err := t.ParametersJSON()
+	if err != nil {
+		return nil, fmt.Errorf("anthropictools: tool %q: %w", t.Name, err)
+	}
+	sp, err := schemas.get(raw)
+	if err != nil {
+		return nil, fmt.Errorf("anthropictools: tool %q: %w", t.Name, err)
+	}
+	schema := anthropic.ToolInputSchemaParam{
+		Properties:  sp.properties,
+		Required:    slices.Clone(sp.required),
+		ExtraFields: maps.Clone(sp.extra),
+	}
+	p := &anthropic.ToolParam{Name: t.Name, InputSchema: schema}
+	if t.Description != "" {
+		p.Description = anthropic.String(t.Description)
+	}
+	return p, nil
+}
+
+// splitSchema is a parameter schema split the way the SDK's input schema
+// takes it; values stay encoded so the order of properties survives.
+type splitSchema struct {
+	properties json.RawMessage
+	required   []string
+	extra      map[string]any
+}
+
+func split(raw json.RawMessage) (splitSchema, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return splitSchema{}, fmt.Errorf("parameter schema is not a JSON object: %w", err)
+	}
+	sp := splitSchema{extra: map[string]any{}}
+	for k, v := range fields {
+		switch k {
+		case "type":
+			var typ any
+			if err := json.Unmarshal(v, &typ); err != nil || typ != "object" {
+				return splitSchema{}, fmt.Errorf("the input schema must have type \"object\", not %s", v)
+			}
+		case "properties":
+			sp.properties = v
+		case "required":
+			if err := json.Unmarshal(v, &sp.required); err != nil {
+				return splitSchema{}, fmt.Errorf("required must be a list of property names: %w", err)
+			}
+		default:
+			sp.extra[k] = v
+		}
+	}
+	return sp, nil
+}
+
+// schemaCache remembers split schemas, keyed by the encoded schema a tool
+// caches (see toolset.Tool.ParametersJSON), so a turn over unchanged tools
+// does not parse their schemas again.
+type schemaCache struct {
+	mu sync.Mutex
+	m  map[cacheKey]cacheEntry
+}
+
+type cacheKey struct {
+	p *byte
+	n int
+}
+
+type cacheEntry struct {
+	sp  splitSchema
+	err error
+}
+
+const schemaCacheSize = 1024
+
+var schemas schemaCache
+
+func (c *schemaCache) get(raw json.RawMessage) (splitSchema, error) {
+	if len(raw) == 0 {
+		return split(raw)
+	}
+	k := cacheKey{unsafe.SliceData(raw), len(raw)}
+	c.mu.Lock()
+	e, ok := c.m[k]
+	c.mu.Unlock()
+	if ok {
+		return e.sp, e.err
+	}
+	sp, err := split(raw)
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= schemaCacheSize {
+		c.m = make(map[cacheKey]cacheEntry)
+	}
+	c.m[k] = cacheEntry{sp, err}
+	c.mu.Unlock()
+	return sp, err
+}
+
+// Calls returns the tool_use blocks of a message's content as tool calls,
+// in order. Other blocks (text, thinking, server tool use) are not calls of
+// this package and are skipped.
+func Calls(content []anthropic.ContentBlockUnion) []toolset.ToolCall {
+	var out []toolset.ToolCall
+	for _, b := range content {
+		if b.Type != "tool_use" {
+			continue
+		}
+		u := b.AsToolUse()
+		out = append(out, toolset.ToolCall{ID: u.ID, Name: u.Name, Args: u.Input})
+	}
+	return out
+}
+
+// RunCalls runs the tool_use blocks of a message's content through the
+// turn's tools and returns one tool_result block per call, in call order,
+// for the next user message. Calls run concurrently, at most
+// [DefaultConcurrency] at a time (see [MaxConcurrency]).
+//
+// An error the model should see ([toolset.ModelMessage] reports true)
+// becomes a tool_result with is_error set and the error's text. Any other
+// error stops the run: the calls still running are cancelled and a
+// [*CallError] is returned. Images (JPEG, PNG, GIF, WebP) and PDFs of a
+// [*toolset.Content] result are sent as image and document blocks; other
+// media are described in text.
+func RunCalls(ctx context.Context, tools *toolset.Tools, content []anthropic.ContentBlockUnion, opts ...Option) ([]anthropic.ContentBlockParamUnion, error) {
+	o := options{concurrency: DefaultConcurrency}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	outcomes, err := callrun.Run(ctx, Calls(content), o.concurrency, tools.Execute)
+	if err != nil {
+		return nil, fmt.Errorf("anthropictools: %w", err)
+	}
+	out := make([]anthropic.ContentBlockParamUnion, len(outcomes))
+	for i, oc := range outcomes {
+		if out[i], err = resultBlock(oc); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// ResultBlock returns the tool_result block for a call that the
+// application ran itself: the result, or the text of an error the model
+// should see with is_error set. Any other error is returned, since it
+// should stop the run.
+func ResultBlock(call toolset.ToolCall, result any, err error) (anthropic.ContentBlockParamUnion, error) {
+	oc := callrun.Outcome{Call: call, Result: result}
+	if err != nil {
+		msg, ok := toolset.ModelMessage(err)
+		if !ok {
+			return anthropic.ContentBlockParamUnion{}, fmt.Errorf("anthropictools: %w", &CallError{Call: call, Err: err})
+		}
+		oc.Result, oc.IsError, oc.Message = nil, true, msg
+	}
+	return resultBlock(oc)
+}
+
+var imageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
+
+func isURL(s string) bool { return strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://") }
+
+// supported reports whether a tool_result can carry p as a block.
+func supported(p toolset.Part) bool {
+	switch {
+	case imageTypes[p.MIMEType]:
+		return p.Data != nil || isURL(p.URI)
+	case p.MIMEType == "application/pdf":
+		return p.Data != nil || isURL(p.URI)
+	}
+	return false
+}
+
+func resultBlock(oc callrun.Outcome) (anthropic.ContentBlockParamUnion, error) {
+	r := &anthropic.ToolResultBlockParam{ToolUseID: oc.Call.ID}
+	if oc.IsError {
+		r.IsError = anthropic.Bool(true)
+		r.Content = []anthropic.ToolResultBlockParamContentUnion{{OfText: &anthropic.TextBlockParam{Text: oc.Message}}}
+		return anthropic.ContentBlockParamUnion{OfToolResult: r}, nil
+	}
+	segs, err := callrun.Segments(oc.Result, supported)
+	if err != nil {
+		return anthropic.ContentBlockParamUnion{}, fmt.Errorf("anthropictools: tool call %s of %q: %w", oc.Call.ID, oc.Call.Name, err)
+	}
+	for _, s := range segs {
+		switch {
+		case s.Media == nil:
+			if s.Text != "" { // Anthropic refuses empty text blocks
+				r.Content = append(r.Content, anthropic.ToolResultBlockParamContentUnion{OfText: &anthropic.TextBlockParam{Text: s.Text}})
+			}
+		case s.Media.MIMEType == "application/pdf":
+			d := &anthropic.DocumentBlockParam{}
+			if s.Media.Data != nil {
+				d.Source.OfBase64 = &anthropic.Base64PDFSourceParam{Data: base64.StdEncoding.EncodeToString(s.Media.Data)}
+			} else {
+				d.Source.OfURL = &anthropic.URLPDFSourceParam{URL: s.Media.URI}
+			}
+			r.Content = append(r.Content, anthropic.ToolResultBlockParamContentUnion{OfDocument: d})
+		default:
+			img := &anthropic.ImageBlockParam{}
+			if s.Media.Data != nil {
+				img.Source.OfBase64 = &anthropic.Base64ImageSourceParam{
+					Data:      base64.StdEncoding.EncodeToString(s.Media.Data),
+					MediaType: anthropic.Base64ImageSourceMediaType(s.Media.MIMEType),
+				}
+			} else {
+				img.Source.OfURL = &anthropic.URLImageSourceParam{URL: s.Media.URI}
+			}
+			r.Content = append(r.Content, anthropic.ToolResultBlockParamContentUnion{OfImage: img})
+		}
+	}
+	return anthropic.ContentBlockParamUnion{OfToolResult: r}, nil
+}

@@ -1,0 +1,259 @@
+// Package geminitools connects a turn's tools to Google's Gen AI Go SDK
+// (google.golang.org/genai), for the Gemini API and Vertex AI.
+//
+// Once per turn, build the tools and hand them to the SDK:
+//
+//	tools, err := toolset.BuildTools(ctx, "assistant", weather, db)
+//	decls, err := geminitools.Tools(tools)
+//	resp, err := client.Models.GenerateContent(ctx, "gemini-2.5-flash", contents,
+//		&genai.GenerateContentConfig{Tools: decls})
+//
+// then run the model's function calls through the same set and send the
+// function responses back:
+//
+//	reply := resp.Candidates[0].Content
+//	contents = append(contents, reply)
+//	results, err := geminitools.RunCalls(ctx, tools, reply)
+//	if err != nil {
+//		return err // an error that should stop the run
+//	}
+//	contents = append(contents, results)
+//
+// [RunCalls] runs the calls of one turn concurrently (at most
+// [DefaultConcurrency] at a time, see [MaxConcurrency]) and returns the
+// responses in call order. An error the model should see and can act on
+// (bad arguments, an unknown tool, a handler's toolset.Retry) becomes a
+// function response with an "error" field; any other error stops the run
+// and is returned.
+package geminitools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/callrun"
+	"google.golang.org/genai"
+)
+
+// DefaultConcurrency is how many tool calls of one turn run at once unless
+// [MaxConcurrency] says otherwise.
+const DefaultConcurrency = 8
+
+// CallError is a tool call whose error should stop the run. It wraps the
+// error the call returned (a *toolset.ToolError, a *toolset.PanicError, ...).
+type CallError = callrun.CallError
+
+// Option configures how calls are run.
+type Option func(*options)
+
+type options struct{ concurrency int }
+
+// MaxConcurrency sets how many tool calls of one turn run at once; 1 runs
+// them one after another. Values below 1 make [RunCalls] fail.
+func MaxConcurrency(n int) Option { return func(o *options) { o.concurrency = n } }
+
+// NameError reports a tool name that Gemini does not accept.
+type NameError struct {
+	// Tool is the tool's name.
+	Tool string
+	// Reason says what is wrong with it.
+	Reason string
+}
+
+// Error implements error.
+func (e *NameError) Error() string {
+	return fmt.Sprintf("geminitools: tool name %q is not valid for Gemini: %s", e.Tool, e.Reason)
+}
+
+// maxNameLen is the longest function name Gemini accepts.
+const maxNameLen = 128
+
+// checkName applies Gemini's rule for function names: a letter or an
+// underscore first, then letters, digits, '_', '.', ':' and '-', at most
+// 128 characters. Unlike other providers, a name may not start with a
+// digit or a dash.
+func checkName(name string) error {
+	switch {
+	case name == "":
+		return &NameError{Tool: name, Reason: "the name is empty"}
+	case len(name) > maxNameLen:
+		return &NameError{Tool: name, Reason: fmt.Sprintf("%d characters, at most %d allowed", len(name), maxNameLen)}
+	}
+	for i, r := range name {
+		letter := 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || r == '_'
+		if i == 0 && !letter {
+			return &NameError{Tool: name, Reason: fmt.Sprintf("must start with a letter or '_', not %q", r)}
+		}
+		if !letter && !('0' <= r && r <= '9' || r == '.' || r == ':' || r == '-') {
+			return &NameError{Tool: name, Reason: fmt.Sprintf("character %q not allowed (only letters, digits, '_', '.', ':' and '-')", r)}
+		}
+	}
+	return nil
+}
+
+// Tools returns the turn's tools as one genai.Tool of function
+// declarations, in the order the model is sent them, ready for
+// GenerateContentConfig.Tools; nil when the turn has no tools. Each
+// declaration carries the tool's parameter schema as
+// [toolset.Tool.ParametersJSON] gives it, in ParametersJsonSchema. Every
+// tool that cannot be sent is reported, the errors joined.
+func Tools(tools *toolset.Tools) ([]*genai.Tool, error) {
+	if tools.Len() == 0 {
+		return nil, nil
+	}
+	decls := make([]*genai.FunctionDeclaration, 0, tools.Len())
+	var errs []error
+	for t := range tools.All() {
+		if err := checkName(t.Name); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		raw, err := t.ParametersJSON()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("geminitools: tool %q: %w", t.Name, err))
+			continue
+		}
+		decls = append(decls, &genai.FunctionDeclaration{
+			Name:                 t.Name,
+			Description:          t.Description,
+			ParametersJsonSchema: raw,
+		})
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return []*genai.Tool{{FunctionDeclarations: decls}}, nil
+}
+
+// Calls returns the function calls of a model's content as tool calls, in
+// order. Other parts (text, thoughts, code) are not calls of this package
+// and are skipped. A nil content has no calls.
+func Calls(content *genai.Content) ([]toolset.ToolCall, error) {
+	if content == nil {
+		return nil, nil
+	}
+	var out []toolset.ToolCall
+	for _, p := range content.Parts {
+		if p == nil || p.FunctionCall == nil {
+			continue
+		}
+		fc := p.FunctionCall
+		args, err := json.Marshal(fc.Args)
+		if err != nil {
+			return nil, fmt.Errorf("geminitools: arguments of the call of %q: %w", fc.Name, err)
+		}
+		out = append(out, toolset.ToolCall{ID: fc.ID, Name: fc.Name, Args: args})
+	}
+	return out, nil
+}
+
+// RunCalls runs the function calls of a model's content through the turn's
+// tools and returns a user content with one function response per call, in
+// call order, each with its call's ID and name; nil when there are no
+// calls. Calls run concurrently, at most [DefaultConcurrency] at a time
+// (see [MaxConcurrency]).
+//
+// A result is sent as {"output": ...}: a string as itself, any other value
+// as its JSON. An error the model should see ([toolset.ModelMessage]
+// reports true) is sent as {"error": "..."}. Any other error stops the run:
+// the calls still running are cancelled and a [*CallError] is returned.
+// Images and PDFs of a [*toolset.Content] result are sent as function
+// response parts; other media are described in the output text.
+func RunCalls(ctx context.Context, tools *toolset.Tools, content *genai.Content, opts ...Option) (*genai.Content, error) {
+	o := options{concurrency: DefaultConcurrency}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	calls, err := Calls(content)
+	if err != nil || len(calls) == 0 {
+		return nil, err
+	}
+	outcomes, err := callrun.Run(ctx, calls, o.concurrency, tools.Execute)
+	if err != nil {
+		return nil, fmt.Errorf("geminitools: %w", err)
+	}
+	out := &genai.Content{Role: genai.RoleUser, Parts: make([]*genai.Part, len(outcomes))}
+	for i, oc := range outcomes {
+		if out.Parts[i], err = responsePart(oc); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// ResponsePart returns the function response part for a call that the
+// application ran itself: the result, or the text of an error the model
+// should see. Any other error is returned, since it should stop the run.
+func ResponsePart(call toolset.ToolCall, result any, err error) (*genai.Part, error) {
+	oc := callrun.Outcome{Call: call, Result: result}
+	if err != nil {
+		msg, ok := toolset.ModelMessage(err)
+		if !ok {
+			return nil, fmt.Errorf("geminitools: %w", &CallError{Call: call, Err: err})
+		}
+		oc.Result, oc.IsError, oc.Message = nil, true, msg
+	}
+	return responsePart(oc)
+}
+
+// supported reports whether a function response can carry p as a part.
+func supported(p toolset.Part) bool {
+	media := strings.HasPrefix(p.MIMEType, "image/") || p.MIMEType == "application/pdf"
+	return media && (p.Data != nil || p.URI != "")
+}
+
+func responsePart(oc callrun.Outcome) (*genai.Part, error) {
+	fr := &genai.FunctionResponse{ID: oc.Call.ID, Name: oc.Call.Name}
+	if oc.IsError {
+		fr.Response = map[string]any{"error": oc.Message}
+		return &genai.Part{FunctionResponse: fr}, nil
+	}
+	var output any
+	if c, ok := oc.Result.(*toolset.Content); ok && c != nil {
+		segs, err := callrun.Segments(c, supported)
+		if err != nil {
+			return nil, fmt.Errorf("geminitools: tool call %s of %q: %w", oc.Call.ID, oc.Call.Name, err)
+		}
+		output = callrun.JoinText(segs)
+		for _, s := range segs {
+			switch {
+			case s.Media == nil:
+			case s.Media.Data != nil:
+				fr.Parts = append(fr.Parts, genai.NewFunctionResponsePartFromBytes(s.Media.Data, s.Media.MIMEType))
+			default:
+				fr.Parts = append(fr.Parts, genai.NewFunctionResponsePartFromURI(s.Media.URI, s.Media.MIMEType))
+			}
+		}
+	} else {
+		var err error
+		if output, err = outputValue(oc.Result); err != nil {
+			return nil, fmt.Errorf("geminitools: tool call %s of %q: %w", oc.Call.ID, oc.Call.Name, err)
+		}
+	}
+	fr.Response = map[string]any{"output": output}
+	return &genai.Part{FunctionResponse: fr}, nil
+}
+
+// outputValue returns a result as the value of the "output" field: a
+// string as itself, anything else as the JSON value toolset.ResultText
+// renders it to (or that text, if it is not JSON).
+func outputValue(result any) (any, error) {
+	text, err := toolset.ResultText(result)
+	if err != nil {
+		return nil, err
+	}
+	if _, isString := result.(string); isString {
+		return text, nil
+	}
+	var v any
+	if json.Unmarshal([]byte(text), &v) == nil {
+		return v, nil
+	}
+	return text, nil
+}

@@ -1,0 +1,208 @@
+package openaitools
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/callrun"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+)
+
+// CallTypeError reports a tool call of a kind this package does not run,
+// such as a call of a custom (free-form) tool the application declared
+// itself.
+type CallTypeError struct {
+	// ID is the call's ID.
+	ID string
+	// Type is the kind of call, such as "custom".
+	Type string
+}
+
+// Error implements error.
+func (e *CallTypeError) Error() string {
+	return fmt.Sprintf("openaitools: tool call %s is of type %q; only function calls are run, handle the others before calling this package", e.ID, e.Type)
+}
+
+// ChatCalls returns the function calls of a Chat Completions message as
+// tool calls. A call of any other type is an error ([*CallTypeError]),
+// never silently dropped.
+func ChatCalls(calls []openai.ChatCompletionMessageToolCallUnion) ([]toolset.ToolCall, error) {
+	out := make([]toolset.ToolCall, 0, len(calls))
+	for _, c := range calls {
+		if c.Type != "function" {
+			return nil, &CallTypeError{ID: c.ID, Type: c.Type}
+		}
+		out = append(out, toolset.ToolCall{ID: c.ID, Name: c.Function.Name, Args: json.RawMessage(c.Function.Arguments)})
+	}
+	return out, nil
+}
+
+// RunChatCalls runs the tool calls of a Chat Completions message through
+// the turn's tools and returns one tool message per call, in call order,
+// each carrying its call's ID. Calls run concurrently, at most
+// [DefaultConcurrency] at a time (see [MaxConcurrency]).
+//
+// An error the model should see ([toolset.ModelMessage] reports true)
+// becomes the text of its call's tool message. Any other error stops the
+// run: the calls still running are cancelled and the error is returned,
+// naming the call. Before a call runs, null values of optional properties
+// whose schema does not accept null are removed from its arguments, since
+// a model in strict mode sends null for every property it leaves out.
+func RunChatCalls(ctx context.Context, tools *toolset.Tools, calls []openai.ChatCompletionMessageToolCallUnion, opts ...Option) ([]openai.ChatCompletionMessageParamUnion, error) {
+	tcs, err := ChatCalls(calls)
+	if err != nil {
+		return nil, err
+	}
+	outcomes, err := run(ctx, tools, tcs, apply(opts))
+	if err != nil {
+		return nil, err
+	}
+	msgs := make([]openai.ChatCompletionMessageParamUnion, len(outcomes))
+	for i, o := range outcomes {
+		if msgs[i], err = chatMessage(o); err != nil {
+			return nil, err
+		}
+	}
+	return msgs, nil
+}
+
+// ChatToolMessage returns the tool message for a call that the application
+// ran itself: the result as text, or the text of an error the model should
+// see. Any other error is returned, since it should stop the run.
+func ChatToolMessage(call toolset.ToolCall, result any, err error) (openai.ChatCompletionMessageParamUnion, error) {
+	o, err := outcome(call, result, err)
+	if err != nil {
+		return openai.ChatCompletionMessageParamUnion{}, err
+	}
+	return chatMessage(o)
+}
+
+func chatMessage(o callrun.Outcome) (openai.ChatCompletionMessageParamUnion, error) {
+	if o.IsError {
+		return openai.ToolMessage(o.Message, o.Call.ID), nil
+	}
+	// Chat Completions tool messages carry text only: media is described.
+	text, err := toolset.ResultText(o.Result)
+	if err != nil {
+		return openai.ChatCompletionMessageParamUnion{}, fmt.Errorf("openaitools: tool call %s of %q: %w", o.Call.ID, o.Call.Name, err)
+	}
+	return openai.ToolMessage(text, o.Call.ID), nil
+}
+
+// ResponseCalls returns the function calls among the output items of a
+// Responses API response, in order. Other items (messages, reasoning,
+// built-in tool calls) are not tool calls of this package and are skipped.
+func ResponseCalls(items []responses.ResponseOutputItemUnion) []toolset.ToolCall {
+	var out []toolset.ToolCall
+	for _, it := range items {
+		if it.Type != "function_call" {
+			continue
+		}
+		fc := it.AsFunctionCall()
+		out = append(out, toolset.ToolCall{ID: fc.CallID, Name: fc.Name, Args: json.RawMessage(fc.Arguments)})
+	}
+	return out
+}
+
+// RunResponseCalls runs the function calls among the output items of a
+// Responses API response, as [RunChatCalls] does, and returns one
+// function_call_output input item per call, in call order. Images of a
+// [*toolset.Content] result are sent as input_image parts; other media are
+// described in text.
+func RunResponseCalls(ctx context.Context, tools *toolset.Tools, items []responses.ResponseOutputItemUnion, opts ...Option) ([]responses.ResponseInputItemUnionParam, error) {
+	outcomes, err := run(ctx, tools, ResponseCalls(items), apply(opts))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]responses.ResponseInputItemUnionParam, len(outcomes))
+	for i, o := range outcomes {
+		if out[i], err = responseOutput(o); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// ResponseOutput returns the function_call_output item for a call that the
+// application ran itself; see [ChatToolMessage].
+func ResponseOutput(call toolset.ToolCall, result any, err error) (responses.ResponseInputItemUnionParam, error) {
+	o, err := outcome(call, result, err)
+	if err != nil {
+		return responses.ResponseInputItemUnionParam{}, err
+	}
+	return responseOutput(o)
+}
+
+// responseImageTypes are the image types the Responses API takes.
+var responseImageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
+
+func responseImage(p toolset.Part) bool {
+	if !responseImageTypes[p.MIMEType] {
+		return false
+	}
+	return p.Data != nil || strings.HasPrefix(p.URI, "https://") || strings.HasPrefix(p.URI, "http://")
+}
+
+func responseOutput(o callrun.Outcome) (responses.ResponseInputItemUnionParam, error) {
+	item := &responses.ResponseInputItemFunctionCallOutputParam{CallID: openai.String(o.Call.ID)}
+	if o.IsError {
+		item.Output.OfString = openai.String(o.Message)
+		return responses.ResponseInputItemUnionParam{OfFunctionCallOutput: item}, nil
+	}
+	segs, err := callrun.Segments(o.Result, responseImage)
+	if err != nil {
+		return responses.ResponseInputItemUnionParam{}, fmt.Errorf("openaitools: tool call %s of %q: %w", o.Call.ID, o.Call.Name, err)
+	}
+	if !callrun.HasMedia(segs) {
+		item.Output.OfString = openai.String(callrun.JoinText(segs))
+		return responses.ResponseInputItemUnionParam{OfFunctionCallOutput: item}, nil
+	}
+	list := make(responses.ResponseFunctionCallOutputItemListParam, 0, len(segs))
+	for _, s := range segs {
+		if s.Media == nil {
+			list = append(list, responses.ResponseFunctionCallOutputItemUnionParam{OfInputText: &responses.ResponseInputTextContentParam{Text: s.Text}})
+			continue
+		}
+		url := s.Media.URI
+		if s.Media.Data != nil {
+			url = "data:" + s.Media.MIMEType + ";base64," + base64.StdEncoding.EncodeToString(s.Media.Data)
+		}
+		list = append(list, responses.ResponseFunctionCallOutputItemUnionParam{OfInputImage: &responses.ResponseInputImageContentParam{ImageURL: openai.String(url)}})
+	}
+	item.Output.OfResponseFunctionCallOutputItemArray = list
+	return responses.ResponseInputItemUnionParam{OfFunctionCallOutput: item}, nil
+}
+
+// outcome classifies the result of a call the application ran itself.
+func outcome(call toolset.ToolCall, result any, err error) (callrun.Outcome, error) {
+	o := callrun.Outcome{Call: call, Result: result}
+	if err != nil {
+		msg, ok := toolset.ModelMessage(err)
+		if !ok {
+			return o, fmt.Errorf("openaitools: %w", &callrun.CallError{Call: call, Err: err})
+		}
+		o.Result, o.IsError, o.Message = nil, true, msg
+	}
+	return o, nil
+}
+
+// run runs one turn's calls through tools.
+func run(ctx context.Context, tools *toolset.Tools, calls []toolset.ToolCall, o options) ([]callrun.Outcome, error) {
+	out, err := callrun.Run(ctx, calls, o.concurrency, func(ctx context.Context, call toolset.ToolCall) (any, error) {
+		if t, ok := tools.Lookup(call.Name); ok {
+			if params, err := t.ParametersJSON(); err == nil {
+				call.Args = dropNulls(params, call.Args)
+			}
+		}
+		return tools.Execute(ctx, call)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("openaitools: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,153 @@
+package openaitools
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/callrun"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/responses"
+)
+
+// DefaultConcurrency is how many tool calls of one turn run at once unless
+// [MaxConcurrency] says otherwise.
+const DefaultConcurrency = 8
+
+// CallError is a tool call whose error should stop the run. It wraps the
+// error the call returned (a *toolset.ToolError, a *toolset.PanicError, ...).
+type CallError = callrun.CallError
+
+// Option configures the conversion of tools and the running of calls. Each
+// function of this package reads the options that concern it, so one list
+// of options can be passed to all of them.
+type Option func(*options)
+
+type options struct {
+	strict      bool
+	concurrency int
+}
+
+func apply(opts []Option) options {
+	o := options{concurrency: DefaultConcurrency}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o
+}
+
+// Strict sends every tool in OpenAI's strict mode, with its parameter schema
+// rewritten to the subset strict mode accepts: every property required, the
+// optional ones made nullable, additionalProperties false on every object,
+// unsupported keywords that only narrow what is valid removed (the tool
+// still checks them). A schema that cannot be made strict makes
+// [ChatTools] and [ResponseTools] fail with a [*StrictError].
+func Strict() Option { return func(o *options) { o.strict = true } }
+
+// MaxConcurrency sets how many tool calls of one turn run at once; 1 runs
+// them one after another. Values below 1 make the run functions fail.
+func MaxConcurrency(n int) Option { return func(o *options) { o.concurrency = n } }
+
+// function is one tool as OpenAI is sent it.
+type function struct {
+	name, description string
+	params            map[string]any
+	strict            bool
+}
+
+// functions converts the turn's tools, reporting every tool that cannot be
+// sent.
+func functions(tools *toolset.Tools, o options) ([]function, error) {
+	out := make([]function, 0, tools.Len())
+	var errs []error
+	for t := range tools.All() {
+		f, err := convert(t, o)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, f)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+func convert(t toolset.Tool, o options) (function, error) {
+	raw, err := t.ParametersJSON()
+	if err != nil {
+		return function{}, fmt.Errorf("openaitools: tool %q: %w", t.Name, err)
+	}
+	fs, err := schemas.fields(raw, o.strict)
+	if err != nil {
+		var se *StrictError
+		if errors.As(err, &se) {
+			named := *se
+			named.Tool = t.Name
+			return function{}, &named
+		}
+		return function{}, fmt.Errorf("openaitools: tool %q: %w", t.Name, err)
+	}
+	params := make(map[string]any, len(fs))
+	for _, f := range fs {
+		params[f.key] = f.val
+	}
+	return function{name: t.Name, description: t.Description, params: params, strict: o.strict}, nil
+}
+
+func optString(s string) param.Opt[string] {
+	if s == "" {
+		return param.Opt[string]{}
+	}
+	return openai.String(s)
+}
+
+// ChatTools returns the turn's tools as Chat Completions tool params, in the
+// order the model is sent them. Each parameter schema is sent as
+// [toolset.Tool.ParametersJSON] gives it, or in its strict form with
+// [Strict]. Every tool that cannot be sent is reported, the errors joined.
+// Tool names need no check here: OpenAI's rule is the one
+// [toolset.BuildTools] enforces.
+func ChatTools(tools *toolset.Tools, opts ...Option) ([]openai.ChatCompletionToolUnionParam, error) {
+	fs, err := functions(tools, apply(opts))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]openai.ChatCompletionToolUnionParam, len(fs))
+	for i, f := range fs {
+		def := openai.FunctionDefinitionParam{
+			Name:        f.name,
+			Description: optString(f.description),
+			Parameters:  f.params,
+		}
+		if f.strict {
+			def.Strict = openai.Bool(true)
+		}
+		out[i] = openai.ChatCompletionFunctionTool(def)
+	}
+	return out, nil
+}
+
+// ResponseTools returns the turn's tools as Responses API function tools, in
+// the order the model is sent them; see [ChatTools]. The Responses API
+// requires the strict flag, which is false unless [Strict] is given.
+func ResponseTools(tools *toolset.Tools, opts ...Option) ([]responses.ToolUnionParam, error) {
+	fs, err := functions(tools, apply(opts))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]responses.ToolUnionParam, len(fs))
+	for i, f := range fs {
+		out[i] = responses.ToolUnionParam{OfFunction: &responses.FunctionToolParam{
+			Name:        f.name,
+			Description: optString(f.description),
+			Parameters:  f.params,
+			Strict:      openai.Bool(f.strict),
+		}}
+	}
+	return out, nil
+}

@@ -1,0 +1,19 @@
+// Package toolsettest helps test tool registries without a model.
+//
+// A registry is tested the way a model meets it: build the turn's tools
+// under a run context ([NewRun] makes one: role, tenant, values,
+// dependencies), then check what the model would be sent and what its calls
+// would do.
+//
+//   - [AssertGolden] compares the model-visible tool list (names,
+//     descriptions, parameter schemas, in order) with a golden file, and
+//     rewrites the file when the tests run with -update;
+//   - [AssertNames], [AssertSchema], [AssertConflicts] and
+//     [AssertInvalidNames] check one aspect each, with readable failures;
+//   - [Record] wraps a toolset so every call is recorded with its
+//     arguments, result and error;
+//   - [Fake] is a tool with scripted results that counts its calls.
+//
+// The -update flag is registered by this package; a test package that
+// defines its own flag named "update" cannot import it.
+package toolsettest

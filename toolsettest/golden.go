@@ -1,0 +1,115 @@
+package toolsettest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gotoolset/toolset"
+)
+
+var update = flag.Bool("update", false, "rewrite toolsettest golden files with the current tool lists")
+
+// Build builds the turn's tools from entries as [toolset.BuildTools] does,
+// for the agent named by ctx's run context (or "test-agent"), and fails the
+// test at once if the build fails.
+func Build(t testing.TB, ctx context.Context, entries ...toolset.Toolset) *toolset.Tools {
+	t.Helper()
+	agent := toolset.FromContext(ctx).Agent
+	if agent == "" {
+		agent = defaultAgent
+	}
+	tools, err := toolset.BuildTools(ctx, agent, entries...)
+	if err != nil {
+		t.Fatalf("toolsettest: building the tools: %v", err)
+	}
+	return tools
+}
+
+// modelTool is one tool as a model sees it.
+type modelTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// ModelView returns the tools as the model sees them, in order: name,
+// description and parameter schema of each, as indented JSON ending in a
+// newline. It is what golden files hold. Metadata and result schemas are
+// not sent to a model and are left out.
+func ModelView(tools *toolset.Tools) ([]byte, error) {
+	list := make([]modelTool, 0, tools.Len())
+	for t := range tools.All() {
+		params, err := t.ParametersJSON()
+		if err != nil {
+			return nil, fmt.Errorf("toolsettest: tool %q: %w", t.Name, err)
+		}
+		list = append(list, modelTool{t.Name, t.Description, params})
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(list); err != nil {
+		return nil, fmt.Errorf("toolsettest: encoding the tool list: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// AssertGolden compares the tools as the model sees them ([ModelView]) with
+// the golden file at path, and reports a line diff when they differ. Run
+// the tests with -update to write the file instead:
+//
+//	go test ./agent -run TestAgentTools -update
+//
+// It reports whether the tools match.
+func AssertGolden(t testing.TB, path string, tools *toolset.Tools) bool {
+	t.Helper()
+	got, err := ModelView(tools)
+	if err != nil {
+		t.Errorf("%v", err)
+		return false
+	}
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Errorf("toolsettest: %v", err)
+			return false
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Errorf("toolsettest: %v", err)
+			return false
+		}
+		t.Logf("toolsettest: wrote %s", path)
+		return true
+	}
+	want, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("toolsettest: golden file %s does not exist; create it with\n\tgo test -run '^%s$' -update", path, topName(t))
+		return false
+	}
+	if err != nil {
+		t.Errorf("toolsettest: %v", err)
+		return false
+	}
+	wantText := strings.ReplaceAll(string(want), "\r\n", "\n")
+	if wantText == string(got) {
+		return true
+	}
+	t.Errorf("toolsettest: the tools the model sees differ from %s:\n%s\nIf the change is intended, update the file with\n\tgo test -run '^%s$' -update",
+		path, lineDiff(path, wantText, "current tools", string(got)), topName(t))
+	return false
+}
+
+// topName is the name of the top-level test, which -run selects.
+func topName(t testing.TB) string {
+	name, _, _ := strings.Cut(t.Name(), "/")
+	return name
+}
