@@ -33,9 +33,7 @@ type decision struct {
 }
 
 func (rc *RunContext) decide(callID string, d decision) {
-	if rc.run == nil {
-		rc.run = &runState{}
-	}
+	rc.ensureRun()
 	s := rc.run
 	s.mu.Lock()
 	defer s.mu.Unlock()

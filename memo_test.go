@@ -3,6 +3,7 @@ package toolset_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/gotoolset/toolset"
@@ -42,4 +43,42 @@ func TestBuildToolsSteadyStateDoesNotScaleWithTools(t *testing.T) {
 	}
 	small, large := allocs(10), allocs(2000)
 	assert.Equal(t, small, large, "allocations per turn with 10 and 2,000 tools per toolset")
+}
+
+// A toolset of the caller's that returns the same tools every turn gets
+// the same memoisation as the toolsets of this package.
+func TestUserToolsetTurnsDoNotScaleWithTools(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation counts")
+	}
+	allocs := func(n int) float64 {
+		tools := make([]toolset.Tool, n)
+		for i := range tools {
+			tools[i] = toolset.NewTool(fmt.Sprint("t", i), "", func(context.Context, struct{}) (int, error) { return 0, nil })
+		}
+		tree := toolset.NewCombined(toolset.Prefix(listToolset{tools: tools}, "a"), toolset.NewFunction(echoTool("x")))
+		ctx := context.Background()
+		turn := func() {
+			got, err := toolset.BuildTools(ctx, "a", tree)
+			if err != nil || got.Len() != n+1 {
+				t.Fatalf("turn: %v", err)
+			}
+		}
+		turn()
+		return testing.AllocsPerRun(20, turn) - float64(1) // listToolset's own copy
+	}
+	assert.Equal(t, allocs(10), allocs(2000))
+}
+
+func TestSharedRunContextAttachedConcurrently(t *testing.T) {
+	rc := &toolset.RunContext{RunID: "shared"}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			ctx := toolset.NewContext(context.Background(), rc)
+			toolset.FromContext(ctx).Approve("c")
+			_ = rc.WithStep(1)
+		})
+	}
+	wg.Wait()
 }

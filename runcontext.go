@@ -55,9 +55,7 @@ func NewContext(ctx context.Context, rc *RunContext) context.Context {
 	if rc == nil {
 		rc = &RunContext{}
 	}
-	if rc.run == nil {
-		rc.run = &runState{}
-	}
+	rc.ensureRun()
 	return context.WithValue(ctx, runContextKey{}, rc)
 }
 
@@ -68,6 +66,19 @@ func FromContext(ctx context.Context) *RunContext {
 		return rc
 	}
 	return &RunContext{}
+}
+
+// runInit guards the creation of a run's bookkeeping, so one RunContext
+// may be attached by concurrent requests.
+var runInit sync.Mutex
+
+// ensureRun creates the run's bookkeeping if rc has none yet.
+func (rc *RunContext) ensureRun() {
+	runInit.Lock()
+	defer runInit.Unlock()
+	if rc.run == nil {
+		rc.run = &runState{}
+	}
 }
 
 // runOf returns the run state carried by ctx, or nil.
@@ -98,9 +109,7 @@ func (rc *RunContext) String(key string) string {
 // run's bookkeeping with rc (creating it first if rc has none yet), so every
 // step of a run sees the failures, reveals and approvals of the others.
 func (rc *RunContext) WithStep(step int) *RunContext {
-	if rc.run == nil {
-		rc.run = &runState{}
-	}
+	rc.ensureRun()
 	c := *rc
 	c.Step = step
 	return &c

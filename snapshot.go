@@ -51,6 +51,40 @@ func newSnapshot(tools []Tool) *snapshot { return &snapshot{tools: tools} }
 // emptySnapshot hosts the memo of joins without parts.
 var emptySnapshot = newSnapshot(nil)
 
+// reuseSnapshot returns a snapshot of tools that a toolset of the caller's
+// returned from GetTools. When the list is the same as the last one that
+// began with the same tool, the earlier snapshot is returned, so the
+// memoised work built on it (prefixed copies, joins, name indexes) is reused
+// turn after turn; comparing costs no allocation. The last list is kept on
+// the first tool's core.
+func reuseSnapshot(tools []Tool) *snapshot {
+	if len(tools) == 0 {
+		return emptySnapshot
+	}
+	c := tools[0].core
+	if c == nil {
+		return newSnapshot(tools)
+	}
+	if s := c.fresh.Load(); s != nil && sameTools(s.tools, tools) {
+		return s
+	}
+	s := newSnapshot(tools)
+	c.fresh.Store(s)
+	return s
+}
+
+func sameTools(a, b []Tool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !sameToolValue(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // nameIndex maps names to positions, and records the positions that need
 // attention in a turn: names that occur more than once, invalid names, and
 // tools with per-turn or per-run policies. For most snapshots all but the
@@ -187,7 +221,7 @@ func materialize(ctx context.Context, ts Toolset) (view, error) {
 		var tools []Tool
 		tools, err = ts.GetTools(ctx)
 		if err == nil {
-			v, err = leafView(ctx, view{snap: newSnapshot(tools)})
+			v, err = leafView(ctx, view{snap: reuseSnapshot(tools)})
 		}
 	}
 	if err != nil {

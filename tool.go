@@ -86,6 +86,7 @@ type toolCore struct {
 
 	edited editedValidators
 	solo   atomic.Pointer[snapshot] // the tool as a toolset of one, for memoisation
+	fresh  atomic.Pointer[snapshot] // the last list from a caller's toolset that began with this tool
 
 	policies
 }
