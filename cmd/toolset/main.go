@@ -28,7 +28,9 @@ import (
 	"time"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/mcptoolset"
 	"github.com/gotoolset/toolset/toolpkg"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 const usage = `usage: toolset <command> [arguments]
@@ -44,8 +46,8 @@ Commands:
         validate, run discovery (<executable> --schema) and print each tool
   call ZIP TOOL JSON [--config KEY=VALUE]... [--sandbox MODE] [--name NAME]
         run one tool with the JSON arguments and print its result
-  serve ZIP
-        (planned) serve a package's tools over MCP on stdio; not available yet
+  serve ZIP [--config KEY=VALUE]... [--sandbox MODE] [--name NAME]
+        serve the package's tools as an MCP server over stdin and stdout
 
 Sandbox modes: auto (default: the strongest that works here), bwrap, prlimit, direct.
 Exit codes: 0 success, 1 failure, 2 bad usage.
@@ -350,25 +352,9 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer s.close()
-	fields := map[string]toolpkg.ConfigField{}
-	for _, t := range s.info.Tools {
-		for _, f := range t.Config {
-			fields[f.Key] = f
-		}
-	}
-	config := map[string]any{}
-	for _, kv := range cfg {
-		k, v, _ := strings.Cut(kv, "=")
-		f, ok := fields[k]
-		if !ok {
-			config[k] = v // reported as an unknown key below
-			continue
-		}
-		val, err := toolpkg.ParseConfigValue(f, v)
-		if err != nil {
-			return usagef("--config %v", err)
-		}
-		config[k] = val
+	config, err := s.config(cfg)
+	if err != nil {
+		return err
 	}
 	tool := pos[1]
 	if !strings.HasPrefix(tool, s.name+"__") {
@@ -399,11 +385,73 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return nil
 }
 
-// cmdServe is where serving a package's tools over MCP (stdio) will go.
+// config turns --config KEY=VALUE flags into configuration values, typed
+// by the package's config schema; unknown keys are passed on for the
+// toolset to report.
+func (s *session) config(cfg configFlags) (map[string]any, error) {
+	fields := map[string]toolpkg.ConfigField{}
+	for _, t := range s.info.Tools {
+		for _, f := range t.Config {
+			fields[f.Key] = f
+		}
+	}
+	config := map[string]any{}
+	for _, kv := range cfg {
+		k, v, _ := strings.Cut(kv, "=")
+		f, ok := fields[k]
+		if !ok {
+			config[k] = v // reported as an unknown key below
+			continue
+		}
+		val, err := toolpkg.ParseConfigValue(f, v)
+		if err != nil {
+			return nil, usagef("--config %v", err)
+		}
+		config[k] = val
+	}
+	return config, nil
+}
+
+// cmdServe serves the package's tools as an MCP server on stdio, until the
+// client disconnects or the process is interrupted. Logs go to stderr, since
+// stdout carries the protocol.
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	if _, err := parse(fs, args, 1, "ZIP"); err != nil {
+	var cfg configFlags
+	fs.Var(&cfg, "config", "a configuration value KEY=VALUE (repeat it)")
+	mode := fs.String("sandbox", "auto", "sandbox mode")
+	name := fs.String("name", "", "toolset name (default: from the zip's file name)")
+	pos, err := parse(fs, args, 1, "ZIP")
+	if err != nil {
 		return err
 	}
-	return errors.New("serving a package over MCP is not implemented yet; use inspect or call")
+	s, err := openPackage(ctx, pos[0], *name, *mode, stderr)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	config, err := s.config(cfg)
+	if err != nil {
+		return err
+	}
+	ts := s.store.Toolset(s.name, config)
+	// Check the configuration now rather than on the client's first request.
+	if _, err := toolset.BuildTools(ctx, s.name, ts); err != nil {
+		return err
+	}
+	srv := mcptoolset.NewServer(ts,
+		mcptoolset.WithImplementation(&mcp.Implementation{Name: s.name, Version: fmt.Sprint(s.info.Version)}),
+		mcptoolset.WithAgent(s.name))
+	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+	if ctx.Err() != nil {
+		return nil // interrupted: a normal way to stop serving
+	}
+	return err
 }
+
+// stdin is the input of serve; tests replace it.
+var stdin io.Reader = os.Stdin
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

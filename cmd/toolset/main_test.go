@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/mcptoolset"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -69,7 +72,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"call", "a.zip", "tool", "{}", "--config", "novalue"}, 2, `--config "novalue": expected KEY=VALUE`},
 		{[]string{"inspect", "--sandbox", "chroot", "a.zip"}, 2, `unknown sandbox mode "chroot"`},
 		{[]string{"inspect", "--bogus", "a.zip"}, 2, "flag provided but not defined: -bogus"},
-		{[]string{"serve", "a.zip"}, 1, "serving a package over MCP is not implemented yet"},
+		{[]string{"serve", "missing.zip"}, 1, "no such file"},
+		{[]string{"serve"}, 2, "ZIP"},
 		{[]string{"validate", "/does/not/exist.zip"}, 1, "no such file or directory"},
 	}
 	for _, tt := range tests {
@@ -175,4 +179,21 @@ func TestBuiltBinary(t *testing.T) {
 	err = exec.Command(bin).Run()
 	require.ErrorAs(t, err, &ee)
 	assert.Equal(t, 2, ee.ExitCode())
+
+	// serve: an MCP client starts the command and uses its tools.
+	served := mcptoolset.NewCommand(exec.Command(bin, "serve", zip, "--sandbox", "direct"), mcptoolset.WithName("weather"))
+	defer served.Close()
+	ctx := context.Background()
+	tools, err := toolset.BuildTools(ctx, "client", served.Prefixed("remote"))
+	require.NoError(t, err)
+	assert.Contains(t, tools.Names(), "remote_weather-tools__echo")
+	res, err := tools.Call(ctx, "remote_weather-tools__echo", json.RawMessage(`{"text":"over MCP"}`))
+	require.NoError(t, err)
+	text, err := toolset.ResultText(res)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(text, "hello, over MCP"), text)
+	_, err = tools.Call(ctx, "remote_weather-tools__fail", json.RawMessage(`{}`))
+	_, forModel := toolset.ModelMessage(err)
+	assert.True(t, forModel, "a tool's error reaches the client as a result the model sees: %v", err)
+	require.NoError(t, served.Close())
 }
