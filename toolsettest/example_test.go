@@ -46,7 +46,7 @@ func ExampleRecord() {
 	}
 	// Output:
 	// add_note {"text":"buy milk"} -> saved, <nil> (role editor)
-	// add_note {"text":""} -> <nil>, toolset: tool "add_note": toolset: retry requested: the note is empty (role editor)
+	// add_note {"text":""} -> <nil>, toolset: retry requested: the note is empty (role editor)
 }
 
 // A fake tool with scripted results, to test an agent loop's handling of

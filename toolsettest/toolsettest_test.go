@@ -261,8 +261,12 @@ func TestRecorder(t *testing.T) {
 	assert.NoError(t, calls[0].Err)
 	assert.Equal(t, "admin", calls[0].Run.String("role"))
 	assert.ErrorContains(t, calls[1].Err, "the SQL is empty")
-	assert.EqualError(t, calls[2].Err, plainRun.Error())
-	assert.ErrorAs(t, calls[3].Err, &pe)
+	var te *toolset.ToolError
+	require.ErrorAs(t, runErr, &te)
+	assert.Equal(t, te.Err, calls[2].Err, "the recorder sees the handler's own error")
+	require.ErrorAs(t, calls[3].Err, &pe)
+	assert.Equal(t, "boom", pe.Value)
+	assert.Equal(t, "explode", pe.Tool)
 	assert.Len(t, rec.CallsTo("query"), 3)
 	rec.Reset()
 	assert.Empty(t, rec.Calls())
@@ -288,8 +292,7 @@ func TestRecorderLooksLikeTheWrappedToolset(t *testing.T) {
 	rv, _ := ModelView(recorded)
 	assert.Equal(t, string(pv), string(rv))
 
-	again := Build(t, ctx, rec)
-	assert.True(t, again.List()[0].Same(b), "later turns reuse the recording tool")
+	assert.True(t, b.Same(a), "the recorded tool is the wrapped tool, with its state")
 
 	assert.Equal(t, "db", rec.Label())
 	text, err := toolset.Instructions(ctx, rec)
