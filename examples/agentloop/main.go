@@ -1,7 +1,9 @@
 // Command agentloop is a complete agent loop on the OpenAI Chat Completions
 // API: tools built per turn with toolset.BuildTools, parallel tool calls run
 // through the turn's set, a bad-argument error fed back to the model, and
-// the model's final answer.
+// the model's final answer. Conversions of large amounts wait for the
+// user's approval, and a tool that keeps failing leaves the list once its
+// retry budget is spent.
 //
 // By default it talks to a scripted model served in-process on 127.0.0.1,
 // so it runs with no API key and no network. With OPENAI_API_KEY set it
@@ -29,6 +31,7 @@ import (
 	"github.com/gotoolset/toolset/provider/openaitools"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"golang.org/x/sync/errgroup"
 )
 
 const question = "I'm going to Lisbon and Porto with 250 EUR. What's the weather in both, and how much is my money in USD?"
@@ -68,7 +71,17 @@ func travelTools() []toolset.Toolset {
 			}
 			v := in.Amount / rates[in.From] * rates[in.To]
 			return fmt.Sprintf("%.2f %s = %.2f %s", in.Amount, in.From, math.Round(v*100)/100, in.To), nil
-		})
+		},
+		// Two failed steps and the model must do without the tool.
+		toolset.WithMaxRetries(2),
+		// Converting more than 200 needs the user's OK.
+		toolset.WithApproval(func(_ context.Context, _ toolset.Tool, args json.RawMessage) (bool, error) {
+			var in ConvertArgs
+			if err := json.Unmarshal(args, &in); err != nil {
+				return false, nil // the call fails validation anyway
+			}
+			return in.Amount > 200, nil
+		}))
 	// Refunds are for support staff only: a filter reads the caller's role
 	// from the run context each turn, so the traveller never sees the tool.
 	refund := toolset.NewFunction(toolset.NewTool("refund_booking", "Refund a booking.",
@@ -157,7 +170,7 @@ func run(ctx context.Context, out io.Writer, client openai.Client, model string)
 			fmt.Fprintf(out, "  -> %s %s %s\n", c.ID, c.Function.Name, c.Function.Arguments)
 		}
 		start := time.Now()
-		results, err := openaitools.RunChatCalls(turn, tools, msg.ToolCalls)
+		results, err := runCalls(turn, out, rc, tools, msg.ToolCalls)
 		if err != nil {
 			return "", err // an error that should stop the run
 		}
@@ -169,6 +182,34 @@ func run(ctx context.Context, out io.Writer, client openai.Client, model string)
 		messages = append(messages, results...)
 	}
 	return "", errors.New("no answer after 6 turns")
+}
+
+// runCalls runs a turn's tool calls side by side. A call that needs the
+// user's approval is put to the user (here, approved on the spot), the
+// answer is recorded in the run context, and the call runs again.
+func runCalls(ctx context.Context, out io.Writer, rc *toolset.RunContext, tools *toolset.Tools, calls []openai.ChatCompletionMessageToolCallUnion) ([]openai.ChatCompletionMessageParamUnion, error) {
+	parsed, err := openaitools.ChatCalls(calls)
+	if err != nil {
+		return nil, err
+	}
+	results := make([]openai.ChatCompletionMessageParamUnion, len(parsed))
+	g, gctx := errgroup.WithContext(ctx)
+	for i, call := range parsed {
+		g.Go(func() error {
+			res, err := tools.Execute(gctx, call)
+			if pending, ok := errors.AsType[*toolset.ApprovalRequiredError](err); ok {
+				fmt.Fprintf(out, "  ?? %s %s %s needs the user's approval: approved\n", pending.Call.ID, pending.Call.Name, pending.Call.Args)
+				rc.Approve(pending.Call.ID)
+				res, err = tools.Execute(gctx, call)
+			}
+			results[i], err = openaitools.ChatToolMessage(call, res, err)
+			return err // only an error that should stop the run
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return results, nil
 }
 
 func plural(n int, word string) string {

@@ -32,6 +32,7 @@ func TestRunScripted(t *testing.T) {
 	transcript := out.String()
 	assert.Contains(t, transcript, "turn 1: tools offered: get_weather, convert_currency\n", "refund_booking is hidden from travellers")
 	assert.Contains(t, transcript, "  <- call_convert invalid arguments for tool \"convert_currency\":\n     - \"amount\": expected number")
+	assert.Contains(t, transcript, "  ?? call_convert_2 convert_currency {\"amount\":250,\"from\":\"EUR\",\"to\":\"USD\"} needs the user's approval: approved\n")
 	assert.Contains(t, transcript, "  <- call_convert_2 250.00 EUR = 272.50 USD\n")
 	// The two weather calls ran at once: the turn took one pause, not two.
 	m := regexp.MustCompile(`\(3 calls in ([0-9.]+)s\)`).FindStringSubmatch(transcript)
