@@ -177,3 +177,34 @@ func BenchmarkCallAllPolicies(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPolicy measures each policy alone, configured and not
+// triggered, to show where BenchmarkCallAllPolicies spends its time.
+func BenchmarkPolicy(b *testing.B) {
+	policies := []struct {
+		name string
+		opt  toolset.ToolOption
+	}{
+		{"none", nil},
+		{"cache-miss", toolset.WithCache(toolset.CachePolicy{ShouldCache: func(any) bool { return false }})},
+		{"rate-limit", toolset.WithRateLimit(toolset.RateLimit{Requests: 1 << 30, Interval: time.Second})},
+		{"timeout", toolset.WithTimeout(time.Minute, toolset.TimeoutTellModel)},
+		{"approval", toolset.WithApproval(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return false, nil })},
+		{"retries", toolset.WithMaxRetries(3)},
+	}
+	for _, p := range policies {
+		b.Run(p.name, func(b *testing.B) {
+			tools, err := toolset.BuildTools(context.Background(), "bench", toolset.NewTool("get_weather", "Weather.", benchHandler, p.opt))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tools.Call(ctx, "get_weather", benchCallArgs); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/gotoolset/toolset/internal/canonjson"
-	"golang.org/x/sync/singleflight"
 )
 
 // CacheScope says how widely a tool's cached results are shared.
@@ -101,17 +100,13 @@ func (c *toolCore) cached(ctx context.Context, t Tool, call ToolCall, rc *RunCon
 			return t.run(ctx, call, clock)
 		}
 	}
-	var key string
+	var l lookup
 	if cfg.policy.Key != nil {
-		k, err := cfg.policy.Key(ctx, call.Args)
+		key, err := cfg.policy.Key(ctx, call.Args)
 		if err != nil {
 			return nil, fmt.Errorf("toolset: tool %q: cache key: %w", call.Name, err)
 		}
-		key = k
-		if v, ok := store.get(key, clock); ok {
-			cfg.hits.Add(1)
-			return v, nil
-		}
+		l = store.lookup(nil, key, clock)
 	} else {
 		bp := keyBuffers.Get().(*[]byte)
 		buf, err := canonjson.Append((*bp)[:0], call.Args)
@@ -120,37 +115,50 @@ func (c *toolCore) cached(ctx context.Context, t Tool, call ToolCall, rc *RunCon
 			keyBuffers.Put(bp)
 			return t.run(ctx, call, clock)
 		}
-		v, ok := store.getBytes(buf, clock)
-		if ok {
-			*bp = buf
-			keyBuffers.Put(bp)
-			cfg.hits.Add(1)
-			return v, nil
-		}
-		key = string(buf)
+		l = store.lookup(buf, "", clock)
 		*bp = buf
 		keyBuffers.Put(bp)
 	}
+	if l.hit {
+		cfg.hits.Add(1)
+		return l.val, nil
+	}
 	cfg.misses.Add(1)
-	v, err, _ := store.flight.Do(key, func() (any, error) {
-		res, err := t.run(ctx, call, clock)
-		if err == nil && (cfg.policy.ShouldCache == nil || cfg.policy.ShouldCache(res)) {
-			store.put(key, res, clock)
+	if l.wait != nil {
+		// An identical call is running: share its result.
+		select {
+		case <-l.wait:
+			return l.flight.val, l.flight.err
+		case <-ctx.Done():
+			return nil, fmt.Errorf("toolset: tool %q: waiting for an identical call: %w", call.Name, ctx.Err())
 		}
-		return res, err
-	})
-	return v, err
+	}
+	var res any
+	var err error
+	defer func() {
+		keep := err == nil && (cfg.policy.ShouldCache == nil || cfg.policy.ShouldCache(res))
+		store.land(l.flight, res, err, keep, clock)
+	}()
+	res, err = t.run(ctx, call, clock)
+	return res, err
 }
 
 // resultCache is a bounded LRU of results with optional expiry and byte
 // budget. Entries form an intrusive doubly linked list, most recent first.
+//
+// It also keeps concurrent identical calls on a cold key to one run of the
+// handler, as golang.org/x/sync/singleflight would: the first caller puts a
+// pending entry in the map under the lock it already holds for the lookup,
+// and later callers wait for it to land. This costs one map write per miss
+// where a separate singleflight group costs a lock, a map and two
+// allocations, more than validating the arguments.
 type resultCache struct {
 	policy *CachePolicy
-	flight singleflight.Group
 
 	mu         sync.Mutex
-	items      map[string]*cacheEntry
+	items      map[string]*cacheEntry // stored entries and pending calls
 	head, tail *cacheEntry
+	count      int // stored entries
 	bytes      int
 }
 
@@ -160,74 +168,100 @@ type cacheEntry struct {
 	size       int
 	expires    time.Time
 	prev, next *cacheEntry
+
+	// A pending entry is a call still running; it is not in the list.
+	pending bool
+	done    chan struct{} // made when a second caller waits
+	err     error         // the call's error, for callers that waited
+}
+
+// lookup is the outcome of a cache lookup: a hit, a call to wait for, or
+// a call this caller must run (flight) and land.
+type lookup struct {
+	hit    bool
+	val    any
+	wait   <-chan struct{}
+	flight *cacheEntry
 }
 
 func newResultCache(p *CachePolicy) *resultCache {
 	return &resultCache{policy: p, items: make(map[string]*cacheEntry)}
 }
 
-func (rc *resultCache) get(key string, clock *callClock) (any, bool) {
+// lookup finds the key given as bytes (kb, not kept: no allocation on a
+// hit) or as a string (ks).
+func (rc *resultCache) lookup(kb []byte, ks string, clock *callClock) lookup {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	e, ok := rc.items[key]
-	return rc.hit(e, ok, clock)
-}
-
-// getBytes is get for a key in a buffer; the lookup allocates nothing.
-func (rc *resultCache) getBytes(key []byte, clock *callClock) (any, bool) {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	e, ok := rc.items[string(key)]
-	return rc.hit(e, ok, clock)
-}
-
-// hit finishes a lookup under the lock: it drops an expired entry and
-// marks a live one as most recently used.
-func (rc *resultCache) hit(e *cacheEntry, ok bool, clock *callClock) (any, bool) {
-	if !ok {
-		return nil, false
+	var e *cacheEntry
+	var ok bool
+	if kb != nil {
+		e, ok = rc.items[string(kb)]
+	} else {
+		e, ok = rc.items[ks]
 	}
-	if !e.expires.IsZero() && !clock.now().Before(e.expires) {
+	if ok && e.pending {
+		if e.done == nil {
+			e.done = make(chan struct{})
+		}
+		return lookup{wait: e.done, flight: e}
+	}
+	if ok && !e.expires.IsZero() && !clock.now().Before(e.expires) {
 		rc.remove(e)
-		return nil, false
+		ok = false
 	}
-	rc.unlink(e)
-	rc.pushFront(e)
-	return e.val, true
+	if ok {
+		rc.unlink(e)
+		rc.pushFront(e)
+		return lookup{hit: true, val: e.val}
+	}
+	if kb != nil {
+		ks = string(kb)
+	}
+	e = &cacheEntry{key: ks, pending: true}
+	rc.items[ks] = e
+	return lookup{flight: e}
 }
 
-func (rc *resultCache) put(key string, val any, clock *callClock) {
+// land ends the call of a pending entry: it stores the result if keep,
+// drops the entry otherwise, and wakes the callers waiting for it.
+func (rc *resultCache) land(e *cacheEntry, val any, err error, keep bool, clock *callClock) {
 	size := 0
-	if rc.policy.MaxBytes > 0 {
-		text, err := ResultText(val)
-		if err != nil {
-			return
-		}
+	if keep && rc.policy.MaxBytes > 0 {
+		text, terr := ResultText(val)
 		size = len(text)
-		if size > rc.policy.MaxBytes {
-			return
-		}
-	}
-	e := &cacheEntry{key: key, val: val, size: size}
-	if rc.policy.TTL > 0 {
-		e.expires = clock.now().Add(rc.policy.TTL)
+		keep = terr == nil && size <= rc.policy.MaxBytes
 	}
 	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	if old, ok := rc.items[key]; ok {
-		rc.remove(old)
+	e.pending, e.val, e.err = false, val, err
+	done := e.done
+	if keep {
+		e.size = size
+		if rc.policy.TTL > 0 {
+			e.expires = clock.now().Add(rc.policy.TTL)
+		}
+		rc.pushFront(e)
+		rc.count++
+		rc.bytes += size
+		for rc.tail != nil && (rc.count > rc.policy.MaxEntries || rc.policy.MaxBytes > 0 && rc.bytes > rc.policy.MaxBytes) {
+			rc.remove(rc.tail)
+		}
+	} else if rc.items[e.key] == e {
+		delete(rc.items, e.key)
 	}
-	rc.items[key] = e
-	rc.pushFront(e)
-	rc.bytes += size
-	for rc.tail != nil && (len(rc.items) > rc.policy.MaxEntries || rc.policy.MaxBytes > 0 && rc.bytes > rc.policy.MaxBytes) {
-		rc.remove(rc.tail)
+	rc.mu.Unlock()
+	if done != nil {
+		close(done)
 	}
 }
 
+// remove drops a stored entry.
 func (rc *resultCache) remove(e *cacheEntry) {
 	rc.unlink(e)
-	delete(rc.items, e.key)
+	if rc.items[e.key] == e {
+		delete(rc.items, e.key)
+	}
+	rc.count--
 	rc.bytes -= e.size
 }
 

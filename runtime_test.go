@@ -743,3 +743,31 @@ func TestDeferredToolConflictsOnlyOnceRevealed(t *testing.T) {
 	require.ErrorAs(t, err, &nce)
 	assert.Equal(t, []string{"Function#0", "tools[1] (standalone)"}, nce.Conflicts[0].Contributors)
 }
+
+func TestCacheWaiterHonoursItsContext(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	release := make(chan struct{})
+	started := make(chan struct{})
+	tool := toolset.NewTool("slow", "", func(_ context.Context, in lookupArgs) (int, error) {
+		close(started)
+		<-release
+		return in.ID, nil
+	}, toolset.WithCache(toolset.CachePolicy{}))
+	leader := make(chan error, 1)
+	go func() {
+		_, err := tool.Call(context.Background(), json.RawMessage(`{"id":1}`))
+		leader <- err
+	}()
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err := tool.Call(ctx, json.RawMessage(`{"id":1}`))
+	require.ErrorIs(t, err, context.DeadlineExceeded, "a caller waiting for an identical call gives up with its own context")
+	require.ErrorContains(t, err, "waiting for an identical call")
+	close(release)
+	require.NoError(t, <-leader)
+	got, err := tool.Call(context.Background(), json.RawMessage(`{"id":1}`))
+	require.NoError(t, err)
+	assert.Equal(t, 1, got)
+	assert.Equal(t, toolset.CacheStats{Hits: 1, Misses: 2}, tool.CacheStats())
+}
