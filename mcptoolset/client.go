@@ -859,3 +859,13 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (any
 	}
 	return content, nil
 }
+
+// schemaFromValue converts a schema that the MCP SDK decoded into Go values
+// (map[string]any and friends) into a *jsonschema.Schema.
+func schemaFromValue(v any) (*jsonschema.Schema, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("toolset: encoding the schema: %w", err)
+	}
+	return toolset.ParseSchema(b)
+}

@@ -601,10 +601,10 @@ func TestBadToolLists(t *testing.T) {
 	}{
 		"schema not an object": {func(res *mcp.ListToolsResult) {
 			res.Tools = append(res.Tools, &mcp.Tool{Name: "bad", InputSchema: "object"})
-		}, `tool "bad": input schema: mcptoolset: invalid JSON Schema: a schema is a JSON object or a boolean, not a string`},
+		}, `tool "bad": input schema: toolset: invalid JSON Schema: a schema is a JSON object or a boolean, not a string`},
 		"output schema not a schema": {func(res *mcp.ListToolsResult) {
 			res.Tools = append(res.Tools, &mcp.Tool{Name: "bad", InputSchema: map[string]any{"type": "object"}, OutputSchema: 5})
-		}, `tool "bad": output schema: mcptoolset: invalid JSON Schema`},
+		}, `tool "bad": output schema: toolset: invalid JSON Schema`},
 		"no schema": {func(res *mcp.ListToolsResult) {
 			res.Tools = append(res.Tools, &mcp.Tool{Name: "bad"})
 		}, `tool "bad" has no input schema`},

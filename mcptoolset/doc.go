@@ -39,7 +39,7 @@
 //
 // Each tool the server lists becomes a [toolset.Tool] with the server's
 // name, description and input schema, and its output schema as Returns. The
-// schemas are decoded with [ParseSchema], which keeps every keyword (vendor
+// schemas are decoded with [toolset.ParseSchema], which keeps every keyword (vendor
 // keywords, "definitions", draft-04 and draft-07 forms) rather than the
 // subset invopop's schema type knows, so arguments are validated against
 // exactly what the server declared before any request is sent. Metadata

@@ -3,6 +3,7 @@ package mcptoolset_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -155,4 +156,21 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// normalJSON decodes a JSON document keeping numbers as written, so that
+// two documents compare equal when they say the same thing.
+func normalJSON(t testing.TB, b []byte) any {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	require.NoError(t, dec.Decode(&v), "decoding %s", b)
+	return v
+}
+
+// requireSameJSON fails unless want and got are the same JSON document.
+func requireSameJSON(t testing.TB, want, got []byte) {
+	t.Helper()
+	require.Equal(t, normalJSON(t, want), normalJSON(t, got), "want %s\n got %s", want, got)
 }

@@ -10,8 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/invopop/jsonschema"
-	orderedmap "github.com/pb33f/ordered-map/v2"
+	"github.com/gotoolset/toolset"
 	sjs "github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -153,7 +152,7 @@ func checkParameters(raw json.RawMessage) (json.RawMessage, error) {
 	if _, err := c.Compile("mem:///parameters.json"); err != nil {
 		return nil, fmt.Errorf("invalid JSON Schema: %v", err)
 	}
-	if _, err := schemaFromJSON(raw); err != nil {
+	if _, err := toolset.ParseSchema(raw); err != nil {
 		return nil, err
 	}
 	var buf bytes.Buffer
@@ -253,163 +252,6 @@ func orderedObject(raw json.RawMessage) ([]string, []json.RawMessage, error) {
 		return nil, nil, errors.New("trailing data after the object")
 	}
 	return keys, vals, nil
-}
-
-// schemaFromJSON converts a JSON Schema document into a *jsonschema.Schema
-// that encodes back to the same document: keywords the struct has no field
-// for (and a "type" given as a list) are kept in Extras, and the order of
-// properties is kept.
-func schemaFromJSON(raw json.RawMessage) (*jsonschema.Schema, error) {
-	return convertSchema(raw, 0)
-}
-
-const maxSchemaDepth = 64
-
-var (
-	singleSchemaKeys = map[string]func(*jsonschema.Schema, *jsonschema.Schema){
-		"not":                  func(s, v *jsonschema.Schema) { s.Not = v },
-		"if":                   func(s, v *jsonschema.Schema) { s.If = v },
-		"then":                 func(s, v *jsonschema.Schema) { s.Then = v },
-		"else":                 func(s, v *jsonschema.Schema) { s.Else = v },
-		"items":                func(s, v *jsonschema.Schema) { s.Items = v },
-		"contains":             func(s, v *jsonschema.Schema) { s.Contains = v },
-		"additionalProperties": func(s, v *jsonschema.Schema) { s.AdditionalProperties = v },
-		"propertyNames":        func(s, v *jsonschema.Schema) { s.PropertyNames = v },
-		"contentSchema":        func(s, v *jsonschema.Schema) { s.ContentSchema = v },
-	}
-	listSchemaKeys = map[string]func(*jsonschema.Schema, []*jsonschema.Schema){
-		"allOf":       func(s *jsonschema.Schema, v []*jsonschema.Schema) { s.AllOf = v },
-		"anyOf":       func(s *jsonschema.Schema, v []*jsonschema.Schema) { s.AnyOf = v },
-		"oneOf":       func(s *jsonschema.Schema, v []*jsonschema.Schema) { s.OneOf = v },
-		"prefixItems": func(s *jsonschema.Schema, v []*jsonschema.Schema) { s.PrefixItems = v },
-	}
-	mapSchemaKeys = map[string]func(*jsonschema.Schema, map[string]*jsonschema.Schema){
-		"$defs":             func(s *jsonschema.Schema, v map[string]*jsonschema.Schema) { s.Definitions = v },
-		"dependentSchemas":  func(s *jsonschema.Schema, v map[string]*jsonschema.Schema) { s.DependentSchemas = v },
-		"patternProperties": func(s *jsonschema.Schema, v map[string]*jsonschema.Schema) { s.PatternProperties = v },
-	}
-	// plainKeys are the keywords of jsonschema.Schema that hold no schema.
-	plainKeys = map[string]bool{
-		"$schema": true, "$id": true, "$anchor": true, "$ref": true, "$dynamicRef": true, "$comment": true,
-		"enum": true, "const": true, "multipleOf": true, "maximum": true, "exclusiveMaximum": true,
-		"minimum": true, "exclusiveMinimum": true, "maxLength": true, "minLength": true, "pattern": true,
-		"maxItems": true, "minItems": true, "uniqueItems": true, "maxContains": true, "minContains": true,
-		"maxProperties": true, "minProperties": true, "required": true, "dependentRequired": true,
-		"format": true, "contentEncoding": true, "contentMediaType": true, "title": true,
-		"description": true, "default": true, "deprecated": true, "readOnly": true, "writeOnly": true,
-		"examples": true,
-	}
-)
-
-func convertSchema(raw json.RawMessage, depth int) (*jsonschema.Schema, error) {
-	if depth > maxSchemaDepth {
-		return nil, fmt.Errorf("nested more than %d levels deep", maxSchemaDepth)
-	}
-	switch string(bytes.TrimSpace(raw)) {
-	case "true":
-		t := *jsonschema.TrueSchema
-		return &t, nil
-	case "false":
-		f := *jsonschema.FalseSchema
-		return &f, nil
-	}
-	keys, vals, err := orderedObject(raw)
-	if err != nil {
-		return nil, fmt.Errorf("a schema must be an object or a boolean (%v)", err)
-	}
-	s := &jsonschema.Schema{}
-	plain := map[string]json.RawMessage{}
-	for i, k := range keys {
-		v := vals[i]
-		switch {
-		case k == "type":
-			var t string
-			if json.Unmarshal(v, &t) == nil {
-				s.Type = t
-			} else {
-				setExtra(s, k, v)
-			}
-		case k == "properties":
-			names, subs, err := orderedObject(v)
-			if err != nil {
-				return nil, fmt.Errorf("properties: %v", err)
-			}
-			om := orderedmap.New[string, *jsonschema.Schema]()
-			for j, name := range names {
-				sub, err := convertSchema(subs[j], depth+1)
-				if err != nil {
-					return nil, fmt.Errorf("properties.%s: %w", name, err)
-				}
-				om.Set(name, sub)
-			}
-			s.Properties = om
-		case singleSchemaKeys[k] != nil:
-			sub, err := convertSchema(v, depth+1)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", k, err)
-			}
-			singleSchemaKeys[k](s, sub)
-		case listSchemaKeys[k] != nil:
-			var items []json.RawMessage
-			if err := json.Unmarshal(v, &items); err != nil {
-				return nil, fmt.Errorf("%s: must be a list of schemas", k)
-			}
-			list := make([]*jsonschema.Schema, len(items))
-			for j, it := range items {
-				if list[j], err = convertSchema(it, depth+1); err != nil {
-					return nil, fmt.Errorf("%s[%d]: %w", k, j, err)
-				}
-			}
-			listSchemaKeys[k](s, list)
-		case mapSchemaKeys[k] != nil:
-			var m map[string]json.RawMessage
-			if err := json.Unmarshal(v, &m); err != nil {
-				return nil, fmt.Errorf("%s: must be an object of schemas", k)
-			}
-			out := make(map[string]*jsonschema.Schema, len(m))
-			for name, it := range m {
-				if out[name], err = convertSchema(it, depth+1); err != nil {
-					return nil, fmt.Errorf("%s.%s: %w", k, name, err)
-				}
-			}
-			mapSchemaKeys[k](s, out)
-		case plainKeys[k]:
-			plain[k] = v
-		default:
-			setExtra(s, k, v)
-		}
-	}
-	if len(plain) > 0 {
-		b, err := json.Marshal(plain)
-		if err != nil {
-			return nil, err
-		}
-		// Decode into a copy so that the subschemas set above stay.
-		var p jsonschema.Schema
-		if err := json.Unmarshal(b, &p); err != nil {
-			return nil, fmt.Errorf("invalid keyword value: %v", err)
-		}
-		copyPlain(s, &p)
-	}
-	return s, nil
-}
-
-func setExtra(s *jsonschema.Schema, k string, v json.RawMessage) {
-	if s.Extras == nil {
-		s.Extras = map[string]any{}
-	}
-	s.Extras[k] = v
-}
-
-// copyPlain copies the keywords that hold no schema from p to s.
-func copyPlain(s, p *jsonschema.Schema) {
-	s.Version, s.ID, s.Anchor, s.Ref, s.DynamicRef, s.Comments = p.Version, p.ID, p.Anchor, p.Ref, p.DynamicRef, p.Comments
-	s.Enum, s.Const, s.MultipleOf, s.Maximum, s.ExclusiveMaximum = p.Enum, p.Const, p.MultipleOf, p.Maximum, p.ExclusiveMaximum
-	s.Minimum, s.ExclusiveMinimum, s.MaxLength, s.MinLength, s.Pattern = p.Minimum, p.ExclusiveMinimum, p.MaxLength, p.MinLength, p.Pattern
-	s.MaxItems, s.MinItems, s.UniqueItems, s.MaxContains, s.MinContains = p.MaxItems, p.MinItems, p.UniqueItems, p.MaxContains, p.MinContains
-	s.MaxProperties, s.MinProperties, s.Required, s.DependentRequired = p.MaxProperties, p.MinProperties, p.Required, p.DependentRequired
-	s.Format, s.ContentEncoding, s.ContentMediaType, s.Title, s.Description = p.Format, p.ContentEncoding, p.ContentMediaType, p.Title, p.Description
-	s.Default, s.Deprecated, s.ReadOnly, s.WriteOnly, s.Examples = p.Default, p.Deprecated, p.ReadOnly, p.WriteOnly, p.Examples
 }
 
 func compactJSON(v any) string {

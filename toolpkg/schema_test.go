@@ -1,7 +1,6 @@
 package toolpkg
 
 import (
-	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -9,42 +8,36 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestSchemaFromJSONKeepsTheDocument(t *testing.T) {
+func TestCheckParametersKeepsTheDocument(t *testing.T) {
 	doc := `{
 	  "type": "object",
 	  "properties": {
 	    "zeta": {"type": ["string", "null"], "maxLength": 5},
 	    "alpha": {"type": "array", "items": {"$ref": "#/$defs/point"}, "minItems": 1},
-	    "mode": {"enum": ["a", "b"], "x-ui-widget": "select"},
-	    "legacy": {"$ref": "#/definitions/old"}
+	    "mode": {"enum": ["a", "b"], "x-ui-widget": "select"}
 	  },
 	  "required": ["zeta"],
 	  "additionalProperties": false,
-	  "$defs": {"point": {"type": "object", "properties": {"x": {"type": "number"}}}},
-	  "definitions": {"old": {"type": "integer", "minimum": 0}},
-	  "anyOf": [{"required": ["alpha"]}, {"required": ["mode"]}]
+	  "$defs": {"point": {"type": "object", "properties": {"x": {"type": "number"}}}}
 	}`
-	s, err := schemaFromJSON(json.RawMessage(doc))
+	got, err := checkParameters(json.RawMessage(doc))
 	require.NoError(t, err)
-	out, err := json.Marshal(s)
-	require.NoError(t, err)
-	assert.JSONEq(t, doc, string(out), "every keyword survives, known or not")
-
-	var keys []string
-	for p := s.Properties.Oldest(); p != nil; p = p.Next() {
-		keys = append(keys, p.Key)
-	}
-	assert.Equal(t, []string{"zeta", "alpha", "mode", "legacy"}, keys, "property order is kept")
+	assert.JSONEq(t, doc, string(got), "every keyword survives, known or not")
 }
 
-func TestSchemaFromJSONErrors(t *testing.T) {
-	for _, doc := range []string{`[]`, `{"properties": []}`, `{"items": 5}`, `{"maxLength": -1}`, `{"allOf": {}}`} {
-		_, err := schemaFromJSON(json.RawMessage(doc))
-		assert.Error(t, err, doc)
+func TestCheckParametersErrors(t *testing.T) {
+	for doc, want := range map[string]string{
+		`[]`:                       "must be a JSON Schema object",
+		`{"type": "string"}`:       "the arguments must be an object",
+		`{"properties": []}`:       "invalid JSON Schema",
+		`{"maxLength": -1}`:        "invalid JSON Schema",
+		`{"allOf": {}}`:            "invalid JSON Schema",
+		`{"pattern": "(unclosed"}`: "invalid JSON Schema",
+	} {
+		_, err := checkParameters(json.RawMessage(doc))
+		assert.ErrorContains(t, err, want, doc)
 	}
-	deep := bytes.Repeat([]byte(`{"not":`), 100)
-	deep = append(deep, []byte("true")...)
-	deep = append(deep, bytes.Repeat([]byte("}"), 100)...)
-	_, err := schemaFromJSON(deep)
-	assert.ErrorContains(t, err, "nested more than 64 levels deep")
+	empty, err := checkParameters(nil)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"type":"object","properties":{}}`, string(empty))
 }

@@ -119,7 +119,7 @@ func (t *Toolset) build(info Info) ([]toolset.Tool, error) {
 	}
 	tools := make([]toolset.Tool, 0, len(info.Tools))
 	for _, ti := range info.Tools {
-		params, err := schemaFromJSON(ti.Parameters)
+		params, err := toolset.ParseSchema(ti.Parameters)
 		if err != nil {
 			return nil, fmt.Errorf("toolpkg: toolset %q: tool %q: parameters: %w", t.name, ti.Name, err)
 		}

@@ -1,4 +1,4 @@
-package mcptoolset
+package toolset
 
 import (
 	"bytes"
@@ -24,35 +24,27 @@ import (
 // every other keyword, verbatim, in the schema's Extras, which invopop
 // encodes alongside the fields. So "definitions" and "$ref"s into it,
 // vendor keywords such as "x-order", and legacy forms all survive, and the
-// core's validator sees the schema the server wrote. Numbers keep their
+// core's validator sees the schema its source wrote. Numbers keep their
 // literal form, and the order of "properties" is kept.
 //
-// The document must be a JSON object or a boolean.
+// Use it for the schemas of tools made with [NewRawTool] from JSON written
+// elsewhere: an MCP server's tools, a package's discovered tools. The
+// document must be a JSON object or a boolean.
 func ParseSchema(data []byte) (*jsonschema.Schema, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	n, err := readNode(dec, 0)
 	if err != nil {
-		return nil, fmt.Errorf("mcptoolset: invalid JSON Schema: %w", err)
+		return nil, fmt.Errorf("toolset: invalid JSON Schema: %w", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("mcptoolset: invalid JSON Schema: data after the schema")
+		return nil, errors.New("toolset: invalid JSON Schema: data after the schema")
 	}
 	s, ok := schemaOf(n, 0)
 	if !ok {
-		return nil, fmt.Errorf("mcptoolset: invalid JSON Schema: a schema is a JSON object or a boolean, not %s", n.kindName())
+		return nil, fmt.Errorf("toolset: invalid JSON Schema: a schema is a JSON object or a boolean, not %s", n.kindName())
 	}
 	return s, nil
-}
-
-// schemaFromValue converts a schema that the MCP SDK decoded into Go values
-// (map[string]any and friends) into a *jsonschema.Schema.
-func schemaFromValue(v any) (*jsonschema.Schema, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("mcptoolset: encoding the schema: %w", err)
-	}
-	return ParseSchema(b)
 }
 
 // maxNodeDepth bounds the nesting of the JSON documents ParseSchema reads,

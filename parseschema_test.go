@@ -1,11 +1,11 @@
-package mcptoolset_test
+package toolset_test
 
 import (
 	"bytes"
 	"encoding/json"
 	"testing"
 
-	"github.com/gotoolset/toolset/mcptoolset"
+	"github.com/gotoolset/toolset"
 	"github.com/invopop/jsonschema"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -56,7 +56,7 @@ func TestParseSchemaRoundTrip(t *testing.T) {
 	}
 	for name, in := range cases {
 		t.Run(name, func(t *testing.T) {
-			s, err := mcptoolset.ParseSchema([]byte(in))
+			s, err := toolset.ParseSchema([]byte(in))
 			require.NoError(t, err)
 			out, err := json.Marshal(s)
 			require.NoError(t, err)
@@ -68,7 +68,7 @@ func TestParseSchemaRoundTrip(t *testing.T) {
 // Keywords of draft 2020-12 land in their typed fields, where code that
 // reads a *jsonschema.Schema looks for them; properties keep their order.
 func TestParseSchemaFillsTypedFields(t *testing.T) {
-	s, err := mcptoolset.ParseSchema([]byte(`{"type":"object","properties":{"zeta":{"type":"string","enum":["a","b"]},"alpha":{"type":"integer","minimum":3}},"required":["zeta"],"x-vendor":1}`))
+	s, err := toolset.ParseSchema([]byte(`{"type":"object","properties":{"zeta":{"type":"string","enum":["a","b"]},"alpha":{"type":"integer","minimum":3}},"required":["zeta"],"x-vendor":1}`))
 	require.NoError(t, err)
 	assert.Equal(t, "object", s.Type)
 	assert.Equal(t, []string{"zeta"}, s.Required)
@@ -102,10 +102,10 @@ func TestParseSchemaRejectsNonSchemas(t *testing.T) {
 	}
 	for name, in := range cases {
 		t.Run(name, func(t *testing.T) {
-			s, err := mcptoolset.ParseSchema([]byte(in))
+			s, err := toolset.ParseSchema([]byte(in))
 			require.Error(t, err)
 			assert.Nil(t, s)
-			assert.Contains(t, err.Error(), "mcptoolset: invalid JSON Schema")
+			assert.Contains(t, err.Error(), "toolset: invalid JSON Schema")
 		})
 	}
 }
@@ -122,7 +122,7 @@ func TestParseSchemaDeepNesting(t *testing.T) {
 	for range depth {
 		b.WriteString(`}`)
 	}
-	s, err := mcptoolset.ParseSchema(b.Bytes())
+	s, err := toolset.ParseSchema(b.Bytes())
 	require.NoError(t, err)
 	out, err := json.Marshal(s)
 	require.NoError(t, err)
@@ -141,7 +141,7 @@ func FuzzParseSchema(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := mcptoolset.ParseSchema(data)
+		s, err := toolset.ParseSchema(data)
 		var v any
 		valid := json.Unmarshal(data, &v) == nil
 		switch v.(type) {
