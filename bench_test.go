@@ -105,13 +105,7 @@ func BenchmarkCall(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := tools.Call(ctx, "get_weather", benchCallArgs); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchCalls(b, tools, "get_weather")
 }
 
 // BenchmarkCallFloor decodes the same arguments into the struct and calls
@@ -142,12 +136,7 @@ func BenchmarkCacheHit(b *testing.B) {
 	if _, err := tools.Call(ctx, "w_get_weather", benchCallArgs); err != nil {
 		b.Fatal(err)
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := tools.Call(ctx, "w_get_weather", benchCallArgs); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchCalls(b, tools, "w_get_weather")
 	if s := tool.CacheStats(); s.Misses != 1 {
 		b.Fatalf("stats %+v", s)
 	}
@@ -169,13 +158,7 @@ func BenchmarkCallAllPolicies(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := tools.Call(ctx, "get_weather", benchCallArgs); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchCalls(b, tools, "get_weather")
 }
 
 // BenchmarkPolicy measures each policy alone, configured and not
@@ -198,13 +181,18 @@ func BenchmarkPolicy(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := tools.Call(ctx, "get_weather", benchCallArgs); err != nil {
-					b.Fatal(err)
-				}
-			}
+			benchCalls(b, tools, "get_weather")
 		})
+	}
+}
+
+// benchCalls calls the named tool with benchCallArgs in a benchmark loop.
+func benchCalls(b *testing.B, tools *toolset.Tools, name string) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tools.Call(ctx, name, benchCallArgs); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -321,6 +321,20 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
+// pkgFlags are the flags of the commands that load and run a package.
+type pkgFlags struct {
+	config     configFlags
+	mode, name *string
+}
+
+func packageFlags(fs *flag.FlagSet) *pkgFlags {
+	pf := &pkgFlags{}
+	fs.Var(&pf.config, "config", "a configuration value KEY=VALUE (repeat it)")
+	pf.mode = fs.String("sandbox", "auto", "sandbox mode")
+	pf.name = fs.String("name", "", "toolset name (default: from the zip's file name)")
+	return pf
+}
+
 // configFlags collects repeated --config KEY=VALUE.
 type configFlags []string
 
@@ -336,10 +350,7 @@ func (c *configFlags) Set(v string) error {
 
 func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("call", flag.ContinueOnError)
-	var cfg configFlags
-	fs.Var(&cfg, "config", "a configuration value KEY=VALUE (repeat it)")
-	mode := fs.String("sandbox", "auto", "sandbox mode")
-	name := fs.String("name", "", "toolset name (default: from the zip's file name)")
+	pf := packageFlags(fs)
 	pos, err := parse(fs, args, 3, "ZIP TOOL JSON")
 	if err != nil {
 		return err
@@ -347,12 +358,12 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if !json.Valid([]byte(pos[2])) {
 		return usagef("the arguments %q are not valid JSON; quote them, e.g. '{\"city\": \"Paris\"}'", pos[2])
 	}
-	s, err := openPackage(ctx, pos[0], *name, *mode, stderr)
+	s, err := openPackage(ctx, pos[0], *pf.name, *pf.mode, stderr)
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	config, err := s.config(cfg)
+	config, err := s.config(pf.config)
 	if err != nil {
 		return err
 	}
@@ -417,20 +428,17 @@ func (s *session) config(cfg configFlags) (map[string]any, error) {
 // stdout carries the protocol.
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	var cfg configFlags
-	fs.Var(&cfg, "config", "a configuration value KEY=VALUE (repeat it)")
-	mode := fs.String("sandbox", "auto", "sandbox mode")
-	name := fs.String("name", "", "toolset name (default: from the zip's file name)")
+	pf := packageFlags(fs)
 	pos, err := parse(fs, args, 1, "ZIP")
 	if err != nil {
 		return err
 	}
-	s, err := openPackage(ctx, pos[0], *name, *mode, stderr)
+	s, err := openPackage(ctx, pos[0], *pf.name, *pf.mode, stderr)
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	config, err := s.config(cfg)
+	config, err := s.config(pf.config)
 	if err != nil {
 		return err
 	}
