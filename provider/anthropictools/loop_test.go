@@ -18,57 +18,11 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// WeatherArgs are the arguments of get_weather.
-type WeatherArgs struct {
-	City string `json:"city" jsonschema:"City name"`
-	Unit string `json:"unit,omitempty" jsonschema:"enum=celsius,enum=fahrenheit"`
-}
-
-// ConvertArgs are the arguments of convert_currency.
-type ConvertArgs struct {
-	Amount float64 `json:"amount" jsonschema:"minimum=0"`
-	From   string  `json:"from"`
-	To     string  `json:"to"`
-}
-
-func agentTools() []toolset.Toolset {
-	return []toolset.Toolset{
-		toolset.NewTool("get_weather", "Get the current weather in a city.",
-			func(_ context.Context, in WeatherArgs) (string, error) { return in.City + ": 22°C, sunny", nil }),
-		toolset.NewTool("convert_currency", "Convert an amount between currencies.",
-			func(_ context.Context, in ConvertArgs) (float64, error) { return in.Amount * 1.1, nil }),
-	}
-}
-
-const (
-	weatherSchema = `{"properties":{"city":{"type":"string","description":"City name"},"unit":{"type":"string","enum":["celsius","fahrenheit"]}},"additionalProperties":false,"type":"object","required":["city"]}`
-	convertSchema = `{"properties":{"amount":{"type":"number","minimum":0},"from":{"type":"string"},"to":{"type":"string"}},"additionalProperties":false,"type":"object","required":["amount","from","to"]}`
-	question      = "What is the weather in Paris, and what is 10 EUR in USD?"
-	answer        = "It is 22°C and sunny in Paris. I could not convert the currency."
-	badArgs       = `{"amount":"ten","from":"EUR"}`
-)
-
-func badArgsMessage(t *testing.T) string {
-	t.Helper()
-	tools, err := toolset.BuildTools(t.Context(), "assistant", agentTools()...)
-	require.NoError(t, err)
-	_, err = tools.Call(t.Context(), "convert_currency", json.RawMessage(badArgs))
-	msg, ok := toolset.ModelMessage(err)
-	require.True(t, ok, "bad arguments must be an error the model sees: %v", err)
-	require.Contains(t, msg, `"amount"`)
-	return msg
-}
-
-func quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
-
 // loop is an agent loop as an application writes it.
 func loop(ctx context.Context, client anthropic.Client) (string, error) {
-	messages := []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(question))}
+	messages := []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(scripted.Question))}
 	for range 4 {
-		tools, err := toolset.BuildTools(ctx, "assistant", agentTools()...)
+		tools, err := toolset.BuildTools(ctx, "assistant", scripted.AgentTools()...)
 		if err != nil {
 			return "", err
 		}
@@ -125,25 +79,25 @@ func TestLoop(t *testing.T) {
 				last.Content[0].ToolUseID != "toolu_weather" || last.Content[1].ToolUseID != "toolu_convert" {
 				return "", fmt.Errorf("want tool results for toolu_weather and toolu_convert, got %+v", last)
 			}
-			return message("end_turn", `[{"type":"text","text":`+quote(answer)+`}]`), nil
+			return message("end_turn", `[{"type":"text","text":`+scripted.Quote(scripted.Answer)+`}]`), nil
 		},
 	)
 	client := anthropic.NewClient(option.WithBaseURL(model.URL), option.WithAPIKey("test-key"),
 		option.WithHTTPClient(model.Client()), option.WithMaxRetries(0))
 	got, err := loop(t.Context(), client)
 	require.NoError(t, err)
-	assert.Equal(t, answer, got)
+	assert.Equal(t, scripted.Answer, got)
 
 	reqs := model.Requests()
 	require.Len(t, reqs, 2)
-	tools := `[{"name":"get_weather","description":"Get the current weather in a city.","input_schema":` + weatherSchema + `},` +
-		`{"name":"convert_currency","description":"Convert an amount between currencies.","input_schema":` + convertSchema + `}]`
-	user := `{"role":"user","content":[{"type":"text","text":` + quote(question) + `}]}`
+	tools := `[{"name":"get_weather","description":"Get the current weather in a city.","input_schema":` + scripted.WeatherSchema + `},` +
+		`{"name":"convert_currency","description":"Convert an amount between currencies.","input_schema":` + scripted.ConvertSchema + `}]`
+	user := `{"role":"user","content":[{"type":"text","text":` + scripted.Quote(scripted.Question) + `}]}`
 	assert.JSONEq(t, `{"model":"claude-test","max_tokens":1024,"messages":[`+user+`],"tools":`+tools+`}`, string(reqs[0]))
 	assert.JSONEq(t, `{"model":"claude-test","max_tokens":1024,"tools":`+tools+`,"messages":[`+user+`,`+
 		`{"role":"assistant","content":`+toolUses+`},`+
 		`{"role":"user","content":[`+
 		`{"type":"tool_result","tool_use_id":"toolu_weather","content":[{"type":"text","text":"Paris: 22°C, sunny"}]},`+
-		`{"type":"tool_result","tool_use_id":"toolu_convert","is_error":true,"content":[{"type":"text","text":`+quote(badArgsMessage(t))+`}]}`+
+		`{"type":"tool_result","tool_use_id":"toolu_convert","is_error":true,"content":[{"type":"text","text":`+scripted.Quote(scripted.BadArgsMessage(t))+`}]}`+
 		`]}]}`, string(reqs[1]))
 }

@@ -21,57 +21,11 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"))
 }
 
-// WeatherArgs are the arguments of get_weather.
-type WeatherArgs struct {
-	City string `json:"city" jsonschema:"City name"`
-	Unit string `json:"unit,omitempty" jsonschema:"enum=celsius,enum=fahrenheit"`
-}
-
-// ConvertArgs are the arguments of convert_currency.
-type ConvertArgs struct {
-	Amount float64 `json:"amount" jsonschema:"minimum=0"`
-	From   string  `json:"from"`
-	To     string  `json:"to"`
-}
-
-func agentTools() []toolset.Toolset {
-	return []toolset.Toolset{
-		toolset.NewTool("get_weather", "Get the current weather in a city.",
-			func(_ context.Context, in WeatherArgs) (string, error) { return in.City + ": 22°C, sunny", nil }),
-		toolset.NewTool("convert_currency", "Convert an amount between currencies.",
-			func(_ context.Context, in ConvertArgs) (float64, error) { return in.Amount * 1.1, nil }),
-	}
-}
-
-const (
-	weatherSchema = `{"properties":{"city":{"type":"string","description":"City name"},"unit":{"type":"string","enum":["celsius","fahrenheit"]}},"additionalProperties":false,"type":"object","required":["city"]}`
-	convertSchema = `{"properties":{"amount":{"type":"number","minimum":0},"from":{"type":"string"},"to":{"type":"string"}},"additionalProperties":false,"type":"object","required":["amount","from","to"]}`
-	question      = "What is the weather in Paris, and what is 10 EUR in USD?"
-	answer        = "It is 22°C and sunny in Paris. I could not convert the currency."
-	badArgs       = `{"amount":"ten","from":"EUR"}`
-)
-
-func badArgsMessage(t *testing.T) string {
-	t.Helper()
-	tools, err := toolset.BuildTools(t.Context(), "assistant", agentTools()...)
-	require.NoError(t, err)
-	_, err = tools.Call(t.Context(), "convert_currency", json.RawMessage(badArgs))
-	msg, ok := toolset.ModelMessage(err)
-	require.True(t, ok, "bad arguments must be an error the model sees: %v", err)
-	require.Contains(t, msg, `"amount"`)
-	return msg
-}
-
-func quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
-
 // loop is an agent loop as an application writes it.
 func loop(ctx context.Context, client *genai.Client) (string, error) {
-	contents := []*genai.Content{genai.NewContentFromText(question, genai.RoleUser)}
+	contents := []*genai.Content{genai.NewContentFromText(scripted.Question, genai.RoleUser)}
 	for range 4 {
-		tools, err := toolset.BuildTools(ctx, "assistant", agentTools()...)
+		tools, err := toolset.BuildTools(ctx, "assistant", scripted.AgentTools()...)
 		if err != nil {
 			return "", err
 		}
@@ -127,7 +81,7 @@ func TestLoop(t *testing.T) {
 				last.Parts[0].FunctionResponse.ID != "call_weather" || last.Parts[1].FunctionResponse.ID != "call_convert" {
 				return "", fmt.Errorf("want function responses for call_weather and call_convert, got %+v", last)
 			}
-			return candidate(`{"role":"model","parts":[{"text":` + quote(answer) + `}]}`), nil
+			return candidate(`{"role":"model","parts":[{"text":` + scripted.Quote(scripted.Answer) + `}]}`), nil
 		},
 	)
 	client, err := genai.NewClient(t.Context(), &genai.ClientConfig{
@@ -139,18 +93,18 @@ func TestLoop(t *testing.T) {
 	require.NoError(t, err)
 	got, err := loop(t.Context(), client)
 	require.NoError(t, err)
-	assert.Equal(t, answer, got)
+	assert.Equal(t, scripted.Answer, got)
 
 	reqs := model.Requests()
 	require.Len(t, reqs, 2)
 	tools := `[{"functionDeclarations":[` +
-		`{"name":"get_weather","description":"Get the current weather in a city.","parametersJsonSchema":` + weatherSchema + `},` +
-		`{"name":"convert_currency","description":"Convert an amount between currencies.","parametersJsonSchema":` + convertSchema + `}]}]`
-	user := `{"role":"user","parts":[{"text":` + quote(question) + `}]}`
+		`{"name":"get_weather","description":"Get the current weather in a city.","parametersJsonSchema":` + scripted.WeatherSchema + `},` +
+		`{"name":"convert_currency","description":"Convert an amount between currencies.","parametersJsonSchema":` + scripted.ConvertSchema + `}]}]`
+	user := `{"role":"user","parts":[{"text":` + scripted.Quote(scripted.Question) + `}]}`
 	assert.JSONEq(t, `{"contents":[`+user+`],"generationConfig":{},"tools":`+tools+`}`, string(reqs[0]))
 	assert.JSONEq(t, `{"tools":`+tools+`,"generationConfig":{},"contents":[`+user+`,`+functionCalls+`,`+
 		`{"role":"user","parts":[`+
 		`{"functionResponse":{"id":"call_weather","name":"get_weather","response":{"output":"Paris: 22°C, sunny"}}},`+
-		`{"functionResponse":{"id":"call_convert","name":"convert_currency","response":{"error":`+quote(badArgsMessage(t))+`}}}`+
+		`{"functionResponse":{"id":"call_convert","name":"convert_currency","response":{"error":`+scripted.Quote(scripted.BadArgsMessage(t))+`}}}`+
 		`]}]}`, string(reqs[1]))
 }

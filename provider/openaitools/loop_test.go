@@ -19,62 +19,11 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// WeatherArgs are the arguments of get_weather.
-type WeatherArgs struct {
-	City string `json:"city" jsonschema:"City name"`
-	Unit string `json:"unit,omitempty" jsonschema:"enum=celsius,enum=fahrenheit"`
-}
-
-// ConvertArgs are the arguments of convert_currency.
-type ConvertArgs struct {
-	Amount float64 `json:"amount" jsonschema:"minimum=0"`
-	From   string  `json:"from"`
-	To     string  `json:"to"`
-}
-
-// agentTools are the toolsets of the agent under test.
-func agentTools() []toolset.Toolset {
-	return []toolset.Toolset{
-		toolset.NewTool("get_weather", "Get the current weather in a city.",
-			func(_ context.Context, in WeatherArgs) (string, error) {
-				unit := "C"
-				if in.Unit == "fahrenheit" {
-					unit = "F"
-				}
-				return fmt.Sprintf("%s: 22°%s, sunny", in.City, unit), nil
-			}),
-		toolset.NewTool("convert_currency", "Convert an amount between currencies.",
-			func(_ context.Context, in ConvertArgs) (float64, error) { return in.Amount * 1.1, nil }),
-	}
-}
-
-const (
-	weatherSchema = `{"properties":{"city":{"type":"string","description":"City name"},"unit":{"type":"string","enum":["celsius","fahrenheit"]}},"additionalProperties":false,"type":"object","required":["city"]}`
-	convertSchema = `{"properties":{"amount":{"type":"number","minimum":0},"from":{"type":"string"},"to":{"type":"string"}},"additionalProperties":false,"type":"object","required":["amount","from","to"]}`
-	question      = "What is the weather in Paris, and what is 10 EUR in USD?"
-	answer        = "It is 22°C and sunny in Paris. I could not convert the currency."
-	badArgs       = `{"amount":"ten","from":"EUR"}`
-)
-
-// badArgsMessage is the text the model must be sent for the bad call: what
-// the turn's tools say about those arguments.
-func badArgsMessage(t *testing.T) string {
-	t.Helper()
-	tools, err := toolset.BuildTools(t.Context(), "assistant", agentTools()...)
-	require.NoError(t, err)
-	_, err = tools.Call(t.Context(), "convert_currency", json.RawMessage(badArgs))
-	msg, ok := toolset.ModelMessage(err)
-	require.True(t, ok, "bad arguments must be an error the model sees: %v", err)
-	require.Contains(t, msg, `"amount"`)
-	require.Contains(t, msg, `"to"`)
-	return msg
-}
-
 // chatLoop is an agent loop as an application writes it.
 func chatLoop(ctx context.Context, client openai.Client, opts ...openaitools.Option) (string, error) {
-	messages := []openai.ChatCompletionMessageParamUnion{openai.UserMessage(question)}
+	messages := []openai.ChatCompletionMessageParamUnion{openai.UserMessage(scripted.Question)}
 	for range 4 {
-		tools, err := toolset.BuildTools(ctx, "assistant", agentTools()...)
+		tools, err := toolset.BuildTools(ctx, "assistant", scripted.AgentTools()...)
 		if err != nil {
 			return "", err
 		}
@@ -148,12 +97,7 @@ func answerWhenBothResults(body []byte) (string, error) {
 	if len(results) != 2 || results["call_weather"] == "" || results["call_convert"] == "" {
 		return "", fmt.Errorf("want a tool message for call_weather and call_convert, got %v", results)
 	}
-	return chatCompletion(`{"role":"assistant","content":` + quote(answer) + `}`), nil
-}
-
-func quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
+	return chatCompletion(`{"role":"assistant","content":` + scripted.Quote(scripted.Answer) + `}`), nil
 }
 
 func newClient(m *scripted.Model) openai.Client {
@@ -172,18 +116,18 @@ func TestChatLoop(t *testing.T) {
 	)
 	got, err := chatLoop(t.Context(), newClient(model))
 	require.NoError(t, err)
-	assert.Equal(t, answer, got)
+	assert.Equal(t, scripted.Answer, got)
 
 	reqs := model.Requests()
 	require.Len(t, reqs, 2)
-	tools := `[{"type":"function","function":{"name":"get_weather","description":"Get the current weather in a city.","parameters":` + weatherSchema + `}},` +
-		`{"type":"function","function":{"name":"convert_currency","description":"Convert an amount between currencies.","parameters":` + convertSchema + `}}]`
-	assert.JSONEq(t, `{"model":"gpt-test","messages":[{"role":"user","content":`+quote(question)+`}],"tools":`+tools+`}`, string(reqs[0]))
+	tools := `[{"type":"function","function":{"name":"get_weather","description":"Get the current weather in a city.","parameters":` + scripted.WeatherSchema + `}},` +
+		`{"type":"function","function":{"name":"convert_currency","description":"Convert an amount between currencies.","parameters":` + scripted.ConvertSchema + `}}]`
+	assert.JSONEq(t, `{"model":"gpt-test","messages":[{"role":"user","content":`+scripted.Quote(scripted.Question)+`}],"tools":`+tools+`}`, string(reqs[0]))
 	assert.JSONEq(t, `{"model":"gpt-test","tools":`+tools+`,"messages":[`+
-		`{"role":"user","content":`+quote(question)+`},`+
+		`{"role":"user","content":`+scripted.Quote(scripted.Question)+`},`+
 		sentToolCalls+`,`+
 		`{"role":"tool","tool_call_id":"call_weather","content":"Paris: 22°C, sunny"},`+
-		`{"role":"tool","tool_call_id":"call_convert","content":`+quote(badArgsMessage(t))+`}]}`, string(reqs[1]))
+		`{"role":"tool","tool_call_id":"call_convert","content":`+scripted.Quote(scripted.BadArgsMessage(t))+`}]}`, string(reqs[1]))
 }
 
 func TestChatLoopStrict(t *testing.T) {
@@ -197,7 +141,7 @@ func TestChatLoopStrict(t *testing.T) {
 	)
 	got, err := chatLoop(t.Context(), newClient(model), openaitools.Strict())
 	require.NoError(t, err)
-	assert.Equal(t, answer, got)
+	assert.Equal(t, scripted.Answer, got)
 
 	reqs := model.Requests()
 	require.Len(t, reqs, 2)
@@ -205,20 +149,20 @@ func TestChatLoopStrict(t *testing.T) {
 	strictConvert := `{"properties":{"amount":{"type":"number","minimum":0},"from":{"type":"string"},"to":{"type":"string"}},"additionalProperties":false,"type":"object","required":["amount","from","to"]}`
 	tools := `[{"type":"function","function":{"name":"get_weather","description":"Get the current weather in a city.","strict":true,"parameters":` + strictWeather + `}},` +
 		`{"type":"function","function":{"name":"convert_currency","description":"Convert an amount between currencies.","strict":true,"parameters":` + strictConvert + `}}]`
-	assert.JSONEq(t, `{"model":"gpt-test","messages":[{"role":"user","content":`+quote(question)+`}],"tools":`+tools+`}`, string(reqs[0]))
+	assert.JSONEq(t, `{"model":"gpt-test","messages":[{"role":"user","content":`+scripted.Quote(scripted.Question)+`}],"tools":`+tools+`}`, string(reqs[0]))
 	results, err := toolMessages(reqs[1])
 	require.NoError(t, err)
-	assert.Equal(t, map[string]string{"call_weather": "Paris: 22°C, sunny", "call_convert": badArgsMessage(t)}, results,
+	assert.Equal(t, map[string]string{"call_weather": "Paris: 22°C, sunny", "call_convert": scripted.BadArgsMessage(t)}, results,
 		"the null unit is dropped before the call, so get_weather succeeds")
 }
 
 // responsesLoop is an agent loop over the Responses API, chaining turns
 // with previous_response_id.
 func responsesLoop(ctx context.Context, client openai.Client, opts ...openaitools.Option) (string, error) {
-	input := responses.ResponseInputParam{responses.ResponseInputItemParamOfMessage(question, responses.EasyInputMessageRoleUser)}
+	input := responses.ResponseInputParam{responses.ResponseInputItemParamOfMessage(scripted.Question, responses.EasyInputMessageRoleUser)}
 	previous := ""
 	for range 4 {
-		tools, err := toolset.BuildTools(ctx, "assistant", agentTools()...)
+		tools, err := toolset.BuildTools(ctx, "assistant", scripted.AgentTools()...)
 		if err != nil {
 			return "", err
 		}
@@ -272,21 +216,21 @@ func TestResponsesLoop(t *testing.T) {
 			if req.Previous != "resp_1" || len(req.Input) != 2 || req.Input[0].CallID != "call_weather" || req.Input[1].CallID != "call_convert" {
 				return "", fmt.Errorf("want the outputs of call_weather and call_convert after resp_1, got %+v", req)
 			}
-			return response("resp_2", `[{"type":"message","id":"msg_1","role":"assistant","status":"completed","content":[{"type":"output_text","text":`+quote(answer)+`,"annotations":[]}]}]`), nil
+			return response("resp_2", `[{"type":"message","id":"msg_1","role":"assistant","status":"completed","content":[{"type":"output_text","text":`+scripted.Quote(scripted.Answer)+`,"annotations":[]}]}]`), nil
 		},
 	)
 	client := openai.NewClient(option.WithBaseURL(model.URL+"/v1/"), option.WithAPIKey("test-key"),
 		option.WithHTTPClient(model.Client()), option.WithMaxRetries(0))
 	got, err := responsesLoop(t.Context(), client)
 	require.NoError(t, err)
-	assert.Equal(t, answer, got)
+	assert.Equal(t, scripted.Answer, got)
 
 	reqs := model.Requests()
 	require.Len(t, reqs, 2)
-	tools := `[{"type":"function","name":"get_weather","description":"Get the current weather in a city.","strict":false,"parameters":` + weatherSchema + `},` +
-		`{"type":"function","name":"convert_currency","description":"Convert an amount between currencies.","strict":false,"parameters":` + convertSchema + `}]`
-	assert.JSONEq(t, `{"model":"gpt-test","input":[{"role":"user","content":`+quote(question)+`}],"tools":`+tools+`}`, string(reqs[0]))
+	tools := `[{"type":"function","name":"get_weather","description":"Get the current weather in a city.","strict":false,"parameters":` + scripted.WeatherSchema + `},` +
+		`{"type":"function","name":"convert_currency","description":"Convert an amount between currencies.","strict":false,"parameters":` + scripted.ConvertSchema + `}]`
+	assert.JSONEq(t, `{"model":"gpt-test","input":[{"role":"user","content":`+scripted.Quote(scripted.Question)+`}],"tools":`+tools+`}`, string(reqs[0]))
 	assert.JSONEq(t, `{"model":"gpt-test","previous_response_id":"resp_1","tools":`+tools+`,"input":[`+
 		`{"type":"function_call_output","call_id":"call_weather","output":"Paris: 22°C, sunny"},`+
-		`{"type":"function_call_output","call_id":"call_convert","output":`+quote(badArgsMessage(t))+`}]}`, string(reqs[1]))
+		`{"type":"function_call_output","call_id":"call_convert","output":`+scripted.Quote(scripted.BadArgsMessage(t))+`}]}`, string(reqs[1]))
 }
