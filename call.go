@@ -46,7 +46,7 @@ func (t Tool) execute(ctx context.Context, call ToolCall) (any, error) {
 		return nil, &UnavailableToolError{Tool: call.Name, Reason: "it is not loaded yet; find it with the tool search first"}
 	}
 	if c.maxRetries >= 0 && rc.retriesSpent(c) {
-		return nil, &UnavailableToolError{Tool: call.Name, Reason: fmt.Sprintf("it failed more than %d times in this run", c.maxRetries)}
+		return nil, &UnavailableToolError{Tool: call.Name, Reason: fmt.Sprintf("its retries are spent (a budget of %d per run); do without it", c.maxRetries)}
 	}
 	call.Args = normalizeArgs(call.Args)
 

@@ -361,7 +361,7 @@ func TestRetries(t *testing.T) {
 	_, err = call(t, c3, tools, "p_flaky", `{"id":1}`)
 	var ue *toolset.UnavailableToolError
 	require.ErrorAs(t, err, &ue)
-	assert.Equal(t, `tool "p_flaky" is not available: it failed more than 1 times in this run`, ue.ModelMessage())
+	assert.Equal(t, `tool "p_flaky" is not available: its retries are spent (a budget of 1 per run); do without it`, ue.ModelMessage())
 	assert.Equal(t, before, runs.Load())
 
 	// Another run has its own budget.
