@@ -169,6 +169,14 @@ type member struct {
 	start, end       int // the member's text in dst
 }
 
+// before reports whether a's key sorts strictly before b's.
+func before(src []byte, a, b *member) bool {
+	if a.plain && b.plain {
+		return string(src[a.keyStart:a.keyEnd]) < string(src[b.keyStart:b.keyEnd])
+	}
+	return compareKeys(src, a, b) < 0
+}
+
 func appendObject(dst, src []byte, i, depth int) ([]byte, int, error) {
 	if depth >= maxDepth {
 		return dst, i, syntaxError(i, "exceeded max depth")
@@ -180,6 +188,7 @@ func appendObject(dst, src []byte, i, depth int) ([]byte, int, error) {
 	var stack [sortOnStack]member
 	members := stack[:0]
 	start := len(dst)
+	ordered := true // as written by encoders that sort keys
 	for {
 		if i >= len(src) {
 			return dst, i, unexpectedEnd(src)
@@ -208,6 +217,9 @@ func appendObject(dst, src []byte, i, depth int) ([]byte, int, error) {
 			return dst, i, err
 		}
 		m.end = len(dst)
+		if ordered && len(members) > 0 {
+			ordered = before(src, &members[len(members)-1], &m)
+		}
 		members = append(members, m)
 		i = skipSpace(src, i)
 		if i >= len(src) {
@@ -222,22 +234,18 @@ func appendObject(dst, src []byte, i, depth int) ([]byte, int, error) {
 		}
 		i = skipSpace(src, i+1)
 	}
-	dst = arrange(dst, src, start, members)
+	if !ordered {
+		dst = arrange(dst, src, start, members)
+	}
 	dst[start] = '{'
 	return append(dst, '}'), i, nil
 }
 
-// arrange puts the members written to dst[start:] in key order, keeping
-// only the last of members with equal keys.
+// arrange puts the members written to dst[start:], which are not in
+// strict key order, in key order, keeping only the last of members with
+// equal keys.
 func arrange(dst, src []byte, start int, members []member) []byte {
 	cmp := func(a, b int) int { return compareKeys(src, &members[a], &members[b]) }
-	ordered := true // as written by encoders that sort keys
-	for j := 1; j < len(members) && ordered; j++ {
-		ordered = cmp(j-1, j) < 0
-	}
-	if ordered {
-		return dst
-	}
 	var stack [sortOnStack]int
 	order := stack[:0]
 	for j := range members {
