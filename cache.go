@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -124,6 +125,10 @@ func (c *toolCore) cached(ctx context.Context, t Tool, call ToolCall, rc *RunCon
 		return l.val, nil
 	}
 	cfg.misses.Add(1)
+	if l.wait == nil && l.flight == nil {
+		// The key's hash collides with another key's: run uncached.
+		return t.run(ctx, call, clock)
+	}
 	if l.wait != nil {
 		// An identical call is running: share its result.
 		select {
@@ -144,26 +149,33 @@ func (c *toolCore) cached(ctx context.Context, t Tool, call ToolCall, rc *RunCon
 }
 
 // resultCache is a bounded LRU of results with optional expiry and byte
-// budget. Entries form an intrusive doubly linked list, most recent first.
+// budget. Entries form an intrusive doubly linked list, most recent first,
+// and are indexed by a 64-bit hash of their key; each entry keeps its key
+// to tell a hash collision from a hit (a colliding call runs uncached).
 //
 // It also keeps concurrent identical calls on a cold key to one run of the
 // handler, as golang.org/x/sync/singleflight would: the first caller puts a
 // pending entry in the map under the lock it already holds for the lookup,
 // and later callers wait for it to land. This costs one map write per miss
 // where a separate singleflight group costs a lock, a map and two
-// allocations, more than validating the arguments.
+// allocations, more than validating the arguments. A pending entry that is
+// not stored and that nobody waited for is kept as a spare for the next
+// miss, so a miss whose result is not kept allocates nothing.
 type resultCache struct {
 	policy *CachePolicy
+	seed   maphash.Seed
 
 	mu         sync.Mutex
-	items      map[string]*cacheEntry // stored entries and pending calls
+	items      map[uint64]*cacheEntry // stored entries and pending calls
 	head, tail *cacheEntry
 	count      int // stored entries
 	bytes      int
+	spare      *cacheEntry // a reset entry for the next miss
 }
 
 type cacheEntry struct {
-	key        string
+	hash       uint64
+	key        []byte
 	val        any
 	size       int
 	expires    time.Time
@@ -175,8 +187,9 @@ type cacheEntry struct {
 	err     error         // the call's error, for callers that waited
 }
 
-// lookup is the outcome of a cache lookup: a hit, a call to wait for, or
-// a call this caller must run (flight) and land.
+// lookup is the outcome of a cache lookup: a hit, a call to wait for, a
+// call this caller must run (flight) and land, or, on a hash collision,
+// none of these: the caller runs the call without the cache.
 type lookup struct {
 	hit    bool
 	val    any
@@ -184,21 +197,27 @@ type lookup struct {
 	flight *cacheEntry
 }
 
+// maxSpareKey is the largest key buffer a spare entry keeps.
+const maxSpareKey = 4 << 10
+
 func newResultCache(p *CachePolicy) *resultCache {
-	return &resultCache{policy: p, items: make(map[string]*cacheEntry)}
+	return &resultCache{policy: p, seed: maphash.MakeSeed(), items: make(map[uint64]*cacheEntry)}
 }
 
-// lookup finds the key given as bytes (kb, not kept: no allocation on a
-// hit) or as a string (ks).
+// lookup finds the key given as bytes (kb) or, when kb is nil, as a string
+// (ks). Neither is kept: a lookup allocates nothing.
 func (rc *resultCache) lookup(kb []byte, ks string, clock *callClock) lookup {
+	var h uint64
+	if kb != nil {
+		h = maphash.Bytes(rc.seed, kb)
+	} else {
+		h = maphash.String(rc.seed, ks)
+	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	var e *cacheEntry
-	var ok bool
-	if kb != nil {
-		e, ok = rc.items[string(kb)]
-	} else {
-		e, ok = rc.items[ks]
+	e, ok := rc.items[h]
+	if ok && (kb != nil && string(e.key) != string(kb) || kb == nil && string(e.key) != ks) {
+		return lookup{} // a different key with the same hash
 	}
 	if ok && e.pending {
 		if e.done == nil {
@@ -215,11 +234,19 @@ func (rc *resultCache) lookup(kb []byte, ks string, clock *callClock) lookup {
 		rc.pushFront(e)
 		return lookup{hit: true, val: e.val}
 	}
-	if kb != nil {
-		ks = string(kb)
+	e = rc.spare
+	if e != nil {
+		rc.spare = nil
+	} else {
+		e = &cacheEntry{}
 	}
-	e = &cacheEntry{key: ks, pending: true}
-	rc.items[ks] = e
+	if kb != nil {
+		e.key = append(e.key[:0], kb...)
+	} else {
+		e.key = append(e.key[:0], ks...)
+	}
+	e.hash, e.pending = h, true
+	rc.items[h] = e
 	return lookup{flight: e}
 }
 
@@ -233,9 +260,9 @@ func (rc *resultCache) land(e *cacheEntry, val any, err error, keep bool, clock 
 		keep = terr == nil && size <= rc.policy.MaxBytes
 	}
 	rc.mu.Lock()
-	e.pending, e.val, e.err = false, val, err
 	done := e.done
 	if keep {
+		e.pending, e.val, e.err = false, val, err
 		e.size = size
 		if rc.policy.TTL > 0 {
 			e.expires = clock.now().Add(rc.policy.TTL)
@@ -246,8 +273,19 @@ func (rc *resultCache) land(e *cacheEntry, val any, err error, keep bool, clock 
 		for rc.tail != nil && (rc.count > rc.policy.MaxEntries || rc.policy.MaxBytes > 0 && rc.bytes > rc.policy.MaxBytes) {
 			rc.remove(rc.tail)
 		}
-	} else if rc.items[e.key] == e {
-		delete(rc.items, e.key)
+	} else {
+		delete(rc.items, e.hash)
+		if done == nil {
+			// Nobody holds the entry: keep it for the next miss.
+			key := e.key[:0]
+			if cap(key) > maxSpareKey {
+				key = nil
+			}
+			*e = cacheEntry{key: key}
+			rc.spare = e
+		} else {
+			e.pending, e.val, e.err = false, val, err
+		}
 	}
 	rc.mu.Unlock()
 	if done != nil {
@@ -258,8 +296,8 @@ func (rc *resultCache) land(e *cacheEntry, val any, err error, keep bool, clock 
 // remove drops a stored entry.
 func (rc *resultCache) remove(e *cacheEntry) {
 	rc.unlink(e)
-	if rc.items[e.key] == e {
-		delete(rc.items, e.key)
+	if rc.items[e.hash] == e {
+		delete(rc.items, e.hash)
 	}
 	rc.count--
 	rc.bytes -= e.size

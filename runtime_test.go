@@ -771,3 +771,53 @@ func TestCacheWaiterHonoursItsContext(t *testing.T) {
 	assert.Equal(t, 1, got)
 	assert.Equal(t, toolset.CacheStats{Hits: 1, Misses: 2}, tool.CacheStats())
 }
+
+// A cache miss whose result is not kept reuses its bookkeeping for the
+// next miss; results must still go to the right calls.
+func TestCacheMissesNotKeptStayApart(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var runs atomic.Int64
+	tool := toolset.NewTool("lookup", "", func(_ context.Context, in lookupArgs) (int, error) {
+		runs.Add(1)
+		time.Sleep(time.Millisecond)
+		return in.ID, nil
+	}, toolset.WithCache(toolset.CachePolicy{ShouldCache: func(res any) bool { return res.(int)%2 == 0 }}))
+	tools := clones(t, context.Background(), tool)
+	names := []string{"lookup", "p_lookup", "renamed"}
+	var wg sync.WaitGroup
+	for i := range 60 {
+		wg.Go(func() {
+			id := i % 6
+			got, err := tools.Call(context.Background(), names[i%3], json.RawMessage(fmt.Sprintf(`{"id":%d}`, id)))
+			assert.NoError(t, err)
+			assert.Equal(t, id, got)
+		})
+	}
+	wg.Wait()
+	before := runs.Load()
+	for id := range 6 {
+		got, err := call(t, context.Background(), tools, "lookup", fmt.Sprintf(`{"id":%d}`, id))
+		require.NoError(t, err)
+		assert.Equal(t, id, got)
+	}
+	assert.Equal(t, before+3, runs.Load(), "even results are kept, odd ones run again")
+}
+
+// A cache miss whose result is not kept allocates nothing beyond the call
+// itself.
+func TestCacheMissAllocatesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation counts")
+	}
+	allocs := func(opts ...toolset.ToolOption) float64 {
+		tool := toolset.NewTool("lookup", "", func(_ context.Context, in lookupArgs) (int, error) { return in.ID, nil }, opts...)
+		args := json.RawMessage(`{"id":3,"note":"n"}`)
+		return testing.AllocsPerRun(100, func() {
+			if _, err := tool.Call(context.Background(), args); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	plain := allocs()
+	assert.Equal(t, plain, allocs(toolset.WithCache(toolset.CachePolicy{ShouldCache: func(any) bool { return false }})))
+}
