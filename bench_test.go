@@ -145,43 +145,72 @@ func BenchmarkCacheHit(b *testing.B) {
 // BenchmarkCallAllPolicies calls a tool with every policy configured and
 // none triggered: a cache that keeps nothing, a rate limit never reached, a
 // timeout never hit, an approval never needed, a retry budget never spent.
-// Compare with BenchmarkCall.
+// Compare with BenchmarkCall on a quiet machine, or see BenchmarkPolicy/all.
 func BenchmarkCallAllPolicies(b *testing.B) {
-	tool := toolset.NewTool("get_weather", "Weather.", benchHandler,
+	benchCalls(b, benchTurn(b, allPolicies()...), "get_weather")
+}
+
+// allPolicies configures every policy so that none is triggered.
+func allPolicies() []toolset.ToolOption {
+	return []toolset.ToolOption{
 		toolset.WithCache(toolset.CachePolicy{ShouldCache: func(any) bool { return false }}),
 		toolset.WithRateLimit(toolset.RateLimit{Requests: 1 << 30, Interval: time.Second}),
 		toolset.WithTimeout(time.Minute, toolset.TimeoutTellModel),
 		toolset.WithApproval(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return false, nil }),
 		toolset.WithMaxRetries(3),
-	)
-	tools, err := toolset.BuildTools(context.Background(), "bench", tool)
+	}
+}
+
+// benchTurn builds a turn with the get_weather tool under opts.
+func benchTurn(b *testing.B, opts ...toolset.ToolOption) *toolset.Tools {
+	tools, err := toolset.BuildTools(context.Background(), "bench", toolset.NewTool("get_weather", "Weather.", benchHandler, opts...))
 	if err != nil {
 		b.Fatal(err)
 	}
-	benchCalls(b, tools, "get_weather")
+	return tools
 }
 
-// BenchmarkPolicy measures each policy alone, configured and not
-// triggered, to show where BenchmarkCallAllPolicies spends its time.
+// BenchmarkPolicy reports what each policy, configured and not triggered,
+// adds to a plain call (overhead-%), and what all of them add together. It
+// times plain and policy calls in alternating batches, so that a noisy
+// machine slows both alike: the ratio is steady where separate benchmarks
+// of the two vary by ±20% between runs.
 func BenchmarkPolicy(b *testing.B) {
 	policies := []struct {
 		name string
-		opt  toolset.ToolOption
+		opts []toolset.ToolOption
 	}{
-		{"none", nil},
-		{"cache-miss", toolset.WithCache(toolset.CachePolicy{ShouldCache: func(any) bool { return false }})},
-		{"rate-limit", toolset.WithRateLimit(toolset.RateLimit{Requests: 1 << 30, Interval: time.Second})},
-		{"timeout", toolset.WithTimeout(time.Minute, toolset.TimeoutTellModel)},
-		{"approval", toolset.WithApproval(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return false, nil })},
-		{"retries", toolset.WithMaxRetries(3)},
+		{"cache-miss", allPolicies()[:1]},
+		{"rate-limit", allPolicies()[1:2]},
+		{"timeout", allPolicies()[2:3]},
+		{"approval", allPolicies()[3:4]},
+		{"retries", allPolicies()[4:5]},
+		{"all", allPolicies()},
+	}
+	ctx := context.Background()
+	const batch = 100
+	batchOf := func(b *testing.B, tools *toolset.Tools) time.Duration {
+		start := time.Now()
+		for range batch {
+			if _, err := tools.Call(ctx, "get_weather", benchCallArgs); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return time.Since(start)
 	}
 	for _, p := range policies {
 		b.Run(p.name, func(b *testing.B) {
-			tools, err := toolset.BuildTools(context.Background(), "bench", toolset.NewTool("get_weather", "Weather.", benchHandler, p.opt))
-			if err != nil {
-				b.Fatal(err)
+			plain, with := benchTurn(b), benchTurn(b, p.opts...)
+			var tPlain, tWith time.Duration
+			calls := 0
+			for b.Loop() {
+				tPlain += batchOf(b, plain)
+				tWith += batchOf(b, with)
+				calls += batch
 			}
-			benchCalls(b, tools, "get_weather")
+			b.ReportMetric(float64(tPlain.Nanoseconds())/float64(calls), "plain-ns/call")
+			b.ReportMetric(float64(tWith.Nanoseconds())/float64(calls), "policy-ns/call")
+			b.ReportMetric(100*(float64(tWith)/float64(tPlain)-1), "overhead-%")
 		})
 	}
 }
