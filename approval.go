@@ -94,7 +94,7 @@ func (e *ApprovalDeniedError) ModelMessage() string {
 	return msg
 }
 
-// checkApproval applies the approval policy: step 2 of the call path.
+// checkApproval applies the approval policy: step 3 of the call path.
 func (c *toolCore) checkApproval(ctx context.Context, t Tool, call ToolCall, rc *RunContext) error {
 	need, err := c.approval(ctx, t, call.Args)
 	if err != nil {

@@ -50,8 +50,10 @@ const defaultCacheEntries = 1024
 // WithCache caches the tool's successful results. The cache belongs to the
 // tool, not to its name: a prefixed or renamed copy reads and fills the same
 // entries. Concurrent calls with the same key on a cold cache run the
-// handler once and share its result. A cache hit skips validation, the
-// middleware and the handler.
+// handler once and share its result; if the caller running it gives up
+// (its context ends), a caller still waiting runs it instead. The
+// arguments are validated before the cache is consulted, and a hit skips
+// the rate limit, the middleware and the handler.
 func WithCache(p CachePolicy) ToolOption {
 	return func(t *Tool) {
 		if p.MaxEntries <= 0 {
@@ -101,51 +103,65 @@ func (c *toolCore) cached(ctx context.Context, t Tool, call ToolCall, rc *RunCon
 			return t.run(ctx, call, clock)
 		}
 	}
-	var l lookup
 	if cfg.policy.Key != nil {
 		key, err := cfg.policy.Key(ctx, call.Args)
 		if err != nil {
 			return nil, fmt.Errorf("toolset: tool %q: cache key: %w", call.Name, err)
 		}
-		l = store.lookup(nil, key, clock)
-	} else {
-		bp := keyBuffers.Get().(*[]byte)
-		buf, err := canonjson.Append((*bp)[:0], call.Args)
-		if err != nil {
-			// Not JSON: validation will say so to the model.
-			keyBuffers.Put(bp)
+		return c.through(ctx, t, call, store, nil, key, clock)
+	}
+	bp := keyBuffers.Get().(*[]byte)
+	buf, err := canonjson.Append((*bp)[:0], call.Args)
+	*bp = buf
+	if err != nil {
+		keyBuffers.Put(bp)
+		return t.run(ctx, call, clock) // not reached: the arguments are valid JSON
+	}
+	res, err := c.through(ctx, t, call, store, buf, "", clock)
+	keyBuffers.Put(bp)
+	return res, err
+}
+
+// through runs the call through store under the key given as bytes (kb)
+// or, when kb is nil, as a string (ks).
+func (c *toolCore) through(ctx context.Context, t Tool, call ToolCall, store *resultCache, kb []byte, ks string, clock *callClock) (any, error) {
+	cfg := c.cache
+	for counted := false; ; counted = true {
+		l := store.lookup(kb, ks, clock)
+		if l.hit {
+			cfg.hits.Add(1)
+			return l.val, nil
+		}
+		if !counted {
+			cfg.misses.Add(1)
+		}
+		switch {
+		case l.wait != nil:
+			// An identical call is running: share its result.
+			select {
+			case <-l.wait:
+			case <-ctx.Done():
+				return nil, fmt.Errorf("toolset: tool %q: waiting for an identical call: %w", call.Name, ctx.Err())
+			}
+			if l.flight.abandoned && ctx.Err() == nil {
+				continue // its caller gave up; this one has not
+			}
+			return l.flight.val, l.flight.err
+		case l.flight == nil:
+			// The key's hash collides with another key's: run uncached.
 			return t.run(ctx, call, clock)
 		}
-		l = store.lookup(buf, "", clock)
-		*bp = buf
-		keyBuffers.Put(bp)
+		return c.fly(ctx, t, call, store, l.flight, clock)
 	}
-	if l.hit {
-		cfg.hits.Add(1)
-		return l.val, nil
-	}
-	cfg.misses.Add(1)
-	if l.wait == nil && l.flight == nil {
-		// The key's hash collides with another key's: run uncached.
-		return t.run(ctx, call, clock)
-	}
-	if l.wait != nil {
-		// An identical call is running: share its result.
-		select {
-		case <-l.wait:
-			return l.flight.val, l.flight.err
-		case <-ctx.Done():
-			return nil, fmt.Errorf("toolset: tool %q: waiting for an identical call: %w", call.Name, ctx.Err())
-		}
-	}
-	var res any
-	var err error
+}
+
+// fly runs the call for a pending entry and lands its result.
+func (c *toolCore) fly(ctx context.Context, t Tool, call ToolCall, store *resultCache, e *cacheEntry, clock *callClock) (res any, err error) {
 	defer func() {
-		keep := err == nil && (cfg.policy.ShouldCache == nil || cfg.policy.ShouldCache(res))
-		store.land(l.flight, res, err, keep, clock)
+		keep := err == nil && (c.cache.policy.ShouldCache == nil || c.cache.policy.ShouldCache(res))
+		store.land(e, res, err, keep, err != nil && ctx.Err() != nil, clock)
 	}()
-	res, err = t.run(ctx, call, clock)
-	return res, err
+	return t.run(ctx, call, clock)
 }
 
 // resultCache is a bounded LRU of results with optional expiry and byte
@@ -182,9 +198,10 @@ type cacheEntry struct {
 	prev, next *cacheEntry
 
 	// A pending entry is a call still running; it is not in the list.
-	pending bool
-	done    chan struct{} // made when a second caller waits
-	err     error         // the call's error, for callers that waited
+	pending   bool
+	done      chan struct{} // made when a second caller waits
+	err       error         // the call's error, for callers that waited
+	abandoned bool          // the call failed because its caller's context ended
 }
 
 // lookup is the outcome of a cache lookup: a hit, a call to wait for, a
@@ -251,8 +268,9 @@ func (rc *resultCache) lookup(kb []byte, ks string, clock *callClock) lookup {
 }
 
 // land ends the call of a pending entry: it stores the result if keep,
-// drops the entry otherwise, and wakes the callers waiting for it.
-func (rc *resultCache) land(e *cacheEntry, val any, err error, keep bool, clock *callClock) {
+// drops the entry otherwise, and wakes the callers waiting for it, which
+// run the call again themselves if it was abandoned.
+func (rc *resultCache) land(e *cacheEntry, val any, err error, keep, abandoned bool, clock *callClock) {
 	size := 0
 	if keep && rc.policy.MaxBytes > 0 {
 		text, terr := ResultText(val)
@@ -284,7 +302,7 @@ func (rc *resultCache) land(e *cacheEntry, val any, err error, keep bool, clock 
 			*e = cacheEntry{key: key}
 			rc.spare = e
 		} else {
-			e.pending, e.val, e.err = false, val, err
+			e.pending, e.val, e.err, e.abandoned = false, val, err, abandoned
 		}
 	}
 	rc.mu.Unlock()

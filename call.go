@@ -14,14 +14,24 @@ import (
 //
 //  1. lookup in this turn's set (Tools.Execute only), refusing a deferred
 //     tool this run has not revealed and a tool whose retries are spent;
-//  2. approval (WithApproval);
-//  3. rate limit (WithRateLimit);
+//  2. argument validation against the tool's parameter schema as offered
+//     this turn;
+//  3. approval (WithApproval);
 //  4. result cache lookup (WithCache), where a hit ends the call;
-//  5. argument validation against the tool's parameter schema;
+//  5. rate limit (WithRateLimit);
 //  6. the middleware chain (WithMiddleware, Wrapper.Middleware), outermost first;
 //  7. the handler, under the tool's timeout (WithTimeout), with panics recovered;
 //  8. result cache store, for successful results;
 //  9. retry accounting in the run context (WithMaxRetries).
+//
+// Validation comes first so that nothing later sees arguments the tool
+// would refuse: an approval predicate or a cache key function gets valid
+// JSON, a human is never asked to approve a call that cannot run, and a
+// cached result is only returned for arguments valid for the tool as this
+// turn offers it (a schema narrowed by WithPrepare cannot be bypassed by a
+// result cached in another turn). The rate limit comes after the cache
+// because it guards what the handler uses: a hit, or a call that waits for
+// an identical call already running, takes no token.
 //
 // Concurrent calls with the same cache key on a cold cache run steps 5 to 8
 // once and share the result.
@@ -49,37 +59,39 @@ func (t Tool) execute(ctx context.Context, call ToolCall) (any, error) {
 		return nil, &UnavailableToolError{Tool: call.Name, Reason: fmt.Sprintf("its retries are spent (a budget of %d per run); do without it", c.maxRetries)}
 	}
 	call.Args = normalizeArgs(call.Args)
-
-	if c.approval != nil {
-		if err := c.checkApproval(ctx, t, call, rc); err != nil {
-			return nil, err
-		}
-	}
-	var clock callClock
-	if c.limiter != nil {
-		if err := c.admit(ctx, call.Name, &clock); err != nil {
-			return nil, err
-		}
-	}
-	var res any
-	var err error
-	if c.cache != nil {
-		res, err = c.cached(ctx, t, call, rc, &clock)
-	} else {
-		res, err = t.run(ctx, call, &clock)
-	}
+	res, err := t.validated(ctx, call, rc)
 	if err != nil && c.maxRetries >= 0 && countsAsFailure(err) {
 		rc.recordFailure(c)
 	}
 	return res, err
 }
 
-// run validates the arguments and runs the middleware chain and the
-// handler: steps 5 to 7 of the call path.
-func (t Tool) run(ctx context.Context, call ToolCall, clock *callClock) (res any, err error) {
+// validated runs steps 2 to 8 of the call path.
+func (t Tool) validated(ctx context.Context, call ToolCall, rc *RunContext) (any, error) {
 	c := t.core
 	if err := c.validatorFor(t.Parameters).check(call.Args); err != nil {
 		return nil, attributeError(call.Name, err)
+	}
+	if c.approval != nil {
+		if err := c.checkApproval(ctx, t, call, rc); err != nil {
+			return nil, err
+		}
+	}
+	var clock callClock
+	if c.cache != nil {
+		return c.cached(ctx, t, call, rc, &clock)
+	}
+	return t.run(ctx, call, &clock)
+}
+
+// run applies the rate limit and runs the middleware chain and the
+// handler: steps 5 to 7 of the call path.
+func (t Tool) run(ctx context.Context, call ToolCall, clock *callClock) (res any, err error) {
+	c := t.core
+	if c.limiter != nil {
+		if err := c.admit(ctx, call.Name, clock); err != nil {
+			return nil, err
+		}
 	}
 	defer func() {
 		if p := recover(); p != nil {

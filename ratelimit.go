@@ -15,8 +15,8 @@ type RateLimit struct {
 	Requests int
 	// Interval is the window Requests is counted over.
 	Interval time.Duration
-	// Burst is how many calls may run at once after a quiet period; zero
-	// means Requests.
+	// Burst is how many calls may start back to back after a quiet period
+	// (it does not bound how many run concurrently); zero means Requests.
 	Burst int
 	// Reject makes a call over the limit fail at once with a
 	// [*RateLimitError] the model sees, saying when to retry. By default the
@@ -26,8 +26,8 @@ type RateLimit struct {
 
 // WithRateLimit limits how often the tool runs. The window belongs to the
 // tool, not to its name: calls through every renamed or prefixed copy count
-// against the same limit. A limit with no requests or no interval is
-// ignored.
+// against the same limit. Calls answered from the tool's cache take no
+// token. A limit with no requests or no interval is ignored.
 func WithRateLimit(l RateLimit) ToolOption {
 	return func(t *Tool) {
 		if l.Requests <= 0 || l.Interval <= 0 {
@@ -69,7 +69,7 @@ func roundUp(d time.Duration) time.Duration {
 	return (d + unit - 1).Truncate(unit)
 }
 
-// admit applies the rate limit: step 3 of the call path.
+// admit applies the rate limit: step 5 of the call path.
 func (c *toolCore) admit(ctx context.Context, name string, clock *callClock) error {
 	now := clock.now()
 	if c.limiter.AllowN(now, 1) {

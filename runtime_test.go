@@ -135,6 +135,9 @@ func TestCachePolicyBounds(t *testing.T) {
 			Key: func(_ context.Context, args json.RawMessage) (string, error) {
 				var in lookupArgs
 				err := json.Unmarshal(args, &in)
+				if in.ID == 13 {
+					return "", errors.New("unlucky")
+				}
 				return fmt.Sprint(in.ID), err // the note does not matter
 			},
 			ShouldCache: func(res any) bool { return !strings.HasPrefix(res.(string), "record 7 ") },
@@ -145,8 +148,11 @@ func TestCachePolicyBounds(t *testing.T) {
 			require.NoError(t, err)
 		}
 		assert.Equal(t, int64(3), runs.Load())
-		_, err := tool.Call(ctx, json.RawMessage(`{"id":"x"}`))
-		require.ErrorContains(t, err, "cache key")
+		_, err := tool.Call(ctx, json.RawMessage(`{"id":13}`))
+		require.ErrorContains(t, err, "cache key: unlucky")
+		var ae *toolset.ArgumentError
+		_, err = tool.Call(ctx, json.RawMessage(`{"id":"x"}`))
+		require.ErrorAs(t, err, &ae, "the key function sees only valid arguments")
 	})
 }
 
@@ -679,23 +685,105 @@ func TestCallPathOrder(t *testing.T) {
 	require.NoError(t, run(`{"id":1}`))
 	assert.Equal(t, []string{"approval", "middleware", "handler"}, steps, "a miss runs every step")
 
-	require.NoError(t, run(`{"id":1}`))
-	assert.Equal(t, []string{"approval"}, steps, "a hit stops after the cache: no validation, middleware or handler")
-
 	var ae *toolset.ArgumentError
 	require.ErrorAs(t, run(`{"id":"one"}`), &ae)
-	assert.Equal(t, []string{"approval"}, steps, "invalid arguments stop before the middleware")
+	assert.Empty(t, steps, "invalid arguments stop before the approval")
 
 	needApproval.Store(true)
 	var need *toolset.ApprovalRequiredError
-	require.ErrorAs(t, run(`{"id":2}`), &need)
+	require.ErrorAs(t, run(`{"id":1}`), &need, "the approval comes before the cache")
 	assert.Equal(t, []string{"approval"}, steps)
 	needApproval.Store(false)
 
-	// Three tokens were spent (miss, hit, invalid); the approval refusal took none.
+	for range 3 {
+		require.NoError(t, run(`{"id":1}`))
+		assert.Equal(t, []string{"approval"}, steps, "a hit stops after the cache: no middleware or handler")
+	}
+
+	// One token was spent (the miss): hits, refusals and invalid calls took none.
+	require.NoError(t, run(`{"id":2}`))
+	require.NoError(t, run(`{"id":3}`))
 	var rle *toolset.RateLimitError
-	require.ErrorAs(t, run(`{"id":1}`), &rle, "the rate limit comes before the cache")
-	assert.Equal(t, []string{"approval"}, steps)
+	require.ErrorAs(t, run(`{"id":4}`), &rle, "the rate limit comes after the cache")
+	assert.Equal(t, []string{"approval"}, steps, "a refused call runs no middleware")
+}
+
+// A cached result is only returned for arguments valid for the tool as
+// this turn offers it: a schema narrowed per turn is not bypassed by a
+// result cached in a turn that allowed more.
+func TestCacheRespectsThisTurnsSchema(t *testing.T) {
+	type actionArgs struct {
+		Action string `json:"action" jsonschema:"enum=read,enum=delete"`
+	}
+	tool := toolset.NewTool("records", "", func(_ context.Context, in actionArgs) (string, error) {
+		return "did " + in.Action, nil
+	}, toolset.WithCache(toolset.CachePolicy{}))
+	readOnly := toolset.NewFunction(tool).Prepared(func(ctx context.Context, tools []toolset.Tool) ([]toolset.Tool, error) {
+		if toolset.FromContext(ctx).Value("role") == "admin" {
+			return tools, nil
+		}
+		out := make([]toolset.Tool, len(tools))
+		for i, t := range tools {
+			p := *t.Parameters
+			action := *p.Properties.Value("action")
+			action.Enum = []any{"read"}
+			p.Properties = jsonschema.NewProperties()
+			p.Properties.Set("action", &action)
+			t.Parameters = &p
+			out[i] = t
+		}
+		return out, nil
+	})
+	turn := func(role string) *toolset.Tools {
+		ctx := toolset.NewContext(context.Background(), &toolset.RunContext{RunID: role, Values: map[string]any{"role": role}})
+		tools, err := toolset.BuildTools(ctx, "a", readOnly)
+		require.NoError(t, err)
+		return tools
+	}
+	ctx := context.Background()
+	got, err := turn("admin").Call(ctx, "records", json.RawMessage(`{"action":"delete"}`))
+	require.NoError(t, err)
+	assert.Equal(t, "did delete", got)
+
+	_, err = turn("viewer").Call(ctx, "records", json.RawMessage(`{"action":"delete"}`))
+	var ae *toolset.ArgumentError
+	require.ErrorAs(t, err, &ae, "the viewer's schema refuses delete, cached or not")
+	assert.Equal(t, toolset.CacheStats{Misses: 1}, tool.CacheStats())
+}
+
+// A caller waiting for an identical call whose own caller gave up runs the
+// call itself instead of taking the other caller's cancellation.
+func TestCacheWaiterOutlivesAbandonedCall(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var runs atomic.Int64
+	started := make(chan struct{}, 2)
+	tool := toolset.NewTool("slow", "", func(ctx context.Context, in lookupArgs) (int, error) {
+		if runs.Add(1) == 1 {
+			started <- struct{}{}
+			<-ctx.Done()
+			return 0, ctx.Err()
+		}
+		return in.ID, nil
+	}, toolset.WithCache(toolset.CachePolicy{}))
+	leaderCtx, cancel := context.WithCancel(context.Background())
+	leader := make(chan error, 1)
+	go func() {
+		_, err := tool.Call(leaderCtx, json.RawMessage(`{"id":7}`))
+		leader <- err
+	}()
+	<-started
+	waiter := make(chan any, 1)
+	go func() {
+		got, err := tool.Call(context.Background(), json.RawMessage(`{"id":7}`))
+		assert.NoError(t, err, "the waiter's own context is live")
+		waiter <- got
+	}()
+	require.Eventually(t, func() bool { return tool.CacheStats().Misses == 2 }, 5*time.Second, time.Millisecond, "the second call waits")
+	cancel()
+	require.ErrorIs(t, <-leader, context.Canceled)
+	assert.Equal(t, 7, <-waiter)
+	assert.Equal(t, int64(2), runs.Load())
+	assert.Equal(t, toolset.CacheStats{Misses: 2}, tool.CacheStats(), "the waiter's second look counts once")
 }
 
 func TestConcurrentCallsThroughThreeNames(t *testing.T) {

@@ -28,7 +28,7 @@ func main() {
 			return fmt.Sprintf("%s trades at 101.50 (fetch #%d)", in.Symbol, fetches), nil
 		},
 		toolset.WithCache(toolset.CachePolicy{TTL: time.Minute}),
-		toolset.WithRateLimit(toolset.RateLimit{Requests: 3, Interval: time.Minute, Reject: true}),
+		toolset.WithRateLimit(toolset.RateLimit{Requests: 2, Interval: time.Minute, Reject: true}),
 	)
 	trade := toolset.NewTool("place_order", "Buy or sell a stock.",
 		func(context.Context, QuoteArgs) (string, error) { return "order placed", nil },
@@ -68,7 +68,7 @@ func main() {
 	call(ctx, tools, "quote", `{ "symbol": "ACME" }`) // same tool, same arguments: a cache hit
 	fmt.Printf("  cache: %+v, fetches: %d\n", quote.CacheStats(), fetches)
 	call(ctx, tools, "market_quote", `{"symbol":"INIT"}`) // a miss: fetches again
-	call(ctx, tools, "quote", `{"symbol":"GLOBEX"}`)      // the fourth call in a minute (hits count too): over the limit
+	call(ctx, tools, "quote", `{"symbol":"GLOBEX"}`)      // the third fetch in a minute (hits take no token): over the limit
 	call(ctx, tools, "place_order", `{"symbol":"ACME"}`)  // deferred: not available yet
 	call(ctx, tools, "tool_search", `{"query":"buy stock order"}`)
 
