@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/gotoolset/toolset/internal/canonjson"
 )
 
 // ApprovalFunc decides whether a call needs a human's approval before it
@@ -14,7 +16,15 @@ type ApprovalFunc func(ctx context.Context, t Tool, args json.RawMessage) (bool,
 // a human. Such a call returns an [*ApprovalRequiredError] carrying the call
 // until the run records a decision for its call ID with
 // [RunContext.Approve] or [RunContext.Deny]; calling again with the same ID
-// then runs it, or tells the model it was denied.
+// then runs it, or tells the model it was denied. need sees only arguments
+// that passed validation.
+//
+// A decision holds for one call: the tool and the arguments of the call
+// first seen with its ID (or, for a decision recorded before the call was
+// seen, the first call with that ID), and it is used up by that call. A call
+// with the same ID but another tool or other arguments needs a decision of
+// its own. Approvals need call IDs, so run such tools with [Tools.Execute]
+// and a [ToolCall] whose ID is set; a call without an ID is never approved.
 func WithApproval(need ApprovalFunc) ToolOption {
 	return func(t *Tool) { t.core.approval = need }
 }
@@ -32,6 +42,13 @@ type decision struct {
 	reason   string
 }
 
+// approvalSubject is what a decision applies to: one tool (under any of
+// its names) with arguments of one canonical form.
+type approvalSubject struct {
+	tool *toolCore
+	args string
+}
+
 func (rc *RunContext) decide(callID string, d decision) {
 	rc.ensureRun()
 	s := rc.run
@@ -43,15 +60,32 @@ func (rc *RunContext) decide(callID string, d decision) {
 	s.decisions[callID] = d
 }
 
-func (rc *RunContext) decision(callID string) (decision, bool) {
+// takeDecision returns the decision recorded for the call with the given ID
+// and subject, using it up. Without one, it remembers the subject the ID
+// was asked for, so that a later decision applies to that call only.
+func (rc *RunContext) takeDecision(callID string, subj approvalSubject) (decision, bool) {
 	if rc == nil {
 		return decision{}, false
 	}
+	rc.ensureRun()
 	s := rc.run
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	asked, wasAsked := s.asked[callID]
+	if wasAsked && asked != subj {
+		return decision{}, false // another call under the same ID
+	}
 	d, ok := s.decisions[callID]
-	return d, ok
+	if !ok {
+		if s.asked == nil {
+			s.asked = make(map[string]approvalSubject)
+		}
+		s.asked[callID] = subj
+		return decision{}, false
+	}
+	delete(s.decisions, callID)
+	delete(s.asked, callID)
+	return d, true
 }
 
 // ApprovalRequiredError reports a call that waits for a human's approval.
@@ -65,6 +99,9 @@ type ApprovalRequiredError struct {
 
 // Error implements error.
 func (e *ApprovalRequiredError) Error() string {
+	if e.Call.ID == "" {
+		return fmt.Sprintf("toolset: a call of tool %q needs approval, and approvals are recorded by call ID: run it with Tools.Execute and a ToolCall with an ID", e.Call.Name)
+	}
 	return fmt.Sprintf("toolset: call %q of tool %q needs approval", e.Call.ID, e.Call.Name)
 }
 
@@ -103,9 +140,16 @@ func (c *toolCore) checkApproval(ctx context.Context, t Tool, call ToolCall, rc 
 	if !need {
 		return nil
 	}
-	d, ok := rc.decision(call.ID)
+	if call.ID == "" {
+		return &ApprovalRequiredError{Call: call}
+	}
+	args, err := canonjson.Append(nil, call.Args)
+	if err != nil {
+		args = call.Args // not reached: the arguments are valid JSON
+	}
+	d, ok := rc.takeDecision(call.ID, approvalSubject{tool: c, args: string(args)})
 	switch {
-	case !ok || call.ID == "":
+	case !ok:
 		return &ApprovalRequiredError{Call: call}
 	case d.approved:
 		return nil

@@ -43,6 +43,7 @@ type runState struct {
 	failures  map[*toolCore]*failureCount
 	revealed  map[*toolCore]struct{}
 	decisions map[string]decision
+	asked     map[string]approvalSubject // what each call ID was asked for
 	caches    map[*toolCore]*resultCache
 }
 

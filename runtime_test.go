@@ -480,9 +480,27 @@ func TestApproval(t *testing.T) {
 	assert.Equal(t, int64(1), runs.Load())
 
 	rc.Approve("c1")
-	got, err = tools.Execute(ctx, big)
+	wipe := toolset.NewTool("wipe", "", func(_ context.Context, in lookupArgs) (string, error) {
+		return "wiped", nil
+	}, toolset.WithApproval(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+	withWipe, err := toolset.BuildTools(ctx, "a", toolset.NewFunction(transfer), wipe)
 	require.NoError(t, err)
+	for _, other := range []toolset.ToolCall{
+		{ID: "c1", Name: "transfer", Args: json.RawMessage(`{"id":999}`)},
+		{ID: "c1", Name: "wipe", Args: json.RawMessage(`{"id":500}`)},
+	} {
+		_, err = withWipe.Execute(ctx, other)
+		require.ErrorAs(t, err, &need, "an approval holds for the call it was asked for: %s", other.Args)
+	}
+	got, err = tools.Execute(ctx, toolset.ToolCall{ID: "c1", Name: "transfer", Args: json.RawMessage(`{ "id": 500 }`)})
+	require.NoError(t, err, "the same tool under another name, the same arguments in another form")
 	assert.Equal(t, "sent 500", got)
+	_, err = tools.Execute(ctx, big)
+	require.ErrorAs(t, err, &need, "an approval is used up by its call")
+
+	_, err = tools.Call(ctx, "transfer", json.RawMessage(`{"id":500}`))
+	require.ErrorAs(t, err, &need)
+	assert.ErrorContains(t, err, "run it with Tools.Execute and a ToolCall with an ID", "a call without an ID cannot be approved, and says so")
 
 	rc.Deny("c2", "over the daily limit")
 	_, err = tools.Execute(ctx, toolset.ToolCall{ID: "c2", Name: "transfer", Args: json.RawMessage(`{"id":900}`)})
