@@ -121,9 +121,10 @@ func (c *toolCore) base(ctx context.Context, call ToolCall) (any, error) {
 
 // explain turns a failed call's error into the error the caller gets: a
 // timeout, an argument error with the tool's name, or the handler's error
-// wrapped in a *ToolError.
+// wrapped in a *ToolError. An error the handler meant for the model (a
+// ModelError, such as a Retry request) is kept even after the deadline.
 func (c *toolCore) explain(ctx context.Context, name string, err error) error {
-	if c.timeout > 0 {
+	if _, forModel := ModelMessage(err); c.timeout > 0 && !forModel {
 		if dc, ok := ctx.(*deadlineCtx); ok && dc.expired() && dc.Context.Err() == nil {
 			if c.timeoutAborts {
 				return &AbortError{Tool: name, Reason: fmt.Sprintf("timed out after %v", c.timeout), Err: context.DeadlineExceeded}

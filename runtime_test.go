@@ -277,6 +277,17 @@ func TestTimeout(t *testing.T) {
 	_, visible = toolset.ModelMessage(err)
 	assert.False(t, visible)
 
+	// A handler that answers the deadline with a message for the model
+	// keeps it.
+	polite := toolset.NewTool("polite", "", func(ctx context.Context, _ struct{}) (string, error) {
+		<-ctx.Done()
+		return "", toolset.Retry("ask for fewer rows")
+	}, toolset.WithTimeout(10*time.Millisecond, toolset.TimeoutAbortRun))
+	_, err = polite.Call(context.Background(), nil)
+	msg, visible = toolset.ModelMessage(err)
+	require.True(t, visible, "%v", err)
+	assert.Contains(t, msg, "ask for fewer rows")
+
 	// The caller's own cancellation is not the tool's timeout.
 	started := make(chan struct{})
 	patient := toolset.NewTool("patient", "", func(ctx context.Context, _ struct{}) (string, error) {

@@ -19,8 +19,11 @@ const (
 )
 
 // WithTimeout limits each call of the tool to d. The handler's context is
-// cancelled at the deadline; a handler that returns an error after it gets
-// a timeout error, shown to the model or stopping the run as b says.
+// cancelled at the deadline. If the handler then returns an error, the
+// caller gets a timeout error instead ([*TimeoutError] shown to the model,
+// or [*AbortError] stopping the run, as b says), unless the handler's error
+// is itself meant for the model (a [ModelError], such as [Retry]). A result
+// returned after the deadline is kept.
 func WithTimeout(d time.Duration, b TimeoutBehavior) ToolOption {
 	return func(t *Tool) {
 		if d > 0 {
