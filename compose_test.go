@@ -234,6 +234,27 @@ func TestInstructions(t *testing.T) {
 	got, err = toolset.Instructions(ctx, combined.Prefixed("x"), db)
 	require.NoError(t, err)
 	assert.Equal(t, "Use db_q for reads.\n\nCite your sources.\n\nUse db_q for reads.", got)
+
+	// A toolset whose tools are all hidden this turn says nothing about them.
+	hideAll := func(context.Context, toolset.Tool) (bool, error) { return false, nil }
+	dropAll := func(context.Context, []toolset.Tool) ([]toolset.Tool, error) { return nil, nil }
+	got, err = toolset.Instructions(ctx, db.Filtered(hideAll), db.Prepared(dropAll).Prefixed("p"), web)
+	require.NoError(t, err)
+	assert.Equal(t, "Cite your sources.", got)
+
+	// Dynamic forwards the instructions of the toolset it picks this turn.
+	pick := toolset.NewDynamic(func(ctx context.Context) (toolset.Toolset, error) {
+		if toolset.FromContext(ctx).String("role") == "admin" {
+			return db, nil
+		}
+		return quiet, nil
+	})
+	got, err = pick.Instructions(toolset.NewContext(ctx, &toolset.RunContext{Values: map[string]any{"role": "admin"}}))
+	require.NoError(t, err)
+	assert.Equal(t, "Use db_q for reads.", got)
+	got, err = pick.Instructions(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, got)
 }
 
 func TestRunContext(t *testing.T) {

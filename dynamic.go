@@ -15,9 +15,24 @@ type Dynamic struct {
 // NewDynamic returns a toolset that calls fn every turn and yields the
 // tools of the toolset it returns; a nil toolset yields no tools. When the
 // toolsets fn returns are long-lived values, their work is memoised as
-// usual; build them once, not inside fn.
+// usual; build them once, not inside fn. Their instructions are forwarded
+// for the turn; Dynamic has no Close, since those toolsets belong to whoever
+// built them.
 func NewDynamic(fn func(ctx context.Context) (Toolset, error)) *Dynamic {
 	return &Dynamic{fn: fn}
+}
+
+// Instructions implements [InstructionsProvider], forwarding the
+// instructions of the toolset fn picks for this turn.
+func (d *Dynamic) Instructions(ctx context.Context) (string, error) {
+	if d == nil || d.fn == nil {
+		return "", errors.New("toolset: Dynamic: nil function")
+	}
+	ts, err := d.fn(ctx)
+	if err != nil || ts == nil {
+		return "", err
+	}
+	return forwardInstructions(ctx, ts)
 }
 
 // GetTools implements [Toolset].

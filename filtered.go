@@ -35,9 +35,10 @@ func (f *Filtered) GetTools(ctx context.Context) ([]Tool, error) { return getToo
 func (f *Filtered) Label() string { return labelOrEmpty(f.inner) }
 
 // Instructions implements [InstructionsProvider], forwarding the inner
-// toolset's instructions.
+// toolset's instructions when at least one of its tools is shown this turn:
+// instructions about tools the model cannot see would only mislead it.
 func (f *Filtered) Instructions(ctx context.Context) (string, error) {
-	return forwardInstructions(ctx, f.inner)
+	return instructionsIfShown(ctx, f, f.inner)
 }
 
 // Close closes the inner toolset if it holds resources.

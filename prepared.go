@@ -33,9 +33,10 @@ func (p *Prepared) GetTools(ctx context.Context) ([]Tool, error) { return getToo
 func (p *Prepared) Label() string { return labelOrEmpty(p.inner) }
 
 // Instructions implements [InstructionsProvider], forwarding the inner
-// toolset's instructions.
+// toolset's instructions when at least one of its tools is shown this turn:
+// instructions about tools the model cannot see would only mislead it.
 func (p *Prepared) Instructions(ctx context.Context) (string, error) {
-	return forwardInstructions(ctx, p.inner)
+	return instructionsIfShown(ctx, p, p.inner)
 }
 
 // Close closes the inner toolset if it holds resources.

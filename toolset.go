@@ -101,6 +101,19 @@ func Instructions(ctx context.Context, toolsets ...Toolset) (string, error) {
 
 // forwardInstructions returns the instructions of inner, or "" when it has
 // none.
+// instructionsIfShown forwards inner's instructions if ts, which hides
+// some of inner's tools, shows any this turn.
+func instructionsIfShown(ctx context.Context, ts, inner Toolset) (string, error) {
+	if _, ok := inner.(InstructionsProvider); !ok {
+		return "", nil
+	}
+	tools, err := ts.GetTools(ctx)
+	if err != nil || len(tools) == 0 {
+		return "", err
+	}
+	return forwardInstructions(ctx, inner)
+}
+
 func forwardInstructions(ctx context.Context, inner Toolset) (string, error) {
 	if ip, ok := inner.(InstructionsProvider); ok {
 		return ip.Instructions(ctx)
