@@ -6,6 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
+	"time"
+
+	"github.com/invopop/jsonschema"
 )
 
 // NewTool makes a tool from a typed Go function.
@@ -35,7 +39,7 @@ func NewTool[In, Out any](name, description string, fn func(context.Context, In)
 	core.handler = func(ctx context.Context, args json.RawMessage) (any, error) {
 		var in In
 		if err := json.Unmarshal(args, &in); err != nil {
-			return nil, decodeError(err)
+			return nil, decodeError(err, args, params)
 		}
 		return fn(ctx, in)
 	}
@@ -50,8 +54,10 @@ func NewTool[In, Out any](name, description string, fn func(context.Context, In)
 }
 
 // decodeError explains arguments that passed the schema but do not fit the
-// Go type, such as 1.5 for an int field or a value that overflows it.
-func decodeError(err error) error {
+// Go type, such as 1.5 for an int field, a value that overflows it, or a
+// date-time that time.Time cannot parse (the validator does not assert
+// formats, so such a value is first refused here).
+func decodeError(err error, args json.RawMessage, params *jsonschema.Schema) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		return &ArgumentError{Problems: []ArgumentProblem{{
@@ -59,7 +65,66 @@ func decodeError(err error) error {
 			Message: fmt.Sprintf("cannot use %s as %s", te.Value, goTypeWords(te.Type)),
 		}}}
 	}
+	if problems := dateTimeProblems(args, params); len(problems) > 0 {
+		return &ArgumentError{Problems: problems}
+	}
 	return &ArgumentError{Problems: []ArgumentProblem{{Message: err.Error()}}}
+}
+
+// dateTimeProblems finds the strings of args that the schema says are
+// date-times and that are not in RFC 3339 form, naming their fields.
+func dateTimeProblems(args json.RawMessage, params *jsonschema.Schema) []ArgumentProblem {
+	var doc any
+	if json.Unmarshal(args, &doc) != nil {
+		return nil
+	}
+	var out []ArgumentProblem
+	var walk func(s *jsonschema.Schema, v any, field string)
+	walk = func(s *jsonschema.Schema, v any, field string) {
+		if s == nil {
+			return
+		}
+		switch v := v.(type) {
+		case string:
+			if isDateTime(s) {
+				if _, err := time.Parse(time.RFC3339, v); err != nil {
+					out = append(out, ArgumentProblem{Field: field, Message: fmt.Sprintf(
+						"expected a date-time in RFC 3339 format, such as \"2026-01-02T15:04:05Z\"; got %q", v)})
+				}
+			}
+		case map[string]any:
+			s = structural(s)
+			if s.Properties == nil {
+				return
+			}
+			for p := s.Properties.Oldest(); p != nil; p = p.Next() {
+				if pv, ok := v[p.Key]; ok {
+					walk(p.Value, pv, joinField(field, p.Key))
+				}
+			}
+		case []any:
+			s = structural(s)
+			for i, e := range v {
+				walk(s.Items, e, fmt.Sprintf("%s[%d]", field, i))
+			}
+		}
+	}
+	walk(params, doc, "")
+	return out
+}
+
+// isDateTime reports whether s, or one of its anyOf/oneOf branches (as a
+// nullable field has), is a date-time string.
+func isDateTime(s *jsonschema.Schema) bool {
+	if s.Format == "date-time" {
+		return true
+	}
+	for _, b := range append(slices.Clone(s.AnyOf), s.OneOf...) {
+		if b != nil && b.Format == "date-time" {
+			return true
+		}
+	}
+	return false
 }
 
 // goTypeWords names a Go type in JSON terms for a model.

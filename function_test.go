@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/gotoolset/toolset"
 	"github.com/invopop/jsonschema"
@@ -202,6 +203,31 @@ func TestCallDecodeError(t *testing.T) {
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, []toolset.ArgumentProblem{{Field: "n", Message: "cannot use number 300 as an integer in the range of int8"}}, ae.Problems)
 	assert.Equal(t, "small", ae.Tool)
+}
+
+// time.Time fields are date-time strings; the validator does not assert
+// formats, so decoding refuses a bad one, and the model is told which field.
+func TestCallDateTimeNamesTheField(t *testing.T) {
+	type leg struct {
+		Depart time.Time  `json:"depart"`
+		Return *time.Time `json:"return,omitempty"`
+	}
+	tool := toolset.NewTool("book", "", func(_ context.Context, in struct {
+		Legs []leg `json:"legs"`
+	}) (int, error) {
+		return len(in.Legs), nil
+	})
+	got, err := tool.Call(context.Background(), json.RawMessage(`{"legs":[{"depart":"2026-12-01T09:00:00Z"}]}`))
+	require.NoError(t, err)
+	assert.Equal(t, 1, got)
+
+	_, err = tool.Call(context.Background(), json.RawMessage(`{"legs":[{"depart":"2026-12-01T09:00:00Z","return":"tomorrow"},{"depart":"yesterday"}]}`))
+	var ae *toolset.ArgumentError
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, []toolset.ArgumentProblem{
+		{Field: "legs[0].return", Message: `expected a date-time in RFC 3339 format, such as "2026-01-02T15:04:05Z"; got "tomorrow"`},
+		{Field: "legs[1].depart", Message: `expected a date-time in RFC 3339 format, such as "2026-01-02T15:04:05Z"; got "yesterday"`},
+	}, ae.Problems)
 }
 
 func TestCallSuccess(t *testing.T) {
