@@ -101,8 +101,8 @@ func TestBuildToolsEntryErrors(t *testing.T) {
 	ctx := context.Background()
 	_, err := toolset.BuildTools(ctx, "Ops", toolset.NewFunction(), nil, toolset.NewFunction().Prefixed(""))
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), `toolset: agent "Ops": nil#1: toolset: nil Toolset`)
-	assert.Contains(t, err.Error(), `Prefixed#2: toolset: Prefixed: empty prefix`)
+	assert.Contains(t, err.Error(), `toolset: agent "Ops": nil#1: nil Toolset`)
+	assert.Contains(t, err.Error(), `Prefixed#2: Prefixed: empty prefix`)
 }
 
 func TestTools(t *testing.T) {

@@ -148,7 +148,9 @@ type ToolError struct {
 }
 
 // Error implements error.
-func (e *ToolError) Error() string { return fmt.Sprintf("toolset: tool %q: %v", e.Tool, e.Err) }
+func (e *ToolError) Error() string {
+	return fmt.Sprintf("toolset: tool %q: %s", e.Tool, strings.TrimPrefix(e.Err.Error(), "toolset: "))
+}
 
 // Unwrap returns the handler's error.
 func (e *ToolError) Unwrap() error { return e.Err }

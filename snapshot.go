@@ -341,10 +341,12 @@ type entryError struct {
 }
 
 func (e *entryError) Error() string {
+	// The message is already under this package's prefix.
+	inner := strings.TrimPrefix(e.err.Error(), "toolset: ")
 	if e.combined {
-		return fmt.Sprintf("toolsets[%d] (%s): %v", e.index, e.label, e.err)
+		return fmt.Sprintf("toolsets[%d] (%s): %s", e.index, e.label, inner)
 	}
-	return fmt.Sprintf("%s#%d: %v", e.label, e.index, e.err)
+	return fmt.Sprintf("%s#%d: %s", e.label, e.index, inner)
 }
 
 func (e *entryError) Unwrap() error { return e.err }
