@@ -18,6 +18,7 @@ type Agent interface {
 
 // AgentArgs are the arguments of a tool made with [AgentTool].
 type AgentArgs struct {
+	// Prompt is the task the model hands to the agent.
 	Prompt string `json:"prompt" jsonschema:"The task for the agent, with everything it needs to know"`
 }
 

@@ -70,7 +70,11 @@ func WithCache(p CachePolicy) ToolOption {
 // CacheStats counts a tool's cache lookups, across all its names and, for
 // run-scoped caches, all runs.
 type CacheStats struct {
-	Hits, Misses uint64
+	// Hits counts calls answered from the cache.
+	Hits uint64
+	// Misses counts calls that found no result, including those that
+	// waited for an identical call already running.
+	Misses uint64
 }
 
 // CacheStats returns the hit and miss counts of the tool's result cache.

@@ -24,7 +24,10 @@ type EnvError struct {
 
 // MissingEnv is one missing environment variable.
 type MissingEnv struct {
-	Tool, Var string
+	// Tool is the name of the tool that declared the variable.
+	Tool string
+	// Var is the variable that is missing or empty.
+	Var string
 }
 
 // Error implements error.

@@ -20,10 +20,16 @@ type Content struct {
 // Part is one piece of a [Content] result. A part with only Text is text;
 // one with Data or a URI is media or a resource, described by MIMEType.
 type Part struct {
-	Text     string
+	// Text is the text of a text part, or the text content of a resource
+	// part.
+	Text string
+	// MIMEType is the media type of Data or of the resource at URI, such as
+	// "image/png"; empty for text.
 	MIMEType string
-	Data     []byte
-	URI      string
+	// Data is the content of an inline media part (image, audio, file).
+	Data []byte
+	// URI locates a resource the result refers to instead of inlining it.
+	URI string
 }
 
 // IsText reports whether p is a plain text part.

@@ -38,19 +38,27 @@ func WithSearchTopK(k int) SearchOption { return func(c *searchConfig) { c.topK 
 
 // ToolSearchArgs are the arguments of the tool search.
 type ToolSearchArgs struct {
+	// Query is the words the tools are ranked against; an empty query
+	// matches nothing.
 	Query string `json:"query" jsonschema:"Words describing the capability you need"`
-	TopK  int    `json:"top_k,omitempty" jsonschema:"How many tools to return, from 1 to 50 (default 5)"`
+	// TopK is how many tools to return, clamped to 1..50; zero means the
+	// search's default.
+	TopK int `json:"top_k,omitempty" jsonschema:"How many tools to return, from 1 to 50 (default 5)"`
 }
 
 // ToolSearchResult is what the tool search returns to the model.
 type ToolSearchResult struct {
+	// Tools are the matches, best first.
 	Tools []FoundTool `json:"tools"`
-	Note  string      `json:"note"`
+	// Note tells the model when the found tools can be called.
+	Note string `json:"note"`
 }
 
 // FoundTool is one tool a search found.
 type FoundTool struct {
-	Name        string `json:"name"`
+	// Name is the name the model calls the tool by.
+	Name string `json:"name"`
+	// Description is the tool's description.
 	Description string `json:"description"`
 }
 
