@@ -48,11 +48,44 @@ func (e *CallError) Error() string {
 // Unwrap returns the call's error.
 func (e *CallError) Unwrap() error { return e.Err }
 
+// Approver puts a call that needs a human's approval to one, and returns
+// the answer: approved, or not with a reason the model is told.
+type Approver func(ctx context.Context, call toolset.ToolCall) (approved bool, reason string, err error)
+
+// Approving returns exec that, when a call needs approval, asks approve,
+// records the answer in the run context of ctx and runs the call again.
+// Without approve (nil), exec is returned as it is.
+func Approving(exec Exec, approve Approver) Exec {
+	if approve == nil {
+		return exec
+	}
+	return func(ctx context.Context, call toolset.ToolCall) (any, error) {
+		res, err := exec(ctx, call)
+		var need *toolset.ApprovalRequiredError
+		if !errors.As(err, &need) || call.ID == "" {
+			return res, err
+		}
+		ok, reason, aerr := approve(ctx, need.Call)
+		if aerr != nil {
+			return nil, fmt.Errorf("asking for approval: %w", aerr)
+		}
+		rc := toolset.FromContext(ctx)
+		if ok {
+			rc.Approve(call.ID)
+		} else {
+			rc.Deny(call.ID, reason)
+		}
+		return exec(ctx, call)
+	}
+}
+
 // Run runs calls with exec, at most limit at a time, and returns their
 // outcomes in call order. Errors for which [toolset.ModelMessage] reports
-// true become outcomes the model sees. Any other error stops the run: the
-// calls still running are cancelled, calls not yet started are skipped,
-// and Run returns the first such error in call order as a *CallError.
+// true become outcomes the model sees, except that a call still waiting for
+// approval ([*toolset.ApprovalRequiredError]) stops the run: nobody would
+// ever ask. Any other error stops the run: the calls still running are
+// cancelled, calls not yet started are skipped, and Run returns the first
+// such error in call order as a *CallError.
 func Run(ctx context.Context, calls []toolset.ToolCall, limit int, exec Exec) ([]Outcome, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("concurrency limit must be at least 1, got %d", limit)
@@ -64,6 +97,11 @@ func Run(ctx context.Context, calls []toolset.ToolCall, limit int, exec Exec) ([
 		res, err := exec(ctx, calls[i])
 		if err == nil {
 			out[i].Result = res
+			return
+		}
+		var need *toolset.ApprovalRequiredError
+		if errors.As(err, &need) {
+			errs[i] = err
 			return
 		}
 		if msg, ok := toolset.ModelMessage(err); ok {

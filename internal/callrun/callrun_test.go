@@ -140,6 +140,48 @@ func TestRunSequentialStopsAtFirstRunError(t *testing.T) {
 	assert.Equal(t, []string{"a"}, ran, "calls after a run-stopping error are not started")
 }
 
+func TestRunApprovals(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var sent []string
+	var mu sync.Mutex
+	tools, err := toolset.BuildTools(t.Context(), "test",
+		toolset.NewTool("pay", "Pay.", func(_ context.Context, in SleepArgs) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			sent = append(sent, "paid")
+			return in.Ms, nil
+		}, toolset.WithApproval(func(_ context.Context, _ toolset.Tool, args json.RawMessage) (bool, error) {
+			var in SleepArgs
+			return json.Unmarshal(args, &in) == nil && in.Ms > 100, nil
+		})))
+	require.NoError(t, err)
+	calls := []toolset.ToolCall{call("a", "pay", `{"ms":5}`), call("b", "pay", `{"ms":500}`), call("c", "pay", `{"ms":900}`)}
+
+	_, err = callrun.Run(t.Context(), calls, 8, tools.Execute)
+	var need *toolset.ApprovalRequiredError
+	require.ErrorAs(t, err, &need, "without an approver, a call waiting for approval stops the run")
+
+	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{RunID: "r"})
+	var asked []string
+	approve := func(_ context.Context, c toolset.ToolCall) (bool, string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, c.ID)
+		return c.ID == "b", "too much", nil
+	}
+	out, err := callrun.Run(ctx, calls, 8, callrun.Approving(tools.Execute, approve))
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"b", "c"}, asked, "only calls that need approval are put to the approver")
+	assert.Equal(t, 5, out[0].Result)
+	assert.Equal(t, 500, out[1].Result)
+	assert.True(t, out[2].IsError)
+	assert.Equal(t, `the call of tool "pay" was denied by a human: too much`, out[2].Message)
+
+	failing := func(context.Context, toolset.ToolCall) (bool, string, error) { return false, "", errors.New("no one answered") }
+	_, err = callrun.Run(ctx, []toolset.ToolCall{call("d", "pay", `{"ms":700}`)}, 8, callrun.Approving(tools.Execute, failing))
+	require.ErrorContains(t, err, "asking for approval: no one answered")
+}
+
 func TestRunBadLimit(t *testing.T) {
 	_, err := callrun.Run(t.Context(), nil, 0, nil)
 	assert.EqualError(t, err, "concurrency limit must be at least 1, got 0")

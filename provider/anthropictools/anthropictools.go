@@ -55,11 +55,25 @@ type CallError = callrun.CallError
 // Option configures how calls are run.
 type Option func(*options)
 
-type options struct{ concurrency int }
+type options struct {
+	concurrency int
+	approve     callrun.Approver
+}
 
 // MaxConcurrency sets how many tool calls of one turn run at once; 1 runs
 // them one after another. Values below 1 make [RunCalls] fail.
 func MaxConcurrency(n int) Option { return func(o *options) { o.concurrency = n } }
+
+// Approve puts each call that needs a human's approval (see
+// [toolset.WithApproval]) to ask, records the answer in the run context of
+// the turn and runs the call again, or tells the model it was denied with
+// reason. Without it, a call that needs approval stops the run: RunCalls
+// returns a [*CallError] wrapping the [*toolset.ApprovalRequiredError], and
+// the results of the other calls are lost. Approvals need call IDs and a
+// run context ([toolset.NewContext]).
+func Approve(ask func(ctx context.Context, call toolset.ToolCall) (approved bool, reason string, err error)) Option {
+	return func(o *options) { o.approve = ask }
+}
 
 // Tools returns the turn's tools as Anthropic tool params, in the order the
 // model is sent them. Each input schema is the tool's parameter schema as
@@ -213,7 +227,7 @@ func RunCalls(ctx context.Context, tools *toolset.Tools, content []anthropic.Con
 			opt(&o)
 		}
 	}
-	outcomes, err := callrun.Run(ctx, Calls(content), o.concurrency, tools.Execute)
+	outcomes, err := callrun.Run(ctx, Calls(content), o.concurrency, callrun.Approving(tools.Execute, o.approve))
 	if err != nil {
 		return nil, fmt.Errorf("anthropictools: %w", err)
 	}

@@ -25,6 +25,11 @@
 // (bad arguments, an unknown tool, a handler's toolset.Retry) becomes a
 // function response with an "error" field; any other error stops the run
 // and is returned.
+//
+// The Gemini API may send function calls without an ID. Approvals
+// ([toolset.WithApproval]) are recorded by call ID, so such a call of a tool
+// that needs approval cannot be approved: it stops the run with a
+// [*toolset.ApprovalRequiredError] that says so.
 package geminitools
 
 import (
@@ -50,11 +55,25 @@ type CallError = callrun.CallError
 // Option configures how calls are run.
 type Option func(*options)
 
-type options struct{ concurrency int }
+type options struct {
+	concurrency int
+	approve     callrun.Approver
+}
 
 // MaxConcurrency sets how many tool calls of one turn run at once; 1 runs
 // them one after another. Values below 1 make [RunCalls] fail.
 func MaxConcurrency(n int) Option { return func(o *options) { o.concurrency = n } }
+
+// Approve puts each call that needs a human's approval (see
+// [toolset.WithApproval]) to ask, records the answer in the run context of
+// the turn and runs the call again, or tells the model it was denied with
+// reason. Without it, a call that needs approval stops the run: RunCalls
+// returns a [*CallError] wrapping the [*toolset.ApprovalRequiredError], and
+// the results of the other calls are lost. Approvals need call IDs and a
+// run context ([toolset.NewContext]).
+func Approve(ask func(ctx context.Context, call toolset.ToolCall) (approved bool, reason string, err error)) Option {
+	return func(o *options) { o.approve = ask }
+}
 
 // NameError reports a tool name that Gemini does not accept.
 type NameError struct {
@@ -174,7 +193,7 @@ func RunCalls(ctx context.Context, tools *toolset.Tools, content *genai.Content,
 	if err != nil || len(calls) == 0 {
 		return nil, err
 	}
-	outcomes, err := callrun.Run(ctx, calls, o.concurrency, tools.Execute)
+	outcomes, err := callrun.Run(ctx, calls, o.concurrency, callrun.Approving(tools.Execute, o.approve))
 	if err != nil {
 		return nil, fmt.Errorf("geminitools: %w", err)
 	}

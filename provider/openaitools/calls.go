@@ -193,14 +193,14 @@ func outcome(call toolset.ToolCall, result any, err error) (callrun.Outcome, err
 
 // run runs one turn's calls through tools.
 func run(ctx context.Context, tools *toolset.Tools, calls []toolset.ToolCall, o options) ([]callrun.Outcome, error) {
-	out, err := callrun.Run(ctx, calls, o.concurrency, func(ctx context.Context, call toolset.ToolCall) (any, error) {
+	out, err := callrun.Run(ctx, calls, o.concurrency, callrun.Approving(func(ctx context.Context, call toolset.ToolCall) (any, error) {
 		if t, ok := tools.Lookup(call.Name); ok {
 			if params, err := t.ParametersJSON(); err == nil {
 				call.Args = dropNulls(params, call.Args)
 			}
 		}
 		return tools.Execute(ctx, call)
-	})
+	}, o.approve))
 	if err != nil {
 		return nil, fmt.Errorf("openaitools: %w", err)
 	}

@@ -102,6 +102,32 @@ func TestRunChatCallsModelErrors(t *testing.T) {
 	assert.Equal(t, "found go", text(3))
 }
 
+func TestRunChatCallsApprovals(t *testing.T) {
+	refund := toolset.NewTool("refund", "Refund an order.", func(_ context.Context, in struct {
+		Order string `json:"order"`
+	}) (string, error) {
+		return "refunded " + in.Order, nil
+	}, toolset.WithApproval(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{RunID: "r"})
+	tools := build(t, refund)
+	calls := chatCalls(t, `[`+
+		`{"id":"c1","type":"function","function":{"name":"refund","arguments":"{\"order\":\"A\"}"}},`+
+		`{"id":"c2","type":"function","function":{"name":"refund","arguments":"{\"order\":\"B\"}"}}]`)
+
+	_, err := openaitools.RunChatCalls(ctx, tools, calls)
+	var need *toolset.ApprovalRequiredError
+	require.ErrorAs(t, err, &need, "without Approve, nobody would be asked: the run stops")
+
+	ask := func(_ context.Context, call toolset.ToolCall) (bool, string, error) {
+		return call.ID == "c1", "B was already refunded", nil
+	}
+	msgs, err := openaitools.RunChatCalls(ctx, tools, calls, openaitools.Approve(ask))
+	require.NoError(t, err)
+	require.Len(t, msgs, 2)
+	assert.Equal(t, "refunded A", msgs[0].OfTool.Content.OfString.Value)
+	assert.Equal(t, `the call of tool "refund" was denied by a human: B was already refunded`, msgs[1].OfTool.Content.OfString.Value)
+}
+
 func TestRunChatCallsRefusesCustomCalls(t *testing.T) {
 	calls := chatCalls(t, `[{"id":"c1","type":"custom","custom":{"name":"grammar","input":"x"}}]`)
 	_, err := openaitools.RunChatCalls(t.Context(), build(t, failing), calls)

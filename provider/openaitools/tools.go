@@ -1,6 +1,7 @@
 package openaitools
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -27,6 +28,7 @@ type Option func(*options)
 type options struct {
 	strict      bool
 	concurrency int
+	approve     callrun.Approver
 }
 
 func apply(opts []Option) options {
@@ -50,6 +52,17 @@ func Strict() Option { return func(o *options) { o.strict = true } }
 // MaxConcurrency sets how many tool calls of one turn run at once; 1 runs
 // them one after another. Values below 1 make the run functions fail.
 func MaxConcurrency(n int) Option { return func(o *options) { o.concurrency = n } }
+
+// Approve puts each call that needs a human's approval (see
+// [toolset.WithApproval]) to ask, records the answer in the run context of
+// the turn and runs the call again, or tells the model it was denied with
+// reason. Without it, a call that needs approval stops the run: RunCalls
+// returns a [*CallError] wrapping the [*toolset.ApprovalRequiredError], and
+// the results of the other calls are lost. Approvals need call IDs and a
+// run context ([toolset.NewContext]).
+func Approve(ask func(ctx context.Context, call toolset.ToolCall) (approved bool, reason string, err error)) Option {
+	return func(o *options) { o.approve = ask }
+}
 
 // function is one tool as OpenAI is sent it.
 type function struct {
