@@ -25,13 +25,13 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/provider/openaitools"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"golang.org/x/sync/errgroup"
 )
 
 const question = "I'm going to Lisbon and Porto with 250 EUR. What's the weather in both, and how much is my money in USD?"
@@ -170,7 +170,7 @@ func run(ctx context.Context, out io.Writer, client openai.Client, model string)
 			fmt.Fprintf(out, "  -> %s %s %s\n", c.ID, c.Function.Name, c.Function.Arguments)
 		}
 		start := time.Now()
-		results, err := runCalls(turn, out, rc, tools, msg.ToolCalls)
+		results, err := openaitools.RunChatCalls(turn, tools, msg.ToolCalls, openaitools.Approve(askUser(out)))
 		if err != nil {
 			return "", err // an error that should stop the run
 		}
@@ -184,32 +184,16 @@ func run(ctx context.Context, out io.Writer, client openai.Client, model string)
 	return "", errors.New("no answer after 6 turns")
 }
 
-// runCalls runs a turn's tool calls side by side. A call that needs the
-// user's approval is put to the user (here, approved on the spot), the
-// answer is recorded in the run context, and the call runs again.
-func runCalls(ctx context.Context, out io.Writer, rc *toolset.RunContext, tools *toolset.Tools, calls []openai.ChatCompletionMessageToolCallUnion) ([]openai.ChatCompletionMessageParamUnion, error) {
-	parsed, err := openaitools.ChatCalls(calls)
-	if err != nil {
-		return nil, err
+// askUser puts a call that needs approval to the user; here, the user
+// approves on the spot.
+func askUser(out io.Writer) func(context.Context, toolset.ToolCall) (bool, string, error) {
+	var mu sync.Mutex // calls run side by side; ask one question at a time
+	return func(_ context.Context, call toolset.ToolCall) (bool, string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(out, "  ?? %s %s %s needs the user's approval: approved\n", call.ID, call.Name, call.Args)
+		return true, "", nil
 	}
-	results := make([]openai.ChatCompletionMessageParamUnion, len(parsed))
-	g, gctx := errgroup.WithContext(ctx)
-	for i, call := range parsed {
-		g.Go(func() error {
-			res, err := tools.Execute(gctx, call)
-			if pending, ok := errors.AsType[*toolset.ApprovalRequiredError](err); ok {
-				fmt.Fprintf(out, "  ?? %s %s %s needs the user's approval: approved\n", pending.Call.ID, pending.Call.Name, pending.Call.Args)
-				rc.Approve(pending.Call.ID)
-				res, err = tools.Execute(gctx, call)
-			}
-			results[i], err = openaitools.ChatToolMessage(call, res, err)
-			return err // only an error that should stop the run
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	return results, nil
 }
 
 func plural(n int, word string) string {
