@@ -177,7 +177,9 @@ func TestRunApprovals(t *testing.T) {
 	assert.True(t, out[2].IsError)
 	assert.Equal(t, `the call of tool "pay" was denied by a human: too much`, out[2].Message)
 
-	failing := func(context.Context, toolset.ToolCall) (bool, string, error) { return false, "", errors.New("no one answered") }
+	failing := func(context.Context, toolset.ToolCall) (bool, string, error) {
+		return false, "", errors.New("no one answered")
+	}
 	_, err = callrun.Run(ctx, []toolset.ToolCall{call("d", "pay", `{"ms":700}`)}, 8, callrun.Approving(tools.Execute, failing))
 	require.ErrorContains(t, err, "asking for approval: no one answered")
 }
