@@ -14,78 +14,110 @@ type ApprovalFunc func(ctx context.Context, t Tool, args json.RawMessage) (bool,
 
 // WithApproval makes calls of the tool for which need reports true wait for
 // a human. Such a call returns an [*ApprovalRequiredError] carrying the call
-// until the run records a decision for its call ID with
-// [RunContext.Approve] or [RunContext.Deny]; calling again with the same ID
-// then runs it, or tells the model it was denied. need sees only arguments
-// that passed validation.
+// until the run records a decision for it with [RunContext.ApproveCall] or
+// [RunContext.DenyCall] (or, by ID alone, [RunContext.Approve] or
+// [RunContext.Deny]); calling again then runs it, or tells the model it was
+// denied. need sees only arguments that passed validation.
 //
-// A decision holds for one call: the tool and the arguments of the call
-// first seen with its ID (or, for a decision recorded before the call was
-// seen, the first call with that ID), and it is used up by that call. A call
-// with the same ID but another tool or other arguments needs a decision of
-// its own. Approvals need call IDs, so run such tools with [Tools.Execute]
-// and a [ToolCall] whose ID is set; a call without an ID is never approved.
+// A decision holds for one call, and is used up by it: ApproveCall and
+// DenyCall name the call's ID, name and arguments (in any JSON form of the
+// same value); Approve and Deny name an ID and apply to the call first
+// asked about under it (or, when recorded before any was, to the first
+// call with that ID). Approvals need call IDs and a run context (see
+// [NewContext]), so run such tools with [Tools.Execute] and a [ToolCall]
+// whose ID is set. A call without an ID gets an ApprovalRequiredError that
+// says so; without a run context, such a call fails with an error that stops
+// the run.
 func WithApproval(need ApprovalFunc) ToolOption {
 	return func(t *Tool) { t.core.approval = need }
 }
 
+// ApproveCall records a human's approval of call in the run, so that the
+// next attempt of that very call (same ID, name and arguments) runs.
+func (rc *RunContext) ApproveCall(call ToolCall) {
+	rc.decide(subjectOf(call), decision{approved: true})
+}
+
+// DenyCall records a human's refusal of call in the run; the next attempt
+// of that very call tells the model reason.
+func (rc *RunContext) DenyCall(call ToolCall, reason string) {
+	rc.decide(subjectOf(call), decision{reason: reason})
+}
+
 // Approve records a human's approval of the call with the given ID in the
-// run, so the next attempt of that call runs.
-func (rc *RunContext) Approve(callID string) { rc.decide(callID, decision{approved: true}) }
+// run, so the next attempt of that call runs. Prefer [RunContext.ApproveCall]
+// when the call is at hand: it cannot apply to another call that reuses the
+// ID.
+func (rc *RunContext) Approve(callID string) {
+	rc.decide(approvalSubject{id: callID, anyCall: true}, decision{approved: true})
+}
 
 // Deny records a human's refusal of the call with the given ID in the run;
 // the next attempt of that call tells the model reason.
-func (rc *RunContext) Deny(callID, reason string) { rc.decide(callID, decision{reason: reason}) }
+func (rc *RunContext) Deny(callID, reason string) {
+	rc.decide(approvalSubject{id: callID, anyCall: true}, decision{reason: reason})
+}
 
 type decision struct {
 	approved bool
 	reason   string
 }
 
-// approvalSubject is what a decision applies to: one tool (under any of
-// its names) with arguments of one canonical form.
+// approvalSubject is what a decision applies to: the call with an ID, a
+// name and arguments of one canonical form, or (anyCall) the call asked
+// about under the ID.
 type approvalSubject struct {
-	tool *toolCore
-	args string
+	id, name, args string
+	anyCall        bool
 }
 
-func (rc *RunContext) decide(callID string, d decision) {
+// subjectOf returns the subject of call. Arguments that are not JSON are
+// kept as they are (such a call fails validation before any approval).
+func subjectOf(call ToolCall) approvalSubject {
+	args, err := canonjson.Append(nil, normalizeArgs(call.Args))
+	if err != nil {
+		args = call.Args
+	}
+	return approvalSubject{id: call.ID, name: call.Name, args: string(args)}
+}
+
+func (rc *RunContext) decide(subj approvalSubject, d decision) {
 	rc.ensureRun()
 	s := rc.run
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.decisions == nil {
-		s.decisions = make(map[string]decision)
+		s.decisions = make(map[approvalSubject]decision)
 	}
-	s.decisions[callID] = d
+	s.decisions[subj] = d
 }
 
-// takeDecision returns the decision recorded for the call with the given ID
-// and subject, using it up. Without one, it remembers the subject the ID
-// was asked for, so that a later decision applies to that call only.
-func (rc *RunContext) takeDecision(callID string, subj approvalSubject) (decision, bool) {
-	if rc == nil {
-		return decision{}, false
-	}
-	rc.ensureRun()
+// takeDecision returns the decision recorded for the call subj, using it
+// up. Without one, it remembers the first call asked about under the ID,
+// for a decision recorded later by ID alone.
+func (rc *RunContext) takeDecision(subj approvalSubject) (decision, bool) {
 	s := rc.run
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	asked, wasAsked := s.asked[callID]
-	if wasAsked && asked != subj {
-		return decision{}, false // another call under the same ID
+	if d, ok := s.decisions[subj]; ok {
+		delete(s.decisions, subj)
+		return d, true
 	}
-	d, ok := s.decisions[callID]
-	if !ok {
+	byID := approvalSubject{id: subj.id, anyCall: true}
+	d, ok := s.decisions[byID]
+	asked, wasAsked := s.asked[subj.id]
+	if ok && (!wasAsked || asked == subj) {
+		delete(s.decisions, byID)
+		delete(s.asked, subj.id)
+		return d, true
+	}
+	if !wasAsked {
 		if s.asked == nil {
 			s.asked = make(map[string]approvalSubject)
 		}
-		s.asked[callID] = subj
-		return decision{}, false
+		s.asked[subj.id] = subj
 	}
-	delete(s.decisions, callID)
-	delete(s.asked, callID)
-	return d, true
+	return decision{}, false
 }
 
 // ApprovalRequiredError reports a call that waits for a human's approval.
@@ -140,14 +172,13 @@ func (c *toolCore) checkApproval(ctx context.Context, t Tool, call ToolCall, rc 
 	if !need {
 		return nil
 	}
+	if rc == nil {
+		return fmt.Errorf("toolset: a call of tool %q needs approval, and approvals are recorded in the run context: attach one with NewContext", call.Name)
+	}
 	if call.ID == "" {
 		return &ApprovalRequiredError{Call: call}
 	}
-	args, err := canonjson.Append(nil, call.Args)
-	if err != nil {
-		args = call.Args // not reached: the arguments are valid JSON
-	}
-	d, ok := rc.takeDecision(call.ID, approvalSubject{tool: c, args: string(args)})
+	d, ok := rc.takeDecision(subjectOf(call))
 	switch {
 	case !ok:
 		return &ApprovalRequiredError{Call: call}

@@ -42,8 +42,8 @@ type runState struct {
 	mu        sync.Mutex
 	failures  map[*toolCore]*failureCount
 	revealed  map[*toolCore]struct{}
-	decisions map[string]decision
-	asked     map[string]approvalSubject // what each call ID was asked for
+	decisions map[approvalSubject]decision
+	asked     map[string]approvalSubject // the first call asked about under each ID
 	caches    map[*toolCore]*resultCache
 }
 

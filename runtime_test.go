@@ -503,8 +503,10 @@ func TestApproval(t *testing.T) {
 		_, err = withWipe.Execute(ctx, other)
 		require.ErrorAs(t, err, &need, "an approval holds for the call it was asked for: %s", other.Args)
 	}
-	got, err = tools.Execute(ctx, toolset.ToolCall{ID: "c1", Name: "transfer", Args: json.RawMessage(`{ "id": 500 }`)})
-	require.NoError(t, err, "the same tool under another name, the same arguments in another form")
+	_, err = tools.Execute(ctx, toolset.ToolCall{ID: "c1", Name: "transfer", Args: json.RawMessage(`{"id":500}`)})
+	require.ErrorAs(t, err, &need, "the same tool under another name is another call")
+	got, err = tools.Execute(ctx, toolset.ToolCall{ID: "c1", Name: "renamed", Args: json.RawMessage(`{ "id": 500 }`)})
+	require.NoError(t, err, "the same arguments in another form")
 	assert.Equal(t, "sent 500", got)
 	_, err = tools.Execute(ctx, big)
 	require.ErrorAs(t, err, &need, "an approval is used up by its call")
@@ -815,6 +817,58 @@ func TestCacheWaiterOutlivesAbandonedCall(t *testing.T) {
 	assert.Equal(t, toolset.CacheStats{Misses: 2}, tool.CacheStats(), "the waiter's second look counts once")
 }
 
+// A decision recorded for a call applies to that call only, even when the
+// model (or a server) gives two calls one ID.
+func TestApprovalBindsToTheCall(t *testing.T) {
+	var paid []string
+	var mu sync.Mutex
+	pay := toolset.NewTool("pay", "", func(_ context.Context, in struct {
+		To string `json:"to"`
+	}) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		paid = append(paid, in.To)
+		return "paid " + in.To, nil
+	}, toolset.WithApproval(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+	rc := &toolset.RunContext{RunID: "r"}
+	ctx := toolset.NewContext(context.Background(), rc)
+	tools := clones(t, ctx, pay)
+	mallory := toolset.ToolCall{ID: "call_0", Name: "pay", Args: json.RawMessage(`{"to":"mallory"}`)}
+	bob := toolset.ToolCall{ID: "call_0", Name: "pay", Args: json.RawMessage(`{"to":"bob"}`)}
+	var need *toolset.ApprovalRequiredError
+	for _, c := range []toolset.ToolCall{mallory, bob} {
+		_, err := tools.Execute(ctx, c)
+		require.ErrorAs(t, err, &need)
+	}
+	rc.DenyCall(mallory, "unknown payee")
+	rc.ApproveCall(bob)
+	_, err := tools.Execute(ctx, mallory)
+	var denied *toolset.ApprovalDeniedError
+	require.ErrorAs(t, err, &denied)
+	got, err := tools.Execute(ctx, bob)
+	require.NoError(t, err)
+	assert.Equal(t, "paid bob", got)
+	assert.Equal(t, []string{"bob"}, paid)
+
+	// By ID alone, a decision applies to the call asked about under it.
+	alice := toolset.ToolCall{ID: "call_1", Name: "pay", Args: json.RawMessage(`{"to":"alice"}`)}
+	_, err = tools.Execute(ctx, alice)
+	require.ErrorAs(t, err, &need)
+	rc.Approve("call_1")
+	_, err = tools.Execute(ctx, toolset.ToolCall{ID: "call_1", Name: "pay", Args: json.RawMessage(`{"to":"mallory"}`)})
+	require.ErrorAs(t, err, &need, "another call reusing the ID is not approved")
+	_, err = tools.Execute(ctx, alice)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"bob", "alice"}, paid)
+
+	// Without a run context, nothing could record a decision: the call
+	// stops the run and says why.
+	_, err = pay.Call(context.Background(), json.RawMessage(`{"to":"bob"}`))
+	require.ErrorContains(t, err, "approvals are recorded in the run context")
+	_, visible := toolset.ModelMessage(err)
+	assert.False(t, visible)
+}
+
 func TestConcurrentCallsThroughThreeNames(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	var runs atomic.Int64
@@ -918,6 +972,21 @@ func TestCacheMissesNotKeptStayApart(t *testing.T) {
 		assert.Equal(t, id, got)
 	}
 	assert.Equal(t, before+3, runs.Load(), "even results are kept, odd ones run again")
+}
+
+// A panic in the cache policy fails the call like a panicking handler,
+// and leaves no pending entry behind for identical calls to wait on.
+func TestCacheShouldCachePanics(t *testing.T) {
+	tool := toolset.NewTool("lookup", "", func(_ context.Context, in lookupArgs) (int, error) { return in.ID, nil },
+		toolset.WithCache(toolset.CachePolicy{ShouldCache: func(any) bool { panic("policy bug") }}))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for range 2 {
+		_, err := tool.Call(ctx, json.RawMessage(`{"id":1}`))
+		var pe *toolset.PanicError
+		require.ErrorAs(t, err, &pe)
+		assert.Equal(t, "policy bug", pe.Value)
+	}
 }
 
 // A cache miss whose result is not kept allocates nothing beyond the call

@@ -62,18 +62,20 @@ func Approving(exec Exec, approve Approver) Exec {
 	return func(ctx context.Context, call toolset.ToolCall) (any, error) {
 		res, err := exec(ctx, call)
 		var need *toolset.ApprovalRequiredError
-		if !errors.As(err, &need) || call.ID == "" {
+		if !errors.As(err, &need) || need.Call.ID == "" || need.Call.ID != call.ID || need.Call.Name != call.Name {
+			// Not this call's approval (a sub-agent's call, say), or one
+			// that cannot be recorded: it stops the run as it is.
 			return res, err
 		}
 		ok, reason, aerr := approve(ctx, need.Call)
 		if aerr != nil {
 			return nil, fmt.Errorf("asking for approval: %w", aerr)
 		}
-		rc := toolset.FromContext(ctx)
+		rc := toolset.FromContext(ctx) // present: without it, exec fails otherwise
 		if ok {
-			rc.Approve(call.ID)
+			rc.ApproveCall(need.Call)
 		} else {
-			rc.Deny(call.ID, reason)
+			rc.DenyCall(need.Call, reason)
 		}
 		return exec(ctx, call)
 	}

@@ -157,11 +157,11 @@ func TestRunApprovals(t *testing.T) {
 	require.NoError(t, err)
 	calls := []toolset.ToolCall{call("a", "pay", `{"ms":5}`), call("b", "pay", `{"ms":500}`), call("c", "pay", `{"ms":900}`)}
 
-	_, err = callrun.Run(t.Context(), calls, 8, tools.Execute)
+	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{RunID: "r"})
+	_, err = callrun.Run(ctx, calls, 8, tools.Execute)
 	var need *toolset.ApprovalRequiredError
 	require.ErrorAs(t, err, &need, "without an approver, a call waiting for approval stops the run")
 
-	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{RunID: "r"})
 	var asked []string
 	approve := func(_ context.Context, c toolset.ToolCall) (bool, string, error) {
 		mu.Lock()
@@ -182,6 +182,21 @@ func TestRunApprovals(t *testing.T) {
 	}
 	_, err = callrun.Run(ctx, []toolset.ToolCall{call("d", "pay", `{"ms":700}`)}, 8, callrun.Approving(tools.Execute, failing))
 	require.ErrorContains(t, err, "asking for approval: no one answered")
+
+	// The approval a call waits for must be its own: a sub-agent's call
+	// needing approval is not answered in the outer call's name.
+	nested := func(ctx context.Context, c toolset.ToolCall) (any, error) {
+		return nil, &toolset.ToolError{Tool: c.Name, Err: &toolset.ApprovalRequiredError{Call: call("inner", "pay", `{"ms":700}`)}}
+	}
+	asked = nil
+	_, err = callrun.Run(ctx, []toolset.ToolCall{call("outer", "delegate", `{}`)}, 8, callrun.Approving(nested, approve))
+	require.ErrorAs(t, err, &need)
+	assert.Empty(t, asked)
+
+	// Without a run context nothing could record an answer: nobody is asked.
+	_, err = callrun.Run(t.Context(), []toolset.ToolCall{call("e", "pay", `{"ms":700}`)}, 8, callrun.Approving(tools.Execute, approve))
+	require.ErrorContains(t, err, "approvals are recorded in the run context")
+	assert.Empty(t, asked)
 }
 
 func TestRunBadLimit(t *testing.T) {
