@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -133,7 +134,9 @@ func (c *toolCore) through(ctx context.Context, t Tool, call ToolCall, store *re
 	for counted := false; ; counted = true {
 		l := store.lookup(kb, ks, clock)
 		if l.hit {
-			cfg.hits.Add(1)
+			if !counted {
+				cfg.hits.Add(1)
+			}
 			return l.val, nil
 		}
 		if !counted {
@@ -162,10 +165,39 @@ func (c *toolCore) through(ctx context.Context, t Tool, call ToolCall, store *re
 // fly runs the call for a pending entry and lands its result.
 func (c *toolCore) fly(ctx context.Context, t Tool, call ToolCall, store *resultCache, e *cacheEntry, clock *callClock) (res any, err error) {
 	defer func() {
-		keep := err == nil && (c.cache.policy.ShouldCache == nil || c.cache.policy.ShouldCache(res))
-		store.land(e, res, err, keep, err != nil && ctx.Err() != nil, clock)
+		keep, size := false, 0
+		if err == nil {
+			if keep, size, err = c.keepable(call.Name, res); err != nil {
+				res = nil
+			}
+		}
+		store.land(e, res, err, keep, size, err != nil && ctx.Err() != nil, clock)
 	}()
 	return t.run(ctx, call, clock)
+}
+
+// keepable decides whether a successful result is stored, and measures it
+// when the cache has a byte budget. A panic in the policy's ShouldCache, or
+// in the result's own JSON encoding, fails the call like a panicking
+// handler.
+func (c *toolCore) keepable(name string, res any) (keep bool, size int, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			keep, size, err = false, 0, &PanicError{Tool: name, Value: p, Stack: debug.Stack()}
+		}
+	}()
+	p := &c.cache.policy
+	if p.ShouldCache != nil && !p.ShouldCache(res) {
+		return false, 0, nil
+	}
+	if p.MaxBytes > 0 {
+		text, terr := ResultText(res)
+		if terr != nil || len(text) > p.MaxBytes {
+			return false, 0, nil
+		}
+		size = len(text)
+	}
+	return true, size, nil
 }
 
 // resultCache is a bounded LRU of results with optional expiry and byte
@@ -274,13 +306,7 @@ func (rc *resultCache) lookup(kb []byte, ks string, clock *callClock) lookup {
 // land ends the call of a pending entry: it stores the result if keep,
 // drops the entry otherwise, and wakes the callers waiting for it, which
 // run the call again themselves if it was abandoned.
-func (rc *resultCache) land(e *cacheEntry, val any, err error, keep, abandoned bool, clock *callClock) {
-	size := 0
-	if keep && rc.policy.MaxBytes > 0 {
-		text, terr := ResultText(val)
-		size = len(text)
-		keep = terr == nil && size <= rc.policy.MaxBytes
-	}
+func (rc *resultCache) land(e *cacheEntry, val any, err error, keep bool, size int, abandoned bool, clock *callClock) {
 	rc.mu.Lock()
 	done := e.done
 	if keep {

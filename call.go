@@ -19,8 +19,10 @@ import (
 //  3. approval (WithApproval);
 //  4. result cache lookup (WithCache), where a hit ends the call;
 //  5. rate limit (WithRateLimit);
-//  6. the middleware chain (WithMiddleware, Wrapper.Middleware), outermost first;
-//  7. the handler, under the tool's timeout (WithTimeout), with panics recovered;
+//  6. the middleware chain (WithMiddleware, Wrapper.Middleware), outermost
+//     first, and
+//  7. the handler, both under the tool's timeout (WithTimeout), with panics
+//     recovered;
 //  8. result cache store, for successful results;
 //  9. retry accounting in the run context (WithMaxRetries).
 //

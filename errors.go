@@ -149,6 +149,9 @@ type ToolError struct {
 
 // Error implements error.
 func (e *ToolError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("toolset: tool %q failed", e.Tool)
+	}
 	return fmt.Sprintf("toolset: tool %q: %s", e.Tool, strings.TrimPrefix(e.Err.Error(), "toolset: "))
 }
 

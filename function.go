@@ -65,8 +65,11 @@ func decodeError(err error, args json.RawMessage, params *jsonschema.Schema) err
 			Message: fmt.Sprintf("cannot use %s as %s", te.Value, goTypeWords(te.Type)),
 		}}}
 	}
-	if problems := dateTimeProblems(args, params); len(problems) > 0 {
-		return &ArgumentError{Problems: problems}
+	var pe *time.ParseError
+	if errors.As(err, &pe) {
+		if problems := dateTimeProblems(args, params); len(problems) > 0 {
+			return &ArgumentError{Problems: problems}
+		}
 	}
 	return &ArgumentError{Problems: []ArgumentProblem{{Message: err.Error()}}}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -228,6 +229,34 @@ func TestCallDateTimeNamesTheField(t *testing.T) {
 		{Field: "legs[0].return", Message: `expected a date-time in RFC 3339 format, such as "2026-01-02T15:04:05Z"; got "tomorrow"`},
 		{Field: "legs[1].depart", Message: `expected a date-time in RFC 3339 format, such as "2026-01-02T15:04:05Z"; got "yesterday"`},
 	}, ae.Problems)
+
+	// Another decoding failure is reported as it is, not blamed on a
+	// date-time field the Go type does not parse.
+	coded := toolset.NewTool("coded", "", func(_ context.Context, in struct {
+		Note string    `json:"note" jsonschema:"format=date-time"`
+		Code upperCode `json:"code"`
+	}) (string, error) {
+		return string(in.Code), nil
+	})
+	_, err = coded.Call(context.Background(), json.RawMessage(`{"note":"soon","code":"abc"}`))
+	require.ErrorAs(t, err, &ae)
+	require.Len(t, ae.Problems, 1)
+	assert.Contains(t, ae.Problems[0].Message, "code must be uppercase")
+}
+
+// upperCode refuses lowercase codes when decoded.
+type upperCode string
+
+func (c *upperCode) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	if strings.ToUpper(s) != s {
+		return errors.New("code must be uppercase")
+	}
+	*c = upperCode(s)
+	return nil
 }
 
 func TestCallSuccess(t *testing.T) {

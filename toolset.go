@@ -99,8 +99,6 @@ func Instructions(ctx context.Context, toolsets ...Toolset) (string, error) {
 	return strings.Join(parts, "\n\n"), errors.Join(errs...)
 }
 
-// forwardInstructions returns the instructions of inner, or "" when it has
-// none.
 // instructionsIfShown forwards inner's instructions if ts, which hides
 // some of inner's tools, shows any this turn.
 func instructionsIfShown(ctx context.Context, ts, inner Toolset) (string, error) {
@@ -114,6 +112,8 @@ func instructionsIfShown(ctx context.Context, ts, inner Toolset) (string, error)
 	return forwardInstructions(ctx, inner)
 }
 
+// forwardInstructions returns the instructions of inner, or "" when it has
+// none.
 func forwardInstructions(ctx context.Context, inner Toolset) (string, error) {
 	if ip, ok := inner.(InstructionsProvider); ok {
 		return ip.Instructions(ctx)
