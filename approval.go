@@ -139,6 +139,11 @@ func (e *ApprovalRequiredError) Error() string {
 
 // ModelMessage implements [ModelError].
 func (e *ApprovalRequiredError) ModelMessage() string {
+	if e.Call.ID == "" {
+		// Without an ID nobody can record a decision (an MCP client's call,
+		// say): asking the model to wait would leave it waiting.
+		return fmt.Sprintf("the call of tool %q needs a human's approval, which cannot be asked for here; do without it", e.Call.Name)
+	}
 	return fmt.Sprintf("the call of tool %q needs a human's approval, which has been requested; do not repeat it until told", e.Call.Name)
 }
 

@@ -514,6 +514,12 @@ func TestApproval(t *testing.T) {
 	_, err = tools.Call(ctx, "transfer", json.RawMessage(`{"id":500}`))
 	require.ErrorAs(t, err, &need)
 	assert.ErrorContains(t, err, "run it with Tools.Execute and a ToolCall with an ID", "a call without an ID cannot be approved, and says so")
+	msg, _ := toolset.ModelMessage(err)
+	assert.Equal(t, `the call of tool "transfer" needs a human's approval, which cannot be asked for here; do without it`, msg,
+		"the model is not told to wait for an answer that cannot come")
+	_, err = tools.Execute(ctx, toolset.ToolCall{ID: "c9", Name: "transfer", Args: json.RawMessage(`{"id":501}`)})
+	msg, _ = toolset.ModelMessage(err)
+	assert.Equal(t, `the call of tool "transfer" needs a human's approval, which has been requested; do not repeat it until told`, msg)
 
 	rc.Deny("c2", "over the daily limit")
 	_, err = tools.Execute(ctx, toolset.ToolCall{ID: "c2", Name: "transfer", Args: json.RawMessage(`{"id":900}`)})
