@@ -193,6 +193,13 @@ func TestCallMalformedJSON(t *testing.T) {
 	assert.Contains(t, ae.Problems[0].Message, "not valid JSON")
 }
 
+// A ToolError names the tool and says the package prefix once, even when
+// it wraps an error of this package or nothing at all.
+func TestToolErrorMessage(t *testing.T) {
+	assert.EqualError(t, &toolset.ToolError{Tool: "flaky", Err: toolset.Retry("try again")}, `toolset: tool "flaky": retry requested: try again`)
+	assert.EqualError(t, &toolset.ToolError{Tool: "flaky"}, `toolset: tool "flaky" failed`)
+}
+
 func TestCallDecodeError(t *testing.T) {
 	tool := toolset.NewTool("small", "", func(_ context.Context, in struct {
 		N int8 `json:"n"`
