@@ -30,6 +30,12 @@ import (
 // Use it for the schemas of tools made with [NewRawTool] from JSON written
 // elsewhere: an MCP server's tools, a package's discovered tools. The
 // document must be a JSON object or a boolean.
+//
+// The schema must be self-contained: a "$ref" (or "$dynamicRef",
+// "$recursiveRef") that is not a fragment such as "#/$defs/point", or a
+// "$schema" that names no draft the validator has built in, is refused
+// with a *[SchemaRefError], so that no schema can make the program open a
+// file or a URL.
 func ParseSchema(data []byte) (*jsonschema.Schema, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -39,6 +45,9 @@ func ParseSchema(data []byte) (*jsonschema.Schema, error) {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("toolset: invalid JSON Schema: data after the schema")
+	}
+	if err := checkNodeRefs(n, nil); err != nil {
+		return nil, fmt.Errorf("toolset: invalid JSON Schema: %w", err)
 	}
 	s, ok := schemaOf(n, 0)
 	if !ok {

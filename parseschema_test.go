@@ -2,7 +2,11 @@ package toolset_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gotoolset/toolset"
@@ -137,6 +141,9 @@ func FuzzParseSchema(f *testing.F) {
 		`{"enum":[],"const":null,"properties":{},"not":{}}`,
 		`true`,
 		`{"$defs":{"a":{"$ref":"#"}},"allOf":[{"$ref":"#/$defs/a"}]}`,
+		`{"properties":{"a":{"$ref":"file:///etc/passwd"}}}`,
+		`{"$schema":"http://json-schema.org/draft-07/schema#","$id":"http://x/","items":{"$ref":"y.json"}}`,
+		`{"const":{"$dynamicRef":"#a","$schema":"https://json-schema.org/schema"},"$ref":"#/const"}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -155,13 +162,64 @@ func FuzzParseSchema(f *testing.F) {
 			}
 			return
 		}
+		var re *toolset.SchemaRefError
+		if errors.As(err, &re) {
+			if !refersOutside(v) {
+				t.Fatalf("rejected %q, which refers nowhere outside: %v", data, err)
+			}
+			return
+		}
 		if err != nil {
 			t.Fatalf("rejected %q: %v", data, err)
+		}
+		if refersOutside(v) {
+			t.Fatalf("accepted %q, which refers outside itself", data)
 		}
 		out, err := json.Marshal(s)
 		if err != nil {
 			t.Fatalf("encoding the schema of %q: %v", data, err)
 		}
 		requireSameJSON(t, data, out)
+		// Compiling it must not fail on a reference (it may fail as an
+		// invalid schema).
+		if err := toolset.NewRawTool("t", "", s, func(context.Context, json.RawMessage) (any, error) { return nil, nil }).Err(); errors.As(err, &re) {
+			t.Fatalf("ParseSchema accepted %q; NewRawTool refused it: %v", data, err)
+		}
 	})
+}
+
+// refersOutside reports whether a decoded document has a member that could
+// make a validator load something: a reference that is not a fragment, or
+// a $schema other than a known draft's.
+func refersOutside(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if s, ok := e.(string); ok {
+				switch k {
+				case "$ref", "$dynamicRef", "$recursiveRef":
+					if !strings.HasPrefix(s, "#") {
+						return true
+					}
+				case "$schema":
+					u := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(s, "http://"), "https://"), "#")
+					if u == s || !slices.Contains([]string{"json-schema.org/schema", "json-schema.org/draft/2020-12/schema",
+						"json-schema.org/draft/2019-09/schema", "json-schema.org/draft-07/schema",
+						"json-schema.org/draft-06/schema", "json-schema.org/draft-04/schema"}, u) {
+						return true
+					}
+				}
+			}
+			if refersOutside(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if refersOutside(e) {
+				return true
+			}
+		}
+	}
+	return false
 }

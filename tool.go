@@ -95,12 +95,20 @@ type toolCore struct {
 // the arguments as JSON, for tools whose schema comes from elsewhere (an
 // MCP server, a package manifest). A nil schema means the tool takes no
 // arguments. Arguments are validated against the schema before fn runs.
+//
+// The schema is compiled here, once: a schema the validator cannot compile,
+// or one that refers outside itself (a "$ref" to a file or a URL, see
+// [SchemaRefError]), makes the tool unusable, and [Tool.Err] says why,
+// naming the tool and the reference. No schema ever makes the program load
+// a file or a URL.
 func NewRawTool(name, description string, params *jsonschema.Schema, fn RawHandler, opts ...ToolOption) Tool {
 	if params == nil {
 		params = emptyObjectSchema()
 	}
 	core := newCore(name, params, fn)
-	if fn == nil {
+	if err := core.validatorFor(params).compile(); err != nil {
+		core.err = fmt.Errorf("parameter schema: %w", err)
+	} else if fn == nil {
 		core.err = errors.New("nil handler")
 	}
 	return newTool(core, description, opts)

@@ -74,19 +74,30 @@ func (v *validator) compile() error {
 			v.err = fmt.Errorf("decoding the parameter schema: %w", err)
 			return
 		}
-		c := sjs.NewCompiler()
-		c.DefaultDraft(sjs.Draft2020)
-		const url = "mem:///parameters.json"
-		if err := c.AddResource(url, doc); err != nil {
-			v.err = fmt.Errorf("invalid parameter schema: %w", err)
+		if err := checkValueRefs(doc, nil); err != nil {
+			v.err = err
 			return
 		}
-		v.full, err = c.Compile(url)
-		if err != nil {
-			v.err = fmt.Errorf("invalid parameter schema: %w", err)
-		}
+		v.full, v.err = compileDoc(doc)
 	})
 	return v.err
+}
+
+// compileDoc compiles a decoded JSON Schema with a loader that refuses every
+// URL: whatever the document refers to, nothing is read.
+func compileDoc(doc any) (*sjs.Schema, error) {
+	c := sjs.NewCompiler()
+	c.DefaultDraft(sjs.Draft2020)
+	c.UseLoader(refusingLoader{})
+	const url = "mem:///parameters.json"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("invalid parameter schema: %w", err)
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("invalid parameter schema: %w", err)
+	}
+	return s, nil
 }
 
 // check validates args. It returns nil when they are valid, the problems

@@ -140,26 +140,37 @@ func checkParameters(raw json.RawMessage) (json.RawMessage, error) {
 	if t, ok := top["type"]; ok && t != "object" {
 		return nil, fmt.Errorf(`the arguments must be an object ("type": "object"), got "type": %v`, compactJSON(t))
 	}
+	// ParseSchema first: it refuses references outside the document, so
+	// the compiler below has nothing to load (and its loader refuses
+	// anyway).
+	if _, err := toolset.ParseSchema(raw); err != nil {
+		return nil, err
+	}
 	doc, err := sjs.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return nil, err
 	}
 	c := sjs.NewCompiler()
 	c.DefaultDraft(sjs.Draft2020)
+	c.UseLoader(noLoader{})
 	if err := c.AddResource("mem:///parameters.json", doc); err != nil {
 		return nil, fmt.Errorf("invalid JSON Schema: %v", err)
 	}
 	if _, err := c.Compile("mem:///parameters.json"); err != nil {
 		return nil, fmt.Errorf("invalid JSON Schema: %v", err)
 	}
-	if _, err := toolset.ParseSchema(raw); err != nil {
-		return nil, err
-	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// noLoader is the schema compiler's URL loader: it loads nothing.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, errors.New("a schema must be self-contained: no file or URL is loaded")
 }
 
 func parseConfigSchema(raw json.RawMessage) ([]ConfigField, []string) {

@@ -1,0 +1,187 @@
+package toolset
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// A tool's schema must be self-contained. Schemas come from places the
+// program does not control (an MCP server, a package), and a validator that
+// followed a "$ref" to "file:///etc/shadow" or "http://169.254.169.254/"
+// would read local files or reach the network on their behalf, and could
+// quote what it found back to the model. So:
+//
+//   - "$ref", "$dynamicRef" and "$recursiveRef" must be fragments ("#",
+//     "#/$defs/x", "#anchor"): they resolve inside the resource that holds
+//     them, which is always part of the same document, whatever "$id"
+//     says;
+//   - "$schema" must name one of the drafts the validator has built in
+//     (2020-12, 2019-09, draft-07, draft-06, draft-04);
+//   - "$id" and "$anchor" may be anything: they only name parts of the
+//     document, and with every reference a fragment nothing can point
+//     outside it.
+//
+// [ParseSchema] and [NewRawTool] refuse other schemas with a
+// *SchemaRefError. The check looks at every member of every object of the
+// document, values of "const", "default" and the like included: a
+// reference may point into any part of it. Whatever slips past it, the
+// validator itself never loads a URL.
+
+// SchemaRefError reports a schema keyword that refers to something outside
+// the schema: a file, a URL, or a meta-schema the validator does not know.
+type SchemaRefError struct {
+	// Keyword is "$ref", "$dynamicRef", "$recursiveRef" or "$schema".
+	Keyword string
+	// Ref is the keyword's value, cut to at most 100 bytes.
+	Ref string
+	// Location is the JSON Pointer of the object holding the keyword, such
+	// as "/properties/city" (cut like Ref); it is empty for the root.
+	Location string
+}
+
+// Error implements error.
+func (e *SchemaRefError) Error() string {
+	where := "at the root"
+	if e.Location != "" {
+		where = "at " + strconv.Quote(e.Location)
+	}
+	if e.Keyword == "$schema" {
+		return fmt.Sprintf("$schema %q %s is not a draft this library knows (use the 2020-12 draft, or leave $schema out); no meta-schema is loaded", e.Ref, where)
+	}
+	return fmt.Sprintf("%s %q %s points outside the schema, and no file or URL is ever loaded; a schema must be self-contained (references start with \"#\")", e.Keyword, e.Ref, where)
+}
+
+// refProblem returns the error for member key: val of an object at loc, or
+// nil when the member cannot make a validator look outside the document.
+func refProblem(key, val string, loc []string) error {
+	switch key {
+	case "$ref", "$dynamicRef", "$recursiveRef":
+		if strings.HasPrefix(val, "#") {
+			return nil
+		}
+	case "$schema":
+		if knownDraft(val) {
+			return nil
+		}
+	default:
+		return nil
+	}
+	return &SchemaRefError{Keyword: key, Ref: capText(val, maxQuoted), Location: capText(pointerOf(loc), maxQuoted)}
+}
+
+// knownDraft reports whether url names a meta-schema the validator has
+// built in, so that "$schema": url loads nothing.
+func knownDraft(url string) bool {
+	u, ok := strings.CutPrefix(url, "https://")
+	if !ok {
+		if u, ok = strings.CutPrefix(url, "http://"); !ok {
+			return false
+		}
+	}
+	u = strings.TrimSuffix(u, "#")
+	switch u {
+	case "json-schema.org/schema",
+		"json-schema.org/draft/2020-12/schema",
+		"json-schema.org/draft/2019-09/schema",
+		"json-schema.org/draft-07/schema",
+		"json-schema.org/draft-06/schema",
+		"json-schema.org/draft-04/schema":
+		return true
+	}
+	return false
+}
+
+// pointerOf renders loc as a JSON Pointer.
+func pointerOf(loc []string) string {
+	var b strings.Builder
+	for _, seg := range loc {
+		b.WriteByte('/')
+		seg = strings.ReplaceAll(seg, "~", "~0")
+		b.WriteString(strings.ReplaceAll(seg, "/", "~1"))
+	}
+	return b.String()
+}
+
+// checkNodeRefs applies refProblem to every object member of n.
+func checkNodeRefs(n *node, loc []string) error {
+	switch n.kind {
+	case kindObject:
+		for _, kv := range n.obj {
+			if kv.val.kind == kindString {
+				if err := refProblem(kv.key, kv.val.str, loc); err != nil {
+					return err
+				}
+			}
+			if err := checkNodeRefs(kv.val, append(loc, kv.key)); err != nil {
+				return err
+			}
+		}
+	case kindArray:
+		for i, e := range n.arr {
+			if err := checkNodeRefs(e, append(loc, strconv.Itoa(i))); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkValueRefs applies refProblem to every object member of v, a JSON
+// document decoded into Go values. Members are visited in key order, so the
+// error reported is always the same one.
+func checkValueRefs(v any, loc []string) error {
+	switch v := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if s, ok := v[k].(string); ok {
+				if err := refProblem(k, s, loc); err != nil {
+					return err
+				}
+			}
+			if err := checkValueRefs(v[k], append(loc, k)); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, e := range v {
+			if err := checkValueRefs(e, append(loc, strconv.Itoa(i))); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// errNoLoading is what the validator's loader answers for every URL.
+var errNoLoading = errors.New("a tool's schema must be self-contained: no file or URL is loaded")
+
+// refusingLoader is the validator's URL loader: it loads nothing.
+type refusingLoader struct{}
+
+func (refusingLoader) Load(string) (any, error) { return nil, errNoLoading }
+
+// maxQuoted bounds the bytes of untrusted text (a value, a name, a
+// reference) quoted into an error message.
+const maxQuoted = 100
+
+// capText returns s cut to at most max bytes, on a rune boundary, with an
+// ellipsis and the full length when cut.
+func capText(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "… (" + strconv.Itoa(len(s)) + " bytes)"
+}

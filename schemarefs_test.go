@@ -1,0 +1,216 @@
+package toolset_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gotoolset/toolset"
+	"github.com/invopop/jsonschema"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const secretMarker = "TOP-SECRET-7f3a9c"
+
+// secretFile writes a file whose content is a valid JSON Schema (a const
+// holding the marker), so that a validator that loads it would quote the
+// marker back in its problems.
+func secretFile(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "secret.json")
+	require.NoError(t, os.WriteFile(p, []byte(`{"const":"`+secretMarker+`"}`), 0o600))
+	return p
+}
+
+// refusedEverywhere checks that a schema document is refused by ParseSchema
+// and, made into a tool by hand (bypassing ParseSchema), by NewRawTool: the
+// errors name the tool and the reference, the secret marker appears
+// nowhere, and no call reaches the handler. It fails the test when either
+// takes longer than a few seconds (a FIFO or /dev/stdin being opened).
+func refusedEverywhere(t *testing.T, doc, ref string) {
+	t.Helper()
+	done := make(chan struct{})
+	var parseErr, toolErr, callErr error
+	called := false
+	go func() {
+		defer close(done)
+		_, parseErr = toolset.ParseSchema([]byte(doc))
+		// Every member as an extra: invopop encodes them as they are.
+		s := jsonschema.Schema{Extras: map[string]any{}}
+		if err := json.Unmarshal([]byte(doc), &s.Extras); err != nil {
+			toolErr = err
+			return
+		}
+		tool := toolset.NewRawTool("lookup", "Looks up.", &s, func(context.Context, json.RawMessage) (any, error) {
+			called = true
+			return "ran", nil
+		})
+		toolErr = tool.Err()
+		_, callErr = tool.Call(context.Background(), json.RawMessage(`{"a":"x"}`))
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("schema %s: still not refused after 5s: something opened the reference", doc)
+	}
+	var re *toolset.SchemaRefError
+	require.ErrorAs(t, parseErr, &re, "ParseSchema")
+	assert.Contains(t, parseErr.Error(), ref)
+	require.Error(t, toolErr, "NewRawTool")
+	require.ErrorAs(t, toolErr, &re, "NewRawTool")
+	assert.Contains(t, toolErr.Error(), `tool "lookup"`)
+	assert.Contains(t, toolErr.Error(), ref)
+	require.Error(t, callErr)
+	assert.False(t, called, "the handler ran")
+	for _, err := range []error{parseErr, toolErr, callErr} {
+		assert.NotContains(t, err.Error(), secretMarker)
+	}
+}
+
+func TestSchemaFileRefIsNotRead(t *testing.T) {
+	p := secretFile(t)
+	ref := "file://" + p
+	refusedEverywhere(t, `{"type":"object","properties":{"a":{"$ref":"`+ref+`"}}}`, ref)
+	refusedEverywhere(t, `{"type":"object","properties":{"a":{"$dynamicRef":"`+ref+`"}}}`, ref)
+	refusedEverywhere(t, `{"type":"object","properties":{"a":{"$recursiveRef":"`+ref+`"}}}`, ref)
+	refusedEverywhere(t, `{"$schema":"`+ref+`","type":"object"}`, ref)
+	refusedEverywhere(t, `{"type":"object","properties":{"a":{"$schema":"`+ref+`"}}}`, ref)
+	// A plain path resolves against the document's own base; it is refused
+	// the same.
+	refusedEverywhere(t, `{"type":"object","properties":{"a":{"$ref":"`+p+`"}}}`, p)
+}
+
+func TestSchemaRelativeRefIsRefused(t *testing.T) {
+	refusedEverywhere(t, `{"type":"object","properties":{"a":{"$ref":"other.json"}}}`, "other.json")
+	refusedEverywhere(t, `{"type":"object","properties":{"a":{"$ref":"other.json#/$defs/x"}}}`, "other.json#/$defs/x")
+	refusedEverywhere(t, `{"type":"object","properties":{"a":{"$ref":"//evil.example/x"}}}`, "//evil.example/x")
+}
+
+// A reference hidden where no schema is expected (a value of const, an
+// unknown keyword) and reached through a JSON Pointer is refused too.
+func TestSchemaRefHiddenInDataIsRefused(t *testing.T) {
+	ref := "file://" + secretFile(t)
+	refusedEverywhere(t, `{"type":"object","const":{"$ref":"`+ref+`"},"properties":{"a":{"$ref":"#/const"}}}`, ref)
+	refusedEverywhere(t, `{"type":"object","x-hide":[{"$ref":"`+ref+`"}],"properties":{"a":{"$ref":"#/x-hide/0"}}}`, ref)
+}
+
+func TestSchemaFIFORefDoesNotHang(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	refusedEverywhere(t, `{"type":"object","properties":{"a":{"$ref":"file://`+p+`"}}}`, p)
+}
+
+func TestSchemaStdinRefDoesNotHang(t *testing.T) {
+	refusedEverywhere(t, `{"type":"object","properties":{"a":{"$ref":"file:///dev/stdin"}}}`, "file:///dev/stdin")
+	refusedEverywhere(t, `{"$schema":"file:///dev/stdin","type":"object"}`, "file:///dev/stdin")
+}
+
+func TestSchemaHTTPRefMakesNoRequest(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Write([]byte(`{"const":"` + secretMarker + `"}`))
+	}))
+	defer srv.Close()
+	ref := srv.URL + "/s.json"
+	refusedEverywhere(t, `{"type":"object","properties":{"a":{"$ref":"`+ref+`"}}}`, ref)
+	refusedEverywhere(t, `{"$schema":"`+ref+`","type":"object"}`, ref)
+	refusedEverywhere(t, `{"type":"object","properties":{"a":{"$dynamicRef":"`+ref+`#meta"}}}`, ref)
+	// A relative reference under a base set with $id would resolve to the
+	// server.
+	refusedEverywhere(t, `{"$id":"`+srv.URL+`/root.json","type":"object","properties":{"a":{"$ref":"s.json"}}}`, "s.json")
+	// Meta-schemas of the known drafts are built in: naming one loads
+	// nothing either.
+	for _, draft := range []string{
+		"https://json-schema.org/draft/2020-12/schema",
+		"http://json-schema.org/draft-07/schema#",
+		"http://json-schema.org/draft-04/schema#",
+	} {
+		s, err := toolset.ParseSchema([]byte(`{"$schema":"` + draft + `","type":"object"}`))
+		require.NoError(t, err, draft)
+		require.NoError(t, toolset.NewRawTool("t", "", s, echoHandler).Err(), draft)
+	}
+	assert.Zero(t, hits.Load(), "requests made to the server")
+}
+
+func echoHandler(_ context.Context, args json.RawMessage) (any, error) { return args, nil }
+
+// $id changes the base that references resolve against. References that
+// are fragments still resolve inside the resource holding them, which is
+// part of the document; nothing is loaded, and the right subschema applies.
+func TestSchemaIDGamesStayInTheDocument(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Write([]byte(`{"type":"string"}`))
+	}))
+	defer srv.Close()
+	secret := "file://" + secretFile(t)
+	for name, tc := range map[string]struct {
+		doc       string
+		good, bad string
+	}{
+		"root $id is a file": {
+			`{"$id":"` + secret + `","type":"object","properties":{"a":{"$ref":"#/$defs/n"}},"$defs":{"n":{"type":"integer"}}}`,
+			`{"a":1}`, `{"a":"x"}`,
+		},
+		"root $id is the server": {
+			`{"$id":"` + srv.URL + `/s.json","type":"object","properties":{"a":{"$ref":"#/$defs/n"}},"$defs":{"n":{"type":"integer"}}}`,
+			`{"a":1}`, `{"a":"x"}`,
+		},
+		"subschema $id is the server": {
+			`{"type":"object","properties":{"a":{"$id":"` + srv.URL + `/s.json","$ref":"#/$defs/n","$defs":{"n":{"type":"integer"}}}},"$defs":{"n":{"type":"string"}}}`,
+			`{"a":1}`, `{"a":"x"}`,
+		},
+		"subschema $id is a file": {
+			`{"type":"object","properties":{"a":{"$id":"` + secret + `","$ref":"#/$defs/n","$defs":{"n":{"type":"integer"}}}}}`,
+			`{"a":1}`, `{"a":"x"}`,
+		},
+		"anchor under a foreign $id": {
+			`{"type":"object","properties":{"a":{"$id":"` + srv.URL + `/x","$ref":"#num","$defs":{"n":{"$anchor":"num","type":"integer"}}}}}`,
+			`{"a":1}`, `{"a":"x"}`,
+		},
+		"$id in an unknown keyword": {
+			`{"type":"object","x-res":{"$id":"` + srv.URL + `/y","$ref":"#/$defs/n"},"properties":{"a":{"$ref":"#/x-res"}},"$defs":{"n":{"type":"integer"}}}`,
+			`{"a":1}`, `{"a":"x"}`,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, err := toolset.ParseSchema([]byte(tc.doc))
+			require.NoError(t, err)
+			tool := toolset.NewRawTool("t", "", s, echoHandler)
+			if err := tool.Err(); err != nil {
+				// Refusing is sound too, as long as nothing was read.
+				assert.NotContains(t, err.Error(), secretMarker)
+				return
+			}
+			_, err = tool.Call(context.Background(), json.RawMessage(tc.good))
+			require.NoError(t, err)
+			_, err = tool.Call(context.Background(), json.RawMessage(tc.bad))
+			var ae *toolset.ArgumentError
+			require.ErrorAs(t, err, &ae)
+			assert.NotContains(t, err.Error(), secretMarker)
+		})
+	}
+	assert.Zero(t, hits.Load(), "requests made to the server")
+}
+
+func TestSchemaRefErrorIsBounded(t *testing.T) {
+	ref := "file:///" + strings.Repeat("a", 100_000)
+	_, err := toolset.ParseSchema([]byte(`{"properties":{"a":{"$ref":"` + ref + `"}}}`))
+	var re *toolset.SchemaRefError
+	require.True(t, errors.As(err, &re))
+	assert.Less(t, len(err.Error()), 600)
+}
