@@ -251,8 +251,11 @@ func TestCallDateTimeNamesTheField(t *testing.T) {
 	assert.Contains(t, ae.Problems[0].Message, "code must be uppercase")
 }
 
-// upperCode refuses lowercase codes when decoded.
+// upperCode refuses lowercase codes when decoded. It declares its schema,
+// as a type with its own UnmarshalJSON must.
 type upperCode string
+
+func (upperCode) JSONSchema() *jsonschema.Schema { return &jsonschema.Schema{Type: "string"} }
 
 func (c *upperCode) UnmarshalJSON(b []byte) error {
 	var s string

@@ -1,10 +1,17 @@
 package toolset
 
 import (
+	"encoding"
 	"encoding/json"
 	"fmt"
+	"math/big"
+	"net"
+	"net/url"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/invopop/jsonschema"
 )
@@ -32,6 +39,9 @@ func parametersSchema(t reflect.Type) (*jsonschema.Schema, error) {
 	}
 	if st.Kind() != reflect.Struct {
 		return nil, fmt.Errorf("argument type %s is not a struct: a tool's arguments are a JSON object", t)
+	}
+	if err := checkDecodable(t, nil); err != nil {
+		return nil, fmt.Errorf("argument type %s: %w", t, err)
 	}
 	s, err := reflectSchema(t)
 	if err != nil {
@@ -67,11 +77,29 @@ func reflectSchema(t reflect.Type) (s *jsonschema.Schema, err error) {
 			s, err = nil, fmt.Errorf("cannot reflect a JSON Schema: %v", p)
 		}
 	}()
+	// The reflector keys the definitions it keeps on the side by the
+	// namer's names, and takes the root's schema from there: with Go's
+	// short type names, a field of another package's type of the same name
+	// as the root would replace the root's schema. Each named type gets a
+	// name of its own instead.
+	names := map[reflect.Type]string{}
 	r := &jsonschema.Reflector{
 		DoNotReference: true,
 		ExpandedStruct: true,
 		Anonymous:      true,
 		LookupComment:  plainTagDescription,
+		Mapper:         mapType,
+		Namer: func(t reflect.Type) string {
+			if t.Name() == "" {
+				return ""
+			}
+			n, ok := names[t]
+			if !ok {
+				n = "t" + strconv.Itoa(len(names))
+				names[t] = n
+			}
+			return n
+		},
 	}
 	s = r.ReflectFromType(t)
 	s.Version = ""
@@ -79,7 +107,100 @@ func reflectSchema(t reflect.Type) (s *jsonschema.Schema, err error) {
 	return s, nil
 }
 
-var customSchemaType = reflect.TypeFor[interface{ JSONSchema() *jsonschema.Schema }]()
+var (
+	customSchemaType = reflect.TypeFor[interface{ JSONSchema() *jsonschema.Schema }]()
+	aliasSchemaType  = reflect.TypeFor[interface{ JSONSchemaAlias() any }]()
+	jsonDecoderType  = reflect.TypeFor[json.Unmarshaler]()
+	textDecoderType  = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// knownTypes are the types with a custom JSON form whose schema the
+// reflector knows, or that take any JSON value.
+var knownTypes = map[reflect.Type]bool{
+	reflect.TypeFor[time.Time]():       true, // a date-time string
+	reflect.TypeFor[url.URL]():         true, // a URI string
+	reflect.TypeFor[net.IP]():          true, // an IP address string
+	reflect.TypeFor[json.RawMessage](): true, // any value
+}
+
+// implements reports whether t or *t implements iface.
+func implements(t, iface reflect.Type) bool {
+	return t.Implements(iface) || (t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(iface))
+}
+
+// declaresSchema reports whether t says what its schema is.
+func declaresSchema(t reflect.Type) bool {
+	return implements(t, customSchemaType) || t.Implements(aliasSchemaType)
+}
+
+// mapType is the reflector's Mapper, called for every type it meets
+// (pointers followed): it gives the schema of types whose JSON form the
+// reflector would get wrong, or nil to let the reflector go on.
+func mapType(t reflect.Type) *jsonschema.Schema {
+	switch {
+	case t.Implements(customSchemaType), knownTypes[t]:
+		return nil // the reflector handles these
+	case reflect.PointerTo(t).Implements(customSchemaType):
+		// The reflector only looks for value methods.
+		return reflect.New(t).Interface().(interface{ JSONSchema() *jsonschema.Schema }).JSONSchema()
+	case t == reflect.TypeFor[json.Number]():
+		return &jsonschema.Schema{Type: "number"}
+	case t == reflect.TypeFor[big.Int]():
+		return &jsonschema.Schema{Type: "integer"}
+	case implements(t, jsonDecoderType):
+		return nil // refused for arguments: see checkDecodable
+	case implements(t, textDecoderType):
+		// encoding/json decodes such a type from a JSON string with its
+		// UnmarshalText: netip.Addr, UUIDs, enums with names.
+		return &jsonschema.Schema{Type: "string"}
+	}
+	return nil
+}
+
+// checkDecodable reports argument types whose JSON form the schema cannot
+// know: a type that decodes itself with UnmarshalJSON, unless it declares
+// its schema with a JSONSchema method or is one the reflector knows.
+func checkDecodable(t reflect.Type, path []reflect.Type) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if declaresSchema(t) || knownTypes[t] || t == reflect.TypeFor[big.Int]() {
+		return nil
+	}
+	if implements(t, jsonDecoderType) {
+		return fmt.Errorf("type %s decodes itself from JSON (it has an UnmarshalJSON method), so its JSON Schema cannot be reflected; give it a method JSONSchema() *jsonschema.Schema that describes what it accepts", t)
+	}
+	if implements(t, textDecoderType) {
+		return nil // a string
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array, reflect.Map:
+		return checkDecodable(t.Elem(), path)
+	case reflect.Struct:
+	default:
+		return nil
+	}
+	if slices.Contains(path, t) {
+		return nil // checkInlinable refuses it
+	}
+	path = append(path, t)
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() && !f.Anonymous {
+			continue
+		}
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name == "-" {
+			continue
+		}
+		if tag := f.Tag.Get("jsonschema"); tag == "-" || strings.HasPrefix(tag, "-,") {
+			continue // not in the schema, so never sent
+		}
+		if err := checkDecodable(f.Type, path); err != nil {
+			return fmt.Errorf("field %s: %w", f.Name, err)
+		}
+	}
+	return nil
+}
 
 // checkInlinable reports types that an inline schema cannot express: a
 // recursive type would make the reflector recurse forever, and channels,
