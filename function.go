@@ -1,15 +1,19 @@
 package toolset
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/invopop/jsonschema"
+	sjs "github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // NewTool makes a tool from a typed Go function.
@@ -36,10 +40,16 @@ func NewTool[In, Out any](name, description string, fn func(context.Context, In)
 	}
 	core := newCore(name, params, nil)
 	core.err = err
+	floats := floatWidth(reflect.TypeFor[In](), nil)
 	core.handler = func(ctx context.Context, args json.RawMessage) (any, error) {
 		var in In
 		if err := json.Unmarshal(args, &in); err != nil {
 			return nil, decodeError(err, args, params)
+		}
+		if floats > 0 && underflows(args, floats) {
+			if problems := underflowProblems(args, reflect.TypeFor[In]()); len(problems) > 0 {
+				return nil, &ArgumentError{Problems: problems}
+			}
 		}
 		return fn(ctx, in)
 	}
@@ -61,17 +71,194 @@ func decodeError(err error, args json.RawMessage, params *jsonschema.Schema) err
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		return &ArgumentError{Problems: []ArgumentProblem{{
-			Field:   te.Field,
-			Message: fmt.Sprintf("cannot use %s as %s", te.Value, goTypeWords(te.Type)),
+			Field:   capText(te.Field, maxField),
+			Message: fmt.Sprintf("cannot use %s as %s", capText(te.Value, 48), goTypeWords(te.Type)),
 		}}}
 	}
 	var pe *time.ParseError
 	if errors.As(err, &pe) {
 		if problems := dateTimeProblems(args, params); len(problems) > 0 {
-			return &ArgumentError{Problems: problems}
+			return &ArgumentError{Problems: capProblems(problems)}
 		}
 	}
-	return &ArgumentError{Problems: []ArgumentProblem{{Message: err.Error()}}}
+	return &ArgumentError{Problems: []ArgumentProblem{{Message: capText(err.Error(), maxMessage)}}}
+}
+
+// floatWidth returns the narrowest float width (32 or 64) of the values t
+// decodes numbers into, through fields, elements and interfaces (which
+// hold float64), or 0 when it has none.
+func floatWidth(t reflect.Type, path []reflect.Type) int {
+	switch t.Kind() {
+	case reflect.Float32:
+		return 32
+	case reflect.Float64, reflect.Interface:
+		return 64
+	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+		return floatWidth(t.Elem(), path)
+	case reflect.Struct:
+	default:
+		return 0
+	}
+	if slices.Contains(path, t) {
+		return 0
+	}
+	path = append(path, t)
+	w := 0
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() && !f.Anonymous {
+			continue
+		}
+		if fw := floatWidth(f.Type, path); fw > 0 && (w == 0 || fw < w) {
+			w = fw
+		}
+	}
+	return w
+}
+
+// underflows reports whether args holds a nonzero number that a float of
+// the given width would hold as zero: 1e-400 would pass "exclusiveMinimum:
+// 0" and reach the handler as 0. It reads args once, and parses only
+// numbers written with a fraction or an exponent.
+func underflows(args []byte, width int) bool {
+	for i := 0; i < len(args); i++ {
+		switch c := args[i]; {
+		case c == '"':
+			for i++; i < len(args) && args[i] != '"'; i++ {
+				if args[i] == '\\' {
+					i++
+				}
+			}
+		case c == '-' || ('0' <= c && c <= '9'):
+			j := i
+			plain := true
+			for j < len(args) && strings.IndexByte("+-0123456789.eE", args[j]) >= 0 {
+				plain = plain && args[j] != '.' && args[j] != 'e' && args[j] != 'E'
+				j++
+			}
+			if !plain && underflowsTo0(string(args[i:j]), width) {
+				return true
+			}
+			i = j - 1
+		}
+	}
+	return false
+}
+
+// underflowsTo0 reports whether tok, a nonzero number, becomes zero as a
+// float of the given width.
+func underflowsTo0(tok string, width int) bool {
+	e, nonzero := magnitude(tok)
+	if !nonzero || e > -30 {
+		return false
+	}
+	f, _ := strconv.ParseFloat(tok, width)
+	return f == 0
+}
+
+// underflowProblems names the numbers of args that underflow the float
+// fields of t they decode into.
+func underflowProblems(args []byte, t reflect.Type) []ArgumentProblem {
+	doc, err := sjs.UnmarshalJSON(bytes.NewReader(args))
+	if err != nil {
+		return nil
+	}
+	var out []ArgumentProblem
+	var walk func(v any, t reflect.Type, field string)
+	walk = func(v any, t reflect.Type, field string) {
+		for t != nil && t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t == nil {
+			return
+		}
+		switch v := v.(type) {
+		case json.Number:
+			width := 0
+			switch t.Kind() {
+			case reflect.Float32:
+				width = 32
+			case reflect.Float64, reflect.Interface:
+				width = 64
+			}
+			if width > 0 && underflowsTo0(string(v), width) {
+				least := map[int]string{32: "1e-45", 64: "5e-324"}[width]
+				out = append(out, ArgumentProblem{Field: capText(field, maxField), Message: fmt.Sprintf(
+					"number %s is too close to zero for this field, which would hold it as 0; send 0 or a number of magnitude at least %s", capText(string(v), 40), least)})
+			}
+		case []any:
+			var et reflect.Type
+			switch t.Kind() {
+			case reflect.Slice, reflect.Array:
+				et = t.Elem()
+			case reflect.Interface:
+				et = t
+			}
+			for i, e := range v {
+				walk(e, et, field+"["+strconv.Itoa(i)+"]")
+			}
+		case map[string]any:
+			for k, e := range v {
+				var et reflect.Type
+				switch t.Kind() {
+				case reflect.Map:
+					et = t.Elem()
+				case reflect.Interface:
+					et = t
+				case reflect.Struct:
+					et = jsonFieldType(t, k)
+				}
+				walk(e, et, joinField(field, k))
+			}
+		}
+	}
+	walk(doc, t, "")
+	slices.SortFunc(out, func(a, b ArgumentProblem) int { return strings.Compare(a.Field, b.Field) })
+	return capProblems(out)
+}
+
+// jsonFieldType returns the type of the field of struct t that
+// encoding/json decodes the member key into (an exact name first, then
+// one equal under case folding, through embedded structs), or nil.
+func jsonFieldType(t reflect.Type, key string) reflect.Type {
+	var fold reflect.Type
+	var visit func(t reflect.Type, depth int) reflect.Type
+	visit = func(t reflect.Type, depth int) reflect.Type {
+		if depth > 8 {
+			return nil
+		}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" || (!f.IsExported() && !f.Anonymous) {
+				continue
+			}
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if f.Anonymous && name == "" && ft.Kind() == reflect.Struct {
+				if r := visit(ft, depth+1); r != nil {
+					return r
+				}
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			if name == key {
+				return f.Type
+			}
+			if fold == nil && strings.EqualFold(name, key) {
+				fold = f.Type
+			}
+		}
+		return nil
+	}
+	if r := visit(t, 0); r != nil {
+		return r
+	}
+	return fold
 }
 
 // dateTimeProblems finds the strings of args that the schema says are
@@ -91,8 +278,8 @@ func dateTimeProblems(args json.RawMessage, params *jsonschema.Schema) []Argumen
 		case string:
 			if isDateTime(s) {
 				if _, err := time.Parse(time.RFC3339, v); err != nil {
-					out = append(out, ArgumentProblem{Field: field, Message: fmt.Sprintf(
-						"expected a date-time in RFC 3339 format, such as \"2026-01-02T15:04:05Z\"; got %q", v)})
+					out = append(out, ArgumentProblem{Field: capText(field, maxField), Message: fmt.Sprintf(
+						"expected a date-time in RFC 3339 format, such as \"2026-01-02T15:04:05Z\"; got %q", capText(v, maxQuoted))})
 				}
 			}
 		case map[string]any:

@@ -78,6 +78,10 @@ func (v *validator) compile() error {
 			v.err = err
 			return
 		}
+		if problems := hugeNumbers(doc); len(problems) > 0 {
+			v.err = fmt.Errorf("invalid parameter schema: at %q: %s", capText(problems[0].Field, maxQuoted), problems[0].Message)
+			return
+		}
 		v.full, v.err = compileDoc(doc)
 	})
 	return v.err
@@ -113,6 +117,9 @@ func (v *validator) check(args []byte) error {
 	doc, err := sjs.UnmarshalJSON(bytes.NewReader(args))
 	if err != nil {
 		return &ArgumentError{Problems: []ArgumentProblem{{Message: jsonSyntaxMessage(args)}}}
+	}
+	if problems := hugeNumbers(doc); len(problems) > 0 {
+		return &ArgumentError{Problems: capProblems(problems)}
 	}
 	err = v.full.Validate(doc)
 	if err == nil {
@@ -164,13 +171,120 @@ func problemsOf(ve *sjs.ValidationError, doc any, root *jsonschema.Schema) []Arg
 		}
 	}
 	walk(ve)
+	for i := range out {
+		out[i].Field = capText(out[i].Field, maxField)
+		out[i].Message = capText(out[i].Message, maxMessage)
+	}
 	slices.SortStableFunc(out, func(a, b ArgumentProblem) int {
 		if c := strings.Compare(a.Field, b.Field); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Message, b.Message)
 	})
-	return slices.Compact(out)
+	return capProblems(slices.Compact(out))
+}
+
+// Bounds on what an argument error says, whatever the arguments: the
+// bytes of a field path and of a message, and the number of problems.
+const (
+	maxField    = 200
+	maxMessage  = 500
+	maxProblems = 20
+	maxListed   = 20 // values or names listed in one message
+)
+
+// capProblems keeps the first maxProblems problems and counts the rest.
+func capProblems(ps []ArgumentProblem) []ArgumentProblem {
+	if len(ps) <= maxProblems {
+		return ps
+	}
+	more := len(ps) - maxProblems
+	ps = append(ps[:maxProblems:maxProblems], ArgumentProblem{Message: fmt.Sprintf("and %d more problems; fix the ones above first", more)})
+	return ps
+}
+
+// maxMagnitude bounds the numbers the full validator weighs: a nonzero
+// number must lie between 1e-400 and 1e400 in magnitude. Any number a Go
+// type can hold is well inside; beyond, the validator's exact arithmetic
+// would cost time exponential in the length of the exponent (1e999999 is
+// a million-digit integer).
+const maxMagnitude = 400
+
+// magnitude returns the decimal exponent E of a JSON number token, as in
+// |x| = 0.d… × 10^E with a nonzero first digit d, and whether x is
+// nonzero. Exponents too long to matter saturate. It reads tok once.
+func magnitude(tok string) (e int, nonzero bool) {
+	i := 0
+	if i < len(tok) && tok[i] == '-' {
+		i++
+	}
+	intDigits, pos, first := 0, 0, -1
+	point := false
+	for ; i < len(tok); i++ {
+		c := tok[i]
+		if c == '.' {
+			point = true
+			continue
+		}
+		if c < '0' || c > '9' {
+			break
+		}
+		if !point {
+			intDigits++
+		}
+		if c != '0' && first < 0 {
+			first = pos
+		}
+		pos++
+	}
+	if first < 0 {
+		return 0, false
+	}
+	exp := 0
+	if i < len(tok) && (tok[i] == 'e' || tok[i] == 'E') {
+		i++
+		neg := false
+		if i < len(tok) && (tok[i] == '+' || tok[i] == '-') {
+			neg = tok[i] == '-'
+			i++
+		}
+		for ; i < len(tok); i++ {
+			if exp < 1<<30 {
+				exp = exp*10 + int(tok[i]-'0')
+			}
+		}
+		if neg {
+			exp = -exp
+		}
+	}
+	return intDigits - first + exp, true
+}
+
+// hugeNumbers returns a problem for each number of doc (decoded with
+// json.Number) beyond maxMagnitude.
+func hugeNumbers(doc any) []ArgumentProblem {
+	var out []ArgumentProblem
+	var walk func(v any, field string)
+	walk = func(v any, field string) {
+		switch v := v.(type) {
+		case json.Number:
+			if e, nz := magnitude(string(v)); nz && (e > maxMagnitude || e < -maxMagnitude) {
+				out = append(out, ArgumentProblem{Field: capText(field, maxField), Message: fmt.Sprintf(
+					"number %s is out of range; send 0 or a number of magnitude between 1e-%d and 1e%d", capText(string(v), 40), maxMagnitude, maxMagnitude)})
+			}
+		case []any:
+			for i, e := range v {
+				walk(e, field+"["+strconv.Itoa(i)+"]")
+			}
+		case map[string]any:
+			for k, e := range v {
+				walk(e, joinField(field, k))
+			}
+		}
+	}
+	walk(doc, "")
+	slices.SortFunc(out, func(a, b ArgumentProblem) int { return strings.Compare(a.Field, b.Field) })
+	return out
 }
 
 // alternativesProblem words a failed anyOf or oneOf as one problem: "expected
@@ -215,7 +329,11 @@ func leafProblems(e *sjs.ValidationError, doc any, root *jsonschema.Schema) []Ar
 		if obj != nil && obj.Properties != nil && obj.Properties.Len() > 0 {
 			var names []string
 			for p := obj.Properties.Oldest(); p != nil; p = p.Next() {
-				names = append(names, strconv.Quote(p.Key))
+				if len(names) == maxListed {
+					names = append(names, fmt.Sprintf("and %d more", obj.Properties.Len()-maxListed))
+					break
+				}
+				names = append(names, strconv.Quote(capText(p.Key, maxQuoted)))
 			}
 			allowed = strings.Join(names, ", ")
 		}
@@ -231,21 +349,21 @@ func leafProblems(e *sjs.ValidationError, doc any, root *jsonschema.Schema) []Ar
 	case *kind.Const:
 		return one(fmt.Sprintf("must be %s; got %s", quoteValue(k.Want), quoteValue(k.Got)))
 	case *kind.Minimum:
-		return one(fmt.Sprintf("must be at least %s; got %s", ratString(k.Want), ratString(k.Got)))
+		return one(fmt.Sprintf("must be at least %s; got %s", ratString(k.Want), gotNumber(e, doc, k.Got)))
 	case *kind.Maximum:
-		return one(fmt.Sprintf("must be at most %s; got %s", ratString(k.Want), ratString(k.Got)))
+		return one(fmt.Sprintf("must be at most %s; got %s", ratString(k.Want), gotNumber(e, doc, k.Got)))
 	case *kind.ExclusiveMinimum:
-		return one(fmt.Sprintf("must be greater than %s; got %s", ratString(k.Want), ratString(k.Got)))
+		return one(fmt.Sprintf("must be greater than %s; got %s", ratString(k.Want), gotNumber(e, doc, k.Got)))
 	case *kind.ExclusiveMaximum:
-		return one(fmt.Sprintf("must be less than %s; got %s", ratString(k.Want), ratString(k.Got)))
+		return one(fmt.Sprintf("must be less than %s; got %s", ratString(k.Want), gotNumber(e, doc, k.Got)))
 	case *kind.MultipleOf:
-		return one(fmt.Sprintf("must be a multiple of %s; got %s", ratString(k.Want), ratString(k.Got)))
+		return one(fmt.Sprintf("must be a multiple of %s; got %s", ratString(k.Want), gotNumber(e, doc, k.Got)))
 	case *kind.MinLength:
 		return one(fmt.Sprintf("must be at least %d characters long; got %d", k.Want, k.Got))
 	case *kind.MaxLength:
 		return one(fmt.Sprintf("must be at most %d characters long; got %d", k.Want, k.Got))
 	case *kind.Pattern:
-		return one(fmt.Sprintf("must match the pattern %s; got %q", k.Want, k.Got))
+		return one(fmt.Sprintf("must match the pattern %s; got %q", capText(k.Want, maxQuoted), capText(k.Got, maxQuoted)))
 	case *kind.MinItems:
 		return one(fmt.Sprintf("must have at least %d items; got %d", k.Want, k.Got))
 	case *kind.MaxItems:
@@ -259,7 +377,7 @@ func leafProblems(e *sjs.ValidationError, doc any, root *jsonschema.Schema) []Ar
 	case *kind.FalseSchema:
 		return one("no value is allowed here; remove it")
 	default:
-		return one(e.ErrorKind.LocalizedString(printer))
+		return one(capText(e.ErrorKind.LocalizedString(printer), maxMessage))
 	}
 }
 
@@ -431,31 +549,47 @@ func describeSchema(s *jsonschema.Schema) string {
 	return d
 }
 
+// quoteValues quotes the first maxListed values of vs.
 func quoteValues(vs []any) string {
-	parts := make([]string, len(vs))
+	parts := make([]string, 0, min(len(vs), maxListed+1))
 	for i, v := range vs {
-		parts[i] = quoteValue(v)
+		if i == maxListed {
+			parts = append(parts, fmt.Sprintf("and %d more", len(vs)-maxListed))
+			break
+		}
+		parts = append(parts, quoteValue(v))
 	}
 	return strings.Join(parts, ", ")
 }
 
+// quoteValue renders v as JSON, cut to maxQuoted bytes.
 func quoteValue(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Sprint(v)
+		return capText(fmt.Sprint(v), maxQuoted)
 	}
-	return string(b)
+	return capText(string(b), maxQuoted)
 }
 
+// gotNumber renders the number a problem is about as the arguments wrote
+// it, cut short, or r when it cannot find it.
+func gotNumber(e *sjs.ValidationError, doc any, r *big.Rat) string {
+	if n, ok := valueAt(doc, e.InstanceLocation).(json.Number); ok {
+		return capText(string(n), 40)
+	}
+	return ratString(r)
+}
+
+// ratString renders r briefly: exactly when it is a small integer, else
+// to 17 significant digits.
 func ratString(r *big.Rat) string {
 	if r == nil {
 		return "?"
 	}
-	if r.IsInt() {
+	if r.IsInt() && r.Num().BitLen() <= 64 {
 		return r.Num().String()
 	}
-	f, _ := r.Float64()
-	return strconv.FormatFloat(f, 'g', -1, 64)
+	return new(big.Float).SetPrec(64).SetRat(r).Text('g', 17)
 }
 
 // jsonTypeOf names the JSON type of a decoded value.
