@@ -121,6 +121,12 @@ func floatWidth(t reflect.Type, path []reflect.Type) int {
 // 0" and reach the handler as 0. It reads args once, and parses only
 // numbers written with a fraction or an exponent.
 func underflows(args []byte, width int) bool {
+	// A number of magnitude below 1e-30 (see underflowsTo0) has a
+	// negative exponent or thirty zeros in a row; most arguments have
+	// neither, and these searches are much faster than the scan.
+	if !negativeExponent(args) && !bytes.Contains(args, thirtyZeros) {
+		return false
+	}
 	for i := 0; i < len(args); i++ {
 		switch c := args[i]; {
 		case c == '"':
@@ -132,14 +138,35 @@ func underflows(args []byte, width int) bool {
 		case c == '-' || ('0' <= c && c <= '9'):
 			j := i
 			plain := true
-			for j < len(args) && strings.IndexByte("+-0123456789.eE", args[j]) >= 0 {
-				plain = plain && args[j] != '.' && args[j] != 'e' && args[j] != 'E'
-				j++
+			for ; j < len(args); j++ {
+				c := args[j]
+				if c == '.' || c == 'e' || c == 'E' {
+					plain = false
+				} else if c != '+' && c != '-' && (c < '0' || c > '9') {
+					break
+				}
 			}
 			if !plain && underflowsTo0(string(args[i:j]), width) {
 				return true
 			}
 			i = j - 1
+		}
+	}
+	return false
+}
+
+var thirtyZeros = bytes.Repeat([]byte("0"), 30)
+
+// negativeExponent reports whether args has "e-" or "E-".
+func negativeExponent(args []byte) bool {
+	for i := 1; i < len(args); i++ {
+		j := bytes.IndexByte(args[i:], '-')
+		if j < 0 {
+			return false
+		}
+		i += j
+		if c := args[i-1]; c == 'e' || c == 'E' {
+			return true
 		}
 	}
 	return false
