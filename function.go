@@ -46,8 +46,8 @@ func NewTool[In, Out any](name, description string, fn func(context.Context, In)
 		if err := json.Unmarshal(args, &in); err != nil {
 			return nil, decodeError(err, args, params)
 		}
-		if floats > 0 && underflows(args, floats) {
-			if problems := underflowProblems(args, reflect.TypeFor[In]()); len(problems) > 0 {
+		if floats > 0 && floatRisk(args, floats) {
+			if problems := floatProblems(args, reflect.TypeFor[In](), core.validatorFor(params)); len(problems) > 0 {
 				return nil, &ArgumentError{Problems: problems}
 			}
 		}
@@ -116,38 +116,53 @@ func floatWidth(t reflect.Type, path []reflect.Type) int {
 	return w
 }
 
-// underflows reports whether args holds a nonzero number that a float of
-// the given width would hold as zero: 1e-400 would pass "exclusiveMinimum:
-// 0" and reach the handler as 0. It reads args once, and parses only
-// numbers written with a fraction or an exponent.
-func underflows(args []byte, width int) bool {
-	// A number of magnitude below 1e-30 (see underflowsTo0) has a
-	// negative exponent or thirty zeros in a row; most arguments have
-	// neither, and these searches are much faster than the scan.
-	if !negativeExponent(args) && !bytes.Contains(args, thirtyZeros) {
-		return false
+// keptDigits is how many significant decimal digits a float of the given
+// width always keeps: a number written with no more is held faithfully
+// enough that no bound the schema states in as few digits changes its
+// answer.
+func keptDigits(width int) int {
+	if width == 32 {
+		return 6
 	}
+	return 15
+}
+
+// floatRisk reports whether args has a number that a float of the given
+// width might not hold faithfully enough to keep the schema's promise:
+// one with more significant digits than it keeps, or one so close to zero
+// that it may become 0 (1e-400 passes "exclusiveMinimum: 0" and reaches
+// the handler as 0). It reads args once; such numbers are rare.
+func floatRisk(args []byte, width int) bool {
+	keep := keptDigits(width)
 	for i := 0; i < len(args); i++ {
 		switch c := args[i]; {
 		case c == '"':
-			for i++; i < len(args) && args[i] != '"'; i++ {
-				if args[i] == '\\' {
-					i++
-				}
-			}
+			i = stringEnd(args, i)
 		case c == '-' || ('0' <= c && c <= '9'):
-			j := i
-			plain := true
+			j, sig, mantissa := i, 0, true
 			for ; j < len(args); j++ {
 				c := args[j]
-				if c == '.' || c == 'e' || c == 'E' {
-					plain = false
-				} else if c != '+' && c != '-' && (c < '0' || c > '9') {
-					break
+				switch {
+				case '0' <= c && c <= '9':
+					if mantissa && (sig > 0 || c != '0') {
+						sig++
+					}
+				case c == 'e' || c == 'E':
+					mantissa = false
+				case c == '.' || c == '+' || c == '-':
+				default:
+					goto end
 				}
 			}
-			if !plain && underflowsTo0(string(args[i:j]), width) {
+		end:
+			if sig > keep {
 				return true
+			}
+			// Below 1e-30 takes an exponent or thirty zeros.
+			if !mantissa || j-i > 31 {
+				if e, nz := magnitude(string(args[i:j])); nz && e <= -30 {
+					return true
+				}
 			}
 			i = j - 1
 		}
@@ -155,21 +170,23 @@ func underflows(args []byte, width int) bool {
 	return false
 }
 
-var thirtyZeros = bytes.Repeat([]byte("0"), 30)
-
-// negativeExponent reports whether args has "e-" or "E-".
-func negativeExponent(args []byte) bool {
-	for i := 1; i < len(args); i++ {
-		j := bytes.IndexByte(args[i:], '-')
+// stringEnd returns the index of the quote that closes the JSON string
+// opening at args[i], or len(args).
+func stringEnd(args []byte, i int) int {
+	for {
+		j := bytes.IndexByte(args[i+1:], '"')
 		if j < 0 {
-			return false
+			return len(args)
 		}
-		i += j
-		if c := args[i-1]; c == 'e' || c == 'E' {
-			return true
+		i += 1 + j
+		k := i - 1
+		for args[k] == '\\' {
+			k--
+		}
+		if (i-1-k)%2 == 0 { // an even run of backslashes: not escaped
+			return i
 		}
 	}
-	return false
 }
 
 // underflowsTo0 reports whether tok, a nonzero number, becomes zero as a
@@ -183,21 +200,25 @@ func underflowsTo0(tok string, width int) bool {
 	return f == 0
 }
 
-// underflowProblems names the numbers of args that underflow the float
-// fields of t they decode into.
-func underflowProblems(args []byte, t reflect.Type) []ArgumentProblem {
+// floatProblems checks the numbers of args that decode into the float
+// fields of t (or into interfaces, as float64): one that becomes 0 is
+// refused; with the others rounded as the fields hold them, the arguments
+// must still be valid against the tool's own schema (0.99999999999999999
+// becomes 1, which "exclusiveMaximum: 1" forbids).
+func floatProblems(args []byte, t reflect.Type, v *validator) []ArgumentProblem {
 	doc, err := sjs.UnmarshalJSON(bytes.NewReader(args))
 	if err != nil {
 		return nil
 	}
 	var out []ArgumentProblem
-	var walk func(v any, t reflect.Type, field string)
-	walk = func(v any, t reflect.Type, field string) {
+	rounded := false
+	var walk func(v any, t reflect.Type, field string) any
+	walk = func(v any, t reflect.Type, field string) any {
 		for t != nil && t.Kind() == reflect.Pointer {
 			t = t.Elem()
 		}
 		if t == nil {
-			return
+			return v
 		}
 		switch v := v.(type) {
 		case json.Number:
@@ -208,11 +229,24 @@ func underflowProblems(args []byte, t reflect.Type) []ArgumentProblem {
 			case reflect.Float64, reflect.Interface:
 				width = 64
 			}
-			if width > 0 && underflowsTo0(string(v), width) {
+			if width == 0 {
+				return v
+			}
+			if underflowsTo0(string(v), width) {
 				least := map[int]string{32: "1e-45", 64: "5e-324"}[width]
 				out = append(out, ArgumentProblem{Field: capText(field, maxField), Message: fmt.Sprintf(
 					"number %s is too close to zero for this field, which would hold it as 0; send 0 or a number of magnitude at least %s", capText(string(v), 40), least)})
+				return v
 			}
+			f, err := strconv.ParseFloat(string(v), width)
+			if err != nil {
+				return v // the decode refused it already
+			}
+			r := json.Number(strconv.FormatFloat(f, 'g', -1, width))
+			if r != v {
+				rounded = true
+			}
+			return r
 		case []any:
 			var et reflect.Type
 			switch t.Kind() {
@@ -222,7 +256,7 @@ func underflowProblems(args []byte, t reflect.Type) []ArgumentProblem {
 				et = t
 			}
 			for i, e := range v {
-				walk(e, et, field+"["+strconv.Itoa(i)+"]")
+				v[i] = walk(e, et, field+"["+strconv.Itoa(i)+"]")
 			}
 		case map[string]any:
 			for k, e := range v {
@@ -235,12 +269,28 @@ func underflowProblems(args []byte, t reflect.Type) []ArgumentProblem {
 				case reflect.Struct:
 					et = jsonFieldType(t, k)
 				}
-				walk(e, et, joinField(field, k))
+				v[k] = walk(e, et, joinField(field, k))
 			}
 		}
+		return v
 	}
-	walk(doc, t, "")
-	slices.SortFunc(out, func(a, b ArgumentProblem) int { return strings.Compare(a.Field, b.Field) })
+	doc = walk(doc, t, "")
+	if len(out) > 0 || !rounded {
+		slices.SortFunc(out, func(a, b ArgumentProblem) int { return strings.Compare(a.Field, b.Field) })
+		return capProblems(out)
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil
+	}
+	var ae *ArgumentError
+	if !errors.As(v.check(b), &ae) {
+		return nil
+	}
+	for _, p := range ae.Problems {
+		p.Message = capText(p.Message+" (after rounding: the field holds the number sent as this; send fewer digits)", maxMessage)
+		out = append(out, p)
+	}
 	return capProblems(out)
 }
 

@@ -208,3 +208,41 @@ func TestValidateHostileNumbersIsCheap(t *testing.T) {
 		t.Fatalf("validating 1 KB of hostile numbers costs %v per call; want well under 1ms", per)
 	}
 }
+
+// A number just below an exclusive bound, written with more digits than a
+// float keeps, becomes the bound itself in the handler's field.
+func TestFloatRoundingOntoABoundIsRefused(t *testing.T) {
+	type shares struct {
+		P   float64   `json:"p" jsonschema:"exclusiveMaximum=1"`
+		Q   float32   `json:"q,omitempty" jsonschema:"exclusiveMaximum=1"`
+		Any any       `json:"any,omitempty"`
+		Ps  []float64 `json:"ps,omitempty" jsonschema:"exclusiveMinimum=0"`
+	}
+	var seen []shares
+	tool := toolset.NewTool("share", "", func(_ context.Context, in shares) (string, error) {
+		seen = append(seen, in)
+		return "ok", nil
+	})
+	require.NoError(t, tool.Err())
+	for args, field := range map[string]string{
+		`{"p":0.99999999999999999}`:           "p",
+		`{"p":0.5,"q":0.99999999}`:            "q",
+		`{"p":0.999999999999999999999999999}`: "p",
+	} {
+		p := argumentProblems(t, tool, args)
+		assert.Equal(t, field, p[0].Field, args)
+		assert.Contains(t, p[0].Message, "after rounding", args)
+	}
+	assert.Empty(t, seen)
+	for _, args := range []string{
+		`{"p":0.12345678901234567890}`,
+		`{"p":0.9999999999999999}`, // 16 digits: still below 1 as a float64
+		`{"p":0.5,"q":0.9999999}`,
+		`{"p":0.5,"any":1.00000000000000000001,"ps":[1e-300,123456789012345678901234567890]}`,
+	} {
+		_, err := tool.Call(context.Background(), json.RawMessage(args))
+		require.NoError(t, err, args)
+	}
+	require.Len(t, seen, 4)
+	assert.Less(t, seen[1].P, 1.0)
+}
