@@ -144,20 +144,20 @@ func TestRunApprovals(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	var sent []string
 	var mu sync.Mutex
-	tools, err := toolset.BuildTools(t.Context(), "test",
-		toolset.NewTool("pay", "Pay.", func(_ context.Context, in SleepArgs) (int, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			sent = append(sent, "paid")
-			return in.Ms, nil
-		}, toolset.WithApproval(func(_ context.Context, _ toolset.Tool, args json.RawMessage) (bool, error) {
-			var in SleepArgs
-			return json.Unmarshal(args, &in) == nil && in.Ms > 100, nil
-		})))
+	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{RunID: "r"})
+	payTool := toolset.NewTool("pay", "Pay.", func(_ context.Context, in SleepArgs) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		sent = append(sent, "paid")
+		return in.Ms, nil
+	}, toolset.WithApproval(func(_ context.Context, _ toolset.Tool, args json.RawMessage) (bool, error) {
+		var in SleepArgs
+		return json.Unmarshal(args, &in) == nil && in.Ms > 100, nil
+	}))
+	tools, err := toolset.BuildTools(ctx, "test", payTool)
 	require.NoError(t, err)
 	calls := []toolset.ToolCall{call("a", "pay", `{"ms":5}`), call("b", "pay", `{"ms":500}`), call("c", "pay", `{"ms":900}`)}
 
-	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{RunID: "r"})
 	_, err = callrun.Run(ctx, calls, 8, tools.Execute)
 	var need *toolset.ApprovalRequiredError
 	require.ErrorAs(t, err, &need, "without an approver, a call waiting for approval stops the run")
@@ -194,7 +194,9 @@ func TestRunApprovals(t *testing.T) {
 	assert.Empty(t, asked)
 
 	// Without a run context nothing could record an answer: nobody is asked.
-	_, err = callrun.Run(t.Context(), []toolset.ToolCall{call("e", "pay", `{"ms":700}`)}, 8, callrun.Approving(tools.Execute, approve))
+	noRun, err := toolset.BuildTools(t.Context(), "test", payTool)
+	require.NoError(t, err)
+	_, err = callrun.Run(t.Context(), []toolset.ToolCall{call("e", "pay", `{"ms":700}`)}, 8, callrun.Approving(noRun.Execute, approve))
 	require.ErrorContains(t, err, "approvals are recorded in the run context")
 	assert.Empty(t, asked)
 }

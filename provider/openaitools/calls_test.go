@@ -109,12 +109,13 @@ func TestRunChatCallsApprovals(t *testing.T) {
 		return "refunded " + in.Order, nil
 	}, toolset.WithApproval(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
 	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{RunID: "r"})
-	tools := build(t, refund)
+	tools, err := toolset.BuildTools(ctx, "test", refund)
+	require.NoError(t, err)
 	calls := chatCalls(t, `[`+
 		`{"id":"c1","type":"function","function":{"name":"refund","arguments":"{\"order\":\"A\"}"}},`+
 		`{"id":"c2","type":"function","function":{"name":"refund","arguments":"{\"order\":\"B\"}"}}]`)
 
-	_, err := openaitools.RunChatCalls(ctx, tools, calls)
+	_, err = openaitools.RunChatCalls(ctx, tools, calls)
 	var need *toolset.ApprovalRequiredError
 	require.ErrorAs(t, err, &need, "without Approve, nobody would be asked: the run stops")
 
