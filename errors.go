@@ -258,18 +258,18 @@ func bound(s string, n int) string {
 }
 
 // closestNames returns up to n of names, the most similar to want first;
-// names equally similar keep their order. Only the first maxShownName bytes
-// of want and of each name are compared, so the cost is bounded by the
-// number of names.
+// names equally similar keep their order. Only the first maxNameLen bytes
+// of want are compared (no valid name is longer), so scoring a name costs
+// a step per byte of it, however long want is.
 func closestNames(want string, names []string, n int) []string {
 	type scored struct {
 		name  string
 		score int
 	}
 	s := make([]scored, len(names))
-	want = want[:min(len(want), maxShownName)]
+	d := newDistance(want[:min(len(want), maxNameLen)])
 	for i, name := range names {
-		s[i] = scored{name, editDistance(want, name[:min(len(name), maxShownName)])}
+		s[i] = scored{name, d.to(name)}
 	}
 	slices.SortStableFunc(s, func(a, b scored) int { return a.score - b.score })
 	out := make([]string, 0, n)
@@ -279,23 +279,46 @@ func closestNames(want string, names []string, n int) []string {
 	return out
 }
 
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+// distance computes the Levenshtein distance, in bytes, from a pattern of
+// at most 64 bytes to other strings, with Myers' bit-parallel algorithm
+// (as formulated by Hyyrö): one step per byte of the other string.
+type distance struct {
+	m   int
+	peq [256]uint64 // for each byte, the positions of the pattern holding it
+}
+
+func newDistance(pattern string) *distance {
+	d := &distance{m: len(pattern)}
+	for i := 0; i < len(pattern); i++ {
+		d.peq[pattern[i]] |= 1 << i
 	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+	return d
+}
+
+// to returns the distance from the pattern to s.
+func (d *distance) to(s string) int {
+	if d.m == 0 {
+		return len(s)
+	}
+	last := uint64(1) << (d.m - 1)
+	pv, mv := ^uint64(0), uint64(0)
+	score := d.m
+	for i := 0; i < len(s); i++ {
+		eq := d.peq[s[i]]
+		xv := eq | mv
+		xh := (((eq & pv) + pv) ^ pv) | eq
+		ph := mv | ^(xh | pv)
+		mh := pv & xh
+		switch {
+		case ph&last != 0:
+			score++
+		case mh&last != 0:
+			score--
 		}
-		prev, cur = cur, prev
+		ph = ph<<1 | 1
+		mh <<= 1
+		pv = mh | ^(xv | ph)
+		mv = ph & xv
 	}
-	return prev[len(b)]
+	return score
 }
