@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -244,4 +245,49 @@ func TestSegments(t *testing.T) {
 	}
 	_, err := callrun.Segments(make(chan int), isImage)
 	assert.ErrorContains(t, err, "encoding the result")
+}
+
+func TestRunHandlerGoexitStopsTheRun(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	// A handler that calls runtime.Goexit (t.FailNow in a test double, say)
+	// used to end the goroutine running it, leaving the call's outcome
+	// empty: the model was told the call returned null.
+	tools, err := toolset.BuildTools(t.Context(), "test",
+		toolset.NewTool("quit", "Quit.", func(context.Context, struct{}) (string, error) {
+			runtime.Goexit()
+			return "", nil
+		}),
+		toolset.NewTool("ok", "OK.", func(context.Context, struct{}) (string, error) { return "ok", nil }),
+	)
+	require.NoError(t, err)
+	for _, calls := range [][]toolset.ToolCall{
+		{call("q", "quit", `{}`)},
+		{call("a", "ok", `{}`), call("q", "quit", `{}`), call("b", "ok", `{}`)},
+	} {
+		for _, limit := range []int{1, 8} {
+			out, err := callrun.Run(t.Context(), calls, limit, tools.Execute)
+			assert.Nil(t, out)
+			var ce *callrun.CallError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, "q", ce.Call.ID)
+			var pe *toolset.PanicError
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, "quit", pe.Tool)
+			assert.ErrorIs(t, err, toolset.ErrGoexit)
+		}
+	}
+}
+
+func TestRunPanickingApproverStopsTheRun(t *testing.T) {
+	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{RunID: "r"})
+	tools, err := toolset.BuildTools(ctx, "test", toolset.NewTool("pay", "Pay.", func(context.Context, struct{}) (string, error) { return "paid", nil },
+		toolset.WithApproval(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil })))
+	require.NoError(t, err)
+	approve := func(context.Context, toolset.ToolCall) (bool, string, error) { panic("approver exploded") }
+	calls := []toolset.ToolCall{call("a", "pay", `{}`), call("b", "pay", `{}`)}
+	_, err = callrun.Run(ctx, calls, 8, callrun.Approving(tools.Execute, approve))
+	var pe *toolset.PanicError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "approver", pe.Callback)
+	assert.Equal(t, "approver exploded", pe.Value)
 }

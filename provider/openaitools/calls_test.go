@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"testing"
 
 	"github.com/gotoolset/toolset"
@@ -51,8 +52,13 @@ var panicking = toolset.NewTool("explode", "Explode.", func(context.Context, str
 	panic("boom")
 })
 
+var quitting = toolset.NewTool("quit", "Quit.", func(context.Context, struct{}) (string, error) {
+	runtime.Goexit()
+	return "", nil
+})
+
 func TestRunChatCallsStopsTheRun(t *testing.T) {
-	tools := build(t, failing, panicking)
+	tools := build(t, failing, panicking, quitting)
 	tests := []struct {
 		name, calls, want string
 		as                any
@@ -61,6 +67,9 @@ func TestRunChatCallsStopsTheRun(t *testing.T) {
 			`openaitools: tool call c1 of "lookup": toolset: tool "lookup": connection refused`, new(*toolset.ToolError)},
 		{"panic", `[{"id":"c2","type":"function","function":{"name":"explode","arguments":""}}]`,
 			`openaitools: tool call c2 of "explode": toolset: tool "explode" panicked: boom`, new(*toolset.PanicError)},
+		// The model used to be told that such a call returned null.
+		{"Goexit", `[{"id":"c3","type":"function","function":{"name":"quit","arguments":""}}]`,
+			`openaitools: tool call c3 of "quit": toolset: tool "quit" called runtime.Goexit`, new(*toolset.PanicError)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
