@@ -164,9 +164,10 @@ func (e *ToolError) Unwrap() error { return e.Err }
 // PanicError reports user code that panicked: a tool's handler or
 // middleware, or a callback such as a filter predicate, an approval
 // predicate or a cache key function. The process survives; the run should
-// stop, since a panic is a bug rather than something the model can fix. A
-// handler that calls [runtime.Goexit] is reported the same way, with
-// [ErrGoexit] as the value.
+// stop, since a panic is a bug rather than something the model can fix.
+// User code that calls [runtime.Goexit] on a goroutine this module runs it
+// on (those of BuildTools and [Combined], a provider adapter's calls) is
+// reported the same way, with [ErrGoexit] as the value.
 type PanicError struct {
 	// Tool is the name of the tool concerned: the name the model called, or
 	// the tool a predicate or prepare function was evaluating. It is empty
@@ -179,7 +180,9 @@ type PanicError struct {
 	// "middleware", "filter predicate", "enabled predicate", "prepare
 	// function", "Prepared function", "Dynamic function", "GetTools",
 	// "Instructions", "Label", "Close", "approval predicate", "cache key",
-	// "cache ShouldCache", "result encoding" or "callback".
+	// "cache ShouldCache", "result encoding", "agent Name", "agent
+	// Description", "approver" (a provider adapter's), or "callback" when
+	// the kind is not known (a Goexit on a goroutine of BuildTools).
 	Callback string
 	// Value is the value the code panicked with.
 	Value any

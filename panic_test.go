@@ -278,3 +278,29 @@ func TestPanicMessageIsShort(t *testing.T) {
 	assert.Less(t, len(err.Error()), 300)
 	assert.True(t, strings.HasPrefix(err.Error(), `toolset: tool "t" panicked: xxx`), err.Error())
 }
+
+type explodingAgent struct{ name bool }
+
+func (a explodingAgent) Name() string {
+	if a.name {
+		panic("Name exploded")
+	}
+	return "helper"
+}
+
+func (a explodingAgent) Description() string { panic("Description exploded") }
+
+func (a explodingAgent) Run(context.Context, string) (string, error) { return "", nil }
+
+func TestPanickingAgentMakesTheToolUnusable(t *testing.T) {
+	tool := toolset.AgentTool(explodingAgent{name: true})
+	var pe *toolset.PanicError
+	require.ErrorAs(t, tool.Err(), &pe)
+	assert.Equal(t, "agent Name", pe.Callback)
+	tool = toolset.AgentTool(explodingAgent{})
+	require.ErrorAs(t, tool.Err(), &pe)
+	assert.Equal(t, "agent Description", pe.Callback)
+	assert.Equal(t, "helper", pe.Tool)
+	_, err := toolset.BuildTools(newRun("r"), "a", tool)
+	require.ErrorAs(t, err, &pe)
+}

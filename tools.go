@@ -158,11 +158,19 @@ func (ts *Tools) Execute(ctx context.Context, call ToolCall) (any, error) {
 // Call runs the model's call of the tool named name with the JSON arguments
 // args. A name that is not in this turn's set, even one a filter hid this
 // turn, is refused with an [*UnknownToolError] listing the available names.
-// The call then goes through the tool's policies and the handler in a fixed
-// order (approval, rate limit, cache, argument validation, middleware, the
-// handler under its timeout): an [*ArgumentError] lists every problem with
-// the arguments, and a panic becomes a [*PanicError]. Use [ModelMessage] to
-// tell the errors the model should see from those that should stop the run.
+// The call then goes through argument validation, the tool's policies and
+// the handler in a fixed order (validation, approval, cache, rate limit,
+// middleware, the handler under its timeout): an [*ArgumentError] lists
+// every problem with the arguments, and a panic of the handler or of any
+// callback becomes a [*PanicError]. A call under the context of another run
+// than the set's is refused with a [*RunMismatchError]. Use [ModelMessage]
+// to tell the errors the model should see from those that should stop the
+// run.
+//
+// The handler runs on the caller's goroutine. One that calls
+// [runtime.Goexit] (as testing.T.FailNow does) ends that goroutine, as
+// Goexit does; run calls on goroutines of your own, as the provider
+// adapters do, to have it reported as a [*PanicError] with [ErrGoexit].
 func (ts *Tools) Call(ctx context.Context, name string, args json.RawMessage) (any, error) {
 	return ts.Execute(ctx, ToolCall{Name: name, Args: args})
 }
