@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -113,25 +114,37 @@ func (t Tool) run(ctx context.Context, call ToolCall, clock *callClock) (any, er
 // *PanicError naming the middleware or the handler.
 func (t Tool) handle(ctx context.Context, call ToolCall) (res any, err error, panicked bool) {
 	c := t.core
+	normal := false
 	defer func() {
-		if p := recover(); p != nil {
-			pe, ok := p.(*PanicError)
-			if !ok || !pe.relayed {
-				callback := "handler"
-				if t.mw != nil || len(c.mw) > 0 {
-					callback = "middleware"
-				}
-				pe = newPanicError(callback, call.Name, "", p)
-			}
-			pe.relayed = false
-			res, err, panicked = nil, pe, true
+		if normal {
+			return
 		}
+		p := recover()
+		if p == nil {
+			// runtime.Goexit: the goroutine ends, and nobody will hear back
+			// from this call unless the goroutine is one of a caller that
+			// watches for it (as the provider adapters' are). Say so.
+			slog.Default().ErrorContext(ctx, "toolset: a tool called runtime.Goexit; the goroutine calling it ends",
+				slog.String("tool", call.Name))
+			return
+		}
+		pe, ok := p.(*PanicError)
+		if !ok || !pe.relayed {
+			callback := "handler"
+			if t.mw != nil || len(c.mw) > 0 {
+				callback = "middleware"
+			}
+			pe = newPanicError(callback, call.Name, "", p)
+		}
+		pe.relayed = false
+		res, err, panicked = nil, pe, true
 	}()
 	h := c.chain
 	if t.mw != nil {
 		h = t.mw.handler(c)
 	}
 	res, err = h(ctx, call)
+	normal = true
 	return res, err, false
 }
 
