@@ -208,6 +208,10 @@ func (c *toolCore) keepable(name string, res any) (keep bool, size int, err erro
 	callback = "result encoding"
 	if p.MaxBytes > 0 {
 		text, terr := ResultText(res)
+		if pe, ok := terr.(*PanicError); ok {
+			pe.Tool = name
+			return false, 0, pe
+		}
 		if terr != nil || len(text) > p.MaxBytes {
 			return false, 0, nil
 		}

@@ -211,11 +211,14 @@ func (e *PanicError) Error() string {
 		fmt.Fprintf(&b, "tool %q", boundName(e.Tool))
 	case e.Toolset != "":
 		b.WriteString(e.Toolset)
-	default:
-		b.WriteString("user code")
 	}
-	if e.Callback != "" && e.Callback != "handler" {
-		fmt.Fprintf(&b, ": %s", e.Callback)
+	switch cb := e.Callback; {
+	case e.Tool == "" && e.Toolset == "" && cb == "":
+		b.WriteString("handler")
+	case e.Tool == "" && e.Toolset == "":
+		b.WriteString(cb)
+	case cb != "" && cb != "handler":
+		fmt.Fprintf(&b, ": %s", cb)
 	}
 	if e.Value == ErrGoexit {
 		b.WriteString(" called runtime.Goexit")

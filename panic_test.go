@@ -304,3 +304,21 @@ func TestPanickingAgentMakesTheToolUnusable(t *testing.T) {
 	_, err := toolset.BuildTools(newRun("r"), "a", tool)
 	require.ErrorAs(t, err, &pe)
 }
+
+type explodingResult struct{}
+
+func (explodingResult) MarshalJSON() ([]byte, error) { panic("MarshalJSON exploded") }
+
+func TestPanickingResultEncoding(t *testing.T) {
+	_, err := toolset.ResultText(explodingResult{})
+	requirePanic(t, err, toolset.PanicError{Callback: "result encoding", Value: "MarshalJSON exploded"})
+	_, err = toolset.ResultText(&toolset.Content{Structured: explodingResult{}})
+	requirePanic(t, err, toolset.PanicError{Callback: "result encoding", Value: "MarshalJSON exploded"})
+}
+
+func TestPanickingResultEncodingUnderCacheBudgetFailsTheCall(t *testing.T) {
+	tool := toolset.NewTool("t", "", func(context.Context, struct{}) (explodingResult, error) { return explodingResult{}, nil },
+		toolset.WithCache(toolset.CachePolicy{MaxBytes: 1 << 10}))
+	_, err := tool.Call(context.Background(), nil)
+	requirePanic(t, err, toolset.PanicError{Callback: "result encoding", Tool: "t", Value: "MarshalJSON exploded"})
+}

@@ -52,6 +52,14 @@ var panicking = toolset.NewTool("explode", "Explode.", func(context.Context, str
 	panic("boom")
 })
 
+type explodingResult struct{}
+
+func (explodingResult) MarshalJSON() ([]byte, error) { panic("MarshalJSON exploded") }
+
+var badResult = toolset.NewTool("bad_result", "Return a result that cannot be encoded.", func(context.Context, struct{}) (explodingResult, error) {
+	return explodingResult{}, nil
+})
+
 var quitting = toolset.NewTool("quit", "Quit.", func(context.Context, struct{}) (string, error) {
 	runtime.Goexit()
 	return "", nil
@@ -82,6 +90,17 @@ func TestRunChatCallsStopsTheRun(t *testing.T) {
 			assert.Equal(t, "c"+tt.want[len("openaitools: tool call c"):][:1], ce.Call.ID)
 		})
 	}
+}
+
+func TestRunChatCallsResultEncodingPanicStopsTheRun(t *testing.T) {
+	// Encoding such a result used to end the process.
+	calls := chatCalls(t, `[{"id":"c4","type":"function","function":{"name":"bad_result","arguments":""}}]`)
+	msgs, err := openaitools.RunChatCalls(t.Context(), build(t, badResult), calls)
+	assert.Nil(t, msgs)
+	assert.EqualError(t, err, `openaitools: tool call c4 of "bad_result": toolset: result encoding panicked: MarshalJSON exploded`)
+	var pe *toolset.PanicError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "result encoding", pe.Callback)
 }
 
 func TestRunChatCallsModelErrors(t *testing.T) {
