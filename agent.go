@@ -23,7 +23,10 @@ type AgentArgs struct {
 }
 
 // AgentTool makes a tool that delegates to a: the model calls it with a
-// prompt and gets the agent's answer. [Tool.DelegateAgent] returns a from
+// prompt and gets the agent's answer. A panic of a's Name or Description
+// makes the tool unusable ([Tool.Err] reports a [*PanicError]); a panic of
+// Run fails the call like a panicking handler. The agent builds its own
+// tools under its own run context. [Tool.DelegateAgent] returns a from
 // the tool and from every renamed, prefixed or wrapped copy of it.
 func AgentTool(a Agent, opts ...ToolOption) Tool {
 	if a == nil {
@@ -31,11 +34,32 @@ func AgentTool(a Agent, opts ...ToolOption) Tool {
 		t.core.err = errors.New("nil Agent")
 		return t
 	}
-	t := NewTool(a.Name(), a.Description(), func(ctx context.Context, in AgentArgs) (string, error) {
+	name, description, err := describeAgent(a)
+	if err != nil {
+		t := NewRawTool(name, "", nil, nil, opts...)
+		t.core.err = err
+		return t
+	}
+	t := NewTool(name, description, func(ctx context.Context, in AgentArgs) (string, error) {
 		return a.Run(ctx, in.Prompt)
 	}, opts...)
 	t.core.delegate = a
 	return t
+}
+
+// describeAgent returns a's name and description; a panic of either
+// becomes a *PanicError.
+func describeAgent(a Agent) (name, description string, err error) {
+	callback := "agent Name"
+	defer func() {
+		if p := recover(); p != nil {
+			err = newPanicError(callback, name, typeName(a), p)
+		}
+	}()
+	name = a.Name()
+	callback = "agent Description"
+	description = a.Description()
+	return name, description, nil
 }
 
 // DelegateAgent returns the agent behind a tool made with [AgentTool], or

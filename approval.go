@@ -3,6 +3,7 @@ package toolset
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/gotoolset/toolset/internal/canonjson"
@@ -170,8 +171,12 @@ func (e *ApprovalDeniedError) ModelMessage() string {
 
 // checkApproval applies the approval policy: step 3 of the call path.
 func (c *toolCore) checkApproval(ctx context.Context, t Tool, call ToolCall, rc *RunContext) error {
-	need, err := c.approval(ctx, t, call.Args)
+	need, err := c.askApproval(ctx, t, call)
 	if err != nil {
+		var pe *PanicError
+		if errors.As(err, &pe) {
+			return err
+		}
 		return fmt.Errorf("toolset: tool %q: approval check: %w", call.Name, err)
 	}
 	if !need {
@@ -192,4 +197,14 @@ func (c *toolCore) checkApproval(ctx context.Context, t Tool, call ToolCall, rc 
 	default:
 		return &ApprovalDeniedError{Call: call, Reason: d.reason}
 	}
+}
+
+// askApproval runs the approval predicate. A panic becomes a *PanicError.
+func (c *toolCore) askApproval(ctx context.Context, t Tool, call ToolCall) (need bool, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			need, err = false, newPanicError("approval predicate", call.Name, "", v)
+		}
+	}()
+	return c.approval(ctx, t, call.Args)
 }

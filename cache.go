@@ -3,9 +3,9 @@ package toolset
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/maphash"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -109,7 +109,11 @@ func (c *toolCore) cached(ctx context.Context, t Tool, call ToolCall, rc *RunCon
 		}
 	}
 	if cfg.policy.Key != nil {
-		key, err := cfg.policy.Key(ctx, call.Args)
+		key, err := cfg.policy.key(ctx, call)
+		var pe *PanicError
+		if errors.As(err, &pe) {
+			return nil, err
+		}
 		if err != nil {
 			return nil, fmt.Errorf("toolset: tool %q: cache key: %w", call.Name, err)
 		}
@@ -176,22 +180,38 @@ func (c *toolCore) fly(ctx context.Context, t Tool, call ToolCall, store *result
 	return t.run(ctx, call, clock)
 }
 
+// key runs the policy's Key function. A panic becomes a *PanicError.
+func (p *CachePolicy) key(ctx context.Context, call ToolCall) (key string, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			key, err = "", newPanicError("cache key", call.Name, "", v)
+		}
+	}()
+	return p.Key(ctx, call.Args)
+}
+
 // keepable decides whether a successful result is stored, and measures it
 // when the cache has a byte budget. A panic in the policy's ShouldCache, or
 // in the result's own JSON encoding, fails the call like a panicking
 // handler.
 func (c *toolCore) keepable(name string, res any) (keep bool, size int, err error) {
+	callback := "cache ShouldCache"
 	defer func() {
 		if p := recover(); p != nil {
-			keep, size, err = false, 0, &PanicError{Tool: name, Value: p, Stack: debug.Stack()}
+			keep, size, err = false, 0, newPanicError(callback, name, "", p)
 		}
 	}()
 	p := &c.cache.policy
 	if p.ShouldCache != nil && !p.ShouldCache(res) {
 		return false, 0, nil
 	}
+	callback = "result encoding"
 	if p.MaxBytes > 0 {
 		text, terr := ResultText(res)
+		if pe, ok := terr.(*PanicError); ok {
+			pe.Tool = name
+			return false, 0, pe
+		}
 		if terr != nil || len(text) > p.MaxBytes {
 			return false, 0, nil
 		}

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime/debug"
+	"log/slog"
 	"time"
 )
 
@@ -88,36 +88,83 @@ func (t Tool) validated(ctx context.Context, call ToolCall, rc *RunContext) (any
 
 // run applies the rate limit and runs the middleware chain and the
 // handler: steps 5 to 7 of the call path.
-func (t Tool) run(ctx context.Context, call ToolCall, clock *callClock) (res any, err error) {
+func (t Tool) run(ctx context.Context, call ToolCall, clock *callClock) (any, error) {
 	c := t.core
 	if c.limiter != nil {
 		if err := c.admit(ctx, call.Name, clock); err != nil {
 			return nil, err
 		}
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			res, err = nil, &PanicError{Tool: call.Name, Value: p, Stack: debug.Stack()}
-		}
-	}()
-	h := c.chain
-	if t.mw != nil {
-		h = t.mw.handler(c)
-	}
 	if c.timeout > 0 {
 		dc := newDeadlineCtx(ctx, clock.now().Add(c.timeout))
 		defer dc.finish()
 		ctx = dc
 	}
-	res, err = h(ctx, call)
-	if err != nil {
+	res, err, panicked := t.handle(ctx, call)
+	switch {
+	case panicked:
+		return nil, err
+	case err != nil:
 		return nil, c.explain(ctx, call.Name, err)
 	}
 	return res, nil
 }
 
-// base is the innermost handler of every tool: it calls the tool's code.
+// handle runs the middleware chain and the handler. A panic becomes a
+// *PanicError naming the middleware or the handler.
+func (t Tool) handle(ctx context.Context, call ToolCall) (res any, err error, panicked bool) {
+	c := t.core
+	normal := false
+	defer func() {
+		if normal {
+			return
+		}
+		p := recover()
+		if p == nil {
+			// runtime.Goexit: the goroutine ends, and nobody will hear back
+			// from this call unless the goroutine is one of a caller that
+			// watches for it (as the provider adapters' are). Say so.
+			slog.Default().ErrorContext(ctx, "toolset: a tool called runtime.Goexit; the goroutine calling it ends",
+				slog.String("tool", call.Name))
+			return
+		}
+		pe, ok := p.(*PanicError)
+		if !ok || !pe.relayed {
+			callback := "handler"
+			if t.mw != nil || len(c.mw) > 0 {
+				callback = "middleware"
+			}
+			pe = newPanicError(callback, call.Name, "", p)
+		}
+		pe.relayed = false
+		res, err, panicked = nil, pe, true
+	}()
+	h := c.chain
+	if t.mw != nil {
+		h = t.mw.handler(c)
+	}
+	res, err = h(ctx, call)
+	normal = true
+	return res, err, false
+}
+
+// base is the innermost handler of a tool without middleware: it calls
+// the tool's code.
 func (c *toolCore) base(ctx context.Context, call ToolCall) (any, error) {
+	return c.handler(ctx, call.Args)
+}
+
+// guardedBase is base under middleware: a panic of the handler is passed
+// up through the middleware as a *PanicError naming the handler, so that
+// it is not blamed on the middleware.
+func (c *toolCore) guardedBase(ctx context.Context, call ToolCall) (any, error) {
+	defer func() {
+		if p := recover(); p != nil {
+			pe := newPanicError("handler", call.Name, "", p)
+			pe.relayed = true
+			panic(pe)
+		}
+	}()
 	return c.handler(ctx, call.Args)
 }
 

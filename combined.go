@@ -40,7 +40,11 @@ func NewCombined(toolsets ...Toolset) *Combined {
 			errs = append(errs, fmt.Errorf("toolsets[%d] is nil", i))
 			continue
 		}
-		c.labels[i] = LabelOf(ts)
+		label, err := labelOf(ts)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("toolsets[%d]: %w", i, err))
+		}
+		c.labels[i] = label
 		c.statics[i] = isStatic(ts)
 		c.static = c.static && c.statics[i]
 	}

@@ -76,16 +76,18 @@ func TestFilteredPerTurn(t *testing.T) {
 	assert.Equal(t, []string{"get_user"}, names(t, context.Background(), users), "no run context: no role")
 
 	// A tool hidden this turn cannot be called, even by a model that knows its name.
-	tools, err := toolset.BuildTools(withRole("guest"), "a", users)
+	guest := withRole("guest")
+	tools, err := toolset.BuildTools(guest, "a", users)
 	require.NoError(t, err)
-	_, err = tools.Call(withRole("guest"), "delete_user", nil)
+	_, err = tools.Call(guest, "delete_user", nil)
 	var ue *toolset.UnknownToolError
 	require.ErrorAs(t, err, &ue)
 	assert.Equal(t, []string{"get_user"}, ue.Available)
 
-	admin, err := toolset.BuildTools(withRole("admin"), "a", users)
+	adminCtx := withRole("admin")
+	admin, err := toolset.BuildTools(adminCtx, "a", users)
 	require.NoError(t, err)
-	got, err := admin.Call(withRole("admin"), "delete_user", nil)
+	got, err := admin.Call(adminCtx, "delete_user", nil)
 	require.NoError(t, err)
 	assert.Equal(t, "deleted", got)
 }

@@ -22,10 +22,23 @@ import (
 // Work that does not depend on the run context is memoised across turns, so
 // a turn over unchanged toolsets costs little more than running their
 // predicates.
+//
+// The set belongs to the run of ctx (see [Tools]). A ctx that is done
+// makes BuildTools return its error, even when no toolset would notice. A
+// panic of any callback run for the turn (a predicate, a prepare or
+// Dynamic function, a toolset's own GetTools or Label) fails the turn
+// with a [*PanicError]; so does a callback that calls [runtime.Goexit]
+// on one of the goroutines BuildTools starts.
 func BuildTools(ctx context.Context, agent string, entries ...Toolset) (*Tools, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("toolset: agent %q: tools not built: %w", agent, err)
+	}
 	s, keep, err := buildSnapshot(ctx, agent, entries)
 	if err != nil {
 		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("toolset: agent %q: tools not built: %w", agent, err)
 	}
 	keep, over := forRun(ctx, s, keep)
 	if err := checkNames(s, keep, "", agent, true); err != nil {
@@ -42,6 +55,7 @@ func BuildTools(ctx context.Context, agent string, entries ...Toolset) (*Tools, 
 	}
 	ts := newTools(agent, s, keep)
 	ts.over = over
+	ts.rc = runOf(ctx)
 	return ts, nil
 }
 
@@ -57,7 +71,11 @@ func buildSnapshot(ctx context.Context, agent string, entries []Toolset) (*snaps
 		case *Tool:
 			parts[i].standalone = t != nil
 		}
-		parts[i].label = LabelOf(e)
+		label, err := labelOf(e)
+		if err != nil {
+			return nil, nil, fmt.Errorf("toolset: agent %q: entries[%d]: %w", agent, i, err)
+		}
+		parts[i].label = label
 	}
 	views, err := materializeAll(ctx, entries, static, func(i int, err error) error {
 		return &entryError{index: i, label: parts[i].label, err: err}

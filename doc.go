@@ -27,5 +27,16 @@
 // that pointer, so state follows the underlying tool, not the surface name.
 //
 // Toolsets are safe for concurrent use by many runs at once; per-run state
-// lives in the [RunContext] carried by the [context.Context].
+// lives in the [RunContext] carried by the [context.Context]. A [Tools] set
+// belongs to the run it was built for and refuses calls under another
+// run's context ([*RunMismatchError]); BuildTools under a done context
+// returns the context's error.
+//
+// User code never takes the process down: a panic of a handler, of
+// middleware or of any callback (predicates, prepare and Dynamic functions,
+// approval predicates, cache policies, a toolset's own GetTools, Label,
+// Instructions or Close) becomes a [*PanicError] naming the kind of
+// callback, the tool and the toolset. A filter predicate's error hides the
+// tool; its panic fails the turn. An unknown tool name is shown and scored
+// cut to a bounded length.
 package toolset

@@ -13,7 +13,8 @@ type Dynamic struct {
 }
 
 // NewDynamic returns a toolset that calls fn every turn and yields the
-// tools of the toolset it returns; a nil toolset yields no tools. When the
+// tools of the toolset it returns; a nil toolset yields no tools, and a
+// panic of fn fails the turn with a [*PanicError]. When the
 // toolsets fn returns are long-lived values, their work is memoised as
 // usual; build them once, not inside fn. Their instructions are forwarded
 // for the turn; Dynamic has no Close, since those toolsets belong to whoever
@@ -28,7 +29,7 @@ func (d *Dynamic) Instructions(ctx context.Context) (string, error) {
 	if d == nil || d.fn == nil {
 		return "", errors.New("toolset: Dynamic: nil function")
 	}
-	ts, err := d.fn(ctx)
+	ts, err := d.pick(ctx)
 	if err != nil || ts == nil {
 		return "", err
 	}
@@ -42,14 +43,28 @@ func (d *Dynamic) view(ctx context.Context) (view, error) {
 	if d == nil || d.fn == nil {
 		return view{}, errors.New("toolset: Dynamic: nil function")
 	}
-	ts, err := d.fn(ctx)
+	ts, err := d.pick(ctx)
 	if err != nil {
-		return view{}, fmt.Errorf("toolset: Dynamic: %w", err)
+		return view{}, err
 	}
 	if ts == nil {
 		return view{snap: emptySnapshot}, nil
 	}
 	return materialize(ctx, ts)
+}
+
+// pick runs fn; a panic becomes a *PanicError.
+func (d *Dynamic) pick(ctx context.Context) (ts Toolset, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			ts, err = nil, newPanicError("Dynamic function", "", "Dynamic", v)
+		}
+	}()
+	ts, err = d.fn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("toolset: Dynamic: %w", err)
+	}
+	return ts, nil
 }
 
 // Prefixed returns d with every tool name prefixed; see [Prefix].

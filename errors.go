@@ -3,8 +3,10 @@ package toolset
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // A ModelError is an error the model should see and can act on: bad
@@ -90,22 +92,23 @@ func (e *UnknownToolError) Error() string {
 
 // ModelMessage implements [ModelError].
 func (e *UnknownToolError) ModelMessage() string {
+	name := boundName(e.Name)
 	if len(e.Available) == 0 {
-		return fmt.Sprintf("unknown tool %q: no tools are available in this turn", e.Name)
+		return fmt.Sprintf("unknown tool %q: no tools are available in this turn", name)
 	}
 	names := e.Available
 	more := 0
 	if len(names) > maxListedNames {
-		names = closestNames(e.Name, names, maxListedNames)
+		names = closestNames(name, names, maxListedNames)
 		more = len(e.Available) - len(names)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "unknown tool %q; available tools: ", e.Name)
+	fmt.Fprintf(&b, "unknown tool %q; available tools: ", name)
 	for i, n := range names {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(n)
+		b.WriteString(boundName(n))
 	}
 	if more > 0 {
 		fmt.Fprintf(&b, " (and %d more)", more)
@@ -158,21 +161,72 @@ func (e *ToolError) Error() string {
 // Unwrap returns the handler's error.
 func (e *ToolError) Unwrap() error { return e.Err }
 
-// PanicError reports a handler that panicked. The process survives; the
-// run should stop, since a panic is a bug rather than something the model
-// can fix.
+// PanicError reports user code that panicked: a tool's handler or
+// middleware, or a callback such as a filter predicate, an approval
+// predicate or a cache key function. The process survives; the run should
+// stop, since a panic is a bug rather than something the model can fix.
+// User code that calls [runtime.Goexit] on a goroutine this module runs it
+// on (those of BuildTools and [Combined], a provider adapter's calls) is
+// reported the same way, with [ErrGoexit] as the value.
 type PanicError struct {
-	// Tool is the name the model called.
+	// Tool is the name of the tool concerned: the name the model called, or
+	// the tool a predicate or prepare function was evaluating. It is empty
+	// for a callback of a whole toolset.
 	Tool string
-	// Value is the value the handler panicked with.
+	// Toolset is the label of the toolset whose callback panicked (see
+	// [LabelOf]), when the callback belongs to one.
+	Toolset string
+	// Callback names the kind of code that panicked: "handler" (or ""),
+	// "middleware", "filter predicate", "enabled predicate", "prepare
+	// function", "Prepared function", "Dynamic function", "GetTools",
+	// "Instructions", "Label", "Close", "approval predicate", "cache key",
+	// "cache ShouldCache", "result encoding", "agent Name", "agent
+	// Description", "approver" (a provider adapter's), or "callback" when
+	// the kind is not known (a Goexit on a goroutine of BuildTools).
+	Callback string
+	// Value is the value the code panicked with.
 	Value any
-	// Stack is the goroutine's stack at the panic.
+	// Stack is the goroutine's stack at the panic, for logs.
 	Stack []byte
+
+	relayed bool // made by the call path, on its way up through the middleware
 }
 
-// Error implements error.
+// ErrGoexit is the [PanicError.Value] of user code that called
+// [runtime.Goexit] (as testing.T.FailNow does) where a result was due.
+var ErrGoexit = errors.New("runtime.Goexit called")
+
+// maxPanicText bounds how much of a panic value an error message shows.
+const maxPanicText = 200
+
+// Error implements error. The message is short: the panic value is cut
+// to a bounded length and the stack is left out.
 func (e *PanicError) Error() string {
-	return fmt.Sprintf("toolset: tool %q panicked: %v", e.Tool, e.Value)
+	var b strings.Builder
+	b.WriteString("toolset: ")
+	switch {
+	case e.Tool != "" && e.Toolset != "":
+		fmt.Fprintf(&b, "tool %q of %s", boundName(e.Tool), e.Toolset)
+	case e.Tool != "":
+		fmt.Fprintf(&b, "tool %q", boundName(e.Tool))
+	case e.Toolset != "":
+		b.WriteString(e.Toolset)
+	}
+	switch cb := e.Callback; {
+	case e.Tool == "" && e.Toolset == "" && cb == "":
+		b.WriteString("handler")
+	case e.Tool == "" && e.Toolset == "":
+		b.WriteString(cb)
+	case cb != "" && cb != "handler":
+		fmt.Fprintf(&b, ": %s", cb)
+	}
+	if e.Value == ErrGoexit {
+		b.WriteString(" called runtime.Goexit")
+		return b.String()
+	}
+	b.WriteString(" panicked: ")
+	b.WriteString(bound(fmt.Sprint(e.Value), maxPanicText))
+	return b.String()
 }
 
 // Unwrap returns the panic value if it is an error.
@@ -181,16 +235,47 @@ func (e *PanicError) Unwrap() error {
 	return err
 }
 
+// newPanicError describes a recovered panic value p of a callback.
+func newPanicError(callback, tool, toolset string, p any) *PanicError {
+	if p == nil {
+		p = ErrGoexit
+	}
+	return &PanicError{Tool: tool, Toolset: toolset, Callback: callback, Value: p, Stack: debug.Stack()}
+}
+
+// maxShownName bounds how much of a name from the model an error shows,
+// and how much of it "did you mean" scoring reads.
+const maxShownName = 128
+
+// boundName cuts a name from the model to maxShownName bytes.
+func boundName(name string) string { return bound(name, maxShownName) }
+
+// bound cuts s to at most n bytes, at a rune boundary, marking a cut with
+// an ellipsis.
+func bound(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
 // closestNames returns up to n of names, the most similar to want first;
-// names equally similar keep their order.
+// names equally similar keep their order. Only the first maxNameLen bytes
+// of want are compared (no valid name is longer), so scoring a name costs
+// a step per byte of it, however long want is.
 func closestNames(want string, names []string, n int) []string {
 	type scored struct {
 		name  string
 		score int
 	}
 	s := make([]scored, len(names))
+	d := newDistance(want[:min(len(want), maxNameLen)])
 	for i, name := range names {
-		s[i] = scored{name, editDistance(want, name)}
+		s[i] = scored{name, d.to(name)}
 	}
 	slices.SortStableFunc(s, func(a, b scored) int { return a.score - b.score })
 	out := make([]string, 0, n)
@@ -200,23 +285,46 @@ func closestNames(want string, names []string, n int) []string {
 	return out
 }
 
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+// distance computes the Levenshtein distance, in bytes, from a pattern of
+// at most 64 bytes to other strings, with Myers' bit-parallel algorithm
+// (as formulated by Hyyrö): one step per byte of the other string.
+type distance struct {
+	m   int
+	peq [256]uint64 // for each byte, the positions of the pattern holding it
+}
+
+func newDistance(pattern string) *distance {
+	d := &distance{m: len(pattern)}
+	for i := 0; i < len(pattern); i++ {
+		d.peq[pattern[i]] |= 1 << i
 	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+	return d
+}
+
+// to returns the distance from the pattern to s.
+func (d *distance) to(s string) int {
+	if d.m == 0 {
+		return len(s)
+	}
+	last := uint64(1) << (d.m - 1)
+	pv, mv := ^uint64(0), uint64(0)
+	score := d.m
+	for i := 0; i < len(s); i++ {
+		eq := d.peq[s[i]]
+		xv := eq | mv
+		xh := (((eq & pv) + pv) ^ pv) | eq
+		ph := mv | ^(xh | pv)
+		mh := pv & xh
+		switch {
+		case ph&last != 0:
+			score++
+		case mh&last != 0:
+			score--
 		}
-		prev, cur = cur, prev
+		ph = ph<<1 | 1
+		mh <<= 1
+		pv = mh | ^(xv | ph)
+		mv = ph & xv
 	}
-	return prev[len(b)]
+	return score
 }

@@ -8,7 +8,7 @@ import (
 
 // Predicate decides, each turn, whether the model may see a tool. It reads
 // what it needs from ctx, typically the [RunContext]. An error hides the
-// tool (fail closed).
+// tool (fail closed); a panic fails the turn with a [*PanicError].
 type Predicate func(ctx context.Context, t Tool) (bool, error)
 
 // Filtered shows only the tools of a toolset that a predicate accepts this
@@ -22,8 +22,9 @@ type Filtered struct {
 
 // Filter returns ts showing only the tools pred accepts, evaluated every
 // turn. When pred returns an error, the tool is hidden and the error is
-// logged with [slog.Default], never swallowed. A nil pred makes GetTools
-// fail.
+// logged with [slog.Default], never swallowed. When pred panics, the turn
+// fails with a [*PanicError] naming the tool: a panic is a bug, not a
+// verdict. A nil pred makes GetTools fail.
 func Filter(ts Toolset, pred Predicate) *Filtered {
 	return &Filtered{inner: ts, pred: pred}
 }
@@ -55,9 +56,25 @@ func (f *Filtered) view(ctx context.Context) (view, error) {
 	if err != nil {
 		return view{}, err
 	}
+	keep := make([]bool, len(in.snap.tools))
+	if err := f.evaluate(ctx, in, keep); err != nil {
+		return view{}, err
+	}
+	return view{snap: in.snap, keep: keep}, nil
+}
+
+// evaluate runs the predicate over the visible tools of in, setting keep.
+// One recover serves the whole loop; a panic is blamed on the tool being
+// evaluated.
+func (f *Filtered) evaluate(ctx context.Context, in view, keep []bool) (err error) {
 	tools := in.snap.tools
-	keep := make([]bool, len(tools))
-	for i := range tools {
+	i := 0
+	defer func() {
+		if p := recover(); p != nil {
+			err = newPanicError("filter predicate", tools[i].Name, LabelOf(f), p)
+		}
+	}()
+	for ; i < len(tools); i++ {
 		if !in.visible(i) {
 			continue
 		}
@@ -69,7 +86,7 @@ func (f *Filtered) view(ctx context.Context) (view, error) {
 		}
 		keep[i] = ok
 	}
-	return view{snap: in.snap, keep: keep}, nil
+	return nil
 }
 
 // Prefixed returns f with every tool name prefixed; see [Prefix].

@@ -12,14 +12,15 @@ import (
 type ToolPrepareFunc func(ctx context.Context, t Tool) (edited Tool, keep bool, err error)
 
 // WithEnabled shows the tool only in turns where enabled reports true. An
-// error hides the tool and is logged with [slog.Default], as with
-// [Filter].
+// error hides the tool and is logged with [slog.Default], and a panic
+// fails the turn with a [*PanicError], as with [Filter].
 func WithEnabled(enabled Predicate) ToolOption {
 	return func(t *Tool) { t.core.enabled = enabled }
 }
 
 // WithPrepare runs prepare on the tool every turn before the model sees it,
-// to edit its definition or drop it for this turn. An error fails the turn.
+// to edit its definition or drop it for this turn. An error fails the turn,
+// and so does a panic, as a [*PanicError].
 func WithPrepare(prepare ToolPrepareFunc) ToolOption {
 	return func(t *Tool) { t.core.prepare = prepare }
 }
@@ -36,14 +37,29 @@ func leafView(ctx context.Context, v view) (view, error) {
 	if len(positions) == 0 {
 		return v, nil
 	}
+	return applyTurnPolicies(ctx, v, positions)
+}
+
+// applyTurnPolicies runs the enabled and prepare functions of the tools at
+// positions. One recover serves the whole loop; a panic is blamed on the
+// tool and the function being run.
+func applyTurnPolicies(ctx context.Context, v view, positions []int32) (out view, err error) {
+	var t Tool
+	callback := ""
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = view{}, newPanicError(callback, t.Name, "", p)
+		}
+	}()
 	keep, owned := v.keep, false
 	var edited []Tool
 	for _, i := range positions {
 		if keep != nil && !keep[i] {
 			continue
 		}
-		t := v.snap.tools[i]
+		t = v.snap.tools[i]
 		show := true
+		callback = "enabled predicate"
 		if t.core.enabled != nil {
 			ok, err := t.core.enabled(ctx, t)
 			if err != nil {
@@ -52,6 +68,7 @@ func leafView(ctx context.Context, v view) (view, error) {
 			}
 			show = ok && err == nil
 		}
+		callback = "prepare function"
 		if show && t.core.prepare != nil && !t.prepared {
 			out, ok, err := t.core.prepare(ctx, t)
 			if err != nil {

@@ -25,7 +25,10 @@ func WithMiddleware(mws ...Middleware) ToolOption {
 				t.core.mw = append(t.core.mw, m)
 			}
 		}
-		t.core.chain = compose(t.core.base, t.core.mw)
+		t.core.chain = t.core.base
+		if len(t.core.mw) > 0 {
+			t.core.chain = compose(t.core.guardedBase, t.core.mw)
+		}
 	}
 }
 
@@ -59,6 +62,9 @@ func (l *layer) handler(c *toolCore) Handler {
 		return h
 	}
 	next := c.chain
+	if len(c.mw) == 0 {
+		next = c.guardedBase // tell a panicking handler from the middleware
+	}
 	if l.inner != nil {
 		next = l.inner.handler(c)
 	}

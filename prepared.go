@@ -21,7 +21,7 @@ type Prepared struct {
 // Prepare returns ts with its visible tools passed through fn every turn.
 // fn receives a fresh slice it may modify. A result that adds a tool,
 // renames one (use [Rename]) or lists one twice makes GetTools fail; so
-// does a nil fn.
+// does a nil fn, and a panic of fn, as a [*PanicError].
 func Prepare(ts Toolset, fn PrepareFunc) *Prepared {
 	return &Prepared{inner: ts, fn: fn}
 }
@@ -58,8 +58,12 @@ func (p *Prepared) view(ctx context.Context) (view, error) {
 	for _, t := range before {
 		byName[t.Name] = t.core
 	}
-	after, err := p.fn(ctx, in.tools())
+	after, err := p.prepare(ctx, in.tools())
 	if err != nil {
+		var pe *PanicError
+		if errors.As(err, &pe) {
+			return view{}, err
+		}
 		return view{}, fmt.Errorf("toolset: Prepared: %w", err)
 	}
 	seen := make(map[string]bool, len(after))
@@ -76,6 +80,16 @@ func (p *Prepared) view(ctx context.Context) (view, error) {
 		seen[t.Name] = true
 	}
 	return view{snap: newSnapshot(after)}, nil
+}
+
+// prepare runs the prepare function; a panic becomes a *PanicError.
+func (p *Prepared) prepare(ctx context.Context, tools []Tool) (out []Tool, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			out, err = nil, newPanicError("Prepared function", "", LabelOf(p), v)
+		}
+	}()
+	return p.fn(ctx, tools)
 }
 
 // Prefixed returns p with every tool name prefixed; see [Prefix].

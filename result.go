@@ -72,8 +72,14 @@ func orUnknown(mime string) string {
 
 // ResultText renders a tool's result as the text a model is sent: a string
 // as itself, JSON bytes as they are, a value with a ModelText method (such
-// as [*Content]) through it, nil as "null", anything else as JSON.
-func ResultText(v any) (string, error) {
+// as [*Content]) through it, nil as "null", anything else as JSON. A panic
+// of the value's own ModelText or MarshalJSON becomes a [*PanicError].
+func ResultText(v any) (text string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			text, err = "", newPanicError("result encoding", "", "", p)
+		}
+	}()
 	switch v := v.(type) {
 	case nil:
 		return "null", nil

@@ -160,14 +160,14 @@ func TestCacheRunScope(t *testing.T) {
 	var runs atomic.Int64
 	tool := counted("lookup", &runs, toolset.WithCache(toolset.CachePolicy{Scope: toolset.CacheRun}))
 	r1, r2 := newRun("r1"), newRun("r2")
-	tools := clones(t, r1, tool)
 	for _, ctx := range []context.Context{r1, r1, r2, r2} {
-		_, err := call(t, ctx, tools, "renamed", `{"id":1}`)
+		_, err := call(t, ctx, clones(t, ctx, tool), "renamed", `{"id":1}`)
 		require.NoError(t, err)
 	}
 	assert.Equal(t, int64(2), runs.Load(), "each run fills its own cache")
-	_, _ = call(t, context.Background(), tools, "p_lookup", `{"id":1}`)
-	_, _ = call(t, context.Background(), tools, "p_lookup", `{"id":1}`)
+	none := clones(t, context.Background(), tool)
+	_, _ = call(t, context.Background(), none, "p_lookup", `{"id":1}`)
+	_, _ = call(t, context.Background(), none, "p_lookup", `{"id":1}`)
 	assert.Equal(t, int64(4), runs.Load(), "no run, no run-scoped cache")
 }
 
@@ -665,7 +665,7 @@ func TestToolSearch(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, res.(toolset.ToolSearchResult).Tools, "an empty query matches nothing")
 
-	_, err = call(t, context.Background(), other, "tool_search", `{"query":"invoice"}`)
+	_, err = call(t, context.Background(), turn(context.Background()), "tool_search", `{"query":"invoice"}`)
 	require.ErrorContains(t, err, "needs a RunContext")
 
 	// The deferred tool is also refused when called directly without a reveal.
@@ -771,18 +771,19 @@ func TestCacheRespectsThisTurnsSchema(t *testing.T) {
 		}
 		return out, nil
 	})
-	turn := func(role string) *toolset.Tools {
+	turn := func(role string) (context.Context, *toolset.Tools) {
 		ctx := toolset.NewContext(context.Background(), &toolset.RunContext{RunID: role, Values: map[string]any{"role": role}})
 		tools, err := toolset.BuildTools(ctx, "a", readOnly)
 		require.NoError(t, err)
-		return tools
+		return ctx, tools
 	}
-	ctx := context.Background()
-	got, err := turn("admin").Call(ctx, "records", json.RawMessage(`{"action":"delete"}`))
+	ctx, tools := turn("admin")
+	got, err := tools.Call(ctx, "records", json.RawMessage(`{"action":"delete"}`))
 	require.NoError(t, err)
 	assert.Equal(t, "did delete", got)
 
-	_, err = turn("viewer").Call(ctx, "records", json.RawMessage(`{"action":"delete"}`))
+	ctx, tools = turn("viewer")
+	_, err = tools.Call(ctx, "records", json.RawMessage(`{"action":"delete"}`))
 	var ae *toolset.ArgumentError
 	require.ErrorAs(t, err, &ae, "the viewer's schema refuses delete, cached or not")
 	assert.Equal(t, toolset.CacheStats{Misses: 1}, tool.CacheStats())

@@ -219,7 +219,7 @@ func materialize(ctx context.Context, ts Toolset) (view, error) {
 		v, err = t.view(ctx)
 	default:
 		var tools []Tool
-		tools, err = ts.GetTools(ctx)
+		tools, err = userTools(ctx, ts)
 		if err == nil {
 			v, err = leafView(ctx, view{snap: reuseSnapshot(tools)})
 		}
@@ -231,6 +231,17 @@ func materialize(ctx context.Context, ts Toolset) (view, error) {
 		v.snap = emptySnapshot
 	}
 	return v, nil
+}
+
+// userTools runs the GetTools of a toolset of the caller's; a panic becomes
+// a *PanicError.
+func userTools(ctx context.Context, ts Toolset) (tools []Tool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			tools, err = nil, newPanicError("GetTools", "", LabelOf(ts), p)
+		}
+	}()
+	return ts.GetTools(ctx)
 }
 
 // isStatic reports whether materialising ts runs no code of the caller's and
@@ -288,7 +299,7 @@ func materializeAll(ctx context.Context, toolsets []Toolset, static []bool, name
 				continue
 			}
 			g.Go(func() error {
-				views[i], errs[i] = materialize(gctx, ts)
+				materializeGuarded(gctx, ts, &views[i], &errs[i])
 				return errs[i]
 			})
 		}
@@ -300,6 +311,21 @@ func materializeAll(ctx context.Context, toolsets []Toolset, static []bool, name
 		return nil, err
 	}
 	return views, nil
+}
+
+// materializeGuarded materialises ts on a goroutine of materializeAll. The
+// callbacks recover their own panics; this catches whatever else panics,
+// and user code that calls runtime.Goexit, which would otherwise leave the
+// goroutine's view empty and its error nil.
+func materializeGuarded(ctx context.Context, ts Toolset, v *view, err *error) {
+	normal := false
+	defer func() {
+		if !normal {
+			*v, *err = view{}, newPanicError("callback", "", LabelOf(ts), recover())
+		}
+	}()
+	*v, *err = materialize(ctx, ts)
+	normal = true
 }
 
 // dropCancelled removes the errors of toolsets that only stopped because a

@@ -3,6 +3,7 @@ package toolset
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"iter"
 	"slices"
 )
@@ -11,8 +12,19 @@ import (
 // list the model is sent, a lookup by name, and [Tools.Call] to run the
 // model's calls. It is immutable and safe for concurrent use. A nil *Tools
 // is an empty set.
+//
+// A set belongs to the run it was built for: the run of the [RunContext]
+// that the context given to BuildTools carried, or no run if it carried
+// none. Its predicates decided what this run may call, so [Tools.Execute]
+// and [Tools.Call] refuse, with a [*RunMismatchError], a call under a
+// context of another run: a context carrying another run's RunContext,
+// none when the set was built under one, or one when the set was built
+// without. Every copy of the run's RunContext ([RunContext.WithStep]) is
+// the same run, so a set may be called under the context of any step of
+// its run. Build a set per turn, under the turn's context.
 type Tools struct {
 	agent string
+	rc    *RunContext // the run the set was built for, or nil
 	snap  *snapshot
 	keep  []bool         // nil: every tool of snap is in the set
 	over  map[int32]Tool // tools shown differently this turn (marked unavailable)
@@ -129,6 +141,11 @@ type ToolCall struct {
 // [Tools.Call]. The call ID identifies the call to approvals
 // ([WithApproval]) and middleware.
 func (ts *Tools) Execute(ctx context.Context, call ToolCall) (any, error) {
+	if ts != nil {
+		if rc := runOf(ctx); !sameRun(rc, ts.rc) {
+			return nil, newRunMismatch(call.Name, ts.rc, rc)
+		}
+	}
 	t, ok := ts.Lookup(call.Name)
 	if !ok {
 		names := ts.Names()
@@ -141,11 +158,70 @@ func (ts *Tools) Execute(ctx context.Context, call ToolCall) (any, error) {
 // Call runs the model's call of the tool named name with the JSON arguments
 // args. A name that is not in this turn's set, even one a filter hid this
 // turn, is refused with an [*UnknownToolError] listing the available names.
-// The call then goes through the tool's policies and the handler in a fixed
-// order (approval, rate limit, cache, argument validation, middleware, the
-// handler under its timeout): an [*ArgumentError] lists every problem with
-// the arguments, and a panic becomes a [*PanicError]. Use [ModelMessage] to
-// tell the errors the model should see from those that should stop the run.
+// The call then goes through argument validation, the tool's policies and
+// the handler in a fixed order (validation, approval, cache, rate limit,
+// middleware, the handler under its timeout): an [*ArgumentError] lists
+// every problem with the arguments, and a panic of the handler or of any
+// callback becomes a [*PanicError]. A call under the context of another run
+// than the set's is refused with a [*RunMismatchError]. Use [ModelMessage]
+// to tell the errors the model should see from those that should stop the
+// run.
+//
+// The handler runs on the caller's goroutine. One that calls
+// [runtime.Goexit] (as testing.T.FailNow does) ends that goroutine, as
+// Goexit does; run calls on goroutines of your own, as the provider
+// adapters do, to have it reported as a [*PanicError] with [ErrGoexit].
 func (ts *Tools) Call(ctx context.Context, name string, args json.RawMessage) (any, error) {
 	return ts.Execute(ctx, ToolCall{Name: name, Args: args})
+}
+
+// sameRun reports whether a and b are the same run, or both none.
+func sameRun(a, b *RunContext) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.run == b.run
+}
+
+// RunMismatchError reports a call of a turn's [Tools] under the context of
+// a run other than the one the set was built for. It should stop the run:
+// the set's predicates decided what another run may call.
+type RunMismatchError struct {
+	// Tool is the name called.
+	Tool string
+	// BuiltFor is the RunID of the run the set was built for, and
+	// BuiltWithoutRun reports a set built under a context carrying no run.
+	BuiltFor        string
+	BuiltWithoutRun bool
+	// CalledIn is the RunID of the run of the call's context, and
+	// CalledWithoutRun reports a call under a context carrying no run.
+	CalledIn         string
+	CalledWithoutRun bool
+}
+
+func newRunMismatch(tool string, built, called *RunContext) *RunMismatchError {
+	e := &RunMismatchError{Tool: tool, BuiltWithoutRun: built == nil, CalledWithoutRun: called == nil}
+	if built != nil {
+		e.BuiltFor = built.RunID
+	}
+	if called != nil {
+		e.CalledIn = called.RunID
+	}
+	return e
+}
+
+// Error implements error.
+func (e *RunMismatchError) Error() string {
+	return fmt.Sprintf("toolset: tool %q not called: the tool set was built for %s and called in %s; build a turn's tools under the context its calls run in",
+		boundName(e.Tool), describeRun(e.BuiltFor, e.BuiltWithoutRun), describeRun(e.CalledIn, e.CalledWithoutRun))
+}
+
+func describeRun(id string, none bool) string {
+	switch {
+	case none:
+		return "no run"
+	case id == "":
+		return "a run without an ID"
+	}
+	return fmt.Sprintf("run %q", boundName(id))
 }

@@ -3,6 +3,7 @@ package toolset
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"reflect"
 	"strings"
 )
@@ -37,14 +38,34 @@ type InstructionsProvider interface {
 
 // LabelOf returns the label that names ts in error messages: its [Labeler]
 // label when it has one, otherwise the name of its type ("Prefixed",
-// "Function", or the name of your own type).
+// "Function", or the name of your own type). When Label panics, LabelOf
+// logs the panic with [slog.Default] and returns the type name; BuildTools
+// and [NewCombined] fail with a [*PanicError] instead.
 func LabelOf(ts Toolset) string {
-	if l, ok := ts.(Labeler); ok {
-		if s := l.Label(); s != "" {
-			return s
-		}
+	s, err := labelOf(ts)
+	if err != nil {
+		slog.Default().Error("toolset: Label panicked; using the type name", slog.String("toolset", s), slog.Any("error", err))
 	}
-	return typeName(ts)
+	return s
+}
+
+// labelOf is LabelOf reporting a panic of Label as a *PanicError, along
+// with the type name to use instead.
+func labelOf(ts Toolset) (label string, err error) {
+	l, ok := ts.(Labeler)
+	if !ok {
+		return typeName(ts), nil
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			label = typeName(ts)
+			err = newPanicError("Label", "", label, p)
+		}
+	}()
+	if s := l.Label(); s != "" {
+		return s, nil
+	}
+	return typeName(ts), nil
 }
 
 // typeName returns the bare name of v's type: no package, no pointer, no
@@ -78,16 +99,16 @@ func labelOrEmpty(ts Toolset) string {
 // Instructions returns the system-prompt text that the toolsets contribute
 // for this turn: the non-empty instructions of each, in order, separated by a
 // blank line. Toolsets that do not implement [InstructionsProvider]
-// contribute nothing. Errors of all toolsets are joined.
+// contribute nothing. Errors of all toolsets are joined; a panic is one, as
+// a [*PanicError].
 func Instructions(ctx context.Context, toolsets ...Toolset) (string, error) {
 	var parts []string
 	var errs []error
 	for i, ts := range toolsets {
-		ip, ok := ts.(InstructionsProvider)
-		if !ok {
+		if _, ok := ts.(InstructionsProvider); !ok {
 			continue
 		}
-		s, err := ip.Instructions(ctx)
+		s, err := forwardInstructions(ctx, ts)
 		if err != nil {
 			errs = append(errs, &entryError{index: i, label: LabelOf(ts), err: err})
 			continue
@@ -113,18 +134,31 @@ func instructionsIfShown(ctx context.Context, ts, inner Toolset) (string, error)
 }
 
 // forwardInstructions returns the instructions of inner, or "" when it has
-// none.
-func forwardInstructions(ctx context.Context, inner Toolset) (string, error) {
-	if ip, ok := inner.(InstructionsProvider); ok {
-		return ip.Instructions(ctx)
+// none. A panic becomes a *PanicError.
+func forwardInstructions(ctx context.Context, inner Toolset) (text string, err error) {
+	ip, ok := inner.(InstructionsProvider)
+	if !ok {
+		return "", nil
 	}
-	return "", nil
+	defer func() {
+		if p := recover(); p != nil {
+			text, err = "", newPanicError("Instructions", "", LabelOf(inner), p)
+		}
+	}()
+	return ip.Instructions(ctx)
 }
 
-// forwardClose closes inner if it holds resources.
-func forwardClose(inner Toolset) error {
-	if c, ok := inner.(interface{ Close() error }); ok {
-		return c.Close()
+// forwardClose closes inner if it holds resources. A panic becomes a
+// *PanicError.
+func forwardClose(inner Toolset) (err error) {
+	c, ok := inner.(interface{ Close() error })
+	if !ok {
+		return nil
 	}
-	return nil
+	defer func() {
+		if p := recover(); p != nil {
+			err = newPanicError("Close", "", LabelOf(inner), p)
+		}
+	}()
+	return c.Close()
 }

@@ -72,7 +72,7 @@ func (r *Recorder) record(next toolset.Handler) toolset.Handler {
 			var value any
 			if panicked {
 				value = recover()
-				call.Err = &toolset.PanicError{Tool: c.Name, Value: value, Stack: debug.Stack()}
+				call.Err = panicOf(c.Name, value)
 			}
 			if call.Err != nil {
 				call.Result = nil
@@ -80,14 +80,30 @@ func (r *Recorder) record(next toolset.Handler) toolset.Handler {
 			r.mu.Lock()
 			r.calls = append(r.calls, call)
 			r.mu.Unlock()
-			if panicked {
+			if panicked && value != nil {
 				panic(value) // the call path recovers it again and names the tool
 			}
+			// A nil value is runtime.Goexit, which goes on by itself.
 		}()
 		res, err = next(ctx, c)
 		panicked = false
 		return res, err
 	}
+}
+
+// panicOf describes what a recording middleware recovered: the call path's
+// own *toolset.PanicError for a panicking handler, a new one for a panic of
+// a later middleware, or one of a runtime.Goexit (value nil).
+func panicOf(tool string, value any) *toolset.PanicError {
+	if pe, ok := value.(*toolset.PanicError); ok {
+		c := *pe
+		return &c
+	}
+	callback := "middleware"
+	if value == nil {
+		value, callback = toolset.ErrGoexit, "handler"
+	}
+	return &toolset.PanicError{Tool: tool, Callback: callback, Value: value, Stack: debug.Stack()}
 }
 
 // Label implements [toolset.Labeler], naming the wrapped toolset so that

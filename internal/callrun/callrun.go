@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 
 	"github.com/gotoolset/toolset"
@@ -67,7 +68,7 @@ func Approving(exec Exec, approve Approver) Exec {
 			// that cannot be recorded: it stops the run as it is.
 			return res, err
 		}
-		ok, reason, aerr := approve(ctx, need.Call)
+		ok, reason, aerr := ask(ctx, approve, need.Call)
 		if aerr != nil {
 			return nil, fmt.Errorf("asking for approval: %w", aerr)
 		}
@@ -79,6 +80,16 @@ func Approving(exec Exec, approve Approver) Exec {
 		}
 		return exec(ctx, call)
 	}
+}
+
+// ask puts call to approve; a panic becomes a *toolset.PanicError.
+func ask(ctx context.Context, approve Approver, call toolset.ToolCall) (ok bool, reason string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			ok, reason, err = false, "", &toolset.PanicError{Tool: call.Name, Callback: "approver", Value: p, Stack: debug.Stack()}
+		}
+	}()
+	return approve(ctx, call)
 }
 
 // Run runs calls with exec, at most limit at a time, and returns their
@@ -114,7 +125,12 @@ func Run(ctx context.Context, calls []toolset.ToolCall, limit int, exec Exec) ([
 	}
 	if len(calls) <= 1 || limit == 1 {
 		for i := range calls {
-			one(ctx, i)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				guard(calls[i], &errs[i], func() { one(ctx, i) })
+			}()
+			<-done
 			if errs[i] != nil {
 				return nil, &CallError{Call: calls[i], Err: errs[i]}
 			}
@@ -142,13 +158,15 @@ func Run(ctx context.Context, calls []toolset.ToolCall, limit int, exec Exec) ([
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			one(ctx, i)
-			if errs[i] != nil {
-				mu.Lock()
-				failed = true
-				mu.Unlock()
-				cancel()
-			}
+			defer func() {
+				if errs[i] != nil {
+					mu.Lock()
+					failed = true
+					mu.Unlock()
+					cancel()
+				}
+			}()
+			guard(calls[i], &errs[i], func() { one(ctx, i) })
 		}()
 	}
 	wg.Wait()
@@ -160,6 +178,31 @@ func Run(ctx context.Context, calls []toolset.ToolCall, limit int, exec Exec) ([
 		return out, nil
 	}
 	return nil, firstError(calls, errs)
+}
+
+// guard runs fn, the execution of call on a goroutine of Run's own. A
+// panic that escapes it (the tools recover their own; an Exec or an
+// Approver may not), and a call of runtime.Goexit, which ends the
+// goroutine, set *err to a *toolset.PanicError naming the call's tool, so
+// that the model is never told that such a call succeeded.
+func guard(call toolset.ToolCall, err *error, fn func()) {
+	normal := false
+	defer func() {
+		if normal {
+			return
+		}
+		p := recover()
+		if pe, ok := p.(*toolset.PanicError); ok {
+			*err = pe
+			return
+		}
+		if p == nil {
+			p = toolset.ErrGoexit
+		}
+		*err = &toolset.PanicError{Tool: call.Name, Callback: "handler", Value: p, Stack: debug.Stack()}
+	}()
+	fn()
+	normal = true
 }
 
 // firstError returns the first error in call order, preferring errors that

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -144,20 +145,20 @@ func TestRunApprovals(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	var sent []string
 	var mu sync.Mutex
-	tools, err := toolset.BuildTools(t.Context(), "test",
-		toolset.NewTool("pay", "Pay.", func(_ context.Context, in SleepArgs) (int, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			sent = append(sent, "paid")
-			return in.Ms, nil
-		}, toolset.WithApproval(func(_ context.Context, _ toolset.Tool, args json.RawMessage) (bool, error) {
-			var in SleepArgs
-			return json.Unmarshal(args, &in) == nil && in.Ms > 100, nil
-		})))
+	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{RunID: "r"})
+	payTool := toolset.NewTool("pay", "Pay.", func(_ context.Context, in SleepArgs) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		sent = append(sent, "paid")
+		return in.Ms, nil
+	}, toolset.WithApproval(func(_ context.Context, _ toolset.Tool, args json.RawMessage) (bool, error) {
+		var in SleepArgs
+		return json.Unmarshal(args, &in) == nil && in.Ms > 100, nil
+	}))
+	tools, err := toolset.BuildTools(ctx, "test", payTool)
 	require.NoError(t, err)
 	calls := []toolset.ToolCall{call("a", "pay", `{"ms":5}`), call("b", "pay", `{"ms":500}`), call("c", "pay", `{"ms":900}`)}
 
-	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{RunID: "r"})
 	_, err = callrun.Run(ctx, calls, 8, tools.Execute)
 	var need *toolset.ApprovalRequiredError
 	require.ErrorAs(t, err, &need, "without an approver, a call waiting for approval stops the run")
@@ -194,7 +195,9 @@ func TestRunApprovals(t *testing.T) {
 	assert.Empty(t, asked)
 
 	// Without a run context nothing could record an answer: nobody is asked.
-	_, err = callrun.Run(t.Context(), []toolset.ToolCall{call("e", "pay", `{"ms":700}`)}, 8, callrun.Approving(tools.Execute, approve))
+	noRun, err := toolset.BuildTools(t.Context(), "test", payTool)
+	require.NoError(t, err)
+	_, err = callrun.Run(t.Context(), []toolset.ToolCall{call("e", "pay", `{"ms":700}`)}, 8, callrun.Approving(noRun.Execute, approve))
 	require.ErrorContains(t, err, "approvals are recorded in the run context")
 	assert.Empty(t, asked)
 }
@@ -242,4 +245,49 @@ func TestSegments(t *testing.T) {
 	}
 	_, err := callrun.Segments(make(chan int), isImage)
 	assert.ErrorContains(t, err, "encoding the result")
+}
+
+func TestRunHandlerGoexitStopsTheRun(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	// A handler that calls runtime.Goexit (t.FailNow in a test double, say)
+	// used to end the goroutine running it, leaving the call's outcome
+	// empty: the model was told the call returned null.
+	tools, err := toolset.BuildTools(t.Context(), "test",
+		toolset.NewTool("quit", "Quit.", func(context.Context, struct{}) (string, error) {
+			runtime.Goexit()
+			return "", nil
+		}),
+		toolset.NewTool("ok", "OK.", func(context.Context, struct{}) (string, error) { return "ok", nil }),
+	)
+	require.NoError(t, err)
+	for _, calls := range [][]toolset.ToolCall{
+		{call("q", "quit", `{}`)},
+		{call("a", "ok", `{}`), call("q", "quit", `{}`), call("b", "ok", `{}`)},
+	} {
+		for _, limit := range []int{1, 8} {
+			out, err := callrun.Run(t.Context(), calls, limit, tools.Execute)
+			assert.Nil(t, out)
+			var ce *callrun.CallError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, "q", ce.Call.ID)
+			var pe *toolset.PanicError
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, "quit", pe.Tool)
+			assert.ErrorIs(t, err, toolset.ErrGoexit)
+		}
+	}
+}
+
+func TestRunPanickingApproverStopsTheRun(t *testing.T) {
+	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{RunID: "r"})
+	tools, err := toolset.BuildTools(ctx, "test", toolset.NewTool("pay", "Pay.", func(context.Context, struct{}) (string, error) { return "paid", nil },
+		toolset.WithApproval(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil })))
+	require.NoError(t, err)
+	approve := func(context.Context, toolset.ToolCall) (bool, string, error) { panic("approver exploded") }
+	calls := []toolset.ToolCall{call("a", "pay", `{}`), call("b", "pay", `{}`)}
+	_, err = callrun.Run(ctx, calls, 8, callrun.Approving(tools.Execute, approve))
+	var pe *toolset.PanicError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "approver", pe.Callback)
+	assert.Equal(t, "approver exploded", pe.Value)
 }

@@ -220,6 +220,10 @@ func Calls(content []anthropic.ContentBlockUnion) []toolset.ToolCall {
 // [*CallError] is returned. Images (JPEG, PNG, GIF, WebP) and PDFs of a
 // [*toolset.Content] result are sent as image and document blocks; other
 // media are described in text.
+//
+// ctx is the turn's context: the one tools was built under, or another
+// step of its run (see [toolset.Tools]). A call whose handler panics or
+// calls runtime.Goexit stops the run with a [*toolset.PanicError].
 func RunCalls(ctx context.Context, tools *toolset.Tools, content []anthropic.ContentBlockUnion, opts ...Option) ([]anthropic.ContentBlockParamUnion, error) {
 	o := options{concurrency: DefaultConcurrency}
 	for _, opt := range opts {

@@ -182,6 +182,10 @@ func Calls(content *genai.Content) ([]toolset.ToolCall, error) {
 // the calls still running are cancelled and a [*CallError] is returned.
 // Images and PDFs of a [*toolset.Content] result are sent as function
 // response parts; other media are described in the output text.
+//
+// ctx is the turn's context: the one tools was built under, or another
+// step of its run (see [toolset.Tools]). A call whose handler panics or
+// calls runtime.Goexit stops the run with a [*toolset.PanicError].
 func RunCalls(ctx context.Context, tools *toolset.Tools, content *genai.Content, opts ...Option) (*genai.Content, error) {
 	o := options{concurrency: DefaultConcurrency}
 	for _, opt := range opts {

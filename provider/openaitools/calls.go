@@ -53,6 +53,10 @@ func ChatCalls(calls []openai.ChatCompletionMessageToolCallUnion) ([]toolset.Too
 // naming the call. Before a call runs, null values of optional properties
 // whose schema does not accept null are removed from its arguments, since
 // a model in strict mode sends null for every property it leaves out.
+//
+// ctx is the turn's context: the one tools was built under, or another
+// step of its run (see [toolset.Tools]). A call whose handler panics or
+// calls runtime.Goexit stops the run with a [*toolset.PanicError].
 func RunChatCalls(ctx context.Context, tools *toolset.Tools, calls []openai.ChatCompletionMessageToolCallUnion, opts ...Option) ([]openai.ChatCompletionMessageParamUnion, error) {
 	tcs, err := ChatCalls(calls)
 	if err != nil {

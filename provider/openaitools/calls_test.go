@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"testing"
 
 	"github.com/gotoolset/toolset"
@@ -51,8 +52,21 @@ var panicking = toolset.NewTool("explode", "Explode.", func(context.Context, str
 	panic("boom")
 })
 
+type explodingResult struct{}
+
+func (explodingResult) MarshalJSON() ([]byte, error) { panic("MarshalJSON exploded") }
+
+var badResult = toolset.NewTool("bad_result", "Return a result that cannot be encoded.", func(context.Context, struct{}) (explodingResult, error) {
+	return explodingResult{}, nil
+})
+
+var quitting = toolset.NewTool("quit", "Quit.", func(context.Context, struct{}) (string, error) {
+	runtime.Goexit()
+	return "", nil
+})
+
 func TestRunChatCallsStopsTheRun(t *testing.T) {
-	tools := build(t, failing, panicking)
+	tools := build(t, failing, panicking, quitting)
 	tests := []struct {
 		name, calls, want string
 		as                any
@@ -61,6 +75,9 @@ func TestRunChatCallsStopsTheRun(t *testing.T) {
 			`openaitools: tool call c1 of "lookup": toolset: tool "lookup": connection refused`, new(*toolset.ToolError)},
 		{"panic", `[{"id":"c2","type":"function","function":{"name":"explode","arguments":""}}]`,
 			`openaitools: tool call c2 of "explode": toolset: tool "explode" panicked: boom`, new(*toolset.PanicError)},
+		// The model used to be told that such a call returned null.
+		{"Goexit", `[{"id":"c3","type":"function","function":{"name":"quit","arguments":""}}]`,
+			`openaitools: tool call c3 of "quit": toolset: tool "quit" called runtime.Goexit`, new(*toolset.PanicError)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,6 +90,17 @@ func TestRunChatCallsStopsTheRun(t *testing.T) {
 			assert.Equal(t, "c"+tt.want[len("openaitools: tool call c"):][:1], ce.Call.ID)
 		})
 	}
+}
+
+func TestRunChatCallsResultEncodingPanicStopsTheRun(t *testing.T) {
+	// Encoding such a result used to end the process.
+	calls := chatCalls(t, `[{"id":"c4","type":"function","function":{"name":"bad_result","arguments":""}}]`)
+	msgs, err := openaitools.RunChatCalls(t.Context(), build(t, badResult), calls)
+	assert.Nil(t, msgs)
+	assert.EqualError(t, err, `openaitools: tool call c4 of "bad_result": toolset: result encoding panicked: MarshalJSON exploded`)
+	var pe *toolset.PanicError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "result encoding", pe.Callback)
 }
 
 func TestRunChatCallsModelErrors(t *testing.T) {
@@ -109,12 +137,13 @@ func TestRunChatCallsApprovals(t *testing.T) {
 		return "refunded " + in.Order, nil
 	}, toolset.WithApproval(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
 	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{RunID: "r"})
-	tools := build(t, refund)
+	tools, err := toolset.BuildTools(ctx, "test", refund)
+	require.NoError(t, err)
 	calls := chatCalls(t, `[`+
 		`{"id":"c1","type":"function","function":{"name":"refund","arguments":"{\"order\":\"A\"}"}},`+
 		`{"id":"c2","type":"function","function":{"name":"refund","arguments":"{\"order\":\"B\"}"}}]`)
 
-	_, err := openaitools.RunChatCalls(ctx, tools, calls)
+	_, err = openaitools.RunChatCalls(ctx, tools, calls)
 	var need *toolset.ApprovalRequiredError
 	require.ErrorAs(t, err, &need, "without Approve, nobody would be asked: the run stops")
 
