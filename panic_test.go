@@ -74,9 +74,9 @@ func turnCallbacks() []struct {
 	}{
 		{"filter predicate", toolset.NewFunction(echoTools("a", "b")...).WithLabel("users").Filtered(explodingPredicate),
 			toolset.PanicError{Callback: "filter predicate", Tool: "b", Toolset: "users", Value: "predicate exploded"}},
-		{"enabled predicate", toolset.NewFunction(echoTool("a"), toolset.NewTool("b", "", echoHandler, toolset.WithEnabled(explodingPredicate))),
+		{"enabled predicate", toolset.NewFunction(echoTool("a"), toolset.NewTool("b", "", okHandler, toolset.WithEnabled(explodingPredicate))),
 			toolset.PanicError{Callback: "enabled predicate", Tool: "b", Value: "predicate exploded"}},
-		{"prepare function", toolset.NewFunction(toolset.NewTool("b", "", echoHandler, toolset.WithPrepare(func(context.Context, toolset.Tool) (toolset.Tool, bool, error) {
+		{"prepare function", toolset.NewFunction(toolset.NewTool("b", "", okHandler, toolset.WithPrepare(func(context.Context, toolset.Tool) (toolset.Tool, bool, error) {
 			panic("prepare exploded")
 		}))), toolset.PanicError{Callback: "prepare function", Tool: "b", Value: "prepare exploded"}},
 		{"Prepared function", toolset.NewFunction(echoTool("a")).WithLabel("users").Prepared(func(context.Context, []toolset.Tool) ([]toolset.Tool, error) {
@@ -89,7 +89,7 @@ func turnCallbacks() []struct {
 	}
 }
 
-func echoHandler(context.Context, struct{}) (string, error) { return "ok", nil }
+func okHandler(context.Context, struct{}) (string, error) { return "ok", nil }
 
 func requirePanic(t *testing.T, err error, want toolset.PanicError) {
 	t.Helper()
