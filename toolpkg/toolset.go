@@ -239,31 +239,27 @@ func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
 	case res.signal != 0 || res.exitCode != 0:
 		return nil, &ExecError{Toolset: c.toolset, Tool: c.tool.Name, Reason: res.describeExit(l.limits), Stderr: stderr}
 	}
-	return c.readResult(filepath.Join(work, "result.json"), stderr)
+	return c.readResult(work, stderr)
 }
 
-func (c *call) readResult(path, stderr string) (any, error) {
+// readResult reads and decodes the result.json the tool left in dir.
+func (c *call) readResult(dir, stderr string) (any, error) {
 	fail := func(format string, args ...any) error {
 		return &ExecError{Toolset: c.toolset, Tool: c.tool.Name, Reason: fmt.Sprintf(format, args...), Stderr: stderr}
 	}
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
+	data, err := readWorkFile(dir, "result.json", maxResultFile)
+	var fe *FileError
+	switch {
+	case errors.Is(err, errNoFile):
 		return nil, fail("exited 0 without writing result.json")
-	}
-	if err != nil {
-		return nil, fail("cannot open result.json: %v", err)
-	}
-	defer f.Close()
-	data, n, err := readCapped(f, maxResultFile)
-	if err != nil {
+	case errors.As(err, &fe):
+		return nil, fail("%s", fe.Error())
+	case err != nil:
 		return nil, fail("cannot read result.json: %v", err)
-	}
-	if n > maxResultFile {
-		return nil, fail("result.json is %d bytes; at most %d are read", n, maxResultFile)
 	}
 	var doc resultDoc
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fail("result.json is not valid JSON (%v); it starts %s", err, quoteStart(data, 80))
+		return nil, fail("result.json is not valid JSON (%v); it starts %s", err, redact(quoteStart(data, 80), c.secrets))
 	}
 	limit := c.store.opts.MaxOutputBytes
 	if msg := errorText(doc.Error); msg != "" {
