@@ -215,12 +215,22 @@ func (s *Store) load() error {
 			s.log.Warn("toolpkg: ignoring a folder without state.json", "store", s.dir, "folder", name)
 			continue
 		}
-		if err != nil {
-			return fmt.Errorf("toolpkg: store %s: toolset %q: %w", s.dir, name, err)
-		}
 		var rec record
-		if err := json.Unmarshal(data, &rec); err != nil {
-			return fmt.Errorf("toolpkg: store %s: toolset %q: corrupt state.json: %w", s.dir, name, err)
+		if err == nil {
+			err = json.Unmarshal(data, &rec)
+		}
+		if err != nil {
+			// One damaged record must not take the store down: the
+			// toolset is failed, its files stay as they are, and a new
+			// upload replaces the record.
+			s.log.Error("toolpkg: damaged state.json; the toolset is marked failed", "store", s.dir, "toolset", name, "error", err)
+			rec = record{
+				Info: Info{Name: name, Status: StatusFailed, Updated: time.Now().UTC(),
+					Errors: []string{fmt.Sprintf("the toolset's state.json cannot be read (%v); upload the package again", err)}},
+				LastVersion: s.highestVersion(name),
+			}
+			s.entries[name] = &entry{rec: rec, refs: map[int]int{}, gone: map[int]bool{}}
+			continue
 		}
 		rec.Name = name
 		for i := range rec.Tools {
@@ -251,6 +261,19 @@ func (s *Store) load() error {
 		}
 	}
 	return nil
+}
+
+// highestVersion returns the highest version folder of a toolset, so
+// that a new upload never reuses its number.
+func (s *Store) highestVersion(name string) int {
+	vs, _ := os.ReadDir(filepath.Join(s.dir, name))
+	highest := 0
+	for _, v := range vs {
+		if n, ok := versionNumber(v.Name()); ok && n > highest {
+			highest = n
+		}
+	}
+	return highest
 }
 
 // Close waits for uploads and calls in flight, then releases the store's
