@@ -4,11 +4,14 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gotoolset/toolset"
 )
 
 // hostileSchema is the --schema output of the hostile package: tools that
@@ -85,4 +88,45 @@ func TestResultFileOversizeIsRefused(t *testing.T) {
 	assert.Contains(t, err.Error(), "result.json is 16777235 bytes; at most 16777216 are read")
 	assert.NotContains(t, err.Error(), "too big", "nothing of the file is quoted")
 	assert.Less(t, len(err.Error()), 400)
+}
+
+func TestSecretsDoNotLeakInAnyForm(t *testing.T) {
+	const (
+		apiKey   = `sk-"live"\key/<&>é😀` // declared secret by another tool than the one called
+		password = `dflt<&>"q\pass`      // a secret default
+		pin      = 73912846              // an integer secret
+		note     = "harmless note"       // not secret: stays
+	)
+	forms := []string{"data", "message", "uescape", "stderr", "error", "garbage"}
+	check := func(t *testing.T, text string) {
+		t.Helper()
+		for _, leak := range []string{"sk-", "live", "dflt", `q\pass`, "73912846", `"flag":true`, `"flag": true`, "\\u0073\\u006b", "\\u0073\\u006B"} {
+			assert.NotContains(t, text, leak)
+		}
+		assert.NotContains(t, strings.ToLower(text), `\u0073\u006b`)
+	}
+	forEachMode(t, func(t *testing.T, mode Mode) {
+		s := openStore(t, Options{Sandbox: mode})
+		ts := hostileToolset(t, s, "h", "", map[string]any{"api_key": apiKey, "pin": pin, "flag": true, "note": note})
+		for _, form := range forms {
+			t.Run(form, func(t *testing.T) {
+				res, err := callTool(context.Background(), t, ts, "h__leak", `{"form":"`+form+`"}`)
+				var text string
+				if err != nil {
+					text = err.Error()
+					if msg, ok := toolset.ModelMessage(err); ok {
+						text += "\n" + msg
+					}
+				} else {
+					r := res.(*Result)
+					text = r.ModelText() + "\n" + string(r.Data) + "\n" + r.Message
+				}
+				check(t, text)
+				if form != "uescape" {
+					assert.Contains(t, text, "[secret]", "the secrets were there, hidden")
+					assert.Contains(t, text, "harmless", "the rest of the output is kept")
+				}
+			})
+		}
+	})
 }

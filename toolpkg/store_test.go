@@ -300,7 +300,9 @@ func TestToolConfigReachesTheTool(t *testing.T) {
 	ts := readyToolset(t, s, "demo", map[string]any{"retries": json.Number("5"), "api_key": "k-123"})
 	res, err := callTool(context.Background(), t, ts, "demo__echo", `{"text":"x"}`)
 	require.NoError(t, err)
-	assert.Equal(t, map[string]any{"greeting": "hello", "retries": float64(5), "api_key": "k-123"}, resultData(t, res)["config"])
+	// The tool got api_key (unset keys are left out); the value it echoed
+	// is a secret, hidden from its result.
+	assert.Equal(t, map[string]any{"greeting": "hello", "retries": float64(5), "api_key": "[secret]"}, resultData(t, res)["config"])
 }
 
 func TestSecretsNeverReachErrorsOrLogs(t *testing.T) {

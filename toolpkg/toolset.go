@@ -145,7 +145,7 @@ type call struct {
 	tool    ToolInfo
 	exe     Executable
 	config  map[string]any
-	secrets []string
+	secrets *secrets
 }
 
 // runnerArgs is runner_args.json. Fields this runtime does not offer are
@@ -228,7 +228,7 @@ func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
 	res, err := s.sb.runProcess(ctx, l, c.tool.Timeout(), callDir, 0)
 	s.log.Debug("toolpkg: call finished", "toolset", c.toolset, "tool", c.tool.Name, "version", c.version,
 		"exit", res.describeExit(l.limits), "wall", res.wall.Round(time.Millisecond), "cpu", res.cpu.Round(time.Millisecond))
-	stderr := redact(res.stderr, c.secrets)
+	stderr := c.secrets.text(res.stderr)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return nil, fmt.Errorf("toolpkg: tool %q: call canceled, process killed: %w", c.tool.Name, err)
@@ -259,11 +259,11 @@ func (c *call) readResult(dir, stderr string) (any, error) {
 	}
 	var doc resultDoc
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fail("result.json is not valid JSON (%v); it starts %s", err, redact(quoteStart(data, 80), c.secrets))
+		return nil, fail("result.json is not valid JSON (%v); it starts %s", err, c.preview(data, 80))
 	}
 	limit := c.store.opts.MaxOutputBytes
-	if msg := errorText(doc.Error); msg != "" {
-		text, _ := capText(redact(msg, c.secrets), limit)
+	if msg := errorText(c.secrets.json(doc.Error)); msg != "" {
+		text, _ := capText(c.secrets.text(msg), limit)
 		return nil, &ToolFailure{Toolset: c.toolset, Tool: c.tool.Name, Message: text}
 	}
 	if doc.Result == nil {
@@ -275,12 +275,27 @@ func (c *call) readResult(dir, stderr string) (any, error) {
 		if msg == "" {
 			msg = "the tool reported status error without a message"
 		}
-		text, _ := capText(redact(msg, c.secrets), limit)
+		text, _ := capText(c.secrets.text(msg), limit)
 		return nil, &ToolFailure{Toolset: c.toolset, Tool: c.tool.Name, Message: text}
 	}
-	out := &Result{Status: r.Status, Message: r.Message, Data: r.Data, DataObjects: r.DataObjects}
-	out.text, out.truncated = capText(redact(out.render(), c.secrets), limit)
+	out := &Result{
+		Status: c.secrets.text(r.Status), Message: c.secrets.text(r.Message),
+		Data: c.secrets.json(r.Data), DataObjects: c.secrets.json(r.DataObjects),
+	}
+	out.text, out.truncated = capText(c.secrets.text(out.render()), limit)
 	return out, nil
+}
+
+// preview quotes the start of a file the tool wrote, secrets hidden, for
+// an error: at most n bytes, as a Go string literal (printable).
+func (c *call) preview(data []byte, n int) string {
+	// Hide secrets before cutting, so that one across the cut is found.
+	margin := 0
+	if c.secrets != nil && len(c.secrets.values) > 0 {
+		margin = 12 * len(c.secrets.values[0])
+	}
+	head := data[:min(len(data), n+margin)]
+	return quoteStart([]byte(c.secrets.text(string(head))), n)
 }
 
 // errorText returns result.json's error as text: a string as itself,

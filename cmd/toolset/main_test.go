@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -196,4 +197,41 @@ func TestBuiltBinary(t *testing.T) {
 	_, forModel := toolset.ModelMessage(err)
 	assert.True(t, forModel, "a tool's error reaches the client as a result the model sees: %v", err)
 	require.NoError(t, served.Close())
+}
+
+// withFile returns a copy of the zip at path with one more file.
+func withFile(t *testing.T, path, name string, data []byte) string {
+	t.Helper()
+	zr, err := zip.OpenReader(path)
+	require.NoError(t, err)
+	defer zr.Close()
+	out := filepath.Join(t.TempDir(), filepath.Base(path))
+	f, err := os.Create(out)
+	require.NoError(t, err)
+	zw := zip.NewWriter(f)
+	for _, e := range zr.File {
+		require.NoError(t, zw.Copy(e))
+	}
+	w, err := zw.Create(name)
+	require.NoError(t, err)
+	_, err = w.Write(data)
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	require.NoError(t, f.Close())
+	return out
+}
+
+func TestInspectNeverPrintsASecretDefault(t *testing.T) {
+	schema, err := os.ReadFile("../../toolpkg/testdata/hostile/schema.json")
+	require.NoError(t, err)
+	zip := withFile(t, packaged(t), "schema.json", schema)
+	for _, args := range [][]string{{"inspect", "--json", "--sandbox", "direct", zip}, {"inspect", "--sandbox", "direct", zip}} {
+		code, stdout, stderr := runCLI(args...)
+		require.Equal(t, 0, code, stderr)
+		assert.NotContains(t, stdout, "dflt", "the secret default of password")
+		assert.Contains(t, stdout, "password")
+		if args[1] == "--json" {
+			assert.Contains(t, stdout, `"default": "[secret]"`)
+		}
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf16"
 )
 
 const defaultSchema = `{"tools": {
@@ -254,8 +255,8 @@ func main() {
 			b.WriteString(`{"result":{"status":"success","message":"`)
 			for _, v := range ra.ToolConfig {
 				if s, isStr := v.(string); isStr {
-					for _, r := range s {
-						fmt.Fprintf(&b, `\\u%04x`, r)
+					for _, u := range utf16.Encode([]rune(s)) {
+						fmt.Fprintf(&b, `\\u%04x`, u)
 					}
 					b.WriteString(" ")
 				}
@@ -263,8 +264,8 @@ func main() {
 			b.WriteString(`","data":{"escaped":"`)
 			for _, v := range ra.ToolConfig {
 				if s, isStr := v.(string); isStr {
-					for _, r := range s {
-						fmt.Fprintf(&b, `\u%04X`, r)
+					for _, u := range utf16.Encode([]rune(s)) {
+						fmt.Fprintf(&b, `\u%04X`, u)
 					}
 				}
 			}
