@@ -57,11 +57,11 @@ const (
 func (p Profile) Limits() ResourceLimits {
 	switch p {
 	case Restrictive:
-		return ResourceLimits{MaxCPUSeconds: 60, MaxFileSizeMB: 64, MaxOpenFiles: 128, MaxProcesses: 32, MaxStackSizeMB: 8}
+		return ResourceLimits{MaxCPUSeconds: 60, MaxFileSizeMB: 64, MaxOpenFiles: 128, MaxProcesses: 32, MaxStackSizeMB: 8, MaxWriteMB: 128}
 	case Standard:
-		return ResourceLimits{MaxCPUSeconds: 300, MaxFileSizeMB: 256, MaxOpenFiles: 512, MaxProcesses: 128, MaxStackSizeMB: 16}
+		return ResourceLimits{MaxCPUSeconds: 300, MaxFileSizeMB: 256, MaxOpenFiles: 512, MaxProcesses: 128, MaxStackSizeMB: 16, MaxWriteMB: 512}
 	case Permissive:
-		return ResourceLimits{MaxCPUSeconds: 600, MaxFileSizeMB: 1024, MaxOpenFiles: 1024, MaxProcesses: 512, MaxStackSizeMB: 32}
+		return ResourceLimits{MaxCPUSeconds: 600, MaxFileSizeMB: 1024, MaxOpenFiles: 1024, MaxProcesses: 512, MaxStackSizeMB: 32, MaxWriteMB: 2048}
 	}
 	return ResourceLimits{}
 }
@@ -77,6 +77,9 @@ type ResourceLimits struct {
 	MaxOpenFiles   int `json:"max_open_files,omitempty"`
 	MaxProcesses   int `json:"max_processes,omitempty"`
 	MaxStackSizeMB int `json:"max_stack_size_mb,omitempty"`
+	// MaxWriteMB bounds, in bwrap mode, what a tool can write: its work
+	// directory and its /tmp are each a tmpfs of this size.
+	MaxWriteMB int `json:"max_write_mb,omitempty"`
 }
 
 // Over returns l with every zero field taken from base.
@@ -93,6 +96,7 @@ func (l ResourceLimits) Over(base ResourceLimits) ResourceLimits {
 		MaxOpenFiles:   pick(l.MaxOpenFiles, base.MaxOpenFiles),
 		MaxProcesses:   pick(l.MaxProcesses, base.MaxProcesses),
 		MaxStackSizeMB: pick(l.MaxStackSizeMB, base.MaxStackSizeMB),
+		MaxWriteMB:     pick(l.MaxWriteMB, base.MaxWriteMB),
 	}
 }
 
@@ -324,7 +328,7 @@ func (p *manifestParser) manifest(root *yaml.Node) *Manifest {
 
 var toolFields = []string{"runtime", "executable", "timeout_seconds", "sandbox_profile", "resource_limits"}
 
-var limitFields = []string{"max_cpu_seconds", "max_file_size_mb", "max_open_files", "max_processes", "max_stack_size_mb"}
+var limitFields = []string{"max_cpu_seconds", "max_file_size_mb", "max_open_files", "max_processes", "max_stack_size_mb", "max_write_mb"}
 
 func (p *manifestParser) executable(field, key string, n *yaml.Node) Executable {
 	e := Executable{Key: key, TimeoutSeconds: DefaultTimeoutSeconds, Profile: Standard}
@@ -413,6 +417,8 @@ func (p *manifestParser) limits(field string, n *yaml.Node) ResourceLimits {
 			l.MaxProcesses = v
 		case "max_stack_size_mb":
 			l.MaxStackSizeMB = v
+		case "max_write_mb":
+			l.MaxWriteMB = v
 		}
 	}
 	return l

@@ -28,7 +28,7 @@ tools:
 	ec := m.Executables[0]
 	assert.Equal(t, Executable{Key: "event_correlator_tools", Runtime: RuntimeGo, Path: "event-correlator",
 		TimeoutSeconds: 60, Profile: Restrictive, Limits: ResourceLimits{MaxOpenFiles: 256}}, ec)
-	assert.Equal(t, ResourceLimits{MaxCPUSeconds: 60, MaxFileSizeMB: 64, MaxOpenFiles: 256, MaxProcesses: 32, MaxStackSizeMB: 8}, ec.EffectiveLimits())
+	assert.Equal(t, ResourceLimits{MaxCPUSeconds: 60, MaxFileSizeMB: 64, MaxOpenFiles: 256, MaxProcesses: 32, MaxStackSizeMB: 8, MaxWriteMB: 128}, ec.EffectiveLimits())
 
 	h := m.Executables[1]
 	assert.Equal(t, DefaultTimeoutSeconds, h.TimeoutSeconds, "default timeout")
@@ -62,7 +62,7 @@ func TestParseManifestErrors(t *testing.T) {
 			[]string{`tools.c.timeout_seconds: expected an integer, got the string "soon" (line 6)`}},
 		{"bad limit", "version: 1\ntools:\n  c:\n    runtime: go\n    executable: a\n    resource_limits:\n      max_memory_mb: 5\n      max_processes: 0\n",
 			[]string{
-				`tools.c.resource_limits.max_memory_mb: unknown field; allowed fields: max_cpu_seconds, max_file_size_mb, max_open_files, max_processes, max_stack_size_mb (line 7)`,
+				`tools.c.resource_limits.max_memory_mb: unknown field; allowed fields: max_cpu_seconds, max_file_size_mb, max_open_files, max_processes, max_stack_size_mb, max_write_mb (line 7)`,
 				`tools.c.resource_limits.max_processes: must be a positive integer, got 0 (line 8)`,
 			}},
 		{"executable escapes", "version: 1\ntools:\n  c:\n    runtime: go\n    executable: ../../bin/sh\n",
@@ -108,9 +108,9 @@ func TestParseManifestErrors(t *testing.T) {
 }
 
 func TestProfileLimitsMatchTheTable(t *testing.T) {
-	assert.Equal(t, ResourceLimits{60, 64, 128, 32, 8}, Restrictive.Limits())
-	assert.Equal(t, ResourceLimits{300, 256, 512, 128, 16}, Standard.Limits())
-	assert.Equal(t, ResourceLimits{600, 1024, 1024, 512, 32}, Permissive.Limits())
+	assert.Equal(t, ResourceLimits{60, 64, 128, 32, 8, 128}, Restrictive.Limits())
+	assert.Equal(t, ResourceLimits{300, 256, 512, 128, 16, 512}, Standard.Limits())
+	assert.Equal(t, ResourceLimits{600, 1024, 1024, 512, 32, 2048}, Permissive.Limits())
 	assert.False(t, Restrictive.Network())
 	assert.True(t, Standard.Network())
 }

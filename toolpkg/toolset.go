@@ -192,17 +192,11 @@ func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
 	}
 	defer s.release(c.toolset, c.version)
 
-	callDir, err := os.MkdirTemp(filepath.Join(s.dir, ".calls"), "call-")
+	callDir, work, err := s.newCallDir("call-")
 	if err != nil {
 		return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, err)
 	}
 	defer removeAll(callDir)
-	work := filepath.Join(callDir, "work")
-	for _, d := range []string{work, filepath.Join(work, "input"), filepath.Join(work, "output")} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, err)
-		}
-	}
 	l := launch{pkgDir: pkgDir, workDir: work, exe: c.exe.File, profile: c.exe.Profile, limits: c.exe.EffectiveLimits()}
 	_, workView := s.sb.paths(l)
 	rc := toolset.FromContext(ctx)
@@ -250,7 +244,7 @@ func (c *call) readResult(dir, stderr string) (any, error) {
 	data, err := readWorkFile(dir, "result.json", maxResultFile)
 	var fe *FileError
 	switch {
-	case errors.Is(err, errNoFile):
+	case errors.Is(err, errNoFile), err == nil && len(data) == 0:
 		return nil, fail("exited 0 without writing result.json")
 	case errors.As(err, &fe):
 		return nil, fail("%s", fe.Error())

@@ -160,17 +160,20 @@ func main() {
 		ok("fs", out)
 	case "noresult":
 	case "linkresult":
+		os.Remove(ra.ResultFile) // in bwrap, the host made it: this fails
 		// Make result.json a symbolic link to a file of the host.
 		if err := os.Symlink(fmt.Sprint(args["target"]), ra.ResultFile); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 	case "fiforesult":
+		os.Remove(ra.ResultFile) // in bwrap, the host made it: this fails
 		if err := syscall.Mkfifo(ra.ResultFile, 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 	case "dirresult":
+		os.Remove(ra.ResultFile) // in bwrap, the host made it: this fails
 		if err := os.Mkdir(ra.ResultFile, 0o755); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
