@@ -668,6 +668,10 @@ func (s *Store) discover(ctx context.Context, name, pkgDir string, exes []Execut
 			errs = append(errs, fmt.Sprintf("executable %q: %s", ex.Key, p))
 		}
 		for _, t := range found {
+			if max := s.opts.Limits.MaxTimeoutSeconds; t.TimeoutSeconds > max {
+				errs = append(errs, fmt.Sprintf("executable %q: tool %q: timeout_seconds asks for %d seconds; this store allows at most %d", ex.Key, t.Name, t.TimeoutSeconds, max))
+				continue
+			}
 			if other, dup := owner[t.Name]; dup {
 				errs = append(errs, fmt.Sprintf("tool %q is exposed by both executable %q and executable %q", t.Name, other, ex.Key))
 				continue
@@ -692,7 +696,7 @@ func (s *Store) schemaOf(ctx context.Context, pkgDir string, ex Executable) ([]b
 		return nil, err
 	}
 	defer removeAll(callDir)
-	l := launch{pkgDir: pkgDir, workDir: work, exe: ex.File, args: []string{"--schema"}, profile: ex.Profile, limits: ex.EffectiveLimits()}
+	l := launch{pkgDir: pkgDir, workDir: work, exe: ex.File, args: []string{"--schema"}, profile: ex.Profile, limits: s.limitsOf(ex)}
 	res, err := s.sb.runProcess(ctx, l, s.opts.DiscoveryTimeout, callDir, maxSchemaOutput)
 	switch {
 	case err != nil:
@@ -713,6 +717,12 @@ func stderrSuffix(stderr string) string {
 		return "; stderr was empty"
 	}
 	return "; stderr:\n" + stderr
+}
+
+// limitsOf returns the resource limits an executable runs under: its
+// profile's with its manifest's overrides, lowered to the store's bounds.
+func (s *Store) limitsOf(ex Executable) ResourceLimits {
+	return ex.EffectiveLimits().Within(s.opts.Limits.MaxResourceLimits)
 }
 
 // newCallDir makes a call directory in .calls, with stdout and stderr

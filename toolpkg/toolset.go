@@ -197,7 +197,7 @@ func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
 		return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, err)
 	}
 	defer removeAll(callDir)
-	l := launch{pkgDir: pkgDir, workDir: work, exe: c.exe.File, profile: c.exe.Profile, limits: c.exe.EffectiveLimits()}
+	l := launch{pkgDir: pkgDir, workDir: work, exe: c.exe.File, profile: c.exe.Profile, limits: s.limitsOf(c.exe)}
 	_, workView := s.sb.paths(l)
 	rc := toolset.FromContext(ctx)
 	ra := runnerArgs{
