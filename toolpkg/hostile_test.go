@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -142,4 +143,31 @@ func TestSecretsDoNotLeakInAnyForm(t *testing.T) {
 			})
 		}
 	})
+}
+
+func TestSchemaExternalRefIsNotLoaded(t *testing.T) {
+	secretFile := filepath.Join(t.TempDir(), "schema-secret.json")
+	require.NoError(t, os.WriteFile(secretFile, []byte(`{"const":"SCHEMA-SECRET-MARKER"}`), 0o644))
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
+	for _, ref := range []string{"file://" + secretFile, "file://" + fifo, "http://127.0.0.1:1/x.json"} {
+		out := []byte(`{"tools":{"t":{"description":"d","parameters":{"type":"object","properties":{"a":{"$ref":"` + ref + `"}}}}}}`)
+		done := make(chan []string, 1)
+		go func() {
+			_, probs := parseSchemaOutput(Executable{Key: "e", TimeoutSeconds: 1}, out)
+			done <- probs
+		}()
+		select {
+		case probs := <-done:
+			require.Len(t, probs, 1, ref)
+			assert.Contains(t, probs[0], "external reference", ref)
+			assert.NotContains(t, probs[0], "SCHEMA-SECRET-MARKER")
+		case <-time.After(5 * time.Second):
+			// Unblock the reader so that the goroutine ends.
+			if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+				f.Close()
+			}
+			t.Fatalf("%s: discovery hung on a reference", ref)
+		}
+	}
 }

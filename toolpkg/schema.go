@@ -146,6 +146,7 @@ func checkParameters(raw json.RawMessage) (json.RawMessage, error) {
 	}
 	c := sjs.NewCompiler()
 	c.DefaultDraft(sjs.Draft2020)
+	c.UseLoader(noLoader{})
 	if err := c.AddResource("mem:///parameters.json", doc); err != nil {
 		return nil, fmt.Errorf("invalid JSON Schema: %v", err)
 	}
@@ -160,6 +161,14 @@ func checkParameters(raw json.RawMessage) (json.RawMessage, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// noLoader refuses every schema a reference points to: a package's schema
+// must never make the host open a file or a URL.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("external reference %.200q refused: a tool's schema must be self-contained (only \"#...\" references)", url)
 }
 
 func parseConfigSchema(raw json.RawMessage) ([]ConfigField, []string) {
