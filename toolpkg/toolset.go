@@ -244,12 +244,24 @@ func (c *call) readResult(dir, stderr string) (any, error) {
 	data, err := readWorkFile(dir, "result.json", maxResultFile)
 	var fe *FileError
 	switch {
-	case errors.Is(err, errNoFile), err == nil && len(data) == 0:
+	case errors.Is(err, errNoFile):
 		return nil, fail("exited 0 without writing result.json")
 	case errors.As(err, &fe):
 		return nil, fail("%s", fe.Error())
 	case err != nil:
 		return nil, fail("cannot read result.json: %v", err)
+	}
+	return c.decodeResult(data, stderr)
+}
+
+// decodeResult decodes the bytes of result.json into a *Result, a
+// *ToolFailure or an *ExecError, secrets hidden and text capped.
+func (c *call) decodeResult(data []byte, stderr string) (any, error) {
+	fail := func(format string, args ...any) error {
+		return &ExecError{Toolset: c.toolset, Tool: c.tool.Name, Reason: fmt.Sprintf(format, args...), Stderr: stderr}
+	}
+	if len(data) == 0 {
+		return nil, fail("exited 0 without writing result.json")
 	}
 	var doc resultDoc
 	if err := json.Unmarshal(data, &doc); err != nil {
