@@ -27,13 +27,13 @@ const DefaultTimeoutSeconds = 300
 // bounds them further ([Limits.MaxTimeoutSeconds],
 // [Limits.MaxResourceLimits]).
 const (
-	// MaxTimeoutSeconds is the largest timeout_seconds: 30 days.
-	MaxTimeoutSeconds = 30 * 24 * 3600
-	// MaxLimitValue is the largest count or number of seconds in
+	// FormatMaxTimeoutSeconds is the largest timeout_seconds: 30 days.
+	FormatMaxTimeoutSeconds = 30 * 24 * 3600
+	// FormatMaxLimit is the largest count or number of seconds in
 	// resource_limits.
-	MaxLimitValue = 1<<31 - 1
-	// MaxLimitMB is the largest size in MB in resource_limits: 1 TB.
-	MaxLimitMB = 1 << 20
+	FormatMaxLimit = 1<<31 - 1
+	// FormatMaxLimitMB is the largest size in MB in resource_limits: 1 TB.
+	FormatMaxLimitMB = 1 << 20
 )
 
 // Runtime says how an executable was built and where it is looked up.
@@ -421,8 +421,8 @@ func (p *manifestParser) executable(field, key string, n *yaml.Node) Executable 
 				switch {
 				case t <= 0:
 					p.add(f, v.Line, "must be a positive number of seconds, got %d", t)
-				case t > MaxTimeoutSeconds:
-					p.add(f, v.Line, "must be at most %d seconds (30 days), got %d", MaxTimeoutSeconds, t)
+				case t > FormatMaxTimeoutSeconds:
+					p.add(f, v.Line, "must be at most %d seconds (30 days), got %d", FormatMaxTimeoutSeconds, t)
 				default:
 					e.TimeoutSeconds = t
 					p.lines[f] = v.Line
@@ -466,9 +466,9 @@ func (p *manifestParser) limits(field string, n *yaml.Node) ResourceLimits {
 			p.add(f, vals[i].Line, "must be a positive integer, got %d", v)
 			continue
 		}
-		ceiling := MaxLimitValue
+		ceiling := FormatMaxLimit
 		if strings.HasSuffix(k.Value, "_mb") {
-			ceiling = MaxLimitMB
+			ceiling = FormatMaxLimitMB
 		}
 		if v > ceiling {
 			p.add(f, vals[i].Line, "must be at most %d, got %d", ceiling, v)

@@ -23,15 +23,19 @@ const (
 	// ModeAuto picks the strongest mode that works on this machine: bwrap,
 	// else prlimit, else direct.
 	ModeAuto Mode = ""
-	// ModeDirect runs tools as plain subprocesses: no isolation, no limits.
+	// ModeDirect runs tools as plain subprocesses, as this process's user:
+	// no isolation, no limits; only a PID namespace, where the kernel
+	// allows one, so that their processes end with the call.
 	ModeDirect Mode = "direct"
 	// ModePrlimit runs tools under the profile's resource limits, set by
-	// util-linux's prlimit(1), with no other isolation.
+	// util-linux's prlimit(1), in a PID (and user) namespace of their own,
+	// as ToolUID when the host is root; no other isolation.
 	ModePrlimit Mode = "prlimit"
 	// ModeBwrap runs tools in a bubblewrap sandbox (user, PID, IPC and UTS
-	// namespaces, and a network namespace for the restrictive profile), with
-	// read-only system directories, the package read-only, a private /tmp,
-	// a cleared environment, no capabilities, and the profile's limits.
+	// namespaces, and a network namespace for the restrictive profile), as
+	// uid and gid 65534, with read-only system directories, the package
+	// read-only, the work directory and /tmp as size-limited tmpfs, a
+	// cleared environment, no capabilities, and the profile's limits.
 	ModeBwrap Mode = "bwrap"
 )
 
