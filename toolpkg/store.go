@@ -200,7 +200,8 @@ func Open(dir string, opts *Options) (*Store, error) {
 		if err := removeAll(p); err != nil {
 			return fail(fmt.Errorf("toolpkg: store %s: cleaning %s: %w", dir, d, err))
 		}
-		if err := os.Mkdir(p, 0o711); err == nil {
+		err := os.Mkdir(p, 0o711)
+		if err == nil {
 			err = os.Chmod(p, 0o711) // whatever the umask
 		}
 		if err != nil {
@@ -413,7 +414,8 @@ func (s *Store) Upload(ctx context.Context, name string, r io.ReaderAt, size int
 		ex.File, _ = c.lookup(ex)
 		exes[i] = ex
 	}
-	if err := os.MkdirAll(filepath.Join(s.dir, name), 0o755); err == nil {
+	err = os.MkdirAll(filepath.Join(s.dir, name), 0o755)
+	if err == nil {
 		err = os.Chmod(filepath.Join(s.dir, name), 0o755)
 	}
 	if err != nil {
