@@ -27,33 +27,37 @@ func (e *ConfigError) Error() string {
 
 // configFor checks config against the config schema of every tool and
 // returns the tool_config of each tool (its declared keys, defaults
-// applied) and the secret string values to hide from error text.
-func configFor(name string, tools []ToolInfo, config map[string]any) (map[string]map[string]any, []string, error) {
+// applied) and the secrets to hide from what the tools return: the values
+// and defaults of every key that any tool of the package declares secret.
+func configFor(name string, tools []ToolInfo, config map[string]any) (map[string]map[string]any, *secrets, error) {
 	var probs []string
 	declared := map[string]ConfigField{}
+	sec := &secrets{keys: map[string]bool{}}
 	for _, t := range tools {
 		for _, f := range t.Config {
-			declared[f.Key] = f
+			if _, ok := declared[f.Key]; !ok || f.Secret {
+				declared[f.Key] = f
+			}
+			if f.Secret {
+				sec.keys[f.Key] = true
+			}
 		}
 	}
-	var secrets []string
 	keys := make([]string, 0, len(config))
 	for k := range config {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		f, ok := declared[k]
+		_, ok := declared[k]
 		switch {
 		case contains(ReservedConfigKeys, k):
 			probs = append(probs, fmt.Sprintf("%q is reserved (%s) and not supported by this runtime", k, strings.Join(ReservedConfigKeys, ", ")))
 		case !ok:
 			probs = append(probs, fmt.Sprintf("%q is not a configuration key of any tool; known keys: %s", k, knownKeys(declared)))
-		case f.Secret:
+		case sec.keys[k]:
 			// Hide it even when it turns out to be of the wrong type.
-			if s, ok := config[k].(string); ok && s != "" {
-				secrets = append(secrets, s)
-			}
+			sec.add(config[k])
 		}
 	}
 	out := make(map[string]map[string]any, len(tools))
@@ -61,13 +65,15 @@ func configFor(name string, tools []ToolInfo, config map[string]any) (map[string
 	for _, t := range tools {
 		tc := map[string]any{}
 		for _, f := range t.Config {
+			// A key one tool declares secret is secret for all of them.
+			f.Secret = f.Secret || sec.keys[f.Key]
 			v, ok := config[f.Key]
 			if !ok || v == nil {
 				switch {
 				case f.Default != nil:
 					tc[f.Key] = f.Default
-					if s, ok := f.Default.(string); ok && f.Secret && s != "" {
-						secrets = append(secrets, s)
+					if f.Secret {
+						sec.add(f.Default)
 					}
 				case f.Required && !reported[f.Key]:
 					reported[f.Key] = true
@@ -91,7 +97,7 @@ func configFor(name string, tools []ToolInfo, config map[string]any) (map[string
 		sort.Strings(probs)
 		return nil, nil, &ConfigError{Toolset: name, Problems: probs}
 	}
-	return out, secrets, nil
+	return out, sec, nil
 }
 
 func describe(s string) string {
@@ -208,16 +214,4 @@ func ParseConfigValue(f ConfigField, s string) (any, error) {
 		return b, nil
 	}
 	return s, nil
-}
-
-// redact replaces every secret in s with "[secret]". Secrets shorter than 3
-// bytes are left alone: replacing them would garble the text without
-// hiding anything.
-func redact(s string, secrets []string) string {
-	for _, sec := range secrets {
-		if len(sec) >= 3 {
-			s = strings.ReplaceAll(s, sec, "[secret]")
-		}
-	}
-	return s
 }

@@ -22,4 +22,49 @@
 //
 // [Pack] builds a package from a source directory; the command
 // cmd/toolset wraps it and the rest for the command line.
+//
+// # What a package can and cannot do
+//
+// A package is untrusted: its manifest, its --schema output, its
+// processes and every file they write. In every mode:
+//
+//   - result.json is opened without following links and without blocking,
+//     must be a regular file and is read up to 16 MB; its content never
+//     appears in an error beyond a short, printable, redacted preview;
+//   - a tool's schema may not reference anything outside itself;
+//   - the values and defaults of every configuration key that any tool of
+//     the package declares secret are hidden from results, errors and
+//     stderr, raw or JSON-escaped; a secret key's value is hidden in JSON
+//     output whatever its type (a boolean has no text to search for);
+//   - manifest numbers are range-checked, and a store bounds what a
+//     package may ask for ([Limits.MaxTimeoutSeconds],
+//     [Limits.MaxResourceLimits]);
+//   - every process a call starts ends with it (result, error, timeout or
+//     cancellation), even one that left the process group: the tool is
+//     the first process of a PID namespace. Where the kernel refuses
+//     namespaces, a warning says so at start-up and only the process
+//     group is killed.
+//
+// What the modes add:
+//
+//	                              direct   prlimit   bwrap
+//	resource limits (CPU, file
+//	size, open files, processes)  no       yes       yes
+//	runs as nobody (65534) when
+//	the host is root              no       yes       yes
+//	max_processes per call        no       yes (1)   yes
+//	network cut off (restrictive) no       no        yes
+//	host files hidden             no       no        yes
+//	total writes bounded          no       no        yes (2)
+//
+// (1) counted per call when a user namespace can be made; else over every
+// process of the user tools run as. (2) The work directory and /tmp are
+// each a tmpfs of max_write_mb; the only host file a tool writes is
+// result.json, created by the host and bounded by max_file_size_mb (a tool
+// that renames a file over result.json fails under bwrap).
+//
+// Under root, uid 0 is exempt from the process limit, so tools run as
+// [ToolUID]: the store's directory and those above it must be searchable
+// by that user (Open says so when they are not). What a mode cannot
+// enforce is logged once, as a warning, when a store opens.
 package toolpkg

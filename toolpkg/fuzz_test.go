@@ -3,9 +3,12 @@ package toolpkg
 import (
 	"archive/zip"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+
+	sjs "github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 func FuzzParseManifest(f *testing.F) {
@@ -83,4 +86,108 @@ func FuzzValidateZip(f *testing.F) {
 			t.Fatalf("a validated zip does not extract: %v", err)
 		}
 	})
+}
+
+// fuzzSecrets are the secrets FuzzDecodeResult plants.
+var fuzzSecrets = []string{`sk-"live"\key<&>`, "73912846"}
+
+func FuzzDecodeResult(f *testing.F) {
+	f.Add([]byte(`{"result":{"_schema":"ToolResult","status":"success","message":"hi","data":{"a":1},"data_objects":[]},"error":""}`))
+	f.Add([]byte(`{"result":{"status":"error","message":"bad"}}`))
+	f.Add([]byte(`{"error":{"code":7,"token":"sk-\"live\"\\key\u003c\u0026\u003e"}}`))
+	f.Add([]byte(`{"result":{"status":"partial","data":{"pin":73912846,"token":true,"s":"\u0073k-\"live\"\\key<&>"}}}`))
+	f.Add([]byte(`not json sk-"live"\key<&>`))
+	f.Add([]byte(`{"result":null,"error":null}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sec := &secrets{keys: map[string]bool{"token": true}}
+		for _, s := range fuzzSecrets {
+			sec.add(s)
+		}
+		c := &call{store: &Store{opts: Options{MaxOutputBytes: 4096}}, toolset: "ts", tool: ToolInfo{Name: "t"}, secrets: sec}
+		res, err := c.decodeResult(data, "")
+		var texts []string
+		switch {
+		case err != nil:
+			var ee *ExecError
+			var tf *ToolFailure
+			if !errors.As(err, &ee) && !errors.As(err, &tf) {
+				t.Fatalf("error %T: %v", err, err)
+			}
+			if res != nil {
+				t.Fatal("a result with an error")
+			}
+			if len(err.Error()) > 4096+512 {
+				t.Fatalf("error of %d bytes", len(err.Error()))
+			}
+			texts = append(texts, err.Error())
+		default:
+			r, ok := res.(*Result)
+			if !ok {
+				t.Fatalf("result %T", res)
+			}
+			text := r.ModelText()
+			if len(text) > 4096+100 {
+				t.Fatalf("model text of %d bytes", len(text))
+			}
+			texts = append(texts, text, r.Message, string(r.Data), string(r.DataObjects))
+		}
+		for _, text := range texts {
+			for _, s := range fuzzSecrets {
+				if strings.Contains(text, s) {
+					t.Fatalf("secret %q in %q", s, text)
+				}
+			}
+		}
+	})
+}
+
+func FuzzParseSchemaOutput(f *testing.F) {
+	f.Add([]byte(`{"tools":{"echo":{"description":"Echo.","parameters":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]},"config_schema":[{"key":"k","type":"integer","default":3,"secret":true}],"timeout_seconds":60}}}`))
+	f.Add([]byte(`{"tools":{"a":{"description":"x","parameters":{"type":"object","properties":{"p":{"$ref":"file:///etc/passwd"}}}},"b":{"description":"y","parameters":{"$defs":{"d":{"type":"integer"}},"properties":{"q":{"$ref":"#/$defs/d"}}}}}}`))
+	f.Add([]byte(`{"tools":{"../x":{},"ok":{"description":" ","timeout_seconds":-1,"config_schema":[{"key":"auth","type":"string"},{"key":"","type":"float"}]}}}`))
+	f.Add([]byte(`{"tools":{"a":{"description":"d"},"a":{"description":"d"}}} trailing`))
+	f.Add([]byte(`{"tools":[]}`))
+	f.Fuzz(func(t *testing.T, out []byte) {
+		tools, probs := parseSchemaOutput(Executable{Key: "e", TimeoutSeconds: 300}, out)
+		for _, p := range probs {
+			if len(p) > 64<<10 {
+				t.Fatalf("a problem of %d bytes", len(p))
+			}
+		}
+		for _, ti := range tools {
+			if !toolNamePattern.MatchString(ti.Name) || strings.TrimSpace(ti.Description) == "" || ti.TimeoutSeconds <= 0 {
+				t.Fatalf("accepted %+v", ti)
+			}
+			if !json.Valid(ti.Parameters) {
+				t.Fatalf("accepted parameters %q", ti.Parameters)
+			}
+			// What was accepted compiles without loading anything.
+			doc, err := sjs.UnmarshalJSON(bytes.NewReader(ti.Parameters))
+			if err != nil {
+				t.Fatalf("accepted parameters %q: %v", ti.Parameters, err)
+			}
+			c := sjs.NewCompiler()
+			c.DefaultDraft(sjs.Draft2020)
+			c.UseLoader(failLoader{t})
+			if err := c.AddResource("mem:///p.json", doc); err != nil {
+				t.Fatalf("accepted parameters %q: %v", ti.Parameters, err)
+			}
+			if _, err := c.Compile("mem:///p.json"); err != nil {
+				t.Fatalf("accepted parameters %q: %v", ti.Parameters, err)
+			}
+			for _, c := range ti.Config {
+				if c.Key == "" || contains(ReservedConfigKeys, c.Key) {
+					t.Fatalf("accepted config key %q", c.Key)
+				}
+			}
+		}
+	})
+}
+
+// failLoader fails the test when a schema loads anything.
+type failLoader struct{ t *testing.T }
+
+func (l failLoader) Load(url string) (any, error) {
+	l.t.Fatalf("a schema accepted by discovery loads %q", url)
+	return nil, nil
 }

@@ -170,10 +170,19 @@ func openStore(t testing.TB, opts Options) *Store {
 	if opts.DiscoveryTimeout == 0 {
 		opts.DiscoveryTimeout = 10 * time.Second
 	}
-	s, err := Open(t.TempDir(), &opts)
+	s, err := Open(storeDir(t), &opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	return s
+}
+
+// storeDir returns a temporary directory for a store that the user tools
+// run as can reach (the testing package makes the one above it private).
+func storeDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o755))
+	return dir
 }
 
 func upload(t testing.TB, s *Store, name string, zipData []byte) Info {

@@ -22,6 +22,20 @@ const maxManifestBytes = 1 << 20
 // discovered schema set none.
 const DefaultTimeoutSeconds = 300
 
+// The largest numbers the manifest format accepts, whatever a store
+// allows: they keep every limit and timeout far from overflowing. A store
+// bounds them further ([Limits.MaxTimeoutSeconds],
+// [Limits.MaxResourceLimits]).
+const (
+	// FormatMaxTimeoutSeconds is the largest timeout_seconds: 30 days.
+	FormatMaxTimeoutSeconds = 30 * 24 * 3600
+	// FormatMaxLimit is the largest count or number of seconds in
+	// resource_limits.
+	FormatMaxLimit = 1<<31 - 1
+	// FormatMaxLimitMB is the largest size in MB in resource_limits: 1 TB.
+	FormatMaxLimitMB = 1 << 20
+)
+
 // Runtime says how an executable was built and where it is looked up.
 type Runtime string
 
@@ -57,11 +71,11 @@ const (
 func (p Profile) Limits() ResourceLimits {
 	switch p {
 	case Restrictive:
-		return ResourceLimits{MaxCPUSeconds: 60, MaxFileSizeMB: 64, MaxOpenFiles: 128, MaxProcesses: 32, MaxStackSizeMB: 8}
+		return ResourceLimits{MaxCPUSeconds: 60, MaxFileSizeMB: 64, MaxOpenFiles: 128, MaxProcesses: 32, MaxStackSizeMB: 8, MaxWriteMB: 128}
 	case Standard:
-		return ResourceLimits{MaxCPUSeconds: 300, MaxFileSizeMB: 256, MaxOpenFiles: 512, MaxProcesses: 128, MaxStackSizeMB: 16}
+		return ResourceLimits{MaxCPUSeconds: 300, MaxFileSizeMB: 256, MaxOpenFiles: 512, MaxProcesses: 128, MaxStackSizeMB: 16, MaxWriteMB: 512}
 	case Permissive:
-		return ResourceLimits{MaxCPUSeconds: 600, MaxFileSizeMB: 1024, MaxOpenFiles: 1024, MaxProcesses: 512, MaxStackSizeMB: 32}
+		return ResourceLimits{MaxCPUSeconds: 600, MaxFileSizeMB: 1024, MaxOpenFiles: 1024, MaxProcesses: 512, MaxStackSizeMB: 32, MaxWriteMB: 2048}
 	}
 	return ResourceLimits{}
 }
@@ -77,6 +91,43 @@ type ResourceLimits struct {
 	MaxOpenFiles   int `json:"max_open_files,omitempty"`
 	MaxProcesses   int `json:"max_processes,omitempty"`
 	MaxStackSizeMB int `json:"max_stack_size_mb,omitempty"`
+	// MaxWriteMB bounds, in bwrap mode, what a tool can write: its work
+	// directory and its /tmp are each a tmpfs of this size.
+	MaxWriteMB int `json:"max_write_mb,omitempty"`
+}
+
+// Within returns l with every field lowered to the field of bound, where
+// bound's is set (greater than zero).
+func (l ResourceLimits) Within(bound ResourceLimits) ResourceLimits {
+	low := func(a, b int) int {
+		if b > 0 && (a <= 0 || a > b) {
+			return b
+		}
+		return a
+	}
+	return ResourceLimits{
+		MaxCPUSeconds:  low(l.MaxCPUSeconds, bound.MaxCPUSeconds),
+		MaxFileSizeMB:  low(l.MaxFileSizeMB, bound.MaxFileSizeMB),
+		MaxOpenFiles:   low(l.MaxOpenFiles, bound.MaxOpenFiles),
+		MaxProcesses:   low(l.MaxProcesses, bound.MaxProcesses),
+		MaxStackSizeMB: low(l.MaxStackSizeMB, bound.MaxStackSizeMB),
+		MaxWriteMB:     low(l.MaxWriteMB, bound.MaxWriteMB),
+	}
+}
+
+// fields lists the limits by their manifest names.
+func (l ResourceLimits) fields() []struct {
+	name string
+	v    int
+} {
+	return []struct {
+		name string
+		v    int
+	}{
+		{"max_cpu_seconds", l.MaxCPUSeconds}, {"max_file_size_mb", l.MaxFileSizeMB},
+		{"max_open_files", l.MaxOpenFiles}, {"max_processes", l.MaxProcesses},
+		{"max_stack_size_mb", l.MaxStackSizeMB}, {"max_write_mb", l.MaxWriteMB},
+	}
 }
 
 // Over returns l with every zero field taken from base.
@@ -93,6 +144,7 @@ func (l ResourceLimits) Over(base ResourceLimits) ResourceLimits {
 		MaxOpenFiles:   pick(l.MaxOpenFiles, base.MaxOpenFiles),
 		MaxProcesses:   pick(l.MaxProcesses, base.MaxProcesses),
 		MaxStackSizeMB: pick(l.MaxStackSizeMB, base.MaxStackSizeMB),
+		MaxWriteMB:     pick(l.MaxWriteMB, base.MaxWriteMB),
 	}
 }
 
@@ -102,7 +154,12 @@ type Manifest struct {
 	Version int
 	// Executables lists the manifest's tools entries in file order.
 	Executables []Executable
+
+	lines map[string]int // the line of each field set, by its path
 }
+
+// line returns the line of a field in manifest.yaml, or 0.
+func (m *Manifest) line(field string) int { return m.lines[field] }
 
 // Executable is one entry of the manifest's tools map: an executable that
 // exposes the tools its --schema output lists.
@@ -199,15 +256,18 @@ func ParseManifest(data []byte) (*Manifest, error) {
 		p.add("", 0, "the manifest is empty; it needs \"version: 1\" and a \"tools\" map")
 		return nil, p.err()
 	}
+	p.lines = map[string]int{}
 	m := p.manifest(resolve(doc.Content[0]))
 	if err := p.err(); err != nil {
 		return nil, err
 	}
+	m.lines = p.lines
 	return m, nil
 }
 
 type manifestParser struct {
 	problems []FieldProblem
+	lines    map[string]int
 }
 
 func (p *manifestParser) add(field string, line int, format string, args ...any) {
@@ -324,7 +384,7 @@ func (p *manifestParser) manifest(root *yaml.Node) *Manifest {
 
 var toolFields = []string{"runtime", "executable", "timeout_seconds", "sandbox_profile", "resource_limits"}
 
-var limitFields = []string{"max_cpu_seconds", "max_file_size_mb", "max_open_files", "max_processes", "max_stack_size_mb"}
+var limitFields = []string{"max_cpu_seconds", "max_file_size_mb", "max_open_files", "max_processes", "max_stack_size_mb", "max_write_mb"}
 
 func (p *manifestParser) executable(field, key string, n *yaml.Node) Executable {
 	e := Executable{Key: key, TimeoutSeconds: DefaultTimeoutSeconds, Profile: Standard}
@@ -358,10 +418,14 @@ func (p *manifestParser) executable(field, key string, n *yaml.Node) Executable 
 			}
 		case "timeout_seconds":
 			if t, ok := p.integer(f, v); ok {
-				if t <= 0 {
+				switch {
+				case t <= 0:
 					p.add(f, v.Line, "must be a positive number of seconds, got %d", t)
-				} else {
+				case t > FormatMaxTimeoutSeconds:
+					p.add(f, v.Line, "must be at most %d seconds (30 days), got %d", FormatMaxTimeoutSeconds, t)
+				default:
 					e.TimeoutSeconds = t
+					p.lines[f] = v.Line
 				}
 			}
 		case "sandbox_profile":
@@ -402,6 +466,15 @@ func (p *manifestParser) limits(field string, n *yaml.Node) ResourceLimits {
 			p.add(f, vals[i].Line, "must be a positive integer, got %d", v)
 			continue
 		}
+		ceiling := FormatMaxLimit
+		if strings.HasSuffix(k.Value, "_mb") {
+			ceiling = FormatMaxLimitMB
+		}
+		if v > ceiling {
+			p.add(f, vals[i].Line, "must be at most %d, got %d", ceiling, v)
+			continue
+		}
+		p.lines[f] = vals[i].Line
 		switch k.Value {
 		case "max_cpu_seconds":
 			l.MaxCPUSeconds = v
@@ -413,6 +486,8 @@ func (p *manifestParser) limits(field string, n *yaml.Node) ResourceLimits {
 			l.MaxProcesses = v
 		case "max_stack_size_mb":
 			l.MaxStackSizeMB = v
+		case "max_write_mb":
+			l.MaxWriteMB = v
 		}
 	}
 	return l
@@ -430,10 +505,21 @@ func (p *manifestParser) str(field string, n *yaml.Node) (string, bool) {
 	return n.Value, true
 }
 
+var digits = regexp.MustCompile(`^[-+]?[0-9][0-9_]*$`)
+
 func (p *manifestParser) integer(field string, n *yaml.Node) (int, bool) {
 	var v int
-	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || n.Decode(&v) != nil {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!float" && digits.MatchString(n.Value) {
+		// YAML reads an integer too large for 64 bits as a float.
+		p.add(field, n.Line, "the integer %.40s is out of range", n.Value)
+		return 0, false
+	}
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
 		p.add(field, n.Line, "expected an integer, got %s", nodeKind(n))
+		return 0, false
+	}
+	if n.Decode(&v) != nil {
+		p.add(field, n.Line, "the integer %.40s is out of range", n.Value)
 		return 0, false
 	}
 	return v, true

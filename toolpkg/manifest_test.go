@@ -1,7 +1,10 @@
 package toolpkg
 
 import (
+	"bytes"
+	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -28,7 +31,7 @@ tools:
 	ec := m.Executables[0]
 	assert.Equal(t, Executable{Key: "event_correlator_tools", Runtime: RuntimeGo, Path: "event-correlator",
 		TimeoutSeconds: 60, Profile: Restrictive, Limits: ResourceLimits{MaxOpenFiles: 256}}, ec)
-	assert.Equal(t, ResourceLimits{MaxCPUSeconds: 60, MaxFileSizeMB: 64, MaxOpenFiles: 256, MaxProcesses: 32, MaxStackSizeMB: 8}, ec.EffectiveLimits())
+	assert.Equal(t, ResourceLimits{MaxCPUSeconds: 60, MaxFileSizeMB: 64, MaxOpenFiles: 256, MaxProcesses: 32, MaxStackSizeMB: 8, MaxWriteMB: 128}, ec.EffectiveLimits())
 
 	h := m.Executables[1]
 	assert.Equal(t, DefaultTimeoutSeconds, h.TimeoutSeconds, "default timeout")
@@ -62,7 +65,7 @@ func TestParseManifestErrors(t *testing.T) {
 			[]string{`tools.c.timeout_seconds: expected an integer, got the string "soon" (line 6)`}},
 		{"bad limit", "version: 1\ntools:\n  c:\n    runtime: go\n    executable: a\n    resource_limits:\n      max_memory_mb: 5\n      max_processes: 0\n",
 			[]string{
-				`tools.c.resource_limits.max_memory_mb: unknown field; allowed fields: max_cpu_seconds, max_file_size_mb, max_open_files, max_processes, max_stack_size_mb (line 7)`,
+				`tools.c.resource_limits.max_memory_mb: unknown field; allowed fields: max_cpu_seconds, max_file_size_mb, max_open_files, max_processes, max_stack_size_mb, max_write_mb (line 7)`,
 				`tools.c.resource_limits.max_processes: must be a positive integer, got 0 (line 8)`,
 			}},
 		{"executable escapes", "version: 1\ntools:\n  c:\n    runtime: go\n    executable: ../../bin/sh\n",
@@ -108,9 +111,61 @@ func TestParseManifestErrors(t *testing.T) {
 }
 
 func TestProfileLimitsMatchTheTable(t *testing.T) {
-	assert.Equal(t, ResourceLimits{60, 64, 128, 32, 8}, Restrictive.Limits())
-	assert.Equal(t, ResourceLimits{300, 256, 512, 128, 16}, Standard.Limits())
-	assert.Equal(t, ResourceLimits{600, 1024, 1024, 512, 32}, Permissive.Limits())
+	assert.Equal(t, ResourceLimits{60, 64, 128, 32, 8, 128}, Restrictive.Limits())
+	assert.Equal(t, ResourceLimits{300, 256, 512, 128, 16, 512}, Standard.Limits())
+	assert.Equal(t, ResourceLimits{600, 1024, 1024, 512, 32, 2048}, Permissive.Limits())
 	assert.False(t, Restrictive.Network())
 	assert.True(t, Standard.Network())
+}
+
+func TestManifestNumbersAreRangeChecked(t *testing.T) {
+	_, err := ParseManifest([]byte(`version: 1
+tools:
+  a:
+    runtime: go
+    executable: ./a
+    timeout_seconds: 10000000000
+    resource_limits:
+      max_cpu_seconds: 99999999999
+      max_file_size_mb: 9007199254740993
+      max_processes: 123456789012345678901234567890
+`))
+	var me *ManifestError
+	require.ErrorAs(t, err, &me)
+	var got []string
+	for _, p := range me.Problems {
+		got = append(got, p.String())
+	}
+	assert.Equal(t, []string{
+		"tools.a.timeout_seconds: must be at most 2592000 seconds (30 days), got 10000000000 (line 6)",
+		"tools.a.resource_limits.max_cpu_seconds: must be at most 2147483647, got 99999999999 (line 8)",
+		"tools.a.resource_limits.max_file_size_mb: must be at most 1048576, got 9007199254740993 (line 9)",
+		"tools.a.resource_limits.max_processes: the integer 123456789012345678901234567890 is out of range (line 10)",
+	}, got)
+}
+
+func TestStoreBoundsWhatAPackageAsks(t *testing.T) {
+	s := openStore(t, Options{Sandbox: ModeDirect, Limits: Limits{MaxTimeoutSeconds: 60, MaxResourceLimits: ResourceLimits{MaxProcesses: 64, MaxFileSizeMB: 100}}})
+	man := strings.Replace(demoManifest("    resource_limits:\n      max_processes: 100\n      max_open_files: 64\n"), "timeout_seconds: 2", "timeout_seconds: 61", 1)
+	pkg := demoPackage(t, man)
+	_, err := s.Upload(context.Background(), "big", bytes.NewReader(pkg), int64(len(pkg)))
+	var ve *ValidationError
+	require.ErrorAs(t, err, &ve)
+	assert.Contains(t, err.Error(), `"manifest.yaml": tools.demo.timeout_seconds: asks for 61 seconds; this store allows at most 60 (line 6)`)
+	assert.Contains(t, err.Error(), `"manifest.yaml": tools.demo.resource_limits.max_processes: asks for 100; this store allows at most 64 (line 8)`)
+	assert.NotContains(t, err.Error(), "max_open_files", "what the bound allows passes")
+
+	// A profile's default above the bound is lowered to it.
+	info := upload(t, s, "ok", demoPackage(t, demoManifest("")))
+	require.Equal(t, StatusReady, info.Status, "%v", info.Errors)
+	l := s.limitsOf(info.Executables[0])
+	assert.Equal(t, 64, l.MaxProcesses)
+	assert.Equal(t, 100, l.MaxFileSizeMB)
+	assert.Equal(t, Standard.Limits().MaxOpenFiles, l.MaxOpenFiles)
+
+	// So is a tool's own timeout from --schema.
+	schema := `{"tools":{"t":{"description":"d","timeout_seconds":3600}}}`
+	info = upload(t, s, "slow", demoPackage(t, demoManifest(""), zfile{name: "schema.json", data: []byte(schema)}))
+	assert.Equal(t, StatusFailed, info.Status)
+	assert.Equal(t, []string{`executable "demo": tool "t": timeout_seconds asks for 3600 seconds; this store allows at most 60`}, info.Errors)
 }

@@ -28,8 +28,10 @@ type procResult struct {
 const maxStderr = 4096
 
 // runProcess runs l to completion or until timeout or ctx ends, whichever
-// comes first, and then kills its whole process group: a tool's children
-// never outlive the call. Standard output and error go to files in dir, not
+// comes first, and then kills its whole process group. A tool's children
+// never outlive the call: the tool is the first process of a PID
+// namespace (its own, or bwrap's), whose processes the kernel kills when
+// it ends, however they left its process group. Standard output and error go to files in dir, not
 // pipes, so a child that keeps them open cannot hold the call up.
 func (sb *sandbox) runProcess(ctx context.Context, l launch, timeout time.Duration, dir string, maxStdout int64) (procResult, error) {
 	var res procResult
@@ -49,7 +51,7 @@ func (sb *sandbox) runProcess(ctx context.Context, l launch, timeout time.Durati
 	cmd := sb.command(runCtx, l)
 	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = outF, errF
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = sb.sysProcAttr()
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	start := time.Now()
 	if err := cmd.Start(); err != nil {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -22,15 +23,19 @@ const (
 	// ModeAuto picks the strongest mode that works on this machine: bwrap,
 	// else prlimit, else direct.
 	ModeAuto Mode = ""
-	// ModeDirect runs tools as plain subprocesses: no isolation, no limits.
+	// ModeDirect runs tools as plain subprocesses, as this process's user:
+	// no isolation, no limits; only a PID namespace, where the kernel
+	// allows one, so that their processes end with the call.
 	ModeDirect Mode = "direct"
 	// ModePrlimit runs tools under the profile's resource limits, set by
-	// util-linux's prlimit(1), with no other isolation.
+	// util-linux's prlimit(1), in a PID (and user) namespace of their own,
+	// as ToolUID when the host is root; no other isolation.
 	ModePrlimit Mode = "prlimit"
 	// ModeBwrap runs tools in a bubblewrap sandbox (user, PID, IPC and UTS
-	// namespaces, and a network namespace for the restrictive profile), with
-	// read-only system directories, the package read-only, a private /tmp,
-	// a cleared environment, no capabilities, and the profile's limits.
+	// namespaces, and a network namespace for the restrictive profile), as
+	// uid and gid 65534, with read-only system directories, the package
+	// read-only, the work directory and /tmp as size-limited tmpfs, a
+	// cleared environment, no capabilities, and the profile's limits.
 	ModeBwrap Mode = "bwrap"
 )
 
@@ -59,11 +64,64 @@ const (
 // toolPath is the PATH tools run with, in every mode.
 const toolPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 
+// ToolUID and ToolGID are the user and group tools run as when the host
+// runs as root, in the prlimit and bwrap modes: nobody and nogroup, as the
+// reference platform does. Root is exempt from the process limit, and a
+// tool has no business with root's files.
+const (
+	ToolUID = 65534
+	ToolGID = 65534
+)
+
 // sandbox starts tool processes in one mode.
 type sandbox struct {
 	mode    Mode
 	bwrap   string // path of bwrap, for ModeBwrap
 	prlimit string // path of prlimit, for ModePrlimit and ModeBwrap
+	// runAs is who tools run as (ToolUID when the host is root, in the
+	// prlimit and bwrap modes); nil keeps the host's user.
+	runAs *syscall.Credential
+	// pidns: in the direct and prlimit modes, each tool is the first
+	// process of a PID namespace of its own, so that every process it
+	// starts (in a new session too) dies with it. bwrap makes its own.
+	pidns bool
+	// userns: that namespace comes with a user namespace (needed when the
+	// host is not root, and so that the process limit counts the
+	// processes of this call alone).
+	userns bool
+}
+
+// sysProcAttr returns how to start the first process of a launch.
+func (sb *sandbox) sysProcAttr() *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setpgid: true}
+	if sb.mode == ModeBwrap {
+		a.Credential = sb.runAs
+		return a
+	}
+	if sb.pidns {
+		a.Cloneflags |= syscall.CLONE_NEWPID
+	}
+	if sb.userns {
+		uid, gid := os.Getuid(), os.Getgid()
+		if sb.runAs != nil {
+			uid, gid = int(sb.runAs.Uid), int(sb.runAs.Gid)
+		}
+		a.Cloneflags |= syscall.CLONE_NEWUSER
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+		a.GidMappingsEnableSetgroups = os.Geteuid() == 0
+	}
+	a.Credential = sb.runAs
+	return a
+}
+
+// owner returns who tools run as, for the files they must write; ok is
+// false when that is the host's user.
+func (sb *sandbox) owner() (uid, gid int, ok bool) {
+	if sb.runAs == nil {
+		return 0, 0, false
+	}
+	return int(sb.runAs.Uid), int(sb.runAs.Gid), true
 }
 
 // launch describes one tool process.
@@ -93,9 +151,11 @@ func (sb *sandbox) command(ctx context.Context, l launch) *exec.Cmd {
 	env := []string{"PATH=" + toolPath, "HOME=" + work, "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"}
 	switch sb.mode {
 	case ModeBwrap:
+		// prlimit runs inside, once bwrap made the user namespace: the
+		// process limit then counts this call's processes alone.
 		env = append(env, "TMPDIR=/tmp")
-		argv = append(sb.bwrapArgs(l.profile, l.pkgDir, l.workDir, env), argv...)
 		argv = append(prlimitArgs(sb.prlimit, l.limits), argv...)
+		argv = append(sb.bwrapArgs(l.profile, l.pkgDir, l.workDir, env, l.limits.MaxWriteMB), argv...)
 		env = []string{"PATH=" + toolPath}
 	case ModePrlimit:
 		env = append(env, "TMPDIR="+os.TempDir())
@@ -138,10 +198,15 @@ var etcFiles = []string{
 	"nsswitch.conf", "os-release", "passwd", "protocols", "resolv.conf", "services", "ssl",
 }
 
-// bwrapArgs returns the bwrap command line up to the tool's argv.
-func (sb *sandbox) bwrapArgs(p Profile, pkgDir, workDir string, env []string) []string {
+// bwrapArgs returns the bwrap command line up to the tool's argv. The
+// work directory and /tmp are size-limited tmpfs of writeMB megabytes
+// each: a tool cannot fill the host's disk or memory. Only result.json
+// (created by the host, and limited by the file size limit) and
+// runner_args.json (read-only) are files of the host's work directory.
+func (sb *sandbox) bwrapArgs(p Profile, pkgDir, workDir string, env []string, writeMB int) []string {
 	args := []string{sb.bwrap,
-		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+		"--unshare-user", "--uid", strconv.Itoa(ToolUID), "--gid", strconv.Itoa(ToolGID),
+		"--unshare-pid", "--unshare-ipc", "--unshare-uts",
 		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
 		"--hostname", "toolset",
 	}
@@ -167,10 +232,15 @@ func (sb *sandbox) bwrapArgs(p Profile, pkgDir, workDir string, env []string) []
 			args = append(args, "--ro-bind-try", "/etc/"+f, "/etc/"+f)
 		}
 	}
+	size := strconv.FormatInt(int64(max(writeMB, 1))<<20, 10)
 	args = append(args,
-		"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+		"--proc", "/proc", "--dev", "/dev",
+		"--size", size, "--tmpfs", "/tmp",
 		"--ro-bind", pkgDir, bwrapPkgDir,
-		"--bind", workDir, bwrapWorkDir,
+		"--size", size, "--tmpfs", bwrapWorkDir,
+		"--dir", bwrapWorkDir+"/input", "--dir", bwrapWorkDir+"/output",
+		"--ro-bind-try", filepath.Join(workDir, "runner_args.json"), bwrapWorkDir+"/runner_args.json",
+		"--bind-try", filepath.Join(workDir, "result.json"), bwrapWorkDir+"/result.json",
 		"--chdir", bwrapWorkDir,
 		"--clearenv",
 	)
@@ -189,31 +259,101 @@ var (
 )
 
 // newSandbox returns the sandbox for mode, checking that it works. The
-// automatic choice is probed and logged once per process.
+// automatic choice is probed and logged once per process, and so is what
+// the mode cannot enforce on this machine.
 func newSandbox(mode Mode, logger *slog.Logger) (*sandbox, error) {
+	var sb *sandbox
 	switch mode {
 	case ModeDirect:
-		return &sandbox{mode: ModeDirect}, nil
+		sb = &sandbox{mode: ModeDirect}
+		sb.probeNamespaces()
 	case ModePrlimit:
 		p, err := findPrlimit()
 		if err != nil {
 			return nil, err
 		}
-		return &sandbox{mode: ModePrlimit, prlimit: p}, nil
+		sb = &sandbox{mode: ModePrlimit, prlimit: p, runAs: toolCredential()}
+		sb.probeNamespaces()
 	case ModeBwrap:
-		sb, err := bwrapSandbox()
-		if err != nil {
+		var err error
+		if sb, err = bwrapSandbox(); err != nil {
 			return nil, err
 		}
-		return sb, nil
 	case ModeAuto:
 		detectOnce.Do(func() {
 			detected, detectWhy = detect()
 			logger.Info("toolpkg: sandbox mode selected", "mode", string(detected.mode), "reason", detectWhy)
 		})
-		return detected, nil
+		sb = detected
+	default:
+		return nil, fmt.Errorf("toolpkg: unknown sandbox mode %q", mode)
 	}
-	return nil, fmt.Errorf("toolpkg: unknown sandbox mode %q", mode)
+	for _, w := range sb.gaps() {
+		warnOnce(logger, w, "mode", string(sb.mode))
+	}
+	return sb, nil
+}
+
+// gaps says what the sandbox cannot enforce on this machine.
+func (sb *sandbox) gaps() []string {
+	var out []string
+	switch sb.mode {
+	case ModeBwrap:
+		return nil
+	case ModeDirect:
+		out = append(out, "toolpkg: the direct sandbox mode enforces no resource limits and no isolation; tools run as this process's user")
+	case ModePrlimit:
+		out = append(out, "toolpkg: the prlimit sandbox mode cannot cut off the network, hide the host's files or bound the total bytes a tool writes; only bwrap can")
+		if !sb.userns {
+			out = append(out, "toolpkg: no user namespace here: max_processes counts every process of the user tools run as, not those of one call")
+		}
+	}
+	if !sb.pidns {
+		out = append(out, "toolpkg: no PID namespace here: a process a tool starts in a new session (setsid) can outlive its call")
+	}
+	return out
+}
+
+var warned sync.Map
+
+// warnOnce logs a warning once per process.
+func warnOnce(logger *slog.Logger, msg string, args ...any) {
+	if _, dup := warned.LoadOrStore(msg, true); !dup {
+		logger.Warn(msg, args...)
+	}
+}
+
+// toolCredential returns who tools run as: ToolUID and ToolGID when the
+// host runs as root, else nil (the host's user).
+func toolCredential() *syscall.Credential {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	return &syscall.Credential{Uid: ToolUID, Gid: ToolGID, Groups: []uint32{}}
+}
+
+// probeNamespaces finds out whether tools can have a PID namespace (and a
+// user namespace) of their own here, by starting one.
+func (sb *sandbox) probeNamespaces() {
+	root := os.Geteuid() == 0
+	try := func(pidns, userns bool) bool {
+		probe := *sb
+		probe.pidns, probe.userns = pidns, userns
+		cmd := exec.Command("/bin/sh", "-c", "echo $$")
+		cmd.SysProcAttr = probe.sysProcAttr()
+		out, err := cmd.Output()
+		return err == nil && strings.TrimSpace(string(out)) == "1"
+	}
+	switch {
+	case (root && sb.runAs == nil) && try(true, false):
+		sb.pidns = true
+	case try(true, true):
+		sb.pidns, sb.userns = true, true
+	case root && try(true, false):
+		// Root without user namespaces: the process limit counts every
+		// process of ToolUID.
+		sb.pidns = true
+	}
 }
 
 // detect picks the strongest mode that works here.
@@ -224,11 +364,15 @@ func detect() (*sandbox, string) {
 	}
 	why := err.Error()
 	if p, perr := findPrlimit(); perr == nil {
-		return &sandbox{mode: ModePrlimit, prlimit: p}, "no bubblewrap sandbox: " + why
+		sb := &sandbox{mode: ModePrlimit, prlimit: p, runAs: toolCredential()}
+		sb.probeNamespaces()
+		return sb, "no bubblewrap sandbox: " + why
 	} else {
 		why += "; " + perr.Error()
 	}
-	return &sandbox{mode: ModeDirect}, "no isolation available: " + why
+	sb = &sandbox{mode: ModeDirect}
+	sb.probeNamespaces()
+	return sb, "no isolation available: " + why
 }
 
 func findPrlimit() (string, error) {
@@ -244,7 +388,8 @@ func findPrlimit() (string, error) {
 }
 
 // bwrapSandbox finds bwrap and prlimit and checks that a sandbox really
-// starts, with the namespaces the restrictive profile uses.
+// starts, with the namespaces the restrictive profile uses, as the user
+// tools run as, with prlimit inside.
 func bwrapSandbox() (*sandbox, error) {
 	bw, err := exec.LookPath("bwrap")
 	if err != nil {
@@ -254,17 +399,27 @@ func bwrapSandbox() (*sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("toolpkg: bwrap mode needs prlimit for resource limits: %w", err)
 	}
-	sb := &sandbox{mode: ModeBwrap, bwrap: bw, prlimit: pl}
+	sb := &sandbox{mode: ModeBwrap, bwrap: bw, prlimit: pl, runAs: toolCredential()}
 	dir, err := os.MkdirTemp("", "toolpkg-probe-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if !searchable(os.TempDir(), sb.runAs) {
+		return nil, fmt.Errorf("toolpkg: bwrap probe: uid %d cannot reach %s", ToolUID, os.TempDir())
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	args := sb.bwrapArgs(Restrictive, dir, dir, []string{"PATH=" + toolPath})
+	args := sb.bwrapArgs(Restrictive, dir, dir, []string{"PATH=" + toolPath}, 1)
+	args = append(args, prlimitArgs(pl, ResourceLimits{MaxProcesses: 16})...)
 	args = append(args, "/bin/sh", "-c", "echo $$")
-	out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.SysProcAttr = sb.sysProcAttr()
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return nil, fmt.Errorf("toolpkg: bwrap cannot start a sandbox here: %v: %s", err, bytes.TrimSpace(out))
 	}
@@ -273,4 +428,32 @@ func bwrapSandbox() (*sandbox, error) {
 		return nil, fmt.Errorf("toolpkg: bwrap probe printed %q, not a PID of a new namespace", out)
 	}
 	return sb, nil
+}
+
+// searchable reports whether the user of cred (nil: this process's) can
+// reach path: search permission on it and every directory above it.
+func searchable(path string, cred *syscall.Credential) bool {
+	if cred == nil {
+		return true
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return false
+	}
+	for p := abs; ; p = filepath.Dir(p) {
+		var st syscall.Stat_t
+		if err := syscall.Stat(p, &st); err != nil {
+			return false
+		}
+		m := st.Mode
+		ok := m&0o001 != 0 ||
+			(st.Uid == cred.Uid && m&0o100 != 0) ||
+			(st.Gid == cred.Gid && m&0o010 != 0)
+		if !ok {
+			return false
+		}
+		if p == "/" || p == filepath.Dir(p) {
+			return true
+		}
+	}
 }

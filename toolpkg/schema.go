@@ -166,11 +166,12 @@ func checkParameters(raw json.RawMessage) (json.RawMessage, error) {
 	return buf.Bytes(), nil
 }
 
-// noLoader is the schema compiler's URL loader: it loads nothing.
+// noLoader refuses every schema a reference points to: a package's schema
+// must never make the host open a file or a URL.
 type noLoader struct{}
 
 func (noLoader) Load(url string) (any, error) {
-	return nil, errors.New("a schema must be self-contained: no file or URL is loaded")
+	return nil, fmt.Errorf("external reference %.200q refused: a tool's schema must be self-contained (only \"#...\" references)", url)
 }
 
 func parseConfigSchema(raw json.RawMessage) ([]ConfigField, []string) {

@@ -184,12 +184,27 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if err != nil {
 		return fail(err)
 	}
+	if !searchable(abs, s.sb.runAs) && searchable(filepath.Dir(abs), s.sb.runAs) {
+		// The store's own directory (perhaps from os.MkdirTemp) may be
+		// private: let the tools' user through, not read it.
+		if fi, err := os.Stat(abs); err == nil {
+			_ = os.Chmod(abs, fi.Mode().Perm()|0o001)
+		}
+	}
+	if !searchable(abs, s.sb.runAs) {
+		return fail(fmt.Errorf("toolpkg: store %s: tools run as uid %d when this process runs as root (sandbox mode %s), and that user cannot reach the store: "+
+			"let others search its directory and those above it (chmod o+x), or put the store elsewhere", dir, ToolUID, s.sb.mode))
+	}
 	for _, d := range []string{".tmp", ".calls"} {
 		p := filepath.Join(abs, d)
 		if err := removeAll(p); err != nil {
 			return fail(fmt.Errorf("toolpkg: store %s: cleaning %s: %w", dir, d, err))
 		}
-		if err := os.Mkdir(p, 0o755); err != nil {
+		err := os.Mkdir(p, 0o711)
+		if err == nil {
+			err = os.Chmod(p, 0o711) // whatever the umask
+		}
+		if err != nil {
 			return fail(fmt.Errorf("toolpkg: store %s: %w", dir, err))
 		}
 	}
@@ -215,12 +230,22 @@ func (s *Store) load() error {
 			s.log.Warn("toolpkg: ignoring a folder without state.json", "store", s.dir, "folder", name)
 			continue
 		}
-		if err != nil {
-			return fmt.Errorf("toolpkg: store %s: toolset %q: %w", s.dir, name, err)
-		}
 		var rec record
-		if err := json.Unmarshal(data, &rec); err != nil {
-			return fmt.Errorf("toolpkg: store %s: toolset %q: corrupt state.json: %w", s.dir, name, err)
+		if err == nil {
+			err = json.Unmarshal(data, &rec)
+		}
+		if err != nil {
+			// One damaged record must not take the store down: the
+			// toolset is failed, its files stay as they are, and a new
+			// upload replaces the record.
+			s.log.Error("toolpkg: damaged state.json; the toolset is marked failed", "store", s.dir, "toolset", name, "error", err)
+			rec = record{
+				Info: Info{Name: name, Status: StatusFailed, Updated: time.Now().UTC(),
+					Errors: []string{fmt.Sprintf("the toolset's state.json cannot be read (%v); upload the package again", err)}},
+				LastVersion: s.highestVersion(name),
+			}
+			s.entries[name] = &entry{rec: rec, refs: map[int]int{}, gone: map[int]bool{}}
+			continue
 		}
 		rec.Name = name
 		for i := range rec.Tools {
@@ -251,6 +276,19 @@ func (s *Store) load() error {
 		}
 	}
 	return nil
+}
+
+// highestVersion returns the highest version folder of a toolset, so
+// that a new upload never reuses its number.
+func (s *Store) highestVersion(name string) int {
+	vs, _ := os.ReadDir(filepath.Join(s.dir, name))
+	highest := 0
+	for _, v := range vs {
+		if n, ok := versionNumber(v.Name()); ok && n > highest {
+			highest = n
+		}
+	}
+	return highest
 }
 
 // Close waits for uploads and calls in flight, then releases the store's
@@ -367,12 +405,20 @@ func (s *Store) Upload(ctx context.Context, name string, r io.ReaderAt, size int
 	if err := extract(c, tmp, s.opts.Limits); err != nil {
 		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, err)
 	}
+	// The tools may run as another user, who must read the package.
+	if err := chmodDirs(tmp, 0o755); err != nil {
+		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, err)
+	}
 	exes := make([]Executable, len(c.manifest.Executables))
 	for i, ex := range c.manifest.Executables {
 		ex.File, _ = c.lookup(ex)
 		exes[i] = ex
 	}
-	if err := os.MkdirAll(filepath.Join(s.dir, name), 0o755); err != nil {
+	err = os.MkdirAll(filepath.Join(s.dir, name), 0o755)
+	if err == nil {
+		err = os.Chmod(filepath.Join(s.dir, name), 0o755)
+	}
+	if err != nil {
 		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, err)
 	}
 
@@ -624,6 +670,10 @@ func (s *Store) discover(ctx context.Context, name, pkgDir string, exes []Execut
 			errs = append(errs, fmt.Sprintf("executable %q: %s", ex.Key, p))
 		}
 		for _, t := range found {
+			if max := s.opts.Limits.MaxTimeoutSeconds; t.TimeoutSeconds > max {
+				errs = append(errs, fmt.Sprintf("executable %q: tool %q: timeout_seconds asks for %d seconds; this store allows at most %d", ex.Key, t.Name, t.TimeoutSeconds, max))
+				continue
+			}
 			if other, dup := owner[t.Name]; dup {
 				errs = append(errs, fmt.Sprintf("tool %q is exposed by both executable %q and executable %q", t.Name, other, ex.Key))
 				continue
@@ -643,16 +693,12 @@ func (s *Store) discover(ctx context.Context, name, pkgDir string, exes []Execut
 // schemaOf runs "<executable> --schema" in the sandbox and returns what it
 // printed.
 func (s *Store) schemaOf(ctx context.Context, pkgDir string, ex Executable) ([]byte, error) {
-	callDir, err := os.MkdirTemp(filepath.Join(s.dir, ".calls"), "schema-")
+	callDir, work, err := s.newCallDir("schema-")
 	if err != nil {
 		return nil, err
 	}
 	defer removeAll(callDir)
-	work := filepath.Join(callDir, "work")
-	if err := os.Mkdir(work, 0o755); err != nil {
-		return nil, err
-	}
-	l := launch{pkgDir: pkgDir, workDir: work, exe: ex.File, args: []string{"--schema"}, profile: ex.Profile, limits: ex.EffectiveLimits()}
+	l := launch{pkgDir: pkgDir, workDir: work, exe: ex.File, args: []string{"--schema"}, profile: ex.Profile, limits: s.limitsOf(ex)}
 	res, err := s.sb.runProcess(ctx, l, s.opts.DiscoveryTimeout, callDir, maxSchemaOutput)
 	switch {
 	case err != nil:
@@ -673,6 +719,68 @@ func stderrSuffix(stderr string) string {
 		return "; stderr was empty"
 	}
 	return "; stderr:\n" + stderr
+}
+
+// limitsOf returns the resource limits an executable runs under: its
+// profile's with its manifest's overrides, lowered to the store's bounds.
+func (s *Store) limitsOf(ex Executable) ResourceLimits {
+	return ex.EffectiveLimits().Within(s.opts.Limits.MaxResourceLimits)
+}
+
+// newCallDir makes a call directory in .calls, with stdout and stderr
+// files to come, and work/ (with input/ and output/) that the tool can
+// write to: it belongs to the user tools run as. In bwrap mode work/
+// also holds result.json, created empty, the only file of the host a
+// tool writes to there.
+func (s *Store) newCallDir(prefix string) (callDir, work string, err error) {
+	callDir, err = os.MkdirTemp(filepath.Join(s.dir, ".calls"), prefix)
+	if err != nil {
+		return "", "", err
+	}
+	fail := func(err error) (string, string, error) {
+		removeAll(callDir)
+		return "", "", err
+	}
+	if err := os.Chmod(callDir, 0o711); err != nil {
+		return fail(err)
+	}
+	work = filepath.Join(callDir, "work")
+	uid, gid, chown := s.sb.owner()
+	for _, d := range []string{work, filepath.Join(work, "input"), filepath.Join(work, "output")} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return fail(err)
+		}
+		if chown {
+			if err := os.Chown(d, uid, gid); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	if s.sb.mode == ModeBwrap {
+		p := filepath.Join(work, "result.json")
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			return fail(err)
+		}
+		if chown {
+			if err := os.Chown(p, uid, gid); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	return callDir, work, nil
+}
+
+// chmodDirs sets the mode of dir and every directory under it.
+func chmodDirs(dir string, mode os.FileMode) error {
+	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.Chmod(p, mode)
+		}
+		return nil
+	})
 }
 
 // removeAll removes a folder even when its files or folders are

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -299,7 +300,9 @@ func TestToolConfigReachesTheTool(t *testing.T) {
 	ts := readyToolset(t, s, "demo", map[string]any{"retries": json.Number("5"), "api_key": "k-123"})
 	res, err := callTool(context.Background(), t, ts, "demo__echo", `{"text":"x"}`)
 	require.NoError(t, err)
-	assert.Equal(t, map[string]any{"greeting": "hello", "retries": float64(5), "api_key": "k-123"}, resultData(t, res)["config"])
+	// The tool got api_key (unset keys are left out); the value it echoed
+	// is a secret, hidden from its result.
+	assert.Equal(t, map[string]any{"greeting": "hello", "retries": float64(5), "api_key": "[secret]"}, resultData(t, res)["config"])
 }
 
 func TestSecretsNeverReachErrorsOrLogs(t *testing.T) {
@@ -356,4 +359,41 @@ func TestBuildToolsWithALocalToolset(t *testing.T) {
 	var nc *toolset.NameConflictError
 	require.True(t, errors.As(err, &nc))
 	assert.Contains(t, err.Error(), `"demo__echo" contributed by: Prefixed#0, toolpkg:demo#1`)
+}
+
+func TestDamagedStateFailsOnlyItsToolset(t *testing.T) {
+	dir := t.TempDir()
+	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	s, err := Open(dir, opts)
+	require.NoError(t, err)
+	upload(t, s, "good", demoPackage(t, demoManifest("")))
+	upload(t, s, "bad", demoPackage(t, demoManifest("")))
+	upload(t, s, "bad", demoPackage(t, demoManifest(""))) // version 2
+	require.NoError(t, s.Close())
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad", "state.json"), []byte(`{"name":"bad","status":"ready","vers`), 0o644))
+	s2, err := Open(dir, opts)
+	require.NoError(t, err, "one damaged record does not take the store down")
+	defer s2.Close()
+
+	info, err := s2.Info("bad")
+	require.NoError(t, err)
+	assert.Equal(t, StatusFailed, info.Status)
+	require.Len(t, info.Errors, 1)
+	assert.Contains(t, info.Errors[0], "state.json cannot be read (unexpected end of JSON input)")
+	_, err = s2.Toolset("bad", nil).GetTools(context.Background())
+	var nr *NotReadyError
+	require.ErrorAs(t, err, &nr)
+	assert.DirExists(t, filepath.Join(dir, "bad", "v2"), "the damaged toolset's files are kept")
+
+	good, err := s2.Info("good")
+	require.NoError(t, err)
+	assert.Equal(t, StatusReady, good.Status)
+	_, err = callTool(context.Background(), t, s2.Toolset("good", nil), "good__echo", `{"text":"x"}`)
+	require.NoError(t, err)
+
+	// A new upload replaces the record, with a version never used before.
+	info = upload(t, s2, "bad", demoPackage(t, demoManifest("")))
+	assert.Equal(t, StatusReady, info.Status)
+	assert.Equal(t, 3, info.Version)
 }

@@ -145,7 +145,7 @@ type call struct {
 	tool    ToolInfo
 	exe     Executable
 	config  map[string]any
-	secrets []string
+	secrets *secrets
 }
 
 // runnerArgs is runner_args.json. Fields this runtime does not offer are
@@ -192,18 +192,12 @@ func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
 	}
 	defer s.release(c.toolset, c.version)
 
-	callDir, err := os.MkdirTemp(filepath.Join(s.dir, ".calls"), "call-")
+	callDir, work, err := s.newCallDir("call-")
 	if err != nil {
 		return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, err)
 	}
 	defer removeAll(callDir)
-	work := filepath.Join(callDir, "work")
-	for _, d := range []string{work, filepath.Join(work, "input"), filepath.Join(work, "output")} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, err)
-		}
-	}
-	l := launch{pkgDir: pkgDir, workDir: work, exe: c.exe.File, profile: c.exe.Profile, limits: c.exe.EffectiveLimits()}
+	l := launch{pkgDir: pkgDir, workDir: work, exe: c.exe.File, profile: c.exe.Profile, limits: s.limitsOf(c.exe)}
 	_, workView := s.sb.paths(l)
 	rc := toolset.FromContext(ctx)
 	ra := runnerArgs{
@@ -228,7 +222,7 @@ func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
 	res, err := s.sb.runProcess(ctx, l, c.tool.Timeout(), callDir, 0)
 	s.log.Debug("toolpkg: call finished", "toolset", c.toolset, "tool", c.tool.Name, "version", c.version,
 		"exit", res.describeExit(l.limits), "wall", res.wall.Round(time.Millisecond), "cpu", res.cpu.Round(time.Millisecond))
-	stderr := redact(res.stderr, c.secrets)
+	stderr := c.secrets.text(res.stderr)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return nil, fmt.Errorf("toolpkg: tool %q: call canceled, process killed: %w", c.tool.Name, err)
@@ -239,35 +233,43 @@ func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
 	case res.signal != 0 || res.exitCode != 0:
 		return nil, &ExecError{Toolset: c.toolset, Tool: c.tool.Name, Reason: res.describeExit(l.limits), Stderr: stderr}
 	}
-	return c.readResult(filepath.Join(work, "result.json"), stderr)
+	return c.readResult(work, stderr)
 }
 
-func (c *call) readResult(path, stderr string) (any, error) {
+// readResult reads and decodes the result.json the tool left in dir.
+func (c *call) readResult(dir, stderr string) (any, error) {
 	fail := func(format string, args ...any) error {
 		return &ExecError{Toolset: c.toolset, Tool: c.tool.Name, Reason: fmt.Sprintf(format, args...), Stderr: stderr}
 	}
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
+	data, err := readWorkFile(dir, "result.json", maxResultFile)
+	var fe *FileError
+	switch {
+	case errors.Is(err, errNoFile):
 		return nil, fail("exited 0 without writing result.json")
-	}
-	if err != nil {
-		return nil, fail("cannot open result.json: %v", err)
-	}
-	defer f.Close()
-	data, n, err := readCapped(f, maxResultFile)
-	if err != nil {
+	case errors.As(err, &fe):
+		return nil, fail("%s", fe.Error())
+	case err != nil:
 		return nil, fail("cannot read result.json: %v", err)
 	}
-	if n > maxResultFile {
-		return nil, fail("result.json is %d bytes; at most %d are read", n, maxResultFile)
+	return c.decodeResult(data, stderr)
+}
+
+// decodeResult decodes the bytes of result.json into a *Result, a
+// *ToolFailure or an *ExecError, secrets hidden and text capped.
+func (c *call) decodeResult(data []byte, stderr string) (any, error) {
+	fail := func(format string, args ...any) error {
+		return &ExecError{Toolset: c.toolset, Tool: c.tool.Name, Reason: fmt.Sprintf(format, args...), Stderr: stderr}
+	}
+	if len(data) == 0 {
+		return nil, fail("exited 0 without writing result.json")
 	}
 	var doc resultDoc
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fail("result.json is not valid JSON (%v); it starts %s", err, quoteStart(data, 80))
+		return nil, fail("result.json is not valid JSON (%v); it starts %s", err, c.preview(data, 80))
 	}
 	limit := c.store.opts.MaxOutputBytes
-	if msg := errorText(doc.Error); msg != "" {
-		text, _ := capText(redact(msg, c.secrets), limit)
+	if msg := errorText(c.secrets.json(doc.Error)); msg != "" {
+		text, _ := capText(c.secrets.text(msg), limit)
 		return nil, &ToolFailure{Toolset: c.toolset, Tool: c.tool.Name, Message: text}
 	}
 	if doc.Result == nil {
@@ -279,12 +281,27 @@ func (c *call) readResult(path, stderr string) (any, error) {
 		if msg == "" {
 			msg = "the tool reported status error without a message"
 		}
-		text, _ := capText(redact(msg, c.secrets), limit)
+		text, _ := capText(c.secrets.text(msg), limit)
 		return nil, &ToolFailure{Toolset: c.toolset, Tool: c.tool.Name, Message: text}
 	}
-	out := &Result{Status: r.Status, Message: r.Message, Data: r.Data, DataObjects: r.DataObjects}
-	out.text, out.truncated = capText(redact(out.render(), c.secrets), limit)
+	out := &Result{
+		Status: c.secrets.text(r.Status), Message: c.secrets.text(r.Message),
+		Data: c.secrets.json(r.Data), DataObjects: c.secrets.json(r.DataObjects),
+	}
+	out.text, out.truncated = capText(c.secrets.text(out.render()), limit)
 	return out, nil
+}
+
+// preview quotes the start of a file the tool wrote, secrets hidden, for
+// an error: at most n bytes, as a Go string literal (printable).
+func (c *call) preview(data []byte, n int) string {
+	// Hide secrets before cutting, so that one across the cut is found.
+	margin := 0
+	if c.secrets != nil && len(c.secrets.values) > 0 {
+		margin = 12 * len(c.secrets.values[0])
+	}
+	head := data[:min(len(data), n+margin)]
+	return quoteStart([]byte(c.secrets.text(string(head))), n)
 }
 
 // errorText returns result.json's error as text: a string as itself,

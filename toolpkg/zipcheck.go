@@ -26,6 +26,24 @@ type Limits struct {
 	MaxUncompressedBytes int64
 	// MaxEntries bounds the number of entries (default 10,000).
 	MaxEntries int
+	// MaxTimeoutSeconds bounds the timeout a package's manifest or
+	// --schema output may give a tool (default 3,600).
+	MaxTimeoutSeconds int
+	// MaxResourceLimits bounds what a package's resource_limits may ask
+	// for: a manifest asking more is refused. A profile's default above
+	// it is lowered to it. A zero field takes the field of
+	// DefaultMaxResourceLimits.
+	MaxResourceLimits ResourceLimits
+}
+
+// DefaultMaxTimeoutSeconds is the default of Limits.MaxTimeoutSeconds.
+const DefaultMaxTimeoutSeconds = 3600
+
+// DefaultMaxResourceLimits is the default of Limits.MaxResourceLimits:
+// what the permissive profile gives, with some room.
+var DefaultMaxResourceLimits = ResourceLimits{
+	MaxCPUSeconds: 3600, MaxFileSizeMB: 4096, MaxOpenFiles: 4096,
+	MaxProcesses: 1024, MaxStackSizeMB: 256, MaxWriteMB: 8192,
 }
 
 func (l Limits) withDefaults() Limits {
@@ -38,6 +56,10 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxEntries <= 0 {
 		l.MaxEntries = DefaultMaxEntries
 	}
+	if l.MaxTimeoutSeconds <= 0 {
+		l.MaxTimeoutSeconds = DefaultMaxTimeoutSeconds
+	}
+	l.MaxResourceLimits = l.MaxResourceLimits.Over(DefaultMaxResourceLimits)
 	return l
 }
 
@@ -213,6 +235,20 @@ func validateZip(r io.ReaderAt, size int64, lim Limits) (*checked, error) {
 	}
 	if m != nil {
 		for _, e := range m.Executables {
+			field := "tools." + e.Key
+			if e.TimeoutSeconds > lim.MaxTimeoutSeconds {
+				f := field + ".timeout_seconds"
+				add(ManifestName, "%s", FieldProblem{Field: f, Line: m.line(f),
+					Message: fmt.Sprintf("asks for %d seconds; this store allows at most %d", e.TimeoutSeconds, lim.MaxTimeoutSeconds)}.String())
+			}
+			caps := lim.MaxResourceLimits.fields()
+			for i, l := range e.Limits.fields() {
+				if l.v > caps[i].v {
+					f := field + ".resource_limits." + l.name
+					add(ManifestName, "%s", FieldProblem{Field: f, Line: m.line(f),
+						Message: fmt.Sprintf("asks for %d; this store allows at most %d", l.v, caps[i].v)}.String())
+				}
+			}
 			if _, ok := c.lookup(e); !ok {
 				add(e.Path, "missing: the executable of tools.%s (looked for %s)", e.Key, strings.Join(quoteAll(e.Candidates()), ", "))
 			}

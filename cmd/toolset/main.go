@@ -277,17 +277,18 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer s.close()
+	info := hideSecretDefaults(s.info)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(s.info)
+		return enc.Encode(info)
 	}
 	exes := map[string]toolpkg.Executable{}
 	for _, e := range s.info.Executables {
 		exes[e.Key] = e
 	}
-	fmt.Fprintf(stdout, "toolset %q: %d tool(s), sandbox %s\n", s.name, len(s.info.Tools), s.store.Sandbox())
-	for _, t := range s.info.Tools {
+	fmt.Fprintf(stdout, "toolset %q: %d tool(s), sandbox %s\n", s.name, len(info.Tools), s.store.Sandbox())
+	for _, t := range info.Tools {
 		e := exes[t.Executable]
 		fmt.Fprintf(stdout, "\n%s__%s\n  %s\n", s.name, t.Name, t.Description)
 		fmt.Fprintf(stdout, "  executable: %s (%s, %s), profile %s, timeout %s\n", e.Key, e.File, e.Runtime, e.Profile, t.Timeout())
@@ -319,6 +320,36 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stdout, "  parameters:\n    %s\n", pretty.String())
 	}
 	return nil
+}
+
+// hideSecretDefaults returns info with the default of every configuration
+// key that any tool declares secret replaced by "[secret]", and such keys
+// marked secret in every tool.
+func hideSecretDefaults(info toolpkg.Info) toolpkg.Info {
+	secret := map[string]bool{}
+	for _, t := range info.Tools {
+		for _, c := range t.Config {
+			if c.Secret {
+				secret[c.Key] = true
+			}
+		}
+	}
+	tools := make([]toolpkg.ToolInfo, len(info.Tools))
+	for i, t := range info.Tools {
+		t.Config = append([]toolpkg.ConfigField(nil), t.Config...)
+		for j, c := range t.Config {
+			if secret[c.Key] {
+				c.Secret = true
+				if c.Default != nil {
+					c.Default = "[secret]"
+				}
+				t.Config[j] = c
+			}
+		}
+		tools[i] = t
+	}
+	info.Tools = tools
+	return info
 }
 
 // pkgFlags are the flags of the commands that load and run a package.

@@ -1,14 +1,19 @@
 package main
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/mcptoolset"
@@ -196,4 +201,108 @@ func TestBuiltBinary(t *testing.T) {
 	_, forModel := toolset.ModelMessage(err)
 	assert.True(t, forModel, "a tool's error reaches the client as a result the model sees: %v", err)
 	require.NoError(t, served.Close())
+}
+
+// withFile returns a copy of the zip at path with one more file.
+func withFile(t *testing.T, path, name string, data []byte) string {
+	t.Helper()
+	zr, err := zip.OpenReader(path)
+	require.NoError(t, err)
+	defer zr.Close()
+	out := filepath.Join(t.TempDir(), filepath.Base(path))
+	f, err := os.Create(out)
+	require.NoError(t, err)
+	zw := zip.NewWriter(f)
+	for _, e := range zr.File {
+		require.NoError(t, zw.Copy(e))
+	}
+	w, err := zw.Create(name)
+	require.NoError(t, err)
+	_, err = w.Write(data)
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	require.NoError(t, f.Close())
+	return out
+}
+
+func TestInspectNeverPrintsASecretDefault(t *testing.T) {
+	schema, err := os.ReadFile("../../toolpkg/testdata/hostile/schema.json")
+	require.NoError(t, err)
+	zip := withFile(t, packaged(t), "schema.json", schema)
+	for _, args := range [][]string{{"inspect", "--json", "--sandbox", "direct", zip}, {"inspect", "--sandbox", "direct", zip}} {
+		code, stdout, stderr := runCLI(args...)
+		require.Equal(t, 0, code, stderr)
+		assert.NotContains(t, stdout, "dflt", "the secret default of password")
+		assert.Contains(t, stdout, "password")
+		if args[1] == "--json" {
+			assert.Contains(t, stdout, `"default": "[secret]"`)
+		}
+	}
+}
+
+// markerPids returns the live processes whose command line holds marker.
+func markerPids(marker string) []int {
+	var pids []int
+	des, _ := os.ReadDir("/proc")
+	for _, de := range des {
+		pid, err := strconv.Atoi(de.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", de.Name(), "cmdline"))
+		st, _ := os.ReadFile(filepath.Join("/proc", de.Name(), "stat"))
+		if fields := strings.Fields(string(st)); err == nil && strings.Contains(string(b), marker) && len(fields) > 2 && fields[2] != "Z" {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func TestCallStaysResponsiveToSIGTERM(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "toolset")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	schema, err := os.ReadFile("../../toolpkg/testdata/hostile/schema.json")
+	require.NoError(t, err)
+	zip := packaged(t)
+	hostile := withFile(t, zip, "schema.json", schema)
+
+	for _, mode := range []string{"direct", "auto"} {
+		t.Run(mode, func(t *testing.T) {
+			// A result.json that is a named pipe ends the call at once.
+			start := time.Now()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, "call", hostile, "fiforesult", `{}`, "--sandbox", mode)
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee, "%s", out)
+			assert.Equal(t, 1, ee.ExitCode())
+			assert.Less(t, time.Since(start), 5*time.Second)
+
+			// SIGTERM during a call ends the command and the tool's
+			// processes.
+			marker := fmt.Sprintf("%d.%d", 400+time.Now().Nanosecond()%1000, os.Getpid())
+			t.Cleanup(func() {
+				for _, pid := range markerPids(marker) {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			})
+			cmd = exec.Command(bin, "call", zip, "hang", fmt.Sprintf(`{"marker":%q}`, marker), "--sandbox", mode)
+			require.NoError(t, cmd.Start())
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			require.Eventually(t, func() bool { return len(markerPids("sleep\x00"+marker)) > 0 }, 5*time.Second, 10*time.Millisecond)
+			require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+			select {
+			case err := <-done:
+				require.ErrorAs(t, err, &ee)
+				assert.Equal(t, 1, ee.ExitCode())
+			case <-time.After(3 * time.Second):
+				_ = cmd.Process.Kill()
+				t.Fatal("the command ignored SIGTERM")
+			}
+			assert.Eventually(t, func() bool { return len(markerPids("sleep\x00"+marker)) == 0 }, 2*time.Second, 10*time.Millisecond)
+		})
+	}
 }

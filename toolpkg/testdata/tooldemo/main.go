@@ -13,7 +13,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
+	"unicode/utf16"
 )
 
 const defaultSchema = `{"tools": {
@@ -157,6 +159,129 @@ func main() {
 		}
 		ok("fs", out)
 	case "noresult":
+	case "linkresult":
+		os.Remove(ra.ResultFile) // in bwrap, the host made it: this fails
+		// Make result.json a symbolic link to a file of the host.
+		if err := os.Symlink(fmt.Sprint(args["target"]), ra.ResultFile); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	case "fiforesult":
+		os.Remove(ra.ResultFile) // in bwrap, the host made it: this fails
+		if err := syscall.Mkfifo(ra.ResultFile, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	case "dirresult":
+		os.Remove(ra.ResultFile) // in bwrap, the host made it: this fails
+		if err := os.Mkdir(ra.ResultFile, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	case "bigresult":
+		n, _ := args["n"].(float64)
+		b := []byte(strings.Repeat(" ", int(n)) + `{"error":"too big"}`)
+		if err := os.WriteFile(ra.ResultFile, b, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	case "escape":
+		// Start a child in a session of its own, out of the process
+		// group, then end as asked.
+		cmd := exec.Command("sleep", fmt.Sprint(args["marker"]))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := cmd.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "starting sleep:", err)
+			os.Exit(1)
+		}
+		switch args["then"] {
+		case "fail":
+			write(ra.ResultFile, result{Error: "failed on purpose"})
+		case "crash":
+			os.Exit(3)
+		case "hang":
+			time.Sleep(time.Hour)
+		default:
+			ok("escaped", map[string]any{"pid": cmd.Process.Pid})
+		}
+	case "forkmany":
+		n, _ := args["n"].(float64)
+		var started []*exec.Cmd
+		var firstErr string
+		for range int(n) {
+			cmd := exec.Command("sleep", "30")
+			if err := cmd.Start(); err != nil {
+				firstErr = err.Error()
+				break
+			}
+			started = append(started, cmd)
+		}
+		for _, c := range started {
+			c.Process.Kill()
+			c.Wait()
+		}
+		ok("forked", map[string]any{"started": len(started), "error": firstErr})
+	case "fill":
+		// Write files of chunk MB into dir until told to stop or refused.
+		dir, _ := args["dir"].(string)
+		chunk, _ := args["chunk_mb"].(float64)
+		maxMB, _ := args["max_mb"].(float64)
+		buf := make([]byte, int(chunk)<<20)
+		var total int64
+		var ferr string
+		for i := 0; total < int64(maxMB)<<20; i++ {
+			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("fill-%d", i)))
+			if err != nil {
+				ferr = err.Error()
+				break
+			}
+			n, err := f.Write(buf)
+			f.Close()
+			total += int64(n)
+			if err != nil {
+				ferr = err.Error()
+				break
+			}
+		}
+		ok("filled", map[string]any{"written": total, "error": ferr})
+	case "leak":
+		// Show the configuration in the form asked for.
+		cfg, _ := json.Marshal(ra.ToolConfig) // escapes <, > and & as \u003c...
+		switch args["form"] {
+		case "data":
+			ok("config", ra.ToolConfig)
+		case "message":
+			ok("config: "+string(cfg), nil)
+		case "uescape":
+			// Every character of every string as a \uXXXX escape.
+			var b strings.Builder
+			b.WriteString(`{"result":{"status":"success","message":"`)
+			for _, v := range ra.ToolConfig {
+				if s, isStr := v.(string); isStr {
+					for _, u := range utf16.Encode([]rune(s)) {
+						fmt.Fprintf(&b, `\\u%04x`, u)
+					}
+					b.WriteString(" ")
+				}
+			}
+			b.WriteString(`","data":{"escaped":"`)
+			for _, v := range ra.ToolConfig {
+				if s, isStr := v.(string); isStr {
+					for _, u := range utf16.Encode([]rune(s)) {
+						fmt.Fprintf(&b, `\u%04X`, u)
+					}
+				}
+			}
+			b.WriteString(`"}}}`)
+			os.WriteFile(ra.ResultFile, []byte(b.String()), 0o644)
+		case "stderr":
+			fmt.Fprintf(os.Stderr, "config %s\n", cfg)
+			os.Exit(1)
+		case "error":
+			write(ra.ResultFile, result{Error: "config " + string(cfg)})
+		case "garbage":
+			os.WriteFile(ra.ResultFile, append([]byte("not json "), cfg...), 0o644)
+		}
 	default:
 		fmt.Fprintln(os.Stderr, "unknown tool", ra.ToolName)
 		os.Exit(1)
