@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync"
@@ -580,7 +581,7 @@ func (c *conn) session(ctx context.Context) (*mcp.ClientSession, error) {
 
 // open makes one connection attempt for the callers waiting on f.
 func (c *conn) open(ctx context.Context, f *flight) {
-	s, err := c.connect(ctx)
+	s, err := guard(c, "connect", "connecting (the DialFunc, say)", func() (*mcp.ClientSession, error) { return c.connect(ctx) })
 	c.mu.Lock()
 	c.opening = nil
 	switch {
@@ -643,6 +644,11 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	opts.ToolListChangedHandler = func(ctx context.Context, req *mcp.ToolListChangedRequest) {
 		c.invalidate()
 		if next != nil {
+			defer func() {
+				if p := recover(); p != nil {
+					c.cfg.logger.Error("mcptoolset: the ToolListChangedHandler panicked", "server", c.cfg.name, "panic", p, "stack", string(debug.Stack()))
+				}
+			}()
 			next(ctx, req)
 		}
 	}
@@ -749,7 +755,7 @@ func (c *conn) list(ctx context.Context, f *flight) {
 		c.mu.Lock()
 		gen := c.gen // a change notified from now on makes this list stale
 		c.mu.Unlock()
-		tools, err = c.fetch(ctx, s)
+		tools, err = guard(c, "list tools", "listing", func() ([]toolset.Tool, error) { return c.fetch(ctx, s) })
 		c.mu.Lock()
 		if err == nil && !c.ended {
 			c.cache = &listing{tools: tools, at: time.Now(), gen: gen}
@@ -858,6 +864,9 @@ func (c *conn) makeTools(defs []*mcp.Tool) ([]toolset.Tool, error) {
 			continue
 		}
 		t, err := c.makeTool(d)
+		if _, ok := errors.AsType[*toolset.PanicError](err); ok {
+			return nil, c.errorf("list tools", "", err) // a bug of the application's, not the server's
+		}
 		if err != nil {
 			refuse(key, d, err)
 			continue
@@ -924,7 +933,11 @@ func (c *conn) makeTool(d *mcp.Tool) (toolset.Tool, error) {
 		opts = append(opts, toolset.WithReturns(returns))
 	}
 	if c.cfg.toolOpts != nil {
-		opts = append(opts, c.cfg.toolOpts(d)...)
+		more, err := c.toolOptions(d)
+		if err != nil {
+			return toolset.Tool{}, err
+		}
+		opts = append(opts, more...)
 	}
 	name := d.Name
 	call := func(ctx context.Context, args json.RawMessage) (any, error) { return c.call(ctx, name, args) }
@@ -933,6 +946,27 @@ func (c *conn) makeTool(d *mcp.Tool) (toolset.Tool, error) {
 		return toolset.Tool{}, err
 	}
 	return t, nil
+}
+
+// toolOptions runs the WithToolOptions function for d, recovering a panic.
+func (c *conn) toolOptions(d *mcp.Tool) (opts []toolset.ToolOption, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the WithToolOptions function: %w", &toolset.PanicError{Tool: truncate(d.Name, maxNameBytes), Value: p, Stack: debug.Stack()})
+		}
+	}()
+	return c.cfg.toolOpts(d), nil
+}
+
+// guard runs fn, turning a panic into a *ServerError for op, so that the
+// callers waiting on a connection or a listing are always answered.
+func guard[T any](c *conn, op, what string, fn func() (T, error)) (v T, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = c.errorf(op, "", fmt.Errorf("panic while %s: %w", what, &toolset.PanicError{Value: p, Stack: debug.Stack()}))
+		}
+	}()
+	return fn()
 }
 
 // connectionLost reports whether err says that the session is over: the
