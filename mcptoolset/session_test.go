@@ -209,3 +209,24 @@ func TestServedSessionRunsAreBounded(t *testing.T) {
 	require.Eventually(t, func() bool { return !slices.Contains(mcptoolset.Sessions(srv), ss) }, 5*time.Second, 5*time.Millisecond,
 		"a session that ended is forgotten")
 }
+
+// In stateless HTTP every request is a session of its own, closed with
+// the request: each is a run of its own, and none is kept.
+func TestStatelessHTTPRequestsKeepNoRuns(t *testing.T) {
+	checkLeaks(t)
+	ctx := context.Background()
+	srv := mcptoolset.NewServer(searchable())
+	httpServer := httptest.NewServer(srv.HTTPHandler(&mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(httpServer.Close)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "v1"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: httpServer.URL}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { cs.Close() })
+	for range 5 {
+		_, isErr := callText(t, cs, "tool_search", map[string]any{"query": "refund"})
+		require.False(t, isErr)
+	}
+	assert.NotContains(t, listedNames(t, cs), "refund_payment", "no session, no run across requests")
+	require.Eventually(t, func() bool { return len(mcptoolset.Sessions(srv)) == 0 }, 5*time.Second, 5*time.Millisecond,
+		"the requests' sessions are forgotten")
+}
