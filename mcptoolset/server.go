@@ -117,8 +117,10 @@ func WithServerLogger(l *slog.Logger) ServerOption {
 
 // WithMaxSessionRuns bounds the number of sessions whose run the server
 // keeps (see [NewServer]); the default is [DefaultMaxSessionRuns]. Beyond
-// it, the least recently used session's run is dropped (with a warning),
-// and that session starts a new run at its next request.
+// it, the least recently used session's run is dropped, and that session
+// starts a new run at its next request. A warning is logged for the 1st,
+// 2nd, 4th, 8th... run dropped, so a flood of sessions does not flood the
+// log.
 func WithMaxSessionRuns(n int) ServerOption {
 	return func(c *serverConfig) { c.maxRuns = n }
 }

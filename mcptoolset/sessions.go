@@ -26,9 +26,10 @@ type sessionRuns struct {
 	max    int
 	logger *slog.Logger
 
-	mu   sync.Mutex
-	m    map[*mcp.ServerSession]*sessionRun
-	runs list.List // of *sessionRun holding a run, most recently used first
+	mu      sync.Mutex
+	m       map[*mcp.ServerSession]*sessionRun
+	runs    list.List // of *sessionRun holding a run, most recently used first
+	dropped uint64    // runs dropped beyond the bound
 }
 
 type sessionRun struct {
@@ -97,8 +98,11 @@ func (s *sessionRuns) start(e *sessionRun, f *toolset.RunContext) {
 	}
 	for s.runs.Len() > max(s.max, 1) {
 		old := s.runs.Remove(s.runs.Back()).(*sessionRun)
-		s.logger.Warn("mcptoolset: too many MCP sessions with a run: dropping the least recently used one's run",
-			"session", old.ss.ID(), "run", old.rc.RunID, "max", s.max)
+		s.dropped++
+		if s.dropped&(s.dropped-1) == 0 { // the 1st, 2nd, 4th, 8th...: a flood of sessions is not a flood of logs
+			s.logger.Warn("mcptoolset: too many MCP sessions with a run: dropping the least recently used one's run",
+				"session", old.ss.ID(), "run", old.rc.RunID, "max", s.max, "dropped", s.dropped)
+		}
 		old.rc, old.elem = nil, nil
 	}
 }
