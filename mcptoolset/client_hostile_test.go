@@ -306,3 +306,32 @@ func TestClientCallbackPanicsDoNotHang(t *testing.T) {
 		return err == nil && len(tools) == 9
 	}, 5*time.Second, 5*time.Millisecond, "the change is still seen")
 }
+
+// Sound schemas of every draft, with references within themselves, are
+// accepted and validate.
+func TestSoundSchemasAreAccepted(t *testing.T) {
+	checkLeaks(t)
+	ctx := context.Background()
+	schemas := map[string]string{
+		"draft-04":  `{"$schema":"http://json-schema.org/draft-04/schema#","id":"http://example.com/s.json","type":"object","properties":{"n":{"type":"number","minimum":0,"exclusiveMinimum":true}}}`,
+		"draft-07":  `{"$schema":"http://json-schema.org/draft-07/schema#","$id":"https://example.com/s.json","type":"object","properties":{"n":{"$ref":"#/definitions/pos"}},"definitions":{"pos":{"type":"number","exclusiveMinimum":0}}}`,
+		"2019-09":   `{"$schema":"https://json-schema.org/draft/2019-09/schema","type":"object","properties":{"n":{"$ref":"#/$defs/pos"}},"$defs":{"pos":{"type":"number","exclusiveMinimum":0}}}`,
+		"2020-12":   `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"n":{"$ref":"#/$defs/pos"},"tree":{"$ref":"#/$defs/tree"}},"$defs":{"pos":{"type":"number","exclusiveMinimum":0},"tree":{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/$defs/tree"}}}}}}`,
+		"anchor":    `{"type":"object","properties":{"n":{"$ref":"#pos"}},"$defs":{"pos":{"$anchor":"pos","type":"number","exclusiveMinimum":0}}}`,
+		"no draft":  `{"type":"object","properties":{"n":{"type":"number","exclusiveMinimum":0}},"x-vendor":{"$ref":"#/properties"}}`,
+		"recursive": `{"type":"object","properties":{"n":{"type":"number","exclusiveMinimum":0},"self":{"$ref":"#"}}}`,
+	}
+	for name, schema := range schemas {
+		t.Run(name, func(t *testing.T) {
+			ts := mcptoolset.NewInMemory("sound", listing(&mcp.Tool{Name: "sound", InputSchema: json.RawMessage(schema)}),
+				mcptoolset.FailOnInvalidTools())
+			defer ts.Close()
+			tools, err := toolset.BuildTools(ctx, "agent", ts)
+			require.NoError(t, err)
+			require.Contains(t, tools.Names(), "sound")
+			_, err = tools.Call(ctx, "sound", json.RawMessage(`{"n":-1}`))
+			var ae *toolset.ArgumentError
+			require.ErrorAs(t, err, &ae, "validated against the schema")
+		})
+	}
+}

@@ -88,7 +88,8 @@ func schemaJSON(v any, lim ListLimits) ([]byte, error) {
 
 // checkSchemaDoc refuses a schema nested deeper than maxDepth, or that
 // refers to anything outside itself: a "$ref", "$dynamicRef" or
-// "$recursiveRef" that is not a fragment ("#..."), a "$schema" that is not
+// "$recursiveRef" that is not a fragment ("#...") or empty (the document
+// itself), a "$schema" that is not
 // a JSON Schema draft's own URL, or an "$id" (or, in a draft-04 schema,
 // "id") that is neither a fragment nor a plain http(s) URL. Every object
 // of the document is checked, values included, since a "$ref" can point at
@@ -138,7 +139,7 @@ func walkSchema(v any, depth, maxDepth int, draft4 bool) error {
 
 func checkKeywords(m map[string]any, draft4 bool) error {
 	for _, k := range []string{"$ref", "$dynamicRef", "$recursiveRef"} {
-		if s, ok := m[k].(string); ok && !strings.HasPrefix(s, "#") {
+		if s, ok := m[k].(string); ok && s != "" && !strings.HasPrefix(s, "#") {
 			return &ExternalRefError{Keyword: k, Ref: truncate(s, maxRefShown)}
 		}
 	}
