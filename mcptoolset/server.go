@@ -270,12 +270,40 @@ func (s *Server) HTTPHandler(opts *mcp.StreamableHTTPOptions) http.Handler {
 }
 
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				res, err = nil, s.internal(ctx, method, req, &toolset.PanicError{Tool: toolName(req), Value: p, Stack: debug.Stack()})
-			}
+	h := s.handler(next)
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		// The request is handled on a goroutine of its own, so that a
+		// callback that panics or calls runtime.Goexit ends that goroutine
+		// only, and the client is answered either way.
+		var (
+			res      mcp.Result
+			err      error
+			returned bool
+		)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			defer func() {
+				if p := recover(); p != nil {
+					err = s.internal(ctx, method, req, &toolset.PanicError{Tool: toolName(req), Value: p, Stack: debug.Stack()})
+					returned = true
+				}
+			}()
+			res, err = h(ctx, method, req)
+			returned = true
 		}()
+		<-done
+		if !returned {
+			return nil, s.internal(ctx, method, req, errors.New("mcptoolset: the request's handling called runtime.Goexit"))
+		}
+		return res, err
+	}
+}
+
+// handler handles a request, answering tools/list and tools/call from the
+// toolset and passing the rest to next.
+func (s *Server) handler(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
 		switch r := req.(type) {
 		case *mcp.ListToolsRequest:
 			if method == "tools/list" {

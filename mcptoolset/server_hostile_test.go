@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -109,6 +110,9 @@ func TestServedCallbackPanicsDoNotKillTheServer(t *testing.T) {
 		if crash(ctx) {
 			panic("filter")
 		}
+		if toolset.FromContext(ctx).String("tool") == "goexit_filter" {
+			runtime.Goexit()
+		}
 		return true, nil
 	})
 	dynamic := toolset.NewDynamic(func(ctx context.Context) (toolset.Toolset, error) {
@@ -148,6 +152,7 @@ func TestServedCallbackPanicsDoNotKillTheServer(t *testing.T) {
 		{"cache key", "keyed", map[string]any{"k": "explode"}, "cache key"},
 		{"approval predicate", "approved", map[string]any{"n": 13}, "approval predicate"},
 		{"run context function", "crash_hook", nil, "run context function"},
+		{"filter calling runtime.Goexit", "goexit_filter", nil, "called runtime.Goexit"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
