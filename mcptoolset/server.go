@@ -67,10 +67,11 @@ type Request struct {
 // session (with fresh bookkeeping); an empty RunID keeps the session's
 // run. A nil RunContext means the defaults of [WithRunContext].
 //
-// An error refuses the request. Its text reaches the client only if it is
-// a [*jsonrpc.Error] (sent with its code and message) or an error meant
-// for the model ([toolset.ModelMessage]); any other error is internal (see
-// [NewServer]). A panic is recovered and reported as an internal error.
+// An error refuses the request. To tell the client why, return a
+// [*jsonrpc.Error] as it is (not wrapped): it is sent with its code and
+// message (cut to 1 KiB). Any other error is internal (see [NewServer]):
+// the client gets only an error ID. A panic is recovered and reported as
+// an internal error.
 type RunContextFunc func(ctx context.Context, req *Request) (*toolset.RunContext, error)
 
 // ServerOption configures a [Server].
@@ -351,6 +352,9 @@ func toolName(req mcp.Request) string {
 	return ""
 }
 
+// maxRefusalShown bounds the message of a run context function's refusal.
+const maxRefusalShown = 1024
+
 // maxLoggedName bounds the length of a client's tool name in logs and
 // messages.
 const maxLoggedName = 200
@@ -418,11 +422,10 @@ func (s *Server) context(ctx context.Context, method string, req mcp.Request, to
 // refusal returns the error the client gets when the run context function
 // refuses a request with err.
 func (s *Server) refusal(ctx context.Context, method string, req mcp.Request, err error) error {
-	if je, ok := errors.AsType[*jsonrpc.Error](err); ok {
-		return &jsonrpc.Error{Code: je.Code, Message: je.Message}
-	}
-	if msg, ok := toolset.ModelMessage(err); ok {
-		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: msg}
+	// Only an error made for the client: one wrapped may come from
+	// anywhere, such as another server the function asked.
+	if je, ok := err.(*jsonrpc.Error); ok {
+		return &jsonrpc.Error{Code: je.Code, Message: truncate(je.Message, maxRefusalShown)}
 	}
 	return s.internal(ctx, method, req, fmt.Errorf("mcptoolset: building the run context: %w", err))
 }
