@@ -877,9 +877,12 @@ func (c *conn) makeTools(defs []*mcp.Tool) ([]toolset.Tool, error) {
 		tools = append(tools, t)
 	}
 	if len(invalid) > 0 && c.cfg.failInvalid {
-		errs := make([]error, len(invalid))
-		for i, e := range invalid {
-			errs[i] = e
+		var errs []error
+		for _, e := range invalid[:min(len(invalid), maxRefusalsJoined)] {
+			errs = append(errs, e)
+		}
+		if n := len(invalid) - maxRefusalsJoined; n > 0 {
+			errs = append(errs, fmt.Errorf("and %d more invalid tools", n))
 		}
 		return nil, c.errorf("list tools", "", errors.Join(errs...))
 	}
@@ -889,6 +892,10 @@ func (c *conn) makeTools(defs []*mcp.Tool) ([]toolset.Tool, error) {
 	c.mu.Unlock()
 	return tools, nil
 }
+
+// maxRefusalsJoined bounds the refusals that a listing failed under
+// FailOnInvalidTools quotes.
+const maxRefusalsJoined = 10
 
 // makeTool makes the tool of one definition, or says why it is invalid.
 func (c *conn) makeTool(d *mcp.Tool) (toolset.Tool, error) {
