@@ -335,3 +335,19 @@ func TestSoundSchemasAreAccepted(t *testing.T) {
 		})
 	}
 }
+
+// A listing failed under FailOnInvalidTools quotes ten refusals, not all.
+func TestManyInvalidToolsMakeABoundedError(t *testing.T) {
+	checkLeaks(t)
+	var defs []*mcp.Tool
+	for i := range 15 {
+		defs = append(defs, &mcp.Tool{Name: fmt.Sprintf("evil%d", i), InputSchema: map[string]any{"$ref": "file:///etc/passwd"}})
+	}
+	ts := mcptoolset.NewInMemory("hostile", listing(defs...), mcptoolset.FailOnInvalidTools(), mcptoolset.WithLogger(discard()))
+	defer ts.Close()
+	_, err := ts.GetTools(context.Background())
+	var ie *mcptoolset.InvalidToolError
+	require.ErrorAs(t, err, &ie)
+	assert.Contains(t, err.Error(), "and 5 more invalid tools")
+	assert.Equal(t, 10, strings.Count(err.Error(), "refused:"))
+}
