@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -350,4 +351,22 @@ func TestManyInvalidToolsMakeABoundedError(t *testing.T) {
 	require.ErrorAs(t, err, &ie)
 	assert.Contains(t, err.Error(), "and 5 more invalid tools")
 	assert.Equal(t, 10, strings.Count(err.Error(), "refused:"))
+}
+
+// A subprocess server that never answers tools/list, even when the
+// request is cancelled, fails the listing at the listing timeout, and is
+// stopped by Close.
+func TestListingOfAHangingSubprocessTimesOut(t *testing.T) {
+	checkLeaks(t)
+	bin := testServer(t)
+	ts := mcptoolset.NewCommand(exec.Command(bin, "-hang-list", "-name", "stuck"), mcptoolset.WithListTimeout(300*time.Millisecond))
+	start := time.Now()
+	_, err := ts.GetTools(context.Background())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no complete answer to tools/list within 300ms")
+	assert.Less(t, time.Since(start), 5*time.Second)
+	text, err := toolset.Instructions(context.Background(), ts)
+	require.NoError(t, err, "the session itself still works")
+	assert.Equal(t, "Use stuck for files.", text)
+	require.NoError(t, ts.Close())
 }
