@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync"
@@ -18,7 +19,6 @@ import (
 	"time"
 
 	"github.com/gotoolset/toolset"
-	"github.com/invopop/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -69,12 +69,16 @@ type config struct {
 	clientOpts     *mcp.ClientOptions
 	httpClient     *http.Client
 	toolOpts       func(*mcp.Tool) []toolset.ToolOption
+	listTimeout    time.Duration
+	limits         ListLimits
+	failInvalid    bool
 }
 
 // Defaults of the options.
 const (
 	DefaultRetryDelay     = 2 * time.Second
 	DefaultConnectTimeout = 30 * time.Second
+	DefaultListTimeout    = 30 * time.Second
 )
 
 // WithName sets the server's name, used in the label ("mcp:" + name), in
@@ -118,6 +122,26 @@ func WithRetryDelay(d time.Duration) Option { return func(c *config) { c.retryDe
 // the session; the default is [DefaultConnectTimeout]. Zero means no bound
 // beyond the caller's context.
 func WithConnectTimeout(d time.Duration) Option { return func(c *config) { c.connectTimeout = d } }
+
+// WithListTimeout bounds the time to list the server's tools, all pages
+// together, so that a server that never answers tools/list cannot hang a
+// turn; the default is [DefaultListTimeout]. Zero means no bound beyond
+// the caller's context.
+func WithListTimeout(d time.Duration) Option { return func(c *config) { c.listTimeout = d } }
+
+// WithListLimits bounds what a listing may hold: the number of tools, and
+// per tool the size and nesting of its schemas and the size of its
+// description. A zero field keeps its default (see [ListLimits]). A
+// listing with too many tools fails; a tool over a per-tool limit is
+// refused like a tool whose schema does not compile (see
+// [FailOnInvalidTools]).
+func WithListLimits(l ListLimits) Option { return func(c *config) { c.limits = l } }
+
+// FailOnInvalidTools makes a listing that holds an invalid tool fail, with
+// a [*ServerError] whose cause joins the [*InvalidToolError] of each. By
+// default an invalid tool is left out of the list, with a warning, and the
+// others are offered (see [Toolset.InvalidTools]).
+func FailOnInvalidTools() Option { return func(c *config) { c.failInvalid = true } }
 
 // WithClient sets the client's identity sent to the server and the SDK's
 // client options (handlers for sampling, elicitation, logging, ...). The
@@ -337,6 +361,19 @@ func (t *Toolset) ToolsChanged() {
 	}
 }
 
+// InvalidTools returns the tools that the last listing refused, with why:
+// a schema that does not compile or refers outside itself, a tool over the
+// limits of [WithListLimits], a name listed twice. They are not offered to
+// the model; each was logged once as a warning.
+func (t *Toolset) InvalidTools() []*InvalidToolError {
+	if t == nil || t.c == nil {
+		return nil
+	}
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	return slices.Clone(t.c.invalid)
+}
+
 // Acquire returns a new handle on the same connection, which stays open
 // until every handle is closed. Give one to each owner (agent, component)
 // that closes what it holds. Acquiring from a toolset whose last handle is
@@ -415,7 +452,9 @@ type conn struct {
 	gen     uint64 // bumped when the tool list changes
 	cache   *listing
 	listing *flight
-	known   map[string]toolset.Tool // tools of the last listing by definition; used by the listing leader only
+	known   map[string]toolset.Tool      // tools of the last listing by definition; used by the listing leader only
+	refused map[string]*InvalidToolError // refusals of the last listing by definition; used by the listing leader only
+	invalid []*InvalidToolError          // the refusals of the last listing
 }
 
 // flight is a connection attempt or a listing that concurrent callers
@@ -425,6 +464,9 @@ type flight struct {
 	sess  *mcp.ClientSession
 	tools []toolset.Tool
 	err   error
+	// abandoned is set when the attempt failed because the context of the
+	// caller that made it ended: the others try again.
+	abandoned bool
 }
 
 type listing struct {
@@ -441,6 +483,7 @@ func newConn(name string, dial DialFunc, opts []Option) *conn {
 			name:           name,
 			retryDelay:     DefaultRetryDelay,
 			connectTimeout: DefaultConnectTimeout,
+			listTimeout:    DefaultListTimeout,
 		},
 	}
 	for _, o := range opts {
@@ -451,6 +494,7 @@ func newConn(name string, dial DialFunc, opts []Option) *conn {
 	if c.cfg.logger == nil {
 		c.cfg.logger = slog.Default()
 	}
+	c.cfg.limits = c.cfg.limits.withDefaults()
 	c.label = c.cfg.label
 	if c.label == "" {
 		c.label = "mcp:" + c.cfg.name
@@ -528,7 +572,7 @@ func (c *conn) session(ctx context.Context) (*mcp.ClientSession, error) {
 		case <-ctx.Done():
 			return nil, c.errorf("connect", "", ctx.Err())
 		}
-		if f.err != nil && isContextErr(f.err) && ctx.Err() == nil {
+		if f.abandoned && ctx.Err() == nil {
 			continue
 		}
 		return f.sess, f.err
@@ -537,7 +581,7 @@ func (c *conn) session(ctx context.Context) (*mcp.ClientSession, error) {
 
 // open makes one connection attempt for the callers waiting on f.
 func (c *conn) open(ctx context.Context, f *flight) {
-	s, err := c.connect(ctx)
+	s, err := guard(c, "connect", "connecting (the DialFunc, say)", func() (*mcp.ClientSession, error) { return c.connect(ctx) })
 	c.mu.Lock()
 	c.opening = nil
 	switch {
@@ -559,6 +603,7 @@ func (c *conn) open(ctx context.Context, f *flight) {
 	}
 	c.mu.Unlock()
 	f.sess, f.err = s, err
+	f.abandoned = err != nil && ctx.Err() != nil
 	close(f.done)
 }
 
@@ -599,6 +644,11 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	opts.ToolListChangedHandler = func(ctx context.Context, req *mcp.ToolListChangedRequest) {
 		c.invalidate()
 		if next != nil {
+			defer func() {
+				if p := recover(); p != nil {
+					c.cfg.logger.Error("mcptoolset: the ToolListChangedHandler panicked", "server", c.cfg.name, "panic", p, "stack", string(debug.Stack()))
+				}
+			}()
 			next(ctx, req)
 		}
 	}
@@ -686,7 +736,7 @@ func (c *conn) tools(ctx context.Context) ([]toolset.Tool, error) {
 		case <-ctx.Done():
 			return nil, c.errorf("list tools", "", ctx.Err())
 		}
-		if f.err != nil && isContextErr(f.err) && ctx.Err() == nil {
+		if f.abandoned && ctx.Err() == nil {
 			continue
 		}
 		return f.tools, f.err
@@ -705,7 +755,7 @@ func (c *conn) list(ctx context.Context, f *flight) {
 		c.mu.Lock()
 		gen := c.gen // a change notified from now on makes this list stale
 		c.mu.Unlock()
-		tools, err = c.fetch(ctx, s)
+		tools, err = guard(c, "list tools", "listing", func() ([]toolset.Tool, error) { return c.fetch(ctx, s) })
 		c.mu.Lock()
 		if err == nil && !c.ended {
 			c.cache = &listing{tools: tools, at: time.Now(), gen: gen}
@@ -716,6 +766,7 @@ func (c *conn) list(ctx context.Context, f *flight) {
 	c.listing = nil
 	c.mu.Unlock()
 	f.tools, f.err = tools, err
+	f.abandoned = err != nil && ctx.Err() != nil
 	close(f.done)
 }
 
@@ -723,23 +774,36 @@ func (c *conn) list(ctx context.Context, f *flight) {
 // never end.
 var maxPages = 1000
 
-// fetch lists the server's tools, page by page, and makes them into tools.
+// fetch lists the server's tools, page by page, within the listing
+// timeout, and makes them into tools.
 func (c *conn) fetch(ctx context.Context, s *mcp.ClientSession) ([]toolset.Tool, error) {
+	lctx := ctx
+	if d := c.cfg.listTimeout; d > 0 {
+		var cancel context.CancelFunc
+		lctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
 	var defs []*mcp.Tool
 	seen := map[string]bool{}
 	cursor := ""
 	for page := 1; ; page++ {
-		res, err := s.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+		res, err := s.ListTools(lctx, &mcp.ListToolsParams{Cursor: cursor})
 		if err != nil {
+			if lctx.Err() != nil && ctx.Err() == nil {
+				err = fmt.Errorf("no complete answer to tools/list within %v (see WithListTimeout): %w", c.cfg.listTimeout, err)
+			}
 			return nil, c.errorf("list tools", "", err)
 		}
 		defs = append(defs, res.Tools...)
+		if len(defs) > c.cfg.limits.MaxTools {
+			return nil, c.errorf("list tools", "", fmt.Errorf("the server lists more than %d tools (see WithListLimits)", c.cfg.limits.MaxTools))
+		}
 		if res.NextCursor == "" {
 			break
 		}
 		seen[cursor] = true
 		if seen[res.NextCursor] || page == maxPages {
-			return nil, c.errorf("list tools", "", fmt.Errorf("the server's pages do not end (cursor %q after %d pages)", res.NextCursor, page))
+			return nil, c.errorf("list tools", "", fmt.Errorf("the server's pages do not end (cursor %q after %d pages)", truncate(res.NextCursor, 64), page))
 		}
 		cursor = res.NextCursor
 	}
@@ -747,68 +811,169 @@ func (c *conn) fetch(ctx context.Context, s *mcp.ClientSession) ([]toolset.Tool,
 }
 
 // makeTools turns the server's tool definitions into tools, reusing the
-// tools of the last listing whose definitions did not change.
+// tools of the last listing whose definitions did not change. It refuses
+// the definitions that are invalid (see [InvalidToolError]): they are left
+// out with a warning, logged once per definition, or, with
+// FailOnInvalidTools, fail the listing.
 func (c *conn) makeTools(defs []*mcp.Tool) ([]toolset.Tool, error) {
 	known := make(map[string]toolset.Tool, len(defs))
+	refused := make(map[string]*InvalidToolError)
 	tools := make([]toolset.Tool, 0, len(defs))
-	names := make(map[string]bool, len(defs))
-	var errs []error
+	count := make(map[string]int, len(defs))
+	for _, d := range defs {
+		if d != nil {
+			count[d.Name]++
+		}
+	}
+	var invalid []*InvalidToolError
+	refuse := func(key string, d *mcp.Tool, err error) {
+		ie, ok := c.refused[key]
+		if !ok || key == "" {
+			ie = &InvalidToolError{Server: c.cfg.name, Tool: truncate(d.Name, maxNameBytes), Err: err}
+			c.cfg.logger.Warn("mcptoolset: refusing an invalid tool of an MCP server", "server", c.cfg.name, "tool", ie.Tool, "error", ie.Err)
+		}
+		if key != "" {
+			refused[key] = ie
+		}
+		invalid = append(invalid, ie)
+	}
 	for _, d := range defs {
 		if d == nil {
 			continue // the SDK logs and drops these already
 		}
-		if names[d.Name] {
-			errs = append(errs, fmt.Errorf("tool %q is listed twice", d.Name))
+		switch n := count[d.Name]; {
+		case n > 1: // refused once per name, every definition left out
+			refuse(fmt.Sprintf("dup:%d:%s", n, d.Name), d, fmt.Errorf("the server lists %d tools of this name", n))
+			count[d.Name] = -1
+			continue
+		case n < 0:
 			continue
 		}
-		names[d.Name] = true
-		key, kerr := json.Marshal(d)
-		if kerr == nil {
-			if t, ok := c.known[string(key)]; ok {
-				known[string(key)] = t
-				tools = append(tools, t)
-				continue
-			}
+		b, kerr := json.Marshal(d)
+		key := string(b)
+		if kerr != nil {
+			key = ""
+		}
+		if t, ok := c.known[key]; ok && key != "" {
+			known[key] = t
+			tools = append(tools, t)
+			continue
+		}
+		if _, ok := c.refused[key]; ok && key != "" {
+			refuse(key, d, nil)
+			continue
 		}
 		t, err := c.makeTool(d)
+		if _, ok := errors.AsType[*toolset.PanicError](err); ok {
+			return nil, c.errorf("list tools", "", err) // a bug of the application's, not the server's
+		}
 		if err != nil {
-			errs = append(errs, err)
+			refuse(key, d, err)
 			continue
 		}
-		if kerr == nil {
-			known[string(key)] = t
+		if key != "" {
+			known[key] = t
 		}
 		tools = append(tools, t)
 	}
-	if len(errs) > 0 {
+	if len(invalid) > 0 && c.cfg.failInvalid {
+		var errs []error
+		for _, e := range invalid[:min(len(invalid), maxRefusalsJoined)] {
+			errs = append(errs, e)
+		}
+		if n := len(invalid) - maxRefusalsJoined; n > 0 {
+			errs = append(errs, fmt.Errorf("and %d more invalid tools", n))
+		}
 		return nil, c.errorf("list tools", "", errors.Join(errs...))
 	}
-	c.known = known
+	c.known, c.refused = known, refused
+	c.mu.Lock()
+	c.invalid = invalid
+	c.mu.Unlock()
 	return tools, nil
 }
 
+// maxRefusalsJoined bounds the refusals that a listing failed under
+// FailOnInvalidTools quotes.
+const maxRefusalsJoined = 10
+
+// makeTool makes the tool of one definition, or says why it is invalid.
 func (c *conn) makeTool(d *mcp.Tool) (toolset.Tool, error) {
-	if d.InputSchema == nil {
-		return toolset.Tool{}, fmt.Errorf("tool %q has no input schema", d.Name)
+	lim := c.cfg.limits
+	if err := checkName(d.Name); err != nil {
+		return toolset.Tool{}, err
 	}
-	params, err := schemaFromValue(d.InputSchema)
+	if len(d.Description) > lim.MaxDescriptionBytes {
+		return toolset.Tool{}, fmt.Errorf("the description is %d bytes, more than the limit of %d", len(d.Description), lim.MaxDescriptionBytes)
+	}
+	title := d.Title
+	if d.Annotations != nil && len(d.Annotations.Title) > len(title) {
+		title = d.Annotations.Title
+	}
+	if len(title) > lim.MaxDescriptionBytes {
+		return toolset.Tool{}, fmt.Errorf("the title is %d bytes, more than the limit of %d", len(title), lim.MaxDescriptionBytes)
+	}
+	if d.InputSchema == nil {
+		return toolset.Tool{}, errors.New("the tool has no input schema")
+	}
+	in, err := schemaJSON(d.InputSchema, lim)
 	if err != nil {
-		return toolset.Tool{}, fmt.Errorf("tool %q: input schema: %w", d.Name, err)
+		return toolset.Tool{}, fmt.Errorf("input schema: %w", err)
+	}
+	params, err := toolset.ParseSchema(in)
+	if err != nil {
+		return toolset.Tool{}, fmt.Errorf("input schema: %w", err)
+	}
+	if err := compileSchema(in); err != nil {
+		return toolset.Tool{}, fmt.Errorf("input schema: %w", err)
 	}
 	opts := []toolset.ToolOption{toolset.WithMetadata(metadataOf(c.cfg.name, d))}
 	if d.OutputSchema != nil {
-		var returns *jsonschema.Schema
-		if returns, err = schemaFromValue(d.OutputSchema); err != nil {
-			return toolset.Tool{}, fmt.Errorf("tool %q: output schema: %w", d.Name, err)
+		out, err := schemaJSON(d.OutputSchema, lim)
+		if err != nil {
+			return toolset.Tool{}, fmt.Errorf("output schema: %w", err)
+		}
+		returns, err := toolset.ParseSchema(out)
+		if err != nil {
+			return toolset.Tool{}, fmt.Errorf("output schema: %w", err)
 		}
 		opts = append(opts, toolset.WithReturns(returns))
 	}
 	if c.cfg.toolOpts != nil {
-		opts = append(opts, c.cfg.toolOpts(d)...)
+		more, err := c.toolOptions(d)
+		if err != nil {
+			return toolset.Tool{}, err
+		}
+		opts = append(opts, more...)
 	}
 	name := d.Name
 	call := func(ctx context.Context, args json.RawMessage) (any, error) { return c.call(ctx, name, args) }
-	return toolset.NewRawTool(d.Name, d.Description, params, call, opts...), nil
+	t := toolset.NewRawTool(d.Name, d.Description, params, call, opts...)
+	if err := t.Err(); err != nil {
+		return toolset.Tool{}, err
+	}
+	return t, nil
+}
+
+// toolOptions runs the WithToolOptions function for d, recovering a panic.
+func (c *conn) toolOptions(d *mcp.Tool) (opts []toolset.ToolOption, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the WithToolOptions function: %w", &toolset.PanicError{Tool: truncate(d.Name, maxNameBytes), Value: p, Stack: debug.Stack()})
+		}
+	}()
+	return c.cfg.toolOpts(d), nil
+}
+
+// guard runs fn, turning a panic into a *ServerError for op, so that the
+// callers waiting on a connection or a listing are always answered.
+func guard[T any](c *conn, op, what string, fn func() (T, error)) (v T, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = c.errorf(op, "", fmt.Errorf("panic while %s: %w", what, &toolset.PanicError{Value: p, Stack: debug.Stack()}))
+		}
+	}()
+	return fn()
 }
 
 // connectionLost reports whether err says that the session is over: the
@@ -858,14 +1023,4 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (any
 		return nil, &ResultError{Server: c.cfg.name, Tool: name, Content: content}
 	}
 	return content, nil
-}
-
-// schemaFromValue converts a schema that the MCP SDK decoded into Go values
-// (map[string]any and friends) into a *jsonschema.Schema.
-func schemaFromValue(v any) (*jsonschema.Schema, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("toolset: encoding the schema: %w", err)
-	}
-	return toolset.ParseSchema(b)
 }

@@ -591,32 +591,35 @@ func TestPagination(t *testing.T) {
 }
 
 // A server that sends bad tool lists gets a clear error, not a panic and
-// not a silent drop.
+// not a silent drop: an invalid tool is left out with a warning and
+// reported by InvalidTools (or fails the listing under FailOnInvalidTools),
+// a listing that cannot be read fails.
 func TestBadToolLists(t *testing.T) {
 	checkLeaks(t)
 	ctx := context.Background()
 	cases := map[string]struct {
 		edit func(res *mcp.ListToolsResult)
 		want string
+		tool string // the tool refused; "" when the listing fails
 	}{
 		"schema not an object": {func(res *mcp.ListToolsResult) {
 			res.Tools = append(res.Tools, &mcp.Tool{Name: "bad", InputSchema: "object"})
-		}, `tool "bad": input schema: toolset: invalid JSON Schema: a schema is a JSON object or a boolean, not a string`},
+		}, `tool "bad" refused: input schema: toolset: invalid JSON Schema: a schema is a JSON object or a boolean, not a string`, "bad"},
 		"output schema not a schema": {func(res *mcp.ListToolsResult) {
 			res.Tools = append(res.Tools, &mcp.Tool{Name: "bad", InputSchema: map[string]any{"type": "object"}, OutputSchema: 5})
-		}, `tool "bad": output schema: toolset: invalid JSON Schema`},
+		}, `tool "bad" refused: output schema: toolset: invalid JSON Schema`, "bad"},
 		"no schema": {func(res *mcp.ListToolsResult) {
 			res.Tools = append(res.Tools, &mcp.Tool{Name: "bad"})
-		}, `tool "bad" has no input schema`},
+		}, `tool "bad" refused: the tool has no input schema`, "bad"},
 		"listed twice": {func(res *mcp.ListToolsResult) {
 			res.Tools = append(res.Tools, res.Tools[0])
-		}, `is listed twice`},
+		}, `refused: the server lists 2 tools of this name`, "add"},
 		"endless pages": {func(res *mcp.ListToolsResult) {
 			res.NextCursor = "again"
-		}, `the server's pages do not end (cursor "again" after 2 pages)`},
+		}, `the server's pages do not end (cursor "again" after 2 pages)`, ""},
 		"pages that never repeat": {func(res *mcp.ListToolsResult) {
 			res.NextCursor = fmt.Sprint("page", time.Now().UnixNano())
-		}, `after 20 pages`},
+		}, `after 20 pages`, ""},
 	}
 	defer mcptoolset.SetMaxPages(20)()
 	for name, tc := range cases {
@@ -634,12 +637,30 @@ func TestBadToolLists(t *testing.T) {
 					return res, err
 				}
 			})
-			ts := mcptoolset.NewInMemory("odd", server)
-			defer ts.Close()
-			_, err := ts.GetTools(ctx)
+			log, buf := logBuffer()
+			strict := mcptoolset.NewInMemory("odd", server, mcptoolset.FailOnInvalidTools(), mcptoolset.WithLogger(log))
+			defer strict.Close()
+			_, err := strict.GetTools(ctx)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), `mcptoolset: MCP server "odd": list tools: `)
 			assert.Contains(t, err.Error(), tc.want)
+
+			lenient := mcptoolset.NewInMemory("odd", server, mcptoolset.WithLogger(log))
+			defer lenient.Close()
+			tools, err := lenient.GetTools(ctx)
+			if tc.tool == "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.want)
+				return
+			}
+			require.NoError(t, err, "the other tools are offered")
+			assert.NotContains(t, toolNames(tools), tc.tool)
+			assert.Contains(t, toolNames(tools), "read_file")
+			invalid := lenient.InvalidTools()
+			require.Len(t, invalid, 1)
+			assert.Equal(t, tc.tool, invalid[0].Tool)
+			assert.Contains(t, invalid[0].Error(), tc.want)
+			assert.Contains(t, buf.String(), `msg="mcptoolset: refusing an invalid tool of an MCP server" server=odd tool=`+tc.tool)
 		})
 	}
 }

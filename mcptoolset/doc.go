@@ -60,6 +60,24 @@
 //		return opts
 //	})
 //
+// A server is not trusted: its listing is checked before anything is
+// offered to a model. A tool is refused when its input schema does not
+// compile, or when any of its schemas refers to a document other than
+// itself (a "$ref", "$dynamicRef" or "$recursiveRef" that is not a
+// fragment "#...", a "$schema" that is not a JSON Schema draft, an "$id"
+// that is neither a fragment nor a plain http(s) URL; see
+// [ExternalRefError]), so a schema never makes the process read a file or
+// fetch a URL. A tool is refused too when it is over the limits of
+// [WithListLimits] (schema size and nesting, description and title size),
+// when its name is empty, longer than 128 bytes or holds spaces or control
+// characters, or when the server lists two tools of its name. A refused
+// tool is left out, with a warning logged once per definition, and
+// [Toolset.InvalidTools] reports it ([*InvalidToolError]); the server's
+// other tools are offered. [FailOnInvalidTools] makes the listing fail
+// instead. A listing with more tools than [ListLimits].MaxTools fails, and
+// [WithListTimeout] bounds the time to list, all pages together (30
+// seconds by default), so a server that never answers cannot hang a turn.
+//
 // Calling a tool sends tools/call with the arguments as they are. A
 // successful result is a [*toolset.Content]: text, image, audio and
 // resource content as parts, structured content as Structured;
@@ -144,10 +162,22 @@
 // the request (its session, client, HTTP header and token), so a filtered
 // or dynamic toolset shows each client only its own tools, and a client
 // cannot call a tool it is not shown. Calls run through
-// [toolset.Tools.Execute]: arguments are validated, policies apply. Errors
-// the model should see come back as isError results with their text (an
-// unknown tool too, with the names available); other errors as JSON-RPC
-// errors. Results go out as text, [*toolset.Content] parts as MCP content of
+// [toolset.Tools.Execute]: arguments are validated, policies apply.
+//
+// Each MCP session is one run: its requests share the run's bookkeeping,
+// each request one step later than the last. A tool search's reveals show
+// from the session's next request, run-scoped caches hit across its
+// requests, retry budgets and approvals hold for the session; other
+// sessions see none of it. The run is forgotten when the session ends, and
+// [WithMaxSessionRuns] bounds the runs kept.
+//
+// Errors the model should see come back as isError results with their
+// text (an unknown tool too, with the names available). Other errors are
+// internal: the client gets a JSON-RPC error "internal error (id …)", and
+// the error is logged with the same ID ([WithServerLogger]), so a remote
+// client never reads a host's error text. Every request runs under
+// recover: a callback that panics (a filter, a handler, a cache key, the
+// run context function) fails its request, and the server serves on. Results go out as text, [*toolset.Content] parts as MCP content of
 // the same kind, and, for tools with a result schema, also as structured
 // content. Tool metadata [MetaTitle] and the hint keys become the MCP
 // title and annotations, so a proxied MCP tool keeps them.

@@ -1,7 +1,6 @@
 package mcptoolset
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -39,6 +38,32 @@ func (e *ServerError) Error() string {
 // Unwrap returns the cause.
 func (e *ServerError) Unwrap() error { return e.Err }
 
+// InvalidToolError reports a tool of a server's listing that a [Toolset]
+// refused: its input schema does not compile, or refers to a document
+// other than itself (a file, a URL; see [ExternalRefError]), or the tool
+// is over the limits of [WithListLimits], or its name is unusable or
+// listed twice. The listing leaves it out (see [Toolset.InvalidTools]), or
+// fails with it under [FailOnInvalidTools].
+type InvalidToolError struct {
+	// Server is the server's name.
+	Server string
+	// Tool is the tool's name as the server listed it, cut to 128 bytes.
+	Tool string
+	// Err says what is wrong.
+	Err error
+}
+
+// maxCauseShown bounds the text of an InvalidToolError's cause.
+const maxCauseShown = 512
+
+// Error implements error.
+func (e *InvalidToolError) Error() string {
+	return fmt.Sprintf("mcptoolset: MCP server %q: tool %q refused: %s", e.Server, e.Tool, truncate(fmt.Sprint(e.Err), maxCauseShown))
+}
+
+// Unwrap returns the cause.
+func (e *InvalidToolError) Unwrap() error { return e.Err }
+
 // ResultError is a tool result that the server flagged with isError: the
 // tool ran and failed in a way the model should see, such as a file that
 // does not exist. It implements [toolset.ModelError]; its message is the
@@ -68,10 +93,4 @@ func (e *ResultError) ModelMessage() string {
 		}
 	}
 	return "the tool failed without saying why"
-}
-
-// isContextErr reports whether err comes from a cancelled or expired
-// context.
-func isContextErr(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }

@@ -1,9 +1,25 @@
 package mcptoolset
 
+import "github.com/modelcontextprotocol/go-sdk/mcp"
+
 // SetMaxPages sets the bound on the pages of one listing, for a test, and
 // returns a function that restores it.
 func SetMaxPages(n int) (restore func()) {
 	old := maxPages
 	maxPages = n
 	return func() { maxPages = old }
+}
+
+// SessionRuns returns the number of sessions of s that have a run.
+func SessionRuns(s *Server) int { return s.runs.len() }
+
+// Sessions returns the sessions s keeps an entry for.
+func Sessions(s *Server) []*mcp.ServerSession {
+	s.runs.mu.Lock()
+	defer s.runs.mu.Unlock()
+	var out []*mcp.ServerSession
+	for ss := range s.runs.m {
+		out = append(out, ss)
+	}
+	return out
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/mcptoolset"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -173,4 +176,28 @@ func normalJSON(t testing.TB, b []byte) any {
 func requireSameJSON(t testing.TB, want, got []byte) {
 	t.Helper()
 	require.Equal(t, normalJSON(t, want), normalJSON(t, got), "want %s\n got %s", want, got)
+}
+
+// internalErrorRE matches the message of an internal error sent to a
+// client.
+var internalErrorRE = regexp.MustCompile(`internal error \(id ([0-9a-f]{16})\)`)
+
+// requireInternal fails unless err, as a client got it, is an internal
+// error without detail in its text, and the server logged detail under the
+// same error ID in log. It returns the ID.
+func requireInternal(t testing.TB, err error, log *syncBuffer, detail string) string {
+	t.Helper()
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), detail, "the client does not see the error's text")
+	m := internalErrorRE.FindStringSubmatch(err.Error())
+	require.NotNil(t, m, "an internal error with an ID: %v", err)
+	id := m[1]
+	for line := range strings.Lines(log.String()) {
+		if strings.Contains(line, id) {
+			assert.Contains(t, line, detail, "the log has the detail under the ID")
+			return id
+		}
+	}
+	t.Fatalf("no log line with error ID %s in:\n%s", id, log.String())
+	return ""
 }

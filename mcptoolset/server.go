@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gotoolset/toolset"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -26,6 +29,8 @@ type Server struct {
 	runCtx RunContextFunc
 	page   int
 	instr  bool // the toolset's instructions are sent at initialization
+	logger *slog.Logger
+	runs   sessionRuns
 }
 
 // Request describes the MCP request that a run context is built for.
@@ -46,23 +51,40 @@ type Request struct {
 	Tool string
 }
 
-// RunContextFunc builds the run context for one MCP request, from which
-// [toolset.BuildTools] builds the tools that request sees: a filtered
-// toolset shows each client only its own tools, a Dynamic one picks the
-// client's toolset. It is called for every request; cache by
-// req.Session.ID() if building is costly. An error refuses the request
-// with a JSON-RPC error carrying its text.
+// RunContextFunc says who a client is, for one MCP request: the Agent,
+// RunID, Values, Deps and StableToolList of the RunContext it returns are
+// those of the request, from which [toolset.BuildTools] builds the tools
+// that request sees (a filtered toolset shows each client only its own
+// tools, a Dynamic one picks the client's toolset). It is called for every
+// request, so what a client may do is decided again at each request (from
+// its HTTP header or token, say); cache by req.Session.ID() if deciding is
+// costly.
+//
+// The run itself belongs to the MCP session (see [NewServer]): the Step and
+// the bookkeeping of the RunContext returned are not used; the request
+// runs at the session's next step, with the session's bookkeeping. A
+// RunID other than the one of the session's run starts a new run for the
+// session (with fresh bookkeeping); an empty RunID keeps the session's
+// run. A nil RunContext means the defaults of [WithRunContext].
+//
+// An error refuses the request. To tell the client why, return a
+// [*jsonrpc.Error] as it is (not wrapped): it is sent with its code and
+// message (cut to 1 KiB). Any other error is internal (see [NewServer]):
+// the client gets only an error ID. A panic is recovered and reported as
+// an internal error.
 type RunContextFunc func(ctx context.Context, req *Request) (*toolset.RunContext, error)
 
 // ServerOption configures a [Server].
 type ServerOption func(*serverConfig)
 
 type serverConfig struct {
-	impl   *mcp.Implementation
-	opts   *mcp.ServerOptions
-	agent  string
-	runCtx RunContextFunc
-	page   int
+	impl    *mcp.Implementation
+	opts    *mcp.ServerOptions
+	agent   string
+	runCtx  RunContextFunc
+	page    int
+	logger  *slog.Logger
+	maxRuns int
 }
 
 // WithImplementation sets the server's name and version sent to clients;
@@ -78,11 +100,30 @@ func WithServerOptions(opts *mcp.ServerOptions) ServerOption {
 	return func(c *serverConfig) { c.opts = opts }
 }
 
-// WithRunContext sets the function that builds each request's run
-// context. Without it, requests run with a RunContext whose Agent is the
-// agent name and whose RunID is the session's ID.
+// WithRunContext sets the function that says who the client of each
+// request is (see [RunContextFunc]). Without it, requests run with a
+// RunContext whose Agent is the agent name and whose RunID is the
+// session's ID (or, for a session without one, such as over stdio, an ID
+// made up for the session).
 func WithRunContext(fn RunContextFunc) ServerOption {
 	return func(c *serverConfig) { c.runCtx = fn }
+}
+
+// WithServerLogger sets the logger that records internal errors (with
+// their error ID, see [NewServer]), recovered panics and dropped session
+// runs; the default is slog.Default().
+func WithServerLogger(l *slog.Logger) ServerOption {
+	return func(c *serverConfig) { c.logger = l }
+}
+
+// WithMaxSessionRuns bounds the number of sessions whose run the server
+// keeps (see [NewServer]); the default is [DefaultMaxSessionRuns]. Beyond
+// it, the least recently used session's run is dropped, and that session
+// starts a new run at its next request. A warning is logged for the 1st,
+// 2nd, 4th, 8th... run dropped, so a flood of sessions does not flood the
+// log.
+func WithMaxSessionRuns(n int) ServerOption {
+	return func(c *serverConfig) { c.maxRuns = n }
 }
 
 // WithAgent sets the agent name passed to [toolset.BuildTools] and put in
@@ -100,13 +141,31 @@ func WithPageSize(n int) ServerOption { return func(c *serverConfig) { c.page = 
 // their parameter schemas as input schemas, their result schemas as
 // output schemas, and the [MetaTitle] and hint metadata as title and
 // annotations. Each tools/call builds the tools the same way and runs the
-// call through [toolset.Tools.Execute], so a tool hidden from a client
-// cannot be called by it, and arguments are validated. An error the model
-// should see ([toolset.ModelMessage] reports true) comes back as a result
-// with isError set and the error's text; any other error as a JSON-RPC
-// error. A result is sent as text (see [toolset.ResultText]), a
+// call through [toolset.Tools.Execute], under the same context, so a tool
+// hidden from a client cannot be called by it, and arguments are
+// validated. A result is sent as text (see [toolset.ResultText]), a
 // [*toolset.Content] part by part, and, when the tool has a result
 // schema, also as structured content.
+//
+// Each MCP session is one run: its requests share one
+// [toolset.RunContext] bookkeeping (the tools a tool search revealed,
+// failures counted against retry budgets, approvals, run-scoped caches),
+// and each request is the run's next step. So a deferred tool that a
+// search revealed is listed and callable from the session's next request,
+// and never in another session. A session's run is forgotten when the
+// session ends; at most [WithMaxSessionRuns] sessions keep one.
+//
+// An error the model should see ([toolset.ModelMessage] reports true)
+// comes back as a result with isError set and the error's text. Any other
+// error (a handler's failure, a toolset that cannot be built, a panic) is
+// internal: the client gets a JSON-RPC error "internal error (id …)" with
+// a random error ID, and the error itself is logged (see
+// [WithServerLogger]) with the same ID, so its text, which may hold
+// details of the host, never reaches a remote client. Every request is
+// handled under recover: a panic in any callback it runs (a filter, a
+// Dynamic function, a handler, an approval predicate, a cache key, the run
+// context function, a handler of the SDK server) fails that request only,
+// and the server goes on serving.
 //
 // If ts provides instructions ([toolset.InstructionsProvider]) and the
 // server options set none, they are sent to each client at initialization.
@@ -137,7 +196,14 @@ func NewServer(ts toolset.Toolset, opts ...ServerOption) *Server {
 		caps.Tools = &mcp.ToolCapabilities{ListChanged: true}
 	}
 	so.Capabilities = caps
-	s := &Server{ts: ts, agent: cfg.agent, runCtx: cfg.runCtx, page: cfg.page}
+	s := &Server{ts: ts, agent: cfg.agent, runCtx: cfg.runCtx, page: cfg.page, logger: cfg.logger}
+	if s.logger == nil {
+		s.logger = slog.Default()
+	}
+	s.runs.logger, s.runs.max = s.logger, cfg.maxRuns
+	if s.runs.max <= 0 {
+		s.runs.max = DefaultMaxSessionRuns
+	}
 	if s.agent == "" {
 		s.agent = impl.Name
 	}
@@ -205,7 +271,40 @@ func (s *Server) HTTPHandler(opts *mcp.StreamableHTTPOptions) http.Handler {
 }
 
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	h := s.handler(next)
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		// The request is handled on a goroutine of its own, so that a
+		// callback that panics or calls runtime.Goexit ends that goroutine
+		// only, and the client is answered either way.
+		var (
+			res      mcp.Result
+			err      error
+			returned bool
+		)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			defer func() {
+				if p := recover(); p != nil {
+					err = s.internal(ctx, method, req, &toolset.PanicError{Tool: toolName(req), Value: p, Stack: debug.Stack()})
+					returned = true
+				}
+			}()
+			res, err = h(ctx, method, req)
+			returned = true
+		}()
+		<-done
+		if !returned {
+			return nil, s.internal(ctx, method, req, errors.New("mcptoolset: the request's handling called runtime.Goexit"))
+		}
+		return res, err
+	}
+}
+
+// handler handles a request, answering tools/list and tools/call from the
+// toolset and passing the rest to next.
+func (s *Server) handler(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
 		switch r := req.(type) {
 		case *mcp.ListToolsRequest:
 			if method == "tools/list" {
@@ -234,7 +333,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if err != nil {
 			return nil, err
 		}
-		res, err := next(ctx, method, req)
+		res, err = next(ctx, method, req)
 		switch r := res.(type) {
 		case *mcp.InitializeResult:
 			r.Instructions = text
@@ -245,7 +344,55 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// context returns ctx with the run context of req.
+// toolName returns the name of the tool a tools/call request calls, or "".
+func toolName(req mcp.Request) string {
+	if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil {
+		return r.Params.Name
+	}
+	return ""
+}
+
+// maxRefusalShown bounds the message of a run context function's refusal.
+const maxRefusalShown = 1024
+
+// maxLoggedName bounds the length of a client's tool name in logs and
+// messages.
+const maxLoggedName = 200
+
+// internal logs err, which the client must not see, under a new error ID,
+// and returns the JSON-RPC error the client gets instead.
+func (s *Server) internal(ctx context.Context, method string, req mcp.Request, err error) error {
+	id := randomID()
+	attrs := []any{"error_id", id, "method", method, "error", err}
+	if name := toolName(req); name != "" {
+		attrs = append(attrs, "tool", truncate(name, maxLoggedName))
+	}
+	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
+		attrs = append(attrs, "session", ss.ID())
+	}
+	var pe *toolset.PanicError
+	if errors.As(err, &pe) {
+		attrs = append(attrs, "stack", string(pe.Stack))
+	}
+	s.logger.ErrorContext(ctx, "mcptoolset: request failed", attrs...)
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error (id " + id + ")"}
+}
+
+// truncate returns s cut to at most n bytes, on a rune boundary, with "…"
+// appended when cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// context returns ctx with the run context of req: the session's run at
+// its next step, with the fields the run context function gives the
+// request.
 func (s *Server) context(ctx context.Context, method string, req mcp.Request, tool string) (context.Context, error) {
 	r := &Request{Method: method, Extra: req.GetExtra(), Tool: tool}
 	r.Session, _ = req.GetSession().(*mcp.ServerSession)
@@ -259,21 +406,28 @@ func (s *Server) context(ctx context.Context, method string, req mcp.Request, to
 	if s.runCtx != nil {
 		var err error
 		if rc, err = s.runCtx(ctx, r); err != nil {
-			return nil, fmt.Errorf("mcptoolset: building the run context: %w", err)
+			return nil, s.refusal(ctx, method, req, err)
 		}
 	}
 	if rc == nil {
 		rc = &toolset.RunContext{Agent: s.agent}
-		if r.Session != nil {
-			rc.RunID = r.Session.ID()
-		}
-	} else {
-		// NewContext may fill in rc: work on a copy, as the function may
-		// return one RunContext to concurrent requests.
-		c := *rc
-		rc = &c
 	}
-	return toolset.NewContext(ctx, rc), nil
+	if r.Session == nil {
+		// No session to keep a run in: the request is a run of its own.
+		return toolset.NewContext(ctx, fieldsOf(rc)), nil
+	}
+	return toolset.NewContext(ctx, s.runs.next(r.Session, rc)), nil
+}
+
+// refusal returns the error the client gets when the run context function
+// refuses a request with err.
+func (s *Server) refusal(ctx context.Context, method string, req mcp.Request, err error) error {
+	// Only an error made for the client: one wrapped may come from
+	// anywhere, such as another server the function asked.
+	if je, ok := err.(*jsonrpc.Error); ok {
+		return &jsonrpc.Error{Code: je.Code, Message: truncate(je.Message, maxRefusalShown)}
+	}
+	return s.internal(ctx, method, req, fmt.Errorf("mcptoolset: building the run context: %w", err))
 }
 
 func (s *Server) instructions(ctx context.Context, method string, req mcp.Request) (string, error) {
@@ -283,7 +437,7 @@ func (s *Server) instructions(ctx context.Context, method string, req mcp.Reques
 	}
 	text, err := toolset.Instructions(ctx, s.ts)
 	if err != nil {
-		return "", fmt.Errorf("mcptoolset: instructions: %w", err)
+		return "", s.internal(ctx, method, req, fmt.Errorf("mcptoolset: instructions: %w", err))
 	}
 	return text, nil
 }
@@ -295,7 +449,7 @@ func (s *Server) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mcp
 	}
 	tools, err := toolset.BuildTools(ctx, s.agent, s.ts)
 	if err != nil {
-		return nil, err
+		return nil, s.internal(ctx, "tools/list", req, err)
 	}
 	list := tools.List()
 	start := 0
@@ -313,7 +467,7 @@ func (s *Server) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mcp
 	for _, t := range list[start:end] {
 		mt, err := mcpTool(t)
 		if err != nil {
-			return nil, err
+			return nil, s.internal(ctx, "tools/list", req, err)
 		}
 		res.Tools = append(res.Tools, mt)
 	}
@@ -333,7 +487,7 @@ func parseCursor(cursor string, n int) (int, error) {
 	s, ok := strings.CutPrefix(string(b), cursorPrefix)
 	offset, aerr := strconv.Atoi(s)
 	if err != nil || !ok || aerr != nil || offset < 0 {
-		return 0, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid cursor %q", cursor)}
+		return 0, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid cursor %q", truncate(cursor, 64))}
 	}
 	return min(offset, n), nil
 }
@@ -392,35 +546,42 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	if err != nil {
 		return nil, err
 	}
+	// The tools are built and the call made under the one context that
+	// carries the session's run.
 	tools, err := toolset.BuildTools(ctx, s.agent, s.ts)
 	if err != nil {
-		return nil, err
+		return nil, s.internal(ctx, "tools/call", req, err)
 	}
 	v, err := tools.Execute(ctx, toolset.ToolCall{Name: name, Args: req.Params.Arguments})
 	if err != nil {
-		return errorResult(err)
+		res, ok := errorResult(err)
+		if !ok {
+			return nil, s.internal(ctx, "tools/call", req, err)
+		}
+		return res, nil
 	}
 	t, _ := tools.Lookup(name)
 	res, err := toMCP(v, t.Returns != nil)
 	if err != nil {
-		return nil, fmt.Errorf("mcptoolset: tool %q: %w", name, err)
+		return nil, s.internal(ctx, "tools/call", req, fmt.Errorf("mcptoolset: tool %q: %w", name, err))
 	}
 	return res, nil
 }
 
 // errorResult turns an error the model should see into an isError result,
-// keeping every part of a proxied MCP tool's error result.
-func errorResult(err error) (*mcp.CallToolResult, error) {
+// keeping every part of a proxied MCP tool's error result. It reports
+// false for any other error.
+func errorResult(err error) (*mcp.CallToolResult, bool) {
 	msg, ok := toolset.ModelMessage(err)
 	if !ok {
-		return nil, err
+		return nil, false
 	}
 	var re *ResultError
 	if errors.As(err, &re) && re.Content != nil && len(re.Content.Parts) > 0 {
 		if res, cerr := contentToMCP(re.Content); cerr == nil {
 			res.IsError = true
-			return res, nil
+			return res, true
 		}
 	}
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}, nil
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}, true
 }

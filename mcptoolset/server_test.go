@@ -3,7 +3,6 @@ package mcptoolset_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -100,7 +99,8 @@ func TestServeToolset(t *testing.T) {
 func TestServeCalls(t *testing.T) {
 	checkLeaks(t)
 	ctx := context.Background()
-	cs := connect(t, mcptoolset.NewServer(fixture.Toolset()), nil)
+	log, buf := logBuffer()
+	cs := connect(t, mcptoolset.NewServer(fixture.Toolset(), mcptoolset.WithServerLogger(log)), nil)
 	call := func(name string, args any) (*mcp.CallToolResult, error) {
 		return cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 	}
@@ -141,10 +141,10 @@ func TestServeCalls(t *testing.T) {
 	require.True(t, res.IsError)
 	assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, `unknown tool "nope"; available tools: boom, echo, forecast, picture, retry`)
 
-	// Other errors are JSON-RPC errors.
+	// Other errors are internal: the client gets a JSON-RPC error with an
+	// ID, the log the error.
 	_, err = call("boom", nil)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "database unreachable")
+	requireInternal(t, err, buf, "database unreachable")
 	var werr *jsonrpc.Error
 	assert.ErrorAs(t, err, &werr)
 }
@@ -168,7 +168,7 @@ func TestServePerSessionTools(t *testing.T) {
 		seen = append(seen, req.Method)
 		mu.Unlock()
 		if client == "intruder" {
-			return nil, errors.New("unknown client")
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "unknown client"}
 		}
 		role := "guest"
 		if client == "ops-console" {
@@ -209,13 +209,13 @@ func TestServePerSessionTools(t *testing.T) {
 	assert.Subset(t, seen, []string{"server/discover", "tools/list", "tools/call"}, "the SDK's client uses the 2026-07-28 handshake in memory")
 	mu.Unlock()
 
-	// A hook error refuses the request.
+	// A hook's JSON-RPC error refuses the request with its message.
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := srv.MCP().Connect(ctx, st, nil)
 	require.NoError(t, err)
 	_, err = mcp.NewClient(&mcp.Implementation{Name: "intruder", Version: "v1"}, nil).Connect(ctx, ct, nil)
 	require.Error(t, err, "the instructions of initialize need a run context")
-	assert.Contains(t, err.Error(), "building the run context: unknown client")
+	assert.Contains(t, err.Error(), "unknown client")
 	_ = ss.Close()
 }
 
@@ -321,14 +321,14 @@ func TestServePagination(t *testing.T) {
 func TestServeConflictingToolset(t *testing.T) {
 	checkLeaks(t)
 	ctx := context.Background()
-	srv := mcptoolset.NewServer(toolset.NewCombined(toolset.NewFunction(echoTool("x")), toolset.NewFunction(echoTool("x"))))
+	log, buf := logBuffer()
+	srv := mcptoolset.NewServer(toolset.NewCombined(toolset.NewFunction(echoTool("x")), toolset.NewFunction(echoTool("x"))),
+		mcptoolset.WithServerLogger(log))
 	cs := connect(t, srv, nil)
 	_, err := cs.ListTools(ctx, nil)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), `"x" contributed by`)
+	requireInternal(t, err, buf, `\"x\" contributed by`)
 	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "x"})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), `"x" contributed by`)
+	requireInternal(t, err, buf, `\"x\" contributed by`)
 }
 
 // A core toolset served over MCP, consumed back as a toolset, prefixed
@@ -387,7 +387,8 @@ func TestRoundTrip(t *testing.T) {
 	_, err = tools.Call(ctx, "weather_boom", nil)
 	_, ok = toolset.ModelMessage(err)
 	assert.False(t, ok, "an error that stops the run on the server stops it here too")
-	assert.Contains(t, err.Error(), "database unreachable")
+	assert.Regexp(t, `internal error \(id [0-9a-f]{16}\)`, err.Error())
+	assert.NotContains(t, err.Error(), "database unreachable", "the server's internal error text stays on the server")
 
 	text, err := toolset.Instructions(ctx, remote)
 	require.NoError(t, err)
@@ -544,18 +545,17 @@ func TestServeBadInput(t *testing.T) {
 	zero.ToolsChanged()
 	require.ErrorContains(t, zero.ServeStdio(ctx), "a Server must be made with NewServer")
 
-	cs := connect(t, mcptoolset.NewServer(nil), nil)
+	log, buf := logBuffer()
+	cs := connect(t, mcptoolset.NewServer(nil, mcptoolset.WithServerLogger(log)), nil)
 	_, err := cs.ListTools(ctx, nil)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "nil Toolset")
+	requireInternal(t, err, buf, "nil Toolset")
 
 	unencodable := toolset.NewTool("unencodable", "Returns what JSON cannot hold.", func(context.Context, struct{}) (map[string]any, error) {
 		return map[string]any{"f": func() {}}, nil
 	})
-	cs = connect(t, mcptoolset.NewServer(toolset.NewFunction(unencodable, echoTool("plain"))), nil)
+	cs = connect(t, mcptoolset.NewServer(toolset.NewFunction(unencodable, echoTool("plain")), mcptoolset.WithServerLogger(log)), nil)
 	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "unencodable"})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), `tool "unencodable": toolset: encoding the result: json: unsupported type`)
+	requireInternal(t, err, buf, `tool \"unencodable\": toolset: encoding the result: json: unsupported type`)
 
 	for _, args := range []any{[]int{1}, "text", 5} {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "plain", Arguments: args})

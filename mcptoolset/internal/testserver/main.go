@@ -1,11 +1,14 @@
 // Command testserver is an MCP server over stdio for the tests of
 // mcptoolset: with -sdk it serves fixture.SDKServer, written with the SDK
 // alone; otherwise it serves fixture.Toolset through mcptoolset.NewServer.
+// With -hang-list it never answers tools/list, as a hostile or broken
+// server may do.
 package main
 
 import (
 	"context"
 	"flag"
+	"io"
 	"log"
 	"os"
 	"os/signal"
@@ -18,16 +21,42 @@ import (
 func main() {
 	sdk := flag.Bool("sdk", false, "serve the SDK-native server")
 	name := flag.String("name", "files", "server name")
+	hangList := flag.Bool("hang-list", false, "never answer tools/list")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	var err error
-	if *sdk {
+	switch {
+	case *hangList:
+		s := fixture.SDKServer(*name)
+		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == "tools/list" {
+					select {} // ignores even cancellation
+				}
+				return next(ctx, method, req)
+			}
+		})
+		// The stuck handler would keep Run from returning: exit when the
+		// client closes stdin instead.
+		err = s.Run(ctx, &mcp.IOTransport{Reader: exitAtEOF{os.Stdin}, Writer: os.Stdout})
+	case *sdk:
 		err = fixture.SDKServer(*name).Run(ctx, &mcp.StdioTransport{})
-	} else {
+	default:
 		err = mcptoolset.NewServer(fixture.Toolset(), mcptoolset.WithImplementation(&mcp.Implementation{Name: *name, Version: "v1"})).ServeStdio(ctx)
 	}
 	if err != nil && ctx.Err() == nil {
 		log.Fatal(err)
 	}
+}
+
+// exitAtEOF ends the process when its reader reaches the end.
+type exitAtEOF struct{ io.ReadCloser }
+
+func (r exitAtEOF) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	if err == io.EOF {
+		os.Exit(0)
+	}
+	return n, err
 }

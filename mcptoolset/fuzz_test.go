@@ -1,0 +1,81 @@
+package mcptoolset
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// FuzzToolFromListing feeds one tool definition of a server's tools/list
+// answer, as JSON, to the code that makes it a toolset.Tool. Whatever the
+// definition, it must not panic or hang, and it is either refused with a
+// bounded error or made into a tool whose schema is sound (it compiles and
+// refers only within itself) and that validates arguments without
+// reaching outside.
+func FuzzToolFromListing(f *testing.F) {
+	files, _ := filepath.Glob("testdata/hostile/schemas/*.json")
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add([]byte(`{"name":"evil","description":"Evil.","inputSchema":` + string(b) + `}`))
+	}
+	f.Add([]byte(`{"name":"read_file","inputSchema":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]},"annotations":{"readOnlyHint":true}}`))
+	f.Add([]byte(`{"name":"add","inputSchema":{"type":"object","properties":{"a":{"type":"integer","minimum":0}}},"outputSchema":{"type":"object","properties":{"sum":{"type":"integer"}}}}`))
+	f.Add([]byte(`{"name":"defs","inputSchema":{"type":"object","properties":{"h":{"$ref":"#/definitions/a"}},"definitions":{"a":{"type":"object"}}}}`))
+	f.Add([]byte(`{"name":"b","inputSchema":true}`))
+
+	logger := slog.New(slog.DiscardHandler)
+	dial := func(context.Context) (mcp.Transport, error) { return nil, errors.New("no server in a fuzz test") }
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var d mcp.Tool
+		if json.Unmarshal(data, &d) != nil {
+			return
+		}
+		c := newConn("fuzz", dial, []Option{WithLogger(logger), WithRetryDelay(time.Hour)})
+		tools, err := c.makeTools([]*mcp.Tool{&d})
+		if err != nil {
+			t.Fatalf("a listing of one tool fails: %v", err)
+		}
+		if len(tools)+len(c.invalid) != 1 {
+			t.Fatalf("%d tools and %d refusals for one definition", len(tools), len(c.invalid))
+		}
+		for _, ie := range c.invalid {
+			if n := len(ie.Error()); n > 1024 {
+				t.Fatalf("a refusal of %d bytes", n)
+			}
+		}
+		for _, tool := range tools {
+			if err := tool.Err(); err != nil {
+				t.Fatalf("an accepted tool with an error: %v", err)
+			}
+			if tool.Name != d.Name {
+				t.Fatalf("tool %q made from a definition named %q", tool.Name, d.Name)
+			}
+			params, err := tool.ParametersJSON()
+			if err != nil {
+				t.Fatalf("an accepted tool's schema does not encode: %v", err)
+			}
+			if err := checkSchemaDoc(params, 1<<20); err != nil {
+				t.Fatalf("an accepted tool's schema %s: %v", params, err)
+			}
+			if err := compileSchema(params); err != nil {
+				t.Fatalf("an accepted tool's schema, as the core encodes it, %s: %v", params, err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, _ = tool.Call(ctx, json.RawMessage(`{"path":"/etc/passwd","a":1,"x":[1,{"y":null}]}`))
+			if ctx.Err() != nil {
+				t.Fatal("validating arguments hangs")
+			}
+			cancel()
+		}
+	})
+}

@@ -1,0 +1,232 @@
+package mcptoolset_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/mcptoolset"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// searchable returns a toolset of a tool search over two deferred tools.
+func searchable() toolset.Toolset {
+	deferred := toolset.NewFunction(
+		toolset.NewTool("create_invoice", "Create an invoice for a customer.", func(context.Context, struct{}) (string, error) {
+			return "invoice created", nil
+		}, toolset.WithDeferred()),
+		toolset.NewTool("refund_payment", "Refund a payment.", func(context.Context, struct{}) (string, error) {
+			return "refunded", nil
+		}, toolset.WithDeferred()),
+	)
+	return toolset.NewCombined(deferred, toolset.NewToolSearch(deferred))
+}
+
+func listedNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
+func callText(t *testing.T, cs *mcp.ClientSession, name string, args any) (string, bool) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Content)
+	return res.Content[0].(*mcp.TextContent).Text, res.IsError
+}
+
+// A deferred tool that the tool search reveals in one request is listed
+// and callable in the next request of the same session, and in no other
+// session.
+func TestServedSessionKeepsToolSearchReveals(t *testing.T) {
+	checkLeaks(t)
+	srv := mcptoolset.NewServer(searchable())
+	alice, bob := connect(t, srv, nil), connect(t, srv, nil)
+
+	assert.Equal(t, []string{"tool_search"}, listedNames(t, alice))
+	text, isErr := callText(t, alice, "tool_search", map[string]any{"query": "invoice", "top_k": 1})
+	require.False(t, isErr, text)
+	assert.Contains(t, text, "create_invoice")
+
+	assert.Equal(t, []string{"create_invoice", "tool_search"}, listedNames(t, alice), "revealed from the session's next request")
+	text, isErr = callText(t, alice, "create_invoice", nil)
+	assert.False(t, isErr, text)
+	assert.Equal(t, "invoice created", text)
+
+	assert.Equal(t, []string{"tool_search"}, listedNames(t, bob), "another session does not see the reveal")
+	text, isErr = callText(t, bob, "create_invoice", nil)
+	assert.True(t, isErr, "another session cannot call it")
+	assert.Contains(t, text, `unknown tool "create_invoice"`)
+}
+
+// The same over streamable HTTP, where every request is an HTTP request
+// of its own and the session is named by its header: one run per session.
+func TestServedHTTPSessionKeepsToolSearchReveals(t *testing.T) {
+	checkLeaks(t)
+	ctx := context.Background()
+	srv := mcptoolset.NewServer(searchable())
+	httpServer := httptest.NewServer(srv.HTTPHandler(nil))
+	t.Cleanup(httpServer.Close) // after the sessions' cleanups
+	session := func() *mcp.ClientSession {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "v1"}, nil).
+			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: httpServer.URL}, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	alice, bob := session(), session()
+	_, isErr := callText(t, alice, "tool_search", map[string]any{"query": "refund"})
+	require.False(t, isErr)
+	assert.Contains(t, listedNames(t, alice), "refund_payment")
+	text, isErr := callText(t, alice, "refund_payment", nil)
+	assert.False(t, isErr, text)
+	assert.NotContains(t, listedNames(t, bob), "refund_payment")
+}
+
+// A run-scoped cache hits across the requests of one session, and not
+// across sessions.
+func TestServedSessionRunCacheHits(t *testing.T) {
+	checkLeaks(t)
+	var runs atomic.Int32
+	lookup := toolset.NewTool("lookup", "Look a key up.", func(_ context.Context, in struct {
+		Key string `json:"key"`
+	}) (string, error) {
+		runs.Add(1)
+		return "value of " + in.Key, nil
+	}, toolset.WithCache(toolset.CachePolicy{Scope: toolset.CacheRun}))
+	srv := mcptoolset.NewServer(toolset.NewFunction(lookup))
+	alice, bob := connect(t, srv, nil), connect(t, srv, nil)
+	for range 3 {
+		text, isErr := callText(t, alice, "lookup", map[string]any{"key": "k"})
+		require.False(t, isErr)
+		assert.Equal(t, "value of k", text)
+	}
+	assert.Equal(t, int32(1), runs.Load(), "the session's later requests hit its run's cache")
+	assert.Equal(t, toolset.CacheStats{Hits: 2, Misses: 1}, lookup.CacheStats())
+	callText(t, bob, "lookup", map[string]any{"key": "k"})
+	assert.Equal(t, int32(2), runs.Load(), "another session has its own run")
+}
+
+// Each request is the session's next step; the run context function
+// decides what the client may see at every request, while the run's
+// bookkeeping stays the session's; a new RunID starts a new run.
+func TestServedSessionStepsAndRunContextFunc(t *testing.T) {
+	checkLeaks(t)
+	type seen struct {
+		step  int
+		run   string
+		role  string
+		agent string
+	}
+	var (
+		mu    sync.Mutex
+		steps []seen
+		role  atomic.Value
+		runID atomic.Value
+	)
+	role.Store("viewer")
+	runID.Store("")
+	probe := toolset.NewTool("probe", "Report the run context.", func(ctx context.Context, _ struct{}) (string, error) {
+		rc := toolset.FromContext(ctx)
+		mu.Lock()
+		steps = append(steps, seen{rc.Step, rc.RunID, rc.String("role"), rc.Agent})
+		mu.Unlock()
+		return "ok", nil
+	})
+	shared := &toolset.RunContext{Agent: "api"} // one value for every request: never mutated
+	srv := mcptoolset.NewServer(toolset.NewCombined(searchable(), toolset.NewFunction(probe)),
+		mcptoolset.WithRunContext(func(_ context.Context, req *mcptoolset.Request) (*toolset.RunContext, error) {
+			rc := *shared
+			rc.RunID = runID.Load().(string)
+			rc.Step = 99 // ignored: the step is the session's
+			rc.Values = map[string]any{"role": role.Load()}
+			return &rc, nil
+		}))
+	cs := connect(t, srv, nil)
+	callText(t, cs, "probe", nil)
+	callText(t, cs, "tool_search", map[string]any{"query": "invoice"})
+	role.Store("admin")
+	callText(t, cs, "probe", nil)
+	assert.Contains(t, listedNames(t, cs), "create_invoice", "the run survives a change of the request's values")
+	runID.Store("second")
+	assert.NotContains(t, listedNames(t, cs), "create_invoice", "a new RunID starts a new run")
+	callText(t, cs, "probe", nil)
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, steps, 3)
+	first := steps[0]
+	assert.NotEmpty(t, first.run, "a session without an ID gets a run ID")
+	assert.Equal(t, "viewer", first.role)
+	assert.Equal(t, "api", first.agent)
+	assert.Equal(t, first.run, steps[1].run)
+	assert.Equal(t, "admin", steps[1].role, "decided again at each request")
+	assert.Greater(t, steps[1].step, first.step, "each request is a later step")
+	assert.Equal(t, seen{step: 1, run: "second", role: "admin", agent: "api"}, steps[2], "the new run's second request")
+	assert.Empty(t, shared.RunID, "the function's RunContext is not written to")
+}
+
+// The runs kept are bounded: beyond the bound the least recently used
+// session loses its run, and a session's run goes when it ends.
+func TestServedSessionRunsAreBounded(t *testing.T) {
+	checkLeaks(t)
+	log, buf := logBuffer()
+	srv := mcptoolset.NewServer(searchable(), mcptoolset.WithMaxSessionRuns(2), mcptoolset.WithServerLogger(log))
+	a, b := connect(t, srv, nil), connect(t, srv, nil)
+	callText(t, a, "tool_search", map[string]any{"query": "invoice"})
+	callText(t, b, "tool_search", map[string]any{"query": "invoice"})
+	assert.Contains(t, listedNames(t, a), "create_invoice")
+	assert.Equal(t, 2, mcptoolset.SessionRuns(srv))
+	c := connect(t, srv, nil)
+	listedNames(t, c)
+	assert.Equal(t, 2, mcptoolset.SessionRuns(srv), "bounded")
+	assert.Contains(t, buf.String(), "dropping the least recently used one's run")
+	assert.NotContains(t, listedNames(t, b), "create_invoice", "b, the least recently used, lost its run")
+	assert.Contains(t, listedNames(t, c), "tool_search")
+
+	// Ending sessions forgets their runs.
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.MCP().Connect(context.Background(), st, nil)
+	require.NoError(t, err)
+	d, err := mcp.NewClient(&mcp.Implementation{Name: "d", Version: "v1"}, nil).Connect(context.Background(), ct, nil)
+	require.NoError(t, err)
+	listedNames(t, d)
+	require.NoError(t, d.Close())
+	_ = ss.Wait()
+	require.Eventually(t, func() bool { return !slices.Contains(mcptoolset.Sessions(srv), ss) }, 5*time.Second, 5*time.Millisecond,
+		"a session that ended is forgotten")
+}
+
+// In stateless HTTP every request is a session of its own, closed with
+// the request: each is a run of its own, and none is kept.
+func TestStatelessHTTPRequestsKeepNoRuns(t *testing.T) {
+	checkLeaks(t)
+	ctx := context.Background()
+	srv := mcptoolset.NewServer(searchable())
+	httpServer := httptest.NewServer(srv.HTTPHandler(&mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(httpServer.Close)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "v1"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: httpServer.URL}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { cs.Close() })
+	for range 5 {
+		_, isErr := callText(t, cs, "tool_search", map[string]any{"query": "refund"})
+		require.False(t, isErr)
+	}
+	assert.NotContains(t, listedNames(t, cs), "refund_payment", "no session, no run across requests")
+	require.Eventually(t, func() bool { return len(mcptoolset.Sessions(srv)) == 0 }, 5*time.Second, 5*time.Millisecond,
+		"the requests' sessions are forgotten")
+}
