@@ -581,7 +581,7 @@ func (c *conn) session(ctx context.Context) (*mcp.ClientSession, error) {
 
 // open makes one connection attempt for the callers waiting on f.
 func (c *conn) open(ctx context.Context, f *flight) {
-	s, err := guard(c, "connect", "connecting (the DialFunc, say)", func() (*mcp.ClientSession, error) { return c.connect(ctx) })
+	s, err := guard(c, "connect", "DialFunc", func() (*mcp.ClientSession, error) { return c.connect(ctx) })
 	c.mu.Lock()
 	c.opening = nil
 	switch {
@@ -959,7 +959,7 @@ func (c *conn) makeTool(d *mcp.Tool) (toolset.Tool, error) {
 func (c *conn) toolOptions(d *mcp.Tool) (opts []toolset.ToolOption, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("the WithToolOptions function: %w", &toolset.PanicError{Tool: truncate(d.Name, maxNameBytes), Value: p, Stack: debug.Stack()})
+			err = &toolset.PanicError{Tool: truncate(d.Name, maxNameBytes), Callback: "WithToolOptions function", Value: p, Stack: debug.Stack()}
 		}
 	}()
 	return c.cfg.toolOpts(d), nil
@@ -970,7 +970,7 @@ func (c *conn) toolOptions(d *mcp.Tool) (opts []toolset.ToolOption, err error) {
 func guard[T any](c *conn, op, what string, fn func() (T, error)) (v T, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = c.errorf(op, "", fmt.Errorf("panic while %s: %w", what, &toolset.PanicError{Value: p, Stack: debug.Stack()}))
+			err = c.errorf(op, "", &toolset.PanicError{Callback: what, Value: p, Stack: debug.Stack()})
 		}
 	}()
 	return fn()

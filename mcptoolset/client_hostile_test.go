@@ -276,7 +276,7 @@ func TestClientCallbackPanicsDoNotHang(t *testing.T) {
 		_, err := opts.GetTools(ctx)
 		var pe *toolset.PanicError
 		require.ErrorAs(t, err, &pe)
-		assert.Contains(t, err.Error(), `list tools: the WithToolOptions function: toolset: tool "add" panicked: tool options`)
+		assert.Contains(t, err.Error(), `list tools: toolset: tool "add": WithToolOptions function panicked: tool options`)
 	}
 	panicking.Store(false)
 	tools, err := opts.GetTools(ctx)
@@ -288,7 +288,7 @@ func TestClientCallbackPanicsDoNotHang(t *testing.T) {
 	for range 2 {
 		_, err := dial.GetTools(ctx)
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), "connect: panic while connecting")
+		assert.Contains(t, err.Error(), "connect: toolset: DialFunc panicked: dial")
 	}
 
 	log, buf := logBuffer()

@@ -286,7 +286,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			defer close(done)
 			defer func() {
 				if p := recover(); p != nil {
-					err = s.internal(ctx, method, req, &toolset.PanicError{Tool: toolName(req), Value: p, Stack: debug.Stack()})
+					err = s.internal(ctx, method, req, &toolset.PanicError{Tool: toolName(req), Callback: method + " handler", Value: p, Stack: debug.Stack()})
 					returned = true
 				}
 			}()
