@@ -3,7 +3,6 @@ package toolset
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"sync"
@@ -110,9 +109,8 @@ func (c *toolCore) cached(ctx context.Context, t Tool, call ToolCall, rc *RunCon
 	}
 	if cfg.policy.Key != nil {
 		key, err := cfg.policy.key(ctx, call)
-		var pe *PanicError
-		if errors.As(err, &pe) {
-			return nil, err
+		if _, ok := err.(*PanicError); ok {
+			return nil, err // made by key, which names the tool
 		}
 		if err != nil {
 			return nil, fmt.Errorf("toolset: tool %q: cache key: %w", call.Name, err)

@@ -332,19 +332,34 @@ func materializeGuarded(ctx context.Context, ts Toolset, v *view, err *error) {
 // sibling failed and cancelled them, unless that would remove them all.
 func dropCancelled(errs []error) {
 	real := 0
-	for _, err := range errs {
-		if err != nil && !errors.Is(err, context.Canceled) {
+	cancelled := make([]bool, len(errs))
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		if cancelled[i] = isCanceled(err); !cancelled[i] {
 			real++
 		}
 	}
 	if real == 0 {
 		return
 	}
-	for i, err := range errs {
-		if errors.Is(err, context.Canceled) {
+	for i := range errs {
+		if cancelled[i] {
 			errs[i] = nil
 		}
 	}
+}
+
+// isCanceled reports whether err, an error of a toolset's, is
+// context.Canceled. An error whose Is or Unwrap method panics is not.
+func isCanceled(err error) (yes bool) {
+	defer func() {
+		if recover() != nil {
+			yes = false
+		}
+	}()
+	return errors.Is(err, context.Canceled)
 }
 
 func joinErrors(errs []error, name func(i int, err error) error) error {
@@ -368,7 +383,7 @@ type entryError struct {
 
 func (e *entryError) Error() string {
 	// The message is already under this package's prefix.
-	inner := strings.TrimPrefix(e.err.Error(), "toolset: ")
+	inner := strings.TrimPrefix(errorText(e.err), "toolset: ")
 	if e.combined {
 		return fmt.Sprintf("toolsets[%d] (%s): %s", e.index, e.label, inner)
 	}
