@@ -164,9 +164,15 @@ func (c *toolCore) through(ctx context.Context, t Tool, call ToolCall, store *re
 	}
 }
 
-// fly runs the call for a pending entry and lands its result.
+// fly runs the call for a pending entry and lands its result. A handler
+// that calls runtime.Goexit returns nothing: the entry lands as failed
+// with ErrGoexit, for the callers waiting for it, and is not kept.
 func (c *toolCore) fly(ctx context.Context, t Tool, call ToolCall, store *resultCache, e *cacheEntry, clock *callClock) (res any, err error) {
+	returned := false
 	defer func() {
+		if !returned {
+			res, err = nil, newPanicError("handler", call.Name, "", ErrGoexit)
+		}
 		keep, size := false, 0
 		if err == nil {
 			if keep, size, err = c.keepable(call.Name, res); err != nil {
@@ -175,7 +181,9 @@ func (c *toolCore) fly(ctx context.Context, t Tool, call ToolCall, store *result
 		}
 		store.land(e, res, err, keep, size, err != nil && ctx.Err() != nil, clock)
 	}()
-	return t.run(ctx, call, clock)
+	res, err = t.run(ctx, call, clock)
+	returned = true
+	return res, err
 }
 
 // key runs the policy's Key function. A panic becomes a *PanicError.
