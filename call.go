@@ -124,7 +124,7 @@ func (t Tool) handle(ctx context.Context, call ToolCall) (res any, err error, pa
 			// runtime.Goexit: the goroutine ends, and nobody will hear back
 			// from this call unless the goroutine is one of a caller that
 			// watches for it (as the provider adapters' are). Say so.
-			slog.Default().ErrorContext(ctx, "toolset: a tool called runtime.Goexit; the goroutine calling it ends",
+			logError(ctx, "toolset: a tool called runtime.Goexit; the goroutine calling it ends",
 				slog.String("tool", call.Name))
 			return
 		}
