@@ -147,3 +147,17 @@ func TestCallbackErrorWhoseMethodsPanicFailsTheTurnOrCall(t *testing.T) {
 		})
 	}
 }
+
+func TestMiddlewarePanickingWhileWrappingMakesTheToolUnusable(t *testing.T) {
+	bad := func(toolset.Handler) toolset.Handler { panic("wrapping exploded") }
+	var tool toolset.Tool
+	require.NotPanics(t, func() { tool = toolset.NewTool("t", "", okHandler, toolset.WithMiddleware(bad)) })
+	var pe *toolset.PanicError
+	require.ErrorAs(t, tool.Err(), &pe)
+	assert.Equal(t, "middleware", pe.Callback)
+	assert.Equal(t, "t", pe.Tool)
+	_, err := toolset.BuildTools(newRun("r"), "a", tool)
+	require.ErrorAs(t, err, &pe)
+	_, err = tool.Call(newRun("r"), nil)
+	require.ErrorAs(t, err, &pe)
+}
