@@ -291,3 +291,22 @@ func TestRunPanickingApproverStopsTheRun(t *testing.T) {
 	assert.Equal(t, "approver", pe.Callback)
 	assert.Equal(t, "approver exploded", pe.Value)
 }
+
+type explodingJSON struct{}
+
+func (explodingJSON) MarshalJSON() ([]byte, error) { panic("MarshalJSON exploded") }
+
+func TestSegmentsOfResultWhoseEncodingPanicsFail(t *testing.T) {
+	img := toolset.Part{MIMEType: "image/png", Data: []byte{1}}
+	for _, result := range []any{
+		explodingJSON{},
+		&toolset.Content{Structured: explodingJSON{}},
+		&toolset.Content{Parts: []toolset.Part{img}, Structured: explodingJSON{}},
+	} {
+		var err error
+		require.NotPanics(t, func() { _, err = callrun.Segments(result, func(toolset.Part) bool { return true }) })
+		var pe *toolset.PanicError
+		require.ErrorAs(t, err, &pe)
+		assert.Equal(t, "result encoding", pe.Callback)
+	}
+}
