@@ -293,17 +293,22 @@ func materializeAll(ctx context.Context, toolsets []Toolset, static []bool, name
 			}
 		}
 	default:
-		g, gctx := errgroup.WithContext(ctx)
+		// The group's context is cancelled by the first error returned,
+		// and by a Goexit, after which nothing is returned.
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		g, gctx := errgroup.WithContext(cctx)
 		for i, ts := range toolsets {
 			if static[i] {
 				continue
 			}
 			g.Go(func() error {
-				materializeGuarded(gctx, ts, &views[i], &errs[i])
+				materializeGuarded(gctx, ts, &views[i], &errs[i], cancel)
 				return errs[i]
 			})
 		}
-		if g.Wait() != nil && ctx.Err() == nil {
+		_ = g.Wait() // every error is in errs
+		if ctx.Err() == nil {
 			dropCancelled(errs)
 		}
 	}
@@ -316,12 +321,13 @@ func materializeAll(ctx context.Context, toolsets []Toolset, static []bool, name
 // materializeGuarded materialises ts on a goroutine of materializeAll. The
 // callbacks recover their own panics; this catches whatever else panics,
 // and user code that calls runtime.Goexit, which would otherwise leave the
-// goroutine's view empty and its error nil.
-func materializeGuarded(ctx context.Context, ts Toolset, v *view, err *error) {
+// goroutine's view empty and its error nil; either cancels the siblings.
+func materializeGuarded(ctx context.Context, ts Toolset, v *view, err *error, cancel context.CancelFunc) {
 	normal := false
 	defer func() {
 		if !normal {
 			*v, *err = view{}, newPanicError("callback", "", LabelOf(ts), recover())
+			cancel()
 		}
 	}()
 	*v, *err = materialize(ctx, ts)
@@ -332,20 +338,16 @@ func materializeGuarded(ctx context.Context, ts Toolset, v *view, err *error) {
 // sibling failed and cancelled them, unless that would remove them all.
 func dropCancelled(errs []error) {
 	real := 0
-	cancelled := make([]bool, len(errs))
-	for i, err := range errs {
-		if err == nil {
-			continue
-		}
-		if cancelled[i] = isCanceled(err); !cancelled[i] {
+	for _, err := range errs {
+		if err != nil && !isCanceled(err) {
 			real++
 		}
 	}
 	if real == 0 {
 		return
 	}
-	for i := range errs {
-		if cancelled[i] {
+	for i, err := range errs {
+		if err != nil && isCanceled(err) {
 			errs[i] = nil
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 
 	"github.com/gotoolset/toolset"
 	"github.com/stretchr/testify/assert"
@@ -72,4 +73,33 @@ func TestGoexitingHandlerFailsTheCallsWaitingForIt(t *testing.T) {
 	} else {
 		assert.ErrorIs(t, o.err, toolset.ErrGoexit)
 	}
+}
+
+func TestGoexitInTurnCallbackCancelsItsSiblings(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	quits := toolset.NewDynamic(func(context.Context) (toolset.Toolset, error) {
+		runtime.Goexit()
+		return nil, nil
+	})
+	// A sibling that ends only when the turn is cancelled, as a remote
+	// listing that waits on the network does.
+	waits := toolset.NewDynamic(func(ctx context.Context) (toolset.Toolset, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	synctest.Test(t, func(t *testing.T) {
+		done := make(chan error, 1)
+		go func() {
+			_, err := toolset.BuildTools(newRun("r"), "a", waits, quits)
+			done <- err
+		}()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			assert.ErrorIs(t, err, toolset.ErrGoexit)
+			assert.NotErrorIs(t, err, context.Canceled, "the sibling only stopped because of the Goexit")
+		default:
+			t.Fatal("BuildTools waits for a sibling that a Goexit did not cancel")
+		}
+	})
 }
