@@ -310,3 +310,24 @@ func TestSegmentsOfResultWhoseEncodingPanicsFail(t *testing.T) {
 		assert.Equal(t, "result encoding", pe.Callback)
 	}
 }
+
+// hostileError is an error whose Is method panics.
+type hostileError struct{}
+
+func (hostileError) Error() string { return "hostile" }
+func (hostileError) Is(error) bool { panic("Is exploded") }
+
+func TestRunSurvivesAPanicValueWhoseMethodsPanic(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	tools, err := toolset.BuildTools(t.Context(), "test",
+		toolset.NewTool("boom", "Panic.", func(context.Context, struct{}) (string, error) { panic(hostileError{}) }),
+		toolset.NewTool("ok", "Succeed.", func(context.Context, struct{}) (string, error) { return "ok", nil }),
+	)
+	require.NoError(t, err)
+	calls := []toolset.ToolCall{call("a", "ok", `{}`), call("b", "boom", `{}`)}
+	require.NotPanics(t, func() { _, err = callrun.Run(t.Context(), calls, 8, tools.Execute) })
+	var pe *toolset.PanicError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, hostileError{}, pe.Value)
+	assert.Equal(t, "b", err.(*callrun.CallError).Call.ID)
+}
