@@ -293,22 +293,17 @@ func materializeAll(ctx context.Context, toolsets []Toolset, static []bool, name
 			}
 		}
 	default:
-		// The group's context is cancelled by the first error returned,
-		// and by a Goexit, after which nothing is returned.
-		cctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		g, gctx := errgroup.WithContext(cctx)
+		g, gctx := errgroup.WithContext(ctx)
+		// One pointer for what every goroutine shares keeps each closure
+		// small: a turn starts a goroutine per dynamic toolset.
+		m := &materializing{ctx: gctx, g: g, views: views, errs: errs}
 		for i, ts := range toolsets {
 			if static[i] {
 				continue
 			}
-			g.Go(func() error {
-				materializeGuarded(gctx, ts, &views[i], &errs[i], cancel)
-				return errs[i]
-			})
+			g.Go(func() error { return m.guarded(i, ts) })
 		}
-		_ = g.Wait() // every error is in errs
-		if ctx.Err() == nil {
+		if g.Wait() != nil && ctx.Err() == nil {
 			dropCancelled(errs)
 		}
 	}
@@ -318,20 +313,37 @@ func materializeAll(ctx context.Context, toolsets []Toolset, static []bool, name
 	return views, nil
 }
 
-// materializeGuarded materialises ts on a goroutine of materializeAll. The
-// callbacks recover their own panics; this catches whatever else panics,
-// and user code that calls runtime.Goexit, which would otherwise leave the
-// goroutine's view empty and its error nil; either cancels the siblings.
-func materializeGuarded(ctx context.Context, ts Toolset, v *view, err *error, cancel context.CancelFunc) {
+// materializing is the state the goroutines of materializeAll share.
+type materializing struct {
+	ctx   context.Context
+	g     *errgroup.Group
+	views []view
+	errs  []error
+}
+
+// guarded materialises ts, the toolset at position i, on a goroutine of
+// materializeAll, and returns its error. The callbacks recover their own
+// panics; this catches whatever else panics, and user code that calls
+// runtime.Goexit, which would otherwise leave the goroutine's view empty
+// and its error nil. The goroutine of a Goexit returns nothing to the
+// group, so another goroutine of the group returns its error, to cancel
+// the siblings as an error returned does.
+func (m *materializing) guarded(i int, ts Toolset) error {
 	normal := false
 	defer func() {
-		if !normal {
-			*v, *err = view{}, newPanicError("callback", "", LabelOf(ts), recover())
-			cancel()
+		if normal {
+			return
+		}
+		p := recover()
+		err := newPanicError("callback", "", LabelOf(ts), p)
+		m.views[i], m.errs[i] = view{}, err
+		if p == nil {
+			m.g.Go(func() error { return err })
 		}
 	}()
-	*v, *err = materialize(ctx, ts)
+	m.views[i], m.errs[i] = materialize(m.ctx, ts)
 	normal = true
+	return m.errs[i]
 }
 
 // dropCancelled removes the errors of toolsets that only stopped because a
