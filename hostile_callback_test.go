@@ -3,6 +3,7 @@ package toolset_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime"
 	"testing"
@@ -160,4 +161,28 @@ func TestMiddlewarePanickingWhileWrappingMakesTheToolUnusable(t *testing.T) {
 	require.ErrorAs(t, err, &pe)
 	_, err = tool.Call(newRun("r"), nil)
 	require.ErrorAs(t, err, &pe)
+}
+
+type failingJSON struct{}
+
+func (failingJSON) MarshalJSON() ([]byte, error) { return nil, errors.New("cannot encode") }
+
+func TestContentWhoseStructuredResultCannotBeEncodedIsAnError(t *testing.T) {
+	// The structured result is all the model would see: dropping it
+	// silently would tell the model the call returned nothing.
+	for _, c := range []*toolset.Content{
+		{Structured: failingJSON{}},
+		{Structured: make(chan int)},
+		{Parts: []toolset.Part{{MIMEType: "image/png", Data: []byte{1}}}, Structured: failingJSON{}},
+	} {
+		_, err := toolset.ResultText(c)
+		assert.ErrorContains(t, err, "encoding the structured result")
+	}
+	// With text, the structured result is not rendered.
+	text, err := toolset.ResultText(&toolset.Content{Parts: []toolset.Part{{Text: "hi"}}, Structured: failingJSON{}})
+	require.NoError(t, err)
+	assert.Equal(t, "hi", text)
+	text, err = toolset.ResultText((*toolset.Content)(nil))
+	require.NoError(t, err)
+	assert.Equal(t, "null", text)
 }
