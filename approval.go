@@ -3,7 +3,6 @@ package toolset
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/gotoolset/toolset/internal/canonjson"
@@ -173,9 +172,8 @@ func (e *ApprovalDeniedError) ModelMessage() string {
 func (c *toolCore) checkApproval(ctx context.Context, t Tool, call ToolCall, rc *RunContext) error {
 	need, err := c.askApproval(ctx, t, call)
 	if err != nil {
-		var pe *PanicError
-		if errors.As(err, &pe) {
-			return err
+		if _, ok := err.(*PanicError); ok {
+			return err // made by askApproval, which names the tool
 		}
 		return fmt.Errorf("toolset: tool %q: approval check: %w", call.Name, err)
 	}

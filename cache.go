@@ -3,7 +3,6 @@ package toolset
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"sync"
@@ -110,9 +109,8 @@ func (c *toolCore) cached(ctx context.Context, t Tool, call ToolCall, rc *RunCon
 	}
 	if cfg.policy.Key != nil {
 		key, err := cfg.policy.key(ctx, call)
-		var pe *PanicError
-		if errors.As(err, &pe) {
-			return nil, err
+		if _, ok := err.(*PanicError); ok {
+			return nil, err // made by key, which names the tool
 		}
 		if err != nil {
 			return nil, fmt.Errorf("toolset: tool %q: cache key: %w", call.Name, err)
@@ -166,9 +164,15 @@ func (c *toolCore) through(ctx context.Context, t Tool, call ToolCall, store *re
 	}
 }
 
-// fly runs the call for a pending entry and lands its result.
+// fly runs the call for a pending entry and lands its result. A handler
+// that calls runtime.Goexit returns nothing: the entry lands as failed
+// with ErrGoexit, for the callers waiting for it, and is not kept.
 func (c *toolCore) fly(ctx context.Context, t Tool, call ToolCall, store *resultCache, e *cacheEntry, clock *callClock) (res any, err error) {
+	returned := false
 	defer func() {
+		if !returned {
+			res, err = nil, newPanicError("handler", call.Name, "", ErrGoexit)
+		}
 		keep, size := false, 0
 		if err == nil {
 			if keep, size, err = c.keepable(call.Name, res); err != nil {
@@ -177,7 +181,9 @@ func (c *toolCore) fly(ctx context.Context, t Tool, call ToolCall, store *result
 		}
 		store.land(e, res, err, keep, size, err != nil && ctx.Err() != nil, clock)
 	}()
-	return t.run(ctx, call, clock)
+	res, err = t.run(ctx, call, clock)
+	returned = true
+	return res, err
 }
 
 // key runs the policy's Key function. A panic becomes a *PanicError.

@@ -124,7 +124,7 @@ func (t Tool) handle(ctx context.Context, call ToolCall) (res any, err error, pa
 			// runtime.Goexit: the goroutine ends, and nobody will hear back
 			// from this call unless the goroutine is one of a caller that
 			// watches for it (as the provider adapters' are). Say so.
-			slog.Default().ErrorContext(ctx, "toolset: a tool called runtime.Goexit; the goroutine calling it ends",
+			logError(ctx, "toolset: a tool called runtime.Goexit; the goroutine calling it ends",
 				slog.String("tool", call.Name))
 			return
 		}
@@ -172,7 +172,14 @@ func (c *toolCore) guardedBase(ctx context.Context, call ToolCall) (any, error) 
 // timeout, an argument error with the tool's name, or the handler's error
 // wrapped in a *ToolError. An error the handler meant for the model (a
 // ModelError, such as a Retry request) is kept even after the deadline.
-func (c *toolCore) explain(ctx context.Context, name string, err error) error {
+// Looking into the error runs its methods (Unwrap, As): a panic of one
+// becomes a *PanicError.
+func (c *toolCore) explain(ctx context.Context, name string, err error) (out error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out = newPanicError("handler error", name, "", p)
+		}
+	}()
 	if _, forModel := ModelMessage(err); c.timeout > 0 && !forModel {
 		if dc, ok := ctx.(*deadlineCtx); ok && dc.expired() && dc.Context.Err() == nil {
 			if c.timeoutAborts {

@@ -23,8 +23,14 @@ type ModelError interface {
 
 // ModelMessage reports whether err, or an error it wraps, is a [ModelError],
 // and returns the text the model should see. When it reports false, the
-// error should stop the run.
-func ModelMessage(err error) (string, bool) {
+// error should stop the run; so it does when a method of err (its
+// ModelMessage, Unwrap or As) panics.
+func ModelMessage(err error) (msg string, forModel bool) {
+	defer func() {
+		if recover() != nil {
+			msg, forModel = "", false
+		}
+	}()
 	var me ModelError
 	if errors.As(err, &me) {
 		return me.ModelMessage(), true
@@ -155,7 +161,7 @@ func (e *ToolError) Error() string {
 	if e.Err == nil {
 		return fmt.Sprintf("toolset: tool %q failed", e.Tool)
 	}
-	return fmt.Sprintf("toolset: tool %q: %s", e.Tool, strings.TrimPrefix(e.Err.Error(), "toolset: "))
+	return fmt.Sprintf("toolset: tool %q: %s", e.Tool, strings.TrimPrefix(errorText(e.Err), "toolset: "))
 }
 
 // Unwrap returns the handler's error.
@@ -177,7 +183,8 @@ type PanicError struct {
 	// [LabelOf]), when the callback belongs to one.
 	Toolset string
 	// Callback names the kind of code that panicked: "handler" (or ""),
-	// "middleware", "filter predicate", "enabled predicate", "prepare
+	// "handler error" (a method of the error the handler or middleware
+	// returned, such as its Unwrap or As), "middleware", "filter predicate", "enabled predicate", "prepare
 	// function", "Prepared function", "Dynamic function", "GetTools",
 	// "Instructions", "Label", "Close", "approval predicate", "cache key",
 	// "cache ShouldCache", "result encoding", "agent Name", "agent
@@ -225,9 +232,25 @@ func (e *PanicError) Error() string {
 		return b.String()
 	}
 	b.WriteString(" panicked: ")
-	b.WriteString(bound(fmt.Sprint(e.Value), maxPanicText))
+	b.WriteString(bound(safeText(e.Value), maxPanicText))
 	return b.String()
 }
+
+// safeText prints v as fmt.Sprint does. fmt survives a String or Error
+// method that panics, but not a second panic while it prints the first
+// one's value; then safeText names v's type instead.
+func safeText(v any) (s string) {
+	defer func() {
+		if recover() != nil {
+			s = fmt.Sprintf("(a %T whose printing panicked)", v)
+		}
+	}()
+	return fmt.Sprint(v)
+}
+
+// errorText returns the message of err, an error of code outside this
+// package, surviving an Error method that panics.
+func errorText(err error) string { return safeText(err) }
 
 // Unwrap returns the panic value if it is an error.
 func (e *PanicError) Unwrap() error {

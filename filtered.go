@@ -80,7 +80,7 @@ func (f *Filtered) evaluate(ctx context.Context, in view, keep []bool) (err erro
 		}
 		ok, err := f.pred(ctx, tools[i])
 		if err != nil {
-			slog.Default().ErrorContext(ctx, "toolset: filter predicate failed; tool hidden this turn",
+			logError(ctx, "toolset: filter predicate failed; tool hidden this turn",
 				slog.String("tool", tools[i].Name), slog.String("toolset", LabelOf(f)), slog.Any("error", err))
 			continue
 		}

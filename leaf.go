@@ -63,7 +63,7 @@ func applyTurnPolicies(ctx context.Context, v view, positions []int32) (out view
 		if t.core.enabled != nil {
 			ok, err := t.core.enabled(ctx, t)
 			if err != nil {
-				slog.Default().ErrorContext(ctx, "toolset: enabled predicate failed; tool hidden this turn",
+				logError(ctx, "toolset: enabled predicate failed; tool hidden this turn",
 					slog.String("tool", t.Name), slog.Any("error", err))
 			}
 			show = ok && err == nil

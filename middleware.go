@@ -18,6 +18,9 @@ type Middleware func(next Handler) Handler
 
 // WithMiddleware wraps the tool's handler in mws, the first outermost. The
 // middleware belongs to the tool: every renamed or prefixed copy runs it.
+// The chain is composed here, once; a middleware that panics while it
+// wraps the handler makes the tool unusable ([Tool.Err] reports a
+// [*PanicError]).
 func WithMiddleware(mws ...Middleware) ToolOption {
 	return func(t *Tool) {
 		for _, m := range mws {
@@ -27,9 +30,24 @@ func WithMiddleware(mws ...Middleware) ToolOption {
 		}
 		t.core.chain = t.core.base
 		if len(t.core.mw) > 0 {
-			t.core.chain = compose(t.core.guardedBase, t.core.mw)
+			t.core.chain = t.core.composeChain()
 		}
 	}
+}
+
+// composeChain wraps the handler in the tool's middleware. A panic leaves
+// the chain a handler that fails, and the tool unusable.
+func (c *toolCore) composeChain() (h Handler) {
+	defer func() {
+		if p := recover(); p != nil {
+			pe := newPanicError("middleware", c.name, "", p)
+			if c.err == nil {
+				c.err = pe
+			}
+			h = func(context.Context, ToolCall) (any, error) { return nil, pe }
+		}
+	}()
+	return compose(c.guardedBase, c.mw)
 }
 
 // compose wraps h in mws, the first outermost.

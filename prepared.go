@@ -60,9 +60,8 @@ func (p *Prepared) view(ctx context.Context) (view, error) {
 	}
 	after, err := p.prepare(ctx, in.tools())
 	if err != nil {
-		var pe *PanicError
-		if errors.As(err, &pe) {
-			return view{}, err
+		if _, ok := err.(*PanicError); ok {
+			return view{}, err // made by prepare, which names the toolset
 		}
 		return view{}, fmt.Errorf("toolset: Prepared: %w", err)
 	}

@@ -37,8 +37,16 @@ func (p Part) IsText() bool { return p.MIMEType == "" && p.Data == nil && p.URI 
 
 // ModelText renders the content as text: text parts as themselves, other
 // parts as a short description, and, when there is no text at all, the
-// structured result as JSON.
+// structured result as JSON. A structured result that cannot be encoded
+// is left out here; [ResultText] reports it as an error.
 func (c *Content) ModelText() string {
+	text, _ := c.modelText()
+	return text
+}
+
+// modelText is ModelText, with the error of encoding the structured
+// result, which ModelText leaves out.
+func (c *Content) modelText() (string, error) {
 	var parts []string
 	hasText := false
 	for _, p := range c.Parts {
@@ -56,11 +64,13 @@ func (c *Content) ModelText() string {
 		}
 	}
 	if !hasText && c.Structured != nil {
-		if b, err := json.Marshal(c.Structured); err == nil {
-			parts = append(parts, string(b))
+		b, err := json.Marshal(c.Structured)
+		if err != nil {
+			return strings.Join(parts, "\n"), fmt.Errorf("toolset: encoding the structured result: %w", err)
 		}
+		parts = append(parts, string(b))
 	}
-	return strings.Join(parts, "\n")
+	return strings.Join(parts, "\n"), nil
 }
 
 func orUnknown(mime string) string {
@@ -72,8 +82,10 @@ func orUnknown(mime string) string {
 
 // ResultText renders a tool's result as the text a model is sent: a string
 // as itself, JSON bytes as they are, a value with a ModelText method (such
-// as [*Content]) through it, nil as "null", anything else as JSON. A panic
-// of the value's own ModelText or MarshalJSON becomes a [*PanicError].
+// as [*Content]) through it, nil as "null", anything else as JSON. A value
+// that cannot be encoded, including the structured result of a Content
+// rendered as JSON, is an error; a panic of the value's own ModelText or
+// MarshalJSON becomes a [*PanicError].
 func ResultText(v any) (text string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -89,6 +101,11 @@ func ResultText(v any) (text string, err error) {
 		return string(v), nil
 	case []byte:
 		return string(v), nil
+	case *Content:
+		if v == nil {
+			return "null", nil
+		}
+		return v.modelText()
 	case interface{ ModelText() string }:
 		return v.ModelText(), nil
 	}

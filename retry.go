@@ -49,8 +49,14 @@ type failureCount struct {
 	steps    int
 }
 
-// countsAsFailure reports whether err spends a retry.
-func countsAsFailure(err error) bool {
+// countsAsFailure reports whether err spends a retry. An error whose
+// Unwrap or As method panics does.
+func countsAsFailure(err error) (yes bool) {
+	defer func() {
+		if recover() != nil {
+			yes = true
+		}
+	}()
 	var (
 		ae *ArgumentError
 		te *ToolError

@@ -294,14 +294,14 @@ func materializeAll(ctx context.Context, toolsets []Toolset, static []bool, name
 		}
 	default:
 		g, gctx := errgroup.WithContext(ctx)
+		// One pointer for what every goroutine shares keeps each closure
+		// small: a turn starts a goroutine per dynamic toolset.
+		m := &materializing{ctx: gctx, g: g, views: views, errs: errs}
 		for i, ts := range toolsets {
 			if static[i] {
 				continue
 			}
-			g.Go(func() error {
-				materializeGuarded(gctx, ts, &views[i], &errs[i])
-				return errs[i]
-			})
+			g.Go(func() error { return m.guarded(i, ts) })
 		}
 		if g.Wait() != nil && ctx.Err() == nil {
 			dropCancelled(errs)
@@ -313,19 +313,37 @@ func materializeAll(ctx context.Context, toolsets []Toolset, static []bool, name
 	return views, nil
 }
 
-// materializeGuarded materialises ts on a goroutine of materializeAll. The
-// callbacks recover their own panics; this catches whatever else panics,
-// and user code that calls runtime.Goexit, which would otherwise leave the
-// goroutine's view empty and its error nil.
-func materializeGuarded(ctx context.Context, ts Toolset, v *view, err *error) {
+// materializing is the state the goroutines of materializeAll share.
+type materializing struct {
+	ctx   context.Context
+	g     *errgroup.Group
+	views []view
+	errs  []error
+}
+
+// guarded materialises ts, the toolset at position i, on a goroutine of
+// materializeAll, and returns its error. The callbacks recover their own
+// panics; this catches whatever else panics, and user code that calls
+// runtime.Goexit, which would otherwise leave the goroutine's view empty
+// and its error nil. The goroutine of a Goexit returns nothing to the
+// group, so another goroutine of the group returns its error, to cancel
+// the siblings as an error returned does.
+func (m *materializing) guarded(i int, ts Toolset) error {
 	normal := false
 	defer func() {
-		if !normal {
-			*v, *err = view{}, newPanicError("callback", "", LabelOf(ts), recover())
+		if normal {
+			return
+		}
+		p := recover()
+		err := newPanicError("callback", "", LabelOf(ts), p)
+		m.views[i], m.errs[i] = view{}, err
+		if p == nil {
+			m.g.Go(func() error { return err })
 		}
 	}()
-	*v, *err = materialize(ctx, ts)
+	m.views[i], m.errs[i] = materialize(m.ctx, ts)
 	normal = true
+	return m.errs[i]
 }
 
 // dropCancelled removes the errors of toolsets that only stopped because a
@@ -333,7 +351,7 @@ func materializeGuarded(ctx context.Context, ts Toolset, v *view, err *error) {
 func dropCancelled(errs []error) {
 	real := 0
 	for _, err := range errs {
-		if err != nil && !errors.Is(err, context.Canceled) {
+		if err != nil && !isCanceled(err) {
 			real++
 		}
 	}
@@ -341,10 +359,21 @@ func dropCancelled(errs []error) {
 		return
 	}
 	for i, err := range errs {
-		if errors.Is(err, context.Canceled) {
+		if err != nil && isCanceled(err) {
 			errs[i] = nil
 		}
 	}
+}
+
+// isCanceled reports whether err, an error of a toolset's, is
+// context.Canceled. An error whose Is or Unwrap method panics is not.
+func isCanceled(err error) (yes bool) {
+	defer func() {
+		if recover() != nil {
+			yes = false
+		}
+	}()
+	return errors.Is(err, context.Canceled)
 }
 
 func joinErrors(errs []error, name func(i int, err error) error) error {
@@ -368,7 +397,7 @@ type entryError struct {
 
 func (e *entryError) Error() string {
 	// The message is already under this package's prefix.
-	inner := strings.TrimPrefix(e.err.Error(), "toolset: ")
+	inner := strings.TrimPrefix(errorText(e.err), "toolset: ")
 	if e.combined {
 		return fmt.Sprintf("toolsets[%d] (%s): %s", e.index, e.label, inner)
 	}

@@ -44,9 +44,18 @@ type InstructionsProvider interface {
 func LabelOf(ts Toolset) string {
 	s, err := labelOf(ts)
 	if err != nil {
-		slog.Default().Error("toolset: Label panicked; using the type name", slog.String("toolset", s), slog.Any("error", err))
+		logError(context.Background(), "toolset: Label panicked; using the type name", slog.String("toolset", s), slog.Any("error", err))
 	}
 	return s
+}
+
+// logError logs msg at error level with [slog.Default]. A log handler
+// that panics loses the record, not the caller: logError runs where a
+// panic would escape (in a deferred recover, on a goroutine that Goexit
+// is ending).
+func logError(ctx context.Context, msg string, attrs ...any) {
+	defer func() { _ = recover() }()
+	slog.Default().ErrorContext(ctx, msg, attrs...)
 }
 
 // labelOf is LabelOf reporting a panic of Label as a *PanicError, along

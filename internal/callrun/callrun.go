@@ -213,7 +213,7 @@ func firstError(calls []toolset.ToolCall, errs []error) error {
 		if err == nil {
 			continue
 		}
-		if !errors.Is(err, context.Canceled) {
+		if !isCanceled(err) {
 			return &CallError{Call: calls[i], Err: err}
 		}
 		if first < 0 {
@@ -221,4 +221,16 @@ func firstError(calls []toolset.ToolCall, errs []error) error {
 		}
 	}
 	return &CallError{Call: calls[first], Err: errs[first]}
+}
+
+// isCanceled reports whether err is context.Canceled. An error that wraps
+// a value of user code whose Is or Unwrap method panics (a handler's panic
+// value, say) is not.
+func isCanceled(err error) (yes bool) {
+	defer func() {
+		if recover() != nil {
+			yes = false
+		}
+	}()
+	return errors.Is(err, context.Canceled)
 }

@@ -291,3 +291,43 @@ func TestRunPanickingApproverStopsTheRun(t *testing.T) {
 	assert.Equal(t, "approver", pe.Callback)
 	assert.Equal(t, "approver exploded", pe.Value)
 }
+
+type explodingJSON struct{}
+
+func (explodingJSON) MarshalJSON() ([]byte, error) { panic("MarshalJSON exploded") }
+
+func TestSegmentsOfResultWhoseEncodingPanicsFail(t *testing.T) {
+	img := toolset.Part{MIMEType: "image/png", Data: []byte{1}}
+	for _, result := range []any{
+		explodingJSON{},
+		&toolset.Content{Structured: explodingJSON{}},
+		&toolset.Content{Parts: []toolset.Part{img}, Structured: explodingJSON{}},
+	} {
+		var err error
+		require.NotPanics(t, func() { _, err = callrun.Segments(result, func(toolset.Part) bool { return true }) })
+		var pe *toolset.PanicError
+		require.ErrorAs(t, err, &pe)
+		assert.Equal(t, "result encoding", pe.Callback)
+	}
+}
+
+// hostileError is an error whose Is method panics.
+type hostileError struct{}
+
+func (hostileError) Error() string { return "hostile" }
+func (hostileError) Is(error) bool { panic("Is exploded") }
+
+func TestRunSurvivesAPanicValueWhoseMethodsPanic(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	tools, err := toolset.BuildTools(t.Context(), "test",
+		toolset.NewTool("boom", "Panic.", func(context.Context, struct{}) (string, error) { panic(hostileError{}) }),
+		toolset.NewTool("ok", "Succeed.", func(context.Context, struct{}) (string, error) { return "ok", nil }),
+	)
+	require.NoError(t, err)
+	calls := []toolset.ToolCall{call("a", "ok", `{}`), call("b", "boom", `{}`)}
+	require.NotPanics(t, func() { _, err = callrun.Run(t.Context(), calls, 8, tools.Execute) })
+	var pe *toolset.PanicError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, hostileError{}, pe.Value)
+	assert.Equal(t, "b", err.(*callrun.CallError).Call.ID)
+}

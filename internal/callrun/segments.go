@@ -17,7 +17,8 @@ type Segment struct {
 // segment, rendered as [toolset.Content.ModelText] renders them (media the
 // provider cannot take described in words). A content with no text at all
 // ends with its structured result as JSON. Any other result is one text
-// segment, rendered with [toolset.ResultText].
+// segment, rendered with [toolset.ResultText]. A panic of the result's
+// own encoding (its ModelText or MarshalJSON) is a [*toolset.PanicError].
 func Segments(result any, supported func(toolset.Part) bool) ([]Segment, error) {
 	c, ok := result.(*toolset.Content)
 	if !ok || c == nil {
@@ -50,7 +51,12 @@ func Segments(result any, supported func(toolset.Part) bool) ([]Segment, error) 
 	}
 	flush()
 	if !hasText && c.Structured != nil {
-		out = append(out, Segment{Text: (&toolset.Content{Structured: c.Structured}).ModelText()})
+		// Through ResultText, which recovers a panicking MarshalJSON.
+		text, err := toolset.ResultText(&toolset.Content{Structured: c.Structured})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Segment{Text: text})
 	}
 	if len(out) == 0 {
 		out = append(out, Segment{Text: ""})
