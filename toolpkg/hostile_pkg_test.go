@@ -54,3 +54,48 @@ func TestManifestLongValuesAreNotQuotedWhole(t *testing.T) {
 		})
 	}
 }
+
+func TestSchemaOutputOfHostileSizeIsBounded(t *testing.T) {
+	ex := Executable{Key: "demo", TimeoutSeconds: 5}
+	var many strings.Builder
+	many.WriteString(`{"tools":{`)
+	for i := range MaxTools + 1 {
+		if i > 0 {
+			many.WriteString(",")
+		}
+		fmt.Fprintf(&many, `"t%d":{"description":"x"}`, i)
+	}
+	many.WriteString("}}")
+	long := strings.Repeat("n", 1<<20)
+	var invalid strings.Builder
+	invalid.WriteString(`{"tools":{`)
+	for i := range 900 {
+		if i > 0 {
+			invalid.WriteString(",")
+		}
+		fmt.Fprintf(&invalid, `"t%d":{}`, i)
+	}
+	invalid.WriteString("}}")
+	for name, out := range map[string]string{
+		"too many tools":   many.String(),
+		"long name":        `{"tools":{"` + long + `":{"description":"x"}}}`,
+		"long name twice":  `{"tools":{"` + long + `":{"description":"x"},"` + long + `":{}}}`,
+		"long description": `{"tools":{"a":{"description":"` + long + `"}}}`,
+		"long config key":  `{"tools":{"a":{"description":"x","config_schema":[{"key":"` + long + `","type":"` + long + `"}]}}}`,
+		"long timeout":     `{"tools":{"a":{"description":"x","timeout_seconds":1` + strings.Repeat("0", 1<<20) + `}}}`,
+		"long property":    `{"tools":{"a":{"description":"x","parameters":{"type":"object","properties":{"` + long + `":{"type":"nope"}}}}}}`,
+		"many bad tools":   invalid.String(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			tools, probs := parseSchemaOutput(ex, []byte(out))
+			require.Empty(t, tools)
+			require.NotEmpty(t, probs)
+			probs = capProblems(probs)
+			total := 0
+			for _, p := range probs {
+				total += len(p)
+			}
+			require.Less(t, total, 64<<10, "%.300s", probs[0])
+		})
+	}
+}

@@ -662,7 +662,7 @@ func (s *Store) discover(ctx context.Context, name, pkgDir string, exes []Execut
 	for _, ex := range exes {
 		out, err := s.schemaOf(ctx, pkgDir, ex)
 		if err != nil {
-			errs = append(errs, fmt.Sprintf("executable %q: %v", ex.Key, err))
+			errs = append(errs, cutProblem(fmt.Sprintf("executable %q: %v", ex.Key, err)))
 			continue
 		}
 		found, probs := parseSchemaOutput(ex, out)
@@ -682,12 +682,15 @@ func (s *Store) discover(ctx context.Context, name, pkgDir string, exes []Execut
 			tools = append(tools, t)
 		}
 	}
+	if len(tools) > MaxTools {
+		errs = append(errs, fmt.Sprintf("the package exposes %d tools; at most %d are allowed", len(tools), MaxTools))
+	}
 	for _, t := range tools {
 		if full := name + "__" + t.Name; len(full) > 64 {
 			errs = append(errs, fmt.Sprintf("tool %q: the model would see %q, %d characters; names may have at most 64", t.Name, full, len(full)))
 		}
 	}
-	return tools, errs
+	return tools, capProblems(errs)
 }
 
 // schemaOf runs "<executable> --schema" in the sandbox and returns what it
