@@ -99,3 +99,75 @@ func TestSchemaOutputOfHostileSizeIsBounded(t *testing.T) {
 		})
 	}
 }
+
+func TestRedactionOfAHostileTextIsLinear(t *testing.T) {
+	// The package knows its secrets (their defaults are its own, and its
+	// configuration reaches it) and writes text that almost matches one
+	// at every byte.
+	sec := &secrets{keys: map[string]bool{"token": true}}
+	secret := strings.Repeat("a", 4096) + "b"
+	sec.add(secret)
+	sec.add(strings.Repeat(`\u0061`, 100) + "c")
+	text := strings.Repeat("a", 1<<20) + secret + strings.Repeat(`\u0061`, 1<<16)
+	start := time.Now()
+	out := sec.text(text)
+	require.Less(t, time.Since(start), 2*time.Second)
+	require.NotContains(t, out, secret)
+	require.Contains(t, out, redacted)
+}
+
+// redactionSecrets are the secrets FuzzRedaction plants: no '[' or ']',
+// so that the marker cannot complete one.
+var redactionSecrets = []string{`sk-"li\ve"`, "aab", "abab", "73912846", "é😀x"}
+
+func FuzzRedaction(f *testing.F) {
+	for _, s := range []string{
+		`sk-"li\ve"`, `sk-\"li\\ve\"`, `\u0073k-\u0022li\u005cve\u0022`, `sk-\\\"li\\\\ve\\\"`,
+		"aaab abab aabab", `\u00e9\ud83d\ude00x`, `\\u0061ab`, "7391284673912846", "",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		sec := &secrets{keys: map[string]bool{}}
+		for _, s := range redactionSecrets {
+			sec.add(s)
+		}
+		out := sec.text(text)
+		for _, form := range []string{out, decodeView(out).text, decodeView(decodeView(out).text).text} {
+			for _, s := range redactionSecrets {
+				if strings.Contains(form, s) {
+					t.Fatalf("secret %q left in %q (from %q)", s, out, text)
+				}
+			}
+		}
+		if !strings.Contains(text, `\`) && !strings.Contains(text, "a") && !strings.Contains(text, "7") &&
+			!strings.Contains(text, "s") && !strings.Contains(text, "é") && out != text {
+			t.Fatalf("%q changed to %q with no secret in it", text, out)
+		}
+	})
+}
+
+func TestConfigSchemaOfHostileSizeIsRefused(t *testing.T) {
+	ex := Executable{Key: "demo", TimeoutSeconds: 5}
+	var many strings.Builder
+	many.WriteString(`{"tools":{"a":{"description":"x","config_schema":[`)
+	for i := range MaxConfigFields + 1 {
+		if i > 0 {
+			many.WriteString(",")
+		}
+		fmt.Fprintf(&many, `{"key":"k%d","type":"string","secret":true,"default":"v%d"}`, i, i)
+	}
+	many.WriteString("]}}}")
+	for name, out := range map[string]string{
+		"too many fields": many.String(),
+		"long key":        `{"tools":{"a":{"description":"x","config_schema":[{"key":"` + strings.Repeat("k", MaxConfigKeyBytes+1) + `","type":"string"}]}}}`,
+		"long default":    `{"tools":{"a":{"description":"x","config_schema":[{"key":"k","type":"string","secret":true,"default":"` + strings.Repeat("d", MaxConfigDefaultBytes+1) + `"}]}}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			tools, probs := parseSchemaOutput(ex, []byte(out))
+			require.Empty(t, tools)
+			require.Len(t, probs, 1)
+			require.Contains(t, probs[0], "at most")
+		})
+	}
+}

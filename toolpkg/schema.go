@@ -60,6 +60,13 @@ const (
 	// MaxDescriptionBytes bounds a tool's description, which the model
 	// reads every turn.
 	MaxDescriptionBytes = 32 << 10
+	// MaxConfigFields bounds the entries of a tool's config_schema.
+	MaxConfigFields = 64
+	// MaxConfigKeyBytes bounds a configuration key.
+	MaxConfigKeyBytes = 128
+	// MaxConfigDefaultBytes bounds the text of a configuration default
+	// (each secret one is searched for in everything the tools return).
+	MaxConfigDefaultBytes = 4096
 )
 
 // schemaDoc is the --schema output.
@@ -198,6 +205,9 @@ func parseConfigSchema(raw json.RawMessage) ([]ConfigField, []string) {
 	if err := json.Unmarshal(raw, &entries); err != nil {
 		return nil, []string{fmt.Sprintf("must be a list of {key, type, ...} entries (%v)", err)}
 	}
+	if len(entries) > MaxConfigFields {
+		return nil, []string{fmt.Sprintf("has %d entries; at most %d are allowed", len(entries), MaxConfigFields)}
+	}
 	var out []ConfigField
 	var probs []string
 	seen := map[string]bool{}
@@ -217,6 +227,9 @@ func parseConfigSchema(raw json.RawMessage) ([]ConfigField, []string) {
 		case f.Key == "":
 			probs = append(probs, where+": key is empty")
 			continue
+		case len(f.Key) > MaxConfigKeyBytes:
+			probs = append(probs, fmt.Sprintf("%s: the key is %d bytes; at most %d are allowed", where, len(f.Key), MaxConfigKeyBytes))
+			continue
 		case contains(ReservedConfigKeys, f.Key):
 			probs = append(probs, fmt.Sprintf("%s is reserved (%s are reserved keys)", where, strings.Join(ReservedConfigKeys, ", ")))
 			continue
@@ -229,6 +242,10 @@ func parseConfigSchema(raw json.RawMessage) ([]ConfigField, []string) {
 		case "string", "integer", "boolean":
 		default:
 			probs = append(probs, fmt.Sprintf("%s: type %s is not supported; use string, integer or boolean", where, quoteShort(f.Type)))
+			continue
+		}
+		if d, ok := f.Default.(string); ok && len(d) > MaxConfigDefaultBytes {
+			probs = append(probs, fmt.Sprintf("%s: the default is %d bytes; at most %d are allowed", where, len(d), MaxConfigDefaultBytes))
 			continue
 		}
 		if f.Default != nil {
