@@ -171,3 +171,16 @@ func TestConfigSchemaOfHostileSizeIsRefused(t *testing.T) {
 		})
 	}
 }
+
+func TestRedactionOfManySecretKeysIsLinear(t *testing.T) {
+	// Up to MaxConfigFields keys per tool, and MaxTools tools.
+	sec := &secrets{keys: map[string]bool{}}
+	for i := range 20000 {
+		sec.keys[fmt.Sprintf("k%d", i)] = true
+	}
+	text := strings.Repeat(`"k1`, 1<<19) + `"k7": 12345`
+	start := time.Now()
+	out := sec.text(text)
+	require.Less(t, time.Since(start), 2*time.Second)
+	require.True(t, strings.HasSuffix(out, `"k7": [secret]`), "%.40s", out[len(out)-40:])
+}

@@ -24,6 +24,9 @@ type secrets struct {
 
 	once sync.Once // makes ac, once every value was added
 	ac   *matcher
+
+	keysOnce sync.Once // makes keyAC: a quote and each key
+	keyAC    *matcher
 }
 
 // add records the text of a secret value: a string as itself, an
@@ -67,52 +70,56 @@ func (s *secrets) text(t string) string {
 
 // members hides the value of every JSON object member, in text, whose
 // key is secret: "key": true becomes "key": [secret], whatever the value
-// (a boolean, a number, null). Strings are left to the value search.
+// (a boolean, a number, null). Strings are left to the value search. All
+// keys are looked for in one pass: its cost is linear in the text.
 func (s *secrets) members(t string) string {
-	for k := range s.keys {
-		var b strings.Builder
-		last := 0
-		for i := 0; ; {
-			n := strings.Index(t[i:], k)
-			if n < 0 {
-				break
-			}
-			start := i + n
-			j := start + len(k)
-			i = j
-			if start == 0 || t[start-1] != '"' {
-				continue
-			}
-			switch {
-			case strings.HasPrefix(t[j:], `\"`):
-				j += 2
-			case strings.HasPrefix(t[j:], `"`):
-				j++
-			default:
-				continue
-			}
-			j = skipSpace(t, j)
-			if j >= len(t) || t[j] != ':' {
-				continue
-			}
-			j = skipSpace(t, j+1)
-			end := j
-			for end < len(t) && strings.IndexByte("truefalsn0123456789+-.eE", t[end]) >= 0 {
-				end++
-			}
-			if end == j {
-				continue
-			}
-			b.WriteString(t[last:j])
-			b.WriteString(redacted)
-			last, i = end, end
-		}
-		if last > 0 {
-			b.WriteString(t[last:])
-			t = b.String()
-		}
+	if len(s.keys) == 0 || len(t) == 0 {
+		return t
 	}
-	return t
+	s.keysOnce.Do(func() {
+		quoted := make([]string, 0, len(s.keys))
+		for k := range s.keys {
+			quoted = append(quoted, `"`+k)
+		}
+		s.keyAC = newMatcher(quoted)
+	})
+	var b strings.Builder
+	last := 0
+	s.keyAC.each(t, func(i, _ int) {
+		// t[:i] ends with a quote and a secret key.
+		j := i
+		if j < last {
+			return
+		}
+		switch {
+		case strings.HasPrefix(t[j:], `\"`):
+			j += 2
+		case strings.HasPrefix(t[j:], `"`):
+			j++
+		default:
+			return
+		}
+		j = skipSpace(t, j)
+		if j >= len(t) || t[j] != ':' {
+			return
+		}
+		j = skipSpace(t, j+1)
+		end := j
+		for end < len(t) && strings.IndexByte("truefalsn0123456789+-.eE", t[end]) >= 0 {
+			end++
+		}
+		if end == j {
+			return
+		}
+		b.WriteString(t[last:j])
+		b.WriteString(redacted)
+		last = end
+	})
+	if last == 0 {
+		return t
+	}
+	b.WriteString(t[last:])
+	return b.String()
 }
 
 func skipSpace(t string, j int) int {
@@ -282,9 +289,9 @@ func newMatcher(words []string) *matcher {
 	return m
 }
 
-// find appends to spans every occurrence in t (the longest ending at each
-// byte), mapped back through the views t was decoded by, innermost first.
-func (m *matcher) find(t string, views []*view, spans []span) []span {
+// each calls f with the end and the length of each occurrence in t, in
+// order (one per end: the longest).
+func (m *matcher) each(t string, f func(end, n int)) {
 	n := int32(0)
 	for i := 0; i < len(t); i++ {
 		for {
@@ -298,13 +305,21 @@ func (m *matcher) find(t string, views []*view, spans []span) []span {
 			n = m.fail[n]
 		}
 		if l := int(m.longest[n]); l > 0 {
-			start, end := i+1-l, i+1
-			for _, v := range views {
-				start, end = v.toSource(start, end)
-			}
-			spans = append(spans, span{start, end})
+			f(i+1, l)
 		}
 	}
+}
+
+// find appends to spans every occurrence in t (the longest ending at each
+// byte), mapped back through the views t was decoded by, innermost first.
+func (m *matcher) find(t string, views []*view, spans []span) []span {
+	m.each(t, func(end, n int) {
+		start := end - n
+		for _, v := range views {
+			start, end = v.toSource(start, end)
+		}
+		spans = append(spans, span{start, end})
+	})
 	return spans
 }
 
