@@ -184,3 +184,21 @@ func TestRedactionOfManySecretKeysIsLinear(t *testing.T) {
 	require.Less(t, time.Since(start), 2*time.Second)
 	require.True(t, strings.HasSuffix(out, `"k7": [secret]`), "%.40s", out[len(out)-40:])
 }
+
+func TestManySecretDefaultsAreCheap(t *testing.T) {
+	// 64 secret keys with defaults in each of 1,000 tools.
+	var tools []ToolInfo
+	for i := range MaxTools {
+		ti := ToolInfo{Name: fmt.Sprintf("t%d", i)}
+		for j := range MaxConfigFields {
+			ti.Config = append(ti.Config, ConfigField{Key: fmt.Sprintf("k%d_%d", i, j), Type: "string", Secret: true, Default: fmt.Sprintf("default-%d-%d", i, j)})
+		}
+		tools = append(tools, ti)
+	}
+	start := time.Now()
+	_, sec, err := configFor("ts", tools, nil)
+	require.NoError(t, err)
+	require.Len(t, sec.values, MaxTools*MaxConfigFields)
+	require.Equal(t, "[secret]", sec.text("default-999-63"))
+	require.Less(t, time.Since(start), 3*time.Second)
+}

@@ -19,8 +19,10 @@ const redacted = "[secret]"
 // those keys, whose values are hidden wherever they appear in a tool's
 // JSON output (a boolean has no text that could be searched for).
 type secrets struct {
-	values []string // longest first; at least 3 bytes each
-	keys   map[string]bool
+	values  []string // at least 3 bytes each
+	seen    map[string]bool
+	longest int // the length of the longest value
+	keys    map[string]bool
 
 	once sync.Once // makes ac, once every value was added
 	ac   *matcher
@@ -49,13 +51,15 @@ func (s *secrets) add(v any) {
 	if len(text) < 3 {
 		return
 	}
-	for _, have := range s.values {
-		if have == text {
-			return
-		}
+	if s.seen == nil {
+		s.seen = map[string]bool{}
 	}
+	if s.seen[text] {
+		return
+	}
+	s.seen[text] = true
 	s.values = append(s.values, text)
-	sort.Slice(s.values, func(i, j int) bool { return len(s.values[i]) > len(s.values[j]) })
+	s.longest = max(s.longest, len(text))
 }
 
 // text replaces every secret value in t, in any form JSON could give it:

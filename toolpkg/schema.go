@@ -67,6 +67,9 @@ const (
 	// MaxConfigDefaultBytes bounds the text of a configuration default
 	// (each secret one is searched for in everything the tools return).
 	MaxConfigDefaultBytes = 4096
+	// MaxSecretDefaultBytes bounds the defaults of secret keys, all
+	// tools of a package together.
+	MaxSecretDefaultBytes = 256 << 10
 )
 
 // schemaDoc is the --schema output.

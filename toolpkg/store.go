@@ -685,6 +685,17 @@ func (s *Store) discover(ctx context.Context, name, pkgDir string, exes []Execut
 	if len(tools) > MaxTools {
 		errs = append(errs, fmt.Sprintf("the package exposes %d tools; at most %d are allowed", len(tools), MaxTools))
 	}
+	secretBytes := 0
+	for _, t := range tools {
+		for _, f := range t.Config {
+			if d, ok := f.Default.(string); ok && f.Secret {
+				secretBytes += len(d)
+			}
+		}
+	}
+	if secretBytes > MaxSecretDefaultBytes {
+		errs = append(errs, fmt.Sprintf("the defaults of secret configuration keys add up to %d bytes; at most %d are allowed", secretBytes, MaxSecretDefaultBytes))
+	}
 	for _, t := range tools {
 		if full := name + "__" + t.Name; len(full) > 64 {
 			errs = append(errs, fmt.Sprintf("tool %q: the model would see %q, %d characters; names may have at most 64", t.Name, full, len(full)))

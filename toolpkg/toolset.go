@@ -297,8 +297,8 @@ func (c *call) decodeResult(data []byte, stderr string) (any, error) {
 func (c *call) preview(data []byte, n int) string {
 	// Hide secrets before cutting, so that one across the cut is found.
 	margin := 0
-	if c.secrets != nil && len(c.secrets.values) > 0 {
-		margin = 12 * len(c.secrets.values[0])
+	if c.secrets != nil {
+		margin = 12 * c.secrets.longest
 	}
 	head := data[:min(len(data), n+margin)]
 	return quoteStart([]byte(c.secrets.text(string(head))), n)
