@@ -1,11 +1,18 @@
 package toolpkg
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -201,4 +208,63 @@ func TestManySecretDefaultsAreCheap(t *testing.T) {
 	require.Len(t, sec.values, MaxTools*MaxConfigFields)
 	require.Equal(t, "[secret]", sec.text("default-999-63"))
 	require.Less(t, time.Since(start), 3*time.Second)
+}
+
+func TestStateNamingFilesOutsideItsPackageFailsOnlyItsToolset(t *testing.T) {
+	dir := t.TempDir()
+	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	s, err := Open(dir, opts)
+	require.NoError(t, err)
+	upload(t, s, "good", demoPackage(t, demoManifest("")))
+	upload(t, s, "evil", demoPackage(t, demoManifest("")))
+	upload(t, s, "pipe", demoPackage(t, demoManifest("")))
+	require.NoError(t, s.Close())
+
+	statePath := filepath.Join(dir, "evil", "state.json")
+	data, err := os.ReadFile(statePath)
+	require.NoError(t, err)
+	// Another toolset's executable, which would get this toolset's
+	// configuration and secrets.
+	data = bytes.Replace(data, []byte(`"file":"tooldemo"`), []byte(`"file":"../../good/v1/tooldemo"`), 1)
+	require.Contains(t, string(data), "../../good/v1/tooldemo")
+	require.NoError(t, os.WriteFile(statePath, data, 0o644))
+	// A state.json that is a named pipe must not hold Open up.
+	pipeState := filepath.Join(dir, "pipe", "state.json")
+	require.NoError(t, os.Remove(pipeState))
+	require.NoError(t, syscall.Mkfifo(pipeState, 0o644))
+
+	done := make(chan struct{})
+	var s2 *Store
+	go func() {
+		defer close(done)
+		s2, err = Open(dir, opts)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		// Unblock the open so that the goroutine ends.
+		f, _ := os.OpenFile(pipeState, os.O_WRONLY, 0)
+		f.Close()
+		<-done
+		t.Fatal("Open hung on a state.json that is a named pipe")
+	}
+	require.NoError(t, err)
+	defer s2.Close()
+	for _, name := range []string{"evil", "pipe"} {
+		info, err := s2.Info(name)
+		require.NoError(t, err)
+		assert.Equal(t, StatusFailed, info.Status, name)
+		require.Len(t, info.Errors, 1)
+		assert.Contains(t, info.Errors[0], "state.json cannot be read")
+	}
+	assert.Contains(t, s2.mustInfo(t, "evil").Errors[0], "not where the executable is looked up")
+	good := s2.mustInfo(t, "good")
+	assert.Equal(t, StatusReady, good.Status)
+}
+
+func (s *Store) mustInfo(t *testing.T, name string) Info {
+	t.Helper()
+	info, err := s.Info(name)
+	require.NoError(t, err)
+	return info
 }

@@ -225,14 +225,19 @@ func (s *Store) load() error {
 		if !de.IsDir() || CheckName(name) != nil {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(s.dir, name, "state.json"))
-		if errors.Is(err, os.ErrNotExist) {
+		// Read as a file a tool may have written: no link followed, no
+		// pipe waited on, the size capped.
+		data, err := readWorkFile(filepath.Join(s.dir, name), "state.json", maxStateFile)
+		if errors.Is(err, errNoFile) {
 			s.log.Warn("toolpkg: ignoring a folder without state.json", "store", s.dir, "folder", name)
 			continue
 		}
 		var rec record
 		if err == nil {
 			err = json.Unmarshal(data, &rec)
+		}
+		if err == nil {
+			err = rec.check()
 		}
 		if err != nil {
 			// One damaged record must not take the store down: the
@@ -274,6 +279,49 @@ func (s *Store) load() error {
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// maxStateFile caps the size of a state.json.
+const maxStateFile = 64 << 20
+
+// check refuses a record that names files outside its own package, or
+// holds what discovery would never have accepted: the record is on disk,
+// where it may have been damaged or tampered with.
+func (r record) check() error {
+	keys := map[string]bool{}
+	for _, ex := range r.Executables {
+		if !keyPattern.MatchString(ex.Key) {
+			return fmt.Errorf("executable key %s is invalid", quoteShort(ex.Key))
+		}
+		keys[ex.Key] = true
+		switch {
+		case ex.Runtime != RuntimeGo && ex.Runtime != RuntimePython:
+			return fmt.Errorf("executable %q: runtime %s is unknown", ex.Key, quoteShort(string(ex.Runtime)))
+		case ex.Profile != Restrictive && ex.Profile != Standard && ex.Profile != Permissive:
+			return fmt.Errorf("executable %q: sandbox profile %s is unknown", ex.Key, quoteShort(string(ex.Profile)))
+		}
+		if clean, msg := cleanPackagePath(ex.Path); msg != "" || clean != ex.Path {
+			return fmt.Errorf("executable %q: path %s is not a path inside the package", ex.Key, quoteShort(ex.Path))
+		}
+		if r.Status == StatusReady && !contains(ex.Candidates(), ex.File) {
+			return fmt.Errorf("executable %q: file %s is not where the executable is looked up", ex.Key, quoteShort(ex.File))
+		}
+	}
+	for _, t := range r.Tools {
+		if !toolNamePattern.MatchString(t.Name) {
+			return fmt.Errorf("tool name %s is invalid", quoteShort(t.Name))
+		}
+		if !keys[t.Executable] {
+			return fmt.Errorf("tool %q names executable %s, which the record does not have", t.Name, quoteShort(t.Executable))
+		}
+		if t.TimeoutSeconds <= 0 || t.TimeoutSeconds > FormatMaxTimeoutSeconds {
+			return fmt.Errorf("tool %q: timeout of %d seconds is out of range", t.Name, t.TimeoutSeconds)
+		}
+	}
+	if r.Version < 0 || r.LastVersion < r.Version {
+		return fmt.Errorf("version %d and last version %d do not go together", r.Version, r.LastVersion)
 	}
 	return nil
 }
