@@ -268,3 +268,63 @@ func (s *Store) mustInfo(t *testing.T, name string) Info {
 	require.NoError(t, err)
 	return info
 }
+
+func TestDiscoveryChildHoldingStdoutDiesWithIt(t *testing.T) {
+	forEachMode(t, func(t *testing.T, mode Mode) {
+		for _, then := range []string{"exit", "hang"} {
+			t.Run(then, func(t *testing.T) {
+				marker := uniqueMarker()
+				t.Cleanup(func() {
+					for _, pid := range pidsWithArg(marker) {
+						_ = syscall.Kill(pid, syscall.SIGKILL)
+					}
+				})
+				// A child in a session of its own keeps stdout and stderr
+				// open and ignores SIGTERM, after the schema is printed.
+				cmd := schemaEcho(`{"tools":{"greet":{"description":"Say hello."}}}`) + "\n" +
+					`setsid sh -c 'trap "" TERM; exec sleep ` + marker + `' &` + "\n"
+				if then == "hang" {
+					cmd += "trap '' TERM; while :; do sleep 1; done\n"
+				}
+				s := openStore(t, Options{Sandbox: mode, DiscoveryTimeout: 3 * time.Second})
+				seen := make(chan bool, 1)
+				stop := make(chan struct{})
+				go func() {
+					for {
+						select {
+						case <-stop:
+							seen <- false
+							return
+						default:
+						}
+						if len(pidsWithArg(marker)) > 0 {
+							seen <- true
+							return
+						}
+						time.Sleep(5 * time.Millisecond)
+					}
+				}()
+				start := time.Now()
+				info := upload(t, s, "d", scriptPackage(t, strings.ReplaceAll(cmd, "sleep "+marker, "sleep 1000 "+marker)))
+				elapsed := time.Since(start)
+				close(stop)
+				if then == "hang" {
+					assert.True(t, <-seen, "the child ran")
+				} else {
+					<-seen
+				}
+				switch then {
+				case "exit":
+					require.Equal(t, StatusReady, info.Status, "%v", info.Errors)
+					assert.Less(t, elapsed, 3*time.Second, "discovery did not wait for the child")
+				case "hang":
+					require.Equal(t, StatusFailed, info.Status)
+					assert.Contains(t, info.Errors[0], "did not finish within 3s")
+					assert.Less(t, elapsed, 8*time.Second)
+				}
+				assert.Eventually(t, func() bool { return len(pidsWithArg(marker)) == 0 }, 2*time.Second, 10*time.Millisecond,
+					"the child in a session of its own ended with discovery")
+			})
+		}
+	})
+}
