@@ -340,3 +340,27 @@ func TestZipOfLongEntryNamesMakesAShortError(t *testing.T) {
 	require.Less(t, len(err.Error()), 64<<10, "the error of a %d-byte zip", len(z))
 	require.Contains(t, err.Error(), "escapes the package")
 }
+
+func TestStateOfAMissingVersionKeepsTheOthers(t *testing.T) {
+	dir := t.TempDir()
+	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	s, err := Open(dir, opts)
+	require.NoError(t, err)
+	upload(t, s, "ts", demoPackage(t, demoManifest("")))
+	require.NoError(t, s.Close())
+
+	statePath := filepath.Join(dir, "ts", "state.json")
+	data, err := os.ReadFile(statePath)
+	require.NoError(t, err)
+	data = bytes.Replace(data, []byte(`"version":1`), []byte(`"version":7`), 1)
+	data = bytes.Replace(data, []byte(`"last_version":1`), []byte(`"last_version":7`), 1)
+	require.NoError(t, os.WriteFile(statePath, data, 0o644))
+
+	s2, err := Open(dir, opts)
+	require.NoError(t, err)
+	defer s2.Close()
+	info := s2.mustInfo(t, "ts")
+	assert.Equal(t, StatusFailed, info.Status)
+	assert.Contains(t, info.Errors[0], "version 7 has no folder")
+	assert.DirExists(t, filepath.Join(dir, "ts", "v1"), "the version on disk is kept")
+}

@@ -239,6 +239,13 @@ func (s *Store) load() error {
 		if err == nil {
 			err = rec.check()
 		}
+		if err == nil && rec.Version > 0 && rec.Status != StatusRemoved {
+			// Its version must be there, or the others would be deleted
+			// below as old.
+			if fi, serr := os.Lstat(s.versionDir(name, rec.Version)); serr != nil || !fi.IsDir() {
+				err = fmt.Errorf("version %d has no folder", rec.Version)
+			}
+		}
 		if err != nil {
 			// One damaged record must not take the store down: the
 			// toolset is failed, its files stay as they are, and a new
