@@ -65,6 +65,7 @@
 //	host files hidden             no       no        yes
 //	hidden from other calls (3)   no       no        yes
 //	total writes bounded          no       no        yes (2)
+//	memory bounded                no       no        no (4)
 //
 // (1) counted per call when a user namespace can be made; else over every
 // process of the user tools run as. (2) The work directory and /tmp are
@@ -76,7 +77,11 @@
 // a tool can find another call's work directory (its command line names
 // runner_args.json), read its arguments and configuration, secrets
 // included, and replace its files. Use bwrap when packages of different
-// trust share a store.
+// trust share a store. (4) No mode limits the memory a tool allocates
+// (the address-space limit breaks Go binaries): run the host under a
+// memory cgroup (systemd's MemoryMax=, a container's limit) to bound it.
+// The standard and permissive profiles share the host's network, its
+// local services and abstract Unix sockets included.
 //
 // Under root, uid 0 is exempt from the process limit, so tools run as
 // [ToolUID]: the store's directory and those above it must be searchable
