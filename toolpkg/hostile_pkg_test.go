@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -363,4 +364,39 @@ func TestStateOfAMissingVersionKeepsTheOthers(t *testing.T) {
 	assert.Equal(t, StatusFailed, info.Status)
 	assert.Contains(t, info.Errors[0], "version 7 has no folder")
 	assert.DirExists(t, filepath.Join(dir, "ts", "v1"), "the version on disk is kept")
+}
+
+func TestMatcherFindsWhatANaiveSearchFinds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	word := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = "abc"[rng.IntN(3)]
+		}
+		return string(b)
+	}
+	for range 3000 {
+		var words []string
+		for range 1 + rng.IntN(4) {
+			words = append(words, word(1+rng.IntN(5)))
+		}
+		text := word(rng.IntN(40))
+		want := make([]bool, len(text))
+		for _, w := range words {
+			for i := 0; i+len(w) <= len(text); i++ {
+				if text[i:i+len(w)] == w {
+					for j := i; j < i+len(w); j++ {
+						want[j] = true
+					}
+				}
+			}
+		}
+		got := make([]bool, len(text))
+		for _, sp := range newMatcher(words).find(text, nil, nil) {
+			for j := sp.start; j < sp.end; j++ {
+				got[j] = true
+			}
+		}
+		require.Equal(t, want, got, "words %q in %q", words, text)
+	}
 }
