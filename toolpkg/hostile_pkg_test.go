@@ -2,6 +2,8 @@ package toolpkg
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gotoolset/toolset"
 )
 
 // aliasBomb is a small manifest whose tools all alias one map of many
@@ -398,5 +402,36 @@ func TestMatcherFindsWhatANaiveSearchFinds(t *testing.T) {
 			}
 		}
 		require.Equal(t, want, got, "words %q in %q", words, text)
+	}
+}
+
+func TestStderrTailDoesNotCutASecret(t *testing.T) {
+	const secret = "TOPSECRET-0123456789-abcdef"
+	// The secret, then enough to push all but its last bytes out of the
+	// tail of stderr the host keeps.
+	tool := "#!/bin/sh\n" +
+		"if [ \"$1\" = \"--schema\" ]; then\n" +
+		"echo '{\"tools\":{\"leak\":{\"description\":\"Leak.\",\"config_schema\":[{\"key\":\"token\",\"type\":\"string\",\"secret\":true}]," +
+		"\"parameters\":{\"type\":\"object\",\"properties\":{\"pad\":{\"type\":\"integer\"}}}}}}'\n" +
+		"exit 0\nfi\n" +
+		"pad=$(sed -n 's/.*\"pad\":\\([0-9]*\\).*/\\1/p' \"$1\")\n" +
+		"tok=$(sed -n 's/.*\"token\":\"\\([^\"]*\\)\".*/\\1/p' \"$1\")\n" +
+		"printf '%s' \"$tok\" >&2\n" +
+		"head -c \"$pad\" /dev/zero | tr '\\0' x >&2\n" +
+		"exit 1\n"
+	s := openStore(t, Options{Sandbox: ModeDirect})
+	info := upload(t, s, "st", makeZip(t, manifestFile(scriptManifest), zfile{name: "python/bin/greet.sh", data: []byte(tool), mode: 0o755}))
+	require.Equal(t, StatusReady, info.Status, "%v", info.Errors)
+	tools, err := toolset.BuildTools(context.Background(), "a", s.Toolset("st", map[string]any{"token": secret}))
+	require.NoError(t, err)
+	for _, keep := range []int{1, 5, len(secret) - 1} {
+		pad := maxStderr - keep
+		_, err := tools.Call(context.Background(), "st__leak", json.RawMessage(fmt.Sprintf(`{"pad":%d}`, pad)))
+		var ee *ExecError
+		require.ErrorAs(t, err, &ee)
+		require.True(t, strings.HasSuffix(ee.Stderr, "xxxx"), "%.100q", ee.Stderr)
+		assert.False(t, strings.Contains(ee.Stderr, secret[len(secret)-keep:]+"x"), "the last %d bytes of the secret: %.60q", keep, ee.Stderr)
+		assert.LessOrEqual(t, len(ee.Stderr), maxStderr+64)
+		assert.True(t, strings.HasPrefix(ee.Stderr, "[secret]x") || strings.HasPrefix(ee.Stderr, "["), "%.60q", ee.Stderr)
 	}
 }

@@ -62,6 +62,14 @@ func (s *secrets) add(v any) {
 	s.longest = max(s.longest, len(text))
 }
 
+// maxLen returns the length of the longest secret value.
+func (s *secrets) maxLen() int {
+	if s == nil {
+		return 0
+	}
+	return s.longest
+}
+
 // text replaces every secret value in t, in any form JSON could give it:
 // raw, or with any of its characters escaped (\", \\, \/, \n and the
 // like, or \uXXXX in either case, surrogate pairs included).

@@ -775,7 +775,7 @@ func (s *Store) schemaOf(ctx context.Context, pkgDir string, ex Executable) ([]b
 	case res.timedOut:
 		return nil, fmt.Errorf("--schema did not finish within %s (discovery timeout)", s.opts.DiscoveryTimeout)
 	case res.signal != 0 || res.exitCode != 0:
-		return nil, fmt.Errorf("--schema failed (%s)%s", res.describeExit(l.limits), stderrSuffix(res.stderr))
+		return nil, fmt.Errorf("--schema failed (%s)%s", res.describeExit(l.limits), stderrSuffix(res.stderrText(nil)))
 	case res.stdoutN > maxSchemaOutput:
 		return nil, fmt.Errorf("--schema printed %d bytes; at most %d are allowed", res.stdoutN, maxSchemaOutput)
 	}

@@ -197,7 +197,8 @@ func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
 		return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, err)
 	}
 	defer removeAll(callDir)
-	l := launch{pkgDir: pkgDir, workDir: work, exe: c.exe.File, profile: c.exe.Profile, limits: s.limitsOf(c.exe)}
+	l := launch{pkgDir: pkgDir, workDir: work, exe: c.exe.File, profile: c.exe.Profile, limits: s.limitsOf(c.exe),
+		stderrMargin: int64(12 * c.secrets.maxLen())}
 	_, workView := s.sb.paths(l)
 	rc := toolset.FromContext(ctx)
 	ra := runnerArgs{
@@ -222,7 +223,7 @@ func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
 	res, err := s.sb.runProcess(ctx, l, c.tool.Timeout(), callDir, 0)
 	s.log.Debug("toolpkg: call finished", "toolset", c.toolset, "tool", c.tool.Name, "version", c.version,
 		"exit", res.describeExit(l.limits), "wall", res.wall.Round(time.Millisecond), "cpu", res.cpu.Round(time.Millisecond))
-	stderr := c.secrets.text(res.stderr)
+	stderr := res.stderrText(c.secrets)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return nil, fmt.Errorf("toolpkg: tool %q: call canceled, process killed: %w", c.tool.Name, err)
@@ -296,10 +297,7 @@ func (c *call) decodeResult(data []byte, stderr string) (any, error) {
 // an error: at most n bytes, as a Go string literal (printable).
 func (c *call) preview(data []byte, n int) string {
 	// Hide secrets before cutting, so that one across the cut is found.
-	margin := 0
-	if c.secrets != nil {
-		margin = 12 * c.secrets.longest
-	}
+	margin := 12 * c.secrets.maxLen()
 	head := data[:min(len(data), n+margin)]
 	return quoteStart([]byte(c.secrets.text(string(head))), n)
 }
