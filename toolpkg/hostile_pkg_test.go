@@ -435,3 +435,23 @@ func TestStderrTailDoesNotCutASecret(t *testing.T) {
 		assert.True(t, strings.HasPrefix(ee.Stderr, "[secret]x") || strings.HasPrefix(ee.Stderr, "["), "%.60q", ee.Stderr)
 	}
 }
+
+func TestSecretKeysOfHostileSizeAreRefused(t *testing.T) {
+	// Each key is small and each tool within MaxConfigFields; together
+	// they are more than MaxSecretBytes to search every output for.
+	tools := map[string]any{}
+	for i := range 40 {
+		var cfg []any
+		for j := range MaxConfigFields {
+			cfg = append(cfg, map[string]any{"key": fmt.Sprintf("%0120d", i*MaxConfigFields+j), "type": "string", "secret": true})
+		}
+		tools[fmt.Sprintf("t%d", i)] = map[string]any{"description": "x", "config_schema": cfg}
+	}
+	doc, err := json.Marshal(map[string]any{"tools": tools})
+	require.NoError(t, err)
+	s := openStore(t, Options{Sandbox: ModeDirect})
+	info := upload(t, s, "sk", scriptPackage(t, schemaEcho(string(doc))))
+	require.Equal(t, StatusFailed, info.Status)
+	require.Len(t, info.Errors, 1)
+	assert.Contains(t, info.Errors[0], "secret configuration keys and their defaults add up to")
+}

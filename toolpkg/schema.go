@@ -67,9 +67,10 @@ const (
 	// MaxConfigDefaultBytes bounds the text of a configuration default
 	// (each secret one is searched for in everything the tools return).
 	MaxConfigDefaultBytes = 4096
-	// MaxSecretDefaultBytes bounds the defaults of secret keys, all
-	// tools of a package together.
-	MaxSecretDefaultBytes = 256 << 10
+	// MaxSecretBytes bounds the secret configuration keys and their
+	// defaults, all tools of a package together: each is searched for in
+	// everything the tools return.
+	MaxSecretBytes = 256 << 10
 )
 
 // schemaDoc is the --schema output.

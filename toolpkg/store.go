@@ -740,16 +740,28 @@ func (s *Store) discover(ctx context.Context, name, pkgDir string, exes []Execut
 	if len(tools) > MaxTools {
 		errs = append(errs, fmt.Sprintf("the package exposes %d tools; at most %d are allowed", len(tools), MaxTools))
 	}
-	secretBytes := 0
+	// A key one tool declares secret is secret for all of them.
+	secretKeys := map[string]bool{}
 	for _, t := range tools {
 		for _, f := range t.Config {
-			if d, ok := f.Default.(string); ok && f.Secret {
+			if f.Secret {
+				secretKeys[f.Key] = true
+			}
+		}
+	}
+	secretBytes := 0
+	for k := range secretKeys {
+		secretBytes += len(k)
+	}
+	for _, t := range tools {
+		for _, f := range t.Config {
+			if d, ok := f.Default.(string); ok && secretKeys[f.Key] {
 				secretBytes += len(d)
 			}
 		}
 	}
-	if secretBytes > MaxSecretDefaultBytes {
-		errs = append(errs, fmt.Sprintf("the defaults of secret configuration keys add up to %d bytes; at most %d are allowed", secretBytes, MaxSecretDefaultBytes))
+	if secretBytes > MaxSecretBytes {
+		errs = append(errs, fmt.Sprintf("the secret configuration keys and their defaults add up to %d bytes; at most %d are allowed", secretBytes, MaxSecretBytes))
 	}
 	for _, t := range tools {
 		if full := name + "__" + t.Name; len(full) > 64 {
