@@ -455,3 +455,21 @@ func TestSecretKeysOfHostileSizeAreRefused(t *testing.T) {
 	require.Len(t, info.Errors, 1)
 	assert.Contains(t, info.Errors[0], "secret configuration keys and their defaults add up to")
 }
+
+func TestRunnerArgsAreReadableByTheToolAlone(t *testing.T) {
+	// The tool reports the mode of its runner_args.json, which it read.
+	tool := "#!/bin/sh\n" +
+		"if [ \"$1\" = \"--schema\" ]; then\n" +
+		"echo '{\"tools\":{\"mode\":{\"description\":\"Mode.\"}}}'\n" +
+		"exit 0\nfi\n" +
+		"result=$(sed -n 's/.*\"result_file\":\"\\([^\"]*\\)\".*/\\1/p' \"$1\")\n" +
+		"printf '{\"result\":{\"status\":\"success\",\"message\":\"mode %s\"}}' \"$(stat -c %a \"$1\")\" > \"$result\"\n"
+	forEachMode(t, func(t *testing.T, mode Mode) {
+		s := openStore(t, Options{Sandbox: mode})
+		info := upload(t, s, "ra", makeZip(t, manifestFile(scriptManifest), zfile{name: "python/bin/greet.sh", data: []byte(tool), mode: 0o755}))
+		require.Equal(t, StatusReady, info.Status, "%v", info.Errors)
+		res, err := callTool(context.Background(), t, s.Toolset("ra", nil), "ra__mode", `{}`)
+		require.NoError(t, err)
+		assert.Equal(t, "mode 600", res.(*Result).Message)
+	})
+}

@@ -851,6 +851,25 @@ func (s *Store) newCallDir(prefix string) (callDir, work string, err error) {
 	return callDir, work, nil
 }
 
+// writeToolFile writes a new file that only the user tools run as can
+// read.
+func (s *Store) writeToolFile(p string, data []byte) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if uid, gid, chown := s.sb.owner(); chown {
+		err = f.Chown(uid, gid)
+	}
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // chmodDirs sets the mode of dir and every directory under it.
 func chmodDirs(dir string, mode os.FileMode) error {
 	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -215,7 +214,10 @@ func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("toolpkg: tool %q: encoding runner_args.json: %w", c.tool.Name, err)
 	}
-	if err := os.WriteFile(filepath.Join(work, "runner_args.json"), data, 0o644); err != nil {
+	// It holds the tool's configuration, secrets included: readable by
+	// the tool's user alone (its path is on the command line, which every
+	// user of the host can read).
+	if err := s.writeToolFile(filepath.Join(work, "runner_args.json"), data); err != nil {
 		return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, err)
 	}
 	l.args = []string{filepath.Join(workView, "runner_args.json")}
