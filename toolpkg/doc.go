@@ -34,8 +34,16 @@
 //   - a tool's schema may not reference anything outside itself;
 //   - the values and defaults of every configuration key that any tool of
 //     the package declares secret are hidden from results, errors and
-//     stderr, raw or JSON-escaped; a secret key's value is hidden in JSON
-//     output whatever its type (a boolean has no text to search for);
+//     stderr, raw or JSON-escaped (once or twice); a secret key's value is
+//     hidden in JSON output whatever its type (a boolean has no text to
+//     search for). Values shorter than 3 bytes, and encodings a tool may
+//     choose (base64, hex, ...), are not found: hiding stops a tool that
+//     leaks by accident, not a package that means to reveal what it was
+//     given. Hiding costs time linear in the output;
+//   - what a package declares is bounded before it is used: MaxTools
+//     tools, MaxDescriptionBytes per description, MaxConfigFields
+//     configuration keys per tool, MaxSecretBytes of secret keys
+//     and defaults; a manifest's aliases cannot make checking it costly;
 //   - manifest numbers are range-checked, and a store bounds what a
 //     package may ask for ([Limits.MaxTimeoutSeconds],
 //     [Limits.MaxResourceLimits]);
@@ -55,13 +63,25 @@
 //	max_processes per call        no       yes (1)   yes
 //	network cut off (restrictive) no       no        yes
 //	host files hidden             no       no        yes
+//	hidden from other calls (3)   no       no        yes
 //	total writes bounded          no       no        yes (2)
+//	memory bounded                no       no        no (4)
 //
 // (1) counted per call when a user namespace can be made; else over every
 // process of the user tools run as. (2) The work directory and /tmp are
-// each a tmpfs of max_write_mb; the only host file a tool writes is
-// result.json, created by the host and bounded by max_file_size_mb (a tool
-// that renames a file over result.json fails under bwrap).
+// each a tmpfs of max_write_mb; the only host files a tool writes are
+// result.json and its standard output and error, made by the host and
+// each bounded by max_file_size_mb (a tool that renames a file over
+// result.json fails under bwrap). (3) Outside
+// bwrap, the tools of every call run as one user and see the host's /proc:
+// a tool can find another call's work directory (its command line names
+// runner_args.json), read its arguments and configuration, secrets
+// included, and replace its files. Use bwrap when packages of different
+// trust share a store. (4) No mode limits the memory a tool allocates
+// (the address-space limit breaks Go binaries): run the host under a
+// memory cgroup (systemd's MemoryMax=, a container's limit) to bound it.
+// The standard and permissive profiles share the host's network, its
+// local services and abstract Unix sockets included.
 //
 // Under root, uid 0 is exempt from the process limit, so tools run as
 // [ToolUID]: the store's directory and those above it must be searchable

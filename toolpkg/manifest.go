@@ -7,6 +7,7 @@ import (
 	"path"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -265,13 +266,42 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	return m, nil
 }
 
+// What a manifest may cost to check, whatever its aliases expand to: a
+// map aliased from many places is walked once per use, so a small
+// manifest could otherwise make billions of problems.
+const (
+	// maxManifestNodes bounds the map entries walked, aliases expanded.
+	maxManifestNodes = 100000
+	// maxManifestProblems bounds the problems reported; the rest are
+	// counted.
+	maxManifestProblems = 100
+	// maxQuoted bounds a value of the manifest quoted in a problem.
+	maxQuoted = 64
+)
+
 type manifestParser struct {
 	problems []FieldProblem
+	dropped  int // problems beyond maxManifestProblems
+	nodes    int // map entries walked
 	lines    map[string]int
 }
 
 func (p *manifestParser) add(field string, line int, format string, args ...any) {
+	if len(p.problems) >= maxManifestProblems {
+		p.dropped++
+		return
+	}
 	p.problems = append(p.problems, FieldProblem{Field: field, Line: line, Message: fmt.Sprintf(format, args...)})
+}
+
+// tooBig reports, once, whether the walk went over maxManifestNodes map
+// entries; the walk then stops.
+func (p *manifestParser) tooBig() bool {
+	p.nodes++
+	if p.nodes == maxManifestNodes+1 {
+		p.add("", 0, "the manifest has more than %d map entries (YAML aliases counted at each use); checking stopped", maxManifestNodes)
+	}
+	return p.nodes > maxManifestNodes
 }
 
 // err returns the problems in the order of their lines; problems of
@@ -287,6 +317,9 @@ func (p *manifestParser) err() error {
 		return math.MaxInt
 	}
 	sort.SliceStable(p.problems, func(i, j int) bool { return line(i) < line(j) })
+	if p.dropped > 0 {
+		p.problems = append(p.problems, FieldProblem{Message: fmt.Sprintf("and %d more problems", p.dropped)})
+	}
 	return &ManifestError{Problems: p.problems}
 }
 
@@ -308,6 +341,9 @@ func (p *manifestParser) mapping(field string, n *yaml.Node, allowed []string) (
 	seen := map[string]bool{}
 	var keys, vals []*yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
+		if p.tooBig() {
+			return keys, vals, false
+		}
 		k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
 		if k.Kind != yaml.ScalarNode {
 			p.add(field, k.Line, "expected a plain key, got %s", nodeKind(k))
@@ -373,7 +409,7 @@ func (p *manifestParser) manifest(root *yaml.Node) *Manifest {
 		e := p.executable(field, k.Value, tvals[i])
 		if e.Path != "" {
 			if other, dup := paths[e.Path]; dup {
-				p.add(joinField(field, "executable"), tvals[i].Line, "%q is also the executable of tools.%s", e.Path, other)
+				p.add(joinField(field, "executable"), tvals[i].Line, "%s is also the executable of tools.%s", quoteShort(e.Path), joinField("", other))
 			}
 			paths[e.Path] = k.Value
 		}
@@ -404,14 +440,14 @@ func (p *manifestParser) executable(field, key string, n *yaml.Node) Executable 
 				case RuntimeGo, RuntimePython:
 					e.Runtime = Runtime(s)
 				default:
-					p.add(f, v.Line, "unknown runtime %q; use go or python", s)
+					p.add(f, v.Line, "unknown runtime %s; use go or python", quoteShort(s))
 				}
 			}
 		case "executable":
 			if s, ok := p.str(f, v); ok {
 				clean, msg := cleanPackagePath(s)
 				if msg != "" {
-					p.add(f, v.Line, "%q: %s", s, msg)
+					p.add(f, v.Line, "%s: %s", quoteShort(s), msg)
 				} else {
 					e.Path = clean
 				}
@@ -434,7 +470,7 @@ func (p *manifestParser) executable(field, key string, n *yaml.Node) Executable 
 				case Restrictive, Standard, Permissive:
 					e.Profile = Profile(s)
 				default:
-					p.add(f, v.Line, "unknown sandbox profile %q; use restrictive, standard or permissive", s)
+					p.add(f, v.Line, "unknown sandbox profile %s; use restrictive, standard or permissive", quoteShort(s))
 				}
 			}
 		case "resource_limits":
@@ -535,22 +571,35 @@ func nodeKind(n *yaml.Node) string {
 	case yaml.ScalarNode:
 		switch n.Tag {
 		case "!!str":
-			return fmt.Sprintf("the string %q", n.Value)
+			return "the string " + quoteShort(n.Value)
 		case "!!null":
 			return "nothing (null)"
 		case "!!int", "!!float", "!!bool":
-			return fmt.Sprintf("%s %s", strings.TrimPrefix(n.Tag, "!!"), n.Value)
+			return fmt.Sprintf("%s %s", strings.TrimPrefix(n.Tag, "!!"), strings.Trim(quoteShort(n.Value), `"`))
 		}
-		return fmt.Sprintf("%q", n.Value)
+		return quoteShort(n.Value)
 	}
 	return "an unsupported YAML node"
 }
 
+// joinField returns the path of a field, its name shortened: a key of
+// the manifest can be long.
 func joinField(parent, name string) string {
+	if len(name) > maxQuoted {
+		name = strings.ToValidUTF8(name[:maxQuoted], "") + "..."
+	}
 	if parent == "" {
 		return name
 	}
 	return parent + "." + name
+}
+
+// quoteShort quotes s for a problem, cut to maxQuoted bytes.
+func quoteShort(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(strings.ToValidUTF8(s[:maxQuoted], "")) + "..."
 }
 
 func contains(list []string, s string) bool {

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 // procResult is what became of one tool process.
@@ -21,7 +22,30 @@ type procResult struct {
 	wall     time.Duration
 	stdout   []byte // at most the requested number of bytes
 	stdoutN  int64  // how many bytes it printed
-	stderr   string // its last bytes
+	stderr   string // its last bytes, not marked
+	// stderrCut is how many bytes of stderr came before those.
+	stderrCut int64
+}
+
+// stderrText returns the end of the process's standard error, secrets
+// hidden, at most maxStderr bytes marked when cut. The secrets are
+// hidden before the cut, in bytes read beyond it, so that none is cut in
+// two with its end shown.
+func (r procResult) stderrText(sec *secrets) string {
+	s := sec.text(r.stderr)
+	cut := r.stderrCut
+	if len(s) > maxStderr {
+		i := len(s) - maxStderr
+		for i < len(s) && !utf8.RuneStart(s[i]) {
+			i++
+		}
+		cut += int64(i)
+		s = s[i:]
+	}
+	if cut > 0 {
+		s = fmt.Sprintf("[%d earlier bytes cut]\n", cut) + s
+	}
+	return s
 }
 
 // maxStderr caps the stderr shown in errors.
@@ -82,11 +106,11 @@ func (sb *sandbox) runProcess(ctx context.Context, l launch, timeout time.Durati
 	if err != nil {
 		return res, err
 	}
-	tail, _, err := readTail(errF, maxStderr)
+	// Read more than is shown, for the secrets that end in what is.
+	res.stderr, res.stderrCut, err = readTail(errF, maxStderr+l.stderrMargin)
 	if err != nil {
 		return res, err
 	}
-	res.stderr = tail
 	if ctx.Err() != nil {
 		return res, ctx.Err()
 	}
@@ -117,7 +141,7 @@ func readCapped(f *os.File, limit int64) ([]byte, int64, error) {
 	return b, fi.Size(), nil
 }
 
-// readTail returns the last limit bytes of f, marked when cut.
+// readTail returns the last limit bytes of f, and how many came before.
 func readTail(f *os.File, limit int64) (string, int64, error) {
 	fi, err := f.Stat()
 	if err != nil {
@@ -129,11 +153,7 @@ func readTail(f *os.File, limit int64) (string, int64, error) {
 	if _, err := f.ReadAt(b, off); err != nil && !errors.Is(err, io.EOF) {
 		return "", 0, err
 	}
-	s := string(b)
-	if off > 0 {
-		s = fmt.Sprintf("[%d earlier bytes cut]\n", off) + s
-	}
-	return s, size, nil
+	return string(b), off, nil
 }
 
 // describeExit words how a process ended, for errors.

@@ -132,6 +132,9 @@ type launch struct {
 	args    []string
 	profile Profile
 	limits  ResourceLimits
+	// stderrMargin is how many bytes of stderr to read beyond what is
+	// shown, so that a secret cut by the tail is still found.
+	stderrMargin int64
 }
 
 // paths returns where the package and the work directory appear to the

@@ -52,6 +52,27 @@ var ReservedConfigKeys = []string{"auth", "hil", "required_scopes"}
 
 var toolNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
+// What a package's --schema output may hold, beyond the cap on its size.
+const (
+	// MaxTools bounds the tools a package exposes, all executables
+	// together: each is listed to the model every turn.
+	MaxTools = 1000
+	// MaxDescriptionBytes bounds a tool's description, which the model
+	// reads every turn.
+	MaxDescriptionBytes = 32 << 10
+	// MaxConfigFields bounds the entries of a tool's config_schema.
+	MaxConfigFields = 64
+	// MaxConfigKeyBytes bounds a configuration key.
+	MaxConfigKeyBytes = 128
+	// MaxConfigDefaultBytes bounds the text of a configuration default
+	// (each secret one is searched for in everything the tools return).
+	MaxConfigDefaultBytes = 4096
+	// MaxSecretBytes bounds the secret configuration keys and their
+	// defaults, all tools of a package together: each is searched for in
+	// everything the tools return.
+	MaxSecretBytes = 256 << 10
+)
+
 // schemaDoc is the --schema output.
 type schemaDoc struct {
 	Tools json.RawMessage `json:"tools"`
@@ -70,7 +91,7 @@ type schemaTool struct {
 // format still loads.
 func parseSchemaOutput(e Executable, out []byte) ([]ToolInfo, []string) {
 	var probs []string
-	add := func(format string, args ...any) { probs = append(probs, fmt.Sprintf(format, args...)) }
+	add := func(format string, args ...any) { probs = append(probs, cutProblem(fmt.Sprintf(format, args...))) }
 	var doc schemaDoc
 	if err := json.Unmarshal(out, &doc); err != nil {
 		return nil, []string{fmt.Sprintf("--schema printed invalid JSON (%v); output starts %s", err, quoteStart(out, 120))}
@@ -82,10 +103,13 @@ func parseSchemaOutput(e Executable, out []byte) ([]ToolInfo, []string) {
 	if len(names) == 0 {
 		return nil, []string{`--schema output lists no tools`}
 	}
+	if len(names) > MaxTools {
+		return nil, []string{fmt.Sprintf("--schema output lists %d tools; a package may expose at most %d", len(names), MaxTools)}
+	}
 	var tools []ToolInfo
 	for i, name := range names {
 		if !toolNamePattern.MatchString(name) {
-			add("tool %q: invalid name; tool names must match ^[a-zA-Z0-9_-]{1,64}$", name)
+			add("tool %s: invalid name; tool names must match ^[a-zA-Z0-9_-]{1,64}$", quoteShort(name))
 			continue
 		}
 		var st schemaTool
@@ -97,9 +121,12 @@ func parseSchemaOutput(e Executable, out []byte) ([]ToolInfo, []string) {
 		}
 		ti := ToolInfo{Name: name, Executable: e.Key, TimeoutSeconds: e.TimeoutSeconds}
 		n := len(probs)
-		if st.Description == nil || strings.TrimSpace(*st.Description) == "" {
+		switch {
+		case st.Description == nil || strings.TrimSpace(*st.Description) == "":
 			add("tool %q: description is empty; the model needs one to know when to use the tool", name)
-		} else {
+		case len(*st.Description) > MaxDescriptionBytes:
+			add("tool %q: description is %d bytes; at most %d are allowed", name, len(*st.Description), MaxDescriptionBytes)
+		default:
 			ti.Description = *st.Description
 		}
 		params, err := checkParameters(st.Parameters)
@@ -110,7 +137,7 @@ func parseSchemaOutput(e Executable, out []byte) ([]ToolInfo, []string) {
 		if st.TimeoutSeconds != nil {
 			t, err := st.TimeoutSeconds.Int64()
 			if err != nil || t <= 0 || t > 1<<31 {
-				add("tool %q: timeout_seconds must be a positive integer, got %s", name, st.TimeoutSeconds.String())
+				add("tool %q: timeout_seconds must be a positive integer, got %s", name, strings.Trim(quoteShort(st.TimeoutSeconds.String()), `"`))
 			} else {
 				ti.TimeoutSeconds = int(t)
 			}
@@ -182,6 +209,9 @@ func parseConfigSchema(raw json.RawMessage) ([]ConfigField, []string) {
 	if err := json.Unmarshal(raw, &entries); err != nil {
 		return nil, []string{fmt.Sprintf("must be a list of {key, type, ...} entries (%v)", err)}
 	}
+	if len(entries) > MaxConfigFields {
+		return nil, []string{fmt.Sprintf("has %d entries; at most %d are allowed", len(entries), MaxConfigFields)}
+	}
 	var out []ConfigField
 	var probs []string
 	seen := map[string]bool{}
@@ -195,11 +225,14 @@ func parseConfigSchema(raw json.RawMessage) ([]ConfigField, []string) {
 		}
 		where := fmt.Sprintf("entry %d", i)
 		if f.Key != "" {
-			where = fmt.Sprintf("key %q", f.Key)
+			where = "key " + quoteShort(f.Key)
 		}
 		switch {
 		case f.Key == "":
 			probs = append(probs, where+": key is empty")
+			continue
+		case len(f.Key) > MaxConfigKeyBytes:
+			probs = append(probs, fmt.Sprintf("%s: the key is %d bytes; at most %d are allowed", where, len(f.Key), MaxConfigKeyBytes))
 			continue
 		case contains(ReservedConfigKeys, f.Key):
 			probs = append(probs, fmt.Sprintf("%s is reserved (%s are reserved keys)", where, strings.Join(ReservedConfigKeys, ", ")))
@@ -212,7 +245,11 @@ func parseConfigSchema(raw json.RawMessage) ([]ConfigField, []string) {
 		switch f.Type {
 		case "string", "integer", "boolean":
 		default:
-			probs = append(probs, fmt.Sprintf("%s: type %q is not supported; use string, integer or boolean", where, f.Type))
+			probs = append(probs, fmt.Sprintf("%s: type %s is not supported; use string, integer or boolean", where, quoteShort(f.Type)))
+			continue
+		}
+		if d, ok := f.Default.(string); ok && len(d) > MaxConfigDefaultBytes {
+			probs = append(probs, fmt.Sprintf("%s: the default is %d bytes; at most %d are allowed", where, len(d), MaxConfigDefaultBytes))
 			continue
 		}
 		if f.Default != nil {
@@ -226,6 +263,29 @@ func parseConfigSchema(raw json.RawMessage) ([]ConfigField, []string) {
 		out = append(out, f)
 	}
 	return out, probs
+}
+
+// maxProblemBytes bounds one discovery problem: its text may come from
+// a package's output.
+const maxProblemBytes = 8192
+
+// maxProblems bounds the discovery problems kept for a toolset.
+const maxProblems = 100
+
+// cutProblem cuts a problem to maxProblemBytes.
+func cutProblem(p string) string {
+	if len(p) <= maxProblemBytes {
+		return p
+	}
+	return strings.ToValidUTF8(p[:maxProblemBytes], "") + fmt.Sprintf("... [%d bytes cut]", len(p)-maxProblemBytes)
+}
+
+// capProblems keeps the first maxProblems problems and counts the rest.
+func capProblems(probs []string) []string {
+	if len(probs) <= maxProblems {
+		return probs
+	}
+	return append(probs[:maxProblems:maxProblems], fmt.Sprintf("and %d more problems", len(probs)-maxProblems))
 }
 
 // orderedObject decodes a JSON object, keeping its keys' order.
@@ -252,7 +312,7 @@ func orderedObject(raw json.RawMessage) ([]string, []json.RawMessage, error) {
 			return nil, nil, err
 		}
 		if seen[k] {
-			return nil, nil, fmt.Errorf("key %q appears twice", k)
+			return nil, nil, fmt.Errorf("key %s appears twice", quoteShort(k))
 		}
 		seen[k] = true
 		keys, vals = append(keys, k), append(vals, v)

@@ -225,14 +225,26 @@ func (s *Store) load() error {
 		if !de.IsDir() || CheckName(name) != nil {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(s.dir, name, "state.json"))
-		if errors.Is(err, os.ErrNotExist) {
+		// Read as a file a tool may have written: no link followed, no
+		// pipe waited on, the size capped.
+		data, err := readWorkFile(filepath.Join(s.dir, name), "state.json", maxStateFile)
+		if errors.Is(err, errNoFile) {
 			s.log.Warn("toolpkg: ignoring a folder without state.json", "store", s.dir, "folder", name)
 			continue
 		}
 		var rec record
 		if err == nil {
 			err = json.Unmarshal(data, &rec)
+		}
+		if err == nil {
+			err = rec.check()
+		}
+		if err == nil && rec.Version > 0 && rec.Status != StatusRemoved {
+			// Its version must be there, or the others would be deleted
+			// below as old.
+			if fi, serr := os.Lstat(s.versionDir(name, rec.Version)); serr != nil || !fi.IsDir() {
+				err = fmt.Errorf("version %d has no folder", rec.Version)
+			}
 		}
 		if err != nil {
 			// One damaged record must not take the store down: the
@@ -274,6 +286,49 @@ func (s *Store) load() error {
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// maxStateFile caps the size of a state.json.
+const maxStateFile = 64 << 20
+
+// check refuses a record that names files outside its own package, or
+// holds what discovery would never have accepted: the record is on disk,
+// where it may have been damaged or tampered with.
+func (r record) check() error {
+	keys := map[string]bool{}
+	for _, ex := range r.Executables {
+		if !keyPattern.MatchString(ex.Key) {
+			return fmt.Errorf("executable key %s is invalid", quoteShort(ex.Key))
+		}
+		keys[ex.Key] = true
+		switch {
+		case ex.Runtime != RuntimeGo && ex.Runtime != RuntimePython:
+			return fmt.Errorf("executable %q: runtime %s is unknown", ex.Key, quoteShort(string(ex.Runtime)))
+		case ex.Profile != Restrictive && ex.Profile != Standard && ex.Profile != Permissive:
+			return fmt.Errorf("executable %q: sandbox profile %s is unknown", ex.Key, quoteShort(string(ex.Profile)))
+		}
+		if clean, msg := cleanPackagePath(ex.Path); msg != "" || clean != ex.Path {
+			return fmt.Errorf("executable %q: path %s is not a path inside the package", ex.Key, quoteShort(ex.Path))
+		}
+		if r.Status == StatusReady && !contains(ex.Candidates(), ex.File) {
+			return fmt.Errorf("executable %q: file %s is not where the executable is looked up", ex.Key, quoteShort(ex.File))
+		}
+	}
+	for _, t := range r.Tools {
+		if !toolNamePattern.MatchString(t.Name) {
+			return fmt.Errorf("tool name %s is invalid", quoteShort(t.Name))
+		}
+		if !keys[t.Executable] {
+			return fmt.Errorf("tool %q names executable %s, which the record does not have", t.Name, quoteShort(t.Executable))
+		}
+		if t.TimeoutSeconds <= 0 || t.TimeoutSeconds > FormatMaxTimeoutSeconds {
+			return fmt.Errorf("tool %q: timeout of %d seconds is out of range", t.Name, t.TimeoutSeconds)
+		}
+	}
+	if r.Version < 0 || r.LastVersion < r.Version {
+		return fmt.Errorf("version %d and last version %d do not go together", r.Version, r.LastVersion)
 	}
 	return nil
 }
@@ -662,7 +717,7 @@ func (s *Store) discover(ctx context.Context, name, pkgDir string, exes []Execut
 	for _, ex := range exes {
 		out, err := s.schemaOf(ctx, pkgDir, ex)
 		if err != nil {
-			errs = append(errs, fmt.Sprintf("executable %q: %v", ex.Key, err))
+			errs = append(errs, cutProblem(fmt.Sprintf("executable %q: %v", ex.Key, err)))
 			continue
 		}
 		found, probs := parseSchemaOutput(ex, out)
@@ -682,12 +737,38 @@ func (s *Store) discover(ctx context.Context, name, pkgDir string, exes []Execut
 			tools = append(tools, t)
 		}
 	}
+	if len(tools) > MaxTools {
+		errs = append(errs, fmt.Sprintf("the package exposes %d tools; at most %d are allowed", len(tools), MaxTools))
+	}
+	// A key one tool declares secret is secret for all of them.
+	secretKeys := map[string]bool{}
+	for _, t := range tools {
+		for _, f := range t.Config {
+			if f.Secret {
+				secretKeys[f.Key] = true
+			}
+		}
+	}
+	secretBytes := 0
+	for k := range secretKeys {
+		secretBytes += len(k)
+	}
+	for _, t := range tools {
+		for _, f := range t.Config {
+			if d, ok := f.Default.(string); ok && secretKeys[f.Key] {
+				secretBytes += len(d)
+			}
+		}
+	}
+	if secretBytes > MaxSecretBytes {
+		errs = append(errs, fmt.Sprintf("the secret configuration keys and their defaults add up to %d bytes; at most %d are allowed", secretBytes, MaxSecretBytes))
+	}
 	for _, t := range tools {
 		if full := name + "__" + t.Name; len(full) > 64 {
 			errs = append(errs, fmt.Sprintf("tool %q: the model would see %q, %d characters; names may have at most 64", t.Name, full, len(full)))
 		}
 	}
-	return tools, errs
+	return tools, capProblems(errs)
 }
 
 // schemaOf runs "<executable> --schema" in the sandbox and returns what it
@@ -706,7 +787,7 @@ func (s *Store) schemaOf(ctx context.Context, pkgDir string, ex Executable) ([]b
 	case res.timedOut:
 		return nil, fmt.Errorf("--schema did not finish within %s (discovery timeout)", s.opts.DiscoveryTimeout)
 	case res.signal != 0 || res.exitCode != 0:
-		return nil, fmt.Errorf("--schema failed (%s)%s", res.describeExit(l.limits), stderrSuffix(res.stderr))
+		return nil, fmt.Errorf("--schema failed (%s)%s", res.describeExit(l.limits), stderrSuffix(res.stderrText(nil)))
 	case res.stdoutN > maxSchemaOutput:
 		return nil, fmt.Errorf("--schema printed %d bytes; at most %d are allowed", res.stdoutN, maxSchemaOutput)
 	}
@@ -768,6 +849,25 @@ func (s *Store) newCallDir(prefix string) (callDir, work string, err error) {
 		}
 	}
 	return callDir, work, nil
+}
+
+// writeToolFile writes a new file that only the user tools run as can
+// read.
+func (s *Store) writeToolFile(p string, data []byte) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if uid, gid, chown := s.sb.owner(); chown {
+		err = f.Chown(uid, gid)
+	}
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // chmodDirs sets the mode of dir and every directory under it.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -197,7 +196,8 @@ func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
 		return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, err)
 	}
 	defer removeAll(callDir)
-	l := launch{pkgDir: pkgDir, workDir: work, exe: c.exe.File, profile: c.exe.Profile, limits: s.limitsOf(c.exe)}
+	l := launch{pkgDir: pkgDir, workDir: work, exe: c.exe.File, profile: c.exe.Profile, limits: s.limitsOf(c.exe),
+		stderrMargin: int64(12 * c.secrets.maxLen())}
 	_, workView := s.sb.paths(l)
 	rc := toolset.FromContext(ctx)
 	ra := runnerArgs{
@@ -214,7 +214,10 @@ func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("toolpkg: tool %q: encoding runner_args.json: %w", c.tool.Name, err)
 	}
-	if err := os.WriteFile(filepath.Join(work, "runner_args.json"), data, 0o644); err != nil {
+	// It holds the tool's configuration, secrets included: readable by
+	// the tool's user alone (its path is on the command line, which every
+	// user of the host can read).
+	if err := s.writeToolFile(filepath.Join(work, "runner_args.json"), data); err != nil {
 		return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, err)
 	}
 	l.args = []string{filepath.Join(workView, "runner_args.json")}
@@ -222,7 +225,7 @@ func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
 	res, err := s.sb.runProcess(ctx, l, c.tool.Timeout(), callDir, 0)
 	s.log.Debug("toolpkg: call finished", "toolset", c.toolset, "tool", c.tool.Name, "version", c.version,
 		"exit", res.describeExit(l.limits), "wall", res.wall.Round(time.Millisecond), "cpu", res.cpu.Round(time.Millisecond))
-	stderr := c.secrets.text(res.stderr)
+	stderr := res.stderrText(c.secrets)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return nil, fmt.Errorf("toolpkg: tool %q: call canceled, process killed: %w", c.tool.Name, err)
@@ -296,10 +299,7 @@ func (c *call) decodeResult(data []byte, stderr string) (any, error) {
 // an error: at most n bytes, as a Go string literal (printable).
 func (c *call) preview(data []byte, n int) string {
 	// Hide secrets before cutting, so that one across the cut is found.
-	margin := 0
-	if c.secrets != nil && len(c.secrets.values) > 0 {
-		margin = 12 * len(c.secrets.values[0])
-	}
+	margin := 12 * c.secrets.maxLen()
 	head := data[:min(len(data), n+margin)]
 	return quoteStart([]byte(c.secrets.text(string(head))), n)
 }

@@ -71,10 +71,18 @@ type Problem struct {
 	Message string
 }
 
-// String renders the problem as "\"entry\": message".
+// maxEntryQuoted bounds an entry's name quoted in a problem: a zip's
+// names may be 64 KB each.
+const maxEntryQuoted = 256
+
+// String renders the problem as "\"entry\": message", a long entry name
+// cut.
 func (p Problem) String() string {
 	if p.Entry == "" {
 		return p.Message
+	}
+	if len(p.Entry) > maxEntryQuoted {
+		return fmt.Sprintf("%q... (%d bytes): %s", strings.ToValidUTF8(p.Entry[:maxEntryQuoted], ""), len(p.Entry), p.Message)
 	}
 	return fmt.Sprintf("%q: %s", p.Entry, p.Message)
 }

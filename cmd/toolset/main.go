@@ -26,6 +26,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/mcptoolset"
@@ -109,9 +110,55 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "toolset %s: %s\n\n%s", args[0], ue.msg, usage)
 		return exitUsage
 	default:
-		fmt.Fprintf(stderr, "toolset %s: %v\n", args[0], err)
+		fmt.Fprintf(stderr, "toolset %s: %s\n", args[0], printable(err.Error()))
 		return exitFailure
 	}
+}
+
+// printable makes text from a package safe to show on a terminal:
+// control characters (but newline and tab), which could move the
+// cursor, retitle the window or write the clipboard, and the characters
+// that reorder text on screen are shown as escapes. Invalid UTF-8 is
+// shown as \x escapes too.
+func printable(s string) string {
+	clean := true
+	for _, r := range s {
+		if unsafeRune(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unsafeRune(r) && r < 0x100:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case unsafeRune(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune) bool {
+	switch {
+	case r == '\n' || r == '\t':
+		return false
+	case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f, r == utf8.RuneError:
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
+		return true
+	}
+	return false
 }
 
 // parse parses flags that may come before, between or after the
@@ -179,7 +226,7 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	fmt.Fprintf(stdout, "%s: valid package with %d executable(s)\n", pos[0], len(m.Executables))
 	for _, e := range m.Executables {
-		fmt.Fprintf(stdout, "  %s: %s (%s, profile %s, timeout %ds)\n", e.Key, e.Path, e.Runtime, e.Profile, e.TimeoutSeconds)
+		fmt.Fprintf(stdout, "  %s: %s (%s, profile %s, timeout %ds)\n", e.Key, printable(e.Path), e.Runtime, e.Profile, e.TimeoutSeconds)
 	}
 	return nil
 }
@@ -290,8 +337,8 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fmt.Fprintf(stdout, "toolset %q: %d tool(s), sandbox %s\n", s.name, len(info.Tools), s.store.Sandbox())
 	for _, t := range info.Tools {
 		e := exes[t.Executable]
-		fmt.Fprintf(stdout, "\n%s__%s\n  %s\n", s.name, t.Name, t.Description)
-		fmt.Fprintf(stdout, "  executable: %s (%s, %s), profile %s, timeout %s\n", e.Key, e.File, e.Runtime, e.Profile, t.Timeout())
+		fmt.Fprintf(stdout, "\n%s__%s\n  %s\n", s.name, t.Name, printable(t.Description))
+		fmt.Fprintf(stdout, "  executable: %s (%s, %s), profile %s, timeout %s\n", e.Key, printable(e.File), e.Runtime, e.Profile, t.Timeout())
 		if len(t.Config) > 0 {
 			fmt.Fprintln(stdout, "  config:")
 			for _, c := range t.Config {
@@ -304,11 +351,11 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 					attrs = append(attrs, "secret")
 				}
 				if c.Default != nil && !c.Secret {
-					attrs = append(attrs, fmt.Sprintf("default %v", c.Default))
+					attrs = append(attrs, printable(fmt.Sprintf("default %v", c.Default)))
 				}
-				line := fmt.Sprintf("    %s (%s)", c.Key, strings.Join(attrs, ", "))
+				line := fmt.Sprintf("    %s (%s)", printable(c.Key), strings.Join(attrs, ", "))
 				if c.Description != "" {
-					line += ": " + c.Description
+					line += ": " + printable(c.Description)
 				}
 				fmt.Fprintln(stdout, line)
 			}
@@ -317,7 +364,7 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err := json.Indent(&pretty, t.Parameters, "    ", "  "); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "  parameters:\n    %s\n", pretty.String())
+		fmt.Fprintf(stdout, "  parameters:\n    %s\n", printable(pretty.String()))
 	}
 	return nil
 }
@@ -423,7 +470,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, text)
+	fmt.Fprintln(stdout, printable(text))
 	return nil
 }
 

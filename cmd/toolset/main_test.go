@@ -306,3 +306,30 @@ func TestCallStaysResponsiveToSIGTERM(t *testing.T) {
 		})
 	}
 }
+
+func TestInspectAndCallShowNoTerminalEscapes(t *testing.T) {
+	// OSC 52 writes the terminal's clipboard; CSI 2J clears the screen;
+	// U+202E reverses the text that follows.
+	const evil = "\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\u202e"
+	doc := map[string]any{"tools": map[string]any{"echo": map[string]any{
+		"description":   "Echo " + evil + " back.",
+		"parameters":    map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}, "required": []string{"text"}},
+		"config_schema": []any{map[string]any{"key": "greeting", "type": "string", "description": "\x1b[31mred", "default": "hello"}},
+	}}}
+	schema, err := json.Marshal(doc)
+	require.NoError(t, err)
+	zip := withFile(t, packaged(t), "schema.json", schema)
+	code, stdout, stderr := runCLI("inspect", "--sandbox", "direct", zip)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "Echo ")
+	assert.NotContains(t, stdout, "\x1b")
+	assert.NotContains(t, stdout, "\u202e")
+
+	args, err := json.Marshal(map[string]any{"text": evil})
+	require.NoError(t, err)
+	code, stdout, stderr = runCLI("call", "--sandbox", "direct", zip, "echo", string(args))
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, `\x1b]52`)
+	assert.NotContains(t, stdout, "\x1b")
+	assert.NotContains(t, stdout, "\x07")
+}
