@@ -2,6 +2,7 @@ package toolpkg
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,9 +27,18 @@ func hostileSchema(t testing.TB) []byte {
 
 // hostileToolset uploads the tooldemo binary with the hostile schema and
 // the extra manifest lines, and returns its toolset.
+// Its tools time out after 30 s: they end at once, but a loaded machine
+// may take seconds to start one under bwrap.
 func hostileToolset(t testing.TB, s *Store, name, extra string, config map[string]any) *Toolset {
 	t.Helper()
-	info := upload(t, s, name, demoPackage(t, demoManifest(extra), zfile{name: "schema.json", data: hostileSchema(t)}))
+	return hostileToolsetTimeout(t, s, name, extra, config, 30)
+}
+
+// hostileToolsetTimeout is hostileToolset with the tools' timeout in seconds.
+func hostileToolsetTimeout(t testing.TB, s *Store, name, extra string, config map[string]any, seconds int) *Toolset {
+	t.Helper()
+	man := strings.Replace(demoManifest(extra), "timeout_seconds: 2", fmt.Sprintf("timeout_seconds: %d", seconds), 1)
+	info := upload(t, s, name, demoPackage(t, man, zfile{name: "schema.json", data: hostileSchema(t)}))
 	require.Equal(t, StatusReady, info.Status, "discovery errors: %v", info.Errors)
 	return s.Toolset(name, config)
 }

@@ -43,7 +43,7 @@ func pidsWithArg(arg string) []int {
 func TestSetsidChildDiesWithTheCall(t *testing.T) {
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		s := openStore(t, Options{Sandbox: mode})
-		ts := hostileToolset(t, s, "h", "", nil)
+		ts := hostileToolsetTimeout(t, s, "h", "", nil, 2) // "hang" ends at the timeout
 		for _, then := range []string{"result", "fail", "crash", "hang", "cancel"} {
 			t.Run(then, func(t *testing.T) {
 				marker := uniqueMarker()
