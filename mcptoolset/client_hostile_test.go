@@ -21,6 +21,7 @@ import (
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/mcptoolset"
 	"github.com/gotoolset/toolset/mcptoolset/internal/fixture"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -369,4 +370,44 @@ func TestListingOfAHangingSubprocessTimesOut(t *testing.T) {
 	require.NoError(t, err, "the session itself still works")
 	assert.Equal(t, "Use stuck for files.", text)
 	require.NoError(t, ts.Close())
+}
+
+// A server's error text is not quoted whole: a JSON-RPC error or an
+// isError result of a megabyte makes an error whose text is a few
+// kilobytes, while the cause stays reachable and the model still gets
+// the whole result.
+func TestHugeServerErrorTextIsBounded(t *testing.T) {
+	checkLeaks(t)
+	huge := strings.Repeat("x", 1<<20)
+	server := fixture.SDKServer("loud")
+	server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if r, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" {
+				if r.Params.Name == "fail" {
+					return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: huge}}}, nil
+				}
+				return nil, &jsonrpc.Error{Code: 4242, Message: huge}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	ts := mcptoolset.NewInMemory("loud", server)
+	defer ts.Close()
+	tools, err := toolset.BuildTools(context.Background(), "a", ts)
+	require.NoError(t, err)
+
+	_, err = tools.Call(context.Background(), "add", json.RawMessage(`{"a":1,"b":2}`))
+	var se *mcptoolset.ServerError
+	require.ErrorAs(t, err, &se)
+	assert.Less(t, len(se.Error()), 9<<10, "the server's text is cut")
+	assert.Less(t, len(err.Error()), 10<<10)
+	var je *jsonrpc.Error
+	require.ErrorAs(t, err, &je, "the cause stays reachable")
+	assert.Equal(t, int64(4242), je.Code)
+
+	_, err = tools.Call(context.Background(), "fail", json.RawMessage(`{}`))
+	var re *mcptoolset.ResultError
+	require.ErrorAs(t, err, &re)
+	assert.Less(t, len(re.Error()), 9<<10, "the result's text is cut in the error")
+	assert.Len(t, re.ModelMessage(), len(huge), "the model gets the whole result")
 }
