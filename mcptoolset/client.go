@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -152,7 +153,10 @@ func WithClient(impl *mcp.Implementation, opts *mcp.ClientOptions) Option {
 }
 
 // WithHTTPClient sets the HTTP client of [NewHTTP], for example one that
-// adds an Authorization header.
+// adds an Authorization header. The toolset uses a copy whose transport
+// fails a response body of one message over 16 MiB (the SDK's bound on a
+// message over stdio), so a server cannot make the process hold an
+// answer of any size.
 func WithHTTPClient(hc *http.Client) Option { return func(c *config) { c.httpClient = hc } }
 
 // WithToolOptions sets a function that picks the core's tool options
@@ -252,9 +256,65 @@ func NewHTTP(endpoint string, opts ...Option) *Toolset {
 		if u.Scheme != "http" && u.Scheme != "https" {
 			return nil, fmt.Errorf("invalid URL %q: the scheme must be http or https", endpoint)
 		}
-		return &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: ts.c.cfg.httpClient}, nil
+		return &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: boundedClient(ts.c.cfg.httpClient)}, nil
 	}
 	return ts
+}
+
+// maxResponseBytes bounds an HTTP response body that holds one message
+// (not an event stream, whose events the SDK bounds itself), as the SDK
+// bounds a message over stdio; a var for the tests.
+var maxResponseBytes int64 = mcp.DefaultMaxLineLength
+
+// boundedClient returns a copy of hc (or of http.DefaultClient) whose
+// response bodies, other than event streams, fail past maxResponseBytes:
+// the SDK reads such a body whole, so a server could otherwise make the
+// process hold any amount of memory.
+func boundedClient(hc *http.Client) *http.Client {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	c := *hc
+	base := c.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	c.Transport = boundedTransport{base}
+	return &c
+}
+
+type boundedTransport struct{ base http.RoundTripper }
+
+func (t boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || resp == nil || resp.Body == nil {
+		return resp, err
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		resp.Body = &boundedBody{ReadCloser: resp.Body, left: maxResponseBytes}
+	}
+	return resp, nil
+}
+
+// boundedBody fails a read past its limit.
+type boundedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, fmt.Errorf("the server's HTTP response is over %d bytes", maxResponseBytes)
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return 0, fmt.Errorf("the server's HTTP response is over %d bytes", maxResponseBytes)
+	}
+	return n, err
 }
 
 // NewInMemory returns the tools of an SDK server running in this process,

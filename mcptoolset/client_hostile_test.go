@@ -411,3 +411,37 @@ func TestHugeServerErrorTextIsBounded(t *testing.T) {
 	assert.Less(t, len(re.Error()), 9<<10, "the result's text is cut in the error")
 	assert.Len(t, re.ModelMessage(), len(huge), "the model gets the whole result")
 }
+
+// An HTTP server cannot make the host hold an unbounded answer: a JSON
+// response body over the bound fails the call (the SDK reads such a body
+// whole), while an event stream, whose events the SDK bounds, is not cut.
+func TestHugeHTTPResponseBodyIsRefused(t *testing.T) {
+	checkLeaks(t)
+	defer mcptoolset.SetMaxResponseBytes(1 << 20)()
+	big := func(json bool) *httptest.Server {
+		s := mcp.NewServer(&mcp.Implementation{Name: "big", Version: "v1"}, nil)
+		s.AddTool(&mcp.Tool{Name: "big", InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("a", 2<<20)}}}, nil
+			})
+		hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+			&mcp.StreamableHTTPOptions{JSONResponse: json}))
+		t.Cleanup(hs.Close)
+		return hs
+	}
+	for _, jsonResponse := range []bool{true, false} {
+		ts := mcptoolset.NewHTTP(big(jsonResponse).URL)
+		t.Cleanup(func() { ts.Close() }) // before the HTTP server's, which waits for the session's stream
+		tools, err := toolset.BuildTools(context.Background(), "a", ts)
+		require.NoError(t, err)
+		v, err := tools.Call(context.Background(), "big", json.RawMessage(`{}`))
+		if jsonResponse {
+			var se *mcptoolset.ServerError
+			require.ErrorAs(t, err, &se)
+			assert.Contains(t, err.Error(), "over 1048576 bytes")
+		} else {
+			require.NoError(t, err, "an event stream is bounded per event by the SDK, not here")
+			assert.Len(t, content(t, v).Parts[0].Text, 2<<20)
+		}
+	}
+}
