@@ -1,6 +1,7 @@
 package mcptoolset
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -222,7 +223,11 @@ func NewTransport(name string, dial DialFunc, opts ...Option) *Toolset {
 // fresh command with its Path, Args, Env, Dir, Stderr and SysProcAttr, so
 // the toolset can start the server again if it exits. A command made with
 // exec.CommandContext is run without its context. The subprocess is
-// started on first use and stopped by the last Close.
+// started on first use and stopped by the last Close. When Stderr is not
+// a file, its copying stops one second (or the template's WaitDelay)
+// after the server exited, so a child that the server left behind with
+// its stderr open does not keep Close waiting; Close then reports
+// exec.ErrWaitDelay.
 func NewCommand(cmd *exec.Cmd, opts ...Option) *Toolset {
 	name := "command"
 	if cmd != nil {
@@ -235,10 +240,16 @@ func NewCommand(cmd *exec.Cmd, opts ...Option) *Toolset {
 		c := &exec.Cmd{
 			Path: cmd.Path, Args: slices.Clone(cmd.Args), Env: cmd.Env, Dir: cmd.Dir,
 			Stderr: cmd.Stderr, SysProcAttr: cmd.SysProcAttr, Err: cmd.Err,
+			WaitDelay: cmp.Or(cmd.WaitDelay, commandWaitDelay),
 		}
 		return &mcp.CommandTransport{Command: c}, nil
 	}, opts...)
 }
+
+// commandWaitDelay is how long a subprocess server's output is still
+// copied after it exited, when the command has no WaitDelay: a child it
+// left behind may hold its stderr open for ever.
+const commandWaitDelay = time.Second
 
 // NewHTTP returns the tools of a server at a streamable HTTP endpoint
 // ("http://127.0.0.1:8080/mcp"). It does not connect until it is used.

@@ -445,3 +445,33 @@ func TestHugeHTTPResponseBodyIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A subprocess server that leaves behind a child holding its stderr does
+// not make Close hang or leak the goroutine that waits for the server,
+// when the command's Stderr is not a file (the output is copied).
+func TestCommandServerOrphanHoldingStderrDoesNotHangClose(t *testing.T) {
+	checkLeaks(t)
+	bin := testServer(t)
+	pidFile := filepath.Join(t.TempDir(), "orphan.pid")
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			var pid int
+			if _, err := fmt.Sscan(string(b), &pid); err == nil && pid > 0 {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	cmd := exec.Command(bin, "-sdk", "-name", "launcher", "-orphan", pidFile)
+	_, stderr := logBuffer()
+	cmd.Stderr = stderr
+	ts := mcptoolset.NewCommand(cmd)
+	tools, err := ts.GetTools(context.Background())
+	require.NoError(t, err)
+	require.NotEmpty(t, tools)
+	start := time.Now()
+	err = ts.Close()
+	assert.Less(t, time.Since(start), 4*time.Second, "Close does not wait for the orphan")
+	if err != nil {
+		assert.ErrorIs(t, err, exec.ErrWaitDelay, "the only error is that the output was cut")
+	}
+}
