@@ -475,3 +475,23 @@ func TestCommandServerOrphanHoldingStderrDoesNotHangClose(t *testing.T) {
 		assert.ErrorIs(t, err, exec.ErrWaitDelay, "the only error is that the output was cut")
 	}
 }
+
+// A server cannot fail every turn of an agent by listing a tool whose name
+// no model can call (the core refuses a turn that holds one): the tool is
+// refused at listing, and the agent's turn goes on with the other tools.
+func TestUncallableToolNameDoesNotFailTheTurn(t *testing.T) {
+	checkLeaks(t)
+	local := toolset.NewFunction(toolset.NewTool("local", "A local tool.", func(context.Context, struct{}) (string, error) { return "ok", nil }))
+	for _, name := range []string{"github.create_issue", "files/read", strings.Repeat("n", 65), "読む", "a:b"} {
+		ts := mcptoolset.NewInMemory("names", listing(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}}))
+		tools, err := toolset.BuildTools(context.Background(), "a", ts.Prefixed("p"), local)
+		require.NoError(t, err, "name %q", name)
+		assert.Contains(t, tools.Names(), "local")
+		assert.Contains(t, tools.Names(), "p_add", "the server's other tools are offered")
+		invalid := ts.InvalidTools()
+		require.Len(t, invalid, 1, "name %q", name)
+		assert.Equal(t, name, invalid[0].Tool)
+		assert.Contains(t, invalid[0].Error(), "^[a-zA-Z0-9_-]{1,64}$")
+		require.NoError(t, ts.Close())
+	}
+}

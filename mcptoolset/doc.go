@@ -69,8 +69,10 @@
 // [ExternalRefError]), so a schema never makes the process read a file or
 // fetch a URL. A tool is refused too when it is over the limits of
 // [WithListLimits] (schema size and nesting, description and title size),
-// when its name is empty, longer than 128 bytes or holds spaces or control
-// characters, or when the server lists two tools of its name. A refused
+// when its name is not one a model can call (it must match
+// ^[a-zA-Z0-9_-]{1,64}$, as the core requires: offered, a tool of another
+// name would fail every turn of the agent, since the core refuses a turn
+// that holds one), or when the server lists two tools of its name. A refused
 // tool is left out, with a warning logged once per definition, and
 // [Toolset.InvalidTools] reports it ([*InvalidToolError]); the server's
 // other tools are offered. [FailOnInvalidTools] makes the listing fail

@@ -66,9 +66,19 @@ func checkName(name string) error {
 		return errors.New("the name is not valid UTF-8")
 	case strings.ContainsFunc(name, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) }):
 		return errors.New("the name holds spaces or control characters")
+	case len(name) > maxCallableName || strings.ContainsFunc(name, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' || r == '-')
+	}):
+		// The core refuses such a name in every turn that holds it:
+		// offered, the one tool would fail every turn of the agent.
+		return fmt.Errorf("the name %q is not one a model can call: tool names must match ^[a-zA-Z0-9_-]{1,64}$", name)
 	}
 	return nil
 }
+
+// maxCallableName is the longest tool name the core, and the models'
+// APIs, accept.
+const maxCallableName = 64
 
 // schemaJSON encodes a schema the SDK decoded, and checks it against the
 // limits and for references out of the document.
