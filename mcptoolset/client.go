@@ -131,12 +131,12 @@ func WithConnectTimeout(d time.Duration) Option { return func(c *config) { c.con
 // the caller's context.
 func WithListTimeout(d time.Duration) Option { return func(c *config) { c.listTimeout = d } }
 
-// WithListLimits bounds what a listing may hold: the number of tools, and
-// per tool the size and nesting of its schemas and the size of its
-// description. A zero field keeps its default (see [ListLimits]). A
-// listing with too many tools fails; a tool over a per-tool limit is
-// refused like a tool whose schema does not compile (see
-// [FailOnInvalidTools]).
+// WithListLimits bounds what a listing may hold: the number of tools and
+// their total size, and per tool the size and nesting of its schemas and
+// the size of its description. A zero field keeps its default (see
+// [ListLimits]). A listing with too many tools, or too large, fails; a
+// tool over a per-tool limit is refused like a tool whose schema does not
+// compile (see [FailOnInvalidTools]).
 func WithListLimits(l ListLimits) Option { return func(c *config) { c.limits = l } }
 
 // FailOnInvalidTools makes a listing that holds an invalid tool fail, with
@@ -855,6 +855,7 @@ func (c *conn) fetch(ctx context.Context, s *mcp.ClientSession) ([]toolset.Tool,
 		defer cancel()
 	}
 	var defs []*mcp.Tool
+	size := 0 // of defs, encoded
 	seen := map[string]bool{}
 	cursor := ""
 	for page := 1; ; page++ {
@@ -868,6 +869,13 @@ func (c *conn) fetch(ctx context.Context, s *mcp.ClientSession) ([]toolset.Tool,
 		defs = append(defs, res.Tools...)
 		if len(defs) > c.cfg.limits.MaxTools {
 			return nil, c.errorf("list tools", "", fmt.Errorf("the server lists more than %d tools (see WithListLimits)", c.cfg.limits.MaxTools))
+		}
+		for _, d := range res.Tools {
+			b, _ := json.Marshal(d) // a definition that does not encode is refused later
+			size += len(b)
+		}
+		if size > c.cfg.limits.MaxListBytes {
+			return nil, c.errorf("list tools", "", fmt.Errorf("the server's tool definitions are more than %d bytes (see WithListLimits)", c.cfg.limits.MaxListBytes))
 		}
 		if res.NextCursor == "" {
 			break

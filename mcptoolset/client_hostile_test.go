@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -494,4 +495,47 @@ func TestUncallableToolNameDoesNotFailTheTurn(t *testing.T) {
 		assert.Contains(t, invalid[0].Error(), "^[a-zA-Z0-9_-]{1,64}$")
 		require.NoError(t, ts.Close())
 	}
+}
+
+// A listing is bounded in total, not only per tool: pages of tools each
+// just under the per-tool limits fail the listing once they are more than
+// DefaultMaxListBytes together, so a server cannot make the host keep
+// MaxTools times MaxSchemaBytes of schemas.
+func TestListingOfManyLargeToolsIsBoundedInTotal(t *testing.T) {
+	checkLeaks(t)
+	schema := map[string]any{"type": "object", "description": strings.Repeat("s", mcptoolset.DefaultMaxSchemaBytes-100)}
+	pages := func(n int) *mcp.Server {
+		server := fixture.SDKServer("bulky")
+		server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				r, ok := req.(*mcp.ListToolsRequest)
+				if !ok || method != "tools/list" {
+					return next(ctx, method, req)
+				}
+				page := 0
+				if r.Params != nil && r.Params.Cursor != "" {
+					page, _ = strconv.Atoi(r.Params.Cursor)
+				}
+				res := &mcp.ListToolsResult{Tools: []*mcp.Tool{{Name: fmt.Sprintf("big_%d", page), InputSchema: schema}}}
+				if page+1 < n {
+					res.NextCursor = strconv.Itoa(page + 1)
+				}
+				return res, nil
+			}
+		})
+		return server
+	}
+	ts := mcptoolset.NewInMemory("bulky", pages(mcptoolset.DefaultMaxListBytes/mcptoolset.DefaultMaxSchemaBytes+1))
+	defer ts.Close()
+	_, err := ts.GetTools(context.Background())
+	var se *mcptoolset.ServerError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "list tools", se.Op)
+	assert.Contains(t, err.Error(), "more than 16777216 bytes")
+
+	fewer := mcptoolset.NewInMemory("bulky", pages(3))
+	defer fewer.Close()
+	tools, err := fewer.GetTools(context.Background())
+	require.NoError(t, err, "each tool is within the per-tool limits")
+	assert.Equal(t, []string{"big_0", "big_1", "big_2"}, toolNames(tools))
 }

@@ -76,8 +76,9 @@
 // tool is left out, with a warning logged once per definition, and
 // [Toolset.InvalidTools] reports it ([*InvalidToolError]); the server's
 // other tools are offered. [FailOnInvalidTools] makes the listing fail
-// instead. A listing with more tools than [ListLimits].MaxTools fails, and
-// [WithListTimeout] bounds the time to list, all pages together (30
+// instead. A listing with more tools than [ListLimits].MaxTools, or
+// larger than [ListLimits].MaxListBytes, fails, and [WithListTimeout]
+// bounds the time to list, all pages together (30
 // seconds by default), so a server that never answers cannot hang a turn.
 //
 // Calling a tool sends tools/call with the arguments as they are. A

@@ -20,6 +20,12 @@ type ListLimits struct {
 	// server that lists more fails the listing. The default is
 	// [DefaultMaxTools].
 	MaxTools int
+	// MaxListBytes bounds the size of one listing, all pages together:
+	// the tools' definitions encoded as JSON. A server that lists more
+	// fails the listing. The default is [DefaultMaxListBytes]. Without
+	// it, a server could make the process keep MaxTools times
+	// MaxSchemaBytes of schemas.
+	MaxListBytes int
 	// MaxSchemaBytes bounds the size of each of a tool's schemas (input
 	// and output), encoded as JSON. The default is [DefaultMaxSchemaBytes].
 	MaxSchemaBytes int
@@ -34,6 +40,7 @@ type ListLimits struct {
 // Defaults of [ListLimits].
 const (
 	DefaultMaxTools            = 1000
+	DefaultMaxListBytes        = 16 << 20
 	DefaultMaxSchemaBytes      = 256 << 10
 	DefaultMaxSchemaDepth      = 64
 	DefaultMaxDescriptionBytes = 16 << 10
@@ -49,6 +56,7 @@ func (l ListLimits) withDefaults() ListLimits {
 		}
 	}
 	def(&l.MaxTools, DefaultMaxTools)
+	def(&l.MaxListBytes, DefaultMaxListBytes)
 	def(&l.MaxSchemaBytes, DefaultMaxSchemaBytes)
 	def(&l.MaxSchemaDepth, DefaultMaxSchemaDepth)
 	def(&l.MaxDescriptionBytes, DefaultMaxDescriptionBytes)
