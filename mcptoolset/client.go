@@ -307,6 +307,14 @@ func (t boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// CloseIdleConnections closes the idle connections of the transport
+// wrapped, as http.Client.CloseIdleConnections expects.
+func (t boundedTransport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 // boundedBody fails a read past its limit.
 type boundedBody struct {
 	io.ReadCloser
