@@ -72,6 +72,7 @@ type config struct {
 	httpClient     *http.Client
 	toolOpts       func(*mcp.Tool) []toolset.ToolOption
 	listTimeout    time.Duration
+	callTimeout    time.Duration
 	limits         ListLimits
 	failInvalid    bool
 }
@@ -81,6 +82,7 @@ const (
 	DefaultRetryDelay     = 2 * time.Second
 	DefaultConnectTimeout = 30 * time.Second
 	DefaultListTimeout    = 30 * time.Second
+	DefaultCallTimeout    = 5 * time.Minute
 )
 
 // WithName sets the server's name, used in the label ("mcp:" + name), in
@@ -130,6 +132,15 @@ func WithConnectTimeout(d time.Duration) Option { return func(c *config) { c.con
 // turn; the default is [DefaultListTimeout]. Zero means no bound beyond
 // the caller's context.
 func WithListTimeout(d time.Duration) Option { return func(c *config) { c.listTimeout = d } }
+
+// WithCallTimeout bounds the time a tool call waits for the server's
+// answer, so that a server that never answers tools/call (or answers
+// under another request ID) cannot hang a turn; the default is
+// [DefaultCallTimeout]. A call that gets no answer in time fails with a
+// [*ServerError] wrapping context.DeadlineExceeded. Zero means no bound
+// beyond the caller's context. A tool's own timeout
+// ([toolset.WithTimeout], see [WithToolOptions]) applies within it.
+func WithCallTimeout(d time.Duration) Option { return func(c *config) { c.callTimeout = d } }
 
 // WithListLimits bounds what a listing may hold: the number of tools and
 // their total size, and per tool the size and nesting of its schemas and
@@ -563,6 +574,7 @@ func newConn(name string, dial DialFunc, opts []Option) *conn {
 			retryDelay:     DefaultRetryDelay,
 			connectTimeout: DefaultConnectTimeout,
 			listTimeout:    DefaultListTimeout,
+			callTimeout:    DefaultCallTimeout,
 		},
 	}
 	for _, o := range opts {
@@ -1098,8 +1110,17 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (any
 	if err != nil {
 		return nil, err // names the server; the core adds the tool's name
 	}
-	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	cctx := ctx
+	if d := c.cfg.callTimeout; d > 0 {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	res, err := s.CallTool(cctx, &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
+		if cctx.Err() != nil && ctx.Err() == nil {
+			err = fmt.Errorf("no answer to tools/call within %v (see WithCallTimeout): %w", c.cfg.callTimeout, err)
+		}
 		if connectionLost(err) {
 			c.drop(s) // the next use reconnects; the call is not retried, as it may have run
 		}

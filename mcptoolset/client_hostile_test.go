@@ -539,3 +539,44 @@ func TestListingOfManyLargeToolsIsBoundedInTotal(t *testing.T) {
 	require.NoError(t, err, "each tool is within the per-tool limits")
 	assert.Equal(t, []string{"big_0", "big_1", "big_2"}, toolNames(tools))
 }
+
+// A server that never answers a tool call cannot hang the turn: the call
+// fails at DefaultCallTimeout (or WithCallTimeout's bound) with a
+// ServerError, and the session stays usable.
+func TestCallToAServerThatNeverAnswersTimesOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		server := fixture.SDKServer("mute")
+		server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if r, ok := req.(*mcp.CallToolRequest); ok && r.Params.Name == "add" {
+					<-ctx.Done() // never answers; stops when the client gives up
+					return nil, ctx.Err()
+				}
+				return next(ctx, method, req)
+			}
+		})
+		for _, tc := range []struct {
+			opts []mcptoolset.Option
+			want time.Duration
+		}{
+			{nil, mcptoolset.DefaultCallTimeout},
+			{[]mcptoolset.Option{mcptoolset.WithCallTimeout(time.Second)}, time.Second},
+		} {
+			ts := mcptoolset.NewInMemory("mute", server, tc.opts...)
+			tools, err := toolset.BuildTools(context.Background(), "a", ts)
+			require.NoError(t, err)
+			start := time.Now()
+			_, err = tools.Call(context.Background(), "add", json.RawMessage(`{"a":1,"b":2}`))
+			var se *mcptoolset.ServerError
+			require.ErrorAs(t, err, &se)
+			assert.Equal(t, "call tool", se.Op)
+			assert.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.Contains(t, err.Error(), fmt.Sprintf("no answer to tools/call within %v", tc.want))
+			assert.Equal(t, tc.want, time.Since(start))
+			v, err := tools.Call(context.Background(), "read_file", json.RawMessage(`{"path":"a.txt"}`))
+			require.NoError(t, err, "the session stays usable")
+			assert.Equal(t, "mute: contents of a.txt", content(t, v).ModelText())
+			require.NoError(t, ts.Close())
+		}
+	})
+}

@@ -90,9 +90,10 @@
 // (the server cannot be reached, the connection drops, the context ends,
 // the server answers with a JSON-RPC error) is a [*ServerError] naming the
 // server and the tool, and should stop the run. A call is never retried, as
-// it may have run. A message from the server is at most 16 MiB, over stdio
-// (the SDK's bound) and over HTTP (this package's), and the errors that
-// quote a server's text cut it to 8 KiB.
+// it may have run. A call that gets no answer within [WithCallTimeout]
+// (five minutes by default) fails likewise. A message from the server is
+// at most 16 MiB, over stdio (the SDK's bound) and over HTTP (this
+// package's), and the errors that quote a server's text cut it to 8 KiB.
 //
 // # The tool list cache
 //
