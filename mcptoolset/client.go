@@ -1,12 +1,14 @@
 package mcptoolset
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -70,6 +72,7 @@ type config struct {
 	httpClient     *http.Client
 	toolOpts       func(*mcp.Tool) []toolset.ToolOption
 	listTimeout    time.Duration
+	callTimeout    time.Duration
 	limits         ListLimits
 	failInvalid    bool
 }
@@ -79,6 +82,7 @@ const (
 	DefaultRetryDelay     = 2 * time.Second
 	DefaultConnectTimeout = 30 * time.Second
 	DefaultListTimeout    = 30 * time.Second
+	DefaultCallTimeout    = 5 * time.Minute
 )
 
 // WithName sets the server's name, used in the label ("mcp:" + name), in
@@ -129,12 +133,21 @@ func WithConnectTimeout(d time.Duration) Option { return func(c *config) { c.con
 // the caller's context.
 func WithListTimeout(d time.Duration) Option { return func(c *config) { c.listTimeout = d } }
 
-// WithListLimits bounds what a listing may hold: the number of tools, and
-// per tool the size and nesting of its schemas and the size of its
-// description. A zero field keeps its default (see [ListLimits]). A
-// listing with too many tools fails; a tool over a per-tool limit is
-// refused like a tool whose schema does not compile (see
-// [FailOnInvalidTools]).
+// WithCallTimeout bounds the time a tool call waits for the server's
+// answer, so that a server that never answers tools/call (or answers
+// under another request ID) cannot hang a turn; the default is
+// [DefaultCallTimeout]. A call that gets no answer in time fails with a
+// [*ServerError] wrapping context.DeadlineExceeded. Zero means no bound
+// beyond the caller's context. A tool's own timeout
+// ([toolset.WithTimeout], see [WithToolOptions]) applies within it.
+func WithCallTimeout(d time.Duration) Option { return func(c *config) { c.callTimeout = d } }
+
+// WithListLimits bounds what a listing may hold: the number of tools and
+// their total size, and per tool the size and nesting of its schemas and
+// the size of its description. A zero field keeps its default (see
+// [ListLimits]). A listing with too many tools, or too large, fails; a
+// tool over a per-tool limit is refused like a tool whose schema does not
+// compile (see [FailOnInvalidTools]).
 func WithListLimits(l ListLimits) Option { return func(c *config) { c.limits = l } }
 
 // FailOnInvalidTools makes a listing that holds an invalid tool fail, with
@@ -152,7 +165,10 @@ func WithClient(impl *mcp.Implementation, opts *mcp.ClientOptions) Option {
 }
 
 // WithHTTPClient sets the HTTP client of [NewHTTP], for example one that
-// adds an Authorization header.
+// adds an Authorization header. The toolset uses a copy whose transport
+// fails a response body of one message over 16 MiB (the SDK's bound on a
+// message over stdio), so a server cannot make the process hold an
+// answer of any size.
 func WithHTTPClient(hc *http.Client) Option { return func(c *config) { c.httpClient = hc } }
 
 // WithToolOptions sets a function that picks the core's tool options
@@ -218,7 +234,11 @@ func NewTransport(name string, dial DialFunc, opts ...Option) *Toolset {
 // fresh command with its Path, Args, Env, Dir, Stderr and SysProcAttr, so
 // the toolset can start the server again if it exits. A command made with
 // exec.CommandContext is run without its context. The subprocess is
-// started on first use and stopped by the last Close.
+// started on first use and stopped by the last Close. When Stderr is not
+// a file, its copying stops one second (or the template's WaitDelay)
+// after the server exited, so a child that the server left behind with
+// its stderr open does not keep Close waiting; Close then reports
+// exec.ErrWaitDelay.
 func NewCommand(cmd *exec.Cmd, opts ...Option) *Toolset {
 	name := "command"
 	if cmd != nil {
@@ -231,10 +251,16 @@ func NewCommand(cmd *exec.Cmd, opts ...Option) *Toolset {
 		c := &exec.Cmd{
 			Path: cmd.Path, Args: slices.Clone(cmd.Args), Env: cmd.Env, Dir: cmd.Dir,
 			Stderr: cmd.Stderr, SysProcAttr: cmd.SysProcAttr, Err: cmd.Err,
+			WaitDelay: cmp.Or(cmd.WaitDelay, commandWaitDelay),
 		}
 		return &mcp.CommandTransport{Command: c}, nil
 	}, opts...)
 }
+
+// commandWaitDelay is how long a subprocess server's output is still
+// copied after it exited, when the command has no WaitDelay: a child it
+// left behind may hold its stderr open for ever.
+const commandWaitDelay = time.Second
 
 // NewHTTP returns the tools of a server at a streamable HTTP endpoint
 // ("http://127.0.0.1:8080/mcp"). It does not connect until it is used.
@@ -252,9 +278,73 @@ func NewHTTP(endpoint string, opts ...Option) *Toolset {
 		if u.Scheme != "http" && u.Scheme != "https" {
 			return nil, fmt.Errorf("invalid URL %q: the scheme must be http or https", endpoint)
 		}
-		return &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: ts.c.cfg.httpClient}, nil
+		return &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: boundedClient(ts.c.cfg.httpClient)}, nil
 	}
 	return ts
+}
+
+// maxResponseBytes bounds an HTTP response body that holds one message
+// (not an event stream, whose events the SDK bounds itself), as the SDK
+// bounds a message over stdio; a var for the tests.
+var maxResponseBytes int64 = mcp.DefaultMaxLineLength
+
+// boundedClient returns a copy of hc (or of http.DefaultClient) whose
+// response bodies, other than event streams, fail past maxResponseBytes:
+// the SDK reads such a body whole, so a server could otherwise make the
+// process hold any amount of memory.
+func boundedClient(hc *http.Client) *http.Client {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	c := *hc
+	base := c.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	c.Transport = boundedTransport{base}
+	return &c
+}
+
+type boundedTransport struct{ base http.RoundTripper }
+
+func (t boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || resp == nil || resp.Body == nil {
+		return resp, err
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		resp.Body = &boundedBody{ReadCloser: resp.Body, left: maxResponseBytes}
+	}
+	return resp, nil
+}
+
+// CloseIdleConnections closes the idle connections of the transport
+// wrapped, as http.Client.CloseIdleConnections expects.
+func (t boundedTransport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// boundedBody fails a read past its limit.
+type boundedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, fmt.Errorf("the server's HTTP response is over %d bytes", maxResponseBytes)
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return 0, fmt.Errorf("the server's HTTP response is over %d bytes", maxResponseBytes)
+	}
+	return n, err
 }
 
 // NewInMemory returns the tools of an SDK server running in this process,
@@ -484,6 +574,7 @@ func newConn(name string, dial DialFunc, opts []Option) *conn {
 			retryDelay:     DefaultRetryDelay,
 			connectTimeout: DefaultConnectTimeout,
 			listTimeout:    DefaultListTimeout,
+			callTimeout:    DefaultCallTimeout,
 		},
 	}
 	for _, o := range opts {
@@ -784,6 +875,7 @@ func (c *conn) fetch(ctx context.Context, s *mcp.ClientSession) ([]toolset.Tool,
 		defer cancel()
 	}
 	var defs []*mcp.Tool
+	size := 0 // of defs, encoded
 	seen := map[string]bool{}
 	cursor := ""
 	for page := 1; ; page++ {
@@ -797,6 +889,13 @@ func (c *conn) fetch(ctx context.Context, s *mcp.ClientSession) ([]toolset.Tool,
 		defs = append(defs, res.Tools...)
 		if len(defs) > c.cfg.limits.MaxTools {
 			return nil, c.errorf("list tools", "", fmt.Errorf("the server lists more than %d tools (see WithListLimits)", c.cfg.limits.MaxTools))
+		}
+		for _, d := range res.Tools {
+			b, _ := json.Marshal(d) // a definition that does not encode is refused later
+			size += len(b)
+		}
+		if size > c.cfg.limits.MaxListBytes {
+			return nil, c.errorf("list tools", "", fmt.Errorf("the server's tool definitions are more than %d bytes (see WithListLimits)", c.cfg.limits.MaxListBytes))
 		}
 		if res.NextCursor == "" {
 			break
@@ -1011,8 +1110,17 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (any
 	if err != nil {
 		return nil, err // names the server; the core adds the tool's name
 	}
-	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	cctx := ctx
+	if d := c.cfg.callTimeout; d > 0 {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	res, err := s.CallTool(cctx, &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
+		if cctx.Err() != nil && ctx.Err() == nil {
+			err = fmt.Errorf("no answer to tools/call within %v (see WithCallTimeout): %w", c.cfg.callTimeout, err)
+		}
 		if connectionLost(err) {
 			c.drop(s) // the next use reconnects; the call is not retried, as it may have run
 		}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -21,6 +22,7 @@ import (
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/mcptoolset"
 	"github.com/gotoolset/toolset/mcptoolset/internal/fixture"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -369,4 +371,212 @@ func TestListingOfAHangingSubprocessTimesOut(t *testing.T) {
 	require.NoError(t, err, "the session itself still works")
 	assert.Equal(t, "Use stuck for files.", text)
 	require.NoError(t, ts.Close())
+}
+
+// A server's error text is not quoted whole: a JSON-RPC error or an
+// isError result of a megabyte makes an error whose text is a few
+// kilobytes, while the cause stays reachable and the model still gets
+// the whole result.
+func TestHugeServerErrorTextIsBounded(t *testing.T) {
+	checkLeaks(t)
+	huge := strings.Repeat("x", 1<<20)
+	server := fixture.SDKServer("loud")
+	server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if r, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" {
+				if r.Params.Name == "fail" {
+					return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: huge}}}, nil
+				}
+				return nil, &jsonrpc.Error{Code: 4242, Message: huge}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	ts := mcptoolset.NewInMemory("loud", server)
+	defer ts.Close()
+	tools, err := toolset.BuildTools(context.Background(), "a", ts)
+	require.NoError(t, err)
+
+	_, err = tools.Call(context.Background(), "add", json.RawMessage(`{"a":1,"b":2}`))
+	var se *mcptoolset.ServerError
+	require.ErrorAs(t, err, &se)
+	assert.Less(t, len(se.Error()), 9<<10, "the server's text is cut")
+	assert.Less(t, len(err.Error()), 10<<10)
+	var je *jsonrpc.Error
+	require.ErrorAs(t, err, &je, "the cause stays reachable")
+	assert.Equal(t, int64(4242), je.Code)
+
+	_, err = tools.Call(context.Background(), "fail", json.RawMessage(`{}`))
+	var re *mcptoolset.ResultError
+	require.ErrorAs(t, err, &re)
+	assert.Less(t, len(re.Error()), 9<<10, "the result's text is cut in the error")
+	assert.Len(t, re.ModelMessage(), len(huge), "the model gets the whole result")
+}
+
+// An HTTP server cannot make the host hold an unbounded answer: a JSON
+// response body over the bound fails the call (the SDK reads such a body
+// whole), while an event stream, whose events the SDK bounds, is not cut.
+func TestHugeHTTPResponseBodyIsRefused(t *testing.T) {
+	checkLeaks(t)
+	defer mcptoolset.SetMaxResponseBytes(1 << 20)()
+	big := func(json bool) *httptest.Server {
+		s := mcp.NewServer(&mcp.Implementation{Name: "big", Version: "v1"}, nil)
+		s.AddTool(&mcp.Tool{Name: "big", InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("a", 2<<20)}}}, nil
+			})
+		hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+			&mcp.StreamableHTTPOptions{JSONResponse: json}))
+		t.Cleanup(hs.Close)
+		return hs
+	}
+	for _, jsonResponse := range []bool{true, false} {
+		ts := mcptoolset.NewHTTP(big(jsonResponse).URL)
+		t.Cleanup(func() { ts.Close() }) // before the HTTP server's, which waits for the session's stream
+		tools, err := toolset.BuildTools(context.Background(), "a", ts)
+		require.NoError(t, err)
+		v, err := tools.Call(context.Background(), "big", json.RawMessage(`{}`))
+		if jsonResponse {
+			var se *mcptoolset.ServerError
+			require.ErrorAs(t, err, &se)
+			assert.Contains(t, err.Error(), "over 1048576 bytes")
+		} else {
+			require.NoError(t, err, "an event stream is bounded per event by the SDK, not here")
+			assert.Len(t, content(t, v).Parts[0].Text, 2<<20)
+		}
+	}
+}
+
+// A subprocess server that leaves behind a child holding its stderr does
+// not make Close hang or leak the goroutine that waits for the server,
+// when the command's Stderr is not a file (the output is copied).
+func TestCommandServerOrphanHoldingStderrDoesNotHangClose(t *testing.T) {
+	checkLeaks(t)
+	bin := testServer(t)
+	pidFile := filepath.Join(t.TempDir(), "orphan.pid")
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			var pid int
+			if _, err := fmt.Sscan(string(b), &pid); err == nil && pid > 0 {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	cmd := exec.Command(bin, "-sdk", "-name", "launcher", "-orphan", pidFile)
+	_, stderr := logBuffer()
+	cmd.Stderr = stderr
+	ts := mcptoolset.NewCommand(cmd)
+	tools, err := ts.GetTools(context.Background())
+	require.NoError(t, err)
+	require.NotEmpty(t, tools)
+	start := time.Now()
+	err = ts.Close()
+	assert.Less(t, time.Since(start), 4*time.Second, "Close does not wait for the orphan")
+	if err != nil {
+		assert.ErrorIs(t, err, exec.ErrWaitDelay, "the only error is that the output was cut")
+	}
+}
+
+// A server cannot fail every turn of an agent by listing a tool whose name
+// no model can call (the core refuses a turn that holds one): the tool is
+// refused at listing, and the agent's turn goes on with the other tools.
+func TestUncallableToolNameDoesNotFailTheTurn(t *testing.T) {
+	checkLeaks(t)
+	local := toolset.NewFunction(toolset.NewTool("local", "A local tool.", func(context.Context, struct{}) (string, error) { return "ok", nil }))
+	for _, name := range []string{"github.create_issue", "files/read", strings.Repeat("n", 65), "読む", "a:b"} {
+		ts := mcptoolset.NewInMemory("names", listing(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}}))
+		tools, err := toolset.BuildTools(context.Background(), "a", ts.Prefixed("p"), local)
+		require.NoError(t, err, "name %q", name)
+		assert.Contains(t, tools.Names(), "local")
+		assert.Contains(t, tools.Names(), "p_add", "the server's other tools are offered")
+		invalid := ts.InvalidTools()
+		require.Len(t, invalid, 1, "name %q", name)
+		assert.Equal(t, name, invalid[0].Tool)
+		assert.Contains(t, invalid[0].Error(), "^[a-zA-Z0-9_-]{1,64}$")
+		require.NoError(t, ts.Close())
+	}
+}
+
+// A listing is bounded in total, not only per tool: pages of tools each
+// just under the per-tool limits fail the listing once they are more than
+// DefaultMaxListBytes together, so a server cannot make the host keep
+// MaxTools times MaxSchemaBytes of schemas.
+func TestListingOfManyLargeToolsIsBoundedInTotal(t *testing.T) {
+	checkLeaks(t)
+	schema := map[string]any{"type": "object", "description": strings.Repeat("s", mcptoolset.DefaultMaxSchemaBytes-100)}
+	pages := func(n int) *mcp.Server {
+		server := fixture.SDKServer("bulky")
+		server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				r, ok := req.(*mcp.ListToolsRequest)
+				if !ok || method != "tools/list" {
+					return next(ctx, method, req)
+				}
+				page := 0
+				if r.Params != nil && r.Params.Cursor != "" {
+					page, _ = strconv.Atoi(r.Params.Cursor)
+				}
+				res := &mcp.ListToolsResult{Tools: []*mcp.Tool{{Name: fmt.Sprintf("big_%d", page), InputSchema: schema}}}
+				if page+1 < n {
+					res.NextCursor = strconv.Itoa(page + 1)
+				}
+				return res, nil
+			}
+		})
+		return server
+	}
+	ts := mcptoolset.NewInMemory("bulky", pages(mcptoolset.DefaultMaxListBytes/mcptoolset.DefaultMaxSchemaBytes+1))
+	defer ts.Close()
+	_, err := ts.GetTools(context.Background())
+	var se *mcptoolset.ServerError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "list tools", se.Op)
+	assert.Contains(t, err.Error(), "more than 16777216 bytes")
+
+	fewer := mcptoolset.NewInMemory("bulky", pages(3))
+	defer fewer.Close()
+	tools, err := fewer.GetTools(context.Background())
+	require.NoError(t, err, "each tool is within the per-tool limits")
+	assert.Equal(t, []string{"big_0", "big_1", "big_2"}, toolNames(tools))
+}
+
+// A server that never answers a tool call cannot hang the turn: the call
+// fails at DefaultCallTimeout (or WithCallTimeout's bound) with a
+// ServerError, and the session stays usable.
+func TestCallToAServerThatNeverAnswersTimesOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		server := fixture.SDKServer("mute")
+		server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if r, ok := req.(*mcp.CallToolRequest); ok && r.Params.Name == "add" {
+					<-ctx.Done() // never answers; stops when the client gives up
+					return nil, ctx.Err()
+				}
+				return next(ctx, method, req)
+			}
+		})
+		for _, tc := range []struct {
+			opts []mcptoolset.Option
+			want time.Duration
+		}{
+			{nil, mcptoolset.DefaultCallTimeout},
+			{[]mcptoolset.Option{mcptoolset.WithCallTimeout(time.Second)}, time.Second},
+		} {
+			ts := mcptoolset.NewInMemory("mute", server, tc.opts...)
+			tools, err := toolset.BuildTools(context.Background(), "a", ts)
+			require.NoError(t, err)
+			start := time.Now()
+			_, err = tools.Call(context.Background(), "add", json.RawMessage(`{"a":1,"b":2}`))
+			var se *mcptoolset.ServerError
+			require.ErrorAs(t, err, &se)
+			assert.Equal(t, "call tool", se.Op)
+			assert.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.Contains(t, err.Error(), fmt.Sprintf("no answer to tools/call within %v", tc.want))
+			assert.Equal(t, tc.want, time.Since(start))
+			v, err := tools.Call(context.Background(), "read_file", json.RawMessage(`{"path":"a.txt"}`))
+			require.NoError(t, err, "the session stays usable")
+			assert.Equal(t, "mute: contents of a.txt", content(t, v).ModelText())
+			require.NoError(t, ts.Close())
+		}
+	})
 }

@@ -69,13 +69,16 @@
 // [ExternalRefError]), so a schema never makes the process read a file or
 // fetch a URL. A tool is refused too when it is over the limits of
 // [WithListLimits] (schema size and nesting, description and title size),
-// when its name is empty, longer than 128 bytes or holds spaces or control
-// characters, or when the server lists two tools of its name. A refused
+// when its name is not one a model can call (it must match
+// ^[a-zA-Z0-9_-]{1,64}$, as the core requires: offered, a tool of another
+// name would fail every turn of the agent, since the core refuses a turn
+// that holds one), or when the server lists two tools of its name. A refused
 // tool is left out, with a warning logged once per definition, and
 // [Toolset.InvalidTools] reports it ([*InvalidToolError]); the server's
 // other tools are offered. [FailOnInvalidTools] makes the listing fail
-// instead. A listing with more tools than [ListLimits].MaxTools fails, and
-// [WithListTimeout] bounds the time to list, all pages together (30
+// instead. A listing with more tools than [ListLimits].MaxTools, or
+// larger than [ListLimits].MaxListBytes, fails, and [WithListTimeout]
+// bounds the time to list, all pages together (30
 // seconds by default), so a server that never answers cannot hang a turn.
 //
 // Calling a tool sends tools/call with the arguments as they are. A
@@ -87,7 +90,10 @@
 // (the server cannot be reached, the connection drops, the context ends,
 // the server answers with a JSON-RPC error) is a [*ServerError] naming the
 // server and the tool, and should stop the run. A call is never retried, as
-// it may have run.
+// it may have run. A call that gets no answer within [WithCallTimeout]
+// (five minutes by default) fails likewise. A message from the server is
+// at most 16 MiB, over stdio (the SDK's bound) and over HTTP (this
+// package's), and the errors that quote a server's text cut it to 8 KiB.
 //
 // # The tool list cache
 //

@@ -27,12 +27,17 @@ type ServerError struct {
 	Err error
 }
 
-// Error implements error.
+// maxServerCauseShown bounds the text of a ServerError's cause, which may
+// quote what the server sent (a JSON-RPC error's message, say).
+const maxServerCauseShown = 8 << 10
+
+// Error implements error. The cause's text is cut to 8 KiB.
 func (e *ServerError) Error() string {
+	cause := truncate(fmt.Sprint(e.Err), maxServerCauseShown)
 	if e.Tool != "" {
-		return fmt.Sprintf("mcptoolset: MCP server %q: %s %q: %v", e.Server, e.Op, e.Tool, e.Err)
+		return fmt.Sprintf("mcptoolset: MCP server %q: %s %q: %s", e.Server, e.Op, e.Tool, cause)
 	}
-	return fmt.Sprintf("mcptoolset: MCP server %q: %s: %v", e.Server, e.Op, e.Err)
+	return fmt.Sprintf("mcptoolset: MCP server %q: %s: %s", e.Server, e.Op, cause)
 }
 
 // Unwrap returns the cause.
@@ -79,9 +84,10 @@ type ResultError struct {
 
 var _ toolset.ModelError = (*ResultError)(nil)
 
-// Error implements error.
+// Error implements error. The result's text is cut to 8 KiB; the model
+// gets all of it from ModelMessage.
 func (e *ResultError) Error() string {
-	return fmt.Sprintf("mcptoolset: MCP server %q: tool %q reported an error: %s", e.Server, e.Tool, e.ModelMessage())
+	return fmt.Sprintf("mcptoolset: MCP server %q: tool %q reported an error: %s", e.Server, e.Tool, truncate(e.ModelMessage(), maxServerCauseShown))
 }
 
 // ModelMessage implements [toolset.ModelError]: the text of the result, or

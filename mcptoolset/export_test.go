@@ -23,3 +23,11 @@ func Sessions(s *Server) []*mcp.ServerSession {
 	}
 	return out
 }
+
+// SetMaxResponseBytes sets the bound on an HTTP response body, for a
+// test, and returns a function that restores it.
+func SetMaxResponseBytes(n int64) (restore func()) {
+	old := maxResponseBytes
+	maxResponseBytes = n
+	return func() { maxResponseBytes = old }
+}

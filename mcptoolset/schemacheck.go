@@ -20,6 +20,12 @@ type ListLimits struct {
 	// server that lists more fails the listing. The default is
 	// [DefaultMaxTools].
 	MaxTools int
+	// MaxListBytes bounds the size of one listing, all pages together:
+	// the tools' definitions encoded as JSON. A server that lists more
+	// fails the listing. The default is [DefaultMaxListBytes]. Without
+	// it, a server could make the process keep MaxTools times
+	// MaxSchemaBytes of schemas.
+	MaxListBytes int
 	// MaxSchemaBytes bounds the size of each of a tool's schemas (input
 	// and output), encoded as JSON. The default is [DefaultMaxSchemaBytes].
 	MaxSchemaBytes int
@@ -34,6 +40,7 @@ type ListLimits struct {
 // Defaults of [ListLimits].
 const (
 	DefaultMaxTools            = 1000
+	DefaultMaxListBytes        = 16 << 20
 	DefaultMaxSchemaBytes      = 256 << 10
 	DefaultMaxSchemaDepth      = 64
 	DefaultMaxDescriptionBytes = 16 << 10
@@ -49,6 +56,7 @@ func (l ListLimits) withDefaults() ListLimits {
 		}
 	}
 	def(&l.MaxTools, DefaultMaxTools)
+	def(&l.MaxListBytes, DefaultMaxListBytes)
 	def(&l.MaxSchemaBytes, DefaultMaxSchemaBytes)
 	def(&l.MaxSchemaDepth, DefaultMaxSchemaDepth)
 	def(&l.MaxDescriptionBytes, DefaultMaxDescriptionBytes)
@@ -66,9 +74,19 @@ func checkName(name string) error {
 		return errors.New("the name is not valid UTF-8")
 	case strings.ContainsFunc(name, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) }):
 		return errors.New("the name holds spaces or control characters")
+	case len(name) > maxCallableName || strings.ContainsFunc(name, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' || r == '-')
+	}):
+		// The core refuses such a name in every turn that holds it:
+		// offered, the one tool would fail every turn of the agent.
+		return fmt.Errorf("the name %q is not one a model can call: tool names must match ^[a-zA-Z0-9_-]{1,64}$", name)
 	}
 	return nil
 }
+
+// maxCallableName is the longest tool name the core, and the models'
+// APIs, accept.
+const maxCallableName = 64
 
 // schemaJSON encodes a schema the SDK decoded, and checks it against the
 // limits and for references out of the document.

@@ -2,7 +2,9 @@
 // mcptoolset: with -sdk it serves fixture.SDKServer, written with the SDK
 // alone; otherwise it serves fixture.Toolset through mcptoolset.NewServer.
 // With -hang-list it never answers tools/list, as a hostile or broken
-// server may do.
+// server may do. With -orphan FILE it first starts a long-lived child that
+// keeps its stderr open, and writes the child's PID to FILE, as a server
+// run through a launcher (npx, uvx) may leave one behind.
 package main
 
 import (
@@ -11,7 +13,9 @@ import (
 	"io"
 	"log"
 	"os"
+	"os/exec"
 	"os/signal"
+	"strconv"
 
 	"github.com/gotoolset/toolset/mcptoolset"
 	"github.com/gotoolset/toolset/mcptoolset/internal/fixture"
@@ -22,7 +26,18 @@ func main() {
 	sdk := flag.Bool("sdk", false, "serve the SDK-native server")
 	name := flag.String("name", "files", "server name")
 	hangList := flag.Bool("hang-list", false, "never answer tools/list")
+	orphan := flag.String("orphan", "", "start a child that keeps stderr open and write its PID to this file")
 	flag.Parse()
+	if *orphan != "" {
+		child := exec.Command("sleep", "60")
+		child.Stderr = os.Stderr
+		if err := child.Start(); err != nil {
+			log.Fatal(err)
+		}
+		if err := os.WriteFile(*orphan, []byte(strconv.Itoa(child.Process.Pid)), 0o600); err != nil {
+			log.Fatal(err)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	var err error
