@@ -301,7 +301,10 @@ func (c *call) preview(data []byte, n int) string {
 	// Hide secrets before cutting, so that one across the cut is found.
 	margin := 12 * c.secrets.maxLen()
 	head := data[:min(len(data), n+margin)]
-	return quoteStart([]byte(c.secrets.text(string(head))), n)
+	// And after quoting: the escapes of a literal can spell a secret
+	// that the bytes did not hold ("\x17" then "3912846" reads as one
+	// holding "73912846").
+	return c.secrets.text(quoteStart([]byte(c.secrets.text(string(head))), n))
 }
 
 // errorText returns result.json's error as text: a string as itself,
