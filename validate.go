@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +36,7 @@ type validator struct {
 
 	once sync.Once
 	full *sjs.Schema
+	cost *costGraph
 	err  error // the schema itself is invalid
 }
 
@@ -82,27 +84,106 @@ func (v *validator) compile() error {
 			v.err = fmt.Errorf("invalid parameter schema: at %q: %s", capText(problems[0].Field, maxQuoted), problems[0].Message)
 			return
 		}
-		v.full, v.err = compileDoc(doc)
+		if d := nesting(doc); d > maxSchemaNesting {
+			v.err = fmt.Errorf("invalid parameter schema: nested %d levels deep, more than the %d allowed", d, maxSchemaNesting)
+			return
+		}
+		if v.full, v.err = compileDoc(doc); v.err != nil {
+			return
+		}
+		if v.cost, v.err = newCostGraph(v.full); v.err != nil {
+			v.full, v.err = nil, fmt.Errorf("invalid parameter schema: %w", v.err)
+		}
 	})
 	return v.err
 }
 
+// maxSchemaNesting bounds the nesting of a parameter schema's JSON
+// document. Compiling a schema costs time cubic in its depth (600 levels of
+// "not" took 8 seconds); real schemas nest a few levels.
+const maxSchemaNesting = 128
+
+// nesting returns the depth of arrays and objects of doc, a decoded JSON
+// document, counting only up to maxSchemaNesting+1.
+func nesting(doc any) int {
+	var depth func(v any, d int) int
+	depth = func(v any, d int) int {
+		if d > maxSchemaNesting {
+			return d
+		}
+		deepest := d
+		switch v := v.(type) {
+		case map[string]any:
+			for _, e := range v {
+				deepest = max(deepest, depth(e, d+1))
+			}
+		case []any:
+			for _, e := range v {
+				deepest = max(deepest, depth(e, d+1))
+			}
+		default:
+			return d - 1
+		}
+		return deepest
+	}
+	return depth(doc, 1)
+}
+
 // compileDoc compiles a decoded JSON Schema with a loader that refuses every
-// URL: whatever the document refers to, nothing is read.
+// URL: whatever the document refers to, nothing is read. Regular
+// expressions go through [argcheck.CompilePattern], which refuses those
+// costly to compile.
 func compileDoc(doc any) (*sjs.Schema, error) {
 	c := sjs.NewCompiler()
 	c.DefaultDraft(sjs.Draft2020)
 	c.UseLoader(refusingLoader{})
+	c.UseRegexpEngine(boundedRegexp)
 	const url = "mem:///parameters.json"
 	if err := c.AddResource(url, doc); err != nil {
-		return nil, fmt.Errorf("invalid parameter schema: %w", err)
+		return nil, &schemaCompileError{err}
 	}
 	s, err := c.Compile(url)
 	if err != nil {
-		return nil, fmt.Errorf("invalid parameter schema: %w", err)
+		return nil, &schemaCompileError{err}
 	}
 	return s, nil
 }
+
+// schemaCompileError is the validator's reason for refusing a schema, its
+// message cut short: it may quote any part of the schema.
+type schemaCompileError struct{ err error }
+
+func (e *schemaCompileError) Error() string {
+	return "invalid parameter schema: " + capText(e.err.Error(), maxMessage)
+}
+
+func (e *schemaCompileError) Unwrap() error { return e.err }
+
+// boundedRegexp is the validator's regular expression engine. It parses an
+// expression (for "pattern", "patternProperties" and "format": "regex",
+// which older drafts assert on the arguments) and refuses one whose
+// program would be large: compiling 1 KB of "x{1000}" takes half a
+// second. It compiles an expression only when it is first matched, so
+// checking that a string argument is a regular expression costs a parse.
+func boundedRegexp(expr string) (sjs.Regexp, error) {
+	if err := argcheck.CheckPattern(expr); err != nil {
+		return nil, err
+	}
+	return &lazyRegexp{expr: expr}, nil
+}
+
+type lazyRegexp struct {
+	expr string
+	once sync.Once
+	re   *regexp.Regexp
+}
+
+func (l *lazyRegexp) MatchString(s string) bool {
+	l.once.Do(func() { l.re, _ = regexp.Compile(l.expr) })
+	return l.re != nil && l.re.MatchString(s) // CheckPattern parsed it: it compiles
+}
+
+func (l *lazyRegexp) String() string { return l.expr }
 
 // check validates args. It returns nil when they are valid, the problems
 // as an *ArgumentError (without the tool name) when they are not, and any
@@ -120,6 +201,10 @@ func (v *validator) check(args []byte) error {
 	}
 	if problems := hugeNumbers(doc); len(problems) > 0 {
 		return &ArgumentError{Problems: capProblems(problems)}
+	}
+	if !v.cost.withinBudget(doc) {
+		_, values := instanceTree(doc)
+		return &ArgumentError{Problems: []ArgumentProblem{tooCostlyProblem(values)}}
 	}
 	err = v.full.Validate(doc)
 	if err == nil {

@@ -1,0 +1,69 @@
+package argcheck
+
+import (
+	"fmt"
+	"regexp"
+	"regexp/syntax"
+)
+
+// MaxPatternSize bounds the program a regular expression from a schema may
+// compile to, in instructions. Compiling costs time that grows faster than
+// the program (1 KB of "x{1000}" is 140,000 instructions and takes half a
+// second), and matching costs time proportional to it per byte; a pattern
+// of ten thousand instructions compiles in about a millisecond. Real
+// patterns are far smaller: ^[a-z0-9]{1,255}$ is about 500.
+const MaxPatternSize = 10000
+
+// CheckPattern parses expr as a Go regular expression and reports an error
+// if it is invalid or would compile to a program of more than
+// MaxPatternSize instructions. It costs time linear in len(expr).
+func CheckPattern(expr string) error {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return err
+	}
+	if n := programSize(re); n > MaxPatternSize {
+		return fmt.Errorf("regular expression of %d bytes would compile to more than %d instructions; simplify it (fewer or smaller repetition counts)", len(expr), MaxPatternSize)
+	}
+	return nil
+}
+
+// compilePattern compiles expr after CheckPattern.
+func compilePattern(expr string) (*regexp.Regexp, error) {
+	if err := CheckPattern(expr); err != nil {
+		return nil, err
+	}
+	return regexp.Compile(expr)
+}
+
+// programSize estimates, from above, the instructions the compiled program
+// of re has, saturating just past MaxPatternSize.
+func programSize(re *syntax.Regexp) int {
+	const limit = MaxPatternSize + 1
+	sat := func(n int) int { return min(n, limit) }
+	switch re.Op {
+	case syntax.OpLiteral:
+		return sat(len(re.Rune) + 1)
+	case syntax.OpConcat, syntax.OpAlternate:
+		n := 1
+		for _, sub := range re.Sub {
+			n = sat(n + programSize(sub) + 1)
+		}
+		return n
+	case syntax.OpCapture, syntax.OpStar, syntax.OpPlus, syntax.OpQuest:
+		return sat(programSize(re.Sub[0]) + 2)
+	case syntax.OpRepeat:
+		times := re.Max
+		if times < 0 {
+			times = re.Min + 1
+		}
+		times = max(times, 1)
+		sub := programSize(re.Sub[0]) + 2
+		if sub > limit/times {
+			return limit
+		}
+		return sat(times * sub)
+	default:
+		return 2
+	}
+}
