@@ -32,6 +32,14 @@ import (
 // [BuildTools] report it.
 func NewTool[In, Out any](name, description string, fn func(context.Context, In) (Out, error), opts ...ToolOption) Tool {
 	params, err := parametersSchema(reflect.TypeFor[In]())
+	if err == nil {
+		// A JSONSchema method or a tag such as oneof_ref can put any
+		// reference in the schema; refuse an outside one now, not at the
+		// first call.
+		if err = schemaRefs(params); err != nil {
+			err = fmt.Errorf("parameter schema: %w", err)
+		}
+	}
 	if err == nil && fn == nil {
 		err = errors.New("nil function")
 	}
