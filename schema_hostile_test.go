@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -147,4 +148,22 @@ func TestHugeNumberIsRefusedOnTheFastPath(t *testing.T) {
 		_, err := tool.Call(context.Background(), json.RawMessage(`{"n":1e300}`))
 		require.NoError(t, err, schema)
 	}
+}
+
+// The path of every value was built as the arguments were walked for
+// out-of-range numbers, which costs time and memory quadratic in the
+// nesting: 18 KB of nested arrays took 70-190 ms and allocated 120 MB.
+func TestDeeplyNestedArgumentsCostLinearMemory(t *testing.T) {
+	tool := rawTool(t, `{"type":"object","properties":{"a":{"items":{"items":{"items":{}}}}}}`)
+	require.NoError(t, tool.Err())
+	const depth = 9000
+	args := json.RawMessage(`{"a":` + strings.Repeat("[", depth) + strings.Repeat("]", depth) + `}`)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := tool.Call(context.Background(), args)
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("%d levels: %d bytes allocated", depth, allocated)
+	assert.Less(t, allocated, uint64(20<<20))
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/gotoolset/toolset/internal/argcheck"
 	"github.com/invopop/jsonschema"
@@ -349,25 +350,30 @@ func magnitude(tok string) (e int, nonzero bool) {
 // json.Number) beyond maxMagnitude.
 func hugeNumbers(doc any) []ArgumentProblem {
 	var out []ArgumentProblem
-	var walk func(v any, field string)
-	walk = func(v any, field string) {
+	var field fieldStack
+	var walk func(v any)
+	walk = func(v any) {
 		switch v := v.(type) {
 		case json.Number:
 			if e, nz := magnitude(string(v)); nz && (e > maxMagnitude || e < -maxMagnitude) {
-				out = append(out, ArgumentProblem{Field: capText(field, maxField), Message: fmt.Sprintf(
+				out = append(out, ArgumentProblem{Field: field.String(), Message: fmt.Sprintf(
 					"number %s is out of range; send 0 or a number of magnitude between 1e-%d and 1e%d", capText(string(v), 40), maxMagnitude, maxMagnitude)})
 			}
 		case []any:
 			for i, e := range v {
-				walk(e, field+"["+strconv.Itoa(i)+"]")
+				field.pushIndex(i)
+				walk(e)
+				field.pop()
 			}
 		case map[string]any:
 			for k, e := range v {
-				walk(e, joinField(field, k))
+				field.pushKey(k)
+				walk(e)
+				field.pop()
 			}
 		}
 	}
-	walk(doc, "")
+	walk(doc)
 	slices.SortFunc(out, func(a, b ArgumentProblem) int { return strings.Compare(a.Field, b.Field) })
 	return out
 }
@@ -493,6 +499,54 @@ func fieldPath(loc []string, doc any) string {
 		}
 	}
 	return b.String()
+}
+
+// fieldStack is the field path of a value during a walk of the
+// arguments, rendered only when a problem names it: building the path of
+// every value costs time quadratic in the nesting.
+type fieldStack struct {
+	segs []string
+	size int // bytes of the rendered path
+}
+
+func (f *fieldStack) pushKey(k string) {
+	if len(f.segs) > 0 {
+		k = "." + k
+	}
+	f.segs = append(f.segs, k)
+	f.size += len(k)
+}
+
+func (f *fieldStack) pushIndex(i int) {
+	seg := "[" + strconv.Itoa(i) + "]"
+	f.segs = append(f.segs, seg)
+	f.size += len(seg)
+}
+
+func (f *fieldStack) pop() {
+	f.size -= len(f.segs[len(f.segs)-1])
+	f.segs = f.segs[:len(f.segs)-1]
+}
+
+// String renders the path as fieldPath does, cut as capText(path,
+// maxField) would, in time bounded by maxField.
+func (f *fieldStack) String() string {
+	if f.size <= maxField {
+		return strings.Join(f.segs, "")
+	}
+	var b strings.Builder
+	for _, seg := range f.segs {
+		b.WriteString(seg)
+		if b.Len() > maxField {
+			break
+		}
+	}
+	s := b.String()
+	cut := maxField
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "… (" + strconv.Itoa(f.size) + " bytes)"
 }
 
 func joinField(parent, name string) string {
