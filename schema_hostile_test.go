@@ -167,3 +167,30 @@ func TestDeeplyNestedArgumentsCostLinearMemory(t *testing.T) {
 	t.Logf("%d levels: %d bytes allocated", depth, allocated)
 	assert.Less(t, allocated, uint64(20<<20))
 }
+
+// Matching costs up to the pattern's size per byte: "[ab]{1000}c", eleven
+// bytes of schema, took 0.8 s on a 100 KB string. A string too long for
+// its pattern is refused without being matched, and a field name too long
+// for the largest pattern property is refused rather than taken as
+// matching none (which would let it escape the pattern's subschema).
+func TestCostlyPatternMatchIsRefused(t *testing.T) {
+	tool := rawTool(t, `{"type":"object","properties":{"s":{"type":"string","pattern":"[ab]{1000}c"}}}`)
+	require.NoError(t, tool.Err())
+	start := time.Now()
+	p := argumentProblems(t, tool, `{"s":"`+strings.Repeat("a", 100000)+`"}`)
+	assert.Less(t, time.Since(start), 300*time.Millisecond)
+	assert.Equal(t, "s", p[0].Field)
+	_, err := tool.Call(context.Background(), json.RawMessage(`{"s":"`+strings.Repeat("a", 1000)+`c"}`))
+	require.NoError(t, err)
+
+	tool = rawTool(t, `{"type":"object","patternProperties":{"[ab]{1000}c":{"type":"integer"}}}`)
+	require.NoError(t, tool.Err())
+	long := strings.Repeat("a", 100000) + "c"
+	start = time.Now()
+	p = argumentProblems(t, tool, `{"`+long+`":"not an integer"}`)
+	assert.Less(t, time.Since(start), 300*time.Millisecond)
+	assert.Contains(t, p[0].Message, "too long")
+	_ = argumentProblems(t, tool, `{"`+strings.Repeat("a", 1000)+`c":"not an integer"}`)
+	_, err = tool.Call(context.Background(), json.RawMessage(`{"`+strings.Repeat("a", 1000)+`c":1,"x":"y"}`))
+	require.NoError(t, err)
+}

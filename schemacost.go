@@ -2,8 +2,11 @@ package toolset
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
+	"github.com/gotoolset/toolset/internal/argcheck"
 	sjs "github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -37,10 +40,11 @@ func evalBudget(values int) int { return 20000 + 50*values }
 
 // costGraph is what the cost count needs to know of a compiled schema.
 type costGraph struct {
-	root      *sjs.Schema
-	shared    bool                     // some part is reached twice, or a dynamic reference
-	dynamic   map[string][]*sjs.Schema // schemas with each $dynamicAnchor
-	recursive []*sjs.Schema            // schemas with "$recursiveAnchor": true
+	root       *sjs.Schema
+	shared     bool                     // some part is reached twice, or a dynamic reference
+	dynamic    map[string][]*sjs.Schema // schemas with each $dynamicAnchor
+	recursive  []*sjs.Schema            // schemas with "$recursiveAnchor": true
+	keyPattern int                      // size of the largest pattern property
 }
 
 // newCostGraph walks the compiled schema and checks the evaluations one
@@ -60,6 +64,11 @@ func newCostGraph(root *sjs.Schema) (*costGraph, error) {
 		}
 		if s.DynamicRef != nil || s.RecursiveRef != nil {
 			g.shared = true
+		}
+		for re := range s.PatternProperties {
+			if l, ok := re.(*lazyRegexp); ok {
+				g.keyPattern = max(g.keyPattern, l.size)
+			}
 		}
 		allEdges(s, func(t *sjs.Schema) {
 			if seen[t] {
@@ -284,4 +293,39 @@ func (g *costGraph) withinBudget(doc any) bool {
 func tooCostlyProblem(values int) ArgumentProblem {
 	return ArgumentProblem{Message: "these arguments would take too long to validate against the tool's schema, which applies its parts to the same values over and over (more than " +
 		strconv.Itoa(evalBudget(values)) + " evaluations); send fewer or less deeply nested values"}
+}
+
+// longKeys returns a problem for each member of doc whose name is too long
+// to match against the schema's largest pattern property: a name taken as
+// matching no pattern would escape the pattern's subschema.
+func (g *costGraph) longKeys(doc any) []ArgumentProblem {
+	if g.keyPattern == 0 {
+		return nil
+	}
+	var out []ArgumentProblem
+	var field fieldStack
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case []any:
+			for i, e := range v {
+				field.pushIndex(i)
+				walk(e)
+				field.pop()
+			}
+		case map[string]any:
+			for k, e := range v {
+				field.pushKey(k)
+				if !argcheck.MatchAffordable(g.keyPattern, len(k)) {
+					out = append(out, ArgumentProblem{Field: field.String(), Message: fmt.Sprintf(
+						"field name of %d bytes is too long for this tool's schema; use names of at most %d bytes", len(k), argcheck.MaxMatchCost/g.keyPattern)})
+				}
+				walk(e)
+				field.pop()
+			}
+		}
+	}
+	walk(doc)
+	slices.SortFunc(out, func(a, b ArgumentProblem) int { return strings.Compare(a.Field, b.Field) })
+	return out
 }

@@ -166,22 +166,31 @@ func (e *schemaCompileError) Unwrap() error { return e.err }
 // program would be large: compiling 1 KB of "x{1000}" takes half a
 // second. It compiles an expression only when it is first matched, so
 // checking that a string argument is a regular expression costs a parse.
+//
+// Matching costs up to the program's size per byte of the string; a string
+// too long for the pattern (see [argcheck.MaxMatchCost]) is taken as not
+// matching, so it is refused.
 func boundedRegexp(expr string) (sjs.Regexp, error) {
-	if err := argcheck.CheckPattern(expr); err != nil {
+	size, err := argcheck.PatternSize(expr)
+	if err != nil {
 		return nil, err
 	}
-	return &lazyRegexp{expr: expr}, nil
+	return &lazyRegexp{expr: expr, size: size}, nil
 }
 
 type lazyRegexp struct {
 	expr string
+	size int
 	once sync.Once
 	re   *regexp.Regexp
 }
 
 func (l *lazyRegexp) MatchString(s string) bool {
+	if !argcheck.MatchAffordable(l.size, len(s)) {
+		return false
+	}
 	l.once.Do(func() { l.re, _ = regexp.Compile(l.expr) })
-	return l.re != nil && l.re.MatchString(s) // CheckPattern parsed it: it compiles
+	return l.re != nil && l.re.MatchString(s) // PatternSize parsed it: it compiles
 }
 
 func (l *lazyRegexp) String() string { return l.expr }
@@ -201,6 +210,9 @@ func (v *validator) check(args []byte) error {
 		return &ArgumentError{Problems: []ArgumentProblem{{Message: jsonSyntaxMessage(args)}}}
 	}
 	if problems := hugeNumbers(doc); len(problems) > 0 {
+		return &ArgumentError{Problems: capProblems(problems)}
+	}
+	if problems := v.cost.longKeys(doc); len(problems) > 0 {
 		return &ArgumentError{Problems: capProblems(problems)}
 	}
 	if !v.cost.withinBudget(doc) {
