@@ -180,8 +180,15 @@ func TestCostlyPatternMatchIsRefused(t *testing.T) {
 	p := argumentProblems(t, tool, `{"s":"`+strings.Repeat("a", 100000)+`"}`)
 	assert.Less(t, time.Since(start), 300*time.Millisecond)
 	assert.Equal(t, "s", p[0].Field)
+	assert.Contains(t, p[0].Message, "too long")
 	_, err := tool.Call(context.Background(), json.RawMessage(`{"s":"`+strings.Repeat("a", 1000)+`c"}`))
 	require.NoError(t, err)
+
+	// Under "not", a string taken as not matching would pass.
+	tool = rawTool(t, `{"type":"object","properties":{"s":{"type":"string","not":{"pattern":"[ab]{1000}c"}}}}`)
+	require.NoError(t, tool.Err())
+	p = argumentProblems(t, tool, `{"s":"`+strings.Repeat("a", 100000)+`c"}`)
+	assert.Contains(t, p[0].Message, "too long")
 
 	tool = rawTool(t, `{"type":"object","patternProperties":{"[ab]{1000}c":{"type":"integer"}}}`)
 	require.NoError(t, tool.Err())

@@ -45,6 +45,7 @@ type costGraph struct {
 	dynamic    map[string][]*sjs.Schema // schemas with each $dynamicAnchor
 	recursive  []*sjs.Schema            // schemas with "$recursiveAnchor": true
 	keyPattern int                      // size of the largest pattern property
+	strPattern int                      // size of the largest pattern
 }
 
 // newCostGraph walks the compiled schema and checks the evaluations one
@@ -64,6 +65,9 @@ func newCostGraph(root *sjs.Schema) (*costGraph, error) {
 		}
 		if s.DynamicRef != nil || s.RecursiveRef != nil {
 			g.shared = true
+		}
+		if l, ok := s.Pattern.(*lazyRegexp); ok {
+			g.strPattern = max(g.strPattern, l.size)
 		}
 		for re := range s.PatternProperties {
 			if l, ok := re.(*lazyRegexp); ok {
@@ -295,18 +299,29 @@ func tooCostlyProblem(values int) ArgumentProblem {
 		strconv.Itoa(evalBudget(values)) + " evaluations); send fewer or less deeply nested values"}
 }
 
-// longKeys returns a problem for each member of doc whose name is too long
-// to match against the schema's largest pattern property: a name taken as
-// matching no pattern would escape the pattern's subschema.
-func (g *costGraph) longKeys(doc any) []ArgumentProblem {
-	if g.keyPattern == 0 {
+// longStrings returns a problem for each string and member name of doc
+// too long to match against the schema's largest pattern (or pattern
+// property, for names). Such a string is refused before the validator
+// runs: taking it as not matching would be wrong under "not", "if" or
+// "patternProperties".
+func (g *costGraph) longStrings(doc any) []ArgumentProblem {
+	keySize := max(g.keyPattern, g.strPattern) // propertyNames may match names against a pattern
+	if keySize == 0 {
 		return nil
 	}
 	var out []ArgumentProblem
 	var field fieldStack
+	tooLong := func(what string, n, size int) {
+		out = append(out, ArgumentProblem{Field: field.String(), Message: fmt.Sprintf(
+			"%s of %d bytes is too long for this tool's schema to check against its patterns; send at most %d bytes", what, n, argcheck.MaxMatchCost/size)})
+	}
 	var walk func(v any)
 	walk = func(v any) {
 		switch v := v.(type) {
+		case string:
+			if g.strPattern > 0 && !argcheck.MatchAffordable(g.strPattern, len(v)) {
+				tooLong("string", len(v), g.strPattern)
+			}
 		case []any:
 			for i, e := range v {
 				field.pushIndex(i)
@@ -316,9 +331,8 @@ func (g *costGraph) longKeys(doc any) []ArgumentProblem {
 		case map[string]any:
 			for k, e := range v {
 				field.pushKey(k)
-				if !argcheck.MatchAffordable(g.keyPattern, len(k)) {
-					out = append(out, ArgumentProblem{Field: field.String(), Message: fmt.Sprintf(
-						"field name of %d bytes is too long for this tool's schema; use names of at most %d bytes", len(k), argcheck.MaxMatchCost/g.keyPattern)})
+				if !argcheck.MatchAffordable(keySize, len(k)) {
+					tooLong("field name", len(k), keySize)
 				}
 				walk(e)
 				field.pop()

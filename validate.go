@@ -212,7 +212,7 @@ func (v *validator) check(args []byte) error {
 	if problems := hugeNumbers(doc); len(problems) > 0 {
 		return &ArgumentError{Problems: capProblems(problems)}
 	}
-	if problems := v.cost.longKeys(doc); len(problems) > 0 {
+	if problems := v.cost.longStrings(doc); len(problems) > 0 {
 		return &ArgumentError{Problems: capProblems(problems)}
 	}
 	if !v.cost.withinBudget(doc) {
