@@ -32,6 +32,14 @@ import (
 // [BuildTools] report it.
 func NewTool[In, Out any](name, description string, fn func(context.Context, In) (Out, error), opts ...ToolOption) Tool {
 	params, err := parametersSchema(reflect.TypeFor[In]())
+	if err == nil {
+		// A JSONSchema method or a tag such as oneof_ref can put any
+		// reference in the schema; refuse an outside one now, not at the
+		// first call.
+		if err = schemaRefs(params); err != nil {
+			err = fmt.Errorf("parameter schema: %w", err)
+		}
+	}
 	if err == nil && fn == nil {
 		err = errors.New("nil function")
 	}
@@ -212,8 +220,9 @@ func floatProblems(args []byte, t reflect.Type, v *validator) []ArgumentProblem 
 	}
 	var out []ArgumentProblem
 	rounded := false
-	var walk func(v any, t reflect.Type, field string) any
-	walk = func(v any, t reflect.Type, field string) any {
+	var field fieldStack
+	var walk func(v any, t reflect.Type) any
+	walk = func(v any, t reflect.Type) any {
 		for t != nil && t.Kind() == reflect.Pointer {
 			t = t.Elem()
 		}
@@ -234,7 +243,7 @@ func floatProblems(args []byte, t reflect.Type, v *validator) []ArgumentProblem 
 			}
 			if underflowsTo0(string(v), width) {
 				least := map[int]string{32: "1e-45", 64: "5e-324"}[width]
-				out = append(out, ArgumentProblem{Field: capText(field, maxField), Message: fmt.Sprintf(
+				out = append(out, ArgumentProblem{Field: field.String(), Message: fmt.Sprintf(
 					"number %s is too close to zero for this field, which would hold it as 0; send 0 or a number of magnitude at least %s", capText(string(v), 40), least)})
 				return v
 			}
@@ -256,7 +265,9 @@ func floatProblems(args []byte, t reflect.Type, v *validator) []ArgumentProblem 
 				et = t
 			}
 			for i, e := range v {
-				v[i] = walk(e, et, field+"["+strconv.Itoa(i)+"]")
+				field.pushIndex(i)
+				v[i] = walk(e, et)
+				field.pop()
 			}
 		case map[string]any:
 			for k, e := range v {
@@ -269,12 +280,14 @@ func floatProblems(args []byte, t reflect.Type, v *validator) []ArgumentProblem 
 				case reflect.Struct:
 					et = jsonFieldType(t, k)
 				}
-				v[k] = walk(e, et, joinField(field, k))
+				field.pushKey(k)
+				v[k] = walk(e, et)
+				field.pop()
 			}
 		}
 		return v
 	}
-	doc = walk(doc, t, "")
+	doc = walk(doc, t)
 	if len(out) > 0 || !rounded {
 		slices.SortFunc(out, func(a, b ArgumentProblem) int { return strings.Compare(a.Field, b.Field) })
 		return capProblems(out)

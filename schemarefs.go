@@ -1,12 +1,17 @@
 package toolset
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/invopop/jsonschema"
+	sjs "github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // A tool's schema must be self-contained. Schemas come from places the
@@ -159,6 +164,20 @@ func checkValueRefs(v any, loc []string) error {
 		}
 	}
 	return nil
+}
+
+// schemaRefs applies refProblem to every object member of the JSON
+// encoding of s.
+func schemaRefs(s *jsonschema.Schema) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("encoding the parameter schema: %w", err)
+	}
+	doc, err := sjs.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		return fmt.Errorf("decoding the parameter schema: %w", err)
+	}
+	return checkValueRefs(doc, nil)
 }
 
 // errNoLoading is what the validator's loader answers for every URL.

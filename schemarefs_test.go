@@ -214,3 +214,39 @@ func TestSchemaRefErrorIsBounded(t *testing.T) {
 	require.True(t, errors.As(err, &re))
 	assert.Less(t, len(err.Error()), 600)
 }
+
+// A reflected schema can hold any reference too: invopop's oneof_ref tag
+// writes one verbatim, and a JSONSchema method returns what it likes.
+// NewTool refuses an outside one when the tool is made, as NewRawTool
+// does, instead of at its first call.
+type outsideRefArgs struct {
+	A string `json:"a" jsonschema:"oneof_ref=file:///etc/passwd"`
+}
+
+type outsideRefType struct{}
+
+func (outsideRefType) JSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{Ref: "https://example.com/s.json"}
+}
+
+type outsideRefMethodArgs struct {
+	B outsideRefType `json:"b"`
+}
+
+func TestReflectedSchemaOutsideRefIsRefusedAtConstruction(t *testing.T) {
+	for _, tc := range []struct {
+		tool toolset.Tool
+		ref  string
+	}{
+		{toolset.NewTool("tagged", "", func(context.Context, outsideRefArgs) (string, error) { return "ran", nil }), "file:///etc/passwd"},
+		{toolset.NewTool("method", "", func(context.Context, outsideRefMethodArgs) (string, error) { return "ran", nil }), "https://example.com/s.json"},
+	} {
+		err := tc.tool.Err()
+		var re *toolset.SchemaRefError
+		require.ErrorAs(t, err, &re, tc.tool.Name)
+		assert.Contains(t, err.Error(), `tool "`+tc.tool.Name+`"`)
+		assert.Contains(t, err.Error(), tc.ref)
+		_, err = toolset.NewFunction(tc.tool).GetTools(context.Background())
+		require.Error(t, err)
+	}
+}

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/gotoolset/toolset/internal/argcheck"
 	"github.com/invopop/jsonschema"
@@ -35,6 +37,7 @@ type validator struct {
 
 	once sync.Once
 	full *sjs.Schema
+	cost *costGraph
 	err  error // the schema itself is invalid
 }
 
@@ -82,27 +85,115 @@ func (v *validator) compile() error {
 			v.err = fmt.Errorf("invalid parameter schema: at %q: %s", capText(problems[0].Field, maxQuoted), problems[0].Message)
 			return
 		}
-		v.full, v.err = compileDoc(doc)
+		if d := nesting(doc); d > maxSchemaNesting {
+			v.err = fmt.Errorf("invalid parameter schema: nested %d levels deep, more than the %d allowed", d, maxSchemaNesting)
+			return
+		}
+		if v.full, v.err = compileDoc(doc); v.err != nil {
+			return
+		}
+		if v.cost, v.err = newCostGraph(v.full); v.err != nil {
+			v.full, v.err = nil, fmt.Errorf("invalid parameter schema: %w", v.err)
+		}
 	})
 	return v.err
 }
 
+// maxSchemaNesting bounds the nesting of a parameter schema's JSON
+// document. Compiling a schema costs time cubic in its depth (600 levels of
+// "not" took 8 seconds); real schemas nest a few levels.
+const maxSchemaNesting = 128
+
+// nesting returns the depth of arrays and objects of doc, a decoded JSON
+// document, counting only up to maxSchemaNesting+1.
+func nesting(doc any) int {
+	var depth func(v any, d int) int
+	depth = func(v any, d int) int {
+		if d > maxSchemaNesting {
+			return d
+		}
+		deepest := d
+		switch v := v.(type) {
+		case map[string]any:
+			for _, e := range v {
+				deepest = max(deepest, depth(e, d+1))
+			}
+		case []any:
+			for _, e := range v {
+				deepest = max(deepest, depth(e, d+1))
+			}
+		default:
+			return d - 1
+		}
+		return deepest
+	}
+	return depth(doc, 1)
+}
+
 // compileDoc compiles a decoded JSON Schema with a loader that refuses every
-// URL: whatever the document refers to, nothing is read.
+// URL: whatever the document refers to, nothing is read. Regular
+// expressions go through [argcheck.CompilePattern], which refuses those
+// costly to compile.
 func compileDoc(doc any) (*sjs.Schema, error) {
 	c := sjs.NewCompiler()
 	c.DefaultDraft(sjs.Draft2020)
 	c.UseLoader(refusingLoader{})
+	c.UseRegexpEngine(boundedRegexp)
 	const url = "mem:///parameters.json"
 	if err := c.AddResource(url, doc); err != nil {
-		return nil, fmt.Errorf("invalid parameter schema: %w", err)
+		return nil, &schemaCompileError{err}
 	}
 	s, err := c.Compile(url)
 	if err != nil {
-		return nil, fmt.Errorf("invalid parameter schema: %w", err)
+		return nil, &schemaCompileError{err}
 	}
 	return s, nil
 }
+
+// schemaCompileError is the validator's reason for refusing a schema, its
+// message cut short: it may quote any part of the schema.
+type schemaCompileError struct{ err error }
+
+func (e *schemaCompileError) Error() string {
+	return "invalid parameter schema: " + capText(e.err.Error(), maxMessage)
+}
+
+func (e *schemaCompileError) Unwrap() error { return e.err }
+
+// boundedRegexp is the validator's regular expression engine. It parses an
+// expression (for "pattern", "patternProperties" and "format": "regex",
+// which older drafts assert on the arguments) and refuses one whose
+// program would be large: compiling 1 KB of "x{1000}" takes half a
+// second. It compiles an expression only when it is first matched, so
+// checking that a string argument is a regular expression costs a parse.
+//
+// Matching costs up to the program's size per byte of the string; a string
+// too long for the pattern (see [argcheck.MaxMatchCost]) is taken as not
+// matching, so it is refused.
+func boundedRegexp(expr string) (sjs.Regexp, error) {
+	size, err := argcheck.PatternSize(expr)
+	if err != nil {
+		return nil, err
+	}
+	return &lazyRegexp{expr: expr, size: size}, nil
+}
+
+type lazyRegexp struct {
+	expr string
+	size int
+	once sync.Once
+	re   *regexp.Regexp
+}
+
+func (l *lazyRegexp) MatchString(s string) bool {
+	if !argcheck.MatchAffordable(l.size, len(s)) {
+		return false
+	}
+	l.once.Do(func() { l.re, _ = regexp.Compile(l.expr) })
+	return l.re != nil && l.re.MatchString(s) // PatternSize parsed it: it compiles
+}
+
+func (l *lazyRegexp) String() string { return l.expr }
 
 // check validates args. It returns nil when they are valid, the problems
 // as an *ArgumentError (without the tool name) when they are not, and any
@@ -120,6 +211,13 @@ func (v *validator) check(args []byte) error {
 	}
 	if problems := hugeNumbers(doc); len(problems) > 0 {
 		return &ArgumentError{Problems: capProblems(problems)}
+	}
+	if problems := v.cost.longStrings(doc); len(problems) > 0 {
+		return &ArgumentError{Problems: capProblems(problems)}
+	}
+	if !v.cost.withinBudget(doc) {
+		_, values := instanceTree(doc)
+		return &ArgumentError{Problems: []ArgumentProblem{tooCostlyProblem(values)}}
 	}
 	err = v.full.Validate(doc)
 	if err == nil {
@@ -264,25 +362,30 @@ func magnitude(tok string) (e int, nonzero bool) {
 // json.Number) beyond maxMagnitude.
 func hugeNumbers(doc any) []ArgumentProblem {
 	var out []ArgumentProblem
-	var walk func(v any, field string)
-	walk = func(v any, field string) {
+	var field fieldStack
+	var walk func(v any)
+	walk = func(v any) {
 		switch v := v.(type) {
 		case json.Number:
 			if e, nz := magnitude(string(v)); nz && (e > maxMagnitude || e < -maxMagnitude) {
-				out = append(out, ArgumentProblem{Field: capText(field, maxField), Message: fmt.Sprintf(
+				out = append(out, ArgumentProblem{Field: field.String(), Message: fmt.Sprintf(
 					"number %s is out of range; send 0 or a number of magnitude between 1e-%d and 1e%d", capText(string(v), 40), maxMagnitude, maxMagnitude)})
 			}
 		case []any:
 			for i, e := range v {
-				walk(e, field+"["+strconv.Itoa(i)+"]")
+				field.pushIndex(i)
+				walk(e)
+				field.pop()
 			}
 		case map[string]any:
 			for k, e := range v {
-				walk(e, joinField(field, k))
+				field.pushKey(k)
+				walk(e)
+				field.pop()
 			}
 		}
 	}
-	walk(doc, "")
+	walk(doc)
 	slices.SortFunc(out, func(a, b ArgumentProblem) int { return strings.Compare(a.Field, b.Field) })
 	return out
 }
@@ -408,6 +511,54 @@ func fieldPath(loc []string, doc any) string {
 		}
 	}
 	return b.String()
+}
+
+// fieldStack is the field path of a value during a walk of the
+// arguments, rendered only when a problem names it: building the path of
+// every value costs time quadratic in the nesting.
+type fieldStack struct {
+	segs []string
+	size int // bytes of the rendered path
+}
+
+func (f *fieldStack) pushKey(k string) {
+	if len(f.segs) > 0 {
+		k = "." + k
+	}
+	f.segs = append(f.segs, k)
+	f.size += len(k)
+}
+
+func (f *fieldStack) pushIndex(i int) {
+	seg := "[" + strconv.Itoa(i) + "]"
+	f.segs = append(f.segs, seg)
+	f.size += len(seg)
+}
+
+func (f *fieldStack) pop() {
+	f.size -= len(f.segs[len(f.segs)-1])
+	f.segs = f.segs[:len(f.segs)-1]
+}
+
+// String renders the path as fieldPath does, cut as capText(path,
+// maxField) would, in time bounded by maxField.
+func (f *fieldStack) String() string {
+	if f.size <= maxField {
+		return strings.Join(f.segs, "")
+	}
+	var b strings.Builder
+	for _, seg := range f.segs {
+		b.WriteString(seg)
+		if b.Len() > maxField {
+			break
+		}
+	}
+	s := b.String()
+	cut := maxField
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "… (" + strconv.Itoa(f.size) + " bytes)"
 }
 
 func joinField(parent, name string) string {

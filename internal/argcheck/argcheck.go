@@ -27,7 +27,6 @@
 package argcheck
 
 import (
-	"regexp"
 	"unicode/utf8"
 )
 
@@ -90,7 +89,7 @@ type node struct {
 
 	// Strings; maxLen < 0 means no upper bound.
 	minLen, maxLen int
-	pattern        *regexp.Regexp
+	pattern        *pattern
 
 	// Objects; maxProps < 0 means no upper bound.
 	fields       []field
@@ -337,7 +336,7 @@ func checkString(n *node, d []byte, i int) (int, bool) {
 			return 0, false
 		}
 	}
-	if n.pattern != nil && !n.pattern.Match(s) {
+	if n.pattern != nil && (!MatchAffordable(n.pattern.size, len(s)) || !n.pattern.re.Match(s)) {
 		return 0, false
 	}
 	for _, set := range n.enums {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strings"
 )
@@ -135,7 +134,7 @@ func compileObject(obj map[string]any, root bool) (*node, bool) {
 			var p string
 			if p, ok = v.(string); ok {
 				var err error
-				n.pattern, err = regexp.Compile(p)
+				n.pattern, err = compilePattern(p)
 				ok = err == nil
 			}
 		case "uniqueItems":

@@ -91,8 +91,10 @@ func isHex(c byte) bool {
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // scanNumber scans the number starting at d[i]. plain reports a token
-// without fraction or exponent.
+// without fraction or exponent. It fails on a number that may be of
+// magnitude beyond 1e±400 (see maxProvenNumLen).
 func scanNumber(d []byte, i int) (end int, plain, ok bool) {
+	start := i
 	if i < len(d) && d[i] == '-' {
 		i++
 	}
@@ -129,12 +131,30 @@ func scanNumber(d []byte, i int) (end int, plain, ok bool) {
 		if i >= len(d) || !isDigit(d[i]) {
 			return 0, false, false
 		}
+		exp := 0
 		for i < len(d) && isDigit(d[i]) {
+			exp = min(exp*10+int(d[i]-'0'), maxProvenExponent+1)
 			i++
 		}
+		if exp > maxProvenExponent {
+			return 0, false, false
+		}
+	}
+	if i-start > maxProvenNumLen {
+		return 0, false, false
 	}
 	return i, plain, true
 }
+
+// The caller refuses numbers of magnitude beyond 1e400 (or nonzero below
+// 1e-400) before its validator sees them, so no number of such magnitude
+// may be proven valid. A token of at most maxProvenNumLen bytes with an
+// exponent of at most maxProvenExponent lies well inside; longer tokens
+// and larger exponents are left to the caller.
+const (
+	maxProvenNumLen   = 200
+	maxProvenExponent = 199
+)
 
 // skipValue checks the syntax of the value starting at d[i] (not
 // whitespace) and returns the offset just past it.
