@@ -397,7 +397,10 @@ func (s *secrets) json(raw json.RawMessage) json.RawMessage {
 		return json.RawMessage(s.text(string(raw)))
 	}
 	v, changed := s.walk(v)
-	if !changed {
+	// A duplicate key hides its earlier values from the decoded form: when
+	// the walk changed nothing but the text still holds a secret, the
+	// re-encoding below (which keeps one value a key) is what goes out.
+	if !changed && s.text(string(raw)) == string(raw) {
 		return raw
 	}
 	var buf bytes.Buffer
