@@ -167,8 +167,13 @@ func checkValueRefs(v any, loc []string) error {
 }
 
 // schemaRefs applies refProblem to every object member of the JSON
-// encoding of s.
+// encoding of s. A reflected schema rarely holds anything refProblem looks
+// at, so a walk of the schema values that allocates nothing comes first;
+// only a schema it cannot clear is encoded and checked member by member.
 func schemaRefs(s *jsonschema.Schema) error {
+	if plainSchema(s, 0) {
+		return nil
+	}
 	b, err := json.Marshal(s)
 	if err != nil {
 		return fmt.Errorf("encoding the parameter schema: %w", err)
@@ -203,4 +208,73 @@ func capText(s string, max int) string {
 		cut--
 	}
 	return s[:cut] + "… (" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// plainSchema reports whether s, walked as values, holds no reference, no
+// $schema, no keyword of its own (Extras) and no data that could hold an
+// object member (an object or array in enum, const, default or
+// examples): then its JSON encoding has nothing for refProblem to refuse.
+// Too deep a schema is not cleared.
+func plainSchema(s *jsonschema.Schema, depth int) bool {
+	if s == nil {
+		return true
+	}
+	if depth > maxSchemaDepth || s.Ref != "" || s.DynamicRef != "" || s.Version != "" || len(s.Extras) > 0 ||
+		!scalars(s.Enum) || !scalars(s.Examples) || !scalar(s.Const) || !scalar(s.Default) {
+		return false
+	}
+	depth++
+	for _, d := range s.Definitions {
+		if !plainSchema(d, depth) {
+			return false
+		}
+	}
+	for _, list := range [...][]*jsonschema.Schema{s.AllOf, s.AnyOf, s.OneOf, s.PrefixItems} {
+		for _, e := range list {
+			if !plainSchema(e, depth) {
+				return false
+			}
+		}
+	}
+	for _, e := range [...]*jsonschema.Schema{s.Not, s.If, s.Then, s.Else, s.Items, s.Contains,
+		s.AdditionalProperties, s.PropertyNames, s.ContentSchema} {
+		if !plainSchema(e, depth) {
+			return false
+		}
+	}
+	for _, m := range [...]map[string]*jsonschema.Schema{s.DependentSchemas, s.PatternProperties} {
+		for _, e := range m {
+			if !plainSchema(e, depth) {
+				return false
+			}
+		}
+	}
+	if s.Properties != nil {
+		for p := s.Properties.Oldest(); p != nil; p = p.Next() {
+			if !plainSchema(p.Value, depth) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func scalars(vs []any) bool {
+	for _, v := range vs {
+		if !scalar(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// scalar reports whether v encodes as a JSON string, number, boolean or
+// null.
+func scalar(v any) bool {
+	switch v.(type) {
+	case nil, string, bool, float64, float32, int, int8, int16, int32, int64,
+		uint, uint8, uint16, uint32, uint64, json.Number:
+		return true
+	}
+	return false
 }

@@ -5,13 +5,17 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/invopop/jsonschema"
 	sjs "github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The validator's compiler loads nothing even when the reference check in
@@ -61,4 +65,42 @@ func TestValidatorLoaderRefusesEveryURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	var _ sjs.URLLoader = refusingLoader{}
+}
+
+// The allocation-free walk that clears reflected schemas never clears one
+// that the member-by-member check refuses, wherever the reference hides.
+func TestPlainSchemaNeverClearsAnOutsideReference(t *testing.T) {
+	outside := func() *jsonschema.Schema { return &jsonschema.Schema{Ref: "file:///etc/passwd"} }
+	props := func(s *jsonschema.Schema) *jsonschema.Schema {
+		p := jsonschema.NewProperties()
+		p.Set("a", s)
+		return &jsonschema.Schema{Type: "object", Properties: p}
+	}
+	hidden := map[string]*jsonschema.Schema{
+		"property":     props(outside()),
+		"items":        props(&jsonschema.Schema{Type: "array", Items: outside()}),
+		"definitions":  {Definitions: jsonschema.Definitions{"x": outside()}},
+		"anyOf":        {AnyOf: []*jsonschema.Schema{{Type: "string"}, outside()}},
+		"not":          {Not: outside()},
+		"dynamicRef":   props(&jsonschema.Schema{DynamicRef: "http://127.0.0.1/x"}),
+		"$schema":      {Version: "file:///etc/passwd"},
+		"extras":       {Extras: map[string]any{"x-vendor": map[string]any{"$ref": "file:///etc/passwd"}}},
+		"recursiveRef": {Extras: map[string]any{"$recursiveRef": "file:///etc/passwd"}},
+		"enum data":    {Enum: []any{map[string]any{"$ref": "file:///etc/passwd"}}},
+		"default data": props(&jsonschema.Schema{Default: map[string]any{"$ref": "file:///etc/passwd"}}),
+		"patternProps": {PatternProperties: map[string]*jsonschema.Schema{"^a": outside()}},
+	}
+	for name, s := range hidden {
+		assert.False(t, plainSchema(s, 0), name)
+		assert.Error(t, schemaRefs(s), name)
+	}
+	type plain struct {
+		City string   `json:"city" jsonschema:"enum=Paris,enum=Rome"`
+		Days int      `json:"days,omitempty" jsonschema:"minimum=1,maximum=14,default=3"`
+		Tags []string `json:"tags,omitempty"`
+	}
+	s, err := parametersSchema(reflect.TypeFor[plain]())
+	require.NoError(t, err)
+	assert.True(t, plainSchema(s, 0), "a reflected schema is cleared without encoding it")
+	assert.NoError(t, schemaRefs(s))
 }
