@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"math/big"
 	"net"
 	"net/url"
@@ -184,17 +185,7 @@ func checkDecodable(t reflect.Type, path []reflect.Type) error {
 		return nil // checkInlinable refuses it
 	}
 	path = append(path, t)
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if !f.IsExported() && !f.Anonymous {
-			continue
-		}
-		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name == "-" {
-			continue
-		}
-		if tag := f.Tag.Get("jsonschema"); tag == "-" || strings.HasPrefix(tag, "-,") {
-			continue // not in the schema, so never sent
-		}
+	for f := range schemaFields(t) {
 		if err := checkDecodable(f.Type, path); err != nil {
 			return fmt.Errorf("field %s: %w", f.Name, err)
 		}
@@ -224,17 +215,7 @@ func checkInlinable(t reflect.Type, path []reflect.Type) error {
 		}
 	}
 	path = append(path, t)
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if !f.IsExported() && !f.Anonymous {
-			continue
-		}
-		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name == "-" {
-			continue
-		}
-		if tag := f.Tag.Get("jsonschema"); tag == "-" || strings.HasPrefix(tag, "-,") {
-			continue
-		}
+	for f := range schemaFields(t) {
 		if err := checkInlinable(f.Type, path); err != nil {
 			return fmt.Errorf("field %s: %w", f.Name, err)
 		}
@@ -317,4 +298,26 @@ func marshalSchema(s *jsonschema.Schema) (json.RawMessage, error) {
 		return nil, fmt.Errorf("encoding schema: %w", err)
 	}
 	return b, nil
+}
+
+// schemaFields yields the fields of struct type t that its schema holds:
+// exported or embedded, and neither `json:"-"` nor `jsonschema:"-"`.
+func schemaFields(t reflect.Type) iter.Seq[reflect.StructField] {
+	return func(yield func(reflect.StructField) bool) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() && !f.Anonymous {
+				continue
+			}
+			if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name == "-" {
+				continue
+			}
+			if tag := f.Tag.Get("jsonschema"); tag == "-" || strings.HasPrefix(tag, "-,") {
+				continue // not in the schema, so never sent
+			}
+			if !yield(f) {
+				return
+			}
+		}
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/invopop/jsonschema"
 	sjs "github.com/santhosh-tekuri/jsonschema/v6"
@@ -203,11 +202,7 @@ func capText(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "… (" + strconv.Itoa(len(s)) + " bytes)"
+	return bound(s, max) + " (" + strconv.Itoa(len(s)) + " bytes)"
 }
 
 // plainSchema reports whether s, walked as values, holds no reference, no
