@@ -36,8 +36,8 @@ func NewCombined(toolsets ...Toolset) *Combined {
 	}
 	var errs []error
 	for i, ts := range toolsets {
-		if ts == nil {
-			errs = append(errs, fmt.Errorf("toolsets[%d] is nil", i))
+		if what := nilToolset(ts); what != "" {
+			errs = append(errs, fmt.Errorf("toolsets[%d] is %s", i, what))
 			continue
 		}
 		label, err := labelOf(ts)
@@ -67,6 +67,9 @@ func (c *Combined) Label() string { return "" }
 // Instructions implements [InstructionsProvider]: the non-empty
 // instructions of the children, in order, separated by a blank line.
 func (c *Combined) Instructions(ctx context.Context) (string, error) {
+	if c == nil {
+		return "", errNilCombined
+	}
 	var parts []string
 	var errs []error
 	for i, ts := range c.children {
@@ -86,6 +89,9 @@ func (c *Combined) Instructions(ctx context.Context) (string, error) {
 // going past a child that fails and returns the errors joined. Closing again
 // does nothing and returns the same result.
 func (c *Combined) Close() error {
+	if c == nil {
+		return errNilCombined
+	}
 	c.closeOnce.Do(func() {
 		var errs []error
 		for i := len(c.children) - 1; i >= 0; i-- {
@@ -100,7 +106,7 @@ func (c *Combined) Close() error {
 
 func (c *Combined) view(ctx context.Context) (view, error) {
 	if c == nil {
-		return view{}, errors.New("toolset: nil *Combined")
+		return view{}, errNilCombined
 	}
 	if c.err != nil {
 		return view{}, c.err

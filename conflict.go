@@ -64,6 +64,9 @@ func buildSnapshot(ctx context.Context, agent string, entries []Toolset) (*snaps
 	static := make([]bool, len(entries))
 	parts := make([]part, len(entries))
 	for i, e := range entries {
+		if what := nilToolset(e); what != "" {
+			return nil, nil, fmt.Errorf("toolset: agent %q: entries[%d] is %s", agent, i, what)
+		}
 		static[i] = isStatic(e)
 		switch t := e.(type) {
 		case Tool:

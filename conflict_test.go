@@ -100,9 +100,10 @@ func TestBuildToolsStandaloneReplacement(t *testing.T) {
 func TestBuildToolsEntryErrors(t *testing.T) {
 	ctx := context.Background()
 	_, err := toolset.BuildTools(ctx, "Ops", toolset.NewFunction(), nil, toolset.NewFunction().Prefixed(""))
+	require.EqualError(t, err, `toolset: agent "Ops": entries[1] is nil`)
+	_, err = toolset.BuildTools(ctx, "Ops", toolset.NewFunction(), toolset.NewFunction().Prefixed(""))
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), `toolset: agent "Ops": nil#1: nil Toolset`)
-	assert.Contains(t, err.Error(), `Prefixed#2: Prefixed: empty prefix`)
+	assert.Contains(t, err.Error(), `Prefixed#1: Prefixed: empty prefix`)
 }
 
 func TestTools(t *testing.T) {

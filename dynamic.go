@@ -26,7 +26,10 @@ func NewDynamic(fn func(ctx context.Context) (Toolset, error)) *Dynamic {
 // Instructions implements [InstructionsProvider], forwarding the
 // instructions of the toolset fn picks for this turn.
 func (d *Dynamic) Instructions(ctx context.Context) (string, error) {
-	if d == nil || d.fn == nil {
+	if d == nil {
+		return "", errNilDynamic
+	}
+	if d.fn == nil {
 		return "", errors.New("toolset: Dynamic: nil function")
 	}
 	ts, err := d.pick(ctx)
@@ -40,7 +43,10 @@ func (d *Dynamic) Instructions(ctx context.Context) (string, error) {
 func (d *Dynamic) GetTools(ctx context.Context) ([]Tool, error) { return getTools(ctx, d) }
 
 func (d *Dynamic) view(ctx context.Context) (view, error) {
-	if d == nil || d.fn == nil {
+	if d == nil {
+		return view{}, errNilDynamic
+	}
+	if d.fn == nil {
 		return view{}, errors.New("toolset: Dynamic: nil function")
 	}
 	ts, err := d.pick(ctx)

@@ -33,21 +33,34 @@ func Filter(ts Toolset, pred Predicate) *Filtered {
 func (f *Filtered) GetTools(ctx context.Context) ([]Tool, error) { return getTools(ctx, f) }
 
 // Label implements [Labeler], forwarding the inner toolset's label.
-func (f *Filtered) Label() string { return labelOrEmpty(f.inner) }
+func (f *Filtered) Label() string {
+	if f == nil {
+		return ""
+	}
+	return labelOrEmpty(f.inner)
+}
 
 // Instructions implements [InstructionsProvider], forwarding the inner
 // toolset's instructions when at least one of its tools is shown this turn:
 // instructions about tools the model cannot see would only mislead it.
 func (f *Filtered) Instructions(ctx context.Context) (string, error) {
+	if f == nil {
+		return "", errNilFiltered
+	}
 	return instructionsIfShown(ctx, f, f.inner)
 }
 
 // Close closes the inner toolset if it holds resources.
-func (f *Filtered) Close() error { return forwardClose(f.inner) }
+func (f *Filtered) Close() error {
+	if f == nil {
+		return errNilFiltered
+	}
+	return forwardClose(f.inner)
+}
 
 func (f *Filtered) view(ctx context.Context) (view, error) {
 	if f == nil {
-		return view{}, errors.New("toolset: nil *Filtered")
+		return view{}, errNilFiltered
 	}
 	if f.pred == nil {
 		return view{}, errors.New("toolset: Filtered: nil predicate")

@@ -465,15 +465,23 @@ func NewFunction(tools ...Tool) *Function {
 }
 
 // WithLabel returns a copy of f that names itself label in error messages.
+// On a nil f it returns nil, which GetTools reports.
 func (f *Function) WithLabel(label string) *Function {
+	if f == nil {
+		return nil
+	}
 	c := *f
 	c.label = label
 	return &c
 }
 
 // WithInstructions returns a copy of f that contributes text to the system
-// prompt (see [InstructionsProvider]).
+// prompt (see [InstructionsProvider]). On a nil f it returns nil, which
+// GetTools reports.
 func (f *Function) WithInstructions(text string) *Function {
+	if f == nil {
+		return nil
+	}
 	c := *f
 	c.instructions = text
 	return &c
@@ -483,14 +491,24 @@ func (f *Function) WithInstructions(text string) *Function {
 func (f *Function) GetTools(ctx context.Context) ([]Tool, error) { return getTools(ctx, f) }
 
 // Label implements [Labeler].
-func (f *Function) Label() string { return f.label }
+func (f *Function) Label() string {
+	if f == nil {
+		return ""
+	}
+	return f.label
+}
 
 // Instructions implements [InstructionsProvider].
-func (f *Function) Instructions(context.Context) (string, error) { return f.instructions, nil }
+func (f *Function) Instructions(context.Context) (string, error) {
+	if f == nil {
+		return "", errNilFunction
+	}
+	return f.instructions, nil
+}
 
 func (f *Function) view(ctx context.Context) (view, error) {
 	if f == nil {
-		return view{}, errors.New("toolset: nil *Function")
+		return view{}, errNilFunction
 	}
 	if f.err != nil {
 		return view{}, f.err

@@ -42,20 +42,33 @@ func Prefix(ts Toolset, prefix string, opts ...PrefixOption) *Prefixed {
 func (p *Prefixed) GetTools(ctx context.Context) ([]Tool, error) { return getTools(ctx, p) }
 
 // Label implements [Labeler], forwarding the inner toolset's label.
-func (p *Prefixed) Label() string { return labelOrEmpty(p.inner) }
+func (p *Prefixed) Label() string {
+	if p == nil {
+		return ""
+	}
+	return labelOrEmpty(p.inner)
+}
 
 // Instructions implements [InstructionsProvider], forwarding the inner
 // toolset's instructions.
 func (p *Prefixed) Instructions(ctx context.Context) (string, error) {
+	if p == nil {
+		return "", errNilPrefixed
+	}
 	return forwardInstructions(ctx, p.inner)
 }
 
 // Close closes the inner toolset if it holds resources.
-func (p *Prefixed) Close() error { return forwardClose(p.inner) }
+func (p *Prefixed) Close() error {
+	if p == nil {
+		return errNilPrefixed
+	}
+	return forwardClose(p.inner)
+}
 
 func (p *Prefixed) view(ctx context.Context) (view, error) {
 	if p == nil {
-		return view{}, errors.New("toolset: nil *Prefixed")
+		return view{}, errNilPrefixed
 	}
 	if p.prefix == "" {
 		return view{}, errors.New("toolset: Prefixed: empty prefix")

@@ -30,21 +30,34 @@ func Prepare(ts Toolset, fn PrepareFunc) *Prepared {
 func (p *Prepared) GetTools(ctx context.Context) ([]Tool, error) { return getTools(ctx, p) }
 
 // Label implements [Labeler], forwarding the inner toolset's label.
-func (p *Prepared) Label() string { return labelOrEmpty(p.inner) }
+func (p *Prepared) Label() string {
+	if p == nil {
+		return ""
+	}
+	return labelOrEmpty(p.inner)
+}
 
 // Instructions implements [InstructionsProvider], forwarding the inner
 // toolset's instructions when at least one of its tools is shown this turn:
 // instructions about tools the model cannot see would only mislead it.
 func (p *Prepared) Instructions(ctx context.Context) (string, error) {
+	if p == nil {
+		return "", errNilPrepared
+	}
 	return instructionsIfShown(ctx, p, p.inner)
 }
 
 // Close closes the inner toolset if it holds resources.
-func (p *Prepared) Close() error { return forwardClose(p.inner) }
+func (p *Prepared) Close() error {
+	if p == nil {
+		return errNilPrepared
+	}
+	return forwardClose(p.inner)
+}
 
 func (p *Prepared) view(ctx context.Context) (view, error) {
 	if p == nil {
-		return view{}, errors.New("toolset: nil *Prepared")
+		return view{}, errNilPrepared
 	}
 	if p.fn == nil {
 		return view{}, errors.New("toolset: Prepared: nil prepare function")

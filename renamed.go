@@ -2,7 +2,6 @@ package toolset
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -31,16 +30,29 @@ func Rename(ts Toolset, names map[string]string) *Renamed {
 func (r *Renamed) GetTools(ctx context.Context) ([]Tool, error) { return getTools(ctx, r) }
 
 // Label implements [Labeler], forwarding the inner toolset's label.
-func (r *Renamed) Label() string { return labelOrEmpty(r.inner) }
+func (r *Renamed) Label() string {
+	if r == nil {
+		return ""
+	}
+	return labelOrEmpty(r.inner)
+}
 
 // Instructions implements [InstructionsProvider], forwarding the inner
 // toolset's instructions.
 func (r *Renamed) Instructions(ctx context.Context) (string, error) {
+	if r == nil {
+		return "", errNilRenamed
+	}
 	return forwardInstructions(ctx, r.inner)
 }
 
 // Close closes the inner toolset if it holds resources.
-func (r *Renamed) Close() error { return forwardClose(r.inner) }
+func (r *Renamed) Close() error {
+	if r == nil {
+		return errNilRenamed
+	}
+	return forwardClose(r.inner)
+}
 
 // renameClashes lists the groups of positions that renaming brought onto one
 // name; a group is a problem only in a turn where two of them are visible.
@@ -48,7 +60,7 @@ type renameClashes [][]int32
 
 func (r *Renamed) view(ctx context.Context) (view, error) {
 	if r == nil {
-		return view{}, errors.New("toolset: nil *Renamed")
+		return view{}, errNilRenamed
 	}
 	in, err := materialize(ctx, r.inner)
 	if err != nil {

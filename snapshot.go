@@ -233,6 +233,64 @@ func materialize(ctx context.Context, ts Toolset) (view, error) {
 	return v, nil
 }
 
+// The errors of a nil pointer of a toolset type of this package, returned
+// by its methods instead of a panic.
+var (
+	errNilCombined = errors.New("toolset: nil *Combined")
+	errNilDynamic  = errors.New("toolset: nil *Dynamic")
+	errNilFiltered = errors.New("toolset: nil *Filtered")
+	errNilFunction = errors.New("toolset: nil *Function")
+	errNilPrefixed = errors.New("toolset: nil *Prefixed")
+	errNilPrepared = errors.New("toolset: nil *Prepared")
+	errNilRenamed  = errors.New("toolset: nil *Renamed")
+)
+
+// nilToolset says what ts is when it is nil, or a nil pointer of a type
+// of this package ("nil", "a nil *Filtered"), and returns "" otherwise.
+func nilToolset(ts Toolset) string {
+	switch t := ts.(type) {
+	case nil:
+		return "nil"
+	case *Function:
+		if t == nil {
+			return "a nil *Function"
+		}
+	case *Prefixed:
+		if t == nil {
+			return "a nil *Prefixed"
+		}
+	case *Renamed:
+		if t == nil {
+			return "a nil *Renamed"
+		}
+	case *Filtered:
+		if t == nil {
+			return "a nil *Filtered"
+		}
+	case *Combined:
+		if t == nil {
+			return "a nil *Combined"
+		}
+	case *Prepared:
+		if t == nil {
+			return "a nil *Prepared"
+		}
+	case *Dynamic:
+		if t == nil {
+			return "a nil *Dynamic"
+		}
+	case *Tool:
+		if t == nil {
+			return "a nil *Tool"
+		}
+	case *Wrapper:
+		if t == nil {
+			return "a nil *Wrapper"
+		}
+	}
+	return ""
+}
+
 // userTools runs the GetTools of a toolset of the caller's; a panic becomes
 // a *PanicError.
 func userTools(ctx context.Context, ts Toolset) (tools []Tool, err error) {

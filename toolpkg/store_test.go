@@ -397,3 +397,16 @@ func TestDamagedStateFailsOnlyItsToolset(t *testing.T) {
 	assert.Equal(t, StatusReady, info.Status)
 	assert.Equal(t, 3, info.Version)
 }
+
+// TestNilToolsetIsAnError uses a nil *Toolset as a toolset: its methods and
+// BuildTools report the nil instead of panicking.
+func TestNilToolsetIsAnError(t *testing.T) {
+	var ts *Toolset
+	assert.Equal(t, "", ts.Name())
+	assert.Equal(t, "", ts.Label())
+	_, err := ts.GetTools(context.Background())
+	require.EqualError(t, err, "toolpkg: nil *Toolset")
+	_, err = toolset.BuildTools(context.Background(), "a", ts)
+	require.ErrorContains(t, err, "nil *Toolset")
+	assert.NotContains(t, err.Error(), "panic")
+}

@@ -52,10 +52,23 @@ func (s *Store) Toolset(name string, config map[string]any) *Toolset {
 }
 
 // Name returns the toolset's name in the store.
-func (t *Toolset) Name() string { return t.name }
+func (t *Toolset) Name() string {
+	if t == nil {
+		return ""
+	}
+	return t.name
+}
 
 // Label implements [toolset.Labeler]: "toolpkg:<name>".
-func (t *Toolset) Label() string { return "toolpkg:" + t.name }
+func (t *Toolset) Label() string {
+	if t == nil {
+		return ""
+	}
+	return "toolpkg:" + t.name
+}
+
+// errNilToolset is what the methods of a nil *Toolset return.
+var errNilToolset = errors.New("toolpkg: nil *Toolset")
 
 // NotReadyError is returned by GetTools while a toolset is not ready.
 type NotReadyError struct {
@@ -87,6 +100,9 @@ func (e *NotReadyError) Error() string {
 
 // GetTools implements [toolset.Toolset].
 func (t *Toolset) GetTools(ctx context.Context) ([]toolset.Tool, error) {
+	if t == nil {
+		return nil, errNilToolset
+	}
 	info, err := t.store.Info(t.name)
 	if err != nil {
 		return nil, err
