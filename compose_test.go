@@ -53,9 +53,13 @@ func TestRenamed(t *testing.T) {
 
 	t.Run("collision", func(t *testing.T) {
 		_, err := base.Renamed(map[string]string{"execute_query": "drop"}).GetTools(ctx)
-		require.EqualError(t, err, `toolset: Renamed: tools "execute_query" and "drop" would all be named "drop"; rename them to different names`)
+		require.EqualError(t, err, `toolset: Renamed has tool name conflicts:
+  - "drop" contributed by: "execute_query" (renamed), "drop"
+hint: rename the tools to different names`)
 		_, err = base.Renamed(map[string]string{"execute_query": "x", "list_tables": "x"}).GetTools(ctx)
-		require.EqualError(t, err, `toolset: Renamed: tools "execute_query" and "list_tables" would all be named "x"; rename them to different names`)
+		require.EqualError(t, err, `toolset: Renamed has tool name conflicts:
+  - "x" contributed by: "execute_query" (renamed), "list_tables" (renamed)
+hint: rename the tools to different names`)
 	})
 
 	t.Run("collision with a hidden tool is fine", func(t *testing.T) {
@@ -317,4 +321,36 @@ func TestUnknownToolMessageCapsLongLists(t *testing.T) {
 	msg := ue.ModelMessage()
 	assert.Contains(t, msg, "(and 60 more)")
 	assert.Contains(t, msg, "available tools: tool_aa,", "the closest name comes first")
+}
+
+// TestRenameCollisionIsNameConflictError brings two tools onto one name,
+// and a tool onto the name of another: the error is the *NameConflictError
+// of every other conflict, however deep the Renamed sits, and names both
+// tools by their old names.
+func TestRenameCollisionIsNameConflictError(t *testing.T) {
+	ctx := context.Background()
+	base := toolset.NewFunction(echoTools("execute_query", "list_tables", "drop")...).WithLabel("db")
+	cases := []struct {
+		name  string
+		names map[string]string
+		want  toolset.NameConflict
+	}{
+		{"two onto one", map[string]string{"execute_query": "x", "list_tables": "x"},
+			toolset.NameConflict{Name: "x", Contributors: []string{`"execute_query" (renamed)`, `"list_tables" (renamed)`}}},
+		{"onto an existing name", map[string]string{"execute_query": "drop"},
+			toolset.NameConflict{Name: "drop", Contributors: []string{`"execute_query" (renamed)`, `"drop"`}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := base.Renamed(c.names)
+			for _, ts := range []toolset.Toolset{r, toolset.NewCombined(echoTool("other"), r), r.Prefixed("p")} {
+				_, err := toolset.BuildTools(ctx, "a", ts)
+				var nce *toolset.NameConflictError
+				require.ErrorAs(t, err, &nce)
+				assert.Equal(t, "db", nce.Toolset)
+				assert.Equal(t, []toolset.NameConflict{c.want}, nce.Conflicts)
+				assert.Contains(t, err.Error(), "hint: rename the tools to different names")
+			}
+		})
+	}
 }

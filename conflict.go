@@ -212,6 +212,8 @@ type NameConflictError struct {
 	Conflicts []NameConflict
 	// Invalid lists the names that do not match ^[a-zA-Z0-9_-]{1,64}$.
 	Invalid []InvalidName
+
+	rename bool // the conflicts were made by a Renamed
 }
 
 // NameConflict is one name shown by several contributors.
@@ -221,7 +223,9 @@ type NameConflict struct {
 	// Contributors names each contributor by position and label:
 	// "Prefixed#0" or "tools[1] (standalone)" among the entries of
 	// BuildTools, "toolsets[2] (Function)" inside a Combined, joined with " > "
-	// along a nested path.
+	// along a nested path. For names that a [Renamed] brought together, the
+	// contributors are the tools' old names: `"execute_query" (renamed)`,
+	// `"drop"`.
 	Contributors []string
 }
 
@@ -261,7 +265,10 @@ func (e *NameConflictError) Error() string {
 	for _, n := range e.Invalid {
 		fmt.Fprintf(&b, "\n  - %q from %s: %s", n.Name, n.Contributor, n.Reason)
 	}
-	if len(e.Conflicts) > 0 {
+	switch {
+	case len(e.Conflicts) > 0 && e.rename:
+		b.WriteString("\nhint: rename the tools to different names")
+	case len(e.Conflicts) > 0:
 		b.WriteString("\nhint: wrap one of the toolsets with .Prefixed(...) or .Renamed(...)")
 	}
 	if len(e.Invalid) > 0 {

@@ -81,7 +81,9 @@ func ExampleRename() {
 	printNames(db.Renamed(map[string]string{"execute_query": "list_tables"}), context.Background())
 	// Output:
 	// sql list_tables
-	// error: toolset: Renamed: tools "execute_query" and "list_tables" would all be named "list_tables"; rename them to different names
+	// error: toolset: Renamed has tool name conflicts:
+	//   - "list_tables" contributed by: "execute_query" (renamed), "list_tables"
+	// hint: rename the tools to different names
 }
 
 func ExampleFilter() {

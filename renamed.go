@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"strings"
 )
 
 // Renamed renames some tools of a toolset; the others pass through. The
@@ -19,8 +18,9 @@ type Renamed struct {
 
 // Rename returns ts with tools renamed: names maps an old name to its new
 // name, and names not in the map pass through. Two tools visible in one turn
-// under the same resulting name make GetTools fail with an error naming
-// both; swapping two names is fine. A name in the map that matches no tool
+// under the same resulting name make GetTools fail with a
+// [*NameConflictError] naming both by their old names; swapping two names
+// is fine. A name in the map that matches no tool
 // is ignored, since the tools of a remote toolset may come and go.
 func Rename(ts Toolset, names map[string]string) *Renamed {
 	return &Renamed{inner: ts, names: maps.Clone(names), static: isStatic(ts)}
@@ -67,7 +67,8 @@ func (r *Renamed) view(ctx context.Context) (view, error) {
 		return view{}, err
 	}
 	d := derive(&r.memo, in.snap, r.build)
-	for _, group := range d.aux.(renameClashes) {
+	facts := d.aux.(renameFacts)
+	for _, group := range facts.clashes {
 		var visible []int32
 		for _, i := range group {
 			if in.visible(int(i)) {
@@ -75,15 +76,19 @@ func (r *Renamed) view(ctx context.Context) (view, error) {
 			}
 		}
 		if len(visible) > 1 {
-			return view{}, r.clashError(in.snap, d.out, visible)
+			return view{}, r.clashError(in.snap, d.out, facts.renamed, visible)
 		}
 	}
 	return view{snap: d.out, keep: in.keep}, nil
 }
 
+// renamedFrom marks the positions of a derived snapshot whose tools were
+// renamed.
+type renamedFrom []bool
+
 func (r *Renamed) build(in *snapshot) *derived {
 	tools := make([]Tool, len(in.tools))
-	renamed := make([]bool, len(in.tools))
+	renamed := make(renamedFrom, len(in.tools))
 	for i, t := range in.tools {
 		if n, ok := r.names[t.Name]; ok {
 			t.Name = n
@@ -101,16 +106,30 @@ func (r *Renamed) build(in *snapshot) *derived {
 			}
 		}
 	}
-	return &derived{out: out, aux: clashes}
+	return &derived{out: out, aux: renameFacts{clashes, renamed}}
 }
 
-func (r *Renamed) clashError(in, out *snapshot, positions []int32) error {
-	olds := make([]string, len(positions))
+// renameFacts is what a Renamed memoises beside its snapshot.
+type renameFacts struct {
+	clashes renameClashes
+	renamed renamedFrom
+}
+
+// clashError reports the tools of in at positions that renaming brought
+// onto one name, as a *NameConflictError naming each by its old name.
+func (r *Renamed) clashError(in, out *snapshot, renamed renamedFrom, positions []int32) error {
+	who := make([]string, len(positions))
 	for k, i := range positions {
-		olds[k] = fmt.Sprintf("%q", in.tools[i].Name)
+		who[k] = fmt.Sprintf("%q", in.tools[i].Name)
+		if renamed[i] {
+			who[k] += " (renamed)"
+		}
 	}
-	return fmt.Errorf("toolset: Renamed: tools %s would all be named %q; rename them to different names",
-		strings.Join(olds, " and "), out.tools[positions[0]].Name)
+	return &NameConflictError{
+		Toolset:   LabelOf(r),
+		Conflicts: []NameConflict{{Name: out.tools[positions[0]].Name, Contributors: who}},
+		rename:    true,
+	}
 }
 
 // Prefixed returns r with every tool name prefixed; see [Prefix].
