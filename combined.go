@@ -42,7 +42,7 @@ func NewCombined(toolsets ...Toolset) *Combined {
 		}
 		label, err := labelOf(ts)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("toolsets[%d]: %w", i, err))
+			errs = append(errs, fmt.Errorf("toolsets[%d]: %w", i, unprefixed{err}))
 		}
 		c.labels[i] = label
 		c.statics[i] = isStatic(ts)

@@ -76,7 +76,7 @@ func buildSnapshot(ctx context.Context, agent string, entries []Toolset) (*snaps
 		}
 		label, err := labelOf(e)
 		if err != nil {
-			return nil, nil, fmt.Errorf("toolset: agent %q: entries[%d]: %w", agent, i, err)
+			return nil, nil, fmt.Errorf("toolset: agent %q: entries[%d]: %w", agent, i, unprefixed{err})
 		}
 		parts[i].label = label
 	}

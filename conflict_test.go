@@ -2,6 +2,7 @@ package toolset_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -103,7 +104,7 @@ func TestBuildToolsEntryErrors(t *testing.T) {
 	require.EqualError(t, err, `toolset: agent "Ops": entries[1] is nil`)
 	_, err = toolset.BuildTools(ctx, "Ops", toolset.NewFunction(), toolset.NewFunction().Prefixed(""))
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), `Prefixed#1: Prefixed: empty prefix`)
+	assert.EqualError(t, err, `toolset: agent "Ops": Prefixed#1: empty prefix`)
 }
 
 func TestTools(t *testing.T) {
@@ -152,4 +153,43 @@ func TestBuildToolsLookupSkipsHiddenDuplicate(t *testing.T) {
 	got, err := tools.Call(ctx, "search", nil)
 	require.NoError(t, err)
 	assert.Equal(t, "user", got)
+}
+
+// pkgToolset is a toolset of another package: it labels itself "pkg:fx"
+// and its errors name it as that package does.
+type pkgToolset struct{ err error }
+
+func (p pkgToolset) GetTools(context.Context) ([]toolset.Tool, error) { return nil, p.err }
+
+func (pkgToolset) Label() string { return "pkg:fx" }
+
+// TestEntryErrorSaysEachThingOnce checks that the errors of a failing
+// entry name the agent, the entry and this package once each.
+func TestEntryErrorSaysEachThingOnce(t *testing.T) {
+	ctx := context.Background()
+	fx := pkgToolset{err: errors.New(`pkg: toolset "fx": invalid configuration`)}
+	cases := []struct {
+		name    string
+		entries []toolset.Toolset
+		want    string
+	}{
+		{"an error that names its toolset", []toolset.Toolset{echoTool("x"), fx},
+			`toolset: agent "a": toolset "fx" (pkg, entry 1): invalid configuration`},
+		{"inside a Combined", []toolset.Toolset{toolset.NewCombined(fx)},
+			`toolset: agent "a": Combined#0: toolset "fx" (pkg, toolsets[0]): invalid configuration`},
+		{"an error that does not", []toolset.Toolset{pkgToolset{err: errors.New("server down")}},
+			`toolset: agent "a": pkg:fx#0: server down`},
+		{"an error of this package", []toolset.Toolset{toolset.NewFunction().Prefixed("")},
+			`toolset: agent "a": Prefixed#0: empty prefix`},
+		{"a Label that panics", []toolset.Toolset{panicky{label: true}},
+			`toolset: agent "a": entries[0]: panicky: Label panicked: Label exploded`},
+		{"a Label that panics, in a Combined", []toolset.Toolset{toolset.NewCombined(panicky{label: true})},
+			`toolset: agent "a": Combined#0: toolsets[0]: panicky: Label panicked: Label exploded`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := toolset.BuildTools(ctx, "a", c.entries...)
+			require.EqualError(t, err, c.want)
+		})
+	}
 }

@@ -68,7 +68,7 @@ func (d *Dynamic) pick(ctx context.Context) (ts Toolset, err error) {
 	}()
 	ts, err = d.fn(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("toolset: Dynamic: %w", err)
+		return nil, fmt.Errorf("toolset: Dynamic: %w", unprefixed{err})
 	}
 	return ts, nil
 }

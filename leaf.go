@@ -72,7 +72,7 @@ func applyTurnPolicies(ctx context.Context, v view, positions []int32) (out view
 		if show && t.core.prepare != nil && !t.prepared {
 			out, ok, err := t.core.prepare(ctx, t)
 			if err != nil {
-				return view{}, fmt.Errorf("toolset: tool %q: prepare: %w", t.Name, err)
+				return view{}, fmt.Errorf("toolset: tool %q: prepare: %w", t.Name, unprefixed{err})
 			}
 			if ok && (out.Name != t.Name || out.core != t.core) {
 				return view{}, fmt.Errorf("toolset: tool %q: prepare returned %q; a prepare function may edit a tool, not rename or replace it", t.Name, out.Name)

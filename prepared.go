@@ -76,7 +76,7 @@ func (p *Prepared) view(ctx context.Context) (view, error) {
 		if _, ok := err.(*PanicError); ok {
 			return view{}, err // made by prepare, which names the toolset
 		}
-		return view{}, fmt.Errorf("toolset: Prepared: %w", err)
+		return view{}, fmt.Errorf("toolset: Prepared: %w", unprefixed{err})
 	}
 	seen := make(map[string]bool, len(after))
 	for i, t := range after {

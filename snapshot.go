@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -446,6 +447,11 @@ func joinErrors(errs []error, name func(i int, err error) error) error {
 
 // entryError names the toolset that failed: "toolsets[1] (Prefixed): ..."
 // inside a Combined, "Prefixed#1: ..." among the entries of BuildTools.
+// It says each thing once: the message it wraps loses this package's
+// prefix (the outermost error says it) and a leading label already given.
+// The error of a toolset labelled "pkg:name" that names itself as
+// `pkg: toolset "name": ...` is named so, with the position added:
+// `toolset "name" (pkg, entry 1): ...`.
 type entryError struct {
 	index    int
 	label    string
@@ -454,13 +460,32 @@ type entryError struct {
 }
 
 func (e *entryError) Error() string {
-	// The message is already under this package's prefix.
 	inner := strings.TrimPrefix(errorText(e.err), "toolset: ")
+	if pkg, name, ok := strings.Cut(e.label, ":"); ok && pkg != "" && name != "" {
+		if rest, ok := strings.CutPrefix(inner, pkg+": toolset "+strconv.Quote(name)+": "); ok {
+			where := fmt.Sprintf("entry %d", e.index)
+			if e.combined {
+				where = fmt.Sprintf("toolsets[%d]", e.index)
+			}
+			return fmt.Sprintf("toolset %q (%s, %s): %s", name, pkg, where, rest)
+		}
+	}
+	inner = strings.TrimPrefix(inner, e.label+": ")
 	if e.combined {
 		return fmt.Sprintf("toolsets[%d] (%s): %s", e.index, e.label, inner)
 	}
 	return fmt.Sprintf("%s#%d: %s", e.label, e.index, inner)
 }
+
+// unprefixed is an error of this package, or one made by user code that
+// may be, wrapped under a message of this package: its message loses the
+// "toolset: " that the wrapping message already begins with. errors.Is
+// and errors.As see the error unchanged.
+type unprefixed struct{ err error }
+
+func (u unprefixed) Error() string { return strings.TrimPrefix(errorText(u.err), "toolset: ") }
+
+func (u unprefixed) Unwrap() error { return u.err }
 
 func (e *entryError) Unwrap() error { return e.err }
 

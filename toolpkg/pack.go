@@ -53,7 +53,7 @@ func Pack(ctx context.Context, dir string, w io.Writer, opts PackOptions) (*Mani
 	}
 	manData, err := os.ReadFile(filepath.Join(dir, ManifestName))
 	if err != nil {
-		return nil, fmt.Errorf("toolpkg: pack %s: %w", dir, err)
+		return nil, fmt.Errorf("toolpkg: pack %s: %w", dir, unprefixed{err})
 	}
 	m, err := ParseManifest(manData)
 	if err != nil {
@@ -170,7 +170,7 @@ func Pack(ctx context.Context, dir string, w io.Writer, opts PackOptions) (*Mani
 		return nil, err
 	}
 	if _, err := ValidateZip(bytes.NewReader(buf.Bytes()), int64(buf.Len()), Limits{}); err != nil {
-		return nil, fmt.Errorf("toolpkg: pack %s: the package would be invalid: %w", dir, err)
+		return nil, fmt.Errorf("toolpkg: pack %s: the package would be invalid: %w", dir, unprefixed{err})
 	}
 	if _, err := w.Write(buf.Bytes()); err != nil {
 		return nil, err

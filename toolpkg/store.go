@@ -162,18 +162,18 @@ func Open(dir string, opts *Options) (*Store, error) {
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, fmt.Errorf("toolpkg: store %s: %w", dir, err)
+		return nil, fmt.Errorf("toolpkg: store %s: %w", dir, unprefixed{err})
 	}
 	if err := os.MkdirAll(abs, 0o755); err != nil {
-		return nil, fmt.Errorf("toolpkg: store %s: %w", dir, err)
+		return nil, fmt.Errorf("toolpkg: store %s: %w", dir, unprefixed{err})
 	}
 	lock, err := os.OpenFile(filepath.Join(abs, ".lock"), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("toolpkg: store %s: %w", dir, err)
+		return nil, fmt.Errorf("toolpkg: store %s: %w", dir, unprefixed{err})
 	}
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		lock.Close()
-		return nil, fmt.Errorf("toolpkg: store %s is in use by another process (or another Store): %w", dir, err)
+		return nil, fmt.Errorf("toolpkg: store %s is in use by another process (or another Store): %w", dir, unprefixed{err})
 	}
 	s := &Store{dir: abs, opts: o, log: o.Logger, lock: lock, entries: map[string]*entry{}}
 	fail := func(err error) (*Store, error) {
@@ -198,14 +198,14 @@ func Open(dir string, opts *Options) (*Store, error) {
 	for _, d := range []string{".tmp", ".calls"} {
 		p := filepath.Join(abs, d)
 		if err := removeAll(p); err != nil {
-			return fail(fmt.Errorf("toolpkg: store %s: cleaning %s: %w", dir, d, err))
+			return fail(fmt.Errorf("toolpkg: store %s: cleaning %s: %w", dir, d, unprefixed{err}))
 		}
 		err := os.Mkdir(p, 0o711)
 		if err == nil {
 			err = os.Chmod(p, 0o711) // whatever the umask
 		}
 		if err != nil {
-			return fail(fmt.Errorf("toolpkg: store %s: %w", dir, err))
+			return fail(fmt.Errorf("toolpkg: store %s: %w", dir, unprefixed{err}))
 		}
 	}
 	if err := s.load(); err != nil {
@@ -218,7 +218,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 func (s *Store) load() error {
 	des, err := os.ReadDir(s.dir)
 	if err != nil {
-		return fmt.Errorf("toolpkg: store %s: %w", s.dir, err)
+		return fmt.Errorf("toolpkg: store %s: %w", s.dir, unprefixed{err})
 	}
 	for _, de := range des {
 		name := de.Name()
@@ -454,15 +454,15 @@ func (s *Store) Upload(ctx context.Context, name string, r io.ReaderAt, size int
 
 	tmp, err := os.MkdirTemp(filepath.Join(s.dir, ".tmp"), name+"-")
 	if err != nil {
-		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, err)
+		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, unprefixed{err})
 	}
 	defer removeAll(tmp)
 	if err := extract(c, tmp, s.opts.Limits); err != nil {
-		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, err)
+		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, unprefixed{err})
 	}
 	// The tools may run as another user, who must read the package.
 	if err := chmodDirs(tmp, 0o755); err != nil {
-		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, err)
+		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, unprefixed{err})
 	}
 	exes := make([]Executable, len(c.manifest.Executables))
 	for i, ex := range c.manifest.Executables {
@@ -474,7 +474,7 @@ func (s *Store) Upload(ctx context.Context, name string, r io.ReaderAt, size int
 		err = os.Chmod(filepath.Join(s.dir, name), 0o755)
 	}
 	if err != nil {
-		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, err)
+		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, unprefixed{err})
 	}
 
 	s.mu.Lock()
@@ -483,7 +483,7 @@ func (s *Store) Upload(ctx context.Context, name string, r io.ReaderAt, size int
 	pkgDir := s.versionDir(name, v)
 	if err := os.Rename(tmp, pkgDir); err != nil {
 		s.mu.Unlock()
-		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, err)
+		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, unprefixed{err})
 	}
 	rec := record{LastVersion: v, Info: Info{Name: name, Status: StatusPending, Version: v, Executables: exes, Updated: time.Now().UTC()}}
 	if err := s.persist(rec); err != nil {
@@ -681,15 +681,15 @@ func versionNumber(dir string) (int, bool) {
 func (s *Store) persist(rec record) error {
 	data, err := json.Marshal(rec)
 	if err != nil {
-		return fmt.Errorf("toolpkg: encoding the state of %q: %w", rec.Name, err)
+		return fmt.Errorf("toolpkg: encoding the state of %q: %w", rec.Name, unprefixed{err})
 	}
 	dir := filepath.Join(s.dir, rec.Name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("toolpkg: saving the state of %q: %w", rec.Name, err)
+		return fmt.Errorf("toolpkg: saving the state of %q: %w", rec.Name, unprefixed{err})
 	}
 	f, err := os.CreateTemp(dir, ".state-*.json")
 	if err != nil {
-		return fmt.Errorf("toolpkg: saving the state of %q: %w", rec.Name, err)
+		return fmt.Errorf("toolpkg: saving the state of %q: %w", rec.Name, unprefixed{err})
 	}
 	_, err = f.Write(append(data, '\n'))
 	if err == nil {
@@ -703,7 +703,7 @@ func (s *Store) persist(rec record) error {
 	}
 	if err != nil {
 		os.Remove(f.Name())
-		return fmt.Errorf("toolpkg: saving the state of %q: %w", rec.Name, err)
+		return fmt.Errorf("toolpkg: saving the state of %q: %w", rec.Name, unprefixed{err})
 	}
 	return nil
 }

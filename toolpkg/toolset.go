@@ -136,7 +136,7 @@ func (t *Toolset) build(info Info) ([]toolset.Tool, error) {
 	for _, ti := range info.Tools {
 		params, err := toolset.ParseSchema(ti.Parameters)
 		if err != nil {
-			return nil, fmt.Errorf("toolpkg: toolset %q: tool %q: parameters: %w", t.name, ti.Name, err)
+			return nil, fmt.Errorf("toolpkg: toolset %q: tool %q: parameters: %w", t.name, ti.Name, unprefixed{err})
 		}
 		c := &call{
 			store: t.store, toolset: t.name, version: info.Version, tool: ti,
@@ -209,7 +209,7 @@ func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
 
 	callDir, work, err := s.newCallDir("call-")
 	if err != nil {
-		return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, err)
+		return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, unprefixed{err})
 	}
 	defer removeAll(callDir)
 	l := launch{pkgDir: pkgDir, workDir: work, exe: c.exe.File, profile: c.exe.Profile, limits: s.limitsOf(c.exe),
@@ -228,13 +228,13 @@ func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
 	}
 	data, err := json.Marshal(ra)
 	if err != nil {
-		return nil, fmt.Errorf("toolpkg: tool %q: encoding runner_args.json: %w", c.tool.Name, err)
+		return nil, fmt.Errorf("toolpkg: tool %q: encoding runner_args.json: %w", c.tool.Name, unprefixed{err})
 	}
 	// It holds the tool's configuration, secrets included: readable by
 	// the tool's user alone (its path is on the command line, which every
 	// user of the host can read).
 	if err := s.writeToolFile(filepath.Join(work, "runner_args.json"), data); err != nil {
-		return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, err)
+		return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, unprefixed{err})
 	}
 	l.args = []string{filepath.Join(workView, "runner_args.json")}
 
@@ -244,9 +244,9 @@ func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
 	stderr := res.stderrText(c.secrets)
 	switch {
 	case err != nil && ctx.Err() != nil:
-		return nil, fmt.Errorf("toolpkg: tool %q: call canceled, process killed: %w", c.tool.Name, err)
+		return nil, fmt.Errorf("toolpkg: tool %q: call canceled, process killed: %w", c.tool.Name, unprefixed{err})
 	case err != nil:
-		return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, err)
+		return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, unprefixed{err})
 	case res.timedOut:
 		return nil, &TimeoutError{Toolset: c.toolset, Tool: c.tool.Name, Timeout: c.tool.Timeout()}
 	case res.signal != 0 || res.exitCode != 0:

@@ -110,7 +110,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "toolset %s: %s\n\n%s", args[0], ue.msg, usage)
 		return exitUsage
 	default:
-		fmt.Fprintf(stderr, "toolset %s: %s\n", args[0], printable(err.Error()))
+		// "toolset CMD:" already says what the core's "toolset:" would.
+		msg := strings.TrimPrefix(err.Error(), "toolset: ")
+		fmt.Fprintf(stderr, "toolset %s: %s\n", args[0], printable(msg))
 		return exitFailure
 	}
 }

@@ -333,3 +333,20 @@ func TestInspectAndCallShowNoTerminalEscapes(t *testing.T) {
 	assert.NotContains(t, stdout, "\x1b")
 	assert.NotContains(t, stdout, "\x07")
 }
+
+// TestErrorsSayEachThingOnce checks that an error the command prints
+// names the command, the agent, the toolset and each package once.
+func TestErrorsSayEachThingOnce(t *testing.T) {
+	zip := packaged(t)
+	code, _, stderr := runCLI("call", zip, "echo", `{"text":"x"}`, "--config", "colour=red")
+	assert.Equal(t, 1, code)
+	first, _, _ := strings.Cut(stderr, "\n")
+	assert.Equal(t, `toolset call: agent "toolset-cli": toolset "demo" (toolpkg, entry 0): invalid configuration:`, first)
+
+	code, _, stderr = runCLI("call", zip, "crash", `{}`)
+	assert.Equal(t, 1, code)
+	assert.True(t, strings.HasPrefix(stderr, `toolset call: tool "demo__crash": `), stderr)
+	for _, prefix := range []string{"toolset: ", "toolpkg: "} {
+		assert.LessOrEqual(t, strings.Count(stderr, prefix), 1, "%q said twice: %s", prefix, stderr)
+	}
+}
