@@ -15,15 +15,16 @@ type ApprovalFunc func(ctx context.Context, t Tool, args json.RawMessage) (bool,
 // WithApproval makes calls of the tool for which need reports true wait for
 // a human. Such a call returns an [*ApprovalRequiredError] carrying the call
 // until the run records a decision for it with [RunContext.ApproveCall] or
-// [RunContext.DenyCall] (or, by ID alone, [RunContext.Approve] or
-// [RunContext.Deny]); calling again then runs it, or tells the model it was
-// denied. need sees only arguments that passed validation.
+// [RunContext.DenyCall], given the error's Call; calling again then runs
+// it, or tells the model it was denied. need sees only arguments that
+// passed validation.
 //
 // A decision holds for one call, and is used up by it: ApproveCall and
-// DenyCall name the call's ID, name and arguments (in any JSON form of the
-// same value); Approve and Deny name an ID and apply to the call first
-// asked about under it (or, when recorded before any was, to the first
-// call with that ID). Approvals need call IDs and a run context (see
+// DenyCall bind it to the call's ID, name and arguments (in any JSON form
+// of the same value), so it cannot let through another call. The older
+// [RunContext.Approve] and [RunContext.Deny] take an ID alone and apply to
+// the call first asked about under it (or, when recorded before any was,
+// to the first call with that ID), whatever its arguments. Approvals need call IDs and a run context (see
 // [NewContext]), so run such tools with [Tools.Execute] and a [ToolCall]
 // whose ID is set. A call without an ID gets an ApprovalRequiredError that
 // says so; without a run context, such a call fails with an error that stops
@@ -45,15 +46,18 @@ func (rc *RunContext) DenyCall(call ToolCall, reason string) {
 }
 
 // Approve records a human's approval of the call with the given ID in the
-// run, so the next attempt of that call runs. Prefer [RunContext.ApproveCall]
-// when the call is at hand: it cannot apply to another call that reuses the
-// ID.
+// run, so the next attempt of that call runs. Use [RunContext.ApproveCall]
+// instead whenever the call is at hand (an [*ApprovalRequiredError] carries
+// it): Approve binds the decision to the ID alone, so it applies to
+// whatever call was first asked about under that ID.
 func (rc *RunContext) Approve(callID string) {
 	rc.decide(approvalSubject{id: callID, anyCall: true}, decision{approved: true})
 }
 
 // Deny records a human's refusal of the call with the given ID in the run;
-// the next attempt of that call tells the model reason.
+// the next attempt of that call tells the model reason. Use
+// [RunContext.DenyCall] instead whenever the call is at hand, as for
+// [RunContext.Approve].
 func (rc *RunContext) Deny(callID, reason string) {
 	rc.decide(approvalSubject{id: callID, anyCall: true}, decision{reason: reason})
 }
@@ -122,8 +126,10 @@ func (rc *RunContext) takeDecision(subj approvalSubject) (decision, bool) {
 
 // ApprovalRequiredError reports a call that waits for a human's approval.
 // An agent loop pauses the run, asks, records the answer with
-// [RunContext.Approve] or [RunContext.Deny], and makes the call again. If it
-// reaches the model instead, the model is told to wait.
+// [RunContext.ApproveCall] or [RunContext.DenyCall] given Call, and makes
+// the call again. If it reaches the model instead, the model is told to
+// wait (or, for a call without an ID, which nobody can approve, to do
+// without the tool).
 type ApprovalRequiredError struct {
 	// Call is the call waiting for approval.
 	Call ToolCall

@@ -159,7 +159,7 @@ func ExampleWithApproval() {
 	var pending *toolset.ApprovalRequiredError
 	if errors.As(err, &pending) {
 		fmt.Println("ask a human about", pending.Call.ID)
-		rc.Approve(pending.Call.ID)
+		rc.ApproveCall(pending.Call)
 	}
 	res, _ := tools.Execute(ctx, call)
 	fmt.Println(res)

@@ -202,3 +202,18 @@ func ExampleBuildTools() {
 	// query
 	// unknown tool "query"; available tools: a_query, b_query, get_temp
 }
+
+// The conflict report of the README.
+func ExampleNameConflictError() {
+	query, getTemp := tool("query"), tool("get_temp")
+	ctx := context.Background()
+	shared := toolset.NewFunction(query)
+	weather := toolset.NewFunction(getTemp)
+	_, err := toolset.BuildTools(ctx, "Ops", shared.Prefixed("shared"), weather, shared.Prefixed("shared"), getTemp)
+	fmt.Println(err)
+	// Output:
+	// toolset: agent "Ops" has tool name conflicts:
+	//   - "shared_query" contributed by: Prefixed#0, Prefixed#2
+	//   - "get_temp" contributed by: Function#1, tools[3] (standalone)
+	// hint: wrap one of the toolsets with .Prefixed(...) or .Renamed(...)
+}

@@ -156,16 +156,23 @@ func (ts *Tools) Execute(ctx context.Context, call ToolCall) (any, error) {
 }
 
 // Call runs the model's call of the tool named name with the JSON arguments
-// args. A name that is not in this turn's set, even one a filter hid this
-// turn, is refused with an [*UnknownToolError] listing the available names.
-// The call then goes through argument validation, the tool's policies and
-// the handler in a fixed order (validation, approval, cache, rate limit,
-// middleware, the handler under its timeout): an [*ArgumentError] lists
-// every problem with the arguments, and a panic of the handler or of any
-// callback becomes a [*PanicError]. A call under the context of another run
-// than the set's is refused with a [*RunMismatchError]. Use [ModelMessage]
-// to tell the errors the model should see from those that should stop the
-// run.
+// args. A call under the context of another run than the set's is refused
+// first, with a [*RunMismatchError]. A name that is not in this turn's
+// set, even one a filter hid this turn, is refused with an
+// [*UnknownToolError] listing the available names, and a deferred tool this
+// run has not revealed, or one whose retries are spent, with an
+// [*UnavailableToolError]. The call then goes through the call path in this
+// order: argument validation, approval, cache lookup (a hit ends the call),
+// rate limit, then the middleware and the handler, both under the tool's
+// timeout, then cache store and the run's retry accounting. An
+// [*ArgumentError] lists every problem with the arguments, and a panic of
+// the handler or of any callback becomes a [*PanicError]. Use
+// [ModelMessage] to tell the errors the model should see from those that
+// should stop the run.
+//
+// Call has no call ID, so a call that needs approval ([WithApproval])
+// cannot be approved: it fails with an [*ApprovalRequiredError] that tells
+// the model to do without the tool. Run such tools with [Tools.Execute].
 //
 // The handler runs on the caller's goroutine. One that calls
 // [runtime.Goexit] (as testing.T.FailNow does) ends that goroutine, as

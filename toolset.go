@@ -22,6 +22,11 @@ type Toolset interface {
 // Labeler is implemented by toolsets that name themselves in error messages,
 // such as "mcp:github" for an MCP server. Every wrapper and builder of this
 // package forwards its inner toolset's label.
+//
+// A label of the form "pkg:name" lets a toolset's own errors name it once:
+// an error of an entry of [BuildTools] or a [Combined] that begins
+// `pkg: toolset "name": ` is shown as `toolset "name" (pkg, entry 0): ...`
+// rather than under the label and again in its own words.
 type Labeler interface {
 	// Label returns the toolset's label, or "" to fall back to its type name.
 	Label() string
