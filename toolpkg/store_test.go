@@ -99,7 +99,7 @@ func TestDiscoveryFailures(t *testing.T) {
 			var nr *NotReadyError
 			require.ErrorAs(t, err, &nr)
 			assert.Equal(t, StatusFailed, nr.Status)
-			assert.Contains(t, err.Error(), `toolset "shell" is not ready (status failed): discovery failed:`)
+			assert.Contains(t, err.Error(), `toolset "shell": not ready (status failed): discovery failed:`)
 			assert.Contains(t, err.Error(), tt.want)
 		})
 	}
@@ -136,7 +136,7 @@ func TestStatusLifecycle(t *testing.T) {
 	_, err = s.Create("life")
 	assert.EqualError(t, err, `toolpkg: toolset "life" already exists (status created)`)
 	_, err = ts.GetTools(ctx)
-	assert.EqualError(t, err, `toolpkg: toolset "life" is not ready (status created): no package was uploaded yet`)
+	assert.EqualError(t, err, `toolpkg: toolset "life": not ready (status created): no package was uploaded yet`)
 
 	// A slow discovery shows pending.
 	slow := scriptPackage(t, "sleep 1\n"+schemaEcho(`{"tools":{"greet":{"description":"Say hello."}}}`))
@@ -144,7 +144,7 @@ func TestStatusLifecycle(t *testing.T) {
 	go func() { done <- upload(t, s, "life", slow) }()
 	require.Eventually(t, func() bool { st, _ := s.Status("life"); return st == StatusPending }, 2*time.Second, 5*time.Millisecond)
 	_, err = ts.GetTools(ctx)
-	assert.EqualError(t, err, `toolpkg: toolset "life" is not ready (status pending): discovery is running; its tools are available once it finishes`)
+	assert.EqualError(t, err, `toolpkg: toolset "life": not ready (status pending): discovery is running; its tools are available once it finishes`)
 	info = <-done
 	assert.Equal(t, StatusReady, info.Status)
 	assert.Equal(t, 1, info.Version)
@@ -178,7 +178,7 @@ func TestStatusLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, StatusRemoved, st)
 	_, err = ts.GetTools(ctx)
-	assert.EqualError(t, err, `toolpkg: toolset "life" is not ready (status removed): it was removed`)
+	assert.EqualError(t, err, `toolpkg: toolset "life": not ready (status removed): it was removed`)
 	assert.Equal(t, []string{"other:created"}, names())
 	assert.NoDirExists(t, filepath.Join(s.Dir(), "life", "v3"))
 	assert.ErrorIs(t, s.Remove("never"), ErrNotFound)
@@ -339,7 +339,10 @@ func TestUnknownToolsetAndClosedStore(t *testing.T) {
 	s, err := Open(t.TempDir(), &Options{Sandbox: ModeDirect})
 	require.NoError(t, err)
 	_, err = s.Toolset("nope", nil).GetTools(context.Background())
-	assert.EqualError(t, err, `toolpkg: no such toolset: "nope"`)
+	assert.EqualError(t, err, `toolpkg: toolset "nope": no such toolset`)
+	require.ErrorIs(t, err, ErrNotFound)
+	_, err = toolset.BuildTools(context.Background(), "a", s.Toolset("nope", nil))
+	assert.EqualError(t, err, `toolset: agent "a": toolset "nope" (toolpkg, entry 0): no such toolset`)
 	assert.Equal(t, "toolpkg:nope", s.Toolset("nope", nil).Label())
 	require.NoError(t, s.Close())
 	_, err = s.Create("x")

@@ -81,7 +81,7 @@ type NotReadyError struct {
 // Error implements error.
 func (e *NotReadyError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "toolpkg: toolset %q is not ready (status %s)", e.Toolset, e.Status)
+	fmt.Fprintf(&b, "toolpkg: toolset %q: not ready (status %s)", e.Toolset, e.Status)
 	switch e.Status {
 	case StatusCreated:
 		b.WriteString(": no package was uploaded yet")
@@ -105,7 +105,8 @@ func (t *Toolset) GetTools(ctx context.Context) ([]toolset.Tool, error) {
 	}
 	info, err := t.store.Info(t.name)
 	if err != nil {
-		return nil, err
+		// The one error of Info, said in the words of a toolset's error.
+		return nil, fmt.Errorf("toolpkg: toolset %q: %w", t.name, unprefixed{ErrNotFound})
 	}
 	if info.Status != StatusReady {
 		return nil, &NotReadyError{Toolset: t.name, Status: info.Status, Errors: info.Errors}
