@@ -105,7 +105,7 @@ func TestCombinedJoinsErrors(t *testing.T) {
 	assert.NotContains(t, err.Error(), "toolsets[4]", "a sibling cancelled by the failure is not an error of its own")
 
 	_, err = toolset.NewCombined(nil, toolset.NewFunction()).GetTools(context.Background())
-	require.EqualError(t, err, "toolset: Combined: toolsets[0] is nil")
+	require.EqualError(t, err, "toolset: Combined: toolsets[0] is a nil Toolset")
 }
 
 func TestCombinedParentCancellation(t *testing.T) {

@@ -101,7 +101,7 @@ func TestBuildToolsStandaloneReplacement(t *testing.T) {
 func TestBuildToolsEntryErrors(t *testing.T) {
 	ctx := context.Background()
 	_, err := toolset.BuildTools(ctx, "Ops", toolset.NewFunction(), nil, toolset.NewFunction().Prefixed(""))
-	require.EqualError(t, err, `toolset: agent "Ops": entries[1] is nil`)
+	require.EqualError(t, err, `toolset: agent "Ops": entries[1] is a nil Toolset`)
 	_, err = toolset.BuildTools(ctx, "Ops", toolset.NewFunction(), toolset.NewFunction().Prefixed(""))
 	require.Error(t, err)
 	assert.EqualError(t, err, `toolset: agent "Ops": Prefixed#1: empty prefix`)

@@ -247,11 +247,12 @@ var (
 )
 
 // nilToolset says what ts is when it is nil, or a nil pointer of a type
-// of this package ("nil", "a nil *Filtered"), and returns "" otherwise.
+// of this package ("a nil Toolset", "a nil *Filtered"), and returns ""
+// otherwise.
 func nilToolset(ts Toolset) string {
 	switch t := ts.(type) {
 	case nil:
-		return "nil"
+		return "a nil Toolset"
 	case *Function:
 		if t == nil {
 			return "a nil *Function"
