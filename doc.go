@@ -38,5 +38,11 @@
 // Instructions or Close) becomes a [*PanicError] naming the kind of
 // callback, the tool and the toolset. A filter predicate's error hides the
 // tool; its panic fails the turn. An unknown tool name is shown and scored
-// cut to a bounded length.
+// cut to a bounded length. A nil toolset, or a nil pointer of a toolset type
+// of this package, is an error wherever it is used ("entries[1] is a nil
+// *Filtered"); its methods return one too.
+//
+// Errors say each thing once: this package's "toolset: " begins the
+// outermost of its errors only, and a rename collision is a
+// [*NameConflictError] like any other conflict.
 package toolset
