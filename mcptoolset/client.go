@@ -234,11 +234,16 @@ func NewTransport(name string, dial DialFunc, opts ...Option) *Toolset {
 // fresh command with its Path, Args, Env, Dir, Stderr and SysProcAttr, so
 // the toolset can start the server again if it exits. A command made with
 // exec.CommandContext is run without its context. The subprocess is
-// started on first use and stopped by the last Close. When Stderr is not
-// a file, its copying stops one second (or the template's WaitDelay)
-// after the server exited, so a child that the server left behind with
-// its stderr open does not keep Close waiting; Close then reports
-// exec.ErrWaitDelay.
+// started on first use and stopped by the last Close.
+//
+// The server's stderr is copied to Stderr, if set, and its last
+// [MaxStderrTail] bytes are kept: when the connection fails (the server
+// exited at start, say), the [*ServerError]'s cause is a [*CommandError]
+// that says how the process ended and what it last wrote there. The
+// copying stops one second (or the template's WaitDelay) after the server
+// exited, so a child that the server left behind with its stderr open does
+// not keep Close waiting; when Stderr is a writer other than a file, Close
+// then reports exec.ErrWaitDelay, since part of its output was lost.
 func NewCommand(cmd *exec.Cmd, opts ...Option) *Toolset {
 	name := "command"
 	if cmd != nil {
@@ -253,7 +258,7 @@ func NewCommand(cmd *exec.Cmd, opts ...Option) *Toolset {
 			Stderr: cmd.Stderr, SysProcAttr: cmd.SysProcAttr, Err: cmd.Err,
 			WaitDelay: cmp.Or(cmd.WaitDelay, commandWaitDelay),
 		}
-		return &mcp.CommandTransport{Command: c}, nil
+		return newCommandTransport(c), nil
 	}, opts...)
 }
 
@@ -745,6 +750,9 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	}
 	s, err := mcp.NewClient(impl, &opts).Connect(ctx, tr, nil)
 	if err != nil {
+		if ct, ok := tr.(*commandTransport); ok {
+			err = ct.explain(err)
+		}
 		return nil, c.errorf("connect", "", err)
 	}
 	return s, nil
