@@ -238,12 +238,14 @@ func NewTransport(name string, dial DialFunc, opts ...Option) *Toolset {
 //
 // The server's stderr is copied to Stderr, if set, and its last
 // [MaxStderrTail] bytes are kept: when the connection fails (the server
-// exited at start, say), the [*ServerError]'s cause is a [*CommandError]
-// that says how the process ended and what it last wrote there. The
-// copying stops one second (or the template's WaitDelay) after the server
-// exited, so a child that the server left behind with its stderr open does
-// not keep Close waiting; when Stderr is a writer other than a file, Close
-// then reports exec.ErrWaitDelay, since part of its output was lost.
+// exited at start, say) or is lost during a call (it crashed), the
+// [*ServerError]'s cause is a [*CommandError] that says how the process
+// ended and what it last wrote there; such a call returns once the process
+// is stopped. The copying stops one second (or the template's WaitDelay)
+// after the server exited, so a child that the server left behind with its
+// stderr open does not keep Close waiting; when Stderr is a writer other
+// than a file, Close then reports exec.ErrWaitDelay, since part of its
+// output was lost.
 func NewCommand(cmd *exec.Cmd, opts ...Option) *Toolset {
 	name := "command"
 	if cmd != nil {
@@ -539,10 +541,14 @@ type conn struct {
 	givenErr error              // why there is no session to use
 	sess     *mcp.ClientSession
 	watchers sync.WaitGroup // one per session opened
-	opening  *flight
-	failErr  error // the last failed connection attempt
-	failAt   time.Time
-	warned   *ServerError // the failure last logged under SkipUnavailable
+	// command is the subprocess of session commandOf, the last one opened
+	// by NewCommand; kept once the session is dropped, to say how it ended.
+	command   *commandTransport
+	commandOf *mcp.ClientSession
+	opening   *flight
+	failErr   error // the last failed connection attempt
+	failAt    time.Time
+	warned    *ServerError // the failure last logged under SkipUnavailable
 
 	gen     uint64 // bumped when the tool list changes
 	cache   *listing
@@ -677,7 +683,11 @@ func (c *conn) session(ctx context.Context) (*mcp.ClientSession, error) {
 
 // open makes one connection attempt for the callers waiting on f.
 func (c *conn) open(ctx context.Context, f *flight) {
-	s, err := guard(c, "connect", "DialFunc", func() (*mcp.ClientSession, error) { return c.connect(ctx) })
+	var tr mcp.Transport
+	s, err := guard(c, "connect", "DialFunc", func() (s *mcp.ClientSession, err error) {
+		s, tr, err = c.connect(ctx)
+		return s, err
+	})
 	c.mu.Lock()
 	c.opening = nil
 	switch {
@@ -695,6 +705,8 @@ func (c *conn) open(ctx context.Context, f *flight) {
 	default:
 		c.sess, c.failErr = s, nil
 		c.gen++ // a new session may have other tools
+		c.command, _ = tr.(*commandTransport)
+		c.commandOf = s
 		c.watchers.Go(func() { c.watch(s) })
 	}
 	c.mu.Unlock()
@@ -703,8 +715,9 @@ func (c *conn) open(ctx context.Context, f *flight) {
 	close(f.done)
 }
 
-// connect opens a session: New's session, or a new one through dial.
-func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
+// connect opens a session: New's session, or a new one through dial, with
+// the transport it was opened with.
+func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, mcp.Transport, error) {
 	if c.dial == nil {
 		c.mu.Lock()
 		s, err := c.given, c.givenErr
@@ -715,9 +728,9 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		}
 		c.mu.Unlock()
 		if err != nil {
-			return nil, c.errorf("connect", "", err)
+			return nil, nil, c.errorf("connect", "", err)
 		}
-		return s, nil
+		return s, nil, nil
 	}
 	if d := c.cfg.connectTimeout; d > 0 {
 		var cancel context.CancelFunc
@@ -726,7 +739,7 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	}
 	tr, err := c.dial(ctx)
 	if err != nil {
-		return nil, c.errorf("connect", "", err)
+		return nil, nil, c.errorf("connect", "", err)
 	}
 	impl := c.cfg.impl
 	if impl == nil {
@@ -753,9 +766,9 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		if ct, ok := tr.(*commandTransport); ok {
 			err = ct.explain(err)
 		}
-		return nil, c.errorf("connect", "", err)
+		return nil, nil, c.errorf("connect", "", err)
 	}
-	return s, nil
+	return s, tr, nil
 }
 
 // watch notices when the server ends the session, so that the next use
@@ -1131,6 +1144,15 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (any
 		}
 		if connectionLost(err) {
 			c.drop(s) // the next use reconnects; the call is not retried, as it may have run
+			c.mu.Lock()
+			ct := c.command
+			if c.commandOf != s {
+				ct = nil
+			}
+			c.mu.Unlock()
+			if ct != nil {
+				err = ct.explain(err) // a subprocess server that crashed says why
+			}
 		}
 		return nil, c.errorf("call tool", name, err)
 	}

@@ -990,3 +990,23 @@ func TestCommandServerStderrInErrorIsBoundedAndPrintable(t *testing.T) {
 		}
 	}
 }
+
+// A subprocess server that crashes in the middle of a call fails it with
+// an error that says how the process ended and what it last wrote to
+// stderr.
+func TestCommandServerCrashingInACallReportsExitStatusAndStderr(t *testing.T) {
+	checkLeaks(t)
+	ts := mcptoolset.NewCommand(exec.Command(testServer(t), "-crash-on-call", "70"), mcptoolset.WithName("files"))
+	defer ts.Close()
+	tools, err := toolset.BuildTools(context.Background(), "a", ts)
+	require.NoError(t, err)
+	_, err = tools.Call(context.Background(), "add", json.RawMessage(`{"a":1,"b":2}`))
+	var se *mcptoolset.ServerError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "call tool", se.Op)
+	assert.Contains(t, err.Error(), "exit status 70")
+	assert.Contains(t, err.Error(), "testserver: panic: out of file handles")
+	var ce *mcptoolset.CommandError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, 70, ce.ProcessState.ExitCode())
+}

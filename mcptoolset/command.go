@@ -20,12 +20,13 @@ import (
 const MaxStderrTail = 2 << 10
 
 // CommandError is the cause, in a [*ServerError], of a subprocess server
-// ([NewCommand]) that could not be connected to: the error the connection
-// failed with, how the process ended and what it last wrote to stderr,
-// which usually say why. errors.Is and errors.As see Err through it.
+// ([NewCommand]) that could not be connected to, or that went away during
+// a call: the error the connection failed with, how the process ended and
+// what it last wrote to stderr, which usually say why. errors.Is and
+// errors.As see Err through it.
 type CommandError struct {
 	// Err is the error the connection failed with, such as
-	// mcp.ErrConnectionClosed.
+	// mcp.ErrConnectionClosed or io.EOF.
 	Err error
 	// ProcessState is how the process ended, or nil if it had not been
 	// seen to end.
@@ -54,7 +55,9 @@ func (e *CommandError) Error() string {
 		}
 		b.WriteString(q)
 	}
-	fmt.Fprintf(&b, ": %v", e.Err)
+	if e.Err != nil {
+		fmt.Fprintf(&b, ": %v", e.Err)
+	}
 	return b.String()
 }
 
@@ -162,7 +165,7 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	return c, nil
 }
 
-// explain returns err, from a failed connection attempt, with how the
+// explain returns err, from a failed or lost connection, with how the
 // process ended and the end of its stderr, once the process is stopped.
 func (t *commandTransport) explain(err error) error {
 	t.mu.Lock()
@@ -172,11 +175,20 @@ func (t *commandTransport) explain(err error) error {
 		return err // it did not start: err says why
 	}
 	_ = conn.Close() // stops the process, if the client has not
+	return t.describe(err)
+}
+
+// describe returns err with how the process ended, if it was waited for,
+// and the end of its stderr; err itself when there is neither.
+func (t *commandTransport) describe(err error) error {
 	ce := &CommandError{Err: err}
 	ce.Stderr, ce.Cut = t.stderr.tail()
 	t.mu.Lock()
 	ce.ProcessState = t.state
 	t.mu.Unlock()
+	if ce.ProcessState == nil && ce.Stderr == "" {
+		return err
+	}
 	return ce
 }
 

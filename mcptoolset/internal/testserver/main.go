@@ -6,7 +6,8 @@
 // keeps its stderr open, and writes the child's PID to FILE, as a server
 // run through a launcher (npx, uvx) may leave one behind. With
 // -exit-at-start CODE it writes a line to stderr and exits with CODE before
-// reading anything, as a server missing its configuration does.
+// reading anything, as a server missing its configuration does; with
+// -crash-on-call CODE it does so on its first tools/call instead.
 package main
 
 import (
@@ -30,6 +31,7 @@ func main() {
 	hangList := flag.Bool("hang-list", false, "never answer tools/list")
 	orphan := flag.String("orphan", "", "start a child that keeps stderr open and write its PID to this file")
 	exitAtStart := flag.Int("exit-at-start", -1, "write a line to stderr and exit with this code at once")
+	crashOnCall := flag.Int("crash-on-call", -1, "write a line to stderr and exit with this code on the first tools/call")
 	noise := flag.Int("noise", 0, "with -exit-at-start, first write this many bytes of terminal escapes and invalid UTF-8")
 	flag.Parse()
 	if *exitAtStart >= 0 {
@@ -54,6 +56,18 @@ func main() {
 	defer stop()
 	var err error
 	switch {
+	case *crashOnCall >= 0:
+		s := fixture.SDKServer(*name)
+		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == "tools/call" {
+					os.Stderr.WriteString("testserver: panic: out of file handles\n")
+					os.Exit(*crashOnCall)
+				}
+				return next(ctx, method, req)
+			}
+		})
+		err = s.Run(ctx, &mcp.StdioTransport{})
 	case *hangList:
 		s := fixture.SDKServer(*name)
 		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
