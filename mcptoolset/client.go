@@ -238,10 +238,11 @@ func NewTransport(name string, dial DialFunc, opts ...Option) *Toolset {
 //
 // The server's stderr is copied to Stderr, if set, and its last
 // [MaxStderrTail] bytes are kept: when the connection fails (the server
-// exited at start, say) or is lost during a call (it crashed), the
+// exited at start, say) or is lost during a request (it crashed), the
 // [*ServerError]'s cause is a [*CommandError] that says how the process
-// ended and what it last wrote there; such a call returns once the process
-// is stopped. The copying stops one second (or the template's WaitDelay)
+// ended and what it last wrote there; such a request returns once the
+// process is stopped, and the warning logged when the server ends a
+// session says the same. The copying stops one second (or the template's WaitDelay)
 // after the server exited, so a child that the server left behind with its
 // stderr open does not keep Close waiting; when Stderr is a writer other
 // than a file, Close then reports exec.ErrWaitDelay, since part of its
@@ -776,9 +777,27 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, mcp.Transport, 
 func (c *conn) watch(s *mcp.ClientSession) {
 	err := s.Wait()
 	_ = s.Close() // releases what the session still holds, such as its subscription
+	err = c.explainLost(s, err)
 	if c.drop(s) {
 		c.cfg.logger.Warn("mcptoolset: MCP server closed the connection", "server", c.cfg.name, "error", err)
 	}
+}
+
+// explainLost returns err, the error of session s that lost its
+// connection, with how its subprocess ended and the end of its stderr,
+// once the process is stopped; err itself if s is not a session of
+// NewCommand.
+func (c *conn) explainLost(s *mcp.ClientSession, err error) error {
+	c.mu.Lock()
+	ct := c.command
+	if c.commandOf != s {
+		ct = nil
+	}
+	c.mu.Unlock()
+	if ct == nil {
+		return err
+	}
+	return ct.explain(err)
 }
 
 // drop forgets s if it is the current session, and reports whether it was.
@@ -904,6 +923,9 @@ func (c *conn) fetch(ctx context.Context, s *mcp.ClientSession) ([]toolset.Tool,
 		if err != nil {
 			if lctx.Err() != nil && ctx.Err() == nil {
 				err = fmt.Errorf("no complete answer to tools/list within %v (see WithListTimeout): %w", c.cfg.listTimeout, err)
+			}
+			if connectionLost(err) {
+				err = c.explainLost(s, err)
 			}
 			return nil, c.errorf("list tools", "", err)
 		}
@@ -1144,15 +1166,7 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (any
 		}
 		if connectionLost(err) {
 			c.drop(s) // the next use reconnects; the call is not retried, as it may have run
-			c.mu.Lock()
-			ct := c.command
-			if c.commandOf != s {
-				ct = nil
-			}
-			c.mu.Unlock()
-			if ct != nil {
-				err = ct.explain(err) // a subprocess server that crashed says why
-			}
+			err = c.explainLost(s, err)
 		}
 		return nil, c.errorf("call tool", name, err)
 	}

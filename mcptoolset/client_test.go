@@ -991,22 +991,35 @@ func TestCommandServerStderrInErrorIsBoundedAndPrintable(t *testing.T) {
 	}
 }
 
-// A subprocess server that crashes in the middle of a call fails it with
-// an error that says how the process ended and what it last wrote to
-// stderr.
-func TestCommandServerCrashingInACallReportsExitStatusAndStderr(t *testing.T) {
+// A subprocess server that crashes in the middle of a request fails it
+// with an error that says how the process ended and what it last wrote to
+// stderr, and the warning that the session ended says so too.
+func TestCommandServerCrashingInARequestReportsExitStatusAndStderr(t *testing.T) {
 	checkLeaks(t)
-	ts := mcptoolset.NewCommand(exec.Command(testServer(t), "-crash-on-call", "70"), mcptoolset.WithName("files"))
-	defer ts.Close()
-	tools, err := toolset.BuildTools(context.Background(), "a", ts)
-	require.NoError(t, err)
-	_, err = tools.Call(context.Background(), "add", json.RawMessage(`{"a":1,"b":2}`))
-	var se *mcptoolset.ServerError
-	require.ErrorAs(t, err, &se)
-	assert.Equal(t, "call tool", se.Op)
-	assert.Contains(t, err.Error(), "exit status 70")
-	assert.Contains(t, err.Error(), "testserver: panic: out of file handles")
-	var ce *mcptoolset.CommandError
-	require.ErrorAs(t, err, &ce)
-	assert.Equal(t, 70, ce.ProcessState.ExitCode())
+	const line = "testserver: panic: out of file handles"
+	for _, method := range []string{"tools/call", "tools/list"} {
+		t.Run(method, func(t *testing.T) {
+			logger, logs := logBuffer()
+			ts := mcptoolset.NewCommand(exec.Command(testServer(t), "-crash-on", method, "-crash-code", "70"),
+				mcptoolset.WithName("files"), mcptoolset.WithLogger(logger))
+			defer ts.Close()
+			tools, err := toolset.BuildTools(context.Background(), "a", ts)
+			if method == "tools/call" {
+				require.NoError(t, err)
+				_, err = tools.Call(context.Background(), "add", json.RawMessage(`{"a":1,"b":2}`))
+			}
+			var se *mcptoolset.ServerError
+			require.ErrorAs(t, err, &se)
+			assert.Contains(t, err.Error(), "exit status 70")
+			assert.Contains(t, err.Error(), line)
+			var ce *mcptoolset.CommandError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, 70, ce.ProcessState.ExitCode())
+			assert.Equal(t, line+"\n", ce.Stderr)
+			if method == "tools/list" {
+				require.Eventually(t, func() bool { return strings.Contains(logs.String(), "closed the connection") }, 5*time.Second, 5*time.Millisecond)
+				assert.Contains(t, logs.String(), line)
+			}
+		})
+	}
 }

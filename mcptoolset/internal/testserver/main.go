@@ -7,7 +7,8 @@
 // run through a launcher (npx, uvx) may leave one behind. With
 // -exit-at-start CODE it writes a line to stderr and exits with CODE before
 // reading anything, as a server missing its configuration does; with
-// -crash-on-call CODE it does so on its first tools/call instead.
+// -crash-on METHOD it does so on its first request of that method
+// (tools/call, tools/list) instead, with the code of -crash-code.
 package main
 
 import (
@@ -31,7 +32,8 @@ func main() {
 	hangList := flag.Bool("hang-list", false, "never answer tools/list")
 	orphan := flag.String("orphan", "", "start a child that keeps stderr open and write its PID to this file")
 	exitAtStart := flag.Int("exit-at-start", -1, "write a line to stderr and exit with this code at once")
-	crashOnCall := flag.Int("crash-on-call", -1, "write a line to stderr and exit with this code on the first tools/call")
+	crashOn := flag.String("crash-on", "", "write a line to stderr and exit with -crash-code on the first request of this method")
+	crashCode := flag.Int("crash-code", 70, "the exit code of -crash-on")
 	noise := flag.Int("noise", 0, "with -exit-at-start, first write this many bytes of terminal escapes and invalid UTF-8")
 	flag.Parse()
 	if *exitAtStart >= 0 {
@@ -56,13 +58,13 @@ func main() {
 	defer stop()
 	var err error
 	switch {
-	case *crashOnCall >= 0:
+	case *crashOn != "":
 		s := fixture.SDKServer(*name)
 		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-				if method == "tools/call" {
+				if method == *crashOn {
 					os.Stderr.WriteString("testserver: panic: out of file handles\n")
-					os.Exit(*crashOnCall)
+					os.Exit(*crashCode)
 				}
 				return next(ctx, method, req)
 			}
