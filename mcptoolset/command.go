@@ -82,8 +82,8 @@ func quoteTail(s string, n int) (string, bool) {
 	}
 }
 
-// tailWriter keeps the last MaxStderrTail bytes written to it and passes
-// everything on to w, if not nil.
+// tailWriter keeps the last MaxStderrTail bytes written to it (in a buffer
+// of up to twice that) and passes everything on to w, if not nil.
 type tailWriter struct {
 	w io.Writer
 
@@ -95,14 +95,13 @@ type tailWriter struct {
 func (t *tailWriter) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	t.total += int64(len(p))
-	if len(p) >= MaxStderrTail {
-		t.buf = append(t.buf[:0], p[len(p)-MaxStderrTail:]...)
-	} else {
-		if over := len(t.buf) + len(p) - MaxStderrTail; over > 0 {
-			t.buf = append(t.buf[:0], t.buf[over:]...)
-		}
-		t.buf = append(t.buf, p...)
+	kept := p[max(0, len(p)-MaxStderrTail):]
+	if len(t.buf)+len(kept) > 2*MaxStderrTail {
+		// Drop all but the tail now and then, not at every write, so that
+		// a server writing a byte at a time costs little.
+		t.buf = append(t.buf[:0], t.buf[max(0, len(t.buf)-MaxStderrTail+len(kept)):]...)
 	}
+	t.buf = append(t.buf, kept...)
 	t.mu.Unlock()
 	if t.w == nil {
 		return len(p), nil
@@ -115,7 +114,7 @@ func (t *tailWriter) Write(p []byte) (int, error) {
 func (t *tailWriter) tail() (string, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	b := t.buf
+	b := t.buf[max(0, len(t.buf)-MaxStderrTail):]
 	if int64(len(b)) < t.total {
 		for i := 0; i < utf8.UTFMax && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
 			b = b[1:]
