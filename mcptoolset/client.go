@@ -234,11 +234,19 @@ func NewTransport(name string, dial DialFunc, opts ...Option) *Toolset {
 // fresh command with its Path, Args, Env, Dir, Stderr and SysProcAttr, so
 // the toolset can start the server again if it exits. A command made with
 // exec.CommandContext is run without its context. The subprocess is
-// started on first use and stopped by the last Close. When Stderr is not
-// a file, its copying stops one second (or the template's WaitDelay)
-// after the server exited, so a child that the server left behind with
-// its stderr open does not keep Close waiting; Close then reports
-// exec.ErrWaitDelay.
+// started on first use and stopped by the last Close.
+//
+// The server's stderr is copied to Stderr, if set, and its last
+// [MaxStderrTail] bytes are kept: when the connection fails (the server
+// exited at start, say) or is lost during a request (it crashed), the
+// [*ServerError]'s cause is a [*CommandError] that says how the process
+// ended and what it last wrote there; such a request returns once the
+// process is stopped, and the warning logged when the server ends a
+// session says the same. The copying stops one second (or the template's WaitDelay)
+// after the server exited, so a child that the server left behind with its
+// stderr open does not keep Close waiting; when Stderr is a writer other
+// than a file, Close then reports exec.ErrWaitDelay, since part of its
+// output was lost.
 func NewCommand(cmd *exec.Cmd, opts ...Option) *Toolset {
 	name := "command"
 	if cmd != nil {
@@ -253,7 +261,7 @@ func NewCommand(cmd *exec.Cmd, opts ...Option) *Toolset {
 			Stderr: cmd.Stderr, SysProcAttr: cmd.SysProcAttr, Err: cmd.Err,
 			WaitDelay: cmp.Or(cmd.WaitDelay, commandWaitDelay),
 		}
-		return &mcp.CommandTransport{Command: c}, nil
+		return newCommandTransport(c), nil
 	}, opts...)
 }
 
@@ -534,10 +542,14 @@ type conn struct {
 	givenErr error              // why there is no session to use
 	sess     *mcp.ClientSession
 	watchers sync.WaitGroup // one per session opened
-	opening  *flight
-	failErr  error // the last failed connection attempt
-	failAt   time.Time
-	warned   *ServerError // the failure last logged under SkipUnavailable
+	// command is the subprocess of session commandOf, the last one opened
+	// by NewCommand; kept once the session is dropped, to say how it ended.
+	command   *commandTransport
+	commandOf *mcp.ClientSession
+	opening   *flight
+	failErr   error // the last failed connection attempt
+	failAt    time.Time
+	warned    *ServerError // the failure last logged under SkipUnavailable
 
 	gen     uint64 // bumped when the tool list changes
 	cache   *listing
@@ -672,7 +684,11 @@ func (c *conn) session(ctx context.Context) (*mcp.ClientSession, error) {
 
 // open makes one connection attempt for the callers waiting on f.
 func (c *conn) open(ctx context.Context, f *flight) {
-	s, err := guard(c, "connect", "DialFunc", func() (*mcp.ClientSession, error) { return c.connect(ctx) })
+	var tr mcp.Transport
+	s, err := guard(c, "connect", "DialFunc", func() (s *mcp.ClientSession, err error) {
+		s, tr, err = c.connect(ctx)
+		return s, err
+	})
 	c.mu.Lock()
 	c.opening = nil
 	switch {
@@ -690,6 +706,8 @@ func (c *conn) open(ctx context.Context, f *flight) {
 	default:
 		c.sess, c.failErr = s, nil
 		c.gen++ // a new session may have other tools
+		c.command, _ = tr.(*commandTransport)
+		c.commandOf = s
 		c.watchers.Go(func() { c.watch(s) })
 	}
 	c.mu.Unlock()
@@ -698,8 +716,9 @@ func (c *conn) open(ctx context.Context, f *flight) {
 	close(f.done)
 }
 
-// connect opens a session: New's session, or a new one through dial.
-func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
+// connect opens a session: New's session, or a new one through dial, with
+// the transport it was opened with.
+func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, mcp.Transport, error) {
 	if c.dial == nil {
 		c.mu.Lock()
 		s, err := c.given, c.givenErr
@@ -710,9 +729,9 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		}
 		c.mu.Unlock()
 		if err != nil {
-			return nil, c.errorf("connect", "", err)
+			return nil, nil, c.errorf("connect", "", err)
 		}
-		return s, nil
+		return s, nil, nil
 	}
 	if d := c.cfg.connectTimeout; d > 0 {
 		var cancel context.CancelFunc
@@ -721,7 +740,7 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	}
 	tr, err := c.dial(ctx)
 	if err != nil {
-		return nil, c.errorf("connect", "", err)
+		return nil, nil, c.errorf("connect", "", err)
 	}
 	impl := c.cfg.impl
 	if impl == nil {
@@ -745,9 +764,12 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	}
 	s, err := mcp.NewClient(impl, &opts).Connect(ctx, tr, nil)
 	if err != nil {
-		return nil, c.errorf("connect", "", err)
+		if ct, ok := tr.(*commandTransport); ok {
+			err = ct.explain(err)
+		}
+		return nil, nil, c.errorf("connect", "", err)
 	}
-	return s, nil
+	return s, tr, nil
 }
 
 // watch notices when the server ends the session, so that the next use
@@ -755,9 +777,27 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 func (c *conn) watch(s *mcp.ClientSession) {
 	err := s.Wait()
 	_ = s.Close() // releases what the session still holds, such as its subscription
+	err = c.explainLost(s, err)
 	if c.drop(s) {
 		c.cfg.logger.Warn("mcptoolset: MCP server closed the connection", "server", c.cfg.name, "error", err)
 	}
+}
+
+// explainLost returns err, the error of session s that lost its
+// connection, with how its subprocess ended and the end of its stderr,
+// once the process is stopped; err itself if s is not a session of
+// NewCommand.
+func (c *conn) explainLost(s *mcp.ClientSession, err error) error {
+	c.mu.Lock()
+	ct := c.command
+	if c.commandOf != s {
+		ct = nil
+	}
+	c.mu.Unlock()
+	if ct == nil {
+		return err
+	}
+	return ct.explain(err)
 }
 
 // drop forgets s if it is the current session, and reports whether it was.
@@ -883,6 +923,9 @@ func (c *conn) fetch(ctx context.Context, s *mcp.ClientSession) ([]toolset.Tool,
 		if err != nil {
 			if lctx.Err() != nil && ctx.Err() == nil {
 				err = fmt.Errorf("no complete answer to tools/list within %v (see WithListTimeout): %w", c.cfg.listTimeout, err)
+			}
+			if connectionLost(err) {
+				err = c.explainLost(s, err)
 			}
 			return nil, c.errorf("list tools", "", err)
 		}
@@ -1123,6 +1166,7 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (any
 		}
 		if connectionLost(err) {
 			c.drop(s) // the next use reconnects; the call is not retried, as it may have run
+			err = c.explainLost(s, err)
 		}
 		return nil, c.errorf("call tool", name, err)
 	}

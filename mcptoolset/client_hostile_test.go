@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -451,6 +452,24 @@ func TestHugeHTTPResponseBodyIsRefused(t *testing.T) {
 // not make Close hang or leak the goroutine that waits for the server,
 // when the command's Stderr is not a file (the output is copied).
 func TestCommandServerOrphanHoldingStderrDoesNotHangClose(t *testing.T) {
+	_, stderr := logBuffer()
+	testOrphanHoldingStderr(t, stderr)
+}
+
+// Nor does it when the command has no Stderr, or a file, although the
+// package then copies the output to keep its end for errors: only that
+// copy is cut, so Close has no error to report.
+func TestCommandServerOrphanHoldingUncopiedStderrClosesCleanly(t *testing.T) {
+	t.Run("nil", func(t *testing.T) { testOrphanHoldingStderr(t, nil) })
+	t.Run("file", func(t *testing.T) {
+		f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+		require.NoError(t, err)
+		defer f.Close()
+		testOrphanHoldingStderr(t, f)
+	})
+}
+
+func testOrphanHoldingStderr(t *testing.T, stderr io.Writer) {
 	checkLeaks(t)
 	bin := testServer(t)
 	pidFile := filepath.Join(t.TempDir(), "orphan.pid")
@@ -463,7 +482,6 @@ func TestCommandServerOrphanHoldingStderrDoesNotHangClose(t *testing.T) {
 		}
 	})
 	cmd := exec.Command(bin, "-sdk", "-name", "launcher", "-orphan", pidFile)
-	_, stderr := logBuffer()
 	cmd.Stderr = stderr
 	ts := mcptoolset.NewCommand(cmd)
 	tools, err := ts.GetTools(context.Background())
@@ -472,7 +490,11 @@ func TestCommandServerOrphanHoldingStderrDoesNotHangClose(t *testing.T) {
 	start := time.Now()
 	err = ts.Close()
 	assert.Less(t, time.Since(start), 4*time.Second, "Close does not wait for the orphan")
-	if err != nil {
+	_, isFile := stderr.(*os.File)
+	switch {
+	case stderr == nil || isFile:
+		assert.NoError(t, err, "the output the caller asked for was not cut")
+	case err != nil:
 		assert.ErrorIs(t, err, exec.ErrWaitDelay, "the only error is that the output was cut")
 	}
 }

@@ -149,7 +149,10 @@
 // [WithRetryDelay] (two seconds by default). When the server ends the
 // session (the subprocess exited, the HTTP session expired), the next use
 // connects again and lists the tools again; a session given to [New]
-// cannot be reopened.
+// cannot be reopened. A subprocess server ([NewCommand]) that exits, at
+// start or later, is reported with a [*CommandError] inside the
+// [*ServerError]: its exit status and the end of its stderr, which usually
+// say why (a missing key, a bad flag).
 //
 // # Serving a toolset
 //

@@ -79,7 +79,14 @@ func Approve(ask func(ctx context.Context, call toolset.ToolCall) (approved bool
 // model is sent them. Each input schema is the tool's parameter schema as
 // [toolset.Tool.ParametersJSON] gives it; its root must be an object
 // schema. Every tool that cannot be sent is reported, the errors joined.
+//
+// A turn with no tools (every tool hidden from this user, say) gives nil,
+// which the SDK leaves out of the request rather than sending an empty
+// tools array; leave ToolChoice unset in that turn too.
 func Tools(tools *toolset.Tools) ([]anthropic.ToolUnionParam, error) {
+	if tools.Len() == 0 {
+		return nil, nil
+	}
 	out := make([]anthropic.ToolUnionParam, 0, tools.Len())
 	var errs []error
 	for t := range tools.All() {

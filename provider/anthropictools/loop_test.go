@@ -101,3 +101,42 @@ func TestLoop(t *testing.T) {
 		`{"type":"tool_result","tool_use_id":"toolu_convert","is_error":true,"content":[{"type":"text","text":`+scripted.Quote(scripted.BadArgsMessage(t))+`}]}`+
 		`]}]}`, string(reqs[1]))
 }
+
+func TestTurnWithNoVisibleToolsSendsNoToolsField(t *testing.T) {
+	adminOnly := toolset.Filter(toolset.NewCombined(scripted.AgentTools()...),
+		func(ctx context.Context, _ toolset.Tool) (bool, error) {
+			return toolset.FromContext(ctx).String("role") == "admin", nil
+		})
+	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{Values: map[string]any{"role": "guest"}})
+	tools, err := toolset.BuildTools(ctx, "assistant", adminOnly)
+	require.NoError(t, err)
+	require.Zero(t, tools.Len())
+	params, err := anthropictools.Tools(tools)
+	require.NoError(t, err)
+	assert.Nil(t, params)
+
+	model := scripted.New(t, "/v1/messages", func(body []byte) (string, error) {
+		var req map[string]json.RawMessage
+		if err := json.Unmarshal(body, &req); err != nil {
+			return "", err
+		}
+		for _, k := range []string{"tools", "tool_choice"} {
+			if v, ok := req[k]; ok {
+				return "", fmt.Errorf("a turn with no tools must not send %q, got %s", k, v)
+			}
+		}
+		return message("end_turn", `[{"type":"text","text":`+scripted.Quote(scripted.Answer)+`}]`), nil
+	})
+	client := anthropic.NewClient(option.WithBaseURL(model.URL), option.WithAPIKey("test-key"),
+		option.WithHTTPClient(model.Client()), option.WithMaxRetries(0))
+	user := anthropic.NewUserMessage(anthropic.NewTextBlock(scripted.Question))
+	msg, err := client.Messages.New(ctx, anthropic.MessageNewParams{
+		Model: "claude-test", MaxTokens: 1024, Messages: []anthropic.MessageParam{user}, Tools: params,
+	})
+	require.NoError(t, err)
+	assert.Equal(t, scripted.Answer, msg.Content[0].Text)
+	reqs := model.Requests()
+	require.Len(t, reqs, 1)
+	assert.JSONEq(t, `{"model":"claude-test","max_tokens":1024,"messages":[{"role":"user","content":[{"type":"text","text":`+
+		scripted.Quote(scripted.Question)+`}]}]}`, string(reqs[0]))
+}

@@ -108,3 +108,44 @@ func TestLoop(t *testing.T) {
 		`{"functionResponse":{"id":"call_convert","name":"convert_currency","response":{"error":`+scripted.Quote(scripted.BadArgsMessage(t))+`}}}`+
 		`]}]}`, string(reqs[1]))
 }
+
+func TestTurnWithNoVisibleToolsSendsNoToolsField(t *testing.T) {
+	adminOnly := toolset.Filter(toolset.NewCombined(scripted.AgentTools()...),
+		func(ctx context.Context, _ toolset.Tool) (bool, error) {
+			return toolset.FromContext(ctx).String("role") == "admin", nil
+		})
+	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{Values: map[string]any{"role": "guest"}})
+	tools, err := toolset.BuildTools(ctx, "assistant", adminOnly)
+	require.NoError(t, err)
+	require.Zero(t, tools.Len())
+	decls, err := geminitools.Tools(tools)
+	require.NoError(t, err)
+	assert.Nil(t, decls, "a tool with no function declarations must not be sent")
+
+	model := scripted.New(t, "/v1beta/models/gemini-test:generateContent", func(body []byte) (string, error) {
+		var req map[string]json.RawMessage
+		if err := json.Unmarshal(body, &req); err != nil {
+			return "", err
+		}
+		for _, k := range []string{"tools", "toolConfig"} {
+			if v, ok := req[k]; ok {
+				return "", fmt.Errorf("a turn with no tools must not send %q, got %s", k, v)
+			}
+		}
+		return candidate(`{"role":"model","parts":[{"text":` + scripted.Quote(scripted.Answer) + `}]}`), nil
+	})
+	client, err := genai.NewClient(ctx, &genai.ClientConfig{
+		APIKey:      "test-key",
+		Backend:     genai.BackendGeminiAPI,
+		HTTPClient:  model.Client(),
+		HTTPOptions: genai.HTTPOptions{BaseURL: model.URL},
+	})
+	require.NoError(t, err)
+	user := genai.NewContentFromText(scripted.Question, genai.RoleUser)
+	resp, err := client.Models.GenerateContent(ctx, "gemini-test", []*genai.Content{user}, &genai.GenerateContentConfig{Tools: decls})
+	require.NoError(t, err)
+	assert.Equal(t, scripted.Answer, resp.Text())
+	reqs := model.Requests()
+	require.Len(t, reqs, 1)
+	assert.JSONEq(t, `{"contents":[{"role":"user","parts":[{"text":`+scripted.Quote(scripted.Question)+`}]}],"generationConfig":{}}`, string(reqs[0]))
+}

@@ -234,3 +234,76 @@ func TestResponsesLoop(t *testing.T) {
 		`{"type":"function_call_output","call_id":"call_weather","output":"Paris: 22°C, sunny"},`+
 		`{"type":"function_call_output","call_id":"call_convert","output":`+scripted.Quote(scripted.BadArgsMessage(t))+`}]}`, string(reqs[1]))
 }
+
+// guestTools builds the turn of a user who may see none of the agent's
+// tools: every one of them is for admins only.
+func guestTools(t *testing.T) *toolset.Tools {
+	t.Helper()
+	adminOnly := toolset.Filter(toolset.NewCombined(scripted.AgentTools()...),
+		func(ctx context.Context, _ toolset.Tool) (bool, error) {
+			return toolset.FromContext(ctx).String("role") == "admin", nil
+		})
+	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{Values: map[string]any{"role": "guest"}})
+	tools, err := toolset.BuildTools(ctx, "assistant", adminOnly)
+	require.NoError(t, err)
+	require.Zero(t, tools.Len())
+	return tools
+}
+
+// noToolsKey is a step that fails unless the request has no "tools" key
+// (nor the keys OpenAI accepts only with tools), then answers with reply.
+func noToolsKey(reply string) scripted.Step {
+	return func(body []byte) (string, error) {
+		var req map[string]json.RawMessage
+		if err := json.Unmarshal(body, &req); err != nil {
+			return "", err
+		}
+		for _, k := range []string{"tools", "tool_choice", "parallel_tool_calls"} {
+			if v, ok := req[k]; ok {
+				return "", fmt.Errorf("a turn with no tools must not send %q, got %s (OpenAI answers 400)", k, v)
+			}
+		}
+		return reply, nil
+	}
+}
+
+func TestChatTurnWithNoVisibleToolsSendsNoToolsField(t *testing.T) {
+	params, err := openaitools.ChatTools(guestTools(t))
+	require.NoError(t, err)
+	assert.Nil(t, params)
+
+	model := scripted.New(t, "/v1/chat/completions",
+		noToolsKey(chatCompletion(`{"role":"assistant","content":`+scripted.Quote(scripted.Answer)+`}`)))
+	client := newClient(model)
+	completion, err := client.Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{
+		Model: "gpt-test", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(scripted.Question)}, Tools: params,
+	})
+	require.NoError(t, err)
+	assert.Equal(t, scripted.Answer, completion.Choices[0].Message.Content)
+	reqs := model.Requests()
+	require.Len(t, reqs, 1)
+	assert.JSONEq(t, `{"model":"gpt-test","messages":[{"role":"user","content":`+scripted.Quote(scripted.Question)+`}]}`, string(reqs[0]))
+}
+
+func TestResponsesTurnWithNoVisibleToolsSendsNoToolsField(t *testing.T) {
+	for _, opts := range [][]openaitools.Option{nil, {openaitools.Strict()}} {
+		params, err := openaitools.ResponseTools(guestTools(t), opts...)
+		require.NoError(t, err)
+		assert.Nil(t, params)
+
+		model := scripted.New(t, "/v1/responses",
+			noToolsKey(response("resp_1", `[{"type":"message","id":"msg_1","role":"assistant","status":"completed","content":[{"type":"output_text","text":`+scripted.Quote(scripted.Answer)+`,"annotations":[]}]}]`)))
+		client := newClient(model)
+		resp, err := client.Responses.New(t.Context(), responses.ResponseNewParams{
+			Model: "gpt-test",
+			Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{
+				responses.ResponseInputItemParamOfMessage(scripted.Question, responses.EasyInputMessageRoleUser)}},
+			Tools: params,
+		})
+		require.NoError(t, err)
+		assert.Equal(t, scripted.Answer, resp.OutputText())
+		reqs := model.Requests()
+		require.Len(t, reqs, 1)
+		assert.JSONEq(t, `{"model":"gpt-test","input":[{"role":"user","content":`+scripted.Quote(scripted.Question)+`}]}`, string(reqs[0]))
+	}
+}

@@ -125,9 +125,14 @@ func optString(s string) param.Opt[string] {
 // [Strict]. Every tool that cannot be sent is reported, the errors joined.
 // Tool names need no check here: OpenAI's rule is the one
 // [toolset.BuildTools] enforces.
+//
+// A turn with no tools (every tool hidden from this user, say) gives nil,
+// which the SDK leaves out of the request: OpenAI rejects an empty tools
+// array with status 400. Leave ToolChoice and ParallelToolCalls unset in
+// that turn too, since OpenAI rejects them without tools.
 func ChatTools(tools *toolset.Tools, opts ...Option) ([]openai.ChatCompletionToolUnionParam, error) {
 	fs, err := functions(tools, apply(opts))
-	if err != nil {
+	if err != nil || len(fs) == 0 {
 		return nil, err
 	}
 	out := make([]openai.ChatCompletionToolUnionParam, len(fs))
@@ -147,10 +152,12 @@ func ChatTools(tools *toolset.Tools, opts ...Option) ([]openai.ChatCompletionToo
 
 // ResponseTools returns the turn's tools as Responses API function tools, in
 // the order the model is sent them; see [ChatTools]. The Responses API
-// requires the strict flag, which is false unless [Strict] is given.
+// requires the strict flag, which is false unless [Strict] is given. A
+// turn with no tools gives nil, as for ChatTools, so that the request has
+// no tools field.
 func ResponseTools(tools *toolset.Tools, opts ...Option) ([]responses.ToolUnionParam, error) {
 	fs, err := functions(tools, apply(opts))
-	if err != nil {
+	if err != nil || len(fs) == 0 {
 		return nil, err
 	}
 	out := make([]responses.ToolUnionParam, len(fs))

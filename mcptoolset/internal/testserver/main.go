@@ -4,7 +4,11 @@
 // With -hang-list it never answers tools/list, as a hostile or broken
 // server may do. With -orphan FILE it first starts a long-lived child that
 // keeps its stderr open, and writes the child's PID to FILE, as a server
-// run through a launcher (npx, uvx) may leave one behind.
+// run through a launcher (npx, uvx) may leave one behind. With
+// -exit-at-start CODE it writes a line to stderr and exits with CODE before
+// reading anything, as a server missing its configuration does; with
+// -crash-on METHOD it does so on its first request of that method
+// (tools/call, tools/list) instead, with the code of -crash-code.
 package main
 
 import (
@@ -27,7 +31,19 @@ func main() {
 	name := flag.String("name", "files", "server name")
 	hangList := flag.Bool("hang-list", false, "never answer tools/list")
 	orphan := flag.String("orphan", "", "start a child that keeps stderr open and write its PID to this file")
+	exitAtStart := flag.Int("exit-at-start", -1, "write a line to stderr and exit with this code at once")
+	crashOn := flag.String("crash-on", "", "write a line to stderr and exit with -crash-code on the first request of this method")
+	crashCode := flag.Int("crash-code", 70, "the exit code of -crash-on")
+	noise := flag.Int("noise", 0, "with -exit-at-start, first write this many bytes of terminal escapes and invalid UTF-8")
 	flag.Parse()
+	if *exitAtStart >= 0 {
+		junk := []byte("\x1b[2J\xff\x00")
+		for n := *noise; n > 0; n -= len(junk) {
+			os.Stderr.Write(junk[:min(n, len(junk))])
+		}
+		os.Stderr.WriteString("testserver: fatal: no API key in $FILES_TOKEN\n")
+		os.Exit(*exitAtStart)
+	}
 	if *orphan != "" {
 		child := exec.Command("sleep", "60")
 		child.Stderr = os.Stderr
@@ -42,6 +58,18 @@ func main() {
 	defer stop()
 	var err error
 	switch {
+	case *crashOn != "":
+		s := fixture.SDKServer(*name)
+		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == *crashOn {
+					os.Stderr.WriteString("testserver: panic: out of file handles\n")
+					os.Exit(*crashCode)
+				}
+				return next(ctx, method, req)
+			}
+		})
+		err = s.Run(ctx, &mcp.StdioTransport{})
 	case *hangList:
 		s := fixture.SDKServer(*name)
 		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
