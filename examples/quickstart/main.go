@@ -1,18 +1,25 @@
-// Command quickstart builds an agent's tools from two toolsets whose names
-// collide, shows the conflict error, fixes it with prefixes, prints the tool
-// list as a model sees it, and runs two tool calls, one with bad arguments.
+// Command quickstart builds a help desk agent's tools from two toolsets whose
+// names collide, shows the conflict error and fixes it with prefixes. It then
+// builds the same toolsets, plus an admin-only one hidden with Filtered, for
+// the turns of two runs and prints each turn's run context and tool list
+// (one line per tool, and one tool's JSON Schema). The admin's model calls the
+// admin tool; the regular user's model is told that tool is unknown, sends bad
+// arguments to another tool, reads the error and fixes them in its next turn.
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"strings"
 
 	"github.com/gotoolset/toolset"
+	"github.com/invopop/jsonschema"
 )
 
 // SearchArgs are the arguments of both search tools.
@@ -27,10 +34,20 @@ type IssueArgs struct {
 	Priority string `json:"priority" jsonschema:"enum=low,enum=normal,enum=high"`
 }
 
+// UserArgs are the arguments of delete_user.
+type UserArgs struct {
+	User string `json:"user" jsonschema:"Login of the account"`
+}
+
 func main() {
-	ctx := toolset.NewContext(context.Background(), &toolset.RunContext{
-		RunID: "run-1", Agent: "helpdesk", Values: map[string]any{"role": "agent"},
-	})
+	if err := run(os.Stdout); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// run shows the demo on w. It fails only on an error that should stop a run.
+func run(w io.Writer) error {
+	ctx := context.Background()
 
 	// Two toolsets, written by different teams, both with a "search" tool.
 	docs := toolset.NewFunction(
@@ -46,65 +63,141 @@ func main() {
 			return fmt.Sprintf("created #43 %q (%s)", in.Title, in.Priority), nil
 		}),
 	).WithLabel("tracker")
+	// A third toolset only admins may see: the filter reads the role from
+	// the run context each turn.
+	admin := toolset.NewFunction(
+		toolset.NewTool("delete_user", "Delete a user account.", func(_ context.Context, in UserArgs) (string, error) {
+			return fmt.Sprintf("deleted user %q", in.User), nil
+		}),
+	).Prefixed("admin").Filtered(func(ctx context.Context, _ toolset.Tool) (bool, error) {
+		return toolset.FromContext(ctx).String("role") == "admin", nil
+	})
 
-	section("1. Combining them as they are")
+	section(w, "1. Combining docs and tracker as they are")
 	_, err := toolset.BuildTools(ctx, "helpdesk", docs, tracker)
 	var conflict *toolset.NameConflictError
 	if !errors.As(err, &conflict) {
-		log.Fatalf("expected a name conflict, got %v", err)
+		return fmt.Errorf("expected a name conflict, got %v", err)
 	}
-	fmt.Println(err)
+	fmt.Fprintln(w, err)
 
-	section("2. Fixed with prefixes: the tools as the model sees them")
-	tools, err := toolset.BuildTools(ctx, "helpdesk", docs.Prefixed("docs"), tracker.Prefixed("tracker"))
+	// Fixed with prefixes. The same toolsets serve every run and every turn.
+	helpdesk := []toolset.Toolset{docs.Prefixed("docs"), tracker.Prefixed("tracker"), admin}
+
+	// One RunContext per run; each turn derives its step from it, builds
+	// that turn's tools and runs the model's calls under the same context.
+	adminRun := &toolset.RunContext{RunID: "run-1", Values: map[string]any{"role": "admin"}}
+	turn := toolset.NewContext(ctx, adminRun.WithStep(0))
+	tools, err := buildTurn(w, turn, "2. Fixed with prefixes, in an admin's turn", helpdesk)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
-	type modelTool struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		Parameters  json.RawMessage `json:"parameters"`
+	fmt.Fprintln(w, "the parameters of admin_delete_user, as JSON Schema:")
+	deleteUser, _ := tools.Lookup("admin_delete_user")
+	params, err := deleteUser.ParametersJSON()
+	if err != nil {
+		return err
 	}
-	var list []modelTool
-	for t := range tools.All() {
-		params, err := t.ParametersJSON()
-		if err != nil {
-			log.Fatal(err)
+	var schema bytes.Buffer
+	if err := json.Indent(&schema, params, "", "  "); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s\n\n", schema.Bytes())
+	if err := call(w, turn, tools, "admin_delete_user", `{"user": "mallory"}`); err != nil {
+		return err
+	}
+
+	userRun := &toolset.RunContext{RunID: "run-2", Values: map[string]any{"role": "user"}}
+	turn = toolset.NewContext(ctx, userRun.WithStep(0))
+	tools, err = buildTurn(w, turn, "3. A user's turn: the admin tool is hidden", helpdesk)
+	if err != nil {
+		return err
+	}
+	for _, c := range []struct{ name, args string }{
+		{"docs_search", `{"query": "password reset", "limit": 2}`},
+		{"admin_delete_user", `{"user": "mallory"}`}, // hidden: unknown to this model
+		{"tracker_create_issue", `{"titel": "Reset email missing", "priority": "urgent"}`},
+	} {
+		if err := call(w, turn, tools, c.name, c.args); err != nil {
+			return err
 		}
-		list = append(list, modelTool{t.Name, t.Description, params})
-	}
-	out := json.NewEncoder(os.Stdout)
-	out.SetIndent("", "  ")
-	if err := out.Encode(list); err != nil {
-		log.Fatal(err)
 	}
 
-	section("3. The model calls docs_search")
-	call(ctx, tools, "docs_search", `{"query": "password reset", "limit": 2}`)
-
-	section("4. The model calls tracker_create_issue with bad arguments")
-	call(ctx, tools, "tracker_create_issue", `{"titel": "Reset email missing", "priority": "urgent"}`)
+	turn = toolset.NewContext(ctx, userRun.WithStep(1))
+	tools, err = buildTurn(w, turn, "4. The user's next turn: the model fixes its arguments", helpdesk)
+	if err != nil {
+		return err
+	}
+	return call(w, turn, tools, "tracker_create_issue", `{"title": "Reset email missing", "priority": "high"}`)
 }
 
-// call runs one tool call and prints what the model would get back.
-func call(ctx context.Context, tools *toolset.Tools, name, args string) {
-	fmt.Printf("call %s %s\n", name, args)
-	res, err := tools.Call(ctx, name, json.RawMessage(args))
+// buildTurn builds the tools of the turn whose context is turn and prints
+// them, one line each, under a header that shows the run context.
+func buildTurn(w io.Writer, turn context.Context, title string, toolsets []toolset.Toolset) (*toolset.Tools, error) {
+	rc := toolset.FromContext(turn)
+	section(w, title)
+	fmt.Fprintf(w, "run context: run=%s role=%s step=%d\n", rc.RunID, rc.String("role"), rc.Step)
+	tools, err := toolset.BuildTools(turn, "helpdesk", toolsets...)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(w, "tools sent to the model:")
+	for t := range tools.All() {
+		fmt.Fprintf(w, "  %s — %s\n", signature(t), t.Description)
+	}
+	fmt.Fprintln(w)
+	return tools, nil
+}
+
+// signature renders a tool's parameters as name(param: type, optional?: type).
+func signature(t toolset.Tool) string {
+	required := make(map[string]bool)
+	for _, name := range t.Parameters.Required {
+		required[name] = true
+	}
+	var params []string
+	for name, p := range t.Parameters.Properties.FromOldest() {
+		if !required[name] {
+			name += "?"
+		}
+		params = append(params, name+": "+typeName(p))
+	}
+	return t.Name + "(" + strings.Join(params, ", ") + ")"
+}
+
+// typeName is a parameter's type, or its allowed values.
+func typeName(s *jsonschema.Schema) string {
+	if len(s.Enum) == 0 {
+		return s.Type
+	}
+	values := make([]string, len(s.Enum))
+	for i, v := range s.Enum {
+		values[i] = fmt.Sprintf("%q", v)
+	}
+	return strings.Join(values, "|")
+}
+
+// call runs one tool call and prints what the model gets back. It returns
+// only the errors that should stop the run.
+func call(w io.Writer, turn context.Context, tools *toolset.Tools, name, args string) error {
+	fmt.Fprintf(w, "call %s %s\n", name, args)
+	res, err := tools.Call(turn, name, json.RawMessage(args))
 	if err != nil {
 		msg, forModel := toolset.ModelMessage(err)
 		if !forModel {
-			log.Fatalf("the run stops: %v", err)
+			return fmt.Errorf("the run stops: %w", err)
 		}
-		fmt.Printf("error sent back to the model:\n%s\n", msg)
-		return
+		fmt.Fprintf(w, "error sent back to the model:\n%s\n", msg)
+		return nil
 	}
 	text, err := toolset.ResultText(res)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
-	fmt.Printf("result: %s\n", text)
+	fmt.Fprintf(w, "result: %s\n", text)
+	return nil
 }
 
-func section(title string) {
-	fmt.Printf("\n%s\n%s\n", title, strings.Repeat("-", len(title)))
+func section(w io.Writer, title string) {
+	fmt.Fprintf(w, "\n%s\n%s\n", title, strings.Repeat("-", len(title)))
 }
