@@ -5,44 +5,264 @@
 // package built for that platform loads here unchanged.
 //
 // A [Store] keeps packages in a directory. [Store.Upload] checks a zip's
-// structure before anything is extracted ([ValidateZip]: sizes counted while
-// reading, entry count, path traversal, symlinks, .whl and .venv, the
-// manifest and its executables), extracts it atomically as the toolset's
-// next version, and runs discovery: "<executable> --schema" for each
-// executable, whose JSON output gives each tool's description, parameter
-// schema, configuration schema and timeout. A toolset's status goes
-// created → pending → ready or failed, and is persisted.
+// structure before anything is extracted ([ValidateZip]), extracts it
+// atomically as the toolset's next version, and runs discovery:
+// "<executable> --schema" for each executable, whose JSON output gives
+// each tool's description, parameter schema, configuration schema and
+// timeout. [Store.Toolset] returns a [toolset.Toolset] whose tools are
+// named <toolset>__<tool>. Each call runs "<executable> runner_args.json"
+// in a fresh work directory, in the sandbox, kills the process group at
+// the timeout, and returns the tool's result ([*Result]) or its error
+// ([*ToolFailure], which the model sees):
 //
-// [Store.Toolset] returns a toolset.Toolset whose tools are named
-// <toolset>__<tool>. Each call runs "<executable> runner_args.json" in a
-// fresh work directory, in the sandbox ([ModeBwrap], [ModePrlimit] or
-// [ModeDirect]; the default is the strongest that works on the machine),
-// kills the process group at the timeout, and returns the tool's result
-// ([*Result]) or its error ([*ToolFailure], which the model sees).
+//	store, err := toolpkg.Open("/var/lib/toolsets", nil)
+//	if err != nil {
+//		return err
+//	}
+//	defer store.Close()
+//	info, err := store.UploadFile(ctx, "weather", "weather.zip")
+//	if err != nil {
+//		return err // a *ValidationError: the zip was refused, nothing changed
+//	}
+//	if info.Status != toolpkg.StatusReady {
+//		return fmt.Errorf("discovery failed: %v", info.Errors)
+//	}
+//	weather := store.Toolset("weather", map[string]any{"api_key": key})
+//	tools, err := toolset.BuildTools(ctx, "assistant", weather, local)
+//	if err != nil {
+//		return err // a *ConfigError, say: a required key is missing
+//	}
+//	res, err := tools.Call(ctx, "weather__forecast", json.RawMessage(`{"city": "Paris"}`))
 //
 // [Pack] builds a package from a source directory; the command
 // cmd/toolset wraps it and the rest for the command line.
 //
-// # What a package can and cannot do
+// # The package format
+//
+// A package is a zip with manifest.yaml at its root. Its structure is
+// checked before anything is extracted ([ValidateZip], bounded by
+// [Limits]; every problem is reported at once in a [*ValidationError]):
+//
+//   - the zip is at most [Limits.MaxZipBytes] (50 MB) and has at most
+//     [Limits.MaxEntries] entries (10,000); its contents are at most
+//     [Limits.MaxUncompressedBytes] (250 MB), counted while they are read,
+//     whatever the zip's headers claim;
+//   - every entry is a relative path inside the package: no absolute
+//     path, no "..", no backslash, no NUL byte, no drive letter; no entry
+//     appears twice, and none is inside an entry that is a file;
+//   - entries are regular files and directories: no symlink, device,
+//     pipe or socket;
+//   - no .venv directory anywhere, no .whl file at the root: Python
+//     dependencies are extracted into the package (pip install --target);
+//   - manifest.yaml is present and valid, and each of its executables is
+//     in the zip.
+//
+// Files are extracted read-only (0444; 0555 for the executables and for
+// every entry with an execute bit).
+//
+// The manifest ([ParseManifest]) is at most 1 MB of YAML, decoded
+// strictly: an unknown field anywhere, a duplicate key or a value of the
+// wrong YAML type is an error, and every problem is reported in one
+// [*ManifestError] naming its field and line (at most 100; YAML aliases
+// cannot make checking costly: at most 100,000 map entries are walked):
+//
+//	version: 1                     # required; only 1 exists
+//	tools:                         # required: at least one entry
+//	  forecast:                    # key: ^[a-zA-Z0-9_-]{1,64}$
+//	    runtime: go                # required: go or python
+//	    executable: ./forecast     # required: a path inside the package
+//	    timeout_seconds: 60        # default 300
+//	    sandbox_profile: standard  # restrictive, standard (default) or permissive
+//	    resource_limits:           # default: the profile's
+//	      max_cpu_seconds: 30
+//	      max_file_size_mb: 64
+//	      max_open_files: 256
+//	      max_processes: 16
+//	      max_stack_size_mb: 8
+//	      max_write_mb: 128
+//
+// Each entry of tools is one executable ([Executable]); the tools it
+// exposes come from its --schema output. Two entries may not name the
+// same executable. A python executable (any script run through its "#!"
+// line, a shell script too) is looked up at its path, then under
+// python/bin/. timeout_seconds is a positive number of seconds, at most
+// [FormatMaxTimeoutSeconds] (30 days) and at most the store's
+// [Limits.MaxTimeoutSeconds] (default 3,600); [DefaultTimeoutSeconds]
+// when unset. Each resource limit is a positive integer, at most
+// [FormatMaxLimit] (or [FormatMaxLimitMB] for the _mb ones) and at most
+// the field of the store's [Limits.MaxResourceLimits] (default
+// [DefaultMaxResourceLimits]); a manifest that asks more is refused, and a
+// profile's default above the store's bound is lowered to it. The
+// profiles' defaults ([Profile.Limits]):
+//
+//	             cpu s  file MB  open files  processes  stack MB  write MB
+//	restrictive     60       64         128         32         8       128
+//	standard       300      256         512        128        16       512
+//	permissive     600     1024        1024        512        32      2048
+//
+// # The protocol
+//
+// A tool executable is run in two ways, always with its work directory
+// as the current directory, standard input empty, and an environment of
+// PATH (/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin),
+// HOME (the work directory), TMPDIR, LANG=C.UTF-8 and
+// PYTHONDONTWRITEBYTECODE=1 alone. The work directory holds empty input/
+// and output/ directories; it is removed when the process ends. Under
+// bwrap the package appears at /toolset/pkg and the work directory at
+// /toolset/work; in the other modes they keep their host paths.
+//
+// Discovery runs "<executable> --schema", once per executable at upload,
+// with no other argument (no configuration is passed), under the
+// executable's profile and limits, within [Options.DiscoveryTimeout] (30
+// seconds). It must exit 0 and print on standard output at most 8 MB of
+// one JSON object:
+//
+//	{"tools": {"forecast": {
+//	  "description": "Get the weather forecast for a city.",
+//	  "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+//	  "config_schema": [
+//	    {"key": "units", "type": "string", "description": "metric or imperial", "default": "metric"},
+//	    {"key": "api_key", "type": "string", "required": true, "secret": true}
+//	  ],
+//	  "timeout_seconds": 5
+//	}}}
+//
+// The tools object maps each tool's name to its schema ([ToolInfo]): at least one,
+// at most [MaxTools] in the package, each name matching
+// ^[a-zA-Z0-9_-]{1,64}$, unique across the package's executables, and
+// short enough that <toolset>__<name> has at most 64 characters. In each:
+//
+//   - description is required, not blank, at most [MaxDescriptionBytes];
+//   - parameters is the JSON Schema of the arguments (default: an object
+//     with no properties); its "type", if set, is "object"; it must
+//     compile (draft 2020-12 unless it says otherwise) and reference
+//     nothing outside itself (only "#..." references);
+//   - config_schema lists the configuration keys the tool takes
+//     ([ConfigField]), at most [MaxConfigFields]: key (required, at most
+//     [MaxConfigKeyBytes], unique, not one of [ReservedConfigKeys]), type
+//     (string, integer or boolean), and the optional description,
+//     required, secret and default (of the key's type; a string at most
+//     [MaxConfigDefaultBytes]);
+//   - timeout_seconds, a positive integer, overrides the manifest's for
+//     this tool, within [Limits.MaxTimeoutSeconds].
+//
+// Other fields, of a tool and of a configuration key, are ignored. Any
+// problem fails discovery; [Info.Errors] lists them all (at most 100).
+//
+// A call runs "<executable> <work>/runner_args.json", within the tool's
+// timeout. runner_args.json, readable by the tool's user alone, holds
+// every field below, empty ones included:
+//
+//	{
+//	  "tool_name": "forecast",             the tool's name from --schema, without the toolset's
+//	  "args": {"city": "Paris"},           the call's arguments, validated against parameters
+//	  "tool_config": {"units": "metric"},  the tool's configuration, {} when it has none
+//	  "result_file": "<work>/result.json", where the tool writes its result
+//	  "output_dir": "<work>/output",       an empty directory
+//	  "task_id": "...",                    the run's RunID
+//	  "user_id": "...",                    the run's value "user_id", if a string
+//	  "session_id": "...",                 the run's value "session_id", if a string
+//	  "app_name": "...",                   the run's Agent
+//	  "artifact_paths": {},                always empty
+//	  "artifact_metadata": {},             always empty
+//	  "status_pipe": "",                   always empty: there is no status pipe
+//	  "ipc_socket": "",                    always empty: there is no IPC socket
+//	  "tool_auth_headers": {},             always empty
+//	  "volume_mounts": []                  always empty
+//	}
+//
+// The run's fields come from the [toolset.RunContext] of the call, and are
+// "" without one. The tool's standard output is not read; the end of its
+// standard error (4 KB) is shown in a [*ExecError]. It writes result_file
+// and exits 0:
+//
+//	{"result": {"_schema": "ToolResult", "_schema_version": "1.0", "status": "success",
+//	            "message": "3-day forecast for Paris", "data": {"days": [...]}, "data_objects": []},
+//	 "error": ""}
+//
+// result.json is read only if it is a regular file (no link is followed,
+// no pipe waited on) of at most 16 MB, and then:
+//
+//   - an "error" other than null and "" fails the call with a
+//     [*ToolFailure] that the model sees: the string, or the value as
+//     JSON; it wins over "result";
+//   - otherwise "result" is required. Its status "error" is a
+//     [*ToolFailure] too, with its message. Any other status (success,
+//     partial, pending) is a [*Result] with the result's status, message,
+//     data and data_objects; the model is sent [Result.ModelText]: the
+//     status unless success, the message and the data, capped at
+//     [Options.MaxOutputBytes] (100 KB). _schema and _schema_version are
+//     not checked, and other fields (error_code) are ignored.
+//
+// A tool that exits non-zero or is killed, or exits 0 without writing a
+// result or with one that is not JSON, fails the call with a [*ExecError],
+// which should stop the run: a tool reports its own errors, for the
+// model, through "error" and exits 0. A tool still running at its timeout
+// is killed with all its processes, a [*TimeoutError] that the model
+// sees; one whose call's context ends is killed too.
+//
+// Configuration reaches a tool only through tool_config. The config given
+// to [Store.Toolset] is one flat map for the whole toolset: each key must
+// be declared by one of its tools, and each tool gets the keys its own
+// config_schema declares, with the value given, or else its default (a
+// nil value counts as unset); a required key with neither is an error.
+// Values must be of the key's type (an integer may be any Go integer, a
+// json.Number or an integral float64); [ParseConfigValue] converts text,
+// such as a command-line flag. The configuration is checked when a
+// version's tools are first built: unknown, reserved and missing
+// required keys and wrong types are a [*ConfigError] from GetTools.
+// Secret keys are passed like the others (see Secrets).
+//
+// # Lifecycle
+//
+// A toolset's status ([Status]) is persisted in its state.json:
+//
+//   - created ([StatusCreated]): [Store.Create] made the record, no
+//     package was uploaded yet;
+//   - pending ([StatusPending]): a package was accepted, discovery runs;
+//   - ready ([StatusReady]): every executable was discovered;
+//   - failed ([StatusFailed]): discovery failed, [Info.Errors] says why;
+//   - removed ([StatusRemoved]): [Store.Remove] removed it; [Store.Create]
+//     or an upload may make it again.
+//
+// [Store.Upload] creates the toolset if needed. A package that fails
+// validation changes nothing. Otherwise it becomes the next version
+// (numbers are never reused), and the status goes pending, then ready or
+// failed, which the returned [Info] shows: a failed discovery is not an
+// error of Upload. A re-upload moves a ready or failed toolset back to
+// pending; while it is pending, and if it fails, no tools are offered:
+// the previous version is not kept as a fallback. The previous version stays on disk until the calls using it
+// finish; a tool listed from it and called after it was deleted fails
+// with a [*StaleToolError] that the model sees, and the next turn lists
+// the new version's tools. GetTools fails with a [*NotReadyError] for a
+// toolset that is not ready, and with an error wrapping [ErrNotFound] for
+// a name the store never had.
+//
+// One process at a time owns a store directory ([Open] takes an
+// exclusive lock). Open cleans up what a crashed process left behind
+// (temporary folders, work directories, versions no longer current) and
+// marks a toolset left pending failed. A damaged state.json (unreadable,
+// not JSON, naming files outside its package, holding what discovery
+// would have refused, or naming a version whose folder is missing) does
+// not stop the store from opening: it is logged as an error, the toolset
+// is failed with an error that says to upload the package again, and its
+// files stay as they are; the next upload replaces the record, with a
+// version number above every folder on disk.
+//
+// # Sandbox
 //
 // A package is untrusted: its manifest, its --schema output, its
-// processes and every file they write. In every mode:
+// processes and every file they write. [Options.Sandbox] picks how tools
+// are isolated ([ModeBwrap], [ModePrlimit] or [ModeDirect]); the default,
+// [ModeAuto], is the strongest that works on the machine. In every mode:
 //
 //   - result.json is opened without following links and without blocking,
 //     must be a regular file and is read up to 16 MB; its content never
 //     appears in an error beyond a short, printable, redacted preview;
 //   - a tool's schema may not reference anything outside itself;
-//   - the values and defaults of every configuration key that any tool of
-//     the package declares secret are hidden from results, errors and
-//     stderr, raw or JSON-escaped (once or twice); a secret key's value is
-//     hidden in JSON output whatever its type (a boolean has no text to
-//     search for). Values shorter than 3 bytes, and encodings a tool may
-//     choose (base64, hex, ...), are not found: hiding stops a tool that
-//     leaks by accident, not a package that means to reveal what it was
-//     given. Hiding costs time linear in the output;
-//   - what a package declares is bounded before it is used: MaxTools
-//     tools, MaxDescriptionBytes per description, MaxConfigFields
-//     configuration keys per tool, MaxSecretBytes of secret keys
+//   - what a package declares is bounded before it is used: [MaxTools]
+//     tools, [MaxDescriptionBytes] per description, [MaxConfigFields]
+//     configuration keys per tool, [MaxSecretBytes] of secret keys
 //     and defaults; a manifest's aliases cannot make checking it costly;
 //   - manifest numbers are range-checked, and a store bounds what a
 //     package may ask for ([Limits.MaxTimeoutSeconds],
@@ -86,5 +306,31 @@
 // Under root, uid 0 is exempt from the process limit, so tools run as
 // [ToolUID]: the store's directory and those above it must be searchable
 // by that user (Open says so when they are not). What a mode cannot
-// enforce is logged once, as a warning, when a store opens.
+// enforce is logged once, as a warning, when a store opens; a package
+// that asks for the restrictive profile outside bwrap is warned about at
+// upload.
+//
+// # Secrets
+//
+// A configuration key that any tool of the package declares secret is
+// secret for all of them. Its values, given to [Store.Toolset] or taken
+// from defaults, are hidden, replaced by "[secret]", wherever a tool's
+// output reaches the host: in a [*Result] (status, message, data and
+// data_objects, and so [Result.ModelText]), in a [*ToolFailure]'s message,
+// and in a [*ExecError]'s standard error and its preview of a malformed
+// result.json. They are found raw or JSON-escaped (once or twice); in JSON
+// output, a member whose key is secret is hidden whatever its type (a
+// boolean has no text to search for). A secret value never appears in a
+// [*ConfigError], in [ParseConfigValue]'s errors or in the store's log.
+// [Info.Tools] holds the declared defaults, secret ones included: hide
+// them before showing an Info to someone who may not read them.
+//
+// The limits: values shorter than 3 bytes, and encodings a tool may
+// choose (base64, hex, ...), are not found: hiding stops a tool that
+// leaks by accident, not a package that means to reveal what it was
+// given. Hiding costs time linear in the output, and the secret keys
+// and defaults of a package are bounded ([MaxSecretBytes]). A tool reads
+// its secrets from runner_args.json, which only its user can read; but
+// outside bwrap every call's tools run as one user, so a tool of another
+// package can read them (note 3 of Sandbox).
 package toolpkg
