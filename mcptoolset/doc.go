@@ -10,7 +10,21 @@
 // The package is named so that it can be imported beside the SDK's mcp
 // package without an alias.
 //
-// # Using an MCP server's tools
+// An MCP server as a toolset, used once per turn:
+//
+//	fs := mcptoolset.NewCommand(exec.Command("mcp-server-filesystem", dir))
+//	defer fs.Close()
+//	tools, err := toolset.BuildTools(ctx, "assistant", fs.Prefixed("fs"), local)
+//	res, err := tools.Call(ctx, "fs_read_file", args)
+//
+// A toolset served to MCP clients:
+//
+//	srv := mcptoolset.NewServer(tools,
+//		mcptoolset.WithImplementation(&mcp.Implementation{Name: "ops", Version: "v1.2.0"}))
+//	err := srv.ServeStdio(ctx)                // as a local server, or
+//	http.Handle("/mcp", srv.HTTPHandler(nil)) // over streamable HTTP
+//
+// # Using MCP servers
 //
 // Make a [Toolset] from whatever reaches the server:
 //
@@ -20,12 +34,6 @@
 //	db := mcptoolset.New(session)                      // a connected *mcp.ClientSession
 //	notes := mcptoolset.NewInMemory("notes", sdkServer) // an SDK server in this process
 //	custom := mcptoolset.NewTransport("custom", dial)  // any mcp.Transport
-//	defer fs.Close()
-//
-// and use it as any toolset, once per turn:
-//
-//	tools, err := toolset.BuildTools(ctx, "assistant", fs.Prefixed("fs"), gh.Prefixed("gh"), local)
-//	res, err := tools.Call(ctx, "fs_read_file", args)
 //
 // Nothing connects until the toolset is first used. Its label (for error
 // messages, see [toolset.Labeler]) is "mcp:" + its name; the name is given
@@ -35,22 +43,49 @@
 // [toolset.InstructionsProvider], and [Toolset.Session] gives the session
 // itself for prompts and resources.
 //
-// # Tools
+// A [Toolset] is a handle on a connection. One connection may serve any
+// number of agents and runs at once. [Toolset.Acquire] returns another
+// handle on the same connection; give one to each owner that closes what it
+// holds (an agent, a request handler, a [toolset.Combined], which closes its
+// children):
+//
+//	shared := mcptoolset.NewCommand(cmd) // handle 1
+//	support := shared.Acquire()          // handle 2, for the support agent
+//	billing := shared.Acquire()          // handle 3, for the billing agent
+//	shared.Close()                       // support and billing keep it open
+//
+// The connection opens on first use through any handle and closes when the
+// last handle is closed: the session ends and a subprocess server is
+// stopped. Closing a handle again does nothing, so a toolset that appears
+// twice in a tree of toolsets can be closed twice. A closed handle, and
+// every handle after the last Close, fails with [ErrClosed]. When the
+// server ends the session (the subprocess exited, the HTTP session
+// expired), the next use connects again and lists the tools again; a
+// session given to [New] cannot be reopened.
+//
+// A server that cannot be reached makes GetTools fail with a
+// [*ServerError] naming it, which fails the turn. With [SkipUnavailable],
+// GetTools logs a warning (log/slog, see [WithLogger]) and returns no tools
+// and a nil error, so the agent goes on without the server. After a failed
+// connection attempt the failure is returned again, without dialling, for
+// [WithRetryDelay].
 //
 // Each tool the server lists becomes a [toolset.Tool] with the server's
 // name, description and input schema, and its output schema as Returns. The
-// schemas are decoded with [toolset.ParseSchema], which keeps every keyword (vendor
-// keywords, "definitions", draft-04 and draft-07 forms) rather than the
-// subset invopop's schema type knows, so arguments are validated against
-// exactly what the server declared before any request is sent. Metadata
-// carries the server's name ([MetaServer]), the tool's name on the server
-// ([MetaTool], unchanged by prefixes and renames), its title ([MetaTitle])
-// and its annotations as "true" or "false" ([MetaReadOnly],
-// [MetaDestructive], [MetaIdempotent], [MetaOpenWorld]; set only when the
-// server sent annotations). Annotations are hints from the server, not
-// guarantees: do not base security decisions on them for servers you do not
-// trust. [WithToolOptions] gives the tools the core's policies, chosen per
-// tool from its definition:
+// schemas are decoded with [toolset.ParseSchema], which keeps every keyword
+// (vendor keywords, "definitions", draft-04 and draft-07 forms) rather than
+// the subset invopop's schema type knows, so arguments are validated against
+// exactly what the server declared before any request is sent. The SDK's
+// client decodes the schemas into map[string]any before this package sees
+// them, so the order of "properties" is not kept (keys come sorted) and
+// numbers pass through float64. Metadata carries the server's name
+// ([MetaServer]), the tool's name on the server ([MetaTool], unchanged by
+// prefixes and renames), its title ([MetaTitle]) and its annotations as
+// "true" or "false" ([MetaReadOnly], [MetaDestructive], [MetaIdempotent],
+// [MetaOpenWorld]; set only when the server sent annotations). Annotations
+// are hints from the server, not guarantees: do not base security
+// decisions on them for servers you do not trust. [WithToolOptions] gives
+// the tools the core's policies, chosen per tool from its definition:
 //
 //	mcptoolset.WithToolOptions(func(def *mcp.Tool) []toolset.ToolOption {
 //		opts := []toolset.ToolOption{toolset.WithTimeout(30*time.Second, toolset.TimeoutTellModel)}
@@ -59,43 +94,6 @@
 //		}
 //		return opts
 //	})
-//
-// A server is not trusted: its listing is checked before anything is
-// offered to a model. A tool is refused when its input schema does not
-// compile, or when any of its schemas refers to a document other than
-// itself (a "$ref", "$dynamicRef" or "$recursiveRef" that is not a
-// fragment "#...", a "$schema" that is not a JSON Schema draft, an "$id"
-// that is neither a fragment nor a plain http(s) URL; see
-// [ExternalRefError]), so a schema never makes the process read a file or
-// fetch a URL. A tool is refused too when it is over the limits of
-// [WithListLimits] (schema size and nesting, description and title size),
-// when its name is not one a model can call (it must match
-// ^[a-zA-Z0-9_-]{1,64}$, as the core requires: offered, a tool of another
-// name would fail every turn of the agent, since the core refuses a turn
-// that holds one), or when the server lists two tools of its name. A refused
-// tool is left out, with a warning logged once per definition, and
-// [Toolset.InvalidTools] reports it ([*InvalidToolError]); the server's
-// other tools are offered. [FailOnInvalidTools] makes the listing fail
-// instead. A listing with more tools than [ListLimits].MaxTools, or
-// larger than [ListLimits].MaxListBytes, fails, and [WithListTimeout]
-// bounds the time to list, all pages together (30
-// seconds by default), so a server that never answers cannot hang a turn.
-//
-// Calling a tool sends tools/call with the arguments as they are. A
-// successful result is a [*toolset.Content]: text, image, audio and
-// resource content as parts, structured content as Structured;
-// [toolset.ResultText] renders it for a model. A result the server flags
-// with isError is a [*ResultError], a [toolset.ModelError] whose message is
-// the result's text: the model sees it and can try again. Anything else
-// (the server cannot be reached, the connection drops, the context ends,
-// the server answers with a JSON-RPC error) is a [*ServerError] naming the
-// server and the tool, and should stop the run. A call is never retried, as
-// it may have run. A call that gets no answer within [WithCallTimeout]
-// (five minutes by default) fails likewise. A message from the server is
-// at most 16 MiB, over stdio (the SDK's bound) and over HTTP (this
-// package's), and the errors that quote a server's text cut it to 8 KiB.
-//
-// # The tool list cache
 //
 // The list is fetched on first use, following the server's pages, and kept
 // until the server sends notifications/tools/list_changed; [WithCacheTTL]
@@ -120,41 +118,47 @@
 //	session, err := client.Connect(ctx, transport, nil)
 //	fs.Store(mcptoolset.New(session))
 //
-// # Sharing one session, and closing it
+// A server is not trusted: its listing is checked before anything is
+// offered to a model. A tool is refused when its input schema does not
+// compile, or when any of its schemas refers to a document other than
+// itself (a "$ref", "$dynamicRef" or "$recursiveRef" that is not a
+// fragment "#...", a "$schema" that is not a JSON Schema draft, an "$id"
+// that is neither a fragment nor a plain http(s) URL; see
+// [ExternalRefError]), so a schema never makes the process read a file or
+// fetch a URL. A tool is refused too when it is over the limits of
+// [WithListLimits] (schema size and nesting, description and title size),
+// when its name is not one a model can call (it must match
+// ^[a-zA-Z0-9_-]{1,64}$, as the core requires: offered, a tool of another
+// name would fail every turn of the agent, since the core refuses a turn
+// that holds one), or when the server lists two tools of its name. A refused
+// tool is left out, with a warning logged once per definition, and
+// [Toolset.InvalidTools] reports it ([*InvalidToolError]); the server's
+// other tools are offered. [FailOnInvalidTools] makes the listing fail
+// instead. A listing with more tools than [ListLimits].MaxTools, or
+// larger than [ListLimits].MaxListBytes, fails, and [WithListTimeout]
+// bounds the time to list, all pages together, so a server that never
+// answers cannot hang a turn.
 //
-// A [Toolset] is a handle on a connection. One connection may serve any
-// number of agents and runs at once. [Toolset.Acquire] returns another
-// handle on the same connection; give one to each owner that closes what it
-// holds (an agent, a request handler, a [toolset.Combined], which closes its
-// children):
+// Calling a tool sends tools/call with the arguments as they are. A
+// successful result is a [*toolset.Content]: text, image, audio and
+// resource content as parts, structured content as Structured;
+// [toolset.ResultText] renders it for a model. Content annotations and
+// _meta are not carried; a resource link becomes a part with its URI and
+// media type but not its name and description. A call is never retried,
+// as it may have run, and [WithCallTimeout] bounds its wait for an answer.
 //
-//	shared := mcptoolset.NewCommand(cmd) // handle 1
-//	support := shared.Acquire()          // handle 2, for the support agent
-//	billing := shared.Acquire()          // handle 3, for the billing agent
-//	shared.Close()                       // support and billing keep it open
+// The errors of a call are of two kinds. A result the server flags with
+// isError is a [*ResultError], a [toolset.ModelError] whose message is the
+// result's text: the model sees it and can try again. Anything else (the
+// server cannot be reached, the connection drops, the context ends, the
+// call times out, the server answers with a JSON-RPC error) is a
+// [*ServerError] naming the server, the operation and the tool, and should
+// stop the run. A subprocess server ([NewCommand]) that exits, at start or
+// later, is reported with a [*CommandError] inside the [*ServerError]: its
+// exit status and the end of its stderr, which usually say why (a missing
+// key, a bad flag).
 //
-// The connection opens on first use through any handle and closes when the
-// last handle is closed: the session ends and a subprocess server is
-// stopped. Closing a handle again does nothing, so a toolset that appears
-// twice in a tree of toolsets can be closed twice. A closed handle, and
-// every handle after the last Close, fails with [ErrClosed].
-//
-// # When the server is down
-//
-// A server that cannot be reached makes GetTools fail with a
-// [*ServerError] naming it, which fails the turn. With [SkipUnavailable],
-// GetTools logs a warning (log/slog, see [WithLogger]) and returns no tools
-// and a nil error, so the agent goes on without the server. After a failed
-// connection attempt the failure is returned again, without dialling, for
-// [WithRetryDelay] (two seconds by default). When the server ends the
-// session (the subprocess exited, the HTTP session expired), the next use
-// connects again and lists the tools again; a session given to [New]
-// cannot be reopened. A subprocess server ([NewCommand]) that exits, at
-// start or later, is reported with a [*CommandError] inside the
-// [*ServerError]: its exit status and the end of its stderr, which usually
-// say why (a missing key, a bad flag).
-//
-// # Serving a toolset
+// # Serving toolsets
 //
 // [NewServer] returns a [*Server] whose tools are a toolset's:
 //
@@ -170,15 +174,28 @@
 // [toolset.BuildTools] in the run context that [WithRunContext] makes from
 // the request (its session, client, HTTP header and token), so a filtered
 // or dynamic toolset shows each client only its own tools, and a client
-// cannot call a tool it is not shown. Calls run through
-// [toolset.Tools.Execute]: arguments are validated, policies apply.
+// cannot call a tool it is not shown. The function is called for every
+// request, so what a client may do is decided again at each; an error
+// from it refuses the request (a [*jsonrpc.Error] returned as it is is
+// sent to the client, anything else is internal). Without it, a request
+// runs with the agent name ([WithAgent]) as Agent and the session's ID
+// (or one made up for a session without one) as RunID.
+// Calls run through [toolset.Tools.Execute]: arguments are validated,
+// policies apply. Results go out as text, [*toolset.Content] parts as MCP
+// content of the same kind, and, for tools with a result schema, also as
+// structured content. Tool metadata [MetaTitle] and the hint keys become
+// the MCP title and annotations, so a proxied MCP tool keeps them. The
+// toolset's instructions ([toolset.InstructionsProvider]) are sent at
+// initialization, unless the SDK's server options set some.
 //
 // Each MCP session is one run: its requests share the run's bookkeeping,
 // each request one step later than the last. A tool search's reveals show
 // from the session's next request, run-scoped caches hit across its
 // requests, retry budgets and approvals hold for the session; other
-// sessions see none of it. The run is forgotten when the session ends, and
-// [WithMaxSessionRuns] bounds the runs kept.
+// sessions see none of it. The Step and bookkeeping of the RunContext
+// that [WithRunContext] returns are not used; a RunID other than the
+// session run's starts a new run for the session. The run is forgotten
+// when the session ends, and [WithMaxSessionRuns] bounds the runs kept.
 //
 // Errors the model should see come back as isError results with their
 // text (an unknown tool too, with the names available). Other errors are
@@ -186,20 +203,51 @@
 // the error is logged with the same ID ([WithServerLogger]), so a remote
 // client never reads a host's error text. Every request runs under
 // recover: a callback that panics (a filter, a handler, a cache key, the
-// run context function) fails its request, and the server serves on. Results go out as text, [*toolset.Content] parts as MCP content of
-// the same kind, and, for tools with a result schema, also as structured
-// content. Tool metadata [MetaTitle] and the hint keys become the MCP
-// title and annotations, so a proxied MCP tool keeps them.
+// run context function) fails its request, and the server serves on.
 //
 // The SDK sends list changes only when its own tool registry changes, so
 // when what the toolset shows changes, call [Server.ToolsChanged]: every
-// connected client is told to list the tools again.
+// connected client is told to list the tools again. Tools added to
+// [Server.MCP] with the SDK's AddTool are not listed.
 //
 // # Limits
 //
-// The SDK's client decodes a tool's schemas into map[string]any before this
-// package sees them, so the order of "properties" is not kept (keys come
-// sorted) and numbers pass through float64. Content annotations and _meta
-// are not carried; a resource link becomes a part with its URI and media
-// type but not its name and description.
+// Every bound and timeout, with its default. A timeout or delay set to
+// zero means none (a timeout then has no bound beyond the caller's
+// context); a zero field of [ListLimits], or a zero [WithMaxSessionRuns],
+// keeps the default. Using a server:
+//
+//   - connecting and initializing: [WithConnectTimeout],
+//     [DefaultConnectTimeout] (30 seconds);
+//   - after a failed connection, no new attempt for [WithRetryDelay],
+//     [DefaultRetryDelay] (2 seconds);
+//   - listing, all pages together: [WithListTimeout],
+//     [DefaultListTimeout] (30 seconds), and at most 1,000 pages;
+//   - a call's wait for its answer: [WithCallTimeout],
+//     [DefaultCallTimeout] (5 minutes);
+//   - the tool list cache: kept until list_changed; [WithCacheTTL]
+//     (default none), [WithoutCache];
+//   - a listing ([WithListLimits], [ListLimits]): [DefaultMaxTools]
+//     (1,000) tools and [DefaultMaxListBytes] (16 MiB) in all, and per
+//     tool [DefaultMaxSchemaBytes] (256 KiB) per schema,
+//     [DefaultMaxSchemaDepth] (64) levels of nesting,
+//     [DefaultMaxDescriptionBytes] (16 KiB) of description and of title,
+//     and a name of 1 to 64 letters, digits, '_' or '-';
+//   - a message from the server: 16 MiB, over stdio (the SDK's bound) and
+//     over HTTP (this package's, see [WithHTTPClient]);
+//   - error text quoting the server: 8 KiB in a [*ServerError] or
+//     [*ResultError] (the model gets all of a ResultError's text), 512
+//     bytes for the cause of an [*InvalidToolError], 10 refusals joined
+//     under [FailOnInvalidTools];
+//   - a subprocess server's stderr: its last [MaxStderrTail] (2 KiB) kept
+//     for a [*CommandError], copied for one second after it exits (or the
+//     command's WaitDelay).
+//
+// Serving a toolset:
+//
+//   - the sessions whose run is kept: [WithMaxSessionRuns],
+//     [DefaultMaxSessionRuns] (1,024), the least recently used dropped;
+//   - tools/list page size: [WithPageSize] (default: every tool in one
+//     page);
+//   - a refusal's message from the run context function: 1 KiB.
 package mcptoolset

@@ -127,8 +127,8 @@
 //	  "timeout_seconds": 5
 //	}}}
 //
-// The tools object maps each tool's name to its schema ([ToolInfo]): at least one,
-// at most [MaxTools] in the package, each name matching
+// The tools object maps each tool's name to its schema ([ToolInfo]): at
+// least one, at most [MaxTools] in the package, each name matching
 // ^[a-zA-Z0-9_-]{1,64}$, unique across the package's executables, and
 // short enough that <toolset>__<name> has at most 64 characters. In each:
 //
