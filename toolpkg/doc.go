@@ -100,6 +100,11 @@
 //	standard       300      256         512        128        16       512
 //	permissive     600     1024        1024        512        32      2048
 //
+// The restrictive profile also cuts the tool off the network (under bwrap
+// only, see Sandbox); standard and permissive share the host's, and
+// permissive shows the tool all of the host's /etc and /opt, read-only,
+// under bwrap.
+//
 // # The protocol
 //
 // A tool executable is run in two ways, always with its work directory
