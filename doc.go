@@ -4,13 +4,13 @@
 // An agent's tools come from many places: typed Go functions, MCP servers
 // (package mcptoolset), other agents, packaged tool bundles (package
 // toolpkg). This package gives them one shape, [Toolset], composes them
-// (prefix, rename, filter per caller, combine), and once per turn builds,
-// with [BuildTools], the exact ordered list the model is sent, reporting
+// (prefix, rename, filter per caller, combine), and once per turn builds
+// with [BuildTools] the exact ordered list the model is sent, reporting
 // every name conflict at once. The resulting [*Tools] runs the model's
-// calls: the arguments are validated against the tool's JSON Schema before
-// any of your code sees them, and the tool's policies (approval, cache,
-// rate limit, timeout, retries) apply in a fixed order. The provider
-// adapters (provider/openaitools, ...) and toolsettest build on it.
+// calls: arguments are validated against the tool's JSON Schema before any
+// of your code sees them, then the tool's policies apply in a fixed order.
+// The provider adapters (provider/openaitools, ...) and toolsettest build
+// on it.
 //
 // A typed tool, a toolset shown only to staff, one run, one turn, one call:
 //
@@ -46,42 +46,34 @@
 // budget, middleware and delegate agent follow the tool, not the name. Make
 // tools with [NewTool] (the schema reflected from a Go struct), [NewRawTool]
 // (a ready schema, such as one decoded by [ParseSchema]) or [AgentTool];
-// [Tool.Err] reports a tool that cannot be used. A Tool is also a Toolset
-// of one.
+// [Tool.Err] reports one that cannot be used. A Tool is a Toolset of one.
 //
-// The toolset types of this package are [Function] (a static list),
-// [Prefixed] and [Renamed] (the same tools under new names), [Filtered]
-// (tools hidden per turn by a [Predicate]), [Combined] (several toolsets
-// merged, materialised concurrently), [Prepared] (the list edited, pruned
-// or reordered per turn), [Dynamic] (the toolset picked per turn) and
-// [Wrapper] (embed it in your own type and override what you need).
-//
-// The rule for builders: each toolset type of this package that you use
-// through a pointer (*Function, *Prefixed, *Renamed, *Filtered, *Combined,
-// *Prepared, *Dynamic) has the builder methods .Prefixed, .Renamed,
-// .Filtered, .Prepared and .CombinedWith, each returning the concrete type
-// so that chains read left to right, and each builder has a free-function
-// twin that takes any Toolset: [Prefix], [Rename], [Filter], [Prepare],
-// [NewCombined].
+// The toolset types are [Function] (a static list), [Prefixed] and
+// [Renamed] (the same tools under new names), [Filtered] (tools hidden per
+// turn by a [Predicate]), [Combined] (toolsets merged), [Prepared] (the
+// list edited, pruned or reordered per turn), [Dynamic] (the toolset picked
+// per turn) and [Wrapper] (embed it and override what you need). Each of
+// them but Wrapper has the builder methods .Prefixed, .Renamed, .Filtered,
+// .Prepared and .CombinedWith, returning the concrete type so that chains
+// read left to right; each builder has a free-function twin that takes any
+// Toolset: [Prefix], [Rename], [Filter], [Prepare], [NewCombined].
 //
 //	db := toolset.NewFunction(query, migrate).Prefixed("db").Filtered(isAdmin)
 //
-// [Wrapper] has no builder methods, on purpose: a method promoted from an
-// embedded Wrapper receives the Wrapper, not your type, so a promoted
-// .Prefixed would wrap the Wrapper and lose your GetTools. Pass your type
-// to the free functions instead. A Tool has none either; put it in a
-// [NewFunction] to chain.
+// Wrapper has none on purpose: a method promoted from an embedded Wrapper
+// receives the Wrapper, not your type, so a promoted .Prefixed would wrap
+// the Wrapper and lose your GetTools; pass your type to the free functions.
+// A Tool has none either; put it in a [NewFunction] to chain.
 //
-// Toolsets may implement [Labeler] (a name for error messages, see
-// [LabelOf]), [InstructionsProvider] (text for the system prompt, gathered
-// by [Instructions]) and [io.Closer]. Prefixed, Renamed, Filtered, Prepared
-// and Wrapper forward all three to the toolset they wrap, except that
-// Filtered and Prepared forward instructions only in turns where they show
-// a tool. A Combined has no label of its own, joins its children's
-// instructions and closes them in reverse order. A Dynamic forwards the
-// instructions of this turn's pick but neither a label nor Close: the
-// toolsets it picks belong to whoever built them. A Function takes its own
-// from [Function.WithLabel] and [Function.WithInstructions].
+// Toolsets may implement [Labeler] (a name for error messages),
+// [InstructionsProvider] (system-prompt text, gathered by [Instructions])
+// and [io.Closer]. Prefixed, Renamed, Filtered, Prepared and Wrapper forward
+// all three, except that Filtered and Prepared forward instructions only in
+// turns where they show a tool. A Combined has no label, joins its
+// children's instructions and closes them in reverse order. A Dynamic
+// forwards its pick's instructions but neither a label nor Close: what it
+// picks belongs to whoever built it. A Function has [Function.WithLabel]
+// and [Function.WithInstructions].
 //
 // # Turns
 //
@@ -89,17 +81,15 @@
 // entries (toolsets, and bare Tools as standalone tools) into the [*Tools]
 // the model is sent. Predicates, prepare and Dynamic functions read the
 // [RunContext] from that context; a predicate's error hides the tool (fail
-// closed) and is logged, its panic fails the turn. Entries are materialised
-// concurrently. Every name shown by two entries and every name that breaks
-// the providers' rule ^[a-zA-Z0-9_-]{1,64}$ is reported at once, in one
-// [*NameConflictError] naming each contributor, with its path through
-// nested toolsets; the errors of toolsets that fail are joined instead. Two
+// closed) and is logged, its panic fails the turn. Every name shown by two
+// entries and every name that breaks the providers' rule
+// ^[a-zA-Z0-9_-]{1,64}$ is reported at once, in one [*NameConflictError]
+// naming each contributor and its path through nested toolsets. Two
 // standalone tools with one name are not a conflict: the later replaces the
-// earlier, at the earlier one's position. Names are judged on the tools
-// visible this turn, so two tenants' tools behind filters clash only in a
-// turn that shows both. A tool shown this turn whose environment variables
-// ([WithRequiredEnv]) are missing fails the turn with an [*EnvError];
-// [Validate] checks every tool, hidden ones included, at start-up.
+// earlier, at its position. Names are judged on the tools visible this
+// turn, so two tenants' tools behind filters clash only in a turn that
+// shows both. [Validate] checks every tool, hidden ones included, at
+// start-up.
 //
 // A deferred tool ([WithDeferred]) stays out of the set until a search of
 // this run ([NewToolSearch]) reveals it; a tool whose retries are spent
@@ -108,11 +98,11 @@
 //
 // A *Tools is immutable: [Tools.All], [Tools.List] and [Tools.Names] give
 // the tools in the order the model is sent them, [Tools.Lookup] finds one
-// by name, and [Tools.Execute] and [Tools.Call] run the model's calls. The
+// by name, [Tools.Execute] and [Tools.Call] run the model's calls. The
 // order is part of the contract: the entries in order, each toolset's tools
-// in declaration order, the same from turn to turn while the toolsets show
-// the same tools, so that a provider's prompt cache stays warm. Toolsets of
-// your own must keep their order deterministic too (see [Toolset]).
+// in declaration order, unchanged from turn to turn while the same tools
+// are shown, so a provider's prompt cache stays warm; your own toolsets
+// must keep a deterministic order too (see [Toolset]).
 //
 // # Runs
 //
@@ -122,17 +112,16 @@
 // and holds the run's own bookkeeping: the failures that count against
 // retry budgets, the deferred tools its searches revealed, the approval
 // decisions ([RunContext.ApproveCall], [RunContext.DenyCall]) and the
-// run-scoped caches ([CacheRun]). Attach it once per run with [NewContext],
-// which creates the bookkeeping, and derive each turn's copy with
-// [RunContext.WithStep]: copies share the bookkeeping, so every step sees
-// what the others did. [FromContext] reads it and never returns nil.
+// run-scoped caches ([CacheRun]). Make one per run and give each turn a
+// copy from [RunContext.WithStep], attached with [NewContext]: copies share
+// the bookkeeping, so every step sees what the others did. [FromContext]
+// reads it and never returns nil.
 //
-// A turn's *Tools belongs to the run it was built for: its predicates
-// decided what that run may call. It refuses, with a [*RunMismatchError], a
-// call under the context of another run, of no run when it was built under
-// one, or of a run when it was built under none; the context of any step
-// of its own run will do. Build a set per turn and call it under the same
-// turn's context.
+// A turn's *Tools belongs to the run it was built for, since its
+// predicates decided what that run may call: it refuses, with a
+// [*RunMismatchError], a call under the context of another run (or of no
+// run when it was built under one, and the reverse); any step of its own
+// run will do.
 //
 // A sub-agent is a tool: [AgentTool] offers an [Agent] to the model, which
 // calls it with a prompt and gets the agent's answer. The sub-agent builds
@@ -173,20 +162,19 @@
 //
 // # Policies
 //
-// Options given to [NewTool], [NewRawTool] or [AgentTool] say how the
-// tool's turns and calls go. They belong to the tool's core, so every copy
-// shares them and their state:
+// Options of [NewTool], [NewRawTool] and [AgentTool] belong to the tool's
+// core, so every copy shares them and their state:
 //
 //   - [WithEnabled]: show the tool only in turns a [Predicate] accepts.
 //   - [WithPrepare]: edit the tool's definition, or drop it, per turn.
 //   - [WithDeferred]: hide the tool until a [NewToolSearch] of the run finds it.
 //   - [WithRequiredEnv]: environment variables BuildTools and Validate check.
 //   - [WithApproval]: calls wait for a human's decision, recorded in the run.
-//   - [WithCache]: keep successful results per process or per run ([CachePolicy]).
-//   - [WithRateLimit]: wait for a token, or refuse the call ([RateLimit]).
-//   - [WithTimeout]: a deadline, told to the model or stopping the run ([TimeoutBehavior]).
-//   - [WithMaxRetries]: a budget of failing steps per run; then the tool is spent.
-//   - [WithMiddleware]: wrap the handler (logging, tracing); [Wrapper] does it per toolset.
+//   - [WithCache]: keep successful results per process or per run.
+//   - [WithRateLimit]: wait for a token, or refuse the call.
+//   - [WithTimeout]: a deadline, told to the model or ending the run.
+//   - [WithMaxRetries]: a budget of failing steps per run, then it is spent.
+//   - [WithMiddleware]: wrap the handler; [Wrapper] does it per toolset.
 //   - [WithMetadata], [WithReturns]: data for the application; the result's schema.
 //
 // # Errors
@@ -201,32 +189,27 @@
 // errors may implement it too. Every other error should stop the run: a
 // handler's error in a [*ToolError] (unless it wraps a ModelError), an
 // [*AbortError], a [*RunMismatchError], and a [*PanicError] for user code
-// that panicked, whose Callback names the kind of code ("handler",
-// "middleware", "filter predicate", "cache key", ...) beside the tool and
-// the toolset.
+// that panicked, naming the kind of callback, the tool and the toolset.
 //
-// A turn fails with a [*NameConflictError] (every clashing or invalid name,
-// a rename collision included), an [*EnvError], the joined errors of the
-// toolsets that failed, or a [*PanicError] of a callback run for the turn.
-// A schema that refers outside itself is a [*SchemaRefError], from
-// [ParseSchema] or from [Tool.Err] of the tool made with it. Get them with
-// errors.As. Errors say each thing once: "toolset: " begins only the
+// A turn fails with a [*NameConflictError] (a rename collision included),
+// an [*EnvError] for a shown tool's missing environment variables, the
+// joined errors of the toolsets that failed, or a [*PanicError]. A schema
+// that refers outside itself is a [*SchemaRefError], from [ParseSchema] or
+// [Tool.Err]. Get them with errors.As; "toolset: " begins only the
 // outermost of this package's errors.
 //
 // # Untrusted input
 //
 // The model's tool names and arguments, and every schema from outside the
-// program (an MCP server's, a package's), are untrusted; your Go code and
-// its callbacks are trusted, but may panic. The README's "Security model"
-// section covers every package of the module.
+// program, are untrusted; your Go code and its callbacks are trusted, but
+// may panic. The README's "Security model" covers the whole module.
 //
 //   - Schemas are self-contained: a "$ref", "$dynamicRef" or
 //     "$recursiveRef" that is not a fragment of the document, or a
 //     "$schema" naming no draft the validator knows, is refused with a
 //     [*SchemaRefError] when the schema is parsed or the tool made, and the
 //     validator has no loader: nothing is ever read from a file or a URL. A
-//     schema that would cost too much to compile or to check against (too
-//     deep, too large a pattern, too many shared references) is refused too.
+//     schema too costly to compile or check against is refused too.
 //   - Arguments are validated against the schema as offered this turn
 //     before any of your code sees them, in time linear in their size;
 //     numbers the handler's Go type cannot hold faithfully are refused, and
@@ -239,22 +222,20 @@
 //     prepare and Dynamic functions, approval predicates, cache policies, a
 //     toolset's own GetTools, Label, Instructions or Close, the methods of
 //     a returned error) becomes a [*PanicError]; the process survives. A nil
-//     toolset, or a nil pointer of a toolset type of this package, is an
-//     error wherever it is used ("entries[1] is a nil *Filtered").
-//   - A handler runs on the goroutine that makes the call. One that calls
-//     [runtime.Goexit] (as testing.T.FailNow does) on a goroutine this
-//     module runs (those of BuildTools and Combined, a provider adapter's
-//     calls) is reported as a [*PanicError] with [ErrGoexit]; called
-//     directly on the caller's goroutine, as by [Tools.Call], it ends that
-//     goroutine as Go defines, and is logged.
+//     toolset is an error wherever it is used ("entries[1] is a nil *Filtered").
+//   - User code that calls [runtime.Goexit] (as testing.T.FailNow does) on
+//     a goroutine this module runs it on (those of BuildTools and Combined,
+//     a provider adapter's calls) is reported as a [*PanicError] with
+//     [ErrGoexit]. A handler runs on the goroutine that makes the call, so
+//     one called directly, as by [Tools.Call], ends the caller's goroutine
+//     as Go defines; that is logged.
 //
 // # Concurrency and performance
 //
 // Toolsets, tools and a turn's *Tools are safe for concurrent use: one
 // value serves every run at once, since per-run state lives in the
-// RunContext, never in a toolset. Toolsets of your own must be safe the
-// same way (see [Toolset]): BuildTools and Combined call their children's
-// GetTools concurrently.
+// RunContext. Your own toolsets must be safe the same way (see [Toolset]):
+// BuildTools and Combined materialise their entries concurrently.
 //
 // What does not depend on the run context is memoised and shared by every
 // run: a Function's list, prefixed and renamed copies (rebuilt only when
