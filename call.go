@@ -9,34 +9,9 @@ import (
 	"time"
 )
 
-// The call path. Tools.Execute and Tool.Call run a call through these
-// steps, in order:
-//
-//  1. lookup in this turn's set (Tools.Execute only), refusing a deferred
-//     tool this run has not revealed and a tool whose retries are spent;
-//  2. argument validation against the tool's parameter schema as offered
-//     this turn;
-//  3. approval (WithApproval);
-//  4. result cache lookup (WithCache), where a hit ends the call;
-//  5. rate limit (WithRateLimit);
-//  6. the middleware chain (WithMiddleware, Wrapper.Middleware), outermost
-//     first, and
-//  7. the handler, both under the tool's timeout (WithTimeout), with panics
-//     recovered;
-//  8. result cache store, for successful results;
-//  9. retry accounting in the run context (WithMaxRetries).
-//
-// Validation comes first so that nothing later sees arguments the tool
-// would refuse: an approval predicate or a cache key function gets valid
-// JSON, a human is never asked to approve a call that cannot run, and a
-// cached result is only returned for arguments valid for the tool as this
-// turn offers it (a schema narrowed by WithPrepare cannot be bypassed by a
-// result cached in another turn). The rate limit comes after the cache
-// because it guards what the handler uses: a hit, or a call that waits for
-// an identical call already running, takes no token.
-//
-// Concurrent calls with the same cache key on a cold cache run steps 5 to 8
-// once and share the result.
+// The call path, whose steps the comments below refer to by number, and
+// the reasons for its order are described in the package documentation
+// (doc.go, section "The call path"). Keep the two in step.
 
 // Call runs the tool with args through the whole call path, as
 // [Tools.Call] does once it has found the tool.

@@ -1,48 +1,251 @@
-// Package toolset composes the tools an LLM agent is offered on each turn.
+// Package toolset composes the tools an LLM agent is offered on each turn,
+// and runs the calls the model makes.
 //
-// An agent's tools come from many places: typed Go functions, MCP servers,
-// other agents, packaged tool bundles. This package gives them one shape,
-// [Toolset], and a handful of composable implementations:
+// An agent's tools come from many places: typed Go functions, MCP servers
+// (package mcptoolset), other agents, packaged tool bundles (package
+// toolpkg). This package gives them one shape, [Toolset], composes them
+// (prefix, rename, filter per caller, combine), and once per turn builds
+// with [BuildTools] the exact ordered list the model is sent, reporting
+// every name conflict at once. The resulting [*Tools] runs the model's
+// calls: arguments are validated against the tool's JSON Schema before any
+// of your code sees them, then the tool's policies apply in a fixed order.
+// The provider adapters (provider/openaitools, ...) and toolsettest build
+// on it.
 //
-//   - [Function]: a static list of [Tool] values, typically made with [NewTool];
-//   - [Prefixed] and [Renamed]: namespace or rename tools so names do not collide;
-//   - [Filtered]: hide tools per turn, for example by the caller's role read from the [RunContext];
-//   - [Combined]: merge several toolsets, materialised concurrently;
-//   - [Prepared]: edit, drop or reorder the tool list per turn;
-//   - [Dynamic]: pick the toolset per turn;
-//   - [Wrapper]: embed it in your own type to override behaviour.
+// A typed tool, a toolset shown only to staff, one run, one turn, one call:
 //
-// Builder methods chain them left to right:
+//	type Args struct {
+//		City string `json:"city" jsonschema:"City name, e.g. Paris"`
+//	}
+//	forecast := toolset.NewTool("forecast", "Get the weather forecast.",
+//		func(ctx context.Context, in Args) (string, error) { return in.City + ": sunny", nil })
+//	staffOnly := func(ctx context.Context, _ toolset.Tool) (bool, error) {
+//		return toolset.FromContext(ctx).String("role") == "staff", nil
+//	}
+//	weather := toolset.NewFunction(forecast).Prefixed("weather").Filtered(staffOnly)
+//
+//	run := &toolset.RunContext{RunID: "r1", Values: map[string]any{"role": "staff"}}
+//	turn := toolset.NewContext(ctx, run.WithStep(0)) // then run.WithStep(1), ...
+//	tools, err := toolset.BuildTools(turn, "assistant", weather)
+//	if err != nil {
+//		return err // a name conflict, an invalid name, a failing toolset
+//	}
+//	// Send tools.List() to the model, then run each call it makes:
+//	res, err := tools.Call(turn, "weather_forecast", json.RawMessage(`{"city":"Paris"}`))
+//	if msg, ok := toolset.ModelMessage(err); ok {
+//		res, err = msg, nil // the model is told what went wrong and may try again
+//	}
+//	// Any other err should stop the run.
+//
+// # Tools and toolsets
+//
+// A [Tool] is a value: what the model sees (Name, Description, Parameters,
+// Returns) plus a pointer to the code and state behind it, its core. Copies
+// share the core, so a prefixed, renamed or edited copy is the same tool
+// under another name ([Tool.Same]): its cache, rate-limit window, retry
+// budget, middleware and delegate agent follow the tool, not the name. Make
+// tools with [NewTool] (the schema reflected from a Go struct), [NewRawTool]
+// (a ready schema, such as one decoded by [ParseSchema]) or [AgentTool];
+// [Tool.Err] reports one that cannot be used. A Tool is a Toolset of one.
+//
+// The toolset types are [Function] (a static list), [Prefixed] and
+// [Renamed] (the same tools under new names), [Filtered] (tools hidden per
+// turn by a [Predicate]), [Combined] (toolsets merged), [Prepared] (the
+// list edited, pruned or reordered per turn), [Dynamic] (the toolset picked
+// per turn) and [Wrapper] (embed it and override what you need). Each of
+// them but Wrapper has the builder methods .Prefixed, .Renamed, .Filtered,
+// .Prepared and .CombinedWith, returning the concrete type so that chains
+// read left to right; each builder has a free-function twin that takes any
+// Toolset: [Prefix], [Rename], [Filter], [Prepare], [NewCombined].
 //
 //	db := toolset.NewFunction(query, migrate).Prefixed("db").Filtered(isAdmin)
 //
-// Once per turn, [BuildTools] turns an agent's toolsets and standalone tools
-// into the ordered, immutable set of tools the model is sent. It reports every
-// name conflict and every invalid name of the turn in one [*NameConflictError],
-// and its [Tools.Call] executes a model's tool call by name, validating the
-// arguments against the tool's JSON Schema first.
+// Wrapper has none on purpose: a method promoted from an embedded Wrapper
+// receives the Wrapper, not your type, so a promoted .Prefixed would wrap
+// the Wrapper and lose your GetTools; pass your type to the free functions.
+// A Tool has none either; put it in a [NewFunction] to chain.
 //
-// A [Tool] is a value: what the model sees (name, description, schemas) plus a
-// pointer to the code and state behind it. Renamed and prefixed copies share
-// that pointer, so state follows the underlying tool, not the surface name.
+// Toolsets may implement [Labeler] (a name for error messages),
+// [InstructionsProvider] (system-prompt text, gathered by [Instructions])
+// and [io.Closer]. Prefixed, Renamed, Filtered, Prepared and Wrapper forward
+// all three, except that Filtered and Prepared forward instructions only in
+// turns where they show a tool. A Combined has no label, joins its
+// children's instructions and closes them in reverse order. A Dynamic
+// forwards its pick's instructions but neither a label nor Close: what it
+// picks belongs to whoever built it. A Function has [Function.WithLabel]
+// and [Function.WithInstructions].
 //
-// Toolsets are safe for concurrent use by many runs at once; per-run state
-// lives in the [RunContext] carried by the [context.Context]. A [Tools] set
-// belongs to the run it was built for and refuses calls under another
-// run's context ([*RunMismatchError]); BuildTools under a done context
-// returns the context's error.
+// # Turns
 //
-// User code never takes the process down: a panic of a handler, of
-// middleware or of any callback (predicates, prepare and Dynamic functions,
-// approval predicates, cache policies, a toolset's own GetTools, Label,
-// Instructions or Close) becomes a [*PanicError] naming the kind of
-// callback, the tool and the toolset. A filter predicate's error hides the
-// tool; its panic fails the turn. An unknown tool name is shown and scored
-// cut to a bounded length. A nil toolset, or a nil pointer of a toolset type
-// of this package, is an error wherever it is used ("entries[1] is a nil
-// *Filtered"); its methods return one too.
+// Once per turn, under the turn's context, [BuildTools] turns an agent's
+// entries (toolsets, and bare Tools as standalone tools) into the [*Tools]
+// the model is sent. Predicates, prepare and Dynamic functions read the
+// [RunContext] from that context; a predicate's error hides the tool (fail
+// closed) and is logged, its panic fails the turn. Every name shown by two
+// entries and every name that breaks the providers' rule
+// ^[a-zA-Z0-9_-]{1,64}$ is reported at once, in one [*NameConflictError]
+// naming each contributor and its path through nested toolsets. Two
+// standalone tools with one name are not a conflict: the later replaces the
+// earlier, at its position. Names are judged on the tools visible this
+// turn, so two tenants' tools behind filters clash only in a turn that
+// shows both. [Validate] checks every tool, hidden ones included, at
+// start-up.
 //
-// Errors say each thing once: this package's "toolset: " begins the
-// outermost of its errors only, and a rename collision is a
-// [*NameConflictError] like any other conflict.
+// A deferred tool ([WithDeferred]) stays out of the set until a search of
+// this run ([NewToolSearch]) reveals it; a tool whose retries are spent
+// ([WithMaxRetries]) leaves the set, or stays in it marked unavailable when
+// [RunContext.StableToolList] is set.
+//
+// A *Tools is immutable: [Tools.All], [Tools.List] and [Tools.Names] give
+// the tools in the order the model is sent them, [Tools.Lookup] finds one
+// by name, [Tools.Execute] and [Tools.Call] run the model's calls. The
+// order is part of the contract: the entries in order, each toolset's tools
+// in declaration order, unchanged from turn to turn while the same tools
+// are shown, so a provider's prompt cache stays warm; your own toolsets
+// must keep a deterministic order too (see [Toolset]).
+//
+// # Runs
+//
+// A run is one user request answered by one agent, over several turns. Its
+// [RunContext] says who asks (Values such as "role" or "tenant", read with
+// [RunContext.String]), carries the application's dependencies ([DepsAs])
+// and holds the run's own bookkeeping: the failures that count against
+// retry budgets, the deferred tools its searches revealed, the approval
+// decisions ([RunContext.ApproveCall], [RunContext.DenyCall]) and the
+// run-scoped caches ([CacheRun]). Make one per run and give each turn a
+// copy from [RunContext.WithStep], attached with [NewContext]: copies share
+// the bookkeeping, so every step sees what the others did. [FromContext]
+// reads it and never returns nil.
+//
+// A turn's *Tools belongs to the run it was built for, since its
+// predicates decided what that run may call: it refuses, with a
+// [*RunMismatchError], a call under the context of another run (or of no
+// run when it was built under one, and the reverse); any step of its own
+// run will do.
+//
+// A sub-agent is a tool: [AgentTool] offers an [Agent] to the model, which
+// calls it with a prompt and gets the agent's answer. The sub-agent builds
+// its own tools under its own run context, and [Tool.DelegateAgent] finds
+// the agent behind any copy of the tool.
+//
+// # The call path
+//
+// [Tools.Execute] (and [Tools.Call], which is Execute without a call ID)
+// and [Tool.Call] run a call through these steps, in order:
+//
+//  1. the run check and the lookup in this turn's set (Tools only); then a
+//     call under a done context, of a deferred tool this run has not
+//     revealed, or of a tool whose retries are spent is refused;
+//  2. argument validation against the tool's parameter schema as offered
+//     this turn;
+//  3. approval ([WithApproval]);
+//  4. result cache lookup ([WithCache]), where a hit ends the call;
+//  5. rate limit ([WithRateLimit]);
+//  6. the middleware chain, outermost first: a [Wrapper]'s Middleware (the
+//     outermost Wrapper's first), then the tool's own ([WithMiddleware]),
+//     and
+//  7. the handler, both under the tool's timeout ([WithTimeout]), with
+//     panics recovered;
+//  8. result cache store, for successful results;
+//  9. retry accounting in the run ([WithMaxRetries]).
+//
+// Validation comes first so that nothing later sees arguments the tool
+// would refuse: an approval predicate or a cache key function gets valid
+// JSON, a human is never asked to approve a call that cannot run, and a
+// cached result is only returned for arguments valid for the tool as this
+// turn offers it (a schema narrowed by [WithPrepare] or [Prepare] cannot be
+// bypassed by a result cached in another turn). The rate limit comes after
+// the cache because it guards what the handler uses: a hit, or a call that
+// waits for an identical call already running, takes no token. Concurrent
+// calls with the same cache key on a cold cache run steps 5 to 8 once and
+// share the result.
+//
+// # Policies
+//
+// Options of [NewTool], [NewRawTool] and [AgentTool] belong to the tool's
+// core, so every copy shares them and their state:
+//
+//   - [WithEnabled]: show the tool only in turns a [Predicate] accepts.
+//   - [WithPrepare]: edit the tool's definition, or drop it, per turn.
+//   - [WithDeferred]: hide the tool until a [NewToolSearch] of the run finds it.
+//   - [WithRequiredEnv]: environment variables BuildTools and Validate check.
+//   - [WithApproval]: calls wait for a human's decision, recorded in the run.
+//   - [WithCache]: keep successful results per process or per run.
+//   - [WithRateLimit]: wait for a token, or refuse the call.
+//   - [WithTimeout]: a deadline, told to the model or ending the run.
+//   - [WithMaxRetries]: a budget of failing steps per run, then it is spent.
+//   - [WithMiddleware]: wrap the handler; [Wrapper] does it per toolset.
+//   - [WithMetadata], [WithReturns]: data for the application; the result's schema.
+//
+// # Errors
+//
+// A call's error is of one of two kinds, told apart by [ModelMessage]. A
+// [ModelError] is for the model, which can act on it: send its message back
+// as the tool result. Such are [*ArgumentError] (every problem with the
+// arguments at once, field by field), [*UnknownToolError] (a name not in
+// this turn's set, listing the names that are), [*UnavailableToolError],
+// [*RetryError] (a handler's [Retry]), [*TimeoutError], [*RateLimitError],
+// [*ApprovalRequiredError] and [*ApprovalDeniedError]; an application's own
+// errors may implement it too. Every other error should stop the run: a
+// handler's error in a [*ToolError] (unless it wraps a ModelError), an
+// [*AbortError], a [*RunMismatchError], and a [*PanicError] for user code
+// that panicked, naming the kind of callback, the tool and the toolset.
+//
+// A turn fails with a [*NameConflictError] (a rename collision included),
+// an [*EnvError] for a shown tool's missing environment variables, the
+// joined errors of the toolsets that failed, or a [*PanicError]. A schema
+// that refers outside itself is a [*SchemaRefError], from [ParseSchema] or
+// [Tool.Err]. Get them with errors.As; "toolset: " begins only the
+// outermost of this package's errors.
+//
+// # Untrusted input
+//
+// The model's tool names and arguments, and every schema from outside the
+// program, are untrusted; your Go code and its callbacks are trusted, but
+// may panic. The README's "Security model" covers the whole module.
+//
+//   - Schemas are self-contained: a "$ref", "$dynamicRef" or
+//     "$recursiveRef" that is not a fragment of the document, or a
+//     "$schema" naming no draft the validator knows, is refused with a
+//     [*SchemaRefError] when the schema is parsed or the tool made, and the
+//     validator has no loader: nothing is ever read from a file or a URL. A
+//     schema too costly to compile or check against is refused too.
+//   - Arguments are validated against the schema as offered this turn
+//     before any of your code sees them, in time linear in their size;
+//     numbers the handler's Go type cannot hold faithfully are refused, and
+//     an error quotes at most a bounded piece of what the model sent.
+//   - Only this turn's visible tools of this run can be called: a hidden,
+//     unrevealed, spent or unapproved tool is refused by any name, and so is
+//     any call under another run's context. A name from the model is shown,
+//     and scored against the available names, cut to a bounded length.
+//   - A panic of a handler, of middleware or of any callback (predicates,
+//     prepare and Dynamic functions, approval predicates, cache policies, a
+//     toolset's own GetTools, Label, Instructions or Close, the methods of
+//     a returned error) becomes a [*PanicError]; the process survives. A nil
+//     toolset is an error wherever it is used ("entries[1] is a nil *Filtered").
+//   - User code that calls [runtime.Goexit] (as testing.T.FailNow does) on
+//     a goroutine this module runs it on (those of BuildTools and Combined,
+//     a provider adapter's calls) is reported as a [*PanicError] with
+//     [ErrGoexit]. A handler runs on the goroutine that makes the call, so
+//     one called directly, as by [Tools.Call], ends the caller's goroutine
+//     as Go defines; that is logged.
+//
+// # Concurrency and performance
+//
+// Toolsets, tools and a turn's *Tools are safe for concurrent use: one
+// value serves every run at once, since per-run state lives in the
+// RunContext. Your own toolsets must be safe the same way (see [Toolset]):
+// BuildTools and Combined materialise their entries concurrently.
+//
+// What does not depend on the run context is memoised and shared by every
+// run: a Function's list, prefixed and renamed copies (rebuilt only when
+// their input changes), the join of unchanged subtrees, name indexes, each
+// tool's compiled validator and schema JSON ([Tool.ParametersJSON]),
+// middleware chains and search indexes. So a turn costs little more than
+// its per-turn callbacks: predicates, prepare and Dynamic functions, and
+// the GetTools of toolsets of your own. A call proves its arguments valid
+// on the raw JSON bytes, then decodes them once. The benchmarks in
+// bench_test.go measure both:
+//
+//	go test -run '^$' -bench . -benchmem github.com/gotoolset/toolset
 package toolset
