@@ -20,8 +20,10 @@ type Toolset interface {
 }
 
 // Labeler is implemented by toolsets that name themselves in error messages,
-// such as "mcp:github" for an MCP server. Every wrapper and builder of this
-// package forwards its inner toolset's label.
+// such as "mcp:github" for an MCP server. [Prefixed], [Renamed],
+// [Filtered], [Prepared] and [Wrapper] forward their inner toolset's label;
+// a [Combined] has none of its own, and a [Dynamic] forwards none (its
+// toolset changes from turn to turn).
 //
 // A label of the form "pkg:name" lets a toolset's own errors name it once:
 // an error of an entry of [BuildTools] or a [Combined] that begins
@@ -33,9 +35,11 @@ type Labeler interface {
 }
 
 // InstructionsProvider is implemented by toolsets that contribute text to
-// the system prompt, such as guidance on when to use their tools. Every
-// wrapper of this package forwards it, and [Combined] concatenates the
-// instructions of its children.
+// the system prompt, such as guidance on when to use their tools. The
+// wrappers of this package forward it: [Filtered] and [Prepared] only in
+// turns where they show at least one tool, [Dynamic] for the toolset it
+// picks this turn. [Combined] concatenates the instructions of its
+// children.
 type InstructionsProvider interface {
 	// Instructions returns the text for this turn, or "" for none.
 	Instructions(ctx context.Context) (string, error)
