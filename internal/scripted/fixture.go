@@ -71,3 +71,40 @@ func Quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// GuestTools builds the turn of a user who may see none of the agent's
+// tools: a filter keeps every one of them for admins only.
+func GuestTools(t *testing.T) *toolset.Tools {
+	t.Helper()
+	adminOnly := toolset.Filter(toolset.NewCombined(AgentTools()...),
+		func(ctx context.Context, _ toolset.Tool) (bool, error) {
+			return toolset.FromContext(ctx).String("role") == "admin", nil
+		})
+	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{Values: map[string]any{"role": "guest"}})
+	tools, err := toolset.BuildTools(ctx, "assistant", adminOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tools.Len() != 0 {
+		t.Fatalf("a guest sees %d tools, want none", tools.Len())
+	}
+	return tools
+}
+
+// WithoutKeys is a step that fails unless the request body has none of
+// keys at its top level (the fields an API accepts only with tools), then
+// answers with reply.
+func WithoutKeys(reply string, keys ...string) Step {
+	return func(body []byte) (string, error) {
+		var req map[string]json.RawMessage
+		if err := json.Unmarshal(body, &req); err != nil {
+			return "", err
+		}
+		for _, k := range keys {
+			if v, ok := req[k]; ok {
+				return "", fmt.Errorf("a turn with no tools must not send %q, got %s", k, v)
+			}
+		}
+		return reply, nil
+	}
+}

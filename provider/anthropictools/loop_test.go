@@ -103,30 +103,13 @@ func TestLoop(t *testing.T) {
 }
 
 func TestTurnWithNoVisibleToolsSendsNoToolsField(t *testing.T) {
-	adminOnly := toolset.Filter(toolset.NewCombined(scripted.AgentTools()...),
-		func(ctx context.Context, _ toolset.Tool) (bool, error) {
-			return toolset.FromContext(ctx).String("role") == "admin", nil
-		})
-	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{Values: map[string]any{"role": "guest"}})
-	tools, err := toolset.BuildTools(ctx, "assistant", adminOnly)
-	require.NoError(t, err)
-	require.Zero(t, tools.Len())
-	params, err := anthropictools.Tools(tools)
+	ctx := t.Context()
+	params, err := anthropictools.Tools(scripted.GuestTools(t))
 	require.NoError(t, err)
 	assert.Nil(t, params)
 
-	model := scripted.New(t, "/v1/messages", func(body []byte) (string, error) {
-		var req map[string]json.RawMessage
-		if err := json.Unmarshal(body, &req); err != nil {
-			return "", err
-		}
-		for _, k := range []string{"tools", "tool_choice"} {
-			if v, ok := req[k]; ok {
-				return "", fmt.Errorf("a turn with no tools must not send %q, got %s", k, v)
-			}
-		}
-		return message("end_turn", `[{"type":"text","text":`+scripted.Quote(scripted.Answer)+`}]`), nil
-	})
+	model := scripted.New(t, "/v1/messages", scripted.WithoutKeys(
+		message("end_turn", `[{"type":"text","text":`+scripted.Quote(scripted.Answer)+`}]`), "tools", "tool_choice"))
 	client := anthropic.NewClient(option.WithBaseURL(model.URL), option.WithAPIKey("test-key"),
 		option.WithHTTPClient(model.Client()), option.WithMaxRetries(0))
 	user := anthropic.NewUserMessage(anthropic.NewTextBlock(scripted.Question))

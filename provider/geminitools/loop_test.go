@@ -110,30 +110,13 @@ func TestLoop(t *testing.T) {
 }
 
 func TestTurnWithNoVisibleToolsSendsNoToolsField(t *testing.T) {
-	adminOnly := toolset.Filter(toolset.NewCombined(scripted.AgentTools()...),
-		func(ctx context.Context, _ toolset.Tool) (bool, error) {
-			return toolset.FromContext(ctx).String("role") == "admin", nil
-		})
-	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{Values: map[string]any{"role": "guest"}})
-	tools, err := toolset.BuildTools(ctx, "assistant", adminOnly)
-	require.NoError(t, err)
-	require.Zero(t, tools.Len())
-	decls, err := geminitools.Tools(tools)
+	ctx := t.Context()
+	decls, err := geminitools.Tools(scripted.GuestTools(t))
 	require.NoError(t, err)
 	assert.Nil(t, decls, "a tool with no function declarations must not be sent")
 
-	model := scripted.New(t, "/v1beta/models/gemini-test:generateContent", func(body []byte) (string, error) {
-		var req map[string]json.RawMessage
-		if err := json.Unmarshal(body, &req); err != nil {
-			return "", err
-		}
-		for _, k := range []string{"tools", "toolConfig"} {
-			if v, ok := req[k]; ok {
-				return "", fmt.Errorf("a turn with no tools must not send %q, got %s", k, v)
-			}
-		}
-		return candidate(`{"role":"model","parts":[{"text":` + scripted.Quote(scripted.Answer) + `}]}`), nil
-	})
+	model := scripted.New(t, "/v1beta/models/gemini-test:generateContent", scripted.WithoutKeys(
+		candidate(`{"role":"model","parts":[{"text":`+scripted.Quote(scripted.Answer)+`}]}`), "tools", "toolConfig"))
 	client, err := genai.NewClient(ctx, &genai.ClientConfig{
 		APIKey:      "test-key",
 		Backend:     genai.BackendGeminiAPI,

@@ -235,40 +235,15 @@ func TestResponsesLoop(t *testing.T) {
 		`{"type":"function_call_output","call_id":"call_convert","output":`+scripted.Quote(scripted.BadArgsMessage(t))+`}]}`, string(reqs[1]))
 }
 
-// guestTools builds the turn of a user who may see none of the agent's
-// tools: every one of them is for admins only.
-func guestTools(t *testing.T) *toolset.Tools {
-	t.Helper()
-	adminOnly := toolset.Filter(toolset.NewCombined(scripted.AgentTools()...),
-		func(ctx context.Context, _ toolset.Tool) (bool, error) {
-			return toolset.FromContext(ctx).String("role") == "admin", nil
-		})
-	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{Values: map[string]any{"role": "guest"}})
-	tools, err := toolset.BuildTools(ctx, "assistant", adminOnly)
-	require.NoError(t, err)
-	require.Zero(t, tools.Len())
-	return tools
-}
-
-// noToolsKey is a step that fails unless the request has no "tools" key
-// (nor the keys OpenAI accepts only with tools), then answers with reply.
+// noToolsKey is a step that fails if the request has a "tools" key, or
+// the keys OpenAI accepts only with tools (it answers 400), then answers
+// with reply.
 func noToolsKey(reply string) scripted.Step {
-	return func(body []byte) (string, error) {
-		var req map[string]json.RawMessage
-		if err := json.Unmarshal(body, &req); err != nil {
-			return "", err
-		}
-		for _, k := range []string{"tools", "tool_choice", "parallel_tool_calls"} {
-			if v, ok := req[k]; ok {
-				return "", fmt.Errorf("a turn with no tools must not send %q, got %s (OpenAI answers 400)", k, v)
-			}
-		}
-		return reply, nil
-	}
+	return scripted.WithoutKeys(reply, "tools", "tool_choice", "parallel_tool_calls")
 }
 
 func TestChatTurnWithNoVisibleToolsSendsNoToolsField(t *testing.T) {
-	params, err := openaitools.ChatTools(guestTools(t))
+	params, err := openaitools.ChatTools(scripted.GuestTools(t))
 	require.NoError(t, err)
 	assert.Nil(t, params)
 
@@ -287,7 +262,7 @@ func TestChatTurnWithNoVisibleToolsSendsNoToolsField(t *testing.T) {
 
 func TestResponsesTurnWithNoVisibleToolsSendsNoToolsField(t *testing.T) {
 	for _, opts := range [][]openaitools.Option{nil, {openaitools.Strict()}} {
-		params, err := openaitools.ResponseTools(guestTools(t), opts...)
+		params, err := openaitools.ResponseTools(scripted.GuestTools(t), opts...)
 		require.NoError(t, err)
 		assert.Nil(t, params)
 
