@@ -310,36 +310,19 @@ func (g *costGraph) longStrings(doc any) []ArgumentProblem {
 		return nil
 	}
 	var out []ArgumentProblem
-	var field fieldStack
-	tooLong := func(what string, n, size int) {
+	tooLong := func(field *fieldStack, what string, n, size int) {
 		out = append(out, ArgumentProblem{Field: field.String(), Message: fmt.Sprintf(
 			"%s of %d bytes is too long for this tool's schema to check against its patterns; send at most %d bytes", what, n, argcheck.MaxMatchCost/size)})
 	}
-	var walk func(v any)
-	walk = func(v any) {
-		switch v := v.(type) {
-		case string:
-			if g.strPattern > 0 && !argcheck.MatchAffordable(g.strPattern, len(v)) {
-				tooLong("string", len(v), g.strPattern)
-			}
-		case []any:
-			for i, e := range v {
-				field.pushIndex(i)
-				walk(e)
-				field.pop()
-			}
-		case map[string]any:
-			for k, e := range v {
-				field.pushKey(k)
-				if !argcheck.MatchAffordable(keySize, len(k)) {
-					tooLong("field name", len(k), keySize)
-				}
-				walk(e)
-				field.pop()
-			}
+	walkDoc(doc, func(field *fieldStack, v any) {
+		if s, ok := v.(string); ok && g.strPattern > 0 && !argcheck.MatchAffordable(g.strPattern, len(s)) {
+			tooLong(field, "string", len(s), g.strPattern)
 		}
-	}
-	walk(doc)
+	}, func(field *fieldStack, k string) {
+		if !argcheck.MatchAffordable(keySize, len(k)) {
+			tooLong(field, "field name", len(k), keySize)
+		}
+	})
 	slices.SortFunc(out, func(a, b ArgumentProblem) int { return strings.Compare(a.Field, b.Field) })
 	return out
 }

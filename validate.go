@@ -362,30 +362,16 @@ func magnitude(tok string) (e int, nonzero bool) {
 // json.Number) beyond maxMagnitude.
 func hugeNumbers(doc any) []ArgumentProblem {
 	var out []ArgumentProblem
-	var field fieldStack
-	var walk func(v any)
-	walk = func(v any) {
-		switch v := v.(type) {
-		case json.Number:
-			if e, nz := magnitude(string(v)); nz && (e > maxMagnitude || e < -maxMagnitude) {
-				out = append(out, ArgumentProblem{Field: field.String(), Message: fmt.Sprintf(
-					"number %s is out of range; send 0 or a number of magnitude between 1e-%d and 1e%d", capText(string(v), 40), maxMagnitude, maxMagnitude)})
-			}
-		case []any:
-			for i, e := range v {
-				field.pushIndex(i)
-				walk(e)
-				field.pop()
-			}
-		case map[string]any:
-			for k, e := range v {
-				field.pushKey(k)
-				walk(e)
-				field.pop()
-			}
+	walkDoc(doc, func(field *fieldStack, v any) {
+		n, ok := v.(json.Number)
+		if !ok {
+			return
 		}
-	}
-	walk(doc)
+		if e, nz := magnitude(string(n)); nz && (e > maxMagnitude || e < -maxMagnitude) {
+			out = append(out, ArgumentProblem{Field: field.String(), Message: fmt.Sprintf(
+				"number %s is out of range; send 0 or a number of magnitude between 1e-%d and 1e%d", capText(string(n), 40), maxMagnitude, maxMagnitude)})
+		}
+	}, nil)
 	slices.SortFunc(out, func(a, b ArgumentProblem) int { return strings.Compare(a.Field, b.Field) })
 	return out
 }
@@ -511,6 +497,35 @@ func fieldPath(loc []string, doc any) string {
 		}
 	}
 	return b.String()
+}
+
+// walkDoc calls value for every value of doc (decoded JSON: maps, slices
+// and scalars) and key, when not nil, for every member name, each with
+// the field path that leads to it.
+func walkDoc(doc any, value func(*fieldStack, any), key func(*fieldStack, string)) {
+	var field fieldStack
+	var walk func(v any)
+	walk = func(v any) {
+		value(&field, v)
+		switch v := v.(type) {
+		case []any:
+			for i, e := range v {
+				field.pushIndex(i)
+				walk(e)
+				field.pop()
+			}
+		case map[string]any:
+			for k, e := range v {
+				field.pushKey(k)
+				if key != nil {
+					key(&field, k)
+				}
+				walk(e)
+				field.pop()
+			}
+		}
+	}
+	walk(doc)
 }
 
 // fieldStack is the field path of a value during a walk of the
