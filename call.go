@@ -21,6 +21,12 @@ func (t Tool) Call(ctx context.Context, args json.RawMessage) (any, error) {
 
 // execute runs call, which names t, through the call path.
 func (t Tool) execute(ctx context.Context, call ToolCall) (any, error) {
+	return t.executeIn(ctx, call, runOf(ctx))
+}
+
+// executeIn is execute for a caller that has already found rc, the run
+// ctx carries (or nil).
+func (t Tool) executeIn(ctx context.Context, call ToolCall, rc *RunContext) (any, error) {
 	if err := t.Err(); err != nil {
 		return nil, fmt.Errorf("toolset: %w", err)
 	}
@@ -28,7 +34,6 @@ func (t Tool) execute(ctx context.Context, call ToolCall) (any, error) {
 		return nil, fmt.Errorf("toolset: tool %q not called: %w", call.Name, err)
 	}
 	c := t.core
-	rc := runOf(ctx)
 	if c.deferred && !rc.isRevealed(c) {
 		return nil, &UnavailableToolError{Tool: call.Name, Reason: "it is not loaded yet; find it with the tool search first"}
 	}

@@ -141,10 +141,9 @@ type ToolCall struct {
 // [Tools.Call]. The call ID identifies the call to approvals
 // ([WithApproval]) and middleware.
 func (ts *Tools) Execute(ctx context.Context, call ToolCall) (any, error) {
-	if ts != nil {
-		if rc := runOf(ctx); !sameRun(rc, ts.rc) {
-			return nil, newRunMismatch(call.Name, ts.rc, rc)
-		}
+	rc := runOf(ctx)
+	if ts != nil && !sameRun(rc, ts.rc) {
+		return nil, newRunMismatch(call.Name, ts.rc, rc)
 	}
 	t, ok := ts.Lookup(call.Name)
 	if !ok {
@@ -152,7 +151,7 @@ func (ts *Tools) Execute(ctx context.Context, call ToolCall) (any, error) {
 		slices.Sort(names)
 		return nil, &UnknownToolError{Name: call.Name, Available: names}
 	}
-	return t.execute(ctx, call)
+	return t.executeIn(ctx, call, rc)
 }
 
 // Call runs the model's call of the tool named name with the JSON arguments
