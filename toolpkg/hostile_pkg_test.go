@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/proctest"
 )
 
 // aliasBomb is a small manifest whose tools all alias one map of many
@@ -280,7 +281,7 @@ func TestDiscoveryChildHoldingStdoutDiesWithIt(t *testing.T) {
 			t.Run(then, func(t *testing.T) {
 				marker := uniqueMarker()
 				t.Cleanup(func() {
-					for _, pid := range pidsWithArg(marker) {
+					for _, pid := range proctest.WithArg(marker) {
 						_ = syscall.Kill(pid, syscall.SIGKILL)
 					}
 				})
@@ -302,7 +303,7 @@ func TestDiscoveryChildHoldingStdoutDiesWithIt(t *testing.T) {
 							return
 						default:
 						}
-						if len(pidsWithArg(marker)) > 0 {
+						if len(proctest.WithArg(marker)) > 0 {
 							seen <- true
 							return
 						}
@@ -327,7 +328,7 @@ func TestDiscoveryChildHoldingStdoutDiesWithIt(t *testing.T) {
 					assert.Contains(t, info.Errors[0], "did not finish within 3s")
 					assert.Less(t, elapsed, 8*time.Second)
 				}
-				assert.Eventually(t, func() bool { return len(pidsWithArg(marker)) == 0 }, 2*time.Second, 10*time.Millisecond,
+				assert.Eventually(t, func() bool { return len(proctest.WithArg(marker)) == 0 }, 2*time.Second, 10*time.Millisecond,
 					"the child in a session of its own ended with discovery")
 			})
 		}

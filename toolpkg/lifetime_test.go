@@ -3,10 +3,6 @@ package toolpkg
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -16,29 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/proctest"
 )
-
-// pidsWithArg returns the live processes whose command line contains arg.
-func pidsWithArg(arg string) []int {
-	var pids []int
-	des, _ := os.ReadDir("/proc")
-	for _, de := range des {
-		pid, err := strconv.Atoi(de.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", de.Name(), "cmdline"))
-		if err != nil || !strings.Contains(string(b), arg) || strings.Contains(string(b), "go test") {
-			continue
-		}
-		st, _ := os.ReadFile(filepath.Join("/proc", de.Name(), "stat"))
-		if fields := strings.Fields(string(st)); len(fields) > 2 && fields[2] == "Z" {
-			continue
-		}
-		pids = append(pids, pid)
-	}
-	return pids
-}
 
 func TestSetsidChildDiesWithTheCall(t *testing.T) {
 	forEachMode(t, func(t *testing.T, mode Mode) {
@@ -49,7 +24,7 @@ func TestSetsidChildDiesWithTheCall(t *testing.T) {
 				marker := uniqueMarker()
 				t.Cleanup(func() {
 					// Whatever survived a failing run is ended here.
-					for _, pid := range pidsWithArg(marker) {
+					for _, pid := range proctest.WithArg(marker) {
 						_ = syscall.Kill(pid, syscall.SIGKILL)
 					}
 				})
@@ -58,7 +33,7 @@ func TestSetsidChildDiesWithTheCall(t *testing.T) {
 				if then == "cancel" {
 					go func() {
 						deadline := time.Now().Add(3 * time.Second)
-						for len(pidsWithArg(marker)) == 0 && time.Now().Before(deadline) {
+						for len(proctest.WithArg(marker)) == 0 && time.Now().Before(deadline) {
 							time.Sleep(10 * time.Millisecond)
 						}
 						cancel()
@@ -81,7 +56,7 @@ func TestSetsidChildDiesWithTheCall(t *testing.T) {
 				default:
 					require.Error(t, err)
 				}
-				assert.Eventually(t, func() bool { return len(pidsWithArg(marker)) == 0 }, time.Second, 10*time.Millisecond,
+				assert.Eventually(t, func() bool { return len(proctest.WithArg(marker)) == 0 }, time.Second, 10*time.Millisecond,
 					"the child in a session of its own (sleep %s) ended with the call", marker)
 			})
 		}

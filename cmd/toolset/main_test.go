@@ -9,13 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/proctest"
 	"github.com/gotoolset/toolset/mcptoolset"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -240,24 +240,6 @@ func TestInspectNeverPrintsASecretDefault(t *testing.T) {
 	}
 }
 
-// markerPids returns the live processes whose command line holds marker.
-func markerPids(marker string) []int {
-	var pids []int
-	des, _ := os.ReadDir("/proc")
-	for _, de := range des {
-		pid, err := strconv.Atoi(de.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", de.Name(), "cmdline"))
-		st, _ := os.ReadFile(filepath.Join("/proc", de.Name(), "stat"))
-		if fields := strings.Fields(string(st)); err == nil && strings.Contains(string(b), marker) && len(fields) > 2 && fields[2] != "Z" {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
 func TestCallStaysResponsiveToSIGTERM(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "toolset")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
@@ -284,7 +266,7 @@ func TestCallStaysResponsiveToSIGTERM(t *testing.T) {
 			// processes.
 			marker := fmt.Sprintf("%d.%d", 400+time.Now().Nanosecond()%1000, os.Getpid())
 			t.Cleanup(func() {
-				for _, pid := range markerPids(marker) {
+				for _, pid := range proctest.WithArg(marker) {
 					_ = syscall.Kill(pid, syscall.SIGKILL)
 				}
 			})
@@ -292,7 +274,7 @@ func TestCallStaysResponsiveToSIGTERM(t *testing.T) {
 			require.NoError(t, cmd.Start())
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
-			require.Eventually(t, func() bool { return len(markerPids("sleep\x00"+marker)) > 0 }, 5*time.Second, 10*time.Millisecond)
+			require.Eventually(t, func() bool { return len(proctest.WithArg("sleep\x00"+marker)) > 0 }, 5*time.Second, 10*time.Millisecond)
 			require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 			select {
 			case err := <-done:
@@ -302,7 +284,7 @@ func TestCallStaysResponsiveToSIGTERM(t *testing.T) {
 				_ = cmd.Process.Kill()
 				t.Fatal("the command ignored SIGTERM")
 			}
-			assert.Eventually(t, func() bool { return len(markerPids("sleep\x00"+marker)) == 0 }, 2*time.Second, 10*time.Millisecond)
+			assert.Eventually(t, func() bool { return len(proctest.WithArg("sleep\x00"+marker)) == 0 }, 2*time.Second, 10*time.Millisecond)
 		})
 	}
 }
