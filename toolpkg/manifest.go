@@ -106,14 +106,7 @@ func (l ResourceLimits) Within(bound ResourceLimits) ResourceLimits {
 		}
 		return a
 	}
-	return ResourceLimits{
-		MaxCPUSeconds:  low(l.MaxCPUSeconds, bound.MaxCPUSeconds),
-		MaxFileSizeMB:  low(l.MaxFileSizeMB, bound.MaxFileSizeMB),
-		MaxOpenFiles:   low(l.MaxOpenFiles, bound.MaxOpenFiles),
-		MaxProcesses:   low(l.MaxProcesses, bound.MaxProcesses),
-		MaxStackSizeMB: low(l.MaxStackSizeMB, bound.MaxStackSizeMB),
-		MaxWriteMB:     low(l.MaxWriteMB, bound.MaxWriteMB),
-	}
+	return l.with(bound, low)
 }
 
 // fields lists the limits by their manifest names.
@@ -139,13 +132,18 @@ func (l ResourceLimits) Over(base ResourceLimits) ResourceLimits {
 		}
 		return b
 	}
+	return l.with(base, pick)
+}
+
+// with returns the limits made of f(l's field, o's field), field by field.
+func (l ResourceLimits) with(o ResourceLimits, f func(a, b int) int) ResourceLimits {
 	return ResourceLimits{
-		MaxCPUSeconds:  pick(l.MaxCPUSeconds, base.MaxCPUSeconds),
-		MaxFileSizeMB:  pick(l.MaxFileSizeMB, base.MaxFileSizeMB),
-		MaxOpenFiles:   pick(l.MaxOpenFiles, base.MaxOpenFiles),
-		MaxProcesses:   pick(l.MaxProcesses, base.MaxProcesses),
-		MaxStackSizeMB: pick(l.MaxStackSizeMB, base.MaxStackSizeMB),
-		MaxWriteMB:     pick(l.MaxWriteMB, base.MaxWriteMB),
+		MaxCPUSeconds:  f(l.MaxCPUSeconds, o.MaxCPUSeconds),
+		MaxFileSizeMB:  f(l.MaxFileSizeMB, o.MaxFileSizeMB),
+		MaxOpenFiles:   f(l.MaxOpenFiles, o.MaxOpenFiles),
+		MaxProcesses:   f(l.MaxProcesses, o.MaxProcesses),
+		MaxStackSizeMB: f(l.MaxStackSizeMB, o.MaxStackSizeMB),
+		MaxWriteMB:     f(l.MaxWriteMB, o.MaxWriteMB),
 	}
 }
 
