@@ -1066,9 +1066,6 @@ func (c *conn) makeTool(d *mcp.Tool) (toolset.Tool, error) {
 	if err != nil {
 		return toolset.Tool{}, fmt.Errorf("input schema: %w", err)
 	}
-	if err := compileSchema(in); err != nil {
-		return toolset.Tool{}, fmt.Errorf("input schema: %w", err)
-	}
 	opts := []toolset.ToolOption{toolset.WithMetadata(metadataOf(c.cfg.name, d))}
 	if d.OutputSchema != nil {
 		out, err := schemaJSON(d.OutputSchema, lim)
@@ -1090,6 +1087,8 @@ func (c *conn) makeTool(d *mcp.Tool) (toolset.Tool, error) {
 	}
 	name := d.Name
 	call := func(ctx context.Context, args json.RawMessage) (any, error) { return c.call(ctx, name, args) }
+	// NewRawTool compiles the schema at once, loading nothing: a schema
+	// that does not compile on its own is refused here, not at every call.
 	t := toolset.NewRawTool(d.Name, d.Description, params, call, opts...)
 	if err := t.Err(); err != nil {
 		return toolset.Tool{}, err

@@ -1,9 +1,11 @@
 package mcptoolset
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sjs "github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // FuzzToolFromListing feeds one tool definition of a server's tools/list
@@ -78,4 +81,29 @@ func FuzzToolFromListing(f *testing.F) {
 			cancel()
 		}
 	})
+}
+
+// compileSchema compiles b on its own with a validator whose loader
+// refuses every document: an oracle apart from the core's compilation.
+func compileSchema(b []byte) error {
+	doc, err := sjs.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		return fmt.Errorf("decoding the schema: %w", err)
+	}
+	c := sjs.NewCompiler()
+	c.DefaultDraft(sjs.Draft2020)
+	c.UseLoader(refuseLoader{})
+	const url = "mem:///inputSchema.json"
+	if err := c.AddResource(url, doc); err != nil {
+		return err
+	}
+	_, err = c.Compile(url)
+	return err
+}
+
+// refuseLoader loads nothing.
+type refuseLoader struct{}
+
+func (refuseLoader) Load(u string) (any, error) {
+	return nil, fmt.Errorf("refusing to load %.120q", u)
 }

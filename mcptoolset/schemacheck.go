@@ -9,8 +9,6 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	sjs "github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // ListLimits bounds what a [Toolset] accepts from a server's tool listing;
@@ -221,32 +219,4 @@ func knownDraft(s string) bool {
 func plainHTTPURL(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil && u.Opaque == ""
-}
-
-// compileSchema compiles a schema as the core's validator does, with a
-// loader that refuses every document: a schema that does not compile on
-// its own is refused at listing rather than failing every call.
-func compileSchema(b []byte) error {
-	doc, err := sjs.UnmarshalJSON(bytes.NewReader(b))
-	if err != nil {
-		return fmt.Errorf("decoding the schema: %w", err)
-	}
-	c := sjs.NewCompiler()
-	c.DefaultDraft(sjs.Draft2020)
-	c.UseLoader(refuseLoader{})
-	const url = "mem:///inputSchema.json"
-	if err := c.AddResource(url, doc); err != nil {
-		return fmt.Errorf("the schema does not compile: %w", err)
-	}
-	if _, err := c.Compile(url); err != nil {
-		return fmt.Errorf("the schema does not compile: %w", err)
-	}
-	return nil
-}
-
-// refuseLoader loads nothing.
-type refuseLoader struct{}
-
-func (refuseLoader) Load(u string) (any, error) {
-	return nil, fmt.Errorf("refusing to load %q: a schema may refer only within itself", truncate(u, maxRefShown))
 }
