@@ -107,7 +107,7 @@ func NewRawTool(name, description string, params *jsonschema.Schema, fn RawHandl
 	}
 	core := newCore(name, params, fn)
 	if err := core.validatorFor(params).compile(); err != nil {
-		core.err = fmt.Errorf("parameter schema: %w", err)
+		core.err = err // it says "parameter schema", or names the reference
 	} else if fn == nil {
 		core.err = errors.New("nil handler")
 	}
