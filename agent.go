@@ -16,19 +16,19 @@ type Agent interface {
 	Run(ctx context.Context, prompt string) (string, error)
 }
 
-// AgentArgs are the arguments of a tool made with [AgentTool].
+// AgentArgs are the arguments of a tool made with [NewAgentTool].
 type AgentArgs struct {
 	// Prompt is the task the model hands to the agent.
 	Prompt string `json:"prompt" jsonschema:"The task for the agent, with everything it needs to know"`
 }
 
-// AgentTool makes a tool that delegates to a: the model calls it with a
+// NewAgentTool makes a tool that delegates to a: the model calls it with a
 // prompt and gets the agent's answer. A panic of a's Name or Description
 // makes the tool unusable ([Tool.Err] reports a [*PanicError]); a panic of
 // Run fails the call like a panicking handler. The agent builds its own
 // tools under its own run context. [Tool.DelegateAgent] returns a from
 // the tool and from every renamed, prefixed or wrapped copy of it.
-func AgentTool(a Agent, opts ...ToolOption) Tool {
+func NewAgentTool(a Agent, opts ...ToolOption) Tool {
 	if a == nil {
 		t := NewRawTool("", "", nil, nil, opts...)
 		t.core.err = errors.New("nil Agent")
@@ -62,7 +62,7 @@ func describeAgent(a Agent) (name, description string, err error) {
 	return name, description, nil
 }
 
-// DelegateAgent returns the agent behind a tool made with [AgentTool], or
+// DelegateAgent returns the agent behind a tool made with [NewAgentTool], or
 // nil.
 func (t Tool) DelegateAgent() Agent {
 	if t.core == nil {

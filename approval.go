@@ -8,14 +8,14 @@ import (
 	"github.com/gotoolset/toolset/internal/canonjson"
 )
 
-// ApprovalFunc decides whether a call needs a human's approval before it
+// NeedsApprovalFunc decides whether a call needs a human's approval before it
 // runs.
-type ApprovalFunc func(ctx context.Context, t Tool, args json.RawMessage) (bool, error)
+type NeedsApprovalFunc func(ctx context.Context, t Tool, args json.RawMessage) (bool, error)
 
-// WithApproval makes calls of the tool for which need reports true wait for
+// WithApprovalRequired makes calls of the tool for which need reports true wait for
 // a human. Such a call returns an [*ApprovalRequiredError] carrying the call
-// until the run records a decision for it with [RunContext.ApproveCall] or
-// [RunContext.DenyCall], given the error's Call; calling again then runs
+// until the run records a decision for it with [RunContext.RecordApproval] or
+// [RunContext.RecordDenial], given the error's Call; calling again then runs
 // it, or tells the model it was denied. need sees only arguments that
 // passed validation.
 //
@@ -29,24 +29,24 @@ type ApprovalFunc func(ctx context.Context, t Tool, args json.RawMessage) (bool,
 // whose ID is set. A call without an ID gets an ApprovalRequiredError that
 // says so; without a run context, such a call fails with an error that stops
 // the run.
-func WithApproval(need ApprovalFunc) ToolOption {
+func WithApprovalRequired(need NeedsApprovalFunc) ToolOption {
 	return func(t *Tool) { t.core.approval = need }
 }
 
-// ApproveCall records a human's approval of call in the run, so that the
+// RecordApproval records a human's approval of call in the run, so that the
 // next attempt of that very call (same ID, name and arguments) runs.
-func (rc *RunContext) ApproveCall(call ToolCall) {
+func (rc *RunContext) RecordApproval(call ToolCall) {
 	rc.decide(subjectOf(call), decision{approved: true})
 }
 
-// DenyCall records a human's refusal of call in the run; the next attempt
+// RecordDenial records a human's refusal of call in the run; the next attempt
 // of that very call tells the model reason.
-func (rc *RunContext) DenyCall(call ToolCall, reason string) {
+func (rc *RunContext) RecordDenial(call ToolCall, reason string) {
 	rc.decide(subjectOf(call), decision{reason: reason})
 }
 
 // Approve records a human's approval of the call with the given ID in the
-// run, so the next attempt of that call runs. Use [RunContext.ApproveCall]
+// run, so the next attempt of that call runs. Use [RunContext.RecordApproval]
 // instead whenever the call is at hand (an [*ApprovalRequiredError] carries
 // it): Approve binds the decision to the ID alone, so it applies to
 // whatever call was first asked about under that ID.
@@ -56,7 +56,7 @@ func (rc *RunContext) Approve(callID string) {
 
 // Deny records a human's refusal of the call with the given ID in the run;
 // the next attempt of that call tells the model reason. Use
-// [RunContext.DenyCall] instead whenever the call is at hand, as for
+// [RunContext.RecordDenial] instead whenever the call is at hand, as for
 // [RunContext.Approve].
 func (rc *RunContext) Deny(callID, reason string) {
 	rc.decide(approvalSubject{id: callID, anyCall: true}, decision{reason: reason})
@@ -126,7 +126,7 @@ func (rc *RunContext) takeDecision(subj approvalSubject) (decision, bool) {
 
 // ApprovalRequiredError reports a call that waits for a human's approval.
 // An agent loop pauses the run, asks, records the answer with
-// [RunContext.ApproveCall] or [RunContext.DenyCall] given Call, and makes
+// [RunContext.RecordApproval] or [RunContext.RecordDenial] given Call, and makes
 // the call again. If it reaches the model instead, the model is told to
 // wait (or, for a call without an ID, which nobody can approve, to do
 // without the tool).
@@ -143,8 +143,8 @@ func (e *ApprovalRequiredError) Error() string {
 	return fmt.Sprintf("toolset: call %q of tool %q needs approval", e.Call.ID, e.Call.Name)
 }
 
-// ModelMessage implements [ModelError].
-func (e *ApprovalRequiredError) ModelMessage() string {
+// ModelText implements [ModelError].
+func (e *ApprovalRequiredError) ModelText() string {
 	if e.Call.ID == "" {
 		// Without an ID nobody can record a decision (an MCP client's call,
 		// say): asking the model to wait would leave it waiting.
@@ -163,10 +163,10 @@ type ApprovalDeniedError struct {
 }
 
 // Error implements error.
-func (e *ApprovalDeniedError) Error() string { return "toolset: " + e.ModelMessage() }
+func (e *ApprovalDeniedError) Error() string { return "toolset: " + e.ModelText() }
 
-// ModelMessage implements [ModelError].
-func (e *ApprovalDeniedError) ModelMessage() string {
+// ModelText implements [ModelError].
+func (e *ApprovalDeniedError) ModelText() string {
 	msg := fmt.Sprintf("the call of tool %q was denied by a human", e.Call.Name)
 	if e.Reason != "" {
 		msg += ": " + e.Reason

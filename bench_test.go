@@ -156,7 +156,7 @@ func allPolicies() []toolset.ToolOption {
 		toolset.WithCache(toolset.CachePolicy{ShouldCache: func(any) bool { return false }}),
 		toolset.WithRateLimit(toolset.RateLimit{Requests: 1 << 30, Interval: time.Second}),
 		toolset.WithTimeout(time.Minute, toolset.TimeoutTellModel),
-		toolset.WithApproval(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return false, nil }),
+		toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return false, nil }),
 		toolset.WithMaxRetries(3),
 	}
 }

@@ -160,7 +160,7 @@ func (c *toolCore) explain(ctx context.Context, name string, err error) (out err
 			out = newPanicError("handler error", name, "", p)
 		}
 	}()
-	if _, forModel := ModelMessage(err); c.timeout > 0 && !forModel {
+	if _, forModel := ErrorText(err); c.timeout > 0 && !forModel {
 		if dc, ok := ctx.(*deadlineCtx); ok && dc.expired() && dc.Context.Err() == nil {
 			if c.timeoutAborts {
 				return &AbortError{Tool: name, Reason: fmt.Sprintf("timed out after %v", c.timeout), Err: context.DeadlineExceeded}

@@ -125,19 +125,19 @@ func (c *Combined) view(ctx context.Context) (view, error) {
 	return view{snap: out, keep: joinKeep(out, views)}, nil
 }
 
-// Prefixed returns c with every tool name prefixed; see [Prefix].
+// Prefixed returns c with every tool name prefixed; see [NewPrefixed].
 func (c *Combined) Prefixed(prefix string, opts ...PrefixOption) *Prefixed {
-	return Prefix(c, prefix, opts...)
+	return NewPrefixed(c, prefix, opts...)
 }
 
-// Renamed returns c with some tools renamed; see [Rename].
-func (c *Combined) Renamed(names map[string]string) *Renamed { return Rename(c, names) }
+// Renamed returns c with some tools renamed; see [NewRenamed].
+func (c *Combined) Renamed(names map[string]string) *Renamed { return NewRenamed(c, names) }
 
-// Filtered returns c showing only the tools pred accepts each turn; see [Filter].
-func (c *Combined) Filtered(pred Predicate) *Filtered { return Filter(c, pred) }
+// Filtered returns c showing only the tools pred accepts each turn; see [NewFiltered].
+func (c *Combined) Filtered(pred Predicate) *Filtered { return NewFiltered(c, pred) }
 
-// Prepared returns c with its tool list edited each turn by fn; see [Prepare].
-func (c *Combined) Prepared(fn PrepareFunc) *Prepared { return Prepare(c, fn) }
+// Prepared returns c with its tool list edited each turn by fn; see [NewPrepared].
+func (c *Combined) Prepared(fn PrepareFunc) *Prepared { return NewPrepared(c, fn) }
 
 // CombinedWith returns a toolset of c followed by others; see [NewCombined].
 func (c *Combined) CombinedWith(others ...Toolset) *Combined { return combineWith(c, others) }

@@ -175,7 +175,7 @@ func TestCombinedClose(t *testing.T) {
 	errB, errD := errors.New("b failed"), errors.New("d failed")
 	combined := toolset.NewCombined(
 		mk("a", nil),
-		toolset.Prefix(mk("b", errB), "p"),
+		toolset.NewPrefixed(mk("b", errB), "p"),
 		toolset.NewFunction(),
 		toolset.Wrapper{Wrapped: mk("c", nil)},
 		mk("d", errD).Filtered(adminsOnlyTS),
@@ -190,7 +190,7 @@ func TestCombinedClose(t *testing.T) {
 
 var adminsOnlyTS = toolset.Predicate(adminsOnly)
 
-func (c closer) Filtered(p toolset.Predicate) *toolset.Filtered { return toolset.Filter(c, p) }
+func (c closer) Filtered(p toolset.Predicate) *toolset.Filtered { return toolset.NewFiltered(c, p) }
 
 func TestBuildToolsConcurrentTurns(t *testing.T) {
 	defer goleak.VerifyNone(t)

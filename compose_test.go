@@ -114,7 +114,7 @@ func TestFilteredFailsClosedAndLogs(t *testing.T) {
 	assert.Contains(t, log, "tool=b")
 	assert.Contains(t, log, "policy service unavailable")
 
-	_, err := toolset.Filter(toolset.NewFunction(), nil).GetTools(context.Background())
+	_, err := toolset.NewFiltered(toolset.NewFunction(), nil).GetTools(context.Background())
 	require.EqualError(t, err, "toolset: Filtered: nil predicate")
 }
 
@@ -212,8 +212,8 @@ func TestDynamic(t *testing.T) {
 func TestUserToolsetComposes(t *testing.T) {
 	ctx := context.Background()
 	mine := listToolset{tools: echoTools("x", "y")}
-	assert.Equal(t, []string{"p_x", "p_y"}, names(t, ctx, toolset.Prefix(mine, "p")))
-	_, err := toolset.Prefix(listToolset{err: errors.New("backend down")}, "p").GetTools(ctx)
+	assert.Equal(t, []string{"p_x", "p_y"}, names(t, ctx, toolset.NewPrefixed(mine, "p")))
+	_, err := toolset.NewPrefixed(listToolset{err: errors.New("backend down")}, "p").GetTools(ctx)
 	require.EqualError(t, err, "backend down")
 }
 
@@ -297,13 +297,13 @@ func TestUnknownToolMessage(t *testing.T) {
 	tools, err := toolset.BuildTools(context.Background(), "a", toolset.NewFunction(many...))
 	require.NoError(t, err)
 	_, err = tools.Call(context.Background(), "gama", nil)
-	msg, visible := toolset.ModelMessage(err)
+	msg, visible := toolset.ErrorText(err)
 	require.True(t, visible)
 	assert.Equal(t, `unknown tool "gama"; available tools: alpha, beta, delta, gamma`, msg)
 
 	var empty *toolset.Tools
 	_, err = empty.Call(context.Background(), "x", nil)
-	msg, _ = toolset.ModelMessage(err)
+	msg, _ = toolset.ErrorText(err)
 	assert.Equal(t, `unknown tool "x": no tools are available in this turn`, msg)
 }
 
@@ -318,7 +318,7 @@ func TestUnknownToolMessageCapsLongLists(t *testing.T) {
 	var ue *toolset.UnknownToolError
 	require.ErrorAs(t, err, &ue)
 	assert.Len(t, ue.Available, 100)
-	msg := ue.ModelMessage()
+	msg := ue.ModelText()
 	assert.Contains(t, msg, "(and 60 more)")
 	assert.Contains(t, msg, "available tools: tool_aa,", "the closest name comes first")
 }

@@ -32,7 +32,7 @@
 //	}
 //	// Send tools.List() to the model, then run each call it makes:
 //	res, err := tools.Call(turn, "weather_forecast", json.RawMessage(`{"city":"Paris"}`))
-//	if msg, ok := toolset.ModelMessage(err); ok {
+//	if msg, ok := toolset.ErrorText(err); ok {
 //		res, err = msg, nil // the model is told what went wrong and may try again
 //	}
 //	// Any other err should stop the run.
@@ -45,7 +45,7 @@
 // under another name ([Tool.Same]): its cache, rate-limit window, retry
 // budget, middleware and delegate agent follow the tool, not the name. Make
 // tools with [NewTool] (the schema reflected from a Go struct), [NewRawTool]
-// (a ready schema, such as one decoded by [ParseSchema]) or [AgentTool];
+// (a ready schema, such as one decoded by [ParseSchema]) or [NewAgentTool];
 // [Tool.Err] reports one that cannot be used. A Tool is a Toolset of one.
 //
 // The toolset types are [Function] (a static list), [Prefixed] and
@@ -56,7 +56,7 @@
 // them but Wrapper has the builder methods .Prefixed, .Renamed, .Filtered,
 // .Prepared and .CombinedWith, returning the concrete type so that chains
 // read left to right; each builder has a free-function twin that takes any
-// Toolset: [Prefix], [Rename], [Filter], [Prepare], [NewCombined].
+// Toolset: [NewPrefixed], [NewRenamed], [NewFiltered], [NewPrepared], [NewCombined].
 //
 //	db := toolset.NewFunction(query, migrate).Prefixed("db").Filtered(isAdmin)
 //
@@ -111,7 +111,7 @@
 // [RunContext.String]), carries the application's dependencies ([DepsAs])
 // and holds the run's own bookkeeping: the failures that count against
 // retry budgets, the deferred tools its searches revealed, the approval
-// decisions ([RunContext.ApproveCall], [RunContext.DenyCall]) and the
+// decisions ([RunContext.RecordApproval], [RunContext.RecordDenial]) and the
 // run-scoped caches ([CacheRun]). Make one per run and give each turn a
 // copy from [RunContext.WithStep], attached with [NewContext]: copies share
 // the bookkeeping, so every step sees what the others did. [FromContext]
@@ -123,7 +123,7 @@
 // run when it was built under one, and the reverse); any step of its own
 // run will do.
 //
-// A sub-agent is a tool: [AgentTool] offers an [Agent] to the model, which
+// A sub-agent is a tool: [NewAgentTool] offers an [Agent] to the model, which
 // calls it with a prompt and gets the agent's answer. The sub-agent builds
 // its own tools under its own run context, and [Tool.DelegateAgent] finds
 // the agent behind any copy of the tool.
@@ -138,7 +138,7 @@
 //     revealed, or of a tool whose retries are spent is refused;
 //  2. argument validation against the tool's parameter schema as offered
 //     this turn;
-//  3. approval ([WithApproval]);
+//  3. approval ([WithApprovalRequired]);
 //  4. result cache lookup ([WithCache]), where a hit ends the call;
 //  5. rate limit ([WithRateLimit]);
 //  6. the middleware chain, outermost first: a [Wrapper]'s Middleware (the
@@ -153,7 +153,7 @@
 // would refuse: an approval predicate or a cache key function gets valid
 // JSON, a human is never asked to approve a call that cannot run, and a
 // cached result is only returned for arguments valid for the tool as this
-// turn offers it (a schema narrowed by [WithPrepare] or [Prepare] cannot be
+// turn offers it (a schema narrowed by [WithPrepare] or [NewPrepared] cannot be
 // bypassed by a result cached in another turn). The rate limit comes after
 // the cache because it guards what the handler uses: a hit, or a call that
 // waits for an identical call already running, takes no token. Concurrent
@@ -162,7 +162,7 @@
 //
 // # Policies
 //
-// Options of [NewTool], [NewRawTool] and [AgentTool] belong to the tool's
+// Options of [NewTool], [NewRawTool] and [NewAgentTool] belong to the tool's
 // core, so every copy shares them and their state:
 //
 //   - [WithEnabled]: show the tool only in turns a [Predicate] accepts.
@@ -179,12 +179,12 @@
 //
 // # Errors
 //
-// A call's error is of one of two kinds, told apart by [ModelMessage]. A
+// A call's error is of one of two kinds, told apart by [ErrorText]. A
 // [ModelError] is for the model, which can act on it: send its message back
 // as the tool result. Such are [*ArgumentError] (every problem with the
 // arguments at once, field by field), [*UnknownToolError] (a name not in
 // this turn's set, listing the names that are), [*UnavailableToolError],
-// [*RetryError] (a handler's [Retry]), [*TimeoutError], [*RateLimitError],
+// [*MessageError] (a handler's [NewModelError]), [*TimeoutError], [*RateLimitError],
 // [*ApprovalRequiredError] and [*ApprovalDeniedError]; an application's own
 // errors may implement it too. Every other error should stop the run: a
 // handler's error in a [*ToolError] (unless it wraps a ModelError), an

@@ -73,19 +73,19 @@ func (d *Dynamic) pick(ctx context.Context) (ts Toolset, err error) {
 	return ts, nil
 }
 
-// Prefixed returns d with every tool name prefixed; see [Prefix].
+// Prefixed returns d with every tool name prefixed; see [NewPrefixed].
 func (d *Dynamic) Prefixed(prefix string, opts ...PrefixOption) *Prefixed {
-	return Prefix(d, prefix, opts...)
+	return NewPrefixed(d, prefix, opts...)
 }
 
-// Renamed returns d with some tools renamed; see [Rename].
-func (d *Dynamic) Renamed(names map[string]string) *Renamed { return Rename(d, names) }
+// Renamed returns d with some tools renamed; see [NewRenamed].
+func (d *Dynamic) Renamed(names map[string]string) *Renamed { return NewRenamed(d, names) }
 
-// Filtered returns d showing only the tools pred accepts each turn; see [Filter].
-func (d *Dynamic) Filtered(pred Predicate) *Filtered { return Filter(d, pred) }
+// Filtered returns d showing only the tools pred accepts each turn; see [NewFiltered].
+func (d *Dynamic) Filtered(pred Predicate) *Filtered { return NewFiltered(d, pred) }
 
-// Prepared returns d with its tool list edited each turn by fn; see [Prepare].
-func (d *Dynamic) Prepared(fn PrepareFunc) *Prepared { return Prepare(d, fn) }
+// Prepared returns d with its tool list edited each turn by fn; see [NewPrepared].
+func (d *Dynamic) Prepared(fn PrepareFunc) *Prepared { return NewPrepared(d, fn) }
 
 // CombinedWith returns a toolset of d followed by others; see [NewCombined].
 func (d *Dynamic) CombinedWith(others ...Toolset) *Combined { return combineWith(d, others) }

@@ -17,15 +17,15 @@ import (
 // application's own errors.
 type ModelError interface {
 	error
-	// ModelMessage returns the text to send to the model as the tool result.
-	ModelMessage() string
+	// ModelText returns the text to send to the model as the tool result.
+	ModelText() string
 }
 
-// ModelMessage reports whether err, or an error it wraps, is a [ModelError],
+// ErrorText reports whether err, or an error it wraps, is a [ModelError],
 // and returns the text the model should see. When it reports false, the
 // error should stop the run; so it does when a method of err (its
-// ModelMessage, Unwrap or As) panics.
-func ModelMessage(err error) (msg string, forModel bool) {
+// ErrorText, Unwrap or As) panics.
+func ErrorText(err error) (msg string, forModel bool) {
 	defer func() {
 		if recover() != nil {
 			msg, forModel = "", false
@@ -33,7 +33,7 @@ func ModelMessage(err error) (msg string, forModel bool) {
 	}()
 	var me ModelError
 	if errors.As(err, &me) {
-		return me.ModelMessage(), true
+		return me.ModelText(), true
 	}
 	return "", false
 }
@@ -60,11 +60,11 @@ type ArgumentProblem struct {
 
 // Error implements error.
 func (e *ArgumentError) Error() string {
-	return "toolset: " + e.ModelMessage()
+	return "toolset: " + e.ModelText()
 }
 
-// ModelMessage implements [ModelError].
-func (e *ArgumentError) ModelMessage() string {
+// ModelText implements [ModelError].
+func (e *ArgumentError) ModelText() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "invalid arguments for tool %q:", e.Tool)
 	for _, p := range e.Problems {
@@ -93,11 +93,11 @@ const maxListedNames = 40
 
 // Error implements error.
 func (e *UnknownToolError) Error() string {
-	return "toolset: " + e.ModelMessage()
+	return "toolset: " + e.ModelText()
 }
 
-// ModelMessage implements [ModelError].
-func (e *UnknownToolError) ModelMessage() string {
+// ModelText implements [ModelError].
+func (e *UnknownToolError) ModelText() string {
 	name := boundName(e.Name)
 	if len(e.Available) == 0 {
 		return fmt.Sprintf("unknown tool %q: no tools are available in this turn", name)
@@ -122,33 +122,33 @@ func (e *UnknownToolError) ModelMessage() string {
 	return b.String()
 }
 
-// RetryError is returned by a handler, through [Retry] or [Retryf], to ask
+// MessageError is returned by a handler, through [NewModelError] or [ModelErrorf], to ask
 // the model to try again. Its message is shown to the model.
-type RetryError struct {
+type MessageError struct {
 	// Message tells the model what to change.
 	Message string
 }
 
-// Retry returns an error that asks the model to try the call again; message
+// NewModelError returns an error that asks the model to try the call again; message
 // tells it what to change. The model sees message as the tool result.
-func Retry(message string) error {
-	return &RetryError{Message: message}
+func NewModelError(message string) error {
+	return &MessageError{Message: message}
 }
 
-// Retryf is [Retry] with a format string.
-func Retryf(format string, args ...any) error {
-	return &RetryError{Message: fmt.Sprintf(format, args...)}
+// ModelErrorf is [NewModelError] with a format string.
+func ModelErrorf(format string, args ...any) error {
+	return &MessageError{Message: fmt.Sprintf(format, args...)}
 }
 
 // Error implements error.
-func (e *RetryError) Error() string { return "toolset: retry requested: " + e.Message }
+func (e *MessageError) Error() string { return "toolset: retry requested: " + e.Message }
 
-// ModelMessage implements [ModelError].
-func (e *RetryError) ModelMessage() string { return e.Message }
+// ModelText implements [ModelError].
+func (e *MessageError) ModelText() string { return e.Message }
 
 // ToolError wraps an error returned by a tool's handler with the name the
 // model called. Whether the model sees it depends on the wrapped error: see
-// [ModelMessage].
+// [ErrorText].
 type ToolError struct {
 	// Tool is the name the model called.
 	Tool string

@@ -41,7 +41,7 @@ func ExampleWithRateLimit() {
 	ctx := context.Background()
 	for range 3 {
 		res, err := send.Call(ctx, nil)
-		if msg, ok := toolset.ModelMessage(err); ok {
+		if msg, ok := toolset.ErrorText(err); ok {
 			fmt.Println("model sees:", msg)
 			continue
 		}
@@ -64,23 +64,23 @@ func ExampleWithTimeout() {
 	}, toolset.WithTimeout(20*time.Millisecond, toolset.TimeoutTellModel))
 
 	_, err := slow.Call(context.Background(), nil)
-	msg, forModel := toolset.ModelMessage(err)
+	msg, forModel := toolset.ErrorText(err)
 	fmt.Println(forModel, msg)
 	// Output:
 	// true tool "crawl" timed out after 20ms; try again with a smaller request, or another approach
 }
 
-func ExampleRetry() {
+func ExampleNewModelError() {
 	lookup := toolset.NewTool("find_user", "Find a user by email.", func(_ context.Context, in struct {
 		Email string `json:"email"`
 	}) (string, error) {
 		if in.Email == "" {
-			return "", toolset.Retry("give the user's email address")
+			return "", toolset.NewModelError("give the user's email address")
 		}
 		return "user 42", nil
 	})
 	_, err := lookup.Call(context.Background(), json.RawMessage(`{"email":""}`))
-	msg, _ := toolset.ModelMessage(err)
+	msg, _ := toolset.ErrorText(err)
 	fmt.Println(msg)
 	// Output:
 	// give the user's email address
@@ -88,7 +88,7 @@ func ExampleRetry() {
 
 func ExampleWithMaxRetries() {
 	flaky := toolset.NewTool("flaky", "Often fails.", func(context.Context, struct{}) (string, error) {
-		return "", toolset.Retry("try later")
+		return "", toolset.NewModelError("try later")
 	}, toolset.WithMaxRetries(1))
 
 	rc := &toolset.RunContext{RunID: "r1"}
@@ -143,12 +143,12 @@ func ExampleValidate() {
 	//   - EXAMPLE_GEO_API_KEY (needed by tool "geocode")
 }
 
-func ExampleWithApproval() {
+func ExampleWithApprovalRequired() {
 	refund := toolset.NewTool("refund", "Refund an order.", func(_ context.Context, in struct {
 		Amount int `json:"amount"`
 	}) (string, error) {
 		return fmt.Sprintf("refunded %d", in.Amount), nil
-	}, toolset.WithApproval(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+	}, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
 
 	rc := &toolset.RunContext{RunID: "r1"}
 	ctx := toolset.NewContext(context.Background(), rc)
@@ -159,7 +159,7 @@ func ExampleWithApproval() {
 	var pending *toolset.ApprovalRequiredError
 	if errors.As(err, &pending) {
 		fmt.Println("ask a human about", pending.Call.ID)
-		rc.ApproveCall(pending.Call)
+		rc.RecordApproval(pending.Call)
 	}
 	res, _ := tools.Execute(ctx, call)
 	fmt.Println(res)
@@ -183,14 +183,14 @@ func ExampleWithMiddleware() {
 	})
 	// Middleware on a Wrapper applies to every tool it yields.
 	logged := toolset.Wrapper{Wrapped: toolset.NewFunction(echo), Middleware: []toolset.Middleware{logCalls}}
-	tools, _ := toolset.BuildTools(context.Background(), "a", toolset.Prefix(logged, "x"))
+	tools, _ := toolset.BuildTools(context.Background(), "a", toolset.NewPrefixed(logged, "x"))
 	tools.Call(context.Background(), "x_echo", json.RawMessage(`{"s":"hi"}`))
 	// Output:
 	// x_echo({"s":"hi"}) = hi
 }
 
-func ExampleAgentTool() {
-	research := toolset.AgentTool(researcher{})
+func ExampleNewAgentTool() {
+	research := toolset.NewAgentTool(researcher{})
 	tools, _ := toolset.BuildTools(context.Background(), "lead", toolset.NewFunction(research).Prefixed("team"))
 	res, _ := tools.Call(context.Background(), "team_researcher", json.RawMessage(`{"prompt":"tides"}`))
 	t, _ := tools.Lookup("team_researcher")

@@ -27,7 +27,7 @@ func ExampleNewTool() {
 	fmt.Println(res, err)
 
 	_, err = forecast.Call(context.Background(), json.RawMessage(`{"days":30}`))
-	msg, _ := toolset.ModelMessage(err)
+	msg, _ := toolset.ErrorText(err)
 	fmt.Println(msg)
 	// Output:
 	// {"properties":{"city":{"type":"string","description":"City name, e.g. Paris"},"days":{"type":"integer","maximum":14,"minimum":1}},"additionalProperties":false,"type":"object","required":["city"]}
@@ -66,16 +66,16 @@ func ExampleNewFunction() {
 	// error: toolset: Function: tools[0] and tools[1] are both named "query"
 }
 
-func ExamplePrefix() {
+func ExampleNewPrefixed() {
 	db := toolset.NewFunction(tool("query"), tool("migrate"))
 	printNames(db.Prefixed("db"), context.Background())
-	printNames(toolset.Prefix(db, "db", toolset.WithSeparator("-")), context.Background())
+	printNames(toolset.NewPrefixed(db, "db", toolset.WithSeparator("-")), context.Background())
 	// Output:
 	// db_query db_migrate
 	// db-query db-migrate
 }
 
-func ExampleRename() {
+func ExampleNewRenamed() {
 	db := toolset.NewFunction(tool("execute_query"), tool("list_tables"))
 	printNames(db.Renamed(map[string]string{"execute_query": "sql"}), context.Background())
 	printNames(db.Renamed(map[string]string{"execute_query": "list_tables"}), context.Background())
@@ -86,7 +86,7 @@ func ExampleRename() {
 	// hint: rename the tools to different names
 }
 
-func ExampleFilter() {
+func ExampleNewFiltered() {
 	deleteUser := toolset.NewTool("delete_user", "", func(context.Context, struct{}) (string, error) { return "ok", nil },
 		toolset.WithMetadata(map[string]string{"audience": "admin"}))
 	users := toolset.NewFunction(tool("get_user"), deleteUser).Filtered(
@@ -132,13 +132,13 @@ func ExampleWrapper() {
 	tagged := Tagged{toolset.Wrapper{Wrapped: toolset.NewFunction(search)}}
 	// Use the free functions on your own type: a builder promoted from the
 	// embedded Wrapper would not see your GetTools.
-	tools, _ := toolset.Prefix(tagged, "beta").GetTools(context.Background())
+	tools, _ := toolset.NewPrefixed(tagged, "beta").GetTools(context.Background())
 	fmt.Println(tools[0].Name+":", tools[0].Description)
 	// Output:
 	// beta_search: [experimental] Search the web.
 }
 
-func ExamplePrepare() {
+func ExampleNewPrepared() {
 	tools := toolset.NewFunction(tool("a"), tool("b"), tool("c")).Prepared(
 		func(ctx context.Context, tools []toolset.Tool) ([]toolset.Tool, error) {
 			// Most useful first, and no "b" on weekends.
@@ -191,7 +191,7 @@ func ExampleBuildTools() {
 	res, _ := tools.Call(ctx, "b_query", nil)
 	fmt.Println(res)
 	_, err = tools.Call(ctx, "query", nil)
-	msg, _ := toolset.ModelMessage(err)
+	msg, _ := toolset.ErrorText(err)
 	fmt.Println(msg)
 	// Output:
 	// toolset: agent "Ops" has tool name conflicts:

@@ -13,19 +13,19 @@ type Predicate func(ctx context.Context, t Tool) (bool, error)
 
 // Filtered shows only the tools of a toolset that a predicate accepts this
 // turn. The same Filtered value serves every run: an admin's turn and a
-// guest's turn see different tools. Make one with [Filter] or a .Filtered
+// guest's turn see different tools. Make one with [NewFiltered] or a .Filtered
 // builder.
 type Filtered struct {
 	inner Toolset
 	pred  Predicate
 }
 
-// Filter returns ts showing only the tools pred accepts, evaluated every
+// NewFiltered returns ts showing only the tools pred accepts, evaluated every
 // turn. When pred returns an error, the tool is hidden and the error is
 // logged with [slog.Default], never swallowed. When pred panics, the turn
 // fails with a [*PanicError] naming the tool: a panic is a bug, not a
 // verdict. A nil pred makes GetTools fail.
-func Filter(ts Toolset, pred Predicate) *Filtered {
+func NewFiltered(ts Toolset, pred Predicate) *Filtered {
 	return &Filtered{inner: ts, pred: pred}
 }
 
@@ -102,19 +102,19 @@ func (f *Filtered) evaluate(ctx context.Context, in view, keep []bool) (err erro
 	return nil
 }
 
-// Prefixed returns f with every tool name prefixed; see [Prefix].
+// Prefixed returns f with every tool name prefixed; see [NewPrefixed].
 func (f *Filtered) Prefixed(prefix string, opts ...PrefixOption) *Prefixed {
-	return Prefix(f, prefix, opts...)
+	return NewPrefixed(f, prefix, opts...)
 }
 
-// Renamed returns f with some tools renamed; see [Rename].
-func (f *Filtered) Renamed(names map[string]string) *Renamed { return Rename(f, names) }
+// Renamed returns f with some tools renamed; see [NewRenamed].
+func (f *Filtered) Renamed(names map[string]string) *Renamed { return NewRenamed(f, names) }
 
-// Filtered returns f filtered again by pred; see [Filter].
-func (f *Filtered) Filtered(pred Predicate) *Filtered { return Filter(f, pred) }
+// Filtered returns f filtered again by pred; see [NewFiltered].
+func (f *Filtered) Filtered(pred Predicate) *Filtered { return NewFiltered(f, pred) }
 
-// Prepared returns f with its tool list edited each turn by fn; see [Prepare].
-func (f *Filtered) Prepared(fn PrepareFunc) *Prepared { return Prepare(f, fn) }
+// Prepared returns f with its tool list edited each turn by fn; see [NewPrepared].
+func (f *Filtered) Prepared(fn PrepareFunc) *Prepared { return NewPrepared(f, fn) }
 
 // CombinedWith returns a toolset of f followed by others; see [NewCombined].
 func (f *Filtered) CombinedWith(others ...Toolset) *Combined { return combineWith(f, others) }

@@ -519,19 +519,19 @@ func (f *Function) view(ctx context.Context) (view, error) {
 	return view{snap: f.snap}, nil
 }
 
-// Prefixed returns f with every tool name prefixed; see [Prefix].
+// Prefixed returns f with every tool name prefixed; see [NewPrefixed].
 func (f *Function) Prefixed(prefix string, opts ...PrefixOption) *Prefixed {
-	return Prefix(f, prefix, opts...)
+	return NewPrefixed(f, prefix, opts...)
 }
 
-// Renamed returns f with some tools renamed; see [Rename].
-func (f *Function) Renamed(names map[string]string) *Renamed { return Rename(f, names) }
+// Renamed returns f with some tools renamed; see [NewRenamed].
+func (f *Function) Renamed(names map[string]string) *Renamed { return NewRenamed(f, names) }
 
-// Filtered returns f showing only the tools pred accepts each turn; see [Filter].
-func (f *Function) Filtered(pred Predicate) *Filtered { return Filter(f, pred) }
+// Filtered returns f showing only the tools pred accepts each turn; see [NewFiltered].
+func (f *Function) Filtered(pred Predicate) *Filtered { return NewFiltered(f, pred) }
 
-// Prepared returns f with its tool list edited each turn by fn; see [Prepare].
-func (f *Function) Prepared(fn PrepareFunc) *Prepared { return Prepare(f, fn) }
+// Prepared returns f with its tool list edited each turn by fn; see [NewPrepared].
+func (f *Function) Prepared(fn PrepareFunc) *Prepared { return NewPrepared(f, fn) }
 
 // CombinedWith returns a toolset of f followed by others; see [NewCombined].
 func (f *Function) CombinedWith(others ...Toolset) *Combined { return combineWith(f, others) }

@@ -170,7 +170,7 @@ func TestCallValidation(t *testing.T) {
 			require.ErrorAs(t, err, &ae)
 			assert.Equal(t, "get_weather", ae.Tool)
 			assert.Equal(t, c.want, ae.Problems)
-			msg, visible := toolset.ModelMessage(err)
+			msg, visible := toolset.ErrorText(err)
 			require.True(t, visible, "argument errors are for the model")
 			for _, p := range c.want {
 				assert.Contains(t, msg, p.Message)
@@ -196,7 +196,7 @@ func TestCallMalformedJSON(t *testing.T) {
 // A ToolError names the tool and says the package prefix once, even when
 // it wraps an error of this package or nothing at all.
 func TestToolErrorMessage(t *testing.T) {
-	assert.EqualError(t, &toolset.ToolError{Tool: "flaky", Err: toolset.Retry("try again")}, `toolset: tool "flaky": retry requested: try again`)
+	assert.EqualError(t, &toolset.ToolError{Tool: "flaky", Err: toolset.NewModelError("try again")}, `toolset: tool "flaky": retry requested: try again`)
 	assert.EqualError(t, &toolset.ToolError{Tool: "flaky"}, `toolset: tool "flaky" failed`)
 }
 
@@ -277,7 +277,7 @@ func TestCallSuccess(t *testing.T) {
 
 func TestCallPanickingHandler(t *testing.T) {
 	tool := toolset.NewTool("boom", "", func(context.Context, struct{}) (int, error) { panic("kaboom") })
-	tools, err := toolset.BuildTools(context.Background(), "a", toolset.Rename(tool, map[string]string{"boom": "explode"}))
+	tools, err := toolset.BuildTools(context.Background(), "a", toolset.NewRenamed(tool, map[string]string{"boom": "explode"}))
 	require.NoError(t, err)
 	_, err = tools.Call(context.Background(), "explode", nil)
 	var pe *toolset.PanicError
@@ -286,7 +286,7 @@ func TestCallPanickingHandler(t *testing.T) {
 	assert.Equal(t, "kaboom", pe.Value)
 	assert.Contains(t, string(pe.Stack), "function_test.go")
 	assert.EqualError(t, err, `toolset: tool "explode" panicked: kaboom`)
-	_, visible := toolset.ModelMessage(err)
+	_, visible := toolset.ErrorText(err)
 	assert.False(t, visible, "a panic stops the run")
 }
 
@@ -296,7 +296,7 @@ func TestCallHandlerErrors(t *testing.T) {
 		Retry bool `json:"retry"`
 	}) (int, error) {
 		if in.Retry {
-			return 0, toolset.Retryf("no user %q; try the email address", "ada")
+			return 0, toolset.ModelErrorf("no user %q; try the email address", "ada")
 		}
 		return 0, fail
 	})
@@ -305,11 +305,11 @@ func TestCallHandlerErrors(t *testing.T) {
 	var te *toolset.ToolError
 	require.ErrorAs(t, err, &te)
 	assert.Equal(t, "lookup", te.Tool)
-	_, visible := toolset.ModelMessage(err)
+	_, visible := toolset.ErrorText(err)
 	assert.False(t, visible, "a plain handler error stops the run")
 
 	_, err = tool.Call(context.Background(), json.RawMessage(`{"retry": true}`))
-	msg, visible := toolset.ModelMessage(err)
+	msg, visible := toolset.ErrorText(err)
 	require.True(t, visible)
 	assert.Equal(t, `no user "ada"; try the email address`, msg)
 }

@@ -42,7 +42,7 @@ func FuzzCallArgs(f *testing.F) {
 			if !errors.As(err, &ae) || len(ae.Problems) == 0 {
 				t.Fatalf("args %q: want an *ArgumentError with problems, got %T %v", args, err, err)
 			}
-			if _, ok := toolset.ModelMessage(err); !ok {
+			if _, ok := toolset.ErrorText(err); !ok {
 				t.Fatalf("args %q: argument error not shown to the model", args)
 			}
 			return

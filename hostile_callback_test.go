@@ -33,7 +33,7 @@ func (v nastyValue) String() string {
 type nastyError struct{}
 
 func (nastyError) Error() string        { panic("error method exploded") }
-func (nastyError) ModelMessage() string { panic("error method exploded") }
+func (nastyError) ModelText() string { panic("error method exploded") }
 func (nastyError) Unwrap() error        { panic("error method exploded") }
 func (nastyError) Is(error) bool        { panic("error method exploded") }
 func (nastyError) As(any) bool          { panic("error method exploded") }
@@ -102,7 +102,7 @@ func TestHandlerErrorWhoseMethodsPanicFailsTheCall(t *testing.T) {
 		require.ErrorAs(t, err, &pe)
 		assert.Equal(t, "t", pe.Tool)
 		assert.Equal(t, "handler error", pe.Callback)
-		require.NotPanics(t, func() { _, _ = toolset.ModelMessage(err) })
+		require.NotPanics(t, func() { _, _ = toolset.ErrorText(err) })
 	}
 }
 
@@ -133,7 +133,7 @@ func TestCallbackErrorWhoseMethodsPanicFailsTheTurnOrCall(t *testing.T) {
 	}
 
 	for name, opt := range map[string]toolset.ToolOption{
-		"approval predicate": toolset.WithApproval(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) {
+		"approval predicate": toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) {
 			return false, nastyError{}
 		}),
 		"cache key": toolset.WithCache(toolset.CachePolicy{Key: func(context.Context, json.RawMessage) (string, error) {

@@ -6,14 +6,14 @@ import (
 	"log/slog"
 )
 
-// ToolPrepareFunc edits a tool's definition for this turn (its description,
+// PrepareToolFunc edits a tool's definition for this turn (its description,
 // schemas or metadata), or drops it by returning keep false. It may not
 // rename the tool.
-type ToolPrepareFunc func(ctx context.Context, t Tool) (edited Tool, keep bool, err error)
+type PrepareToolFunc func(ctx context.Context, t Tool) (edited Tool, keep bool, err error)
 
 // WithEnabled shows the tool only in turns where enabled reports true. An
 // error hides the tool and is logged with [slog.Default], and a panic
-// fails the turn with a [*PanicError], as with [Filter].
+// fails the turn with a [*PanicError], as with [NewFiltered].
 func WithEnabled(enabled Predicate) ToolOption {
 	return func(t *Tool) { t.core.enabled = enabled }
 }
@@ -21,7 +21,7 @@ func WithEnabled(enabled Predicate) ToolOption {
 // WithPrepare runs prepare on the tool every turn before the model sees it,
 // to edit its definition or drop it for this turn. An error fails the turn,
 // and so does a panic, as a [*PanicError].
-func WithPrepare(prepare ToolPrepareFunc) ToolOption {
+func WithPrepare(prepare PrepareToolFunc) ToolOption {
 	return func(t *Tool) { t.core.prepare = prepare }
 }
 

@@ -56,7 +56,7 @@ func TestUserToolsetTurnsDoNotScaleWithTools(t *testing.T) {
 		for i := range tools {
 			tools[i] = toolset.NewTool(fmt.Sprint("t", i), "", func(context.Context, struct{}) (int, error) { return 0, nil })
 		}
-		tree := toolset.NewCombined(toolset.Prefix(listToolset{tools: tools}, "a"), toolset.NewFunction(echoTool("x")))
+		tree := toolset.NewCombined(toolset.NewPrefixed(listToolset{tools: tools}, "a"), toolset.NewFunction(echoTool("x")))
 		ctx := context.Background()
 		turn := func() {
 			got, err := toolset.BuildTools(ctx, "a", tree)

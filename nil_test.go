@@ -39,7 +39,7 @@ func TestTypedNilToolsetIsAnError(t *testing.T) {
 			_, err = c.ts.GetTools(ctx)
 			require.EqualError(t, err, "toolset: "+want)
 
-			_, err = toolset.Prefix(c.ts, "p").GetTools(ctx)
+			_, err = toolset.NewPrefixed(c.ts, "p").GetTools(ctx)
 			require.EqualError(t, err, "toolset: "+want)
 
 			assert.Equal(t, c.name, toolset.LabelOf(c.ts))
@@ -56,7 +56,7 @@ func TestTypedNilToolsetIsAnError(t *testing.T) {
 				require.EqualError(t, cl.Close(), "toolset: "+want)
 			}
 			// Wrapped, the nil is forwarded to, not panicked on.
-			outer := toolset.Prefix(c.ts, "p")
+			outer := toolset.NewPrefixed(c.ts, "p")
 			if _, ok := c.ts.(toolset.InstructionsProvider); ok {
 				_, err = outer.Instructions(ctx)
 				require.EqualError(t, err, "toolset: "+want)
@@ -83,7 +83,7 @@ func TestTypedNilBuilders(t *testing.T) {
 	for _, ts := range []toolset.Toolset{
 		f.WithLabel("l"), f.WithInstructions("i"), f.Prefixed("p"), f.Renamed(nil),
 		flt.Filtered(keep), flt.Prepared(same), flt.CombinedWith(), c.CombinedWith(f),
-		toolset.Prefix(flt, "x"), toolset.Rename(flt, nil), toolset.Filter(flt, keep), toolset.Prepare(flt, same),
+		toolset.NewPrefixed(flt, "x"), toolset.NewRenamed(flt, nil), toolset.NewFiltered(flt, keep), toolset.NewPrepared(flt, same),
 	} {
 		_, err := toolset.BuildTools(ctx, "a", ts)
 		require.Error(t, err)

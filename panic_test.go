@@ -101,7 +101,7 @@ func requirePanic(t *testing.T, err error, want toolset.PanicError) {
 	assert.Equal(t, want.Value, pe.Value)
 	assert.NotEmpty(t, pe.Stack, "the stack stays in the value, for logs")
 	assert.NotContains(t, err.Error(), "goroutine", "the message leaves the stack out")
-	_, forModel := toolset.ModelMessage(err)
+	_, forModel := toolset.ErrorText(err)
 	assert.False(t, forModel, "a panic stops the run")
 }
 
@@ -159,12 +159,12 @@ func TestPanickingInstructionsAndClose(t *testing.T) {
 	requirePanic(t, err, toolset.PanicError{Callback: "Instructions", Toolset: "mine", Value: "Instructions exploded"})
 	_, err = toolset.NewCombined(ts).Instructions(ctx)
 	requirePanic(t, err, toolset.PanicError{Callback: "Instructions", Toolset: "mine", Value: "Instructions exploded"})
-	_, err = toolset.Filter(ts, func(context.Context, toolset.Tool) (bool, error) { return true, nil }).Instructions(ctx)
+	_, err = toolset.NewFiltered(ts, func(context.Context, toolset.Tool) (bool, error) { return true, nil }).Instructions(ctx)
 	requirePanic(t, err, toolset.PanicError{Callback: "Instructions", Toolset: "mine", Value: "Instructions exploded"})
 
 	err = toolset.NewCombined(ts, echoTool("b")).Close()
 	requirePanic(t, err, toolset.PanicError{Callback: "Close", Toolset: "mine", Value: "Close exploded"})
-	err = toolset.Prefix(ts, "p").Close()
+	err = toolset.NewPrefixed(ts, "p").Close()
 	requirePanic(t, err, toolset.PanicError{Callback: "Close", Toolset: "mine", Value: "Close exploded"})
 }
 
@@ -212,7 +212,7 @@ func callPathCases() []struct {
 			toolset.PanicError{Callback: "handler", Tool: "t", Value: "handler exploded"}},
 		{"middleware", toolset.NewTool("t", "", handler, toolset.WithMiddleware(badMW)),
 			toolset.PanicError{Callback: "middleware", Tool: "t", Value: "middleware exploded"}},
-		{"approval predicate", toolset.NewTool("t", "", handler, toolset.WithApproval(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) {
+		{"approval predicate", toolset.NewTool("t", "", handler, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) {
 			panic("approval exploded")
 		})), toolset.PanicError{Callback: "approval predicate", Tool: "t", Value: "approval exploded"}},
 		{"cache key", toolset.NewTool("t", "", handler, toolset.WithCache(toolset.CachePolicy{Key: func(context.Context, json.RawMessage) (string, error) {
@@ -293,11 +293,11 @@ func (a explodingAgent) Description() string { panic("Description exploded") }
 func (a explodingAgent) Run(context.Context, string) (string, error) { return "", nil }
 
 func TestPanickingAgentMakesTheToolUnusable(t *testing.T) {
-	tool := toolset.AgentTool(explodingAgent{name: true})
+	tool := toolset.NewAgentTool(explodingAgent{name: true})
 	var pe *toolset.PanicError
 	require.ErrorAs(t, tool.Err(), &pe)
 	assert.Equal(t, "agent Name", pe.Callback)
-	tool = toolset.AgentTool(explodingAgent{})
+	tool = toolset.NewAgentTool(explodingAgent{})
 	require.ErrorAs(t, tool.Err(), &pe)
 	assert.Equal(t, "agent Description", pe.Callback)
 	assert.Equal(t, "helper", pe.Tool)

@@ -7,7 +7,7 @@ import (
 
 // Prefixed namespaces a toolset: every tool name becomes prefix, separator,
 // name ("db_query"). The prefixed tools are copies that share their state
-// with the originals. Make one with [Prefix] or a .Prefixed builder.
+// with the originals. Make one with [NewPrefixed] or a .Prefixed builder.
 type Prefixed struct {
 	inner  Toolset
 	prefix string
@@ -25,10 +25,10 @@ func WithSeparator(sep string) PrefixOption {
 	return func(p *Prefixed) { p.sep = sep }
 }
 
-// Prefix returns ts with every tool name prefixed with prefix and a
+// NewPrefixed returns ts with every tool name prefixed with prefix and a
 // separator ("_" unless [WithSeparator] says otherwise). An empty prefix
 // makes GetTools fail.
-func Prefix(ts Toolset, prefix string, opts ...PrefixOption) *Prefixed {
+func NewPrefixed(ts Toolset, prefix string, opts ...PrefixOption) *Prefixed {
 	p := &Prefixed{inner: ts, prefix: prefix, sep: "_", static: isStatic(ts)}
 	for _, o := range opts {
 		if o != nil {
@@ -88,19 +88,19 @@ func (p *Prefixed) view(ctx context.Context) (view, error) {
 	return view{snap: d.out, keep: in.keep}, nil
 }
 
-// Prefixed returns p with every tool name prefixed again; see [Prefix].
+// Prefixed returns p with every tool name prefixed again; see [NewPrefixed].
 func (p *Prefixed) Prefixed(prefix string, opts ...PrefixOption) *Prefixed {
-	return Prefix(p, prefix, opts...)
+	return NewPrefixed(p, prefix, opts...)
 }
 
-// Renamed returns p with some tools renamed; see [Rename].
-func (p *Prefixed) Renamed(names map[string]string) *Renamed { return Rename(p, names) }
+// Renamed returns p with some tools renamed; see [NewRenamed].
+func (p *Prefixed) Renamed(names map[string]string) *Renamed { return NewRenamed(p, names) }
 
-// Filtered returns p showing only the tools pred accepts each turn; see [Filter].
-func (p *Prefixed) Filtered(pred Predicate) *Filtered { return Filter(p, pred) }
+// Filtered returns p showing only the tools pred accepts each turn; see [NewFiltered].
+func (p *Prefixed) Filtered(pred Predicate) *Filtered { return NewFiltered(p, pred) }
 
-// Prepared returns p with its tool list edited each turn by fn; see [Prepare].
-func (p *Prefixed) Prepared(fn PrepareFunc) *Prepared { return Prepare(p, fn) }
+// Prepared returns p with its tool list edited each turn by fn; see [NewPrepared].
+func (p *Prefixed) Prepared(fn PrepareFunc) *Prepared { return NewPrepared(p, fn) }
 
 // CombinedWith returns a toolset of p followed by others; see [NewCombined].
 func (p *Prefixed) CombinedWith(others ...Toolset) *Combined { return combineWith(p, others) }

@@ -12,17 +12,17 @@ import (
 type PrepareFunc func(ctx context.Context, tools []Tool) ([]Tool, error)
 
 // Prepared runs a [PrepareFunc] over a toolset's tools every turn. Make one
-// with [Prepare] or a .Prepared builder.
+// with [NewPrepared] or a .Prepared builder.
 type Prepared struct {
 	inner Toolset
 	fn    PrepareFunc
 }
 
-// Prepare returns ts with its visible tools passed through fn every turn.
+// NewPrepared returns ts with its visible tools passed through fn every turn.
 // fn receives a fresh slice it may modify. A result that adds a tool,
-// renames one (use [Rename]) or lists one twice makes GetTools fail; so
+// renames one (use [NewRenamed]) or lists one twice makes GetTools fail; so
 // does a nil fn, and a panic of fn, as a [*PanicError].
-func Prepare(ts Toolset, fn PrepareFunc) *Prepared {
+func NewPrepared(ts Toolset, fn PrepareFunc) *Prepared {
 	return &Prepared{inner: ts, fn: fn}
 }
 
@@ -104,19 +104,19 @@ func (p *Prepared) prepare(ctx context.Context, tools []Tool) (out []Tool, err e
 	return p.fn(ctx, tools)
 }
 
-// Prefixed returns p with every tool name prefixed; see [Prefix].
+// Prefixed returns p with every tool name prefixed; see [NewPrefixed].
 func (p *Prepared) Prefixed(prefix string, opts ...PrefixOption) *Prefixed {
-	return Prefix(p, prefix, opts...)
+	return NewPrefixed(p, prefix, opts...)
 }
 
-// Renamed returns p with some tools renamed; see [Rename].
-func (p *Prepared) Renamed(names map[string]string) *Renamed { return Rename(p, names) }
+// Renamed returns p with some tools renamed; see [NewRenamed].
+func (p *Prepared) Renamed(names map[string]string) *Renamed { return NewRenamed(p, names) }
 
-// Filtered returns p showing only the tools pred accepts each turn; see [Filter].
-func (p *Prepared) Filtered(pred Predicate) *Filtered { return Filter(p, pred) }
+// Filtered returns p showing only the tools pred accepts each turn; see [NewFiltered].
+func (p *Prepared) Filtered(pred Predicate) *Filtered { return NewFiltered(p, pred) }
 
-// Prepared returns p prepared again by fn; see [Prepare].
-func (p *Prepared) Prepared(fn PrepareFunc) *Prepared { return Prepare(p, fn) }
+// Prepared returns p prepared again by fn; see [NewPrepared].
+func (p *Prepared) Prepared(fn PrepareFunc) *Prepared { return NewPrepared(p, fn) }
 
 // CombinedWith returns a toolset of p followed by others; see [NewCombined].
 func (p *Prepared) CombinedWith(others ...Toolset) *Combined { return combineWith(p, others) }

@@ -52,10 +52,10 @@ type RateLimitError struct {
 }
 
 // Error implements error.
-func (e *RateLimitError) Error() string { return "toolset: " + e.ModelMessage() }
+func (e *RateLimitError) Error() string { return "toolset: " + e.ModelText() }
 
-// ModelMessage implements [ModelError].
-func (e *RateLimitError) ModelMessage() string {
+// ModelText implements [ModelError].
+func (e *RateLimitError) ModelText() string {
 	return fmt.Sprintf("tool %q is rate limited; try again in %v", e.Tool, roundUp(e.RetryAfter))
 }
 

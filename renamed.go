@@ -8,7 +8,7 @@ import (
 
 // Renamed renames some tools of a toolset; the others pass through. The
 // renamed tools are copies that share their state with the originals. Make
-// one with [Rename] or a .Renamed builder.
+// one with [NewRenamed] or a .Renamed builder.
 type Renamed struct {
 	inner  Toolset
 	names  map[string]string
@@ -16,13 +16,13 @@ type Renamed struct {
 	memo   memoSlots[derived]
 }
 
-// Rename returns ts with tools renamed: names maps an old name to its new
+// NewRenamed returns ts with tools renamed: names maps an old name to its new
 // name, and names not in the map pass through. Two tools visible in one turn
 // under the same resulting name make GetTools fail with a
 // [*NameConflictError] naming both by their old names; swapping two names
 // is fine. A name in the map that matches no tool
 // is ignored, since the tools of a remote toolset may come and go.
-func Rename(ts Toolset, names map[string]string) *Renamed {
+func NewRenamed(ts Toolset, names map[string]string) *Renamed {
 	return &Renamed{inner: ts, names: maps.Clone(names), static: isStatic(ts)}
 }
 
@@ -132,19 +132,19 @@ func (r *Renamed) clashError(in, out *snapshot, renamed renamedFrom, positions [
 	}
 }
 
-// Prefixed returns r with every tool name prefixed; see [Prefix].
+// Prefixed returns r with every tool name prefixed; see [NewPrefixed].
 func (r *Renamed) Prefixed(prefix string, opts ...PrefixOption) *Prefixed {
-	return Prefix(r, prefix, opts...)
+	return NewPrefixed(r, prefix, opts...)
 }
 
-// Renamed returns r with some tools renamed again; see [Rename].
-func (r *Renamed) Renamed(names map[string]string) *Renamed { return Rename(r, names) }
+// Renamed returns r with some tools renamed again; see [NewRenamed].
+func (r *Renamed) Renamed(names map[string]string) *Renamed { return NewRenamed(r, names) }
 
-// Filtered returns r showing only the tools pred accepts each turn; see [Filter].
-func (r *Renamed) Filtered(pred Predicate) *Filtered { return Filter(r, pred) }
+// Filtered returns r showing only the tools pred accepts each turn; see [NewFiltered].
+func (r *Renamed) Filtered(pred Predicate) *Filtered { return NewFiltered(r, pred) }
 
-// Prepared returns r with its tool list edited each turn by fn; see [Prepare].
-func (r *Renamed) Prepared(fn PrepareFunc) *Prepared { return Prepare(r, fn) }
+// Prepared returns r with its tool list edited each turn by fn; see [NewPrepared].
+func (r *Renamed) Prepared(fn PrepareFunc) *Prepared { return NewPrepared(r, fn) }
 
 // CombinedWith returns a toolset of r followed by others; see [NewCombined].
 func (r *Renamed) CombinedWith(others ...Toolset) *Combined { return combineWith(r, others) }

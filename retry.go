@@ -8,7 +8,7 @@ import (
 // WithMaxRetries gives the tool a budget of n retries per run. A step of
 // the run in which a call of the tool fails counts once against it (several
 // failures in one step, such as parallel calls, count once). A failure is an
-// argument error, a handler error (including [Retry]), a panic, or a timeout
+// argument error, a handler error (including [NewModelError]), a panic, or a timeout
 // shown to the model. Once more than n steps have failed, the tool is spent
 // for the run: BuildTools leaves it out of later turns, or keeps it marked
 // unavailable when the run asked for a stable list
@@ -37,10 +37,10 @@ type UnavailableToolError struct {
 }
 
 // Error implements error.
-func (e *UnavailableToolError) Error() string { return "toolset: " + e.ModelMessage() }
+func (e *UnavailableToolError) Error() string { return "toolset: " + e.ModelText() }
 
-// ModelMessage implements [ModelError].
-func (e *UnavailableToolError) ModelMessage() string {
+// ModelText implements [ModelError].
+func (e *UnavailableToolError) ModelText() string {
 	return fmt.Sprintf("tool %q is not available: %s", e.Tool, e.Reason)
 }
 

@@ -28,7 +28,7 @@ func requireMismatch(t *testing.T, err error, want toolset.RunMismatchError) {
 	var me *toolset.RunMismatchError
 	require.ErrorAs(t, err, &me)
 	assert.Equal(t, want, *me)
-	_, forModel := toolset.ModelMessage(err)
+	_, forModel := toolset.ErrorText(err)
 	assert.False(t, forModel, "a set called in another run stops the run")
 }
 

@@ -209,7 +209,7 @@ func TestRateLimitReject(t *testing.T) {
 	require.ErrorAs(t, err, &rle, "the window is the tool's, across its names")
 	assert.Equal(t, "renamed", rle.Tool)
 	assert.InDelta(t, 30*time.Minute, rle.RetryAfter, float64(time.Second))
-	msg, visible := toolset.ModelMessage(err)
+	msg, visible := toolset.ErrorText(err)
 	require.True(t, visible)
 	assert.Equal(t, `tool "renamed" is rate limited; try again in 30m0s`, msg)
 	assert.Equal(t, int64(2), runs.Load())
@@ -233,7 +233,7 @@ func TestRateLimitWait(t *testing.T) {
 	defer cancel()
 	_, err = slow.Call(ctx, json.RawMessage(`{"id":1}`))
 	require.ErrorContains(t, err, "waiting for its rate limit")
-	_, visible := toolset.ModelMessage(err)
+	_, visible := toolset.ErrorText(err)
 	assert.False(t, visible)
 }
 
@@ -260,7 +260,7 @@ func TestTimeout(t *testing.T) {
 	require.ErrorAs(t, err, &te)
 	assert.Less(t, time.Since(start), 2*time.Second, "the handler's context was cancelled at the deadline")
 	assert.True(t, sawDeadline.Load())
-	msg, visible := toolset.ModelMessage(err)
+	msg, visible := toolset.ErrorText(err)
 	require.True(t, visible)
 	assert.Equal(t, `tool "p_sleepy" timed out after 50ms; try again with a smaller request, or another approach`, msg)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
@@ -274,17 +274,17 @@ func TestTimeout(t *testing.T) {
 	var ae *toolset.AbortError
 	require.ErrorAs(t, err, &ae)
 	assert.EqualError(t, err, `toolset: tool "renamed" timed out after 30ms; the run stops`)
-	_, visible = toolset.ModelMessage(err)
+	_, visible = toolset.ErrorText(err)
 	assert.False(t, visible)
 
 	// A handler that answers the deadline with a message for the model
 	// keeps it.
 	polite := toolset.NewTool("polite", "", func(ctx context.Context, _ struct{}) (string, error) {
 		<-ctx.Done()
-		return "", toolset.Retry("ask for fewer rows")
+		return "", toolset.NewModelError("ask for fewer rows")
 	}, toolset.WithTimeout(10*time.Millisecond, toolset.TimeoutAbortRun))
 	_, err = polite.Call(context.Background(), nil)
-	msg, visible = toolset.ModelMessage(err)
+	msg, visible = toolset.ErrorText(err)
 	require.True(t, visible, "%v", err)
 	assert.Contains(t, msg, "ask for fewer rows")
 
@@ -337,7 +337,7 @@ func TestRetries(t *testing.T) {
 	flaky := toolset.NewTool("flaky", "Sometimes fails.", func(_ context.Context, in lookupArgs) (string, error) {
 		runs.Add(1)
 		if in.ID == 0 {
-			return "", toolset.Retry("id must not be zero")
+			return "", toolset.NewModelError("id must not be zero")
 		}
 		return "ok", nil
 	}, toolset.WithMaxRetries(1))
@@ -358,7 +358,7 @@ func TestRetries(t *testing.T) {
 	assert.Equal(t, []string{"p_flaky", "p_steady", "renamed", "steady2"}, tools.Names())
 	for _, name := range []string{"p_flaky", "renamed"} { // two failures, one step
 		_, err := call(t, c0, tools, name, `{"id":0}`)
-		msg, visible := toolset.ModelMessage(err)
+		msg, visible := toolset.ErrorText(err)
 		require.True(t, visible)
 		assert.Equal(t, "id must not be zero", msg)
 	}
@@ -378,7 +378,7 @@ func TestRetries(t *testing.T) {
 	_, err = call(t, c3, tools, "p_flaky", `{"id":1}`)
 	var ue *toolset.UnavailableToolError
 	require.ErrorAs(t, err, &ue)
-	assert.Equal(t, `tool "p_flaky" is not available: its retries are spent (a budget of 1 per run); do without it`, ue.ModelMessage())
+	assert.Equal(t, `tool "p_flaky" is not available: its retries are spent (a budget of 1 per run); do without it`, ue.ModelText())
 	assert.Equal(t, before, runs.Load())
 
 	// Another run has its own budget.
@@ -471,7 +471,7 @@ func TestApproval(t *testing.T) {
 	transfer := toolset.NewTool("transfer", "", func(_ context.Context, in lookupArgs) (string, error) {
 		runs.Add(1)
 		return fmt.Sprintf("sent %d", in.ID), nil
-	}, toolset.WithApproval(func(_ context.Context, _ toolset.Tool, args json.RawMessage) (bool, error) {
+	}, toolset.WithApprovalRequired(func(_ context.Context, _ toolset.Tool, args json.RawMessage) (bool, error) {
 		var in lookupArgs
 		return json.Unmarshal(args, &in) != nil || in.ID > 100, nil // large amounts need a human
 	}))
@@ -493,7 +493,7 @@ func TestApproval(t *testing.T) {
 	rc.Approve("c1")
 	wipe := toolset.NewTool("wipe", "", func(_ context.Context, in lookupArgs) (string, error) {
 		return "wiped", nil
-	}, toolset.WithApproval(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+	}, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
 	withWipe, err := toolset.BuildTools(ctx, "a", toolset.NewFunction(transfer), wipe)
 	require.NoError(t, err)
 	for _, other := range []toolset.ToolCall{
@@ -514,16 +514,16 @@ func TestApproval(t *testing.T) {
 	_, err = tools.Call(ctx, "transfer", json.RawMessage(`{"id":500}`))
 	require.ErrorAs(t, err, &need)
 	assert.ErrorContains(t, err, "run it with Tools.Execute and a ToolCall with an ID", "a call without an ID cannot be approved, and says so")
-	msg, _ := toolset.ModelMessage(err)
+	msg, _ := toolset.ErrorText(err)
 	assert.Equal(t, `the call of tool "transfer" needs a human's approval, which cannot be asked for here; do without it`, msg,
 		"the model is not told to wait for an answer that cannot come")
 	_, err = tools.Execute(ctx, toolset.ToolCall{ID: "c9", Name: "transfer", Args: json.RawMessage(`{"id":501}`)})
-	msg, _ = toolset.ModelMessage(err)
+	msg, _ = toolset.ErrorText(err)
 	assert.Equal(t, `the call of tool "transfer" needs a human's approval, which has been requested; do not repeat it until told`, msg)
 
 	rc.Deny("c2", "over the daily limit")
 	_, err = tools.Execute(ctx, toolset.ToolCall{ID: "c2", Name: "transfer", Args: json.RawMessage(`{"id":900}`)})
-	msg, visible := toolset.ModelMessage(err)
+	msg, visible := toolset.ErrorText(err)
 	require.True(t, visible)
 	assert.Equal(t, `the call of tool "transfer" was denied by a human: over the daily limit`, msg)
 	assert.Equal(t, int64(2), runs.Load())
@@ -557,7 +557,7 @@ func TestMiddleware(t *testing.T) {
 	wrapped := toolset.Wrapper{Wrapped: toolset.Wrapper{Wrapped: toolset.NewFunction(tool), Middleware: []toolset.Middleware{record("inner")}},
 		Middleware: []toolset.Middleware{record("outer1"), record("outer2")}}
 	ctx := context.Background()
-	tools, err := toolset.BuildTools(ctx, "a", toolset.Prefix(wrapped, "w"), toolset.Rename(toolset.NewFunction(tool), map[string]string{"lookup": "plain"}))
+	tools, err := toolset.BuildTools(ctx, "a", toolset.NewPrefixed(wrapped, "w"), toolset.NewRenamed(toolset.NewFunction(tool), map[string]string{"lookup": "plain"}))
 	require.NoError(t, err)
 	_, err = tools.Execute(ctx, toolset.ToolCall{ID: "c1", Name: "w_lookup", Args: json.RawMessage(`{"id":1}`)})
 	require.NoError(t, err)
@@ -590,7 +590,7 @@ func (researcher) Run(_ context.Context, prompt string) (string, error) {
 }
 
 func TestAgentTool(t *testing.T) {
-	tool := toolset.AgentTool(researcher{}, toolset.WithTimeout(time.Second, toolset.TimeoutTellModel))
+	tool := toolset.NewAgentTool(researcher{}, toolset.WithTimeout(time.Second, toolset.TimeoutTellModel))
 	assert.Equal(t, "researcher", tool.Name)
 	assert.Equal(t, "Researches a topic in depth.", tool.Description)
 	assert.JSONEq(t, `{"type":"object","properties":{"prompt":{"type":"string","description":"The task for the agent, with everything it needs to know"}},"required":["prompt"],"additionalProperties":false}`, schemaJSON(t, tool))
@@ -606,7 +606,7 @@ func TestAgentTool(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "findings on tides", got)
 	assert.Nil(t, echoTool("x").DelegateAgent())
-	require.ErrorContains(t, toolset.AgentTool(nil).Err(), "nil Agent")
+	require.ErrorContains(t, toolset.NewAgentTool(nil).Err(), "nil Agent")
 }
 
 func deferredCatalog() *toolset.Function {
@@ -700,7 +700,7 @@ func TestCallPathOrder(t *testing.T) {
 		mark("handler")
 		return in.ID, nil
 	},
-		toolset.WithApproval(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) {
+		toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) {
 			mark("approval")
 			return needApproval.Load(), nil
 		}),
@@ -836,7 +836,7 @@ func TestApprovalBindsToTheCall(t *testing.T) {
 		defer mu.Unlock()
 		paid = append(paid, in.To)
 		return "paid " + in.To, nil
-	}, toolset.WithApproval(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+	}, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
 	rc := &toolset.RunContext{RunID: "r"}
 	ctx := toolset.NewContext(context.Background(), rc)
 	tools := clones(t, ctx, pay)
@@ -847,8 +847,8 @@ func TestApprovalBindsToTheCall(t *testing.T) {
 		_, err := tools.Execute(ctx, c)
 		require.ErrorAs(t, err, &need)
 	}
-	rc.DenyCall(mallory, "unknown payee")
-	rc.ApproveCall(bob)
+	rc.RecordDenial(mallory, "unknown payee")
+	rc.RecordApproval(bob)
 	_, err := tools.Execute(ctx, mallory)
 	var denied *toolset.ApprovalDeniedError
 	require.ErrorAs(t, err, &denied)
@@ -872,7 +872,7 @@ func TestApprovalBindsToTheCall(t *testing.T) {
 	// stops the run and says why.
 	_, err = pay.Call(context.Background(), json.RawMessage(`{"to":"bob"}`))
 	require.ErrorContains(t, err, "approvals are recorded in the run context")
-	_, visible := toolset.ModelMessage(err)
+	_, visible := toolset.ErrorText(err)
 	assert.False(t, visible)
 }
 

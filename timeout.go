@@ -22,7 +22,7 @@ const (
 // cancelled at the deadline. If the handler then returns an error, the
 // caller gets a timeout error instead ([*TimeoutError] shown to the model,
 // or [*AbortError] stopping the run, as b says), unless the handler's error
-// is itself meant for the model (a [ModelError], such as [Retry]). A result
+// is itself meant for the model (a [ModelError], such as [NewModelError]). A result
 // returned after the deadline is kept.
 func WithTimeout(d time.Duration, b TimeoutBehavior) ToolOption {
 	return func(t *Tool) {
@@ -42,10 +42,10 @@ type TimeoutError struct {
 }
 
 // Error implements error.
-func (e *TimeoutError) Error() string { return "toolset: " + e.ModelMessage() }
+func (e *TimeoutError) Error() string { return "toolset: " + e.ModelText() }
 
-// ModelMessage implements [ModelError].
-func (e *TimeoutError) ModelMessage() string {
+// ModelText implements [ModelError].
+func (e *TimeoutError) ModelText() string {
 	return fmt.Sprintf("tool %q timed out after %v; try again with a smaller request, or another approach", e.Tool, e.After)
 }
 

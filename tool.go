@@ -117,10 +117,10 @@ func NewRawTool(name, description string, params *jsonschema.Schema, fn RawHandl
 // policies are the options of a tool, shared by all its copies.
 type policies struct {
 	enabled       Predicate
-	prepare       ToolPrepareFunc
+	prepare       PrepareToolFunc
 	env           []string
 	deferred      bool
-	approval      ApprovalFunc
+	approval      NeedsApprovalFunc
 	maxRetries    int // negative: failures are not counted
 	timeout       time.Duration
 	timeoutAborts bool

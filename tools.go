@@ -139,7 +139,7 @@ type ToolCall struct {
 
 // Execute runs a tool call from the model through the call path: see
 // [Tools.Call]. The call ID identifies the call to approvals
-// ([WithApproval]) and middleware.
+// ([WithApprovalRequired]) and middleware.
 func (ts *Tools) Execute(ctx context.Context, call ToolCall) (any, error) {
 	rc := runOf(ctx)
 	if ts != nil && !sameRun(rc, ts.rc) {
@@ -166,10 +166,10 @@ func (ts *Tools) Execute(ctx context.Context, call ToolCall) (any, error) {
 // timeout, then cache store and the run's retry accounting. An
 // [*ArgumentError] lists every problem with the arguments, and a panic of
 // the handler or of any callback becomes a [*PanicError]. Use
-// [ModelMessage] to tell the errors the model should see from those that
+// [ErrorText] to tell the errors the model should see from those that
 // should stop the run.
 //
-// Call has no call ID, so a call that needs approval ([WithApproval])
+// Call has no call ID, so a call that needs approval ([WithApprovalRequired])
 // cannot be approved: it fails with an [*ApprovalRequiredError] that tells
 // the model to do without the tool. Run such tools with [Tools.Execute].
 //

@@ -37,7 +37,7 @@ func TestUnknownHugeToolNameIsBounded(t *testing.T) {
 
 			start := time.Now()
 			msg := err.Error()
-			model, _ := toolset.ModelMessage(err)
+			model, _ := toolset.ErrorText(err)
 			elapsed := time.Since(start)
 			// Unbounded, scoring a 50 KB name against 100 names took about a
 			// second; bounded, it takes microseconds.

@@ -38,14 +38,14 @@ func TestWrapperOverrideSurvivesBuilders(t *testing.T) {
 	tagged := beta{toolset.Wrapper{Wrapped: toolset.NewFunction(echoTools("a", "b")...)}}
 	want := []string{"a: [beta] The a tool.", "b: [beta] The b tool."}
 	assert.Equal(t, want, descriptions(t, ctx, tagged))
-	assert.Equal(t, []string{"x_a: [beta] The a tool.", "x_b: [beta] The b tool."}, descriptions(t, ctx, toolset.Prefix(tagged, "x")))
-	assert.Equal(t, []string{"z: [beta] The a tool.", "b: [beta] The b tool."}, descriptions(t, ctx, toolset.Rename(tagged, map[string]string{"a": "z"})))
+	assert.Equal(t, []string{"x_a: [beta] The a tool.", "x_b: [beta] The b tool."}, descriptions(t, ctx, toolset.NewPrefixed(tagged, "x")))
+	assert.Equal(t, []string{"z: [beta] The a tool.", "b: [beta] The b tool."}, descriptions(t, ctx, toolset.NewRenamed(tagged, map[string]string{"a": "z"})))
 	assert.Equal(t, append([]string{"c: The c tool."}, want...), descriptions(t, ctx, toolset.NewFunction(echoTool("c")).CombinedWith(tagged)))
-	assert.Equal(t, want[1:], descriptions(t, ctx, toolset.Filter(tagged, func(_ context.Context, tool toolset.Tool) (bool, error) {
+	assert.Equal(t, want[1:], descriptions(t, ctx, toolset.NewFiltered(tagged, func(_ context.Context, tool toolset.Tool) (bool, error) {
 		return tool.Name == "b", nil
 	})))
 
-	tools, err := toolset.BuildTools(ctx, "a", toolset.Prefix(tagged, "x"))
+	tools, err := toolset.BuildTools(ctx, "a", toolset.NewPrefixed(tagged, "x"))
 	require.NoError(t, err)
 	tool, ok := tools.Lookup("x_a")
 	require.True(t, ok)
@@ -100,8 +100,8 @@ func TestWrapperForwards(t *testing.T) {
 		Close() error
 	}{
 		toolset.Wrapper{Wrapped: inner}, &toolset.Wrapper{Wrapped: inner}, beta{toolset.Wrapper{Wrapped: inner}},
-		toolset.Prefix(inner, "p"), toolset.Rename(inner, nil), toolset.Filter(inner, adminsOnly),
-		toolset.Prepare(inner, func(_ context.Context, t []toolset.Tool) ([]toolset.Tool, error) { return t, nil }),
+		toolset.NewPrefixed(inner, "p"), toolset.NewRenamed(inner, nil), toolset.NewFiltered(inner, adminsOnly),
+		toolset.NewPrepared(inner, func(_ context.Context, t []toolset.Tool) ([]toolset.Tool, error) { return t, nil }),
 	} {
 		assert.Equal(t, "mcp:files", toolset.LabelOf(ts))
 		got, err := ts.Instructions(ctx)

@@ -501,26 +501,26 @@ func (t *Toolset) Close() error {
 	return t.c.release()
 }
 
-// Prefixed returns t with every tool name prefixed; see [toolset.Prefix].
+// Prefixed returns t with every tool name prefixed; see [toolset.NewPrefixed].
 func (t *Toolset) Prefixed(prefix string, opts ...toolset.PrefixOption) *toolset.Prefixed {
-	return toolset.Prefix(t, prefix, opts...)
+	return toolset.NewPrefixed(t, prefix, opts...)
 }
 
-// Renamed returns t with some tools renamed; see [toolset.Rename].
+// Renamed returns t with some tools renamed; see [toolset.NewRenamed].
 func (t *Toolset) Renamed(names map[string]string) *toolset.Renamed {
-	return toolset.Rename(t, names)
+	return toolset.NewRenamed(t, names)
 }
 
 // Filtered returns t showing only the tools pred accepts each turn; see
-// [toolset.Filter].
+// [toolset.NewFiltered].
 func (t *Toolset) Filtered(pred toolset.Predicate) *toolset.Filtered {
-	return toolset.Filter(t, pred)
+	return toolset.NewFiltered(t, pred)
 }
 
 // Prepared returns t with its tool list edited each turn by fn; see
-// [toolset.Prepare].
+// [toolset.NewPrepared].
 func (t *Toolset) Prepared(fn toolset.PrepareFunc) *toolset.Prepared {
-	return toolset.Prepare(t, fn)
+	return toolset.NewPrepared(t, fn)
 }
 
 // CombinedWith returns a toolset of t followed by others; see

@@ -86,7 +86,7 @@ func TestHostileSchemasAreRefusedAtListing(t *testing.T) {
 
 			_, err = tools.Call(ctx, "evil", json.RawMessage(`{"path":"x","x":"y","n":1}`))
 			require.Error(t, err)
-			_, forModel := toolset.ModelMessage(err)
+			_, forModel := toolset.ErrorText(err)
 			assert.True(t, forModel, "an unknown tool, not a run-stopping error: %v", err)
 
 			strict := mcptoolset.NewInMemory("hostile", listing(&mcp.Tool{Name: "evil", InputSchema: schema}),
@@ -411,7 +411,7 @@ func TestHugeServerErrorTextIsBounded(t *testing.T) {
 	var re *mcptoolset.ResultError
 	require.ErrorAs(t, err, &re)
 	assert.Less(t, len(re.Error()), 9<<10, "the result's text is cut in the error")
-	assert.Len(t, re.ModelMessage(), len(huge), "the model gets the whole result")
+	assert.Len(t, re.ModelText(), len(huge), "the model gets the whole result")
 }
 
 // An HTTP server cannot make the host hold an unbounded answer: a JSON

@@ -123,7 +123,7 @@ func TestCallResults(t *testing.T) {
 	require.ErrorAs(t, err, &re)
 	assert.Equal(t, "files", re.Server)
 	assert.Equal(t, "fail", re.Tool)
-	msg, ok := toolset.ModelMessage(err)
+	msg, ok := toolset.ErrorText(err)
 	assert.True(t, ok, "an isError result is for the model")
 	assert.Equal(t, "no such file", msg)
 	assert.Contains(t, err.Error(), `MCP server "files": tool "fail" reported an error: no such file`)
@@ -396,7 +396,7 @@ func TestServerDown(t *testing.T) {
 			require.ErrorAs(t, err, &se)
 			assert.Equal(t, "search", se.Server)
 			assert.Equal(t, "connect", se.Op)
-			_, ok := toolset.ModelMessage(err)
+			_, ok := toolset.ErrorText(err)
 			assert.False(t, ok, "a server that is down stops the run")
 
 			_, err = toolset.BuildTools(ctx, "agent", tc.ts)
@@ -553,7 +553,7 @@ func TestConflictAndPrefix(t *testing.T) {
 	assert.Len(t, conflict.Conflicts, 8)
 	assert.Contains(t, err.Error(), `"read_file" contributed by: mcp:fs#0, mcp:backup#1`)
 
-	tools, err := toolset.BuildTools(ctx, "agent", fs.Prefixed("fs"), toolset.Prefix(backup, "backup"))
+	tools, err := toolset.BuildTools(ctx, "agent", fs.Prefixed("fs"), toolset.NewPrefixed(backup, "backup"))
 	require.NoError(t, err)
 	res, err := tools.Call(ctx, "fs_read_file", json.RawMessage(`{"path":"a"}`))
 	require.NoError(t, err)
@@ -917,7 +917,7 @@ func TestToolOptions(t *testing.T) {
 	_, err = tools.Call(ctx, "slow", json.RawMessage(`{"millis":5000}`))
 	var timeout *toolset.TimeoutError
 	require.ErrorAs(t, err, &timeout)
-	msg, ok := toolset.ModelMessage(err)
+	msg, ok := toolset.ErrorText(err)
 	assert.True(t, ok)
 	assert.Contains(t, msg, `tool "slow" timed out after 50ms`)
 	res, err := tools.Call(ctx, "slow", json.RawMessage(`{"millis":1}`))

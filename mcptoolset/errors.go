@@ -85,14 +85,14 @@ type ResultError struct {
 var _ toolset.ModelError = (*ResultError)(nil)
 
 // Error implements error. The result's text is cut to 8 KiB; the model
-// gets all of it from ModelMessage.
+// gets all of it from ModelText.
 func (e *ResultError) Error() string {
-	return fmt.Sprintf("mcptoolset: MCP server %q: tool %q reported an error: %s", e.Server, e.Tool, truncate(e.ModelMessage(), maxServerCauseShown))
+	return fmt.Sprintf("mcptoolset: MCP server %q: tool %q reported an error: %s", e.Server, e.Tool, truncate(e.ModelText(), maxServerCauseShown))
 }
 
-// ModelMessage implements [toolset.ModelError]: the text of the result, or
+// ModelText implements [toolset.ModelError]: the text of the result, or
 // a short note when the server sent none.
-func (e *ResultError) ModelMessage() string {
+func (e *ResultError) ModelText() string {
 	if e.Content != nil {
 		if s := e.Content.ModelText(); s != "" {
 			return s

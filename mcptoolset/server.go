@@ -155,7 +155,7 @@ func WithPageSize(n int) ServerOption { return func(c *serverConfig) { c.page = 
 // and never in another session. A session's run is forgotten when the
 // session ends; at most [WithMaxSessionRuns] sessions keep one.
 //
-// An error the model should see ([toolset.ModelMessage] reports true)
+// An error the model should see ([toolset.ErrorText] reports true)
 // comes back as a result with isError set and the error's text. Any other
 // error (a handler's failure, a toolset that cannot be built, a panic) is
 // internal: the client gets a JSON-RPC error "internal error (id …)" with
@@ -572,7 +572,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 // keeping every part of a proxied MCP tool's error result. It reports
 // false for any other error.
 func errorResult(err error) (*mcp.CallToolResult, bool) {
-	msg, ok := toolset.ModelMessage(err)
+	msg, ok := toolset.ErrorText(err)
 	if !ok {
 		return nil, false
 	}

@@ -29,7 +29,7 @@ func TestServedInternalErrorTextIsNotSentToClients(t *testing.T) {
 		return "", fmt.Errorf("connecting to %s: refused", secretMarker)
 	})
 	model := toolset.NewTool("model", "Fails for the model.", func(context.Context, struct{}) (string, error) {
-		return "", toolset.Retry("pick another city")
+		return "", toolset.NewModelError("pick another city")
 	})
 	log, buf := logBuffer()
 	srv := mcptoolset.NewServer(toolset.NewFunction(leak, model), mcptoolset.WithServerLogger(log),
@@ -100,7 +100,7 @@ func TestServedCallbackPanicsDoNotKillTheServer(t *testing.T) {
 		N int `json:"n"`
 	}) (string, error) {
 		return "ok", nil
-	}, toolset.WithApproval(func(_ context.Context, _ toolset.Tool, args json.RawMessage) (bool, error) {
+	}, toolset.WithApprovalRequired(func(_ context.Context, _ toolset.Tool, args json.RawMessage) (bool, error) {
 		if strings.Contains(string(args), "13") {
 			panic("approval predicate")
 		}

@@ -381,11 +381,11 @@ func TestRoundTrip(t *testing.T) {
 	assert.Equal(t, "echo", res)
 
 	_, err = tools.Call(ctx, "weather_retry", nil)
-	msg, ok := toolset.ModelMessage(err)
+	msg, ok := toolset.ErrorText(err)
 	assert.True(t, ok)
 	assert.Equal(t, "try again with a city", msg)
 	_, err = tools.Call(ctx, "weather_boom", nil)
-	_, ok = toolset.ModelMessage(err)
+	_, ok = toolset.ErrorText(err)
 	assert.False(t, ok, "an error that stops the run on the server stops it here too")
 	assert.Regexp(t, `internal error \(id [0-9a-f]{16}\)`, err.Error())
 	assert.NotContains(t, err.Error(), "database unreachable", "the server's internal error text stays on the server")

@@ -64,7 +64,7 @@ func TestCallSucceeds(t *testing.T) {
 
 		// Bad arguments are refused before a process starts.
 		_, err = tools.Call(ctx, "demo__echo", []byte(`{"txt":"world"}`))
-		msg, forModel := toolset.ModelMessage(err)
+		msg, forModel := toolset.ErrorText(err)
 		require.True(t, forModel)
 		assert.Contains(t, msg, `"text": required field is missing`)
 
@@ -84,7 +84,7 @@ func TestCallFailures(t *testing.T) {
 			_, err := callTool(ctx, t, ts, "demo__fail", `{"reason":"no quota"}`)
 			var tf *ToolFailure
 			require.ErrorAs(t, err, &tf)
-			msg, forModel := toolset.ModelMessage(err)
+			msg, forModel := toolset.ErrorText(err)
 			assert.True(t, forModel)
 			assert.Equal(t, "cannot do that: no quota", msg)
 		})
@@ -92,7 +92,7 @@ func TestCallFailures(t *testing.T) {
 			_, err := callTool(ctx, t, ts, "demo__crash", `{}`)
 			var ee *ExecError
 			require.ErrorAs(t, err, &ee)
-			_, forModel := toolset.ModelMessage(err)
+			_, forModel := toolset.ErrorText(err)
 			assert.False(t, forModel)
 			assert.Equal(t, "crash", ee.Tool)
 			assert.Contains(t, err.Error(), `tool "crash": exit code 1; stderr:`)
@@ -135,7 +135,7 @@ func TestTimeoutKillsTheProcessGroup(t *testing.T) {
 		elapsed := time.Since(start)
 		var te *TimeoutError
 		require.ErrorAs(t, err, &te)
-		msg, forModel := toolset.ModelMessage(err)
+		msg, forModel := toolset.ErrorText(err)
 		assert.True(t, forModel)
 		assert.Equal(t, "the tool hang timed out after 1s and was stopped", msg)
 		assert.Less(t, elapsed, 3*time.Second)
@@ -315,7 +315,7 @@ func TestReuploadWhileACallRuns(t *testing.T) {
 	_, err = tools.Call(ctx, "demo__slow", []byte(`{"ms":0}`))
 	var stale *StaleToolError
 	require.ErrorAs(t, err, &stale)
-	_, forModel := toolset.ModelMessage(err)
+	_, forModel := toolset.ErrorText(err)
 	assert.True(t, forModel)
 }
 

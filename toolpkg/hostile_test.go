@@ -138,7 +138,7 @@ func TestSecretsDoNotLeakInAnyForm(t *testing.T) {
 				var text string
 				if err != nil {
 					text = err.Error()
-					if msg, ok := toolset.ModelMessage(err); ok {
+					if msg, ok := toolset.ErrorText(err); ok {
 						text += "\n" + msg
 					}
 				} else {

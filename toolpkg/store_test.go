@@ -358,7 +358,7 @@ func TestBuildToolsWithALocalToolset(t *testing.T) {
 	}) (string, error) {
 		return "local " + in.Text, nil
 	}))
-	_, err := toolset.BuildTools(context.Background(), "a", local, toolset.Filter(pkg, func(_ context.Context, t toolset.Tool) (bool, error) {
+	_, err := toolset.BuildTools(context.Background(), "a", local, toolset.NewFiltered(pkg, func(_ context.Context, t toolset.Tool) (bool, error) {
 		return t.Name == "demo__echo", nil
 	}))
 	require.NoError(t, err)

@@ -408,8 +408,8 @@ func (e *ToolFailure) Error() string {
 	return fmt.Sprintf("toolpkg: toolset %q: tool %q failed: %s", e.Toolset, e.Tool, e.Message)
 }
 
-// ModelMessage implements [toolset.ModelError].
-func (e *ToolFailure) ModelMessage() string { return e.Message }
+// ModelText implements [toolset.ModelError].
+func (e *ToolFailure) ModelText() string { return e.Message }
 
 // TimeoutError reports a tool killed, with its children, at its timeout.
 // The model sees it, so that it can try something smaller.
@@ -423,8 +423,8 @@ func (e *TimeoutError) Error() string {
 	return fmt.Sprintf("toolpkg: toolset %q: tool %q timed out after %s and was killed", e.Toolset, e.Tool, e.Timeout)
 }
 
-// ModelMessage implements [toolset.ModelError].
-func (e *TimeoutError) ModelMessage() string {
+// ModelText implements [toolset.ModelError].
+func (e *TimeoutError) ModelText() string {
 	return fmt.Sprintf("the tool %s timed out after %s and was stopped", e.Tool, e.Timeout)
 }
 
@@ -436,10 +436,10 @@ type StaleToolError struct {
 }
 
 // Error implements error.
-func (e *StaleToolError) Error() string { return "toolpkg: " + e.ModelMessage() }
+func (e *StaleToolError) Error() string { return "toolpkg: " + e.ModelText() }
 
-// ModelMessage implements [toolset.ModelError].
-func (e *StaleToolError) ModelMessage() string {
+// ModelText implements [toolset.ModelError].
+func (e *StaleToolError) ModelText() string {
 	return fmt.Sprintf("the toolset %s was updated or removed after the tool list was made; tool %s of the old version can no longer run", e.Toolset, e.Tool)
 }
 

@@ -27,7 +27,7 @@ func ExampleRecord() {
 			Text string `json:"text"`
 		}) (string, error) {
 			if in.Text == "" {
-				return "", toolset.Retry("the note is empty")
+				return "", toolset.NewModelError("the note is empty")
 			}
 			return "saved", nil
 		}))
@@ -54,7 +54,7 @@ func ExampleRecord() {
 func ExampleFake() {
 	weather := toolsettest.NewFake("get_weather",
 		toolsettest.Return("22°C"),
-		toolsettest.Fail(toolset.Retry("unknown city; give a city name")),
+		toolsettest.Fail(toolset.NewModelError("unknown city; give a city name")),
 		toolsettest.Fail(errors.New("weather service is down")),
 	)
 	ctx := context.Background()
@@ -64,7 +64,7 @@ func ExampleFake() {
 	}
 	for range 3 {
 		res, err := tools.Call(ctx, "get_weather", json.RawMessage(`{"city":"Paris"}`))
-		if msg, ok := toolset.ModelMessage(err); ok {
+		if msg, ok := toolset.ErrorText(err); ok {
 			fmt.Println("to the model:", msg)
 			continue
 		}

@@ -52,7 +52,7 @@ type Result struct {
 // Return scripts a call that returns v.
 func Return(v any) Result { return Result{Value: v} }
 
-// Fail scripts a call that fails with err: use [toolset.Retry] or another
+// Fail scripts a call that fails with err: use [toolset.NewModelError] or another
 // model-visible error for an error the model should see, any other error
 // for one that stops the run.
 func Fail(err error) Result { return Result{Err: err} }

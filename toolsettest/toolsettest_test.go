@@ -30,7 +30,7 @@ func query(name, desc string) toolset.Tool {
 			return "", errors.New("refusing to drop")
 		}
 		if in.SQL == "" {
-			return "", toolset.Retry("the SQL is empty")
+			return "", toolset.NewModelError("the SQL is empty")
 		}
 		return "3 rows", nil
 	})
@@ -247,10 +247,10 @@ func TestRecorder(t *testing.T) {
 	assert.EqualError(t, panicErr, `toolset: tool "explode" panicked: boom`)
 	var pe *toolset.PanicError
 	assert.ErrorAs(t, panicErr, &pe)
-	msg, ok := toolset.ModelMessage(retryErr)
+	msg, ok := toolset.ErrorText(retryErr)
 	assert.True(t, ok)
 	assert.Equal(t, "the SQL is empty", msg)
-	_, ok = toolset.ModelMessage(argErr)
+	_, ok = toolset.ErrorText(argErr)
 	assert.True(t, ok)
 
 	calls := rec.Calls()
@@ -328,7 +328,7 @@ func TestRecorderConcurrent(t *testing.T) {
 }
 
 func TestFake(t *testing.T) {
-	f := NewFake("get_weather", Return("22°C"), Fail(toolset.Retry("unknown city")), Fail(errors.New("service down")))
+	f := NewFake("get_weather", Return("22°C"), Fail(toolset.NewModelError("unknown city")), Fail(errors.New("service down")))
 	tools := Build(t, t.Context(), f.Tool())
 	call := func(args string) (any, error) { return tools.Call(t.Context(), "get_weather", json.RawMessage(args)) }
 
@@ -336,7 +336,7 @@ func TestFake(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "22°C", res)
 	_, err = call(`{"city":"Atlantis"}`)
-	msg, ok := toolset.ModelMessage(err)
+	msg, ok := toolset.ErrorText(err)
 	assert.True(t, ok)
 	assert.Equal(t, "unknown city", msg)
 	_, err = call(`{}`)
@@ -365,7 +365,7 @@ func TestFakeRepeatAndSchema(t *testing.T) {
 	}
 	assert.Equal(t, []any{1, 2, 2, 2}, got)
 	_, err := tools.Call(t.Context(), "count", json.RawMessage(`{"limit":0}`))
-	_, ok := toolset.ModelMessage(err)
+	_, ok := toolset.ErrorText(err)
 	assert.True(t, ok, "arguments are checked against the fake's schema")
 	assert.Equal(t, 4, f.Calls(), "refused calls are not counted")
 

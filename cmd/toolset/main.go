@@ -463,7 +463,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	res, err := tools.Call(ctx, tool, json.RawMessage(pos[2]))
 	if err != nil {
-		if msg, ok := toolset.ModelMessage(err); ok {
+		if msg, ok := toolset.ErrorText(err); ok {
 			return fmt.Errorf("the tool returned an error (a model would see it):\n%s", msg)
 		}
 		return err

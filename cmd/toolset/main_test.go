@@ -198,7 +198,7 @@ func TestBuiltBinary(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(text, "hello, over MCP"), text)
 	_, err = tools.Call(ctx, "remote_weather-tools__fail", json.RawMessage(`{}`))
-	_, forModel := toolset.ModelMessage(err)
+	_, forModel := toolset.ErrorText(err)
 	assert.True(t, forModel, "a tool's error reaches the client as a result the model sees: %v", err)
 	require.NoError(t, served.Close())
 }

@@ -59,7 +59,7 @@ func travelTools() []toolset.Toolset {
 			temps := map[string]int{"lisbon": 24, "porto": 19}
 			t, ok := temps[strings.ToLower(in.City)]
 			if !ok {
-				return "", toolset.Retryf("no weather data for %q; try Lisbon or Porto", in.City)
+				return "", toolset.ModelErrorf("no weather data for %q; try Lisbon or Porto", in.City)
 			}
 			return fmt.Sprintf("%s: %d°C, sunny", in.City, t), nil
 		})
@@ -75,7 +75,7 @@ func travelTools() []toolset.Toolset {
 		// Two failed steps and the model must do without the tool.
 		toolset.WithMaxRetries(2),
 		// Converting more than 200 needs the user's OK.
-		toolset.WithApproval(func(_ context.Context, _ toolset.Tool, args json.RawMessage) (bool, error) {
+		toolset.WithApprovalRequired(func(_ context.Context, _ toolset.Tool, args json.RawMessage) (bool, error) {
 			var in ConvertArgs
 			if err := json.Unmarshal(args, &in); err != nil {
 				return false, nil // the call fails validation anyway

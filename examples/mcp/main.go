@@ -108,7 +108,7 @@ func serveTracker() (string, func()) {
 func call(ctx context.Context, tools *toolset.Tools, name, args string) {
 	fmt.Printf("\n%s(%s)\n", name, args)
 	res, err := tools.Call(ctx, name, json.RawMessage(args))
-	if msg, ok := toolset.ModelMessage(err); ok {
+	if msg, ok := toolset.ErrorText(err); ok {
 		fmt.Println("  error for the model:", strings.ReplaceAll(msg, "\n", "\n  "))
 		return
 	}

@@ -76,7 +76,7 @@ func call(ctx context.Context, tools *toolset.Tools, name, args string) {
 	fmt.Printf("call %s %s\n", name, args)
 	res, err := tools.Call(ctx, name, []byte(args))
 	if err != nil {
-		msg, forModel := toolset.ModelMessage(err)
+		msg, forModel := toolset.ErrorText(err)
 		if !forModel {
 			log.Fatalf("the run stops: %v", err)
 		}

@@ -183,7 +183,7 @@ func call(w io.Writer, turn context.Context, tools *toolset.Tools, name, args st
 	fmt.Fprintf(w, "call %s %s\n", name, args)
 	res, err := tools.Call(turn, name, json.RawMessage(args))
 	if err != nil {
-		msg, forModel := toolset.ModelMessage(err)
+		msg, forModel := toolset.ErrorText(err)
 		if !forModel {
 			return fmt.Errorf("the run stops: %w", err)
 		}

@@ -53,7 +53,7 @@ func main() {
 	}
 	call := func(ctx context.Context, tools *toolset.Tools, name, args string) {
 		res, err := tools.Call(ctx, name, json.RawMessage(args))
-		if msg, ok := toolset.ModelMessage(err); ok {
+		if msg, ok := toolset.ErrorText(err); ok {
 			fmt.Printf("  %s %s -> error for the model: %s\n", name, args, msg)
 			return
 		} else if err != nil {

@@ -74,9 +74,9 @@ func Approving(exec Exec, approve Approver) Exec {
 		}
 		rc := toolset.FromContext(ctx) // present: without it, exec fails otherwise
 		if ok {
-			rc.ApproveCall(need.Call)
+			rc.RecordApproval(need.Call)
 		} else {
-			rc.DenyCall(need.Call, reason)
+			rc.RecordDenial(need.Call, reason)
 		}
 		return exec(ctx, call)
 	}
@@ -93,7 +93,7 @@ func ask(ctx context.Context, approve Approver, call toolset.ToolCall) (ok bool,
 }
 
 // Run runs calls with exec, at most limit at a time, and returns their
-// outcomes in call order. Errors for which [toolset.ModelMessage] reports
+// outcomes in call order. Errors for which [toolset.ErrorText] reports
 // true become outcomes the model sees, except that a call still waiting for
 // approval ([*toolset.ApprovalRequiredError]) stops the run: nobody would
 // ever ask. Any other error stops the run: the calls still running are
@@ -117,7 +117,7 @@ func Run(ctx context.Context, calls []toolset.ToolCall, limit int, exec Exec) ([
 			errs[i] = err
 			return
 		}
-		if msg, ok := toolset.ModelMessage(err); ok {
+		if msg, ok := toolset.ErrorText(err); ok {
 			out[i].IsError, out[i].Message = true, msg
 			return
 		}

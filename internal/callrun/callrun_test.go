@@ -49,7 +49,7 @@ func turn(t *testing.T, inFlight, peak *atomic.Int32) *toolset.Tools {
 			return "", errors.New("database is down")
 		}),
 		toolset.NewTool("retry", "Ask for a retry.", func(ctx context.Context, _ struct{}) (string, error) {
-			return "", toolset.Retry("use a smaller page")
+			return "", toolset.NewModelError("use a smaller page")
 		}),
 	)
 	require.NoError(t, err)
@@ -151,7 +151,7 @@ func TestRunApprovals(t *testing.T) {
 		defer mu.Unlock()
 		sent = append(sent, "paid")
 		return in.Ms, nil
-	}, toolset.WithApproval(func(_ context.Context, _ toolset.Tool, args json.RawMessage) (bool, error) {
+	}, toolset.WithApprovalRequired(func(_ context.Context, _ toolset.Tool, args json.RawMessage) (bool, error) {
 		var in SleepArgs
 		return json.Unmarshal(args, &in) == nil && in.Ms > 100, nil
 	}))
@@ -281,7 +281,7 @@ func TestRunHandlerGoexitStopsTheRun(t *testing.T) {
 func TestRunPanickingApproverStopsTheRun(t *testing.T) {
 	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{RunID: "r"})
 	tools, err := toolset.BuildTools(ctx, "test", toolset.NewTool("pay", "Pay.", func(context.Context, struct{}) (string, error) { return "paid", nil },
-		toolset.WithApproval(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil })))
+		toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil })))
 	require.NoError(t, err)
 	approve := func(context.Context, toolset.ToolCall) (bool, string, error) { panic("approver exploded") }
 	calls := []toolset.ToolCall{call("a", "pay", `{}`), call("b", "pay", `{}`)}

@@ -59,7 +59,7 @@ func BadArgsMessage(t *testing.T) string {
 		t.Fatal(err)
 	}
 	_, err = tools.Call(t.Context(), "convert_currency", json.RawMessage(BadArgs))
-	msg, ok := toolset.ModelMessage(err)
+	msg, ok := toolset.ErrorText(err)
 	if !ok {
 		t.Fatalf("bad arguments must be an error the model sees: %v", err)
 	}
@@ -76,7 +76,7 @@ func Quote(s string) string {
 // tools: a filter keeps every one of them for admins only.
 func GuestTools(t *testing.T) *toolset.Tools {
 	t.Helper()
-	adminOnly := toolset.Filter(toolset.NewCombined(AgentTools()...),
+	adminOnly := toolset.NewFiltered(toolset.NewCombined(AgentTools()...),
 		func(ctx context.Context, _ toolset.Tool) (bool, error) {
 			return toolset.FromContext(ctx).String("role") == "admin", nil
 		})

@@ -65,7 +65,7 @@ type options struct {
 func MaxConcurrency(n int) Option { return func(o *options) { o.concurrency = n } }
 
 // Approve puts each call that needs a human's approval (see
-// [toolset.WithApproval]) to ask, records the answer in the run context of
+// [toolset.WithApprovalRequired]) to ask, records the answer in the run context of
 // the turn and runs the call again, or tells the model it was denied with
 // reason. Without it, a call that needs approval stops the run: RunCalls
 // returns a [*CallError] wrapping the [*toolset.ApprovalRequiredError], and
@@ -221,7 +221,7 @@ func Calls(content []anthropic.ContentBlockUnion) []toolset.ToolCall {
 // for the next user message. Calls run concurrently, at most
 // [DefaultConcurrency] at a time (see [MaxConcurrency]).
 //
-// An error the model should see ([toolset.ModelMessage] reports true)
+// An error the model should see ([toolset.ErrorText] reports true)
 // becomes a tool_result with is_error set and the error's text. Any other
 // error stops the run: the calls still running are cancelled and a
 // [*CallError] is returned. Images (JPEG, PNG, GIF, WebP) and PDFs of a
@@ -258,7 +258,7 @@ func RunCalls(ctx context.Context, tools *toolset.Tools, content []anthropic.Con
 func ResultBlock(call toolset.ToolCall, result any, err error) (anthropic.ContentBlockParamUnion, error) {
 	oc := callrun.Outcome{Call: call, Result: result}
 	if err != nil {
-		msg, ok := toolset.ModelMessage(err)
+		msg, ok := toolset.ErrorText(err)
 		if !ok {
 			return anthropic.ContentBlockParamUnion{}, fmt.Errorf("anthropictools: %w", &CallError{Call: call, Err: err})
 		}

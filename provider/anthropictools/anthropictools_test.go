@@ -63,7 +63,7 @@ func TestResultBlockText(t *testing.T) {
 	}{
 		{"value as JSON", []int{1, 2}, nil, `{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"[1,2]"}]}`},
 		{"empty text sends no block", "", nil, `{"type":"tool_result","tool_use_id":"toolu_1"}`},
-		{"model error", nil, toolset.Retry("ask for fewer rows"), `{"type":"tool_result","tool_use_id":"toolu_1","is_error":true,"content":[{"type":"text","text":"ask for fewer rows"}]}`},
+		{"model error", nil, toolset.NewModelError("ask for fewer rows"), `{"type":"tool_result","tool_use_id":"toolu_1","is_error":true,"content":[{"type":"text","text":"ask for fewer rows"}]}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -27,7 +27,7 @@
 // and is returned.
 //
 // The Gemini API may send function calls without an ID. Approvals
-// ([toolset.WithApproval]) are recorded by call ID, so such a call of a tool
+// ([toolset.WithApprovalRequired]) are recorded by call ID, so such a call of a tool
 // that needs approval cannot be approved: it stops the run with a
 // [*toolset.ApprovalRequiredError] that says so.
 package geminitools
@@ -65,7 +65,7 @@ type options struct {
 func MaxConcurrency(n int) Option { return func(o *options) { o.concurrency = n } }
 
 // Approve puts each call that needs a human's approval (see
-// [toolset.WithApproval]) to ask, records the answer in the run context of
+// [toolset.WithApprovalRequired]) to ask, records the answer in the run context of
 // the turn and runs the call again, or tells the model it was denied with
 // reason. Without it, a call that needs approval stops the run: RunCalls
 // returns a [*CallError] wrapping the [*toolset.ApprovalRequiredError], and
@@ -177,7 +177,7 @@ func Calls(content *genai.Content) ([]toolset.ToolCall, error) {
 // (see [MaxConcurrency]).
 //
 // A result is sent as {"output": ...}: a string as itself, any other value
-// as its JSON. An error the model should see ([toolset.ModelMessage]
+// as its JSON. An error the model should see ([toolset.ErrorText]
 // reports true) is sent as {"error": "..."}. Any other error stops the run:
 // the calls still running are cancelled and a [*CallError] is returned.
 // Images and PDFs of a [*toolset.Content] result are sent as function
@@ -216,7 +216,7 @@ func RunCalls(ctx context.Context, tools *toolset.Tools, content *genai.Content,
 func ResponsePart(call toolset.ToolCall, result any, err error) (*genai.Part, error) {
 	oc := callrun.Outcome{Call: call, Result: result}
 	if err != nil {
-		msg, ok := toolset.ModelMessage(err)
+		msg, ok := toolset.ErrorText(err)
 		if !ok {
 			return nil, fmt.Errorf("geminitools: %w", &CallError{Call: call, Err: err})
 		}

@@ -64,7 +64,7 @@ func TestResponsePart(t *testing.T) {
 		{"string", "22°C", nil, `{"functionResponse":{"id":"c1","name":"lookup","response":{"output":"22°C"}}}`},
 		{"structured", map[string]any{"temp": 22, "unit": "C"}, nil, `{"functionResponse":{"id":"c1","name":"lookup","response":{"output":{"temp":22,"unit":"C"}}}}`},
 		{"nil", nil, nil, `{"functionResponse":{"id":"c1","name":"lookup","response":{"output":null}}}`},
-		{"model error", nil, toolset.Retry("give a city name"), `{"functionResponse":{"id":"c1","name":"lookup","response":{"error":"give a city name"}}}`},
+		{"model error", nil, toolset.NewModelError("give a city name"), `{"functionResponse":{"id":"c1","name":"lookup","response":{"error":"give a city name"}}}`},
 		{"media", &toolset.Content{Parts: []toolset.Part{
 			{Text: "The map:"},
 			{MIMEType: "image/png", Data: []byte{1, 2}},

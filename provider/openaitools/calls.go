@@ -47,7 +47,7 @@ func ChatCalls(calls []openai.ChatCompletionMessageToolCallUnion) ([]toolset.Too
 // each carrying its call's ID. Calls run concurrently, at most
 // [DefaultConcurrency] at a time (see [MaxConcurrency]).
 //
-// An error the model should see ([toolset.ModelMessage] reports true)
+// An error the model should see ([toolset.ErrorText] reports true)
 // becomes the text of its call's tool message. Any other error stops the
 // run: the calls still running are cancelled and the error is returned,
 // naming the call. Before a call runs, null values of optional properties
@@ -186,7 +186,7 @@ func responseOutput(o callrun.Outcome) (responses.ResponseInputItemUnionParam, e
 func outcome(call toolset.ToolCall, result any, err error) (callrun.Outcome, error) {
 	o := callrun.Outcome{Call: call, Result: result}
 	if err != nil {
-		msg, ok := toolset.ModelMessage(err)
+		msg, ok := toolset.ErrorText(err)
 		if !ok {
 			return o, fmt.Errorf("openaitools: %w", &callrun.CallError{Call: call, Err: err})
 		}

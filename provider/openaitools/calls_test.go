@@ -108,7 +108,7 @@ func TestRunChatCallsModelErrors(t *testing.T) {
 		Query string `json:"query"`
 	}) (string, error) {
 		if in.Query == "" {
-			return "", toolset.Retry("the query is empty; say what to search for")
+			return "", toolset.NewModelError("the query is empty; say what to search for")
 		}
 		return "found " + in.Query, nil
 	}))
@@ -135,7 +135,7 @@ func TestRunChatCallsApprovals(t *testing.T) {
 		Order string `json:"order"`
 	}) (string, error) {
 		return "refunded " + in.Order, nil
-	}, toolset.WithApproval(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+	}, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
 	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{RunID: "r"})
 	tools, err := toolset.BuildTools(ctx, "test", refund)
 	require.NoError(t, err)
@@ -177,7 +177,7 @@ func TestChatToolMessage(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"role":"tool","tool_call_id":"c1","content":"{\"hits\":3}"}`, marshal(t, msg))
 
-	msg, err = openaitools.ChatToolMessage(call, nil, toolset.Retry("try a narrower date range"))
+	msg, err = openaitools.ChatToolMessage(call, nil, toolset.NewModelError("try a narrower date range"))
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"role":"tool","tool_call_id":"c1","content":"try a narrower date range"}`, marshal(t, msg))
 

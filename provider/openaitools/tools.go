@@ -54,7 +54,7 @@ func Strict() Option { return func(o *options) { o.strict = true } }
 func MaxConcurrency(n int) Option { return func(o *options) { o.concurrency = n } }
 
 // Approve puts each call that needs a human's approval (see
-// [toolset.WithApproval]) to ask, records the answer in the run context of
+// [toolset.WithApprovalRequired]) to ask, records the answer in the run context of
 // the turn and runs the call again, or tells the model it was denied with
 // reason. Without it, a call that needs approval stops the run: RunCalls
 // returns a [*CallError] wrapping the [*toolset.ApprovalRequiredError], and
