@@ -25,7 +25,7 @@ type NeedsApprovalFunc func(ctx context.Context, t Tool, args json.RawMessage) (
 // [RunContext.Approve] and [RunContext.Deny] take an ID alone and apply to
 // the call first asked about under it (or, when recorded before any was,
 // to the first call with that ID), whatever its arguments. Approvals need call IDs and a run context (see
-// [NewContext]), so run such tools with [Tools.Execute] and a [ToolCall]
+// [NewContext]), so run such tools with [ToolList.Execute] and a [ToolCall]
 // whose ID is set. A call without an ID gets an ApprovalRequiredError that
 // says so; without a run context, such a call fails with an error that stops
 // the run.

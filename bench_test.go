@@ -162,7 +162,7 @@ func allPolicies() []toolset.ToolOption {
 }
 
 // benchTurn builds a turn with the get_weather tool under opts.
-func benchTurn(b *testing.B, opts ...toolset.ToolOption) *toolset.Tools {
+func benchTurn(b *testing.B, opts ...toolset.ToolOption) *toolset.ToolList {
 	tools, err := toolset.BuildTools(context.Background(), "bench", toolset.NewTool("get_weather", "Weather.", benchHandler, opts...))
 	if err != nil {
 		b.Fatal(err)
@@ -189,7 +189,7 @@ func BenchmarkPolicy(b *testing.B) {
 	}
 	ctx := context.Background()
 	const batch = 100
-	batchOf := func(b *testing.B, tools *toolset.Tools) time.Duration {
+	batchOf := func(b *testing.B, tools *toolset.ToolList) time.Duration {
 		start := time.Now()
 		for range batch {
 			if _, err := tools.Call(ctx, "get_weather", benchCallArgs); err != nil {
@@ -216,7 +216,7 @@ func BenchmarkPolicy(b *testing.B) {
 }
 
 // benchCalls calls the named tool with benchCallArgs in a benchmark loop.
-func benchCalls(b *testing.B, tools *toolset.Tools, name string) {
+func benchCalls(b *testing.B, tools *toolset.ToolList, name string) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -14,7 +14,7 @@ import (
 // (doc.go, section "The call path"). Keep the two in step.
 
 // Call runs the tool with args through the whole call path, as
-// [Tools.Call] does once it has found the tool.
+// [ToolList.Call] does once it has found the tool.
 func (t Tool) Call(ctx context.Context, args json.RawMessage) (any, error) {
 	return t.execute(ctx, ToolCall{Name: t.Name, Args: args})
 }

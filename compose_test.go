@@ -301,7 +301,7 @@ func TestUnknownToolMessage(t *testing.T) {
 	require.True(t, visible)
 	assert.Equal(t, `unknown tool "gama"; available tools: alpha, beta, delta, gamma`, msg)
 
-	var empty *toolset.Tools
+	var empty *toolset.ToolList
 	_, err = empty.Call(context.Background(), "x", nil)
 	msg, _ = toolset.ErrorText(err)
 	assert.Equal(t, `unknown tool "x": no tools are available in this turn`, msg)

@@ -23,13 +23,13 @@ import (
 // a turn over unchanged toolsets costs little more than running their
 // predicates.
 //
-// The set belongs to the run of ctx (see [Tools]). A ctx that is done
+// The set belongs to the run of ctx (see [ToolList]). A ctx that is done
 // makes BuildTools return its error, even when no toolset would notice. A
 // panic of any callback run for the turn (a predicate, a prepare or
 // Dynamic function, a toolset's own GetTools or Label) fails the turn
 // with a [*PanicError]; so does a callback that calls [runtime.Goexit]
 // on one of the goroutines BuildTools starts.
-func BuildTools(ctx context.Context, agent string, entries ...Toolset) (*Tools, error) {
+func BuildTools(ctx context.Context, agent string, entries ...Toolset) (*ToolList, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("toolset: agent %q: tools not built: %w", agent, err)
 	}

@@ -120,7 +120,7 @@ func TestTools(t *testing.T) {
 	assert.Equal(t, "Ops", tools.Agent())
 	assert.Equal(t, 2, tools.Len())
 	assert.Equal(t, []string{"get_user", "list_users"}, tools.Names())
-	list := tools.List()
+	list := tools.Tools()
 	require.Len(t, list, 2)
 	list[0].Name = "changed"
 	assert.Equal(t, []string{"get_user", "list_users"}, tools.Names(), "List returns a copy")
@@ -133,9 +133,9 @@ func TestTools(t *testing.T) {
 	_, ok := tools.Lookup("delete_user")
 	assert.False(t, ok)
 
-	var none *toolset.Tools
+	var none *toolset.ToolList
 	assert.Zero(t, none.Len())
-	assert.Empty(t, none.List())
+	assert.Empty(t, none.Tools())
 	assert.Empty(t, none.Names())
 
 	empty, err := toolset.BuildTools(ctx, "Ops")

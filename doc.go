@@ -6,7 +6,7 @@
 // toolpkg). This package gives them one shape, [Toolset], composes them
 // (prefix, rename, filter per caller, combine), and once per turn builds
 // with [BuildTools] the exact ordered list the model is sent, reporting
-// every name conflict at once. The resulting [*Tools] runs the model's
+// every name conflict at once. The resulting [*ToolList] runs the model's
 // calls: arguments are validated against the tool's JSON Schema before any
 // of your code sees them, then the tool's policies apply in a fixed order.
 // The provider adapters (provider/openaitools, ...) and toolsettest build
@@ -78,7 +78,7 @@
 // # Turns
 //
 // Once per turn, under the turn's context, [BuildTools] turns an agent's
-// entries (toolsets, and bare Tools as standalone tools) into the [*Tools]
+// entries (toolsets, and bare Tools as standalone tools) into the [*ToolList]
 // the model is sent. Predicates, prepare and Dynamic functions read the
 // [RunContext] from that context; a predicate's error hides the tool (fail
 // closed) and is logged, its panic fails the turn. Every name shown by two
@@ -96,9 +96,9 @@
 // ([WithMaxRetries]) leaves the set, or stays in it marked unavailable when
 // [RunContext.StableToolList] is set.
 //
-// A *Tools is immutable: [Tools.All], [Tools.List] and [Tools.Names] give
-// the tools in the order the model is sent them, [Tools.Lookup] finds one
-// by name, [Tools.Execute] and [Tools.Call] run the model's calls. The
+// A *Tools is immutable: [ToolList.All], [ToolList.Tools] and [ToolList.Names] give
+// the tools in the order the model is sent them, [ToolList.Lookup] finds one
+// by name, [ToolList.Execute] and [ToolList.Call] run the model's calls. The
 // order is part of the contract: the entries in order, each toolset's tools
 // in declaration order, unchanged from turn to turn while the same tools
 // are shown, so a provider's prompt cache stays warm; your own toolsets
@@ -130,7 +130,7 @@
 //
 // # The call path
 //
-// [Tools.Execute] (and [Tools.Call], which is Execute without a call ID)
+// [ToolList.Execute] (and [ToolList.Call], which is Execute without a call ID)
 // and [Tool.Call] run a call through these steps, in order:
 //
 //  1. the run check and the lookup in this turn's set (Tools only); then a
@@ -227,7 +227,7 @@
 //     a goroutine this module runs it on (those of BuildTools and Combined,
 //     a provider adapter's calls) is reported as a [*PanicError] with
 //     [ErrGoexit]. A handler runs on the goroutine that makes the call, so
-//     one called directly, as by [Tools.Call], ends the caller's goroutine
+//     one called directly, as by [ToolList.Call], ends the caller's goroutine
 //     as Go defines; that is logged.
 //
 // # Concurrency and performance

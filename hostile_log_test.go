@@ -62,7 +62,7 @@ func TestPanickingLogHandlerDoesNotEscape(t *testing.T) {
 		toolset.NewFunction(echoTool("a"), echoTool("b")).Filtered(failing),
 		toolset.NewFunction(echoTool("a"), toolset.NewTool("b", "", okHandler, toolset.WithEnabled(failing))),
 	} {
-		var tools *toolset.Tools
+		var tools *toolset.ToolList
 		require.NotPanics(t, func() { tools, err = toolset.BuildTools(ctx, "a", ts) })
 		require.NoError(t, err)
 		assert.NotContains(t, tools.Names(), "b")

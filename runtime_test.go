@@ -36,7 +36,7 @@ func counted(name string, runs *atomic.Int64, opts ...toolset.ToolOption) toolse
 
 // clones builds a turn where the same tool is offered under three names:
 // itself, a prefixed copy and a renamed copy.
-func clones(t *testing.T, ctx context.Context, tool toolset.Tool) *toolset.Tools {
+func clones(t *testing.T, ctx context.Context, tool toolset.Tool) *toolset.ToolList {
 	t.Helper()
 	f := toolset.NewFunction(tool)
 	tools, err := toolset.BuildTools(ctx, "a", f, f.Prefixed("p"), f.Renamed(map[string]string{tool.Name: "renamed"}))
@@ -48,7 +48,7 @@ func newRun(id string) context.Context {
 	return toolset.NewContext(context.Background(), &toolset.RunContext{RunID: id, Agent: "a"})
 }
 
-func call(t *testing.T, ctx context.Context, tools *toolset.Tools, name, args string) (any, error) {
+func call(t *testing.T, ctx context.Context, tools *toolset.ToolList, name, args string) (any, error) {
 	t.Helper()
 	return tools.Call(ctx, name, json.RawMessage(args))
 }
@@ -345,7 +345,7 @@ func TestRetries(t *testing.T) {
 	entries := []toolset.Toolset{f.Prefixed("p"), f.Renamed(map[string]string{"flaky": "renamed", "steady": "steady2"})}
 	rc := &toolset.RunContext{RunID: "r"}
 	ctx := toolset.NewContext(context.Background(), rc)
-	turn := func(step int, stable bool) (context.Context, *toolset.Tools) {
+	turn := func(step int, stable bool) (context.Context, *toolset.ToolList) {
 		r := rc.WithStep(step)
 		r.StableToolList = stable
 		c := toolset.NewContext(ctx, r)
@@ -409,7 +409,7 @@ func TestEnabledAndPrepare(t *testing.T) {
 		}))
 	f := toolset.NewFunction(report, echoTool("other"))
 	entries := []toolset.Toolset{f.Prefixed("p"), beta{toolset.Wrapper{Wrapped: f.Renamed(map[string]string{"report": "renamed", "other": "other2"})}}, report}
-	turn := func(role string) (*toolset.Tools, error) {
+	turn := func(role string) (*toolset.ToolList, error) {
 		ctx := toolset.NewContext(context.Background(), &toolset.RunContext{Values: map[string]any{"role": role, "tenant": "acme"}})
 		return toolset.BuildTools(ctx, "a", entries...)
 	}
@@ -626,7 +626,7 @@ func TestToolSearch(t *testing.T) {
 	catalog := deferredCatalog().Prefixed("billing")
 	search := toolset.NewToolSearch(catalog)
 	assert.Equal(t, "tool_search", search.Name)
-	turn := func(ctx context.Context) *toolset.Tools {
+	turn := func(ctx context.Context) *toolset.ToolList {
 		tools, err := toolset.BuildTools(ctx, "a", catalog, search, toolset.NewToolSearch(catalog))
 		require.NoError(t, err, "two search tools of one name are standalone tools: no conflict")
 		return tools
@@ -771,7 +771,7 @@ func TestCacheRespectsThisTurnsSchema(t *testing.T) {
 		}
 		return out, nil
 	})
-	turn := func(role string) (context.Context, *toolset.Tools) {
+	turn := func(role string) (context.Context, *toolset.ToolList) {
 		ctx := toolset.NewContext(context.Background(), &toolset.RunContext{RunID: role, Values: map[string]any{"role": role}})
 		tools, err := toolset.BuildTools(ctx, "a", readOnly)
 		require.NoError(t, err)

@@ -8,21 +8,21 @@ import (
 	"slices"
 )
 
-// Tools is the set of tools of one turn, made by [BuildTools]: the ordered
-// list the model is sent, a lookup by name, and [Tools.Call] to run the
-// model's calls. It is immutable and safe for concurrent use. A nil *Tools
+// ToolList is the set of tools of one turn, made by [BuildTools]: the ordered
+// list the model is sent, a lookup by name, and [ToolList.Call] to run the
+// model's calls. It is immutable and safe for concurrent use. A nil *ToolList
 // is an empty set.
 //
 // A set belongs to the run it was built for: the run of the [RunContext]
 // that the context given to BuildTools carried, or no run if it carried
-// none. Its predicates decided what this run may call, so [Tools.Execute]
-// and [Tools.Call] refuse, with a [*RunMismatchError], a call under a
+// none. Its predicates decided what this run may call, so [ToolList.Execute]
+// and [ToolList.Call] refuse, with a [*RunMismatchError], a call under a
 // context of another run: a context carrying another run's RunContext,
 // none when the set was built under one, or one when the set was built
 // without. Every copy of the run's RunContext ([RunContext.WithStep]) is
 // the same run, so a set may be called under the context of any step of
 // its run. Build a set per turn, under the turn's context.
-type Tools struct {
+type ToolList struct {
 	agent string
 	rc    *RunContext // the run the set was built for, or nil
 	snap  *snapshot
@@ -32,14 +32,14 @@ type Tools struct {
 }
 
 // at returns the tool at position i as this turn shows it.
-func (ts *Tools) at(i int32) Tool {
+func (ts *ToolList) at(i int32) Tool {
 	if t, ok := ts.over[i]; ok {
 		return t
 	}
 	return ts.snap.tools[i]
 }
 
-func newTools(agent string, s *snapshot, keep []bool) *Tools {
+func newTools(agent string, s *snapshot, keep []bool) *ToolList {
 	n := len(s.tools)
 	if keep != nil {
 		n = 0
@@ -49,11 +49,11 @@ func newTools(agent string, s *snapshot, keep []bool) *Tools {
 			}
 		}
 	}
-	return &Tools{agent: agent, snap: s, keep: keep, n: n}
+	return &ToolList{agent: agent, snap: s, keep: keep, n: n}
 }
 
 // Agent returns the agent name the set was built for.
-func (ts *Tools) Agent() string {
+func (ts *ToolList) Agent() string {
 	if ts == nil {
 		return ""
 	}
@@ -61,7 +61,7 @@ func (ts *Tools) Agent() string {
 }
 
 // Len returns the number of tools in the set.
-func (ts *Tools) Len() int {
+func (ts *ToolList) Len() int {
 	if ts == nil {
 		return 0
 	}
@@ -69,7 +69,7 @@ func (ts *Tools) Len() int {
 }
 
 // All iterates over the tools in the order the model is sent them.
-func (ts *Tools) All() iter.Seq[Tool] {
+func (ts *ToolList) All() iter.Seq[Tool] {
 	return func(yield func(Tool) bool) {
 		if ts == nil {
 			return
@@ -82,9 +82,9 @@ func (ts *Tools) All() iter.Seq[Tool] {
 	}
 }
 
-// List returns a new slice of the tools, in the order the model is sent
+// Tools returns a new slice of the tools, in the order the model is sent
 // them.
-func (ts *Tools) List() []Tool {
+func (ts *ToolList) Tools() []Tool {
 	if ts == nil {
 		return nil
 	}
@@ -92,7 +92,7 @@ func (ts *Tools) List() []Tool {
 }
 
 // Names returns the tool names, in the order the model is sent them.
-func (ts *Tools) Names() []string {
+func (ts *ToolList) Names() []string {
 	if ts == nil {
 		return nil
 	}
@@ -104,7 +104,7 @@ func (ts *Tools) Names() []string {
 }
 
 // Lookup returns the tool the model may call by name this turn.
-func (ts *Tools) Lookup(name string) (Tool, bool) {
+func (ts *ToolList) Lookup(name string) (Tool, bool) {
 	if ts == nil {
 		return Tool{}, false
 	}
@@ -138,9 +138,9 @@ type ToolCall struct {
 }
 
 // Execute runs a tool call from the model through the call path: see
-// [Tools.Call]. The call ID identifies the call to approvals
+// [ToolList.Call]. The call ID identifies the call to approvals
 // ([WithApprovalRequired]) and middleware.
-func (ts *Tools) Execute(ctx context.Context, call ToolCall) (any, error) {
+func (ts *ToolList) Execute(ctx context.Context, call ToolCall) (any, error) {
 	rc := runOf(ctx)
 	if ts != nil && !sameRun(rc, ts.rc) {
 		return nil, newRunMismatch(call.Name, ts.rc, rc)
@@ -171,13 +171,13 @@ func (ts *Tools) Execute(ctx context.Context, call ToolCall) (any, error) {
 //
 // Call has no call ID, so a call that needs approval ([WithApprovalRequired])
 // cannot be approved: it fails with an [*ApprovalRequiredError] that tells
-// the model to do without the tool. Run such tools with [Tools.Execute].
+// the model to do without the tool. Run such tools with [ToolList.Execute].
 //
 // The handler runs on the caller's goroutine. One that calls
 // [runtime.Goexit] (as testing.T.FailNow does) ends that goroutine, as
 // Goexit does; run calls on goroutines of your own, as the provider
 // adapters do, to have it reported as a [*PanicError] with [ErrGoexit].
-func (ts *Tools) Call(ctx context.Context, name string, args json.RawMessage) (any, error) {
+func (ts *ToolList) Call(ctx context.Context, name string, args json.RawMessage) (any, error) {
 	return ts.Execute(ctx, ToolCall{Name: name, Args: args})
 }
 
@@ -189,7 +189,7 @@ func sameRun(a, b *RunContext) bool {
 	return a.run == b.run
 }
 
-// RunMismatchError reports a call of a turn's [Tools] under the context of
+// RunMismatchError reports a call of a turn's [ToolList] under the context of
 // a run other than the one the set was built for. It should stop the run:
 // the set's predicates decided what another run may call.
 type RunMismatchError struct {

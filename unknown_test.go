@@ -13,7 +13,7 @@ import (
 
 // manyTools is a set of more tools than an UnknownToolError lists, so its
 // message ranks them by similarity to the name called.
-func manyTools(t testing.TB) *toolset.Tools {
+func manyTools(t testing.TB) *toolset.ToolList {
 	names := make([]string, 100)
 	for i := range names {
 		names[i] = fmt.Sprintf("tool_with_a_long_name_of_sixty_four_bytes_for_scoring_%09d", i)
@@ -26,7 +26,7 @@ func manyTools(t testing.TB) *toolset.Tools {
 func TestUnknownHugeToolNameIsBounded(t *testing.T) {
 	tools := manyTools(t)
 	ctx := newRun("r")
-	tools, _ = toolset.BuildTools(ctx, "a", toolset.NewFunction(tools.List()...))
+	tools, _ = toolset.BuildTools(ctx, "a", toolset.NewFunction(tools.Tools()...))
 	for _, size := range []int{50 << 10, 1 << 20} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
 			name := strings.Repeat("to\x00l\n", size/5)
@@ -57,7 +57,7 @@ func TestUnknownHugeToolNameIsBounded(t *testing.T) {
 func BenchmarkUnknownToolError1MBNameUnder1ms(b *testing.B) {
 	tools := manyTools(b)
 	ctx := newRun("r")
-	tools, _ = toolset.BuildTools(ctx, "a", toolset.NewFunction(tools.List()...))
+	tools, _ = toolset.BuildTools(ctx, "a", toolset.NewFunction(tools.Tools()...))
 	name := strings.Repeat("x", 1<<20)
 	_, err := tools.Call(ctx, name, nil)
 	for b.Loop() {

@@ -779,7 +779,7 @@ func TestReconnectAfterServerClosesSession(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "files: contents of p", content(t, res).Parts[0].Text)
 	assert.Equal(t, int32(2), dials.Load())
-	assert.True(t, first[0].Same(byName(t, tools.List(), first[0].Name)), "unchanged tools survive a reconnection")
+	assert.True(t, first[0].Same(byName(t, tools.Tools(), first[0].Name)), "unchanged tools survive a reconnection")
 }
 
 // A remote server over streamable HTTP on 127.0.0.1, list changes

@@ -141,7 +141,7 @@ func WithPageSize(n int) ServerOption { return func(c *serverConfig) { c.page = 
 // their parameter schemas as input schemas, their result schemas as
 // output schemas, and the [MetaTitle] and hint metadata as title and
 // annotations. Each tools/call builds the tools the same way and runs the
-// call through [toolset.Tools.Execute], under the same context, so a tool
+// call through [toolset.ToolList.Execute], under the same context, so a tool
 // hidden from a client cannot be called by it, and arguments are
 // validated. A result is sent as text (see [toolset.ResultText]), a
 // [*toolset.Content] part by part, and, when the tool has a result
@@ -451,7 +451,7 @@ func (s *Server) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mcp
 	if err != nil {
 		return nil, s.internal(ctx, "tools/list", req, err)
 	}
-	list := tools.List()
+	list := tools.Tools()
 	start := 0
 	if req.Params != nil && req.Params.Cursor != "" {
 		if start, err = parseCursor(req.Params.Cursor, len(list)); err != nil {

@@ -15,7 +15,7 @@ import (
 
 // AssertNames checks the names of the turn's tools, in the order the model
 // is sent them. It reports whether they match.
-func AssertNames(t testing.TB, tools *toolset.Tools, want ...string) bool {
+func AssertNames(t testing.TB, tools *toolset.ToolList, want ...string) bool {
 	t.Helper()
 	got := tools.Names()
 	if slices.Equal(got, want) {
@@ -50,7 +50,7 @@ func minus(a, b []string) []string {
 // AssertSchema checks the parameter schema of the tool named name against
 // want, a JSON document; key order and spacing do not matter. It reports
 // whether they are equal.
-func AssertSchema(t testing.TB, tools *toolset.Tools, name, want string) bool {
+func AssertSchema(t testing.TB, tools *toolset.ToolList, name, want string) bool {
 	t.Helper()
 	tool, ok := tools.Lookup(name)
 	if !ok {

@@ -21,7 +21,7 @@ var update = flag.Bool("update", false, "rewrite toolsettest golden files with t
 // Build builds the turn's tools from entries as [toolset.BuildTools] does,
 // for the agent named by ctx's run context (or "test-agent"), and fails the
 // test at once if the build fails.
-func Build(t testing.TB, ctx context.Context, entries ...toolset.Toolset) *toolset.Tools {
+func Build(t testing.TB, ctx context.Context, entries ...toolset.Toolset) *toolset.ToolList {
 	t.Helper()
 	agent := toolset.FromContext(ctx).Agent
 	if agent == "" {
@@ -45,7 +45,7 @@ type modelTool struct {
 // description and parameter schema of each, as indented JSON ending in a
 // newline. It is what golden files hold. Metadata and result schemas are
 // not sent to a model and are left out.
-func ModelView(tools *toolset.Tools) ([]byte, error) {
+func ModelView(tools *toolset.ToolList) ([]byte, error) {
 	list := make([]modelTool, 0, tools.Len())
 	for t := range tools.All() {
 		params, err := t.ParametersJSON()
@@ -71,7 +71,7 @@ func ModelView(tools *toolset.Tools) ([]byte, error) {
 //	go test ./agent -run TestAgentTools -update
 //
 // It reports whether the tools match.
-func AssertGolden(t testing.TB, path string, tools *toolset.Tools) bool {
+func AssertGolden(t testing.TB, path string, tools *toolset.ToolList) bool {
 	t.Helper()
 	got, err := ModelView(tools)
 	if err != nil {

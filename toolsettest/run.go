@@ -66,7 +66,7 @@ func (b *RunBuilder) RunContext() *toolset.RunContext {
 // Context returns parent carrying a new run context (see
 // [RunBuilder.RunContext]). Pass t.Context() as parent so the run is
 // cancelled when the test ends. Each call makes a new run: build a turn's
-// tools and call them under one context, since a [toolset.Tools] refuses
+// tools and call them under one context, since a [toolset.ToolList] refuses
 // calls under another run's context.
 func (b *RunBuilder) Context(parent context.Context) context.Context {
 	return toolset.NewContext(parent, b.RunContext())

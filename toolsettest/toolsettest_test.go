@@ -282,7 +282,7 @@ func TestRecorderLooksLikeTheWrappedToolset(t *testing.T) {
 
 	plain := Build(t, ctx, inner)
 	recorded := Build(t, ctx, rec)
-	a, b := plain.List()[0], recorded.List()[0]
+	a, b := plain.Tools()[0], recorded.Tools()[0]
 	assert.Equal(t, a.Name, b.Name)
 	assert.Equal(t, a.Description, b.Description)
 	assert.Same(t, a.Parameters, b.Parameters)
@@ -350,7 +350,7 @@ func TestFake(t *testing.T) {
 	assert.Equal(t, 4, f.Calls())
 	assert.Equal(t, []json.RawMessage{json.RawMessage(`{"city":"Paris"}`), json.RawMessage(`{"city":"Atlantis"}`), json.RawMessage(`{}`), json.RawMessage(`{}`)}, f.Args())
 	assert.True(t, f.Tool().Same(f.Tool()))
-	assert.True(t, tools.List()[0].Same(f.Tool()))
+	assert.True(t, tools.Tools()[0].Same(f.Tool()))
 }
 
 func TestFakeRepeatAndSchema(t *testing.T) {

@@ -105,7 +105,7 @@ func serveTracker() (string, func()) {
 
 // call runs one tool call the way an agent loop would, and prints what the
 // model would be sent back.
-func call(ctx context.Context, tools *toolset.Tools, name, args string) {
+func call(ctx context.Context, tools *toolset.ToolList, name, args string) {
 	fmt.Printf("\n%s(%s)\n", name, args)
 	res, err := tools.Call(ctx, name, json.RawMessage(args))
 	if msg, ok := toolset.ErrorText(err); ok {

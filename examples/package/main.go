@@ -72,7 +72,7 @@ func main() {
 	call(ctx, tools, "weather__forecast", `{"city": "Paris", "days": 30}`)
 }
 
-func call(ctx context.Context, tools *toolset.Tools, name, args string) {
+func call(ctx context.Context, tools *toolset.ToolList, name, args string) {
 	fmt.Printf("call %s %s\n", name, args)
 	res, err := tools.Call(ctx, name, []byte(args))
 	if err != nil {

@@ -133,7 +133,7 @@ func run(w io.Writer) error {
 
 // buildTurn builds the tools of the turn whose context is turn and prints
 // them, one line each, under a header that shows the run context.
-func buildTurn(w io.Writer, turn context.Context, title string, toolsets []toolset.Toolset) (*toolset.Tools, error) {
+func buildTurn(w io.Writer, turn context.Context, title string, toolsets []toolset.Toolset) (*toolset.ToolList, error) {
 	rc := toolset.FromContext(turn)
 	section(w, title)
 	fmt.Fprintf(w, "run context: run=%s role=%s step=%d\n", rc.RunID, rc.String("role"), rc.Step)
@@ -179,7 +179,7 @@ func typeName(s *jsonschema.Schema) string {
 
 // call runs one tool call and prints what the model gets back. It returns
 // only the errors that should stop the run.
-func call(w io.Writer, turn context.Context, tools *toolset.Tools, name, args string) error {
+func call(w io.Writer, turn context.Context, tools *toolset.ToolList, name, args string) error {
 	fmt.Fprintf(w, "call %s %s\n", name, args)
 	res, err := tools.Call(turn, name, json.RawMessage(args))
 	if err != nil {

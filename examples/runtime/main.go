@@ -42,7 +42,7 @@ func main() {
 	search := toolset.NewToolSearch(catalog)
 
 	rc := &toolset.RunContext{RunID: "run-1", Agent: "trader"}
-	turn := func(step int) (context.Context, *toolset.Tools) {
+	turn := func(step int) (context.Context, *toolset.ToolList) {
 		ctx := toolset.NewContext(context.Background(), rc.WithStep(step))
 		tools, err := toolset.BuildTools(ctx, "trader", market, quote, catalog, search)
 		if err != nil {
@@ -51,7 +51,7 @@ func main() {
 		fmt.Printf("\nturn %d: the model sees %s\n", step, strings.Join(tools.Names(), ", "))
 		return ctx, tools
 	}
-	call := func(ctx context.Context, tools *toolset.Tools, name, args string) {
+	call := func(ctx context.Context, tools *toolset.ToolList, name, args string) {
 		res, err := tools.Call(ctx, name, json.RawMessage(args))
 		if msg, ok := toolset.ErrorText(err); ok {
 			fmt.Printf("  %s %s -> error for the model: %s\n", name, args, msg)

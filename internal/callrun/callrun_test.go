@@ -23,7 +23,7 @@ type SleepArgs struct {
 
 // turn builds a set with a tool that sleeps, one that fails and one that
 // panics, counting the calls in flight.
-func turn(t *testing.T, inFlight, peak *atomic.Int32) *toolset.Tools {
+func turn(t *testing.T, inFlight, peak *atomic.Int32) *toolset.ToolList {
 	t.Helper()
 	track := func() func() {
 		n := inFlight.Add(1)

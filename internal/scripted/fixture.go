@@ -74,7 +74,7 @@ func Quote(s string) string {
 
 // GuestTools builds the turn of a user who may see none of the agent's
 // tools: a filter keeps every one of them for admins only.
-func GuestTools(t *testing.T) *toolset.Tools {
+func GuestTools(t *testing.T) *toolset.ToolList {
 	t.Helper()
 	adminOnly := toolset.NewFiltered(toolset.NewCombined(AgentTools()...),
 		func(ctx context.Context, _ toolset.Tool) (bool, error) {

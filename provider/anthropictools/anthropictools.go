@@ -83,7 +83,7 @@ func Approve(ask func(ctx context.Context, call toolset.ToolCall) (approved bool
 // A turn with no tools (every tool hidden from this user, say) gives nil,
 // which the SDK leaves out of the request rather than sending an empty
 // tools array; leave ToolChoice unset in that turn too.
-func Tools(tools *toolset.Tools) ([]anthropic.ToolUnionParam, error) {
+func Tools(tools *toolset.ToolList) ([]anthropic.ToolUnionParam, error) {
 	if tools.Len() == 0 {
 		return nil, nil
 	}
@@ -229,9 +229,9 @@ func Calls(content []anthropic.ContentBlockUnion) []toolset.ToolCall {
 // media are described in text.
 //
 // ctx is the turn's context: the one tools was built under, or another
-// step of its run (see [toolset.Tools]). A call whose handler panics or
+// step of its run (see [toolset.ToolList]). A call whose handler panics or
 // calls runtime.Goexit stops the run with a [*toolset.PanicError].
-func RunCalls(ctx context.Context, tools *toolset.Tools, content []anthropic.ContentBlockUnion, opts ...Option) ([]anthropic.ContentBlockParamUnion, error) {
+func RunCalls(ctx context.Context, tools *toolset.ToolList, content []anthropic.ContentBlockUnion, opts ...Option) ([]anthropic.ContentBlockParamUnion, error) {
 	o := options{concurrency: DefaultConcurrency}
 	for _, opt := range opts {
 		if opt != nil {

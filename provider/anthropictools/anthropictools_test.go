@@ -21,7 +21,7 @@ func marshal(t *testing.T, v any) string {
 	return string(b)
 }
 
-func build(t *testing.T, entries ...toolset.Toolset) *toolset.Tools {
+func build(t *testing.T, entries ...toolset.Toolset) *toolset.ToolList {
 	t.Helper()
 	tools, err := toolset.BuildTools(t.Context(), "test", entries...)
 	require.NoError(t, err)

@@ -120,7 +120,7 @@ func checkName(name string) error {
 // declaration carries the tool's parameter schema as
 // [toolset.Tool.ParametersJSON] gives it, in ParametersJsonSchema. Every
 // tool that cannot be sent is reported, the errors joined.
-func Tools(tools *toolset.Tools) ([]*genai.Tool, error) {
+func Tools(tools *toolset.ToolList) ([]*genai.Tool, error) {
 	if tools.Len() == 0 {
 		return nil, nil
 	}
@@ -184,9 +184,9 @@ func Calls(content *genai.Content) ([]toolset.ToolCall, error) {
 // response parts; other media are described in the output text.
 //
 // ctx is the turn's context: the one tools was built under, or another
-// step of its run (see [toolset.Tools]). A call whose handler panics or
+// step of its run (see [toolset.ToolList]). A call whose handler panics or
 // calls runtime.Goexit stops the run with a [*toolset.PanicError].
-func RunCalls(ctx context.Context, tools *toolset.Tools, content *genai.Content, opts ...Option) (*genai.Content, error) {
+func RunCalls(ctx context.Context, tools *toolset.ToolList, content *genai.Content, opts ...Option) (*genai.Content, error) {
 	o := options{concurrency: DefaultConcurrency}
 	for _, opt := range opts {
 		if opt != nil {

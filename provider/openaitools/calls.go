@@ -55,9 +55,9 @@ func ChatCalls(calls []openai.ChatCompletionMessageToolCallUnion) ([]toolset.Too
 // a model in strict mode sends null for every property it leaves out.
 //
 // ctx is the turn's context: the one tools was built under, or another
-// step of its run (see [toolset.Tools]). A call whose handler panics or
+// step of its run (see [toolset.ToolList]). A call whose handler panics or
 // calls runtime.Goexit stops the run with a [*toolset.PanicError].
-func RunChatCalls(ctx context.Context, tools *toolset.Tools, calls []openai.ChatCompletionMessageToolCallUnion, opts ...Option) ([]openai.ChatCompletionMessageParamUnion, error) {
+func RunChatCalls(ctx context.Context, tools *toolset.ToolList, calls []openai.ChatCompletionMessageToolCallUnion, opts ...Option) ([]openai.ChatCompletionMessageParamUnion, error) {
 	tcs, err := ChatCalls(calls)
 	if err != nil {
 		return nil, err
@@ -118,7 +118,7 @@ func ResponseCalls(items []responses.ResponseOutputItemUnion) []toolset.ToolCall
 // function_call_output input item per call, in call order. Images of a
 // [*toolset.Content] result are sent as input_image parts; other media are
 // described in text.
-func RunResponseCalls(ctx context.Context, tools *toolset.Tools, items []responses.ResponseOutputItemUnion, opts ...Option) ([]responses.ResponseInputItemUnionParam, error) {
+func RunResponseCalls(ctx context.Context, tools *toolset.ToolList, items []responses.ResponseOutputItemUnion, opts ...Option) ([]responses.ResponseInputItemUnionParam, error) {
 	outcomes, err := run(ctx, tools, ResponseCalls(items), apply(opts))
 	if err != nil {
 		return nil, err
@@ -196,7 +196,7 @@ func outcome(call toolset.ToolCall, result any, err error) (callrun.Outcome, err
 }
 
 // run runs one turn's calls through tools.
-func run(ctx context.Context, tools *toolset.Tools, calls []toolset.ToolCall, o options) ([]callrun.Outcome, error) {
+func run(ctx context.Context, tools *toolset.ToolList, calls []toolset.ToolCall, o options) ([]callrun.Outcome, error) {
 	out, err := callrun.Run(ctx, calls, o.concurrency, callrun.Approving(func(ctx context.Context, call toolset.ToolCall) (any, error) {
 		if t, ok := tools.Lookup(call.Name); ok {
 			if params, err := t.ParametersJSON(); err == nil {

@@ -73,7 +73,7 @@ type function struct {
 
 // functions converts the turn's tools, reporting every tool that cannot be
 // sent.
-func functions(tools *toolset.Tools, o options) ([]function, error) {
+func functions(tools *toolset.ToolList, o options) ([]function, error) {
 	out := make([]function, 0, tools.Len())
 	var errs []error
 	for t := range tools.All() {
@@ -130,7 +130,7 @@ func optString(s string) param.Opt[string] {
 // which the SDK leaves out of the request: OpenAI rejects an empty tools
 // array with status 400. Leave ToolChoice and ParallelToolCalls unset in
 // that turn too, since OpenAI rejects them without tools.
-func ChatTools(tools *toolset.Tools, opts ...Option) ([]openai.ChatCompletionToolUnionParam, error) {
+func ChatTools(tools *toolset.ToolList, opts ...Option) ([]openai.ChatCompletionToolUnionParam, error) {
 	fs, err := functions(tools, apply(opts))
 	if err != nil || len(fs) == 0 {
 		return nil, err
@@ -155,7 +155,7 @@ func ChatTools(tools *toolset.Tools, opts ...Option) ([]openai.ChatCompletionToo
 // requires the strict flag, which is false unless [Strict] is given. A
 // turn with no tools gives nil, as for ChatTools, so that the request has
 // no tools field.
-func ResponseTools(tools *toolset.Tools, opts ...Option) ([]responses.ToolUnionParam, error) {
+func ResponseTools(tools *toolset.ToolList, opts ...Option) ([]responses.ToolUnionParam, error) {
 	fs, err := functions(tools, apply(opts))
 	if err != nil || len(fs) == 0 {
 		return nil, err
