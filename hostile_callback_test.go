@@ -32,11 +32,11 @@ func (v nastyValue) String() string {
 // nastyError is an error whose every method panics.
 type nastyError struct{}
 
-func (nastyError) Error() string        { panic("error method exploded") }
+func (nastyError) Error() string     { panic("error method exploded") }
 func (nastyError) ModelText() string { panic("error method exploded") }
-func (nastyError) Unwrap() error        { panic("error method exploded") }
-func (nastyError) Is(error) bool        { panic("error method exploded") }
-func (nastyError) As(any) bool          { panic("error method exploded") }
+func (nastyError) Unwrap() error     { panic("error method exploded") }
+func (nastyError) Is(error) bool     { panic("error method exploded") }
+func (nastyError) As(any) bool       { panic("error method exploded") }
 
 // requireSafeError fails unless err is non-nil and can be formatted.
 func requireSafeError(t *testing.T, err error) {

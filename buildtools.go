@@ -1,0 +1,151 @@
+package toolset
+
+import (
+	"context"
+	"fmt"
+)
+
+// BuildTools turns an agent's toolsets into the tools the model is sent this
+// turn. Call it once per turn with the turn's context, which carries the
+// [RunContext] that predicates read.
+//
+// Entries are toolsets; a bare [Tool] (or *Tool) is a standalone tool. A
+// name shown this turn by two toolsets, or by a toolset and a standalone
+// tool, is a conflict; two standalone tools with one name are not: the later
+// replaces the earlier, at the earlier one's position. Every conflict and
+// every invalid name of the turn (names must match ^[a-zA-Z0-9_-]{1,64}$) is
+// reported in one [*NameConflictError] that names every contributor. The
+// errors of toolsets that fail are joined instead.
+//
+// Entries are materialised concurrently, like the children of a [Combined].
+// Work that does not depend on the run context is memoised across turns, so
+// a turn over unchanged toolsets costs little more than running their
+// predicates.
+//
+// The set belongs to the run of ctx (see [ToolList]). A ctx that is done
+// makes BuildTools return its error, even when no toolset would notice. A
+// panic of any callback run for the turn (a predicate, a prepare or
+// Dynamic function, a toolset's own GetTools or Label) fails the turn
+// with a [*PanicError]; so does a callback that calls [runtime.Goexit]
+// on one of the goroutines BuildTools starts.
+func BuildTools(ctx context.Context, agent string, entries ...Toolset) (*ToolList, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("toolset: agent %q: tools not built: %w", agent, err)
+	}
+	s, keep, err := buildSnapshot(ctx, agent, entries)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("toolset: agent %q: tools not built: %w", agent, err)
+	}
+	keep, over := forRun(ctx, s, keep)
+	if err := checkNames(s, keep, "", agent, true); err != nil {
+		return nil, err
+	}
+	var missing []MissingEnv
+	for _, i := range s.index().env {
+		if keep == nil || keep[i] {
+			missing = missingEnv(missing, s.tools[i])
+		}
+	}
+	if len(missing) > 0 {
+		return nil, &EnvError{Missing: missing}
+	}
+	ts := newTools(agent, s, keep)
+	ts.over = over
+	ts.rc = runOf(ctx)
+	return ts, nil
+}
+
+// buildSnapshot materialises the entries of a turn and joins them.
+func buildSnapshot(ctx context.Context, agent string, entries []Toolset) (*snapshot, []bool, error) {
+	static := make([]bool, len(entries))
+	parts := make([]part, len(entries))
+	for i, e := range entries {
+		if what := nilToolset(e); what != "" {
+			return nil, nil, fmt.Errorf("toolset: agent %q: entries[%d] is %s", agent, i, what)
+		}
+		static[i] = isStatic(e)
+		switch t := e.(type) {
+		case Tool:
+			parts[i].standalone = true
+		case *Tool:
+			parts[i].standalone = t != nil
+		}
+		label, err := labelOf(e)
+		if err != nil {
+			return nil, nil, fmt.Errorf("toolset: agent %q: entries[%d]: %w", agent, i, unprefixed{err})
+		}
+		parts[i].label = label
+	}
+	views, err := materializeAll(ctx, entries, static, func(i int, err error) error {
+		return &entryError{index: i, label: parts[i].label, err: err}
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("toolset: agent %q: %w", agent, err)
+	}
+	for i, v := range views {
+		parts[i].snap = v.snap
+		if parts[i].standalone && len(v.snap.tools) != 1 {
+			parts[i].standalone = false
+		}
+	}
+	out := join(joinEntries, parts)
+	return out, joinKeep(out, views), nil
+}
+
+// forRun applies what the run itself decides to the turn's set: deferred
+// tools stay hidden until a search of this run revealed them, and tools
+// whose retries are spent are dropped, or marked unavailable in over.
+func forRun(ctx context.Context, s *snapshot, keep []bool) ([]bool, map[int32]Tool) {
+	ix := s.index()
+	visible := func(i int32) bool { return keep == nil || keep[i] }
+	owned := false
+	hide := func(i int32) {
+		if !owned {
+			keep, owned = cloneKeep(keep, len(s.tools)), true
+		}
+		keep[i] = false
+	}
+	rc := runOf(ctx)
+	for _, i := range ix.deferred {
+		if visible(i) && !rc.isRevealed(s.tools[i].core) {
+			hide(i)
+		}
+	}
+	var over map[int32]Tool
+	if len(ix.retries) > 0 && rc.hasFailures() {
+		for _, i := range ix.retries {
+			t := s.tools[i]
+			if !visible(i) || !rc.retriesSpent(t.core) {
+				continue
+			}
+			if !rc.StableToolList {
+				hide(i)
+				continue
+			}
+			if over == nil {
+				over = make(map[int32]Tool)
+			}
+			t.Description = unavailablePrefix + t.Description
+			over[i] = t
+		}
+	}
+	return keep, over
+}
+
+// getTools is the GetTools of every toolset of this package: it
+// materialises ts as the root of a turn, checks that no name is shown twice,
+// and returns a copy of its visible tools. Whether names suit a model is
+// checked by BuildTools, since a later Renamed may still fix them.
+func getTools(ctx context.Context, ts Toolset) ([]Tool, error) {
+	v, err := materialize(ctx, ts)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkNames(v.snap, v.keep, LabelOf(ts), "", false); err != nil {
+		return nil, err
+	}
+	return v.tools(), nil
+}
