@@ -1,0 +1,135 @@
+package toolset_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gotoolset/toolset"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestApproval(t *testing.T) {
+	var runs atomic.Int64
+	transfer := toolset.NewTool("transfer", "", func(_ context.Context, in lookupArgs) (string, error) {
+		runs.Add(1)
+		return fmt.Sprintf("sent %d", in.ID), nil
+	}, toolset.WithApprovalRequired(func(_ context.Context, _ toolset.Tool, args json.RawMessage) (bool, error) {
+		var in lookupArgs
+		return json.Unmarshal(args, &in) != nil || in.ID > 100, nil // large amounts need a human
+	}))
+	rc := &toolset.RunContext{RunID: "r"}
+	ctx := toolset.NewContext(context.Background(), rc)
+	tools := clones(t, ctx, transfer)
+
+	got, err := tools.Execute(ctx, toolset.ToolCall{ID: "c0", Name: "p_transfer", Args: json.RawMessage(`{"id":5}`)})
+	require.NoError(t, err)
+	assert.Equal(t, "sent 5", got)
+
+	big := toolset.ToolCall{ID: "c1", Name: "renamed", Args: json.RawMessage(`{"id":500}`)}
+	_, err = tools.Execute(ctx, big)
+	var need *toolset.ApprovalRequiredError
+	require.ErrorAs(t, err, &need)
+	assert.Equal(t, big, need.Call)
+	assert.Equal(t, int64(1), runs.Load())
+
+	rc.Approve("c1")
+	wipe := toolset.NewTool("wipe", "", func(_ context.Context, in lookupArgs) (string, error) {
+		return "wiped", nil
+	}, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+	withWipe, err := toolset.BuildTools(ctx, "a", toolset.NewFunction(transfer), wipe)
+	require.NoError(t, err)
+	for _, other := range []toolset.ToolCall{
+		{ID: "c1", Name: "transfer", Args: json.RawMessage(`{"id":999}`)},
+		{ID: "c1", Name: "wipe", Args: json.RawMessage(`{"id":500}`)},
+	} {
+		_, err = withWipe.Execute(ctx, other)
+		require.ErrorAs(t, err, &need, "an approval holds for the call it was asked for: %s", other.Args)
+	}
+	_, err = tools.Execute(ctx, toolset.ToolCall{ID: "c1", Name: "transfer", Args: json.RawMessage(`{"id":500}`)})
+	require.ErrorAs(t, err, &need, "the same tool under another name is another call")
+	got, err = tools.Execute(ctx, toolset.ToolCall{ID: "c1", Name: "renamed", Args: json.RawMessage(`{ "id": 500 }`)})
+	require.NoError(t, err, "the same arguments in another form")
+	assert.Equal(t, "sent 500", got)
+	_, err = tools.Execute(ctx, big)
+	require.ErrorAs(t, err, &need, "an approval is used up by its call")
+
+	_, err = tools.Call(ctx, "transfer", json.RawMessage(`{"id":500}`))
+	require.ErrorAs(t, err, &need)
+	assert.ErrorContains(t, err, "run it with Tools.Execute and a ToolCall with an ID", "a call without an ID cannot be approved, and says so")
+	msg, _ := toolset.ErrorText(err)
+	assert.Equal(t, `the call of tool "transfer" needs a human's approval, which cannot be asked for here; do without it`, msg,
+		"the model is not told to wait for an answer that cannot come")
+	_, err = tools.Execute(ctx, toolset.ToolCall{ID: "c9", Name: "transfer", Args: json.RawMessage(`{"id":501}`)})
+	msg, _ = toolset.ErrorText(err)
+	assert.Equal(t, `the call of tool "transfer" needs a human's approval, which has been requested; do not repeat it until told`, msg)
+
+	rc.Deny("c2", "over the daily limit")
+	_, err = tools.Execute(ctx, toolset.ToolCall{ID: "c2", Name: "transfer", Args: json.RawMessage(`{"id":900}`)})
+	msg, visible := toolset.ErrorText(err)
+	require.True(t, visible)
+	assert.Equal(t, `the call of tool "transfer" was denied by a human: over the daily limit`, msg)
+	assert.Equal(t, int64(2), runs.Load())
+
+	_, err = toolset.BuildTools(newRun("other"), "a", transfer)
+	require.NoError(t, err)
+	other, _ := toolset.BuildTools(newRun("other"), "a", transfer)
+	_, err = other.Execute(newRun("other"), big)
+	assert.Error(t, err, "approvals are per run")
+}
+
+// A decision recorded for a call applies to that call only, even when the
+// model (or a server) gives two calls one ID.
+func TestApprovalBindsToTheCall(t *testing.T) {
+	var paid []string
+	var mu sync.Mutex
+	pay := toolset.NewTool("pay", "", func(_ context.Context, in struct {
+		To string `json:"to"`
+	}) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		paid = append(paid, in.To)
+		return "paid " + in.To, nil
+	}, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+	rc := &toolset.RunContext{RunID: "r"}
+	ctx := toolset.NewContext(context.Background(), rc)
+	tools := clones(t, ctx, pay)
+	mallory := toolset.ToolCall{ID: "call_0", Name: "pay", Args: json.RawMessage(`{"to":"mallory"}`)}
+	bob := toolset.ToolCall{ID: "call_0", Name: "pay", Args: json.RawMessage(`{"to":"bob"}`)}
+	var need *toolset.ApprovalRequiredError
+	for _, c := range []toolset.ToolCall{mallory, bob} {
+		_, err := tools.Execute(ctx, c)
+		require.ErrorAs(t, err, &need)
+	}
+	rc.RecordDenial(mallory, "unknown payee")
+	rc.RecordApproval(bob)
+	_, err := tools.Execute(ctx, mallory)
+	var denied *toolset.ApprovalDeniedError
+	require.ErrorAs(t, err, &denied)
+	got, err := tools.Execute(ctx, bob)
+	require.NoError(t, err)
+	assert.Equal(t, "paid bob", got)
+	assert.Equal(t, []string{"bob"}, paid)
+
+	// By ID alone, a decision applies to the call asked about under it.
+	alice := toolset.ToolCall{ID: "call_1", Name: "pay", Args: json.RawMessage(`{"to":"alice"}`)}
+	_, err = tools.Execute(ctx, alice)
+	require.ErrorAs(t, err, &need)
+	rc.Approve("call_1")
+	_, err = tools.Execute(ctx, toolset.ToolCall{ID: "call_1", Name: "pay", Args: json.RawMessage(`{"to":"mallory"}`)})
+	require.ErrorAs(t, err, &need, "another call reusing the ID is not approved")
+	_, err = tools.Execute(ctx, alice)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"bob", "alice"}, paid)
+
+	// Without a run context, nothing could record a decision: the call
+	// stops the run and says why.
+	_, err = pay.Call(context.Background(), json.RawMessage(`{"to":"bob"}`))
+	require.ErrorContains(t, err, "approvals are recorded in the run context")
+	_, visible := toolset.ErrorText(err)
+	assert.False(t, visible)
+}

@@ -1,0 +1,107 @@
+package toolset_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/gotoolset/toolset"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func deferredCatalog() *toolset.Function {
+	mk := func(name, desc string) toolset.Tool {
+		return toolset.NewTool(name, desc, func(context.Context, struct{}) (string, error) { return name, nil }, toolset.WithDeferred())
+	}
+	return toolset.NewFunction(
+		mk("create_invoice", "Create an invoice for a customer."),
+		mk("refund_payment", "Refund a card payment to a customer."),
+		mk("weather_forecast", "Weather forecast for a city."),
+		mk("list_invoices", "List the invoices of a customer, newest first."),
+		echoTool("always_there"),
+	)
+}
+
+func TestToolSearch(t *testing.T) {
+	catalog := deferredCatalog().Prefixed("billing")
+	search := toolset.NewToolSearch(catalog)
+	assert.Equal(t, "tool_search", search.Name)
+	turn := func(ctx context.Context) *toolset.ToolList {
+		tools, err := toolset.BuildTools(ctx, "a", catalog, search, toolset.NewToolSearch(catalog))
+		require.NoError(t, err, "two search tools of one name are standalone tools: no conflict")
+		return tools
+	}
+	r1, r2 := newRun("r1"), newRun("r2")
+	tools := turn(r1)
+	assert.Equal(t, []string{"billing_always_there", "tool_search"}, tools.Names())
+	_, err := call(t, r1, tools, "billing_refund_payment", `{}`)
+	require.Error(t, err, "a hidden deferred tool cannot be called")
+
+	res, err := call(t, r1, tools, "tool_search", `{"query":"invoice","top_k":1}`)
+	require.NoError(t, err)
+	found := res.(toolset.ToolSearchResult)
+	require.Len(t, found.Tools, 1)
+	assert.Equal(t, "billing_create_invoice", found.Tools[0].Name, "name matches rank first")
+
+	tools = turn(r1)
+	assert.Equal(t, []string{"billing_create_invoice", "billing_always_there", "tool_search"}, tools.Names(), "revealed from the next turn")
+	got, err := call(t, r1, tools, "billing_create_invoice", `{}`)
+	require.NoError(t, err)
+	assert.Equal(t, "create_invoice", got)
+
+	other := turn(r2)
+	assert.Equal(t, []string{"billing_always_there", "tool_search"}, other.Names(), "another run does not see the reveal")
+	_, err = call(t, r2, other, "billing_create_invoice", `{}`)
+	require.Error(t, err)
+
+	res, err = call(t, r2, other, "tool_search", `{"query":"refund the customer's card payments","top_k":99}`)
+	require.NoError(t, err)
+	found = res.(toolset.ToolSearchResult)
+	require.NotEmpty(t, found.Tools)
+	assert.Equal(t, "billing_refund_payment", found.Tools[0].Name)
+	assert.LessOrEqual(t, len(found.Tools), 3, "only tools sharing a word match")
+
+	res, err = call(t, r2, other, "tool_search", `{"query":"  "}`)
+	require.NoError(t, err)
+	assert.Empty(t, res.(toolset.ToolSearchResult).Tools, "an empty query matches nothing")
+
+	_, err = call(t, context.Background(), turn(context.Background()), "tool_search", `{"query":"invoice"}`)
+	require.ErrorContains(t, err, "needs a RunContext")
+
+	// The deferred tool is also refused when called directly without a reveal.
+	_, err = deferredCatalog().GetTools(context.Background())
+	require.NoError(t, err)
+}
+
+func TestToolSearchTopKClamp(t *testing.T) {
+	var many []toolset.Tool
+	for i := range 60 {
+		many = append(many, toolset.NewTool(fmt.Sprintf("report_%d", i), "A report.", func(context.Context, struct{}) (int, error) { return i, nil }, toolset.WithDeferred()))
+	}
+	catalog := toolset.NewFunction(many...)
+	ctx := newRun("r")
+	tools, err := toolset.BuildTools(ctx, "a", catalog, toolset.NewToolSearch(catalog, toolset.WithSearchName("find_tools"), toolset.WithSearchTopK(3)))
+	require.NoError(t, err)
+	for args, want := range map[string]int{`{"query":"report"}`: 3, `{"query":"report","top_k":0}`: 3, `{"query":"report","top_k":-4}`: 1, `{"query":"report","top_k":500}`: 50} {
+		res, err := call(t, ctx, tools, "find_tools", args)
+		require.NoError(t, err)
+		assert.Len(t, res.(toolset.ToolSearchResult).Tools, want, args)
+	}
+}
+
+func TestDeferredToolConflictsOnlyOnceRevealed(t *testing.T) {
+	lazy := toolset.NewFunction(toolset.NewTool("lookup", "Look up in the archive.", func(context.Context, struct{}) (string, error) {
+		return "archive", nil
+	}, toolset.WithDeferred()))
+	search := toolset.NewToolSearch(lazy)
+	ctx := newRun("r")
+	tools, err := toolset.BuildTools(ctx, "a", lazy, echoTool("lookup"), search)
+	require.NoError(t, err, "a hidden deferred tool takes no name")
+	_, err = call(t, ctx, tools, "tool_search", `{"query":"archive"}`)
+	require.NoError(t, err)
+	_, err = toolset.BuildTools(ctx, "a", lazy, echoTool("lookup"), search)
+	var nce *toolset.NameConflictError
+	require.ErrorAs(t, err, &nce)
+	assert.Equal(t, []string{"Function#0", "tools[1] (standalone)"}, nce.Conflicts[0].Contributors)
+}
