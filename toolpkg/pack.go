@@ -85,7 +85,7 @@ func Pack(ctx context.Context, dir string, w io.Writer, opts PackOptions) (*Mani
 		bin := filepath.Join(tmp, e.Key)
 		cmd := exec.CommandContext(ctx, opts.Go, "build", "-trimpath", "-ldflags=-s -w", "-o", bin, ".")
 		cmd.Dir = src
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+opts.GOOS, "GOARCH="+opts.GOARCH)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOOS="+opts.GOOS, "GOARCH="+opts.GOARCH)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("toolpkg: pack: building tools.%s (%s/%s) in %s: %v\n%s", e.Key, opts.GOOS, opts.GOARCH, src, err, bytes.TrimSpace(out))
 		}
