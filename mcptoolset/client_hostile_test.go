@@ -90,7 +90,7 @@ func TestHostileSchemasAreRefusedAtListing(t *testing.T) {
 			assert.True(t, forModel, "an unknown tool, not a run-stopping error: %v", err)
 
 			strict := mcptoolset.NewInMemory("hostile", listing(&mcp.Tool{Name: "evil", InputSchema: schema}),
-				mcptoolset.WithLogger(log), mcptoolset.FailOnInvalidTools())
+				mcptoolset.WithLogger(log), mcptoolset.WithFailOnInvalidTools())
 			defer strict.Close()
 			_, err = strict.GetTools(ctx)
 			var ie *mcptoolset.InvalidToolError
@@ -104,7 +104,7 @@ func TestHostileSchemasAreRefusedAtListing(t *testing.T) {
 func TestExternalRefIsNamedInTheRefusal(t *testing.T) {
 	checkLeaks(t)
 	ts := mcptoolset.NewInMemory("hostile", listing(&mcp.Tool{Name: "evil", InputSchema: hostileSchemas(t)["ref-file-passwd"]}),
-		mcptoolset.WithLogger(discard()), mcptoolset.FailOnInvalidTools())
+		mcptoolset.WithLogger(discard()), mcptoolset.WithFailOnInvalidTools())
 	defer ts.Close()
 	_, err := ts.GetTools(context.Background())
 	var re *mcptoolset.ExternalRefError
@@ -328,7 +328,7 @@ func TestSoundSchemasAreAccepted(t *testing.T) {
 	for name, schema := range schemas {
 		t.Run(name, func(t *testing.T) {
 			ts := mcptoolset.NewInMemory("sound", listing(&mcp.Tool{Name: "sound", InputSchema: json.RawMessage(schema)}),
-				mcptoolset.FailOnInvalidTools())
+				mcptoolset.WithFailOnInvalidTools())
 			defer ts.Close()
 			tools, err := toolset.BuildTools(ctx, "agent", ts)
 			require.NoError(t, err)
@@ -340,14 +340,14 @@ func TestSoundSchemasAreAccepted(t *testing.T) {
 	}
 }
 
-// A listing failed under FailOnInvalidTools quotes ten refusals, not all.
+// A listing failed under WithFailOnInvalidTools quotes ten refusals, not all.
 func TestManyInvalidToolsMakeABoundedError(t *testing.T) {
 	checkLeaks(t)
 	var defs []*mcp.Tool
 	for i := range 15 {
 		defs = append(defs, &mcp.Tool{Name: fmt.Sprintf("evil%d", i), InputSchema: map[string]any{"$ref": "file:///etc/passwd"}})
 	}
-	ts := mcptoolset.NewInMemory("hostile", listing(defs...), mcptoolset.FailOnInvalidTools(), mcptoolset.WithLogger(discard()))
+	ts := mcptoolset.NewInMemory("hostile", listing(defs...), mcptoolset.WithFailOnInvalidTools(), mcptoolset.WithLogger(discard()))
 	defer ts.Close()
 	_, err := ts.GetTools(context.Background())
 	var ie *mcptoolset.InvalidToolError

@@ -366,7 +366,7 @@ func TestReferenceCountedClose(t *testing.T) {
 	assert.Eventually(t, func() bool { return sessions() == 0 }, 5*time.Second, 5*time.Millisecond)
 }
 
-// A server that is down gives an error naming it; SkipUnavailable turns
+// A server that is down gives an error naming it; WithSkipUnavailable turns
 // it into no tools and a warning.
 func TestServerDown(t *testing.T) {
 	checkLeaks(t)
@@ -409,7 +409,7 @@ func TestServerDown(t *testing.T) {
 
 	t.Run("skip", func(t *testing.T) {
 		logger, logs := logBuffer()
-		down := mcptoolset.NewHTTP(closedURL, mcptoolset.WithName("search"), mcptoolset.SkipUnavailable(), mcptoolset.WithLogger(logger))
+		down := mcptoolset.NewHTTP(closedURL, mcptoolset.WithName("search"), mcptoolset.WithSkipUnavailable(), mcptoolset.WithLogger(logger))
 		defer down.Close()
 		up := mcptoolset.NewInMemory("files", fixture.SDKServer("files"))
 		defer up.Close()
@@ -597,7 +597,7 @@ func TestPagination(t *testing.T) {
 
 // A server that sends bad tool lists gets a clear error, not a panic and
 // not a silent drop: an invalid tool is left out with a warning and
-// reported by InvalidTools (or fails the listing under FailOnInvalidTools),
+// reported by InvalidTools (or fails the listing under WithFailOnInvalidTools),
 // a listing that cannot be read fails.
 func TestBadToolLists(t *testing.T) {
 	checkLeaks(t)
@@ -643,7 +643,7 @@ func TestBadToolLists(t *testing.T) {
 				}
 			})
 			log, buf := logBuffer()
-			strict := mcptoolset.NewInMemory("odd", server, mcptoolset.FailOnInvalidTools(), mcptoolset.WithLogger(log))
+			strict := mcptoolset.NewInMemory("odd", server, mcptoolset.WithFailOnInvalidTools(), mcptoolset.WithLogger(log))
 			defer strict.Close()
 			_, err := strict.GetTools(ctx)
 			require.Error(t, err)
