@@ -8,7 +8,10 @@
 //     streamable HTTP or any SDK transport.
 //
 // The package is named so that it can be imported beside the SDK's mcp
-// package without an alias.
+// package without an alias. Its constructors take functional options, all
+// named With... (Without... for a negative): an [Option] for a client
+// [Toolset], a [ServerOption] for a [Server]; the SDK's own option structs
+// are passed as they are.
 //
 // An MCP server as a toolset, used once per turn:
 //

@@ -37,7 +37,7 @@ func sourceDir(t *testing.T) string {
 func TestPackBuildsAndPackages(t *testing.T) {
 	dir := sourceDir(t)
 	var buf bytes.Buffer
-	m, err := Pack(context.Background(), dir, &buf, PackOptions{})
+	m, err := Pack(context.Background(), dir, &buf, nil)
 	require.NoError(t, err)
 	require.Len(t, m.Executables, 2)
 
@@ -69,7 +69,7 @@ func TestPackCrossCompiles(t *testing.T) {
 	}
 	dir := sourceDir(t)
 	var buf bytes.Buffer
-	_, err := Pack(context.Background(), dir, &buf, PackOptions{GOOS: "linux", GOARCH: "arm64"})
+	_, err := Pack(context.Background(), dir, &buf, &PackOptions{GOOS: "linux", GOARCH: "arm64"})
 	require.NoError(t, err)
 	c, err := validateZip(bytes.NewReader(buf.Bytes()), int64(buf.Len()), Limits{})
 	require.NoError(t, err)
@@ -88,39 +88,39 @@ func TestPackCrossCompiles(t *testing.T) {
 
 func TestPackErrors(t *testing.T) {
 	t.Run("no manifest", func(t *testing.T) {
-		_, err := Pack(context.Background(), t.TempDir(), &bytes.Buffer{}, PackOptions{})
+		_, err := Pack(context.Background(), t.TempDir(), &bytes.Buffer{}, nil)
 		assert.ErrorContains(t, err, "manifest.yaml: no such file or directory")
 	})
 	t.Run("invalid manifest", func(t *testing.T) {
 		dir := t.TempDir()
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.yaml"), []byte("version: 1\ntools:\n  a: {runtime: c, executable: a}\n"), 0o644))
-		_, err := Pack(context.Background(), dir, &bytes.Buffer{}, PackOptions{})
+		_, err := Pack(context.Background(), dir, &bytes.Buffer{}, nil)
 		var me *ManifestError
 		require.ErrorAs(t, err, &me)
 	})
 	t.Run("no Go source", func(t *testing.T) {
 		dir := t.TempDir()
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.yaml"), []byte("version: 1\ntools:\n  a: {runtime: go, executable: bin/a}\n"), 0o644))
-		_, err := Pack(context.Background(), dir, &bytes.Buffer{}, PackOptions{})
+		_, err := Pack(context.Background(), dir, &bytes.Buffer{}, nil)
 		assert.ErrorContains(t, err, "no Go source for tools.a: looked for .go files in "+filepath.Join(dir, "bin/a"))
 	})
 	t.Run("build error", func(t *testing.T) {
 		dir := sourceDir(t)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "tooldemo", "main.go"), []byte("package main\nfunc main() { undefined() }\n"), 0o644))
-		_, err := Pack(context.Background(), dir, &bytes.Buffer{}, PackOptions{})
+		_, err := Pack(context.Background(), dir, &bytes.Buffer{}, nil)
 		assert.ErrorContains(t, err, "building tools.demo")
 		assert.ErrorContains(t, err, "undefined: undefined")
 	})
 	t.Run("virtual environment", func(t *testing.T) {
 		dir := sourceDir(t)
 		require.NoError(t, os.MkdirAll(filepath.Join(dir, ".venv", "bin"), 0o755))
-		_, err := Pack(context.Background(), dir, &bytes.Buffer{}, PackOptions{})
+		_, err := Pack(context.Background(), dir, &bytes.Buffer{}, nil)
 		assert.ErrorContains(t, err, ".venv is a virtual environment")
 	})
 	t.Run("symlink", func(t *testing.T) {
 		dir := sourceDir(t)
 		require.NoError(t, os.Symlink("/etc/passwd", filepath.Join(dir, "python", "lib", "passwd")))
-		_, err := Pack(context.Background(), dir, &bytes.Buffer{}, PackOptions{})
+		_, err := Pack(context.Background(), dir, &bytes.Buffer{}, nil)
 		assert.ErrorContains(t, err, "is a symlink")
 	})
 }
