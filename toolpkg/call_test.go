@@ -152,6 +152,7 @@ func TestCancelKillsTheProcessGroup(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		tools, err := toolset.BuildTools(ctx, "a", ts)
 		require.NoError(t, err)
+		// Real time, not synctest: the tool is a real process, polled in /proc.
 		go func() {
 			// Cancel once the grandchild runs (or after 2 s, failing below).
 			deadline := time.Now().Add(2 * time.Second)
@@ -368,6 +369,7 @@ func TestCloseWaitsForCalls(t *testing.T) {
 	des, err := os.ReadDir(filepath.Join(s.Dir(), ".calls"))
 	require.NoError(t, err)
 	assert.Empty(t, des, "Close returned after the call had cleaned up")
+	// Real time, not synctest: the call runs a real process.
 	select {
 	case err := <-done:
 		require.NoError(t, err, "the call finished normally")
