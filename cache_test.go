@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gotoolset/toolset"
@@ -71,7 +72,7 @@ func TestCachePolicyBounds(t *testing.T) {
 		// 1 miss, 2 miss, 1 hit, 3 miss (evicts 2), 1 hit, 2 miss.
 		assert.Equal(t, toolset.CacheStats{Hits: 2, Misses: 4}, tool.CacheStats())
 	})
-	t.Run("ttl", func(t *testing.T) {
+	t.Run("ttl", inBubble(func(t *testing.T) {
 		var runs atomic.Int64
 		tool := counted("l", &runs, toolset.WithCache(toolset.CachePolicy{TTL: 30 * time.Millisecond}))
 		ctx := context.Background()
@@ -81,7 +82,7 @@ func TestCachePolicyBounds(t *testing.T) {
 		_, _ = tool.Call(ctx, json.RawMessage(`{"id":1}`))
 		assert.Equal(t, toolset.CacheStats{Hits: 1, Misses: 2}, tool.CacheStats())
 		assert.Equal(t, int64(2), runs.Load())
-	})
+	}))
 	t.Run("max bytes", func(t *testing.T) {
 		tool := toolset.NewTool("big", "", func(_ context.Context, in lookupArgs) (string, error) {
 			return strings.Repeat("x", in.ID), nil
@@ -138,6 +139,10 @@ func TestCacheRunScope(t *testing.T) {
 
 func TestCacheSingleflight(t *testing.T) {
 	defer goleak.VerifyNone(t)
+	synctest.Test(t, testCacheSingleflight)
+}
+
+func testCacheSingleflight(t *testing.T) {
 	var runs atomic.Int64
 	tool := toolset.NewTool("slow", "", func(_ context.Context, in lookupArgs) (int, error) {
 		runs.Add(1)
@@ -209,6 +214,10 @@ func TestCacheRespectsThisTurnsSchema(t *testing.T) {
 // call itself instead of taking the other caller's cancellation.
 func TestCacheWaiterOutlivesAbandonedCall(t *testing.T) {
 	defer goleak.VerifyNone(t)
+	synctest.Test(t, testCacheWaiterOutlivesAbandonedCall)
+}
+
+func testCacheWaiterOutlivesAbandonedCall(t *testing.T) {
 	var runs atomic.Int64
 	started := make(chan struct{}, 2)
 	tool := toolset.NewTool("slow", "", func(ctx context.Context, in lookupArgs) (int, error) {
@@ -232,7 +241,8 @@ func TestCacheWaiterOutlivesAbandonedCall(t *testing.T) {
 		assert.NoError(t, err, "the waiter's own context is live")
 		waiter <- got
 	}()
-	require.Eventually(t, func() bool { return tool.CacheStats().Misses == 2 }, 5*time.Second, time.Millisecond, "the second call waits")
+	synctest.Wait()
+	require.Equal(t, uint64(2), tool.CacheStats().Misses, "the second call waits")
 	cancel()
 	require.ErrorIs(t, <-leader, context.Canceled)
 	assert.Equal(t, 7, <-waiter)
@@ -242,6 +252,10 @@ func TestCacheWaiterOutlivesAbandonedCall(t *testing.T) {
 
 func TestCacheWaiterHonoursItsContext(t *testing.T) {
 	defer goleak.VerifyNone(t)
+	synctest.Test(t, testCacheWaiterHonoursItsContext)
+}
+
+func testCacheWaiterHonoursItsContext(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{})
 	tool := toolset.NewTool("slow", "", func(_ context.Context, in lookupArgs) (int, error) {
@@ -272,6 +286,10 @@ func TestCacheWaiterHonoursItsContext(t *testing.T) {
 // next miss; results must still go to the right calls.
 func TestCacheMissesNotKeptStayApart(t *testing.T) {
 	defer goleak.VerifyNone(t)
+	synctest.Test(t, testCacheMissesNotKeptStayApart)
+}
+
+func testCacheMissesNotKeptStayApart(t *testing.T) {
 	var runs atomic.Int64
 	tool := toolset.NewTool("lookup", "", func(_ context.Context, in lookupArgs) (int, error) {
 		runs.Add(1)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gotoolset/toolset"
@@ -17,7 +18,8 @@ import (
 )
 
 // slowToolset yields its tools after a delay, or fails; it records whether
-// it saw its context cancelled.
+// it saw its context cancelled. The tests that use it run in a synctest
+// bubble, so its delays pass in fake time.
 type slowToolset struct {
 	tools     []toolset.Tool
 	delay     time.Duration
@@ -47,6 +49,10 @@ func (s slowToolset) GetTools(ctx context.Context) ([]toolset.Tool, error) {
 
 func TestCombinedOrderUnderConcurrency(t *testing.T) {
 	defer goleak.VerifyNone(t)
+	synctest.Test(t, testCombinedOrderUnderConcurrency)
+}
+
+func testCombinedOrderUnderConcurrency(t *testing.T) {
 	var children []toolset.Toolset
 	var want []string
 	for i := range 12 {
@@ -62,6 +68,10 @@ func TestCombinedOrderUnderConcurrency(t *testing.T) {
 
 func TestCombinedRunsChildrenConcurrently(t *testing.T) {
 	defer goleak.VerifyNone(t)
+	synctest.Test(t, testCombinedRunsChildrenConcurrently)
+}
+
+func testCombinedRunsChildrenConcurrently(t *testing.T) {
 	var children []toolset.Toolset
 	for i := range 8 {
 		children = append(children, slowToolset{tools: echoTools(fmt.Sprint("t", i)), delay: 100 * time.Millisecond})
@@ -74,6 +84,10 @@ func TestCombinedRunsChildrenConcurrently(t *testing.T) {
 
 func TestCombinedFailureCancelsSiblings(t *testing.T) {
 	defer goleak.VerifyNone(t)
+	synctest.Test(t, testCombinedFailureCancelsSiblings)
+}
+
+func testCombinedFailureCancelsSiblings(t *testing.T) {
 	var cancelled atomic.Bool
 	combined := toolset.NewCombined(
 		slowToolset{tools: echoTools("slow"), delay: 10 * time.Second, cancelled: &cancelled},
@@ -88,6 +102,10 @@ func TestCombinedFailureCancelsSiblings(t *testing.T) {
 
 func TestCombinedJoinsErrors(t *testing.T) {
 	defer goleak.VerifyNone(t)
+	synctest.Test(t, testCombinedJoinsErrors)
+}
+
+func testCombinedJoinsErrors(t *testing.T) {
 	first, second := errors.New("first down"), errors.New("second down")
 	combined := toolset.NewCombined(
 		slowToolset{delay: 20 * time.Millisecond, err: first, stubborn: true},
@@ -110,6 +128,10 @@ func TestCombinedJoinsErrors(t *testing.T) {
 
 func TestCombinedParentCancellation(t *testing.T) {
 	defer goleak.VerifyNone(t)
+	synctest.Test(t, testCombinedParentCancellation)
+}
+
+func testCombinedParentCancellation(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
 	_, err := toolset.NewCombined(
@@ -194,6 +216,10 @@ func (c closer) Filtered(p toolset.Predicate) *toolset.Filtered { return toolset
 
 func TestBuildToolsConcurrentTurns(t *testing.T) {
 	defer goleak.VerifyNone(t)
+	synctest.Test(t, testBuildToolsConcurrentTurns)
+}
+
+func testBuildToolsConcurrentTurns(t *testing.T) {
 	users := toolset.NewFunction(
 		echoTool("get_user"),
 		toolset.NewTool("delete_user", "", func(context.Context, struct{}) (string, error) { return "deleted", nil },

@@ -52,11 +52,13 @@
 // [Renamed] (the same tools under new names), [Filtered] (tools hidden per
 // turn by a [Predicate]), [Combined] (toolsets merged), [Prepared] (the
 // list edited, pruned or reordered per turn), [Dynamic] (the toolset picked
-// per turn) and [Wrapper] (embed it and override what you need). Each of
-// them but Wrapper has the builder methods .Prefixed, .Renamed, .Filtered,
-// .Prepared and .CombinedWith, returning the concrete type so that chains
-// read left to right; each builder has a free-function twin that takes any
-// Toolset: [NewPrefixed], [NewRenamed], [NewFiltered], [NewPrepared], [NewCombined].
+// per turn) and [Wrapper] (embed it and override what you need). Every
+// pointer toolset type of the module (these but Wrapper, and the Toolset
+// types of mcptoolset and toolpkg) has the builder methods .Prefixed,
+// .Renamed, .Filtered, .Prepared and .CombinedWith, returning the concrete
+// type so that chains read left to right; each builder has a constructor
+// twin that takes any Toolset: [NewPrefixed], [NewRenamed], [NewFiltered],
+// [NewPrepared], [NewCombined].
 //
 //	db := toolset.NewFunction(query, migrate).Prefixed("db").Filtered(isAdmin)
 //

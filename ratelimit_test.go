@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gotoolset/toolset"
@@ -32,6 +33,10 @@ func TestRateLimitReject(t *testing.T) {
 }
 
 func TestRateLimitWait(t *testing.T) {
+	synctest.Test(t, testRateLimitWait)
+}
+
+func testRateLimitWait(t *testing.T) {
 	var runs atomic.Int64
 	tool := counted("lookup", &runs, toolset.WithRateLimit(toolset.RateLimit{Requests: 1, Interval: 80 * time.Millisecond, Burst: 1}))
 	tools := clones(t, context.Background(), tool)

@@ -44,6 +44,8 @@ func TestValidatorLoaderRefusesEveryURL(t *testing.T) {
 				_, err := compileDoc(doc)
 				done <- err
 			}()
+			// Real time, not synctest: the guard is against a real file
+			// read or HTTP fetch hanging, which fake time would not see.
 			select {
 			case err := <-done:
 				if err == nil {

@@ -58,6 +58,8 @@ func refusedEverywhere(t *testing.T, doc, ref string) {
 		toolErr = tool.Err()
 		_, callErr = tool.Call(context.Background(), json.RawMessage(`{"a":"x"}`))
 	}()
+	// Real time, not synctest: the guard is against a real file read or
+	// HTTP fetch hanging, which a bubble's fake clock would not see.
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):

@@ -13,20 +13,62 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// This file holds the machinery that makes a turn cheap.
+// This file holds the machinery that makes a turn cheap: the memoisation
+// layer.
 //
 // Every toolset of this package materialises a view for a turn: an
 // immutable snapshot of tools plus, when something hides tools this turn, a
-// visibility mask. Snapshots are memoised wherever their input did not
-// change: a Function's snapshot is built once, a Prefixed or Renamed
-// snapshot is rebuilt only when its input snapshot changes, and the join of
-// several snapshots (Combined, BuildTools) is kept on its first input. So a
-// turn over unchanging toolsets allocates no renamed tools and builds no
-// name index; what it recomputes is only what the run context can change:
-// the verdicts of predicates.
+// visibility mask ([]bool). The invariant everything rests on:
 //
-// Per-turn state never lives in a snapshot. Snapshots are shared by all the
-// runs that use a toolset, so they are never modified once published.
+//	Hiding a tool makes a mask, never a new slice, and a snapshot is never
+//	modified once published; so a snapshot's identity (its pointer) stands
+//	for its contents, and is the memo key of every layer above it.
+//
+// Predicates (Filtered, WithEnabled) only make masks, and a Dynamic only
+// picks a view. A new snapshot is made where tool definitions or their
+// order change: once per input snapshot for Prefixed, Renamed and Wrapper
+// copies, and each turn for the result of a Prepared and for the tools a
+// WithPrepare function edits, so the layers above those miss their memo in
+// every turn. A turn over unchanging toolsets thus allocates no renamed
+// tools and builds no name index; what it recomputes is only what the run
+// context can change: the verdicts of predicates, and the masks.
+//
+// The memo sites, each keyed by identity (of a snapshot, a tool core, a
+// schema or a slice):
+//
+//   - a Function's snapshot, built once by NewFunction (Function.snap);
+//   - a Tool used as a toolset of one: its snapshot, on its core
+//     (toolCore.solo, Tool.view);
+//   - a caller's toolset: the last list it returned that began with a given
+//     tool, on that tool's core (toolCore.fresh, reuseSnapshot);
+//   - Prefixed and Renamed copies, per input snapshot (Prefixed.memo,
+//     Renamed.memo, derive), with a Renamed's clash facts beside them;
+//   - the join of the parts of a Combined or of BuildTools's entries, on
+//     the first part's snapshot, keyed by the join's kind and every part's
+//     snapshot, label and standalone flag (snapshot.joins, join), so
+//     unchanged subtrees join for free;
+//   - a snapshot's name index: first positions, duplicates, invalid names,
+//     and the tools with environment, deferral or retry policies
+//     (snapshot.idx, index), which name checks read;
+//   - a snapshot's positions of tools with enabled or prepare functions
+//     (snapshot.turn, turnPolicies);
+//   - a Wrapper's middleware copies, per input snapshot and middleware
+//     slice (snapshot.wrapped, withMiddleware), and each layer's composed
+//     handler per tool core (layer.handlers); a tool's own middleware chain
+//     is composed once, by WithMiddleware (toolCore.chain);
+//   - validators: the tool's own schema's, compiled once (toolCore.val), and
+//     the last few for schemas a prepare function edited, keyed by schema
+//     pointer (toolCore.edited); each compiles its full validator lazily
+//     (validator.once);
+//   - the JSON of a tool's own parameter schema (toolCore.schemaJSON,
+//     Tool.ParametersJSON), whose bytes' identity the provider adapters key
+//     their converted schemas on;
+//   - a tool search's BM25 index, per snapshot searched (searchState.memo).
+//
+// memoSlots keeps a few entries per site, so a toolset shared by several
+// agents, or a Dynamic that alternates, keeps each input warm. Per-turn and
+// per-run state never lives in a snapshot: snapshots are shared by all the
+// runs that use a toolset.
 
 // snapshot is an immutable list of tools with a lazily built name index.
 type snapshot struct {
@@ -549,7 +591,6 @@ type part struct {
 type segment struct {
 	start, end int32     // the range in the join
 	pos        int       // the part it came from
-	off        int32     // where the range starts in that part's tools
 	sub        *snapshot // that part's snapshot
 	label      string
 	standalone bool
@@ -658,7 +699,7 @@ func joinKeep(out *snapshot, views []view) []bool {
 	for _, s := range out.segs {
 		dst := keep[s.start:s.end]
 		if src := views[s.pos].keep; src != nil {
-			copy(dst, src[s.off:])
+			copy(dst, src)
 		} else {
 			for i := range dst {
 				dst[i] = true
@@ -690,7 +731,7 @@ func (s *snapshot) contributor(i int32, root string) string {
 		}
 		seg := s.segs[k]
 		parts = append(parts, seg.describe(s.kind))
-		i = seg.off + i - seg.start
+		i -= seg.start
 		s = seg.sub
 	}
 	return strings.Join(parts, " > ")

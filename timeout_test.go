@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gotoolset/toolset"
@@ -15,6 +16,10 @@ import (
 
 func TestTimeout(t *testing.T) {
 	defer goleak.VerifyNone(t)
+	synctest.Test(t, testTimeout)
+}
+
+func testTimeout(t *testing.T) {
 	var sawDeadline atomic.Bool
 	sleepy := func(opts ...toolset.ToolOption) toolset.Tool {
 		return toolset.NewTool("sleepy", "", func(ctx context.Context, in lookupArgs) (string, error) {
@@ -80,6 +85,10 @@ func TestTimeout(t *testing.T) {
 
 func TestTimeoutContextBehavesLikeWithDeadline(t *testing.T) {
 	defer goleak.VerifyNone(t)
+	synctest.Test(t, testTimeoutContextBehavesLikeWithDeadline)
+}
+
+func testTimeoutContextBehavesLikeWithDeadline(t *testing.T) {
 	var inner context.Context
 	tool := toolset.NewTool("t", "", func(ctx context.Context, _ struct{}) (string, error) {
 		// A child context and a context.AfterFunc hang off the handler's context.

@@ -26,6 +26,10 @@ import (
 //
 // A Tool is also a [Toolset] of one. Passed to [BuildTools] on its own, it
 // counts as a standalone tool.
+//
+// Tool has no builder methods, on purpose: it is a value, not a toolset
+// type, so put it in a [NewFunction] to chain, as in
+// NewFunction(t).Prefixed("x").
 type Tool struct {
 	// Name is what the model calls. It must match ^[a-zA-Z0-9_-]{1,64}$,
 	// which BuildTools checks.

@@ -16,11 +16,10 @@ import "context"
 //		return tools, err
 //	}
 //
-// Wrapper deliberately has no builder methods. A method promoted from an
-// embedded Wrapper receives the Wrapper, not your type, so a promoted
-// .Prefixed would wrap the Wrapper and lose your GetTools. Use the free
-// functions instead, which take your type as a [Toolset]:
-// toolset.Prefix(Beta{...}, "x").
+// Wrapper has no builder methods, on purpose: a method promoted from an
+// embedded Wrapper would receive the Wrapper, not your type, and so lose
+// your GetTools; pass your type to the constructors instead, as in
+// toolset.NewPrefixed(Beta{...}, "x").
 //
 // The label, instructions and Close are forwarded to the wrapped toolset.
 // The zero value wraps nothing and yields no tools.

@@ -106,12 +106,12 @@ func WithCacheTTL(d time.Duration) Option { return func(c *config) { c.ttl = d }
 // Concurrent calls still share one request.
 func WithoutCache() Option { return func(c *config) { c.noCache = true } }
 
-// SkipUnavailable makes GetTools and Instructions treat a server that
+// WithSkipUnavailable makes GetTools and Instructions treat a server that
 // cannot be reached, or fails to list its tools, as a server without tools:
 // they log a warning (once per failed attempt, not once per turn) and
 // return no tools and a nil error, so the turn goes on without it. Without
 // this option they return a [*ServerError].
-func SkipUnavailable() Option { return func(c *config) { c.skip = true } }
+func WithSkipUnavailable() Option { return func(c *config) { c.skip = true } }
 
 // WithLogger sets the logger for warnings; the default is slog.Default().
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
@@ -147,14 +147,14 @@ func WithCallTimeout(d time.Duration) Option { return func(c *config) { c.callTi
 // the size of its description. A zero field keeps its default (see
 // [ListLimits]). A listing with too many tools, or too large, fails; a
 // tool over a per-tool limit is refused like a tool whose schema does not
-// compile (see [FailOnInvalidTools]).
+// compile (see [WithFailOnInvalidTools]).
 func WithListLimits(l ListLimits) Option { return func(c *config) { c.limits = l } }
 
-// FailOnInvalidTools makes a listing that holds an invalid tool fail, with
+// WithFailOnInvalidTools makes a listing that holds an invalid tool fail, with
 // a [*ServerError] whose cause joins the [*InvalidToolError] of each. By
 // default an invalid tool is left out of the list, with a warning, and the
 // others are offered (see [Toolset.InvalidTools]).
-func FailOnInvalidTools() Option { return func(c *config) { c.failInvalid = true } }
+func WithFailOnInvalidTools() Option { return func(c *config) { c.failInvalid = true } }
 
 // WithClient sets the client's identity sent to the server and the SDK's
 // client options (handlers for sampling, elicitation, logging, ...). The
@@ -549,7 +549,7 @@ type conn struct {
 	opening   *flight
 	failErr   error // the last failed connection attempt
 	failAt    time.Time
-	warned    *ServerError // the failure last logged under SkipUnavailable
+	warned    *ServerError // the failure last logged under WithSkipUnavailable
 
 	gen     uint64 // bumped when the tool list changes
 	cache   *listing
@@ -613,7 +613,7 @@ func (c *conn) errorf(op, tool string, err error) error {
 	return &ServerError{Server: c.cfg.name, Op: op, Tool: tool, Err: err}
 }
 
-// skippable reports whether err may be skipped under SkipUnavailable, and
+// skippable reports whether err may be skipped under WithSkipUnavailable, and
 // logs the warning when it is.
 func (c *conn) skippable(ctx context.Context, err error) bool {
 	if !c.cfg.skip || ctx.Err() != nil || errors.Is(err, ErrClosed) {
@@ -956,7 +956,7 @@ func (c *conn) fetch(ctx context.Context, s *mcp.ClientSession) ([]toolset.Tool,
 // tools of the last listing whose definitions did not change. It refuses
 // the definitions that are invalid (see [InvalidToolError]): they are left
 // out with a warning, logged once per definition, or, with
-// FailOnInvalidTools, fail the listing.
+// WithFailOnInvalidTools, fail the listing.
 func (c *conn) makeTools(defs []*mcp.Tool) ([]toolset.Tool, error) {
 	known := make(map[string]toolset.Tool, len(defs))
 	refused := make(map[string]*InvalidToolError)
@@ -1036,7 +1036,7 @@ func (c *conn) makeTools(defs []*mcp.Tool) ([]toolset.Tool, error) {
 }
 
 // maxRefusalsJoined bounds the refusals that a listing failed under
-// FailOnInvalidTools quotes.
+// WithFailOnInvalidTools quotes.
 const maxRefusalsJoined = 10
 
 // makeTool makes the tool of one definition, or says why it is invalid.

@@ -90,7 +90,7 @@ func TestHostileSchemasAreRefusedAtListing(t *testing.T) {
 			assert.True(t, forModel, "an unknown tool, not a run-stopping error: %v", err)
 
 			strict := mcptoolset.NewInMemory("hostile", listing(&mcp.Tool{Name: "evil", InputSchema: schema}),
-				mcptoolset.WithLogger(log), mcptoolset.FailOnInvalidTools())
+				mcptoolset.WithLogger(log), mcptoolset.WithFailOnInvalidTools())
 			defer strict.Close()
 			_, err = strict.GetTools(ctx)
 			var ie *mcptoolset.InvalidToolError
@@ -104,7 +104,7 @@ func TestHostileSchemasAreRefusedAtListing(t *testing.T) {
 func TestExternalRefIsNamedInTheRefusal(t *testing.T) {
 	checkLeaks(t)
 	ts := mcptoolset.NewInMemory("hostile", listing(&mcp.Tool{Name: "evil", InputSchema: hostileSchemas(t)["ref-file-passwd"]}),
-		mcptoolset.WithLogger(discard()), mcptoolset.FailOnInvalidTools())
+		mcptoolset.WithLogger(discard()), mcptoolset.WithFailOnInvalidTools())
 	defer ts.Close()
 	_, err := ts.GetTools(context.Background())
 	var re *mcptoolset.ExternalRefError
@@ -263,52 +263,54 @@ func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // forever on a listing that never finished, and the process lives.
 func TestClientCallbackPanicsDoNotHang(t *testing.T) {
 	checkLeaks(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
 
-	var panicking atomic.Bool
-	panicking.Store(true)
-	opts := mcptoolset.NewInMemory("opts", fixture.SDKServer("opts"), mcptoolset.WithToolOptions(func(d *mcp.Tool) []toolset.ToolOption {
-		if panicking.Load() && d.Name == "add" {
-			panic("tool options")
+		var panicking atomic.Bool
+		panicking.Store(true)
+		opts := mcptoolset.NewInMemory("opts", fixture.SDKServer("opts"), mcptoolset.WithToolOptions(func(d *mcp.Tool) []toolset.ToolOption {
+			if panicking.Load() && d.Name == "add" {
+				panic("tool options")
+			}
+			return nil
+		}))
+		defer opts.Close()
+		for range 2 {
+			_, err := opts.GetTools(ctx)
+			var pe *toolset.PanicError
+			require.ErrorAs(t, err, &pe)
+			assert.Contains(t, err.Error(), `list tools: toolset: tool "add": WithToolOptions function panicked: tool options`)
 		}
-		return nil
-	}))
-	defer opts.Close()
-	for range 2 {
-		_, err := opts.GetTools(ctx)
-		var pe *toolset.PanicError
-		require.ErrorAs(t, err, &pe)
-		assert.Contains(t, err.Error(), `list tools: toolset: tool "add": WithToolOptions function panicked: tool options`)
-	}
-	panicking.Store(false)
-	tools, err := opts.GetTools(ctx)
-	require.NoError(t, err)
-	assert.Len(t, tools, 8)
+		panicking.Store(false)
+		tools, err := opts.GetTools(ctx)
+		require.NoError(t, err)
+		assert.Len(t, tools, 8)
 
-	dial := mcptoolset.NewTransport("dial", func(context.Context) (mcp.Transport, error) { panic("dial") }, mcptoolset.WithRetryDelay(0))
-	defer dial.Close()
-	for range 2 {
-		_, err := dial.GetTools(ctx)
-		require.Error(t, err)
-		assert.Contains(t, err.Error(), "connect: toolset: DialFunc panicked: dial")
-	}
+		dial := mcptoolset.NewTransport("dial", func(context.Context) (mcp.Transport, error) { panic("dial") }, mcptoolset.WithRetryDelay(0))
+		defer dial.Close()
+		for range 2 {
+			_, err := dial.GetTools(ctx)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "connect: toolset: DialFunc panicked: dial")
+		}
 
-	log, buf := logBuffer()
-	changed := mcptoolset.NewInMemory("changed", fixture.SDKServer("changed"), mcptoolset.WithLogger(log),
-		mcptoolset.WithClient(nil, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			panic("list changed handler")
-		}}))
-	defer changed.Close()
-	built, err := toolset.BuildTools(ctx, "agent", changed)
-	require.NoError(t, err)
-	_, err = built.Call(ctx, "add_tool", json.RawMessage(`{"name":"late"}`))
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { return strings.Contains(buf.String(), "the ToolListChangedHandler panicked") }, 5*time.Second, 5*time.Millisecond)
-	require.Eventually(t, func() bool {
-		tools, err := changed.GetTools(ctx)
-		return err == nil && len(tools) == 9
-	}, 5*time.Second, 5*time.Millisecond, "the change is still seen")
+		log, buf := logBuffer()
+		changed := mcptoolset.NewInMemory("changed", fixture.SDKServer("changed"), mcptoolset.WithLogger(log),
+			mcptoolset.WithClient(nil, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+				panic("list changed handler")
+			}}))
+		defer changed.Close()
+		built, err := toolset.BuildTools(ctx, "agent", changed)
+		require.NoError(t, err)
+		_, err = built.Call(ctx, "add_tool", json.RawMessage(`{"name":"late"}`))
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { return strings.Contains(buf.String(), "the ToolListChangedHandler panicked") }, 5*time.Second, 5*time.Millisecond)
+		require.Eventually(t, func() bool {
+			tools, err := changed.GetTools(ctx)
+			return err == nil && len(tools) == 9
+		}, 5*time.Second, 5*time.Millisecond, "the change is still seen")
+	})
 }
 
 // Sound schemas of every draft, with references within themselves, are
@@ -328,7 +330,7 @@ func TestSoundSchemasAreAccepted(t *testing.T) {
 	for name, schema := range schemas {
 		t.Run(name, func(t *testing.T) {
 			ts := mcptoolset.NewInMemory("sound", listing(&mcp.Tool{Name: "sound", InputSchema: json.RawMessage(schema)}),
-				mcptoolset.FailOnInvalidTools())
+				mcptoolset.WithFailOnInvalidTools())
 			defer ts.Close()
 			tools, err := toolset.BuildTools(ctx, "agent", ts)
 			require.NoError(t, err)
@@ -340,14 +342,14 @@ func TestSoundSchemasAreAccepted(t *testing.T) {
 	}
 }
 
-// A listing failed under FailOnInvalidTools quotes ten refusals, not all.
+// A listing failed under WithFailOnInvalidTools quotes ten refusals, not all.
 func TestManyInvalidToolsMakeABoundedError(t *testing.T) {
 	checkLeaks(t)
 	var defs []*mcp.Tool
 	for i := range 15 {
 		defs = append(defs, &mcp.Tool{Name: fmt.Sprintf("evil%d", i), InputSchema: map[string]any{"$ref": "file:///etc/passwd"}})
 	}
-	ts := mcptoolset.NewInMemory("hostile", listing(defs...), mcptoolset.FailOnInvalidTools(), mcptoolset.WithLogger(discard()))
+	ts := mcptoolset.NewInMemory("hostile", listing(defs...), mcptoolset.WithFailOnInvalidTools(), mcptoolset.WithLogger(discard()))
 	defer ts.Close()
 	_, err := ts.GetTools(context.Background())
 	var ie *mcptoolset.InvalidToolError

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 	"unicode"
 
@@ -165,48 +166,52 @@ func TestToolsAreReusedAcrossTurns(t *testing.T) {
 // did not change are kept as they were.
 func TestListChangedInvalidatesCache(t *testing.T) {
 	checkLeaks(t)
-	ctx := context.Background()
-	var calls counter
-	ts, _ := inMemory("files", calls.count(fixture.SDKServer("files")))
-	defer ts.Close()
-	before, err := ts.GetTools(ctx)
-	require.NoError(t, err)
-	tools, err := toolset.BuildTools(ctx, "agent", ts)
-	require.NoError(t, err)
-	_, err = tools.Call(ctx, "add_tool", json.RawMessage(`{"name":"late"}`))
-	require.NoError(t, err)
-
-	var after []toolset.Tool
-	require.Eventually(t, func() bool {
-		after, err = ts.GetTools(ctx)
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		var calls counter
+		ts, _ := inMemory("files", calls.count(fixture.SDKServer("files")))
+		defer ts.Close()
+		before, err := ts.GetTools(ctx)
 		require.NoError(t, err)
-		return len(after) == len(before)+1
-	}, 5*time.Second, 10*time.Millisecond, "the new tool shows up")
-	late := byName(t, after, "late")
-	res, err := late.Call(ctx, nil)
-	require.NoError(t, err)
-	assert.Equal(t, "late ran", content(t, res).Parts[0].Text)
-	read0, read1 := byName(t, before, "read_file"), byName(t, after, "read_file")
-	assert.True(t, read0.Same(read1), "an unchanged tool keeps its identity")
-	assert.Equal(t, 2, calls.get("tools/list"))
+		tools, err := toolset.BuildTools(ctx, "agent", ts)
+		require.NoError(t, err)
+		_, err = tools.Call(ctx, "add_tool", json.RawMessage(`{"name":"late"}`))
+		require.NoError(t, err)
+
+		var after []toolset.Tool
+		require.Eventually(t, func() bool {
+			after, err = ts.GetTools(ctx)
+			require.NoError(t, err)
+			return len(after) == len(before)+1
+		}, 5*time.Second, 10*time.Millisecond, "the new tool shows up")
+		late := byName(t, after, "late")
+		res, err := late.Call(ctx, nil)
+		require.NoError(t, err)
+		assert.Equal(t, "late ran", content(t, res).Parts[0].Text)
+		read0, read1 := byName(t, before, "read_file"), byName(t, after, "read_file")
+		assert.True(t, read0.Same(read1), "an unchanged tool keeps its identity")
+		assert.Equal(t, 2, calls.get("tools/list"))
+	})
 }
 
 func TestCacheOptions(t *testing.T) {
 	checkLeaks(t)
 	ctx := context.Background()
 	t.Run("ttl", func(t *testing.T) {
-		var calls counter
-		ts, _ := inMemory("files", calls.count(fixture.SDKServer("files")), mcptoolset.WithCacheTTL(50*time.Millisecond))
-		defer ts.Close()
-		for range 3 {
+		synctest.Test(t, func(t *testing.T) {
+			var calls counter
+			ts, _ := inMemory("files", calls.count(fixture.SDKServer("files")), mcptoolset.WithCacheTTL(50*time.Millisecond))
+			defer ts.Close()
+			for range 3 {
+				_, err := ts.GetTools(ctx)
+				require.NoError(t, err)
+			}
+			assert.Equal(t, 1, calls.get("tools/list"))
+			time.Sleep(60 * time.Millisecond)
 			_, err := ts.GetTools(ctx)
 			require.NoError(t, err)
-		}
-		assert.Equal(t, 1, calls.get("tools/list"))
-		time.Sleep(60 * time.Millisecond)
-		_, err := ts.GetTools(ctx)
-		require.NoError(t, err)
-		assert.Equal(t, 2, calls.get("tools/list"), "listed again once the TTL passed")
+			assert.Equal(t, 2, calls.get("tools/list"), "listed again once the TTL passed")
+		})
 	})
 	t.Run("off", func(t *testing.T) {
 		var calls counter
@@ -307,66 +312,68 @@ func TestSharedSessionConcurrency(t *testing.T) {
 // with the last Close; closing twice is harmless.
 func TestReferenceCountedClose(t *testing.T) {
 	checkLeaks(t)
-	ctx := context.Background()
-	server := fixture.SDKServer("files")
-	a, dials := inMemory("files", server)
-	assert.Equal(t, int32(0), dials.Load(), "nothing opens before first use")
-	b := a.Acquire()
-	c := b.Acquire()
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		server := fixture.SDKServer("files")
+		a, dials := inMemory("files", server)
+		assert.Equal(t, int32(0), dials.Load(), "nothing opens before first use")
+		b := a.Acquire()
+		c := b.Acquire()
 
-	_, err := b.GetTools(ctx)
-	require.NoError(t, err)
-	_, err = a.GetTools(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, int32(1), dials.Load(), "one connection for all handles")
-	sessions := func() int {
-		n := 0
-		for range server.Sessions() {
-			n++
+		_, err := b.GetTools(ctx)
+		require.NoError(t, err)
+		_, err = a.GetTools(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, int32(1), dials.Load(), "one connection for all handles")
+		sessions := func() int {
+			n := 0
+			for range server.Sessions() {
+				n++
+			}
+			return n
 		}
-		return n
-	}
-	assert.Equal(t, 1, sessions())
+		assert.Equal(t, 1, sessions())
 
-	require.NoError(t, a.Close())
-	require.NoError(t, a.Close(), "an extra close is harmless")
-	require.NoError(t, a.Close())
-	_, err = a.GetTools(ctx)
-	require.ErrorIs(t, err, mcptoolset.ErrClosed, "a closed handle cannot be used")
-	tools, err := b.GetTools(ctx)
-	require.NoError(t, err, "the other handles still work")
-	res, err := byName(t, tools, "read_file").Call(ctx, json.RawMessage(`{"path":"x"}`))
-	require.NoError(t, err)
-	assert.Equal(t, "files: contents of x", content(t, res).Parts[0].Text)
+		require.NoError(t, a.Close())
+		require.NoError(t, a.Close(), "an extra close is harmless")
+		require.NoError(t, a.Close())
+		_, err = a.GetTools(ctx)
+		require.ErrorIs(t, err, mcptoolset.ErrClosed, "a closed handle cannot be used")
+		tools, err := b.GetTools(ctx)
+		require.NoError(t, err, "the other handles still work")
+		res, err := byName(t, tools, "read_file").Call(ctx, json.RawMessage(`{"path":"x"}`))
+		require.NoError(t, err)
+		assert.Equal(t, "files: contents of x", content(t, res).Parts[0].Text)
 
-	require.NoError(t, b.Close())
-	assert.Equal(t, 1, sessions(), "c still holds the connection")
-	require.NoError(t, c.Close())
-	assert.Eventually(t, func() bool { return sessions() == 0 }, 5*time.Second, 5*time.Millisecond, "the last close ends the session")
+		require.NoError(t, b.Close())
+		assert.Equal(t, 1, sessions(), "c still holds the connection")
+		require.NoError(t, c.Close())
+		assert.Eventually(t, func() bool { return sessions() == 0 }, 5*time.Second, 5*time.Millisecond, "the last close ends the session")
 
-	_, err = c.GetTools(ctx)
-	require.ErrorIs(t, err, mcptoolset.ErrClosed)
-	_, err = byName(t, tools, "read_file").Call(ctx, json.RawMessage(`{"path":"x"}`))
-	require.ErrorIs(t, err, mcptoolset.ErrClosed, "tools of a closed toolset fail")
-	var se *mcptoolset.ServerError
-	require.ErrorAs(t, err, &se)
-	d := a.Acquire()
-	_, err = d.GetTools(ctx)
-	require.ErrorIs(t, err, mcptoolset.ErrClosed, "acquiring after the last close gives a closed handle")
-	require.NoError(t, d.Close())
-	assert.Equal(t, int32(1), dials.Load())
+		_, err = c.GetTools(ctx)
+		require.ErrorIs(t, err, mcptoolset.ErrClosed)
+		_, err = byName(t, tools, "read_file").Call(ctx, json.RawMessage(`{"path":"x"}`))
+		require.ErrorIs(t, err, mcptoolset.ErrClosed, "tools of a closed toolset fail")
+		var se *mcptoolset.ServerError
+		require.ErrorAs(t, err, &se)
+		d := a.Acquire()
+		_, err = d.GetTools(ctx)
+		require.ErrorIs(t, err, mcptoolset.ErrClosed, "acquiring after the last close gives a closed handle")
+		require.NoError(t, d.Close())
+		assert.Equal(t, int32(1), dials.Load())
 
-	// Combined closes its children; a handle closed twice over is fine.
-	e, _ := inMemory("files", server)
-	comb := toolset.NewCombined(e.Prefixed("a"), e.Acquire().Prefixed("b"))
-	_, err = toolset.BuildTools(ctx, "agent", comb)
-	require.NoError(t, err)
-	require.NoError(t, comb.Close())
-	require.NoError(t, e.Close())
-	assert.Eventually(t, func() bool { return sessions() == 0 }, 5*time.Second, 5*time.Millisecond)
+		// Combined closes its children; a handle closed twice over is fine.
+		e, _ := inMemory("files", server)
+		comb := toolset.NewCombined(e.Prefixed("a"), e.Acquire().Prefixed("b"))
+		_, err = toolset.BuildTools(ctx, "agent", comb)
+		require.NoError(t, err)
+		require.NoError(t, comb.Close())
+		require.NoError(t, e.Close())
+		assert.Eventually(t, func() bool { return sessions() == 0 }, 5*time.Second, 5*time.Millisecond)
+	})
 }
 
-// A server that is down gives an error naming it; SkipUnavailable turns
+// A server that is down gives an error naming it; WithSkipUnavailable turns
 // it into no tools and a warning.
 func TestServerDown(t *testing.T) {
 	checkLeaks(t)
@@ -409,7 +416,7 @@ func TestServerDown(t *testing.T) {
 
 	t.Run("skip", func(t *testing.T) {
 		logger, logs := logBuffer()
-		down := mcptoolset.NewHTTP(closedURL, mcptoolset.WithName("search"), mcptoolset.SkipUnavailable(), mcptoolset.WithLogger(logger))
+		down := mcptoolset.NewHTTP(closedURL, mcptoolset.WithName("search"), mcptoolset.WithSkipUnavailable(), mcptoolset.WithLogger(logger))
 		defer down.Close()
 		up := mcptoolset.NewInMemory("files", fixture.SDKServer("files"))
 		defer up.Close()
@@ -438,103 +445,109 @@ func TestServerDown(t *testing.T) {
 // until the retry delay has passed.
 func TestRetryDelay(t *testing.T) {
 	checkLeaks(t)
-	ctx := context.Background()
-	fail := true
-	var mu sync.Mutex
-	server := fixture.SDKServer("flaky")
-	dials := 0
-	ts := mcptoolset.NewTransport("flaky", func(ctx context.Context) (mcp.Transport, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		dials++
-		if fail {
-			return nil, errors.New("starting up")
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		fail := true
+		var mu sync.Mutex
+		server := fixture.SDKServer("flaky")
+		dials := 0
+		ts := mcptoolset.NewTransport("flaky", func(ctx context.Context) (mcp.Transport, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			dials++
+			if fail {
+				return nil, errors.New("starting up")
+			}
+			st, ct := mcp.NewInMemoryTransports()
+			_, err := server.Connect(ctx, st, nil)
+			return ct, err
+		}, mcptoolset.WithRetryDelay(100*time.Millisecond))
+		defer ts.Close()
+		for range 3 {
+			_, err := ts.GetTools(ctx)
+			require.ErrorContains(t, err, "starting up")
 		}
-		st, ct := mcp.NewInMemoryTransports()
-		_, err := server.Connect(ctx, st, nil)
-		return ct, err
-	}, mcptoolset.WithRetryDelay(100*time.Millisecond))
-	defer ts.Close()
-	for range 3 {
-		_, err := ts.GetTools(ctx)
-		require.ErrorContains(t, err, "starting up")
-	}
-	mu.Lock()
-	assert.Equal(t, 1, dials)
-	fail = false
-	mu.Unlock()
-	time.Sleep(120 * time.Millisecond)
-	tools, err := ts.GetTools(ctx)
-	require.NoError(t, err)
-	assert.Len(t, tools, 8)
+		mu.Lock()
+		assert.Equal(t, 1, dials)
+		fail = false
+		mu.Unlock()
+		time.Sleep(120 * time.Millisecond)
+		tools, err := ts.GetTools(ctx)
+		require.NoError(t, err)
+		assert.Len(t, tools, 8)
+	})
 }
 
 // A slow call ends when its context does; the server's handler is
 // cancelled too.
 func TestSlowServerCancellation(t *testing.T) {
 	checkLeaks(t)
-	server := fixture.SDKServer("files")
-	cancelled := make(chan struct{})
-	mcp.AddTool(server, &mcp.Tool{Name: "hang", Description: "Never answers."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-			<-ctx.Done()
-			close(cancelled)
-			return nil, nil, ctx.Err()
-		})
-	ts := mcptoolset.NewInMemory("files", server)
-	defer ts.Close()
-	tools, err := toolset.BuildTools(context.Background(), "agent", ts)
-	require.NoError(t, err)
+	synctest.Test(t, func(t *testing.T) {
+		server := fixture.SDKServer("files")
+		cancelled := make(chan struct{})
+		mcp.AddTool(server, &mcp.Tool{Name: "hang", Description: "Never answers."},
+			func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+				<-ctx.Done()
+				close(cancelled)
+				return nil, nil, ctx.Err()
+			})
+		ts := mcptoolset.NewInMemory("files", server)
+		defer ts.Close()
+		tools, err := toolset.BuildTools(context.Background(), "agent", ts)
+		require.NoError(t, err)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	_, err = tools.Call(ctx, "hang", nil)
-	require.Error(t, err)
-	assert.Less(t, time.Since(start), 3*time.Second)
-	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	var se *mcptoolset.ServerError
-	require.ErrorAs(t, err, &se)
-	assert.Equal(t, "call tool", se.Op)
-	assert.Equal(t, "hang", se.Tool)
-	assert.Contains(t, err.Error(), `MCP server "files": call tool "hang"`)
-	select {
-	case <-cancelled:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the server's handler was not cancelled")
-	}
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err = tools.Call(ctx, "hang", nil)
+		require.Error(t, err)
+		assert.Less(t, time.Since(start), 3*time.Second)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		var se *mcptoolset.ServerError
+		require.ErrorAs(t, err, &se)
+		assert.Equal(t, "call tool", se.Op)
+		assert.Equal(t, "hang", se.Tool)
+		assert.Contains(t, err.Error(), `MCP server "files": call tool "hang"`)
+		select {
+		case <-cancelled:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the server's handler was not cancelled")
+		}
 
-	// The session survives: the next call works.
-	res, err := tools.Call(context.Background(), "slow", json.RawMessage(`{"millis":1}`))
-	require.NoError(t, err)
-	assert.Equal(t, "done", content(t, res).Parts[0].Text)
+		// The session survives: the next call works.
+		res, err := tools.Call(context.Background(), "slow", json.RawMessage(`{"millis":1}`))
+		require.NoError(t, err)
+		assert.Equal(t, "done", content(t, res).Parts[0].Text)
+	})
 }
 
 // A caller whose context ends while another caller is connecting stops
 // waiting; the connection attempt goes on for the others.
 func TestWaitingCallerCancelled(t *testing.T) {
 	checkLeaks(t)
-	release := make(chan struct{})
-	server := fixture.SDKServer("files")
-	ts := mcptoolset.NewTransport("files", func(ctx context.Context) (mcp.Transport, error) {
-		<-release
-		st, ct := mcp.NewInMemoryTransports()
-		_, err := server.Connect(ctx, st, nil)
-		return ct, err
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		server := fixture.SDKServer("files")
+		ts := mcptoolset.NewTransport("files", func(ctx context.Context) (mcp.Transport, error) {
+			<-release
+			st, ct := mcp.NewInMemoryTransports()
+			_, err := server.Connect(ctx, st, nil)
+			return ct, err
+		})
+		defer ts.Close()
+		leader := make(chan error, 1)
+		go func() {
+			_, err := ts.GetTools(context.Background())
+			leader <- err
+		}()
+		synctest.Wait() // the leader is connecting
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		_, err := ts.GetTools(ctx)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		close(release)
+		require.NoError(t, <-leader)
 	})
-	defer ts.Close()
-	leader := make(chan error, 1)
-	go func() {
-		_, err := ts.GetTools(context.Background())
-		leader <- err
-	}()
-	time.Sleep(20 * time.Millisecond)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	_, err := ts.GetTools(ctx)
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-	close(release)
-	require.NoError(t, <-leader)
 }
 
 // Two servers with the same tool names conflict until prefixed; the
@@ -597,7 +610,7 @@ func TestPagination(t *testing.T) {
 
 // A server that sends bad tool lists gets a clear error, not a panic and
 // not a silent drop: an invalid tool is left out with a warning and
-// reported by InvalidTools (or fails the listing under FailOnInvalidTools),
+// reported by InvalidTools (or fails the listing under WithFailOnInvalidTools),
 // a listing that cannot be read fails.
 func TestBadToolLists(t *testing.T) {
 	checkLeaks(t)
@@ -643,7 +656,7 @@ func TestBadToolLists(t *testing.T) {
 				}
 			})
 			log, buf := logBuffer()
-			strict := mcptoolset.NewInMemory("odd", server, mcptoolset.FailOnInvalidTools(), mcptoolset.WithLogger(log))
+			strict := mcptoolset.NewInMemory("odd", server, mcptoolset.WithFailOnInvalidTools(), mcptoolset.WithLogger(log))
 			defer strict.Close()
 			_, err := strict.GetTools(ctx)
 			require.Error(t, err)
@@ -714,72 +727,76 @@ func TestBadConstructorInput(t *testing.T) {
 // client forwards list changes with ToolsChanged.
 func TestGivenSession(t *testing.T) {
 	checkLeaks(t)
-	ctx := context.Background()
-	server := fixture.SDKServer("files")
-	var ts *mcptoolset.Toolset
-	var mu sync.Mutex
-	client := mcp.NewClient(&mcp.Implementation{Name: "app", Version: "v1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			mu.Lock()
-			defer mu.Unlock()
-			if ts != nil {
-				ts.ToolsChanged()
-			}
-		},
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		server := fixture.SDKServer("files")
+		var ts *mcptoolset.Toolset
+		var mu sync.Mutex
+		client := mcp.NewClient(&mcp.Implementation{Name: "app", Version: "v1"}, &mcp.ClientOptions{
+			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+				mu.Lock()
+				defer mu.Unlock()
+				if ts != nil {
+					ts.ToolsChanged()
+				}
+			},
+		})
+		st, ct := mcp.NewInMemoryTransports()
+		ss, err := server.Connect(ctx, st, nil)
+		require.NoError(t, err)
+		cs, err := client.Connect(ctx, ct, nil)
+		require.NoError(t, err)
+		mu.Lock()
+		ts = mcptoolset.New(cs)
+		mu.Unlock()
+		assert.Equal(t, "mcp:files", ts.Label(), "named after the server")
+
+		tools, err := toolset.BuildTools(ctx, "agent", ts)
+		require.NoError(t, err)
+		_, err = tools.Call(ctx, "add_tool", json.RawMessage(`{"name":"late"}`))
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			got, err := ts.GetTools(ctx)
+			return err == nil && len(got) == 9
+		}, 5*time.Second, 10*time.Millisecond)
+		session, err := ts.Session(ctx)
+		require.NoError(t, err)
+		assert.Same(t, cs, session)
+
+		require.NoError(t, ts.Close())
+		ended := make(chan struct{})
+		go func() { _ = ss.Wait(); close(ended) }()
+		select {
+		case <-ended:
+		case <-time.After(5 * time.Second):
+			t.Fatal("closing the toolset did not close the session")
+		}
 	})
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := server.Connect(ctx, st, nil)
-	require.NoError(t, err)
-	cs, err := client.Connect(ctx, ct, nil)
-	require.NoError(t, err)
-	mu.Lock()
-	ts = mcptoolset.New(cs)
-	mu.Unlock()
-	assert.Equal(t, "mcp:files", ts.Label(), "named after the server")
-
-	tools, err := toolset.BuildTools(ctx, "agent", ts)
-	require.NoError(t, err)
-	_, err = tools.Call(ctx, "add_tool", json.RawMessage(`{"name":"late"}`))
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		got, err := ts.GetTools(ctx)
-		return err == nil && len(got) == 9
-	}, 5*time.Second, 10*time.Millisecond)
-	session, err := ts.Session(ctx)
-	require.NoError(t, err)
-	assert.Same(t, cs, session)
-
-	require.NoError(t, ts.Close())
-	ended := make(chan struct{})
-	go func() { _ = ss.Wait(); close(ended) }()
-	select {
-	case <-ended:
-	case <-time.After(5 * time.Second):
-		t.Fatal("closing the toolset did not close the session")
-	}
 }
 
 // When the server drops the session, the next use connects again.
 func TestReconnectAfterServerClosesSession(t *testing.T) {
 	checkLeaks(t)
-	ctx := context.Background()
-	server := fixture.SDKServer("files")
-	logger, logs := logBuffer()
-	ts, dials := inMemory("files", server, mcptoolset.WithLogger(logger))
-	defer ts.Close()
-	first, err := ts.GetTools(ctx)
-	require.NoError(t, err)
-	for ss := range server.Sessions() {
-		require.NoError(t, ss.Close())
-	}
-	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "closed the connection") }, 5*time.Second, 5*time.Millisecond)
-	tools, err := toolset.BuildTools(ctx, "agent", ts)
-	require.NoError(t, err)
-	res, err := tools.Call(ctx, "read_file", json.RawMessage(`{"path":"p"}`))
-	require.NoError(t, err)
-	assert.Equal(t, "files: contents of p", content(t, res).Parts[0].Text)
-	assert.Equal(t, int32(2), dials.Load())
-	assert.True(t, first[0].Same(byName(t, tools.Tools(), first[0].Name)), "unchanged tools survive a reconnection")
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		server := fixture.SDKServer("files")
+		logger, logs := logBuffer()
+		ts, dials := inMemory("files", server, mcptoolset.WithLogger(logger))
+		defer ts.Close()
+		first, err := ts.GetTools(ctx)
+		require.NoError(t, err)
+		for ss := range server.Sessions() {
+			require.NoError(t, ss.Close())
+		}
+		require.Eventually(t, func() bool { return strings.Contains(logs.String(), "closed the connection") }, 5*time.Second, 5*time.Millisecond)
+		tools, err := toolset.BuildTools(ctx, "agent", ts)
+		require.NoError(t, err)
+		res, err := tools.Call(ctx, "read_file", json.RawMessage(`{"path":"p"}`))
+		require.NoError(t, err)
+		assert.Equal(t, "files: contents of p", content(t, res).Parts[0].Text)
+		assert.Equal(t, int32(2), dials.Load())
+		assert.True(t, first[0].Same(byName(t, tools.Tools(), first[0].Name)), "unchanged tools survive a reconnection")
+	})
 }
 
 // A remote server over streamable HTTP on 127.0.0.1, list changes
@@ -805,6 +822,7 @@ func TestHTTPServer(t *testing.T) {
 
 	_, err = tools.Call(ctx, "web_add_tool", json.RawMessage(`{"name":"late"}`))
 	require.NoError(t, err)
+	// Real time, not synctest: the notification crosses a real socket.
 	require.Eventually(t, func() bool {
 		got, err := ts.GetTools(ctx)
 		return err == nil && len(got) == 9
@@ -815,79 +833,83 @@ func TestHTTPServer(t *testing.T) {
 // connects in its place; the give-up is not held against the server.
 func TestLeaderCancelled(t *testing.T) {
 	checkLeaks(t)
-	server := fixture.SDKServer("files")
-	var mu sync.Mutex
-	dials := 0
-	entered := make(chan struct{})
-	ts := mcptoolset.NewTransport("files", func(ctx context.Context) (mcp.Transport, error) {
+	synctest.Test(t, func(t *testing.T) {
+		server := fixture.SDKServer("files")
+		var mu sync.Mutex
+		dials := 0
+		entered := make(chan struct{})
+		ts := mcptoolset.NewTransport("files", func(ctx context.Context) (mcp.Transport, error) {
+			mu.Lock()
+			dials++
+			first := dials == 1
+			mu.Unlock()
+			if first {
+				close(entered)
+				<-ctx.Done() // a server that takes too long for this caller
+				return nil, ctx.Err()
+			}
+			st, ct := mcp.NewInMemoryTransports()
+			_, err := server.Connect(ctx, st, nil)
+			return ct, err
+		})
+		defer ts.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		leader := make(chan error, 1)
+		go func() {
+			_, err := ts.GetTools(ctx)
+			leader <- err
+		}()
+		<-entered
+		waiter := make(chan error, 1)
+		go func() {
+			tools, err := ts.GetTools(context.Background())
+			if err == nil && len(tools) != 8 {
+				err = fmt.Errorf("%d tools", len(tools))
+			}
+			waiter <- err
+		}()
+		synctest.Wait() // the waiter waits
+		cancel()
+		require.ErrorIs(t, <-leader, context.Canceled)
+		require.NoError(t, <-waiter)
 		mu.Lock()
-		dials++
-		first := dials == 1
+		assert.Equal(t, 2, dials)
 		mu.Unlock()
-		if first {
-			close(entered)
-			<-ctx.Done() // a server that takes too long for this caller
-			return nil, ctx.Err()
-		}
-		st, ct := mcp.NewInMemoryTransports()
-		_, err := server.Connect(ctx, st, nil)
-		return ct, err
 	})
-	defer ts.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	leader := make(chan error, 1)
-	go func() {
-		_, err := ts.GetTools(ctx)
-		leader <- err
-	}()
-	<-entered
-	waiter := make(chan error, 1)
-	go func() {
-		tools, err := ts.GetTools(context.Background())
-		if err == nil && len(tools) != 8 {
-			err = fmt.Errorf("%d tools", len(tools))
-		}
-		waiter <- err
-	}()
-	time.Sleep(20 * time.Millisecond) // let the waiter wait
-	cancel()
-	require.ErrorIs(t, <-leader, context.Canceled)
-	require.NoError(t, <-waiter)
-	mu.Lock()
-	assert.Equal(t, 2, dials)
-	mu.Unlock()
 }
 
 // Closing the last handle while other goroutines list and call tools: each
 // call either works or fails with ErrClosed; nothing hangs or leaks.
 func TestCloseWhileInUse(t *testing.T) {
 	checkLeaks(t)
-	ctx := context.Background()
-	ts := mcptoolset.NewInMemory("files", fixture.SDKServer("files"))
-	tools, err := toolset.BuildTools(ctx, "agent", ts)
-	require.NoError(t, err)
-	var wg sync.WaitGroup
-	errs := make(chan error, 800)
-	for range 8 {
-		wg.Go(func() {
-			for range 50 {
-				_, err := ts.GetTools(ctx)
-				if err == nil {
-					_, err = tools.Call(ctx, "slow", json.RawMessage(`{"millis":1}`))
-				}
-				if err != nil && !errors.Is(err, mcptoolset.ErrClosed) && !errors.Is(err, mcp.ErrConnectionClosed) {
-					errs <- err
-				}
-			}
-		})
-	}
-	time.Sleep(20 * time.Millisecond)
-	require.NoError(t, ts.Close())
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		ts := mcptoolset.NewInMemory("files", fixture.SDKServer("files"))
+		tools, err := toolset.BuildTools(ctx, "agent", ts)
 		require.NoError(t, err)
-	}
+		var wg sync.WaitGroup
+		errs := make(chan error, 800)
+		for range 8 {
+			wg.Go(func() {
+				for range 50 {
+					_, err := ts.GetTools(ctx)
+					if err == nil {
+						_, err = tools.Call(ctx, "slow", json.RawMessage(`{"millis":1}`))
+					}
+					if err != nil && !errors.Is(err, mcptoolset.ErrClosed) && !errors.Is(err, mcp.ErrConnectionClosed) {
+						errs <- err
+					}
+				}
+			})
+		}
+		time.Sleep(20 * time.Millisecond)
+		require.NoError(t, ts.Close())
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+	})
 }
 
 // The core's tool options apply to a server's tools: here a timeout shown
@@ -1017,6 +1039,7 @@ func TestCommandServerCrashingInARequestReportsExitStatusAndStderr(t *testing.T)
 			assert.Equal(t, 70, ce.ProcessState.ExitCode())
 			assert.Equal(t, line+"\n", ce.Stderr)
 			if method == "tools/list" {
+				// Real time, not synctest: the server is a real subprocess.
 				require.Eventually(t, func() bool { return strings.Contains(logs.String(), "closed the connection") }, 5*time.Second, 5*time.Millisecond)
 				assert.Contains(t, logs.String(), line)
 			}

@@ -8,7 +8,10 @@
 //     streamable HTTP or any SDK transport.
 //
 // The package is named so that it can be imported beside the SDK's mcp
-// package without an alias.
+// package without an alias. Its constructors take functional options, all
+// named With... (Without... for a negative): an [Option] for a client
+// [Toolset], a [ServerOption] for a [Server]; the SDK's own option structs
+// are passed as they are.
 //
 // An MCP server as a toolset, used once per turn:
 //
@@ -64,7 +67,7 @@
 // session given to [New] cannot be reopened.
 //
 // A server that cannot be reached makes GetTools fail with a
-// [*ServerError] naming it, which fails the turn. With [SkipUnavailable],
+// [*ServerError] naming it, which fails the turn. Under [WithSkipUnavailable],
 // GetTools logs a warning (log/slog, see [WithLogger]) and returns no tools
 // and a nil error, so the agent goes on without the server. After a failed
 // connection attempt the failure is returned again, without dialling, for
@@ -133,7 +136,7 @@
 // that holds one), or when the server lists two tools of its name. A refused
 // tool is left out, with a warning logged once per definition, and
 // [Toolset.InvalidTools] reports it ([*InvalidToolError]); the server's
-// other tools are offered. [FailOnInvalidTools] makes the listing fail
+// other tools are offered. [WithFailOnInvalidTools] makes the listing fail
 // instead. A listing with more tools than [ListLimits].MaxTools, or
 // larger than [ListLimits].MaxListBytes, fails, and [WithListTimeout]
 // bounds the time to list, all pages together, so a server that never
@@ -238,7 +241,7 @@
 //   - error text quoting the server: 8 KiB in a [*ServerError] or
 //     [*ResultError] (the model gets all of a ResultError's text), 512
 //     bytes for the cause of an [*InvalidToolError], 10 refusals joined
-//     under [FailOnInvalidTools];
+//     under [WithFailOnInvalidTools];
 //   - a subprocess server's stderr: its last [MaxStderrTail] (2 KiB) kept
 //     for a [*CommandError], copied for one second after it exits (or the
 //     command's WaitDelay).

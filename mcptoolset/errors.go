@@ -48,7 +48,7 @@ func (e *ServerError) Unwrap() error { return e.Err }
 // other than itself (a file, a URL; see [ExternalRefError]), or the tool
 // is over the limits of [WithListLimits], or its name is unusable or
 // listed twice. The listing leaves it out (see [Toolset.InvalidTools]), or
-// fails with it under [FailOnInvalidTools].
+// fails with it under [WithFailOnInvalidTools].
 type InvalidToolError struct {
 	// Server is the server's name.
 	Server string

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gotoolset/toolset"
@@ -223,59 +224,61 @@ func TestServePerSessionTools(t *testing.T) {
 // listing shows the new tools.
 func TestServeToolsChanged(t *testing.T) {
 	checkLeaks(t)
-	ctx := context.Background()
-	var mu sync.Mutex
-	current := toolset.Toolset(toolset.NewFunction(echoTool("alpha")))
-	ts := toolset.NewDynamic(func(context.Context) (toolset.Toolset, error) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		var mu sync.Mutex
+		current := toolset.Toolset(toolset.NewFunction(echoTool("alpha")))
+		ts := toolset.NewDynamic(func(context.Context) (toolset.Toolset, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return current, nil
+		})
+		srv := mcptoolset.NewServer(ts)
+		changed, changedLegacy := make(chan struct{}, 10), make(chan struct{}, 10)
+		cs := connect(t, srv, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			changed <- struct{}{}
+		}})
+		legacy := connect(t, srv, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			changedLegacy <- struct{}{}
+		}}, "2025-11-25")
+		res, err := cs.ListTools(ctx, nil)
+		require.NoError(t, err)
+		require.Len(t, res.Tools, 1)
+		assert.Equal(t, "alpha", res.Tools[0].Name)
+
 		mu.Lock()
-		defer mu.Unlock()
-		return current, nil
-	})
-	srv := mcptoolset.NewServer(ts)
-	changed, changedLegacy := make(chan struct{}, 10), make(chan struct{}, 10)
-	cs := connect(t, srv, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-		changed <- struct{}{}
-	}})
-	legacy := connect(t, srv, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-		changedLegacy <- struct{}{}
-	}}, "2025-11-25")
-	res, err := cs.ListTools(ctx, nil)
-	require.NoError(t, err)
-	require.Len(t, res.Tools, 1)
-	assert.Equal(t, "alpha", res.Tools[0].Name)
-
-	mu.Lock()
-	current = toolset.NewFunction(echoTool("alpha"), echoTool("beta"))
-	mu.Unlock()
-	srv.ToolsChanged()
-	for _, ch := range []chan struct{}{changed, changedLegacy} {
-		select {
-		case <-ch:
-		case <-time.After(5 * time.Second):
-			t.Fatal("no notifications/tools/list_changed")
+		current = toolset.NewFunction(echoTool("alpha"), echoTool("beta"))
+		mu.Unlock()
+		srv.ToolsChanged()
+		for _, ch := range []chan struct{}{changed, changedLegacy} {
+			select {
+			case <-ch:
+			case <-time.After(5 * time.Second):
+				t.Fatal("no notifications/tools/list_changed")
+			}
 		}
-	}
-	res, err = cs.ListTools(ctx, nil)
-	require.NoError(t, err)
-	assert.Len(t, res.Tools, 2)
-	res, err = legacy.ListTools(ctx, nil)
-	require.NoError(t, err)
-	assert.Len(t, res.Tools, 2)
+		res, err = cs.ListTools(ctx, nil)
+		require.NoError(t, err)
+		assert.Len(t, res.Tools, 2)
+		res, err = legacy.ListTools(ctx, nil)
+		require.NoError(t, err)
+		assert.Len(t, res.Tools, 2)
 
-	// The consumer side drops its cache on the notification.
-	consumer := mcptoolset.NewInMemory("dyn", srv.MCP())
-	defer consumer.Close()
-	tools, err := consumer.GetTools(ctx)
-	require.NoError(t, err)
-	assert.Len(t, tools, 2)
-	mu.Lock()
-	current = toolset.NewFunction(echoTool("gamma"))
-	mu.Unlock()
-	srv.ToolsChanged()
-	require.Eventually(t, func() bool {
+		// The consumer side drops its cache on the notification.
+		consumer := mcptoolset.NewInMemory("dyn", srv.MCP())
+		defer consumer.Close()
 		tools, err := consumer.GetTools(ctx)
-		return err == nil && len(tools) == 1 && tools[0].Name == "gamma"
-	}, 5*time.Second, 10*time.Millisecond)
+		require.NoError(t, err)
+		assert.Len(t, tools, 2)
+		mu.Lock()
+		current = toolset.NewFunction(echoTool("gamma"))
+		mu.Unlock()
+		srv.ToolsChanged()
+		require.Eventually(t, func() bool {
+			tools, err := consumer.GetTools(ctx)
+			return err == nil && len(tools) == 1 && tools[0].Name == "gamma"
+		}, 5*time.Second, 10*time.Millisecond)
+	})
 }
 
 func echoTool(name string) toolset.Tool {

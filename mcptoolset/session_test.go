@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gotoolset/toolset"
@@ -183,31 +184,33 @@ func TestServedSessionStepsAndRunContextFunc(t *testing.T) {
 // session loses its run, and a session's run goes when it ends.
 func TestServedSessionRunsAreBounded(t *testing.T) {
 	checkLeaks(t)
-	log, buf := logBuffer()
-	srv := mcptoolset.NewServer(searchable(), mcptoolset.WithMaxSessionRuns(2), mcptoolset.WithServerLogger(log))
-	a, b := connect(t, srv, nil), connect(t, srv, nil)
-	callText(t, a, "tool_search", map[string]any{"query": "invoice"})
-	callText(t, b, "tool_search", map[string]any{"query": "invoice"})
-	assert.Contains(t, listedNames(t, a), "create_invoice")
-	assert.Equal(t, 2, mcptoolset.SessionRuns(srv))
-	c := connect(t, srv, nil)
-	listedNames(t, c)
-	assert.Equal(t, 2, mcptoolset.SessionRuns(srv), "bounded")
-	assert.Contains(t, buf.String(), "dropping the least recently used one's run")
-	assert.NotContains(t, listedNames(t, b), "create_invoice", "b, the least recently used, lost its run")
-	assert.Contains(t, listedNames(t, c), "tool_search")
+	synctest.Test(t, func(t *testing.T) {
+		log, buf := logBuffer()
+		srv := mcptoolset.NewServer(searchable(), mcptoolset.WithMaxSessionRuns(2), mcptoolset.WithServerLogger(log))
+		a, b := connect(t, srv, nil), connect(t, srv, nil)
+		callText(t, a, "tool_search", map[string]any{"query": "invoice"})
+		callText(t, b, "tool_search", map[string]any{"query": "invoice"})
+		assert.Contains(t, listedNames(t, a), "create_invoice")
+		assert.Equal(t, 2, mcptoolset.SessionRuns(srv))
+		c := connect(t, srv, nil)
+		listedNames(t, c)
+		assert.Equal(t, 2, mcptoolset.SessionRuns(srv), "bounded")
+		assert.Contains(t, buf.String(), "dropping the least recently used one's run")
+		assert.NotContains(t, listedNames(t, b), "create_invoice", "b, the least recently used, lost its run")
+		assert.Contains(t, listedNames(t, c), "tool_search")
 
-	// Ending sessions forgets their runs.
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := srv.MCP().Connect(context.Background(), st, nil)
-	require.NoError(t, err)
-	d, err := mcp.NewClient(&mcp.Implementation{Name: "d", Version: "v1"}, nil).Connect(context.Background(), ct, nil)
-	require.NoError(t, err)
-	listedNames(t, d)
-	require.NoError(t, d.Close())
-	_ = ss.Wait()
-	require.Eventually(t, func() bool { return !slices.Contains(mcptoolset.Sessions(srv), ss) }, 5*time.Second, 5*time.Millisecond,
-		"a session that ended is forgotten")
+		// Ending sessions forgets their runs.
+		st, ct := mcp.NewInMemoryTransports()
+		ss, err := srv.MCP().Connect(context.Background(), st, nil)
+		require.NoError(t, err)
+		d, err := mcp.NewClient(&mcp.Implementation{Name: "d", Version: "v1"}, nil).Connect(context.Background(), ct, nil)
+		require.NoError(t, err)
+		listedNames(t, d)
+		require.NoError(t, d.Close())
+		_ = ss.Wait()
+		require.Eventually(t, func() bool { return !slices.Contains(mcptoolset.Sessions(srv), ss) }, 5*time.Second, 5*time.Millisecond,
+			"a session that ended is forgotten")
+	})
 }
 
 // In stateless HTTP every request is a session of its own, closed with
@@ -227,6 +230,7 @@ func TestStatelessHTTPRequestsKeepNoRuns(t *testing.T) {
 		require.False(t, isErr)
 	}
 	assert.NotContains(t, listedNames(t, cs), "refund_payment", "no session, no run across requests")
+	// Real time, not synctest: the requests cross a real socket.
 	require.Eventually(t, func() bool { return len(mcptoolset.Sessions(srv)) == 0 }, 5*time.Second, 5*time.Millisecond,
 		"the requests' sessions are forgotten")
 }

@@ -49,7 +49,7 @@ func BenchmarkUpload(b *testing.B) {
 func BenchmarkValidateZip(b *testing.B) {
 	zipData := makeZip(b, manifestFile(demoManifest("")), zfile{name: "tooldemo", data: toolBinary(b), mode: 0o755})
 	for b.Loop() {
-		if _, err := ValidateZip(bytes.NewReader(zipData), int64(len(zipData)), Limits{}); err != nil {
+		if _, err := ValidateZip(bytes.NewReader(zipData), int64(len(zipData)), nil); err != nil {
 			b.Fatal(err)
 		}
 	}

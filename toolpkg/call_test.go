@@ -88,30 +88,32 @@ func TestCallFailures(t *testing.T) {
 			assert.True(t, forModel)
 			assert.Equal(t, "cannot do that: no quota", msg)
 		})
-		t.Run("exit 1 stops the run with stderr, secrets hidden", func(t *testing.T) {
-			_, err := callTool(ctx, t, ts, "demo__crash", `{}`)
-			var ee *ExecError
-			require.ErrorAs(t, err, &ee)
-			_, forModel := toolset.ErrorText(err)
-			assert.False(t, forModel)
-			assert.Equal(t, "crash", ee.Tool)
-			assert.Contains(t, err.Error(), `tool "crash": exit code 1; stderr:`)
-			assert.Contains(t, err.Error(), "crash: the key [secret] was rejected")
-			assert.NotContains(t, err.Error(), "sk-live-123456")
-		})
-		t.Run("malformed result.json", func(t *testing.T) {
-			_, err := callTool(ctx, t, ts, "demo__garbage", `{}`)
-			var ee *ExecError
-			require.ErrorAs(t, err, &ee)
-			assert.Contains(t, err.Error(), `result.json is not valid JSON`)
-			assert.Contains(t, err.Error(), `"not json{"`)
-		})
-		t.Run("missing result.json", func(t *testing.T) {
-			_, err := callTool(ctx, t, ts, "demo__noresult", `{}`)
-			var ee *ExecError
-			require.ErrorAs(t, err, &ee)
-			assert.Contains(t, err.Error(), `exited 0 without writing result.json; stderr was empty`)
-		})
+		// Each of these stops the run with an *ExecError the model never
+		// sees, and never shows a secret.
+		for _, tc := range []struct {
+			name, tool string
+			want       []string // in the error
+		}{
+			{"exit 1 stops the run with stderr, secrets hidden", "crash",
+				[]string{`tool "crash": exit code 1; stderr:`, "crash: the key [secret] was rejected"}},
+			{"malformed result.json", "garbage",
+				[]string{`result.json is not valid JSON`, `"not json{"`}},
+			{"missing result.json", "noresult",
+				[]string{`exited 0 without writing result.json; stderr was empty`}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				_, err := callTool(ctx, t, ts, "demo__"+tc.tool, `{}`)
+				var ee *ExecError
+				require.ErrorAs(t, err, &ee)
+				assert.Equal(t, tc.tool, ee.Tool)
+				_, forModel := toolset.ErrorText(err)
+				assert.False(t, forModel)
+				for _, w := range tc.want {
+					assert.Contains(t, err.Error(), w)
+				}
+				assert.NotContains(t, err.Error(), "sk-live-123456")
+			})
+		}
 	})
 }
 
@@ -152,6 +154,7 @@ func TestCancelKillsTheProcessGroup(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		tools, err := toolset.BuildTools(ctx, "a", ts)
 		require.NoError(t, err)
+		// Real time, not synctest: the tool is a real process, polled in /proc.
 		go func() {
 			// Cancel once the grandchild runs (or after 2 s, failing below).
 			deadline := time.Now().Add(2 * time.Second)
@@ -368,6 +371,7 @@ func TestCloseWaitsForCalls(t *testing.T) {
 	des, err := os.ReadDir(filepath.Join(s.Dir(), ".calls"))
 	require.NoError(t, err)
 	assert.Empty(t, des, "Close returned after the call had cleaned up")
+	// Real time, not synctest: the call runs a real process.
 	select {
 	case err := <-done:
 		require.NoError(t, err, "the call finished normally")

@@ -37,6 +37,11 @@
 // [Pack] builds a package from a source directory; the command
 // cmd/toolset wraps it and the rest for the command line.
 //
+// Settings are passed as a pointer to a struct, nil meaning the defaults
+// (a zero field takes its default too), as log/slog's handlers take theirs:
+// [Open] takes an *[Options], [Pack] a *[PackOptions], [ValidateZip] a
+// *[Limits].
+//
 // # The package format
 //
 // A package is a zip with manifest.yaml at its root. Its structure is

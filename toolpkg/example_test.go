@@ -39,7 +39,7 @@ func ExampleValidateZip() {
 		w.Write([]byte("version: 1\ntools:\n  t: {runtime: go, executable: ./tool}\n"))
 	}
 	zw.Close()
-	_, err := toolpkg.ValidateZip(bytes.NewReader(buf.Bytes()), int64(buf.Len()), toolpkg.Limits{})
+	_, err := toolpkg.ValidateZip(bytes.NewReader(buf.Bytes()), int64(buf.Len()), nil)
 	fmt.Println(err)
 	// Output:
 	// toolpkg: invalid package (3 problems):

@@ -245,6 +245,7 @@ func TestStateNamingFilesOutsideItsPackageFailsOnlyItsToolset(t *testing.T) {
 		defer close(done)
 		s2, err = Open(dir, opts)
 	}()
+	// Real time, not synctest: Open reads a real FIFO.
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
@@ -295,6 +296,8 @@ func TestDiscoveryChildHoldingStdoutDiesWithIt(t *testing.T) {
 				s := openStore(t, Options{Sandbox: mode, DiscoveryTimeout: 3 * time.Second})
 				seen := make(chan bool, 1)
 				stop := make(chan struct{})
+				// Real time, not synctest: discovery runs real processes,
+				// polled in /proc.
 				go func() {
 					for {
 						select {
@@ -341,7 +344,7 @@ func TestZipOfLongEntryNamesMakesAShortError(t *testing.T) {
 		files = append(files, zfile{name: fmt.Sprintf("%d/../%s", i, strings.Repeat("x", 60000)), store: true})
 	}
 	z := makeZip(t, files...)
-	_, err := ValidateZip(bytes.NewReader(z), int64(len(z)), Limits{})
+	_, err := ValidateZip(bytes.NewReader(z), int64(len(z)), nil)
 	require.Error(t, err)
 	require.Less(t, len(err.Error()), 64<<10, "the error of a %d-byte zip", len(z))
 	require.Contains(t, err.Error(), "escapes the package")

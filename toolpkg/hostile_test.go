@@ -167,6 +167,7 @@ func TestSchemaExternalRefIsNotLoaded(t *testing.T) {
 			_, probs := parseSchemaOutput(Executable{Key: "e", TimeoutSeconds: 1}, out)
 			done <- probs
 		}()
+		// Real time, not synctest: discovery runs a real process that reads a FIFO.
 		select {
 		case probs := <-done:
 			require.Len(t, probs, 1, ref)

@@ -31,6 +31,7 @@ func TestSetsidChildDiesWithTheCall(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				if then == "cancel" {
+					// Real time, not synctest: the tool is a real process, polled in /proc.
 					go func() {
 						deadline := time.Now().Add(3 * time.Second)
 						for len(proctest.WithArg(marker)) == 0 && time.Now().Before(deadline) {

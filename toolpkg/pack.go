@@ -16,7 +16,8 @@ import (
 	"strings"
 )
 
-// PackOptions configure [Pack].
+// PackOptions configure [Pack]. A nil *PackOptions is the zero value: every
+// field takes its default.
 type PackOptions struct {
 	// GOOS and GOARCH are the target of Go tools (default: this machine's).
 	GOOS, GOARCH string
@@ -40,16 +41,21 @@ type PackOptions struct {
 // directory or a symlink is an error. A package of Go tools alone holds the
 // manifest and the binaries.
 //
-// The zip is validated before it is written; the manifest is returned.
-func Pack(ctx context.Context, dir string, w io.Writer, opts PackOptions) (*Manifest, error) {
-	if opts.GOOS == "" {
-		opts.GOOS = runtime.GOOS
+// The zip is validated before it is written, under the default [Limits];
+// the manifest is returned. A nil opts means the defaults.
+func Pack(ctx context.Context, dir string, w io.Writer, opts *PackOptions) (*Manifest, error) {
+	var o PackOptions
+	if opts != nil {
+		o = *opts
 	}
-	if opts.GOARCH == "" {
-		opts.GOARCH = runtime.GOARCH
+	if o.GOOS == "" {
+		o.GOOS = runtime.GOOS
 	}
-	if opts.Go == "" {
-		opts.Go = "go"
+	if o.GOARCH == "" {
+		o.GOARCH = runtime.GOARCH
+	}
+	if o.Go == "" {
+		o.Go = "go"
 	}
 	manData, err := os.ReadFile(filepath.Join(dir, ManifestName))
 	if err != nil {
@@ -83,11 +89,11 @@ func Pack(ctx context.Context, dir string, w io.Writer, opts PackOptions) (*Mani
 		}
 		goSources[src] = true
 		bin := filepath.Join(tmp, e.Key)
-		cmd := exec.CommandContext(ctx, opts.Go, "build", "-trimpath", "-ldflags=-s -w", "-o", bin, ".")
+		cmd := exec.CommandContext(ctx, o.Go, "build", "-trimpath", "-ldflags=-s -w", "-o", bin, ".")
 		cmd.Dir = src
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOOS="+opts.GOOS, "GOARCH="+opts.GOARCH)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOOS="+o.GOOS, "GOARCH="+o.GOARCH)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("toolpkg: pack: building tools.%s (%s/%s) in %s: %v\n%s", e.Key, opts.GOOS, opts.GOARCH, src, err, bytes.TrimSpace(out))
+			return nil, fmt.Errorf("toolpkg: pack: building tools.%s (%s/%s) in %s: %v\n%s", e.Key, o.GOOS, o.GOARCH, src, err, bytes.TrimSpace(out))
 		}
 		files[e.Path] = entry{src: bin, mode: 0o755}
 	}
@@ -169,7 +175,7 @@ func Pack(ctx context.Context, dir string, w io.Writer, opts PackOptions) (*Mani
 	if err := zw.Close(); err != nil {
 		return nil, err
 	}
-	if _, err := ValidateZip(bytes.NewReader(buf.Bytes()), int64(buf.Len()), Limits{}); err != nil {
+	if _, err := ValidateZip(bytes.NewReader(buf.Bytes()), int64(buf.Len()), nil); err != nil {
 		return nil, fmt.Errorf("toolpkg: pack %s: the package would be invalid: %w", dir, unprefixed{err})
 	}
 	if _, err := w.Write(buf.Bytes()); err != nil {

@@ -6,6 +6,7 @@ import (
 	"debug/elf"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -37,7 +38,7 @@ func sourceDir(t *testing.T) string {
 func TestPackBuildsAndPackages(t *testing.T) {
 	dir := sourceDir(t)
 	var buf bytes.Buffer
-	m, err := Pack(context.Background(), dir, &buf, PackOptions{})
+	m, err := Pack(context.Background(), dir, &buf, nil)
 	require.NoError(t, err)
 	require.Len(t, m.Executables, 2)
 
@@ -69,7 +70,7 @@ func TestPackCrossCompiles(t *testing.T) {
 	}
 	dir := sourceDir(t)
 	var buf bytes.Buffer
-	_, err := Pack(context.Background(), dir, &buf, PackOptions{GOOS: "linux", GOARCH: "arm64"})
+	_, err := Pack(context.Background(), dir, &buf, &PackOptions{GOOS: "linux", GOARCH: "arm64"})
 	require.NoError(t, err)
 	c, err := validateZip(bytes.NewReader(buf.Bytes()), int64(buf.Len()), Limits{})
 	require.NoError(t, err)
@@ -87,40 +88,73 @@ func TestPackCrossCompiles(t *testing.T) {
 }
 
 func TestPackErrors(t *testing.T) {
-	t.Run("no manifest", func(t *testing.T) {
-		_, err := Pack(context.Background(), t.TempDir(), &bytes.Buffer{}, PackOptions{})
-		assert.ErrorContains(t, err, "manifest.yaml: no such file or directory")
-	})
-	t.Run("invalid manifest", func(t *testing.T) {
-		dir := t.TempDir()
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.yaml"), []byte("version: 1\ntools:\n  a: {runtime: c, executable: a}\n"), 0o644))
-		_, err := Pack(context.Background(), dir, &bytes.Buffer{}, PackOptions{})
-		var me *ManifestError
-		require.ErrorAs(t, err, &me)
-	})
-	t.Run("no Go source", func(t *testing.T) {
-		dir := t.TempDir()
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.yaml"), []byte("version: 1\ntools:\n  a: {runtime: go, executable: bin/a}\n"), 0o644))
-		_, err := Pack(context.Background(), dir, &bytes.Buffer{}, PackOptions{})
-		assert.ErrorContains(t, err, "no Go source for tools.a: looked for .go files in "+filepath.Join(dir, "bin/a"))
-	})
-	t.Run("build error", func(t *testing.T) {
-		dir := sourceDir(t)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "tooldemo", "main.go"), []byte("package main\nfunc main() { undefined() }\n"), 0o644))
-		_, err := Pack(context.Background(), dir, &bytes.Buffer{}, PackOptions{})
-		assert.ErrorContains(t, err, "building tools.demo")
-		assert.ErrorContains(t, err, "undefined: undefined")
-	})
-	t.Run("virtual environment", func(t *testing.T) {
-		dir := sourceDir(t)
-		require.NoError(t, os.MkdirAll(filepath.Join(dir, ".venv", "bin"), 0o755))
-		_, err := Pack(context.Background(), dir, &bytes.Buffer{}, PackOptions{})
-		assert.ErrorContains(t, err, ".venv is a virtual environment")
-	})
-	t.Run("symlink", func(t *testing.T) {
-		dir := sourceDir(t)
-		require.NoError(t, os.Symlink("/etc/passwd", filepath.Join(dir, "python", "lib", "passwd")))
-		_, err := Pack(context.Background(), dir, &bytes.Buffer{}, PackOptions{})
-		assert.ErrorContains(t, err, "is a symlink")
-	})
+	manifest := func(text string) func(t *testing.T) string {
+		return func(t *testing.T) string {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.yaml"), []byte(text), 0o644))
+			return dir
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		dir   func(t *testing.T) string // the source directory to pack
+		want  []string                  // in the error; {dir} is the source directory
+		wantT any                       // a pointer to the error type it must hold, or nil
+	}{
+		{
+			name: "no manifest",
+			dir:  func(t *testing.T) string { return t.TempDir() },
+			want: []string{"manifest.yaml: no such file or directory"},
+		},
+		{
+			name:  "invalid manifest",
+			dir:   manifest("version: 1\ntools:\n  a: {runtime: c, executable: a}\n"),
+			want:  []string{"tools.a"},
+			wantT: new(*ManifestError),
+		},
+		{
+			name: "no Go source",
+			dir:  manifest("version: 1\ntools:\n  a: {runtime: go, executable: bin/a}\n"),
+			want: []string{"no Go source for tools.a: looked for .go files in {dir}/bin/a"},
+		},
+		{
+			name: "build error",
+			dir: func(t *testing.T) string {
+				dir := sourceDir(t)
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "tooldemo", "main.go"), []byte("package main\nfunc main() { undefined() }\n"), 0o644))
+				return dir
+			},
+			want: []string{"building tools.demo", "undefined: undefined"},
+		},
+		{
+			name: "virtual environment",
+			dir: func(t *testing.T) string {
+				dir := sourceDir(t)
+				require.NoError(t, os.MkdirAll(filepath.Join(dir, ".venv", "bin"), 0o755))
+				return dir
+			},
+			want: []string{".venv is a virtual environment"},
+		},
+		{
+			name: "symlink",
+			dir: func(t *testing.T) string {
+				dir := sourceDir(t)
+				require.NoError(t, os.Symlink("/etc/passwd", filepath.Join(dir, "python", "lib", "passwd")))
+				return dir
+			},
+			want: []string{"is a symlink"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := tc.dir(t)
+			_, err := Pack(context.Background(), dir, &bytes.Buffer{}, nil)
+			require.Error(t, err)
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), strings.ReplaceAll(w, "{dir}", dir))
+			}
+			if tc.wantT != nil {
+				require.ErrorAs(t, err, tc.wantT)
+			}
+		})
+	}
 }

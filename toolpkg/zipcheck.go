@@ -122,8 +122,13 @@ type checked struct {
 // other special files, .whl files at the root, .venv/ directories, and the
 // manifest, including that every executable it names is in the zip. Every
 // problem is reported in one *ValidationError. It returns the manifest.
-func ValidateZip(r io.ReaderAt, size int64, lim Limits) (*Manifest, error) {
-	c, err := validateZip(r, size, lim)
+// A nil lim means the default limits.
+func ValidateZip(r io.ReaderAt, size int64, lim *Limits) (*Manifest, error) {
+	var l Limits
+	if lim != nil {
+		l = *lim
+	}
+	c, err := validateZip(r, size, l)
 	if err != nil {
 		return nil, err
 	}

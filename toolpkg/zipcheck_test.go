@@ -25,7 +25,7 @@ var toolFile = zfile{name: "bin/tool", data: []byte("#!/bin/sh\n"), mode: 0o755}
 // problemsOf validates data and returns the problems as printed.
 func problemsOf(t *testing.T, data []byte, lim Limits) []string {
 	t.Helper()
-	m, err := ValidateZip(bytes.NewReader(data), int64(len(data)), lim)
+	m, err := ValidateZip(bytes.NewReader(data), int64(len(data)), &lim)
 	require.Error(t, err)
 	assert.Nil(t, m)
 	var ve *ValidationError
@@ -39,7 +39,7 @@ func problemsOf(t *testing.T, data []byte, lim Limits) []string {
 
 func TestValidateZipAcceptsAGoodPackage(t *testing.T) {
 	data := makeZip(t, manifestFile(goodManifest), zfile{name: "bin/", dir: true}, toolFile, zfile{name: "lib/deps/x.whl.txt", data: []byte("x")})
-	m, err := ValidateZip(bytes.NewReader(data), int64(len(data)), Limits{})
+	m, err := ValidateZip(bytes.NewReader(data), int64(len(data)), nil)
 	require.NoError(t, err)
 	require.Len(t, m.Executables, 1)
 	assert.Equal(t, "bin/tool", m.Executables[0].Path)
@@ -48,7 +48,7 @@ func TestValidateZipAcceptsAGoodPackage(t *testing.T) {
 func TestValidateZipPythonLookup(t *testing.T) {
 	man := "version: 1\ntools:\n  p:\n    runtime: python\n    executable: run.py\n"
 	data := makeZip(t, manifestFile(man), zfile{name: "python/bin/run.py", data: []byte("#!/usr/bin/env python3\n")})
-	_, err := ValidateZip(bytes.NewReader(data), int64(len(data)), Limits{})
+	_, err := ValidateZip(bytes.NewReader(data), int64(len(data)), nil)
 	require.NoError(t, err, "a Python executable is found under python/bin/")
 
 	data = makeZip(t, manifestFile(man), zfile{name: "other.py", data: []byte("x")})

@@ -205,7 +205,7 @@ func cmdPackage(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return usagef("-o OUT.zip is required")
 	}
 	var buf bytes.Buffer
-	m, err := toolpkg.Pack(ctx, pos[0], &buf, toolpkg.PackOptions{GOOS: *goos, GOARCH: *goarch})
+	m, err := toolpkg.Pack(ctx, pos[0], &buf, &toolpkg.PackOptions{GOOS: *goos, GOARCH: *goarch})
 	if err != nil {
 		return err
 	}
@@ -243,7 +243,7 @@ func validateFile(path string) (*toolpkg.Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	return toolpkg.ValidateZip(f, fi.Size(), toolpkg.Limits{})
+	return toolpkg.ValidateZip(f, fi.Size(), nil)
 }
 
 // session is a package uploaded into a temporary store.

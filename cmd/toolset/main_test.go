@@ -274,6 +274,7 @@ func TestCallStaysResponsiveToSIGTERM(t *testing.T) {
 			require.NoError(t, cmd.Start())
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
+			// Real time, not synctest: the command and its tool are real processes.
 			require.Eventually(t, func() bool { return len(proctest.WithArg("sleep\x00"+marker)) > 0 }, 5*time.Second, 10*time.Millisecond)
 			require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 			select {

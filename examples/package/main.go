@@ -25,7 +25,7 @@ func main() {
 
 	section("1. Package weather/ (the Go tool is compiled for this machine)")
 	var zip bytes.Buffer
-	if _, err := toolpkg.Pack(ctx, sourceDir(), &zip, toolpkg.PackOptions{}); err != nil {
+	if _, err := toolpkg.Pack(ctx, sourceDir(), &zip, nil); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Printf("package: %d bytes\n", zip.Len())
