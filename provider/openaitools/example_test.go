@@ -31,7 +31,7 @@ func ExampleChatTools() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	params, err := openaitools.ChatTools(tools, openaitools.Strict())
+	params, err := openaitools.ChatTools(tools, openaitools.WithStrict())
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -139,7 +139,7 @@ func TestChatLoopStrict(t *testing.T) {
 		func([]byte) (string, error) { return chatCompletion(calls), nil },
 		answerWhenBothResults,
 	)
-	got, err := chatLoop(t.Context(), newClient(model), openaitools.Strict())
+	got, err := chatLoop(t.Context(), newClient(model), openaitools.WithStrict())
 	require.NoError(t, err)
 	assert.Equal(t, scripted.Answer, got)
 
@@ -261,7 +261,7 @@ func TestChatTurnWithNoVisibleToolsSendsNoToolsField(t *testing.T) {
 }
 
 func TestResponsesTurnWithNoVisibleToolsSendsNoToolsField(t *testing.T) {
-	for _, opts := range [][]openaitools.Option{nil, {openaitools.Strict()}} {
+	for _, opts := range [][]openaitools.Option{nil, {openaitools.WithStrict()}} {
 		params, err := openaitools.ResponseTools(scripted.GuestTools(t), opts...)
 		require.NoError(t, err)
 		assert.Nil(t, params)
