@@ -302,7 +302,7 @@ func (m *ScriptedModel) serve(w http.ResponseWriter, r *http.Request) {
 	m.mu.Unlock()
 
 	if step.decide != nil {
-		if step, err = step.decide(req); err == nil && step.decide != nil {
+		if step, err = decide(step.decide, req); err == nil && step.decide != nil {
 			err = errors.New("a decided step must call tools or answer, not decide again")
 		}
 		if err != nil {
@@ -317,6 +317,16 @@ func (m *ScriptedModel) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(reply)
+}
+
+// decide plays a decided step; a panic is an error.
+func decide(fn func(ModelRequest) (Step, error), req ModelRequest) (step Step, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the step panicked: %v", p)
+		}
+	}()
+	return fn(req)
 }
 
 func (m *ScriptedModel) count() int {

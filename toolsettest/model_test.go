@@ -131,10 +131,17 @@ func TestScriptedModelDecideErrorFailsTheTest(t *testing.T) {
 		Decide(func(ModelRequest) (Step, error) {
 			return Decide(func(ModelRequest) (Step, error) { return Answer("done"), nil }), nil
 		}),
-		Decide(func(req ModelRequest) (Step, error) { return Step{}, io.ErrUnexpectedEOF }))
-	post(t, m, "/v1/responses", `{"model":"m","input":"hi"}`)
-	post(t, m, "/v1/responses", `{"model":"m","input":"hi"}`)
-	assert.Equal(t, []string{"request 1: a decided step must call tools or answer, not decide again", "request 2: unexpected EOF"}, f.all())
+		Decide(func(req ModelRequest) (Step, error) { return Step{}, io.ErrUnexpectedEOF }),
+		Decide(func(req ModelRequest) (Step, error) { return Answer(req.Results[0].Text), nil }))
+	for range 3 {
+		status, _ := post(t, m, "/v1/responses", `{"model":"m","input":"hi"}`)
+		assert.Equal(t, http.StatusBadRequest, status)
+	}
+	assert.Equal(t, []string{
+		"request 1: a decided step must call tools or answer, not decide again",
+		"request 2: unexpected EOF",
+		"request 3: the step panicked: runtime error: index out of range [0] with length 0",
+	}, f.all())
 }
 
 func TestScriptedModelCallIDs(t *testing.T) {
