@@ -196,3 +196,25 @@ func TestScriptedModelReadsResults(t *testing.T) {
 		})
 	}
 }
+
+// FuzzScriptedModelDecode feeds request bodies to every API's reader: an
+// error or a request, never a panic.
+func FuzzScriptedModelDecode(f *testing.F) {
+	f.Add([]byte(`{"model":"m","tools":[{"type":"function","function":{"name":"a"}}],"messages":[{"role":"tool","tool_call_id":"c","content":[{"type":"text","text":"x"}]}]}`))
+	f.Add([]byte(`{"model":"m","tools":[],"input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_image"}]}]}`))
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"c","is_error":true,"content":"x"}]}]}`))
+	f.Add([]byte(`{"tools":[{"functionDeclarations":[{"name":"a","parameters":{}}]}],"contents":[{"parts":[{"functionResponse":{"response":{"output":{"a":1}}}}]}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for api, w := range wires {
+			var req ModelRequest
+			if _, err := w.decode(body, &req); err != nil {
+				continue
+			}
+			for _, r := range req.Results {
+				if r.Media < 0 {
+					t.Fatalf("%v: negative media count in %+v", api, r)
+				}
+			}
+		}
+	})
+}
