@@ -175,15 +175,21 @@ type ScriptedModel struct {
 }
 
 // NewScriptedModel starts a model that speaks api and plays steps, one a
-// request. A request that does not follow the script fails t; the model is
-// closed when the test ends.
+// request. A request that does not follow the script fails t. The model is
+// closed when the test ends, and steps it did not play then fail t too: a
+// loop that stopped early does not pass unnoticed.
 func NewScriptedModel(t testing.TB, api API, steps ...Step) *ScriptedModel {
 	t.Helper()
 	m, err := newModel(api, steps, func(err error) { t.Errorf("scripted model: %v", err) })
 	if err != nil {
 		t.Fatalf("scripted model: %v", err)
 	}
-	t.Cleanup(m.Close)
+	t.Cleanup(func() {
+		m.Close()
+		if n := m.Remaining(); n > 0 {
+			t.Errorf("scripted model: %d of %d steps were not played", n, len(m.steps))
+		}
+	})
 	return m
 }
 

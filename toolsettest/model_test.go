@@ -218,3 +218,27 @@ func FuzzScriptedModelDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestScriptedModelStepsNotPlayedFailTheTest(t *testing.T) {
+	tb := run("loop", func(tb *fakeTB) {
+		ctb := &cleanupTB{fakeTB: tb}
+		m := NewScriptedModel(ctb, Gemini, Answer("one"), Answer("two"))
+		post(t, m, "/v1beta/models/g:generateContent", `{}`)
+		ctb.cleanup()
+	})
+	assert.Equal(t, "scripted model: 1 of 2 steps were not played", tb.output())
+}
+
+// cleanupTB is a fakeTB that runs its cleanups when told.
+type cleanupTB struct {
+	*fakeTB
+	fns []func()
+}
+
+func (c *cleanupTB) Cleanup(fn func()) { c.fns = append(c.fns, fn) }
+
+func (c *cleanupTB) cleanup() {
+	for i := len(c.fns) - 1; i >= 0; i-- {
+		c.fns[i]()
+	}
+}
