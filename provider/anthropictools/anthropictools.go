@@ -42,7 +42,7 @@ import (
 	"github.com/gotoolset/toolset/internal/adapter"
 )
 
-// DefaultConcurrency is how many tool calls of one turn run at once unless
+// DefaultConcurrency (8) is how many tool calls of one turn run at once unless
 // [WithMaxConcurrency] says otherwise.
 const DefaultConcurrency = adapter.DefaultConcurrency
 

@@ -45,7 +45,7 @@ import (
 	"google.golang.org/genai"
 )
 
-// DefaultConcurrency is how many tool calls of one turn run at once unless
+// DefaultConcurrency (8) is how many tool calls of one turn run at once unless
 // [WithMaxConcurrency] says otherwise.
 const DefaultConcurrency = adapter.DefaultConcurrency
 

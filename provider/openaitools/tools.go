@@ -11,7 +11,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 )
 
-// DefaultConcurrency is how many tool calls of one turn run at once unless
+// DefaultConcurrency (8) is how many tool calls of one turn run at once unless
 // [WithMaxConcurrency] says otherwise.
 const DefaultConcurrency = adapter.DefaultConcurrency
 
