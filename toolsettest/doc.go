@@ -12,7 +12,14 @@
 //     [AssertInvalidNames] check one aspect each, with readable failures;
 //   - [Record] wraps a toolset so every call is recorded with its
 //     arguments, result and error;
-//   - [Fake] is a tool with scripted results that counts its calls.
+//   - [Fake] is a tool with scripted results that counts its calls;
+//   - [NewScriptedModel] starts a model that follows a script of [Step]s
+//     ([CallTools], [Answer], [Decide]) on 127.0.0.1, speaking the wire
+//     JSON of one provider [API] (OpenAI Chat Completions or Responses,
+//     Anthropic Messages, Gemini generateContent), so that an agent loop is
+//     tested end to end with the provider's real SDK client and adapter,
+//     and records what the model was sent ([ModelRequest]: the tools, the
+//     tool results). It needs no provider SDK itself.
 //
 // The -update flag is registered by this package; a test package that
 // defines its own flag named "update" cannot import it.

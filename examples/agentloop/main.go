@@ -5,8 +5,9 @@
 // user's approval, and a tool that keeps failing leaves the list once its
 // retry budget is spent.
 //
-// By default it talks to a scripted model served in-process on 127.0.0.1,
-// so it runs with no API key and no network. With OPENAI_API_KEY set it
+// By default it talks to a scripted model served in-process on 127.0.0.1
+// (toolsettest.ScriptedModel, which tests use too), so it runs with no API
+// key and no network. With OPENAI_API_KEY set it
 // talks to the OpenAI API instead (model from OPENAI_MODEL, default
 // gpt-4.1-mini).
 //
@@ -21,8 +22,6 @@ import (
 	"io"
 	"log"
 	"math"
-	"net"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -30,6 +29,7 @@ import (
 
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/provider/openaitools"
+	"github.com/gotoolset/toolset/toolsettest"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 )
@@ -115,14 +115,14 @@ func main() {
 		fmt.Printf("model: %s on the OpenAI API\n", model)
 		client = openai.NewClient() // reads OPENAI_API_KEY and OPENAI_BASE_URL
 	} else {
-		url, stop, err := startScriptedModel()
+		scripted, err := toolsettest.StartScriptedModel(toolsettest.OpenAIChat, script()...)
 		if err != nil {
 			log.Fatal(err)
 		}
-		defer stop()
+		defer scripted.Close()
 		model = "scripted"
-		fmt.Println("model: scripted, served on " + url + " (set OPENAI_API_KEY to use the OpenAI API)")
-		client = openai.NewClient(option.WithBaseURL(url+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+		fmt.Println("model: scripted, served on " + scripted.URL() + " (set OPENAI_API_KEY to use the OpenAI API)")
+		client = scriptedClient(scripted)
 	}
 	answer, err := run(ctx, os.Stdout, client, model)
 	if err != nil {
@@ -170,7 +170,7 @@ func run(ctx context.Context, out io.Writer, client openai.Client, model string)
 			fmt.Fprintf(out, "  -> %s %s %s\n", c.ID, c.Function.Name, c.Function.Arguments)
 		}
 		start := time.Now()
-		results, err := openaitools.RunChatCalls(turn, tools, msg.ToolCalls, openaitools.Approve(askUser(out)))
+		results, err := openaitools.RunChatCalls(turn, tools, msg.ToolCalls, openaitools.WithApprover(askUser(out)))
 		if err != nil {
 			return "", err // an error that should stop the run
 		}
@@ -186,7 +186,7 @@ func run(ctx context.Context, out io.Writer, client openai.Client, model string)
 
 // askUser puts a call that needs approval to the user; here, the user
 // approves on the spot.
-func askUser(out io.Writer) func(context.Context, toolset.ToolCall) (bool, string, error) {
+func askUser(out io.Writer) toolset.Approver {
 	var mu sync.Mutex // calls run side by side; ask one question at a time
 	return func(_ context.Context, call toolset.ToolCall) (bool, string, error) {
 		mu.Lock()
@@ -203,75 +203,39 @@ func plural(n int, word string) string {
 	return fmt.Sprintf("%d %ss", n, word)
 }
 
-// startScriptedModel serves a scripted model of the Chat Completions API on
-// 127.0.0.1. It reads the conversation it is sent and plays its part: first
-// it calls the tools in parallel, one call with bad arguments; when told
-// the arguments were bad it calls that tool again, fixed; once every call
-// has succeeded it answers from the tool results.
-func startScriptedModel() (url string, stop func(), err error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(scriptedModel), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
+// scriptedClient is an OpenAI client of the scripted model.
+func scriptedClient(m *toolsettest.ScriptedModel) openai.Client {
+	return openai.NewClient(option.WithBaseURL(m.BaseURL()), option.WithHTTPClient(m.Client()),
+		option.WithAPIKey("unused"), option.WithMaxRetries(0))
 }
 
-type chatRequest struct {
-	Messages []struct {
-		Role       string `json:"role"`
-		Content    any    `json:"content"`
-		ToolCallID string `json:"tool_call_id"`
-	} `json:"messages"`
-}
-
-func scriptedModel(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/v1/chat/completions" {
-		http.Error(w, `{"error":{"message":"not found"}}`, http.StatusNotFound)
-		return
+// script is the scripted model's part: first it calls the tools in
+// parallel, one call with bad arguments; told the arguments were bad, it
+// calls that tool again, fixed; then it answers from the tool results.
+func script() []toolsettest.Step {
+	call := func(id, name, args string) toolset.ToolCall {
+		return toolset.ToolCall{ID: id, Name: name, Args: json.RawMessage(args)}
 	}
-	var req chatRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
-		return
-	}
-	// The tool results since the model last spoke.
-	var results []string
-	for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role == "tool"; i-- {
-		s, _ := req.Messages[i].Content.(string)
-		results = append([]string{s}, results...)
-	}
-	var message map[string]any
-	switch {
-	case len(results) == 0:
-		message = toolCalls(
+	return []toolsettest.Step{
+		toolsettest.CallTools(
 			call("call_lisbon", "get_weather", `{"city":"Lisbon"}`),
 			call("call_porto", "get_weather", `{"city":"Porto"}`),
 			call("call_convert", "convert_currency", `{"amount":"250","from":"EUR","to":"USD"}`), // a string, not a number
-		)
-	case strings.HasPrefix(results[len(results)-1], "invalid arguments"):
-		message = toolCalls(call("call_convert_2", "convert_currency", `{"amount":250,"from":"EUR","to":"USD"}`))
-	default:
-		var facts []string
-		for _, m := range req.Messages {
-			if s, ok := m.Content.(string); ok && m.Role == "tool" && !strings.HasPrefix(s, "invalid arguments") {
-				facts = append(facts, s)
+		),
+		toolsettest.Decide(func(req toolsettest.ModelRequest) (toolsettest.Step, error) {
+			if n := len(req.Results); n == 0 || !strings.HasPrefix(req.Results[n-1].Text, "invalid arguments") {
+				return toolsettest.Step{}, errors.New("want to be told the arguments of convert_currency were bad")
 			}
-		}
-		message = map[string]any{"role": "assistant", "content": "Here is what I found: " + strings.Join(facts, "; ") + ". Enjoy the trip!"}
+			return toolsettest.CallTools(call("call_convert_2", "convert_currency", `{"amount":250,"from":"EUR","to":"USD"}`)), nil
+		}),
+		toolsettest.Decide(func(req toolsettest.ModelRequest) (toolsettest.Step, error) {
+			var facts []string
+			for _, r := range req.Results {
+				if !strings.HasPrefix(r.Text, "invalid arguments") {
+					facts = append(facts, r.Text)
+				}
+			}
+			return toolsettest.Answer("Here is what I found: " + strings.Join(facts, "; ") + ". Enjoy the trip!"), nil
+		}),
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"id": "chatcmpl-scripted", "object": "chat.completion", "created": time.Now().Unix(), "model": "scripted",
-		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": message}},
-	})
-}
-
-func call(id, name, args string) map[string]any {
-	return map[string]any{"id": id, "type": "function", "function": map[string]any{"name": name, "arguments": args}}
-}
-
-func toolCalls(calls ...map[string]any) map[string]any {
-	return map[string]any{"role": "assistant", "content": nil, "tool_calls": calls}
 }

@@ -9,8 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
+	"github.com/gotoolset/toolset/toolsettest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -18,11 +17,9 @@ import (
 
 // TestRunScripted runs the loop in-process against the scripted model.
 func TestRunScripted(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	url, stop, err := startScriptedModel()
-	require.NoError(t, err)
-	defer stop()
-	client := openai.NewClient(option.WithBaseURL(url+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the model's cleanup, which closes it
+	model := toolsettest.NewScriptedModel(t, toolsettest.OpenAIChat, script()...)
+	client := scriptedClient(model)
 
 	var out strings.Builder
 	answer, err := run(t.Context(), &out, client, "scripted")
@@ -40,6 +37,11 @@ func TestRunScripted(t *testing.T) {
 	secs, err := strconv.ParseFloat(m[1], 64)
 	require.NoError(t, err)
 	assert.Less(t, secs, 0.6, "two 0.3s calls one after the other would take 0.6s")
+
+	reqs := model.Requests()
+	require.Len(t, reqs, 3)
+	assert.Equal(t, []string{"get_weather", "convert_currency"}, reqs[0].ToolNames())
+	assert.Equal(t, 0, model.Remaining())
 }
 
 // TestCommand builds the example and runs it as a user would, with no API

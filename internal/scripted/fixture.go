@@ -1,16 +1,19 @@
+// Package scripted is the agent every provider adapter's loop test runs,
+// with the real SDK client, against a [toolsettest.ScriptedModel]: two
+// tools, one question, and a call with bad arguments the model must be
+// told about.
 package scripted
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/toolsettest"
 )
-
-// The agent every provider's loop test runs: two tools, one question, and a
-// call with bad arguments the model must be told about.
 
 // WeatherArgs are the arguments of get_weather.
 type WeatherArgs struct {
@@ -58,7 +61,7 @@ func BadArgsMessage(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = tools.Call(t.Context(), "convert_currency", json.RawMessage(BadArgs))
+	_, err = tools.Execute(t.Context(), toolset.ToolCall{ID: "call_convert", Name: "convert_currency", Args: json.RawMessage(BadArgs)})
 	msg, ok := toolset.ErrorText(err)
 	if !ok {
 		t.Fatalf("bad arguments must be an error the model sees: %v", err)
@@ -70,6 +73,16 @@ func BadArgsMessage(t *testing.T) string {
 func Quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// NeedsApproval is a tool every call of which waits for a human's
+// approval; it returns "done" and its argument id.
+func NeedsApproval(name string) toolset.Tool {
+	return toolset.NewTool(name, "Needs approval.", func(_ context.Context, in struct {
+		ID string `json:"id"`
+	}) (string, error) {
+		return "done " + in.ID, nil
+	}, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
 }
 
 // GuestTools builds the turn of a user who may see none of the agent's
@@ -91,20 +104,60 @@ func GuestTools(t *testing.T) *toolset.ToolList {
 	return tools
 }
 
-// WithoutKeys is a step that fails unless the request body has none of
-// keys at its top level (the fields an API accepts only with tools), then
-// answers with reply.
-func WithoutKeys(reply string, keys ...string) Step {
-	return func(body []byte) (string, error) {
-		var req map[string]json.RawMessage
-		if err := json.Unmarshal(body, &req); err != nil {
-			return "", err
+// Script is the model's part: it calls both tools, the currency
+// conversion with bad arguments, and answers once it has a result of
+// each.
+func Script() []toolsettest.Step {
+	return []toolsettest.Step{
+		toolsettest.CallTools(
+			toolset.ToolCall{ID: "call_weather", Name: "get_weather", Args: json.RawMessage(`{"city":"Paris"}`)},
+			toolset.ToolCall{ID: "call_convert", Name: "convert_currency", Args: json.RawMessage(BadArgs)}),
+		toolsettest.Decide(func(req toolsettest.ModelRequest) (toolsettest.Step, error) {
+			if len(req.Results) != 2 {
+				return toolsettest.Step{}, fmt.Errorf("want the results of both calls, got %+v", req.Results)
+			}
+			return toolsettest.Answer(Answer), nil
+		}),
+	}
+}
+
+// SentTools are the agent's tools as the model is sent them.
+func SentTools() []toolsettest.SentTool {
+	return []toolsettest.SentTool{
+		{Name: "get_weather", Description: "Get the current weather in a city.", Parameters: json.RawMessage(WeatherSchema)},
+		{Name: "convert_currency", Description: "Convert an amount between currencies.", Parameters: json.RawMessage(ConvertSchema)},
+	}
+}
+
+// AssertRun checks what the model was sent over a run of [Script]: want
+// as the tools each time, then the two results, the bad call's flagged as
+// an error where the API can say so (flagged).
+func AssertRun(t *testing.T, reqs []toolsettest.ModelRequest, want []toolsettest.SentTool, flagged bool) {
+	t.Helper()
+	if len(reqs) != 2 {
+		t.Fatalf("the model was sent %d requests, want 2", len(reqs))
+	}
+	for i, req := range reqs {
+		if len(req.Tools) != len(want) {
+			t.Fatalf("request %d: tools %v, want %d", i+1, req.ToolNames(), len(want))
 		}
-		for _, k := range keys {
-			if v, ok := req[k]; ok {
-				return "", fmt.Errorf("a turn with no tools must not send %q, got %s", k, v)
+		for j, got := range req.Tools {
+			w := want[j]
+			if got.Name != w.Name || got.Description != w.Description || got.Strict != w.Strict || !jsonEqual(got.Parameters, w.Parameters) {
+				t.Errorf("request %d: tool %d is\n%+v\nwant\n%+v", i+1, j, got, w)
 			}
 		}
-		return reply, nil
 	}
+	wantResults := []toolsettest.ToolResult{
+		{CallID: "call_weather", Name: "get_weather", Text: "Paris: 22°C, sunny"},
+		{CallID: "call_convert", Name: "convert_currency", Text: BadArgsMessage(t), IsError: flagged},
+	}
+	if got := reqs[1].Results; !reflect.DeepEqual(got, wantResults) {
+		t.Errorf("results sent:\n%+v\nwant\n%+v", got, wantResults)
+	}
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }

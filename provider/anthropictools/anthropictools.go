@@ -20,60 +20,36 @@
 //	messages = append(messages, anthropic.NewUserMessage(results...))
 //
 // [RunCalls] runs the calls of one turn concurrently (at most
-// [DefaultConcurrency] at a time, see [MaxConcurrency]) and returns the
+// [DefaultConcurrency] at a time, see [WithMaxConcurrency]) and returns the
 // results in call order. An error the model should see and can act on (bad
 // arguments, an unknown tool, a handler's toolset.Retry) becomes a
 // tool_result with is_error set; any other error stops the run and is
-// returned.
+// returned. A call that waits for a human's approval is put to the
+// [toolset.Approver] of [WithApprover] and runs again; without one, it
+// stops the run with its [*toolset.ApprovalRequiredError].
 package anthropictools
 
 import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
-	"sync"
-	"unsafe"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/gotoolset/toolset"
-	"github.com/gotoolset/toolset/internal/callrun"
+	"github.com/gotoolset/toolset/internal/adapter"
 )
 
-// DefaultConcurrency is how many tool calls of one turn run at once unless
-// [MaxConcurrency] says otherwise.
-const DefaultConcurrency = 8
+// DefaultConcurrency (8) is how many tool calls of one turn run at once unless
+// [WithMaxConcurrency] says otherwise.
+const DefaultConcurrency = adapter.DefaultConcurrency
 
 // CallError is a tool call whose error should stop the run. It wraps the
-// error the call returned (a *toolset.ToolError, a *toolset.PanicError, ...).
-type CallError = callrun.CallError
-
-// Option configures how calls are run.
-type Option func(*options)
-
-type options struct {
-	concurrency int
-	approve     callrun.Approver
-}
-
-// MaxConcurrency sets how many tool calls of one turn run at once; 1 runs
-// them one after another. Values below 1 make [RunCalls] fail.
-func MaxConcurrency(n int) Option { return func(o *options) { o.concurrency = n } }
-
-// Approve puts each call that needs a human's approval (see
-// [toolset.WithApprovalRequired]) to ask, records the answer in the run context of
-// the turn and runs the call again, or tells the model it was denied with
-// reason. Without it, a call that needs approval stops the run: RunCalls
-// returns a [*CallError] wrapping the [*toolset.ApprovalRequiredError], and
-// the results of the other calls are lost. Approvals need call IDs and a
-// run context ([toolset.NewContext]).
-func Approve(ask func(ctx context.Context, call toolset.ToolCall) (approved bool, reason string, err error)) Option {
-	return func(o *options) { o.approve = ask }
-}
+// error the call returned (a *toolset.ToolError, a *toolset.PanicError, a
+// *toolset.ApprovalRequiredError, ...).
+type CallError = adapter.CallError
 
 // Tools returns the turn's tools as Anthropic tool params, in the order the
 // model is sent them. Each input schema is the tool's parameter schema as
@@ -84,33 +60,13 @@ func Approve(ask func(ctx context.Context, call toolset.ToolCall) (approved bool
 // which the SDK leaves out of the request rather than sending an empty
 // tools array; leave ToolChoice unset in that turn too.
 func Tools(tools *toolset.ToolList) ([]anthropic.ToolUnionParam, error) {
-	if tools.Len() == 0 {
-		return nil, nil
-	}
-	out := make([]anthropic.ToolUnionParam, 0, tools.Len())
-	var errs []error
-	for t := range tools.All() {
-		p, err := convert(t)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		out = append(out, anthropic.ToolUnionParam{OfTool: p})
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return out, nil
+	return adapter.ConvertTools(tools, convert)
 }
 
-func convert(t toolset.Tool) (*anthropic.ToolParam, error) {
-	raw, err := t.ParametersJSON()
+func convert(t toolset.Tool) (anthropic.ToolUnionParam, error) {
+	sp, err := schemas.Of(t)
 	if err != nil {
-		return nil, fmt.Errorf("anthropictools: tool %q: %w", t.Name, err)
-	}
-	sp, err := schemas.get(raw)
-	if err != nil {
-		return nil, fmt.Errorf("anthropictools: tool %q: %w", t.Name, err)
+		return anthropic.ToolUnionParam{}, fmt.Errorf("%s: tool %q: %w", pkg, t.Name, err)
 	}
 	schema := anthropic.ToolInputSchemaParam{
 		Properties:  sp.properties,
@@ -121,7 +77,7 @@ func convert(t toolset.Tool) (*anthropic.ToolParam, error) {
 	if t.Description != "" {
 		p.Description = anthropic.String(t.Description)
 	}
-	return p, nil
+	return anthropic.ToolUnionParam{OfTool: p}, nil
 }
 
 // splitSchema is a parameter schema split the way the SDK's input schema
@@ -158,48 +114,12 @@ func split(raw json.RawMessage) (splitSchema, error) {
 	return sp, nil
 }
 
-// schemaCache remembers split schemas, keyed by the encoded schema a tool
-// caches (see toolset.Tool.ParametersJSON), so a turn over unchanged tools
+// schemas remembers split schemas, so that a turn over unchanged tools
 // does not parse their schemas again.
-type schemaCache struct {
-	mu sync.Mutex
-	m  map[cacheKey]cacheEntry
-}
+var schemas = adapter.NewSchemaCache(split)
 
-type cacheKey struct {
-	p *byte
-	n int
-}
-
-type cacheEntry struct {
-	sp  splitSchema
-	err error
-}
-
-const schemaCacheSize = 1024
-
-var schemas schemaCache
-
-func (c *schemaCache) get(raw json.RawMessage) (splitSchema, error) {
-	if len(raw) == 0 {
-		return split(raw)
-	}
-	k := cacheKey{unsafe.SliceData(raw), len(raw)}
-	c.mu.Lock()
-	e, ok := c.m[k]
-	c.mu.Unlock()
-	if ok {
-		return e.sp, e.err
-	}
-	sp, err := split(raw)
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= schemaCacheSize {
-		c.m = make(map[cacheKey]cacheEntry)
-	}
-	c.m[k] = cacheEntry{sp, err}
-	c.mu.Unlock()
-	return sp, err
-}
+// pkg names this package in its errors.
+const pkg = "anthropictools"
 
 // Calls returns the tool_use blocks of a message's content as tool calls,
 // in order. Other blocks (text, thinking, server tool use) are not calls of
@@ -216,10 +136,26 @@ func Calls(content []anthropic.ContentBlockUnion) []toolset.ToolCall {
 	return out
 }
 
+// Option configures how [RunCalls] runs calls.
+type Option func(*adapter.Options)
+
+// WithMaxConcurrency sets how many tool calls of one turn run at once; 1
+// runs them one after another. Values below 1 make [RunCalls] fail.
+func WithMaxConcurrency(n int) Option { return adapter.WithMaxConcurrency(n) }
+
+// WithApprover has each call that waits for a human's approval (see
+// [toolset.WithApprovalRequired]) put to approver: the run records the
+// answer and the call runs again, or the model is told it was denied, with
+// the reason. Without an approver, such a call stops the run: [RunCalls]
+// returns a [*CallError] wrapping the [*toolset.ApprovalRequiredError], and
+// the results of the other calls are lost. Approvals need call IDs and a
+// run context.
+func WithApprover(approver toolset.Approver) Option { return adapter.WithApprover(approver) }
+
 // RunCalls runs the tool_use blocks of a message's content through the
 // turn's tools and returns one tool_result block per call, in call order,
 // for the next user message. Calls run concurrently, at most
-// [DefaultConcurrency] at a time (see [MaxConcurrency]).
+// [DefaultConcurrency] at a time (see [WithMaxConcurrency]).
 //
 // An error the model should see ([toolset.ErrorText] reports true)
 // becomes a tool_result with is_error set and the error's text. Any other
@@ -232,23 +168,7 @@ func Calls(content []anthropic.ContentBlockUnion) []toolset.ToolCall {
 // step of its run (see [toolset.ToolList]). A call whose handler panics or
 // calls runtime.Goexit stops the run with a [*toolset.PanicError].
 func RunCalls(ctx context.Context, tools *toolset.ToolList, content []anthropic.ContentBlockUnion, opts ...Option) ([]anthropic.ContentBlockParamUnion, error) {
-	o := options{concurrency: DefaultConcurrency}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
-	outcomes, err := callrun.Run(ctx, Calls(content), o.concurrency, callrun.Approving(tools.Execute, o.approve))
-	if err != nil {
-		return nil, fmt.Errorf("anthropictools: %w", err)
-	}
-	out := make([]anthropic.ContentBlockParamUnion, len(outcomes))
-	for i, oc := range outcomes {
-		if out[i], err = resultBlock(oc); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return adapter.RunCalls(ctx, pkg, Calls(content), adapter.Apply(opts), tools.Execute, resultBlock)
 }
 
 // ResultBlock returns the tool_result block for a call that the
@@ -256,42 +176,26 @@ func RunCalls(ctx context.Context, tools *toolset.ToolList, content []anthropic.
 // should see with is_error set. Any other error is returned, since it
 // should stop the run.
 func ResultBlock(call toolset.ToolCall, result any, err error) (anthropic.ContentBlockParamUnion, error) {
-	oc := callrun.Outcome{Call: call, Result: result}
-	if err != nil {
-		msg, ok := toolset.ErrorText(err)
-		if !ok {
-			return anthropic.ContentBlockParamUnion{}, fmt.Errorf("anthropictools: %w", &CallError{Call: call, Err: err})
-		}
-		oc.Result, oc.IsError, oc.Message = nil, true, msg
-	}
-	return resultBlock(oc)
+	return adapter.Result(pkg, call, result, err, resultBlock)
 }
 
-var imageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
-
-func isURL(s string) bool { return strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://") }
-
-// supported reports whether a tool_result can carry p as a block.
+// supported reports whether a tool_result can carry p as a block: an image
+// or a PDF, as data or at a web URL.
 func supported(p toolset.Part) bool {
-	switch {
-	case imageTypes[p.MIMEType]:
-		return p.Data != nil || isURL(p.URI)
-	case p.MIMEType == "application/pdf":
-		return p.Data != nil || isURL(p.URI)
-	}
-	return false
+	media := adapter.IsImage(p.MIMEType) || p.MIMEType == "application/pdf"
+	return media && (p.Data != nil || adapter.IsWebURL(p.URI))
 }
 
-func resultBlock(oc callrun.Outcome) (anthropic.ContentBlockParamUnion, error) {
+func resultBlock(oc adapter.Outcome) (anthropic.ContentBlockParamUnion, error) {
 	r := &anthropic.ToolResultBlockParam{ToolUseID: oc.Call.ID}
 	if oc.IsError {
 		r.IsError = anthropic.Bool(true)
 		r.Content = []anthropic.ToolResultBlockParamContentUnion{{OfText: &anthropic.TextBlockParam{Text: oc.Message}}}
 		return anthropic.ContentBlockParamUnion{OfToolResult: r}, nil
 	}
-	segs, err := callrun.Segments(oc.Result, supported)
+	segs, err := adapter.Segments(oc.Result, supported)
 	if err != nil {
-		return anthropic.ContentBlockParamUnion{}, fmt.Errorf("anthropictools: tool call %s of %q: %w", oc.Call.ID, oc.Call.Name, err)
+		return anthropic.ContentBlockParamUnion{}, err
 	}
 	for _, s := range segs {
 		switch {

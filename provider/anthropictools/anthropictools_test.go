@@ -88,7 +88,7 @@ func TestRunCallsStopsTheRun(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "toolu_1", ce.Call.ID)
 
-	_, err = anthropictools.RunCalls(t.Context(), tools, blocks, anthropictools.MaxConcurrency(-1))
+	_, err = anthropictools.RunCalls(t.Context(), tools, blocks, anthropictools.WithMaxConcurrency(-1))
 	assert.EqualError(t, err, "anthropictools: concurrency limit must be at least 1, got -1")
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/internal/scripted"
 	"github.com/gotoolset/toolset/provider/anthropictools"
+	"github.com/gotoolset/toolset/toolsettest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -19,10 +20,10 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // loop is an agent loop as an application writes it.
-func loop(ctx context.Context, client anthropic.Client) (string, error) {
+func loop(ctx context.Context, client anthropic.Client, toolsets []toolset.Toolset, opts ...anthropictools.Option) (string, error) {
 	messages := []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(scripted.Question))}
 	for range 4 {
-		tools, err := toolset.BuildTools(ctx, "assistant", scripted.AgentTools()...)
+		tools, err := toolset.BuildTools(ctx, "assistant", toolsets...)
 		if err != nil {
 			return "", err
 		}
@@ -40,7 +41,7 @@ func loop(ctx context.Context, client anthropic.Client) (string, error) {
 			return msg.Content[0].Text, nil
 		}
 		messages = append(messages, msg.ToParam())
-		results, err := anthropictools.RunCalls(ctx, tools, msg.Content)
+		results, err := anthropictools.RunCalls(ctx, tools, msg.Content, opts...)
 		if err != nil {
 			return "", err
 		}
@@ -49,57 +50,54 @@ func loop(ctx context.Context, client anthropic.Client) (string, error) {
 	return "", fmt.Errorf("no answer after 4 turns")
 }
 
-func message(stop, content string) string {
-	return `{"id":"msg_1","type":"message","role":"assistant","model":"claude-test","stop_reason":"` + stop +
-		`","stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":10},"content":` + content + `}`
+func newClient(m *toolsettest.ScriptedModel) anthropic.Client {
+	return anthropic.NewClient(option.WithBaseURL(m.BaseURL()), option.WithAPIKey("test-key"),
+		option.WithHTTPClient(m.Client()), option.WithMaxRetries(0))
 }
 
-const toolUses = `[{"type":"text","text":"Let me look."},` +
-	`{"type":"tool_use","id":"toolu_weather","name":"get_weather","input":{"city":"Paris"}},` +
-	`{"type":"tool_use","id":"toolu_convert","name":"convert_currency","input":{"amount":"ten","from":"EUR"}}]`
-
 func TestLoop(t *testing.T) {
-	model := scripted.New(t, "/v1/messages",
-		func([]byte) (string, error) { return message("tool_use", toolUses), nil },
-		func(body []byte) (string, error) {
-			var req struct {
-				Messages []struct {
-					Role    string `json:"role"`
-					Content []struct {
-						Type      string `json:"type"`
-						ToolUseID string `json:"tool_use_id"`
-					} `json:"content"`
-				} `json:"messages"`
-			}
-			if err := json.Unmarshal(body, &req); err != nil {
-				return "", err
-			}
-			last := req.Messages[len(req.Messages)-1]
-			if last.Role != "user" || len(last.Content) != 2 ||
-				last.Content[0].ToolUseID != "toolu_weather" || last.Content[1].ToolUseID != "toolu_convert" {
-				return "", fmt.Errorf("want tool results for toolu_weather and toolu_convert, got %+v", last)
-			}
-			return message("end_turn", `[{"type":"text","text":`+scripted.Quote(scripted.Answer)+`}]`), nil
-		},
-	)
-	client := anthropic.NewClient(option.WithBaseURL(model.URL), option.WithAPIKey("test-key"),
-		option.WithHTTPClient(model.Client()), option.WithMaxRetries(0))
-	got, err := loop(t.Context(), client)
+	model := toolsettest.NewScriptedModel(t, toolsettest.Anthropic, scripted.Script()...)
+	got, err := loop(t.Context(), newClient(model), scripted.AgentTools())
 	require.NoError(t, err)
 	assert.Equal(t, scripted.Answer, got)
 
 	reqs := model.Requests()
-	require.Len(t, reqs, 2)
+	scripted.AssertRun(t, reqs, scripted.SentTools(), true)
 	tools := `[{"name":"get_weather","description":"Get the current weather in a city.","input_schema":` + scripted.WeatherSchema + `},` +
 		`{"name":"convert_currency","description":"Convert an amount between currencies.","input_schema":` + scripted.ConvertSchema + `}]`
 	user := `{"role":"user","content":[{"type":"text","text":` + scripted.Quote(scripted.Question) + `}]}`
-	assert.JSONEq(t, `{"model":"claude-test","max_tokens":1024,"messages":[`+user+`],"tools":`+tools+`}`, string(reqs[0]))
+	assert.JSONEq(t, `{"model":"claude-test","max_tokens":1024,"messages":[`+user+`],"tools":`+tools+`}`, string(reqs[0].Body))
 	assert.JSONEq(t, `{"model":"claude-test","max_tokens":1024,"tools":`+tools+`,"messages":[`+user+`,`+
-		`{"role":"assistant","content":`+toolUses+`},`+
+		`{"role":"assistant","content":[`+
+		`{"type":"tool_use","id":"call_weather","name":"get_weather","input":{"city":"Paris"}},`+
+		`{"type":"tool_use","id":"call_convert","name":"convert_currency","input":`+scripted.BadArgs+`}]},`+
 		`{"role":"user","content":[`+
-		`{"type":"tool_result","tool_use_id":"toolu_weather","content":[{"type":"text","text":"Paris: 22°C, sunny"}]},`+
-		`{"type":"tool_result","tool_use_id":"toolu_convert","is_error":true,"content":[{"type":"text","text":`+scripted.Quote(scripted.BadArgsMessage(t))+`}]}`+
-		`]}]}`, string(reqs[1]))
+		`{"type":"tool_result","tool_use_id":"call_weather","content":[{"type":"text","text":"Paris: 22°C, sunny"}]},`+
+		`{"type":"tool_result","tool_use_id":"call_convert","is_error":true,"content":[{"type":"text","text":`+scripted.Quote(scripted.BadArgsMessage(t))+`}]}`+
+		`]}]}`, string(reqs[1].Body))
+}
+
+func TestLoopAsksTheApprover(t *testing.T) {
+	pay := scripted.NeedsApproval("pay")
+	model := toolsettest.NewScriptedModel(t, toolsettest.Anthropic,
+		toolsettest.CallTools(toolset.ToolCall{Name: "pay", Args: json.RawMessage(`{"id":"INV-1"}`)}),
+		toolsettest.Answer("Paid."))
+	approver := func(_ context.Context, call toolset.ToolCall) (bool, string, error) {
+		return call.ID == "call_1", "", nil
+	}
+	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{RunID: "r"})
+	got, err := loop(ctx, newClient(model), []toolset.Toolset{pay}, anthropictools.WithApprover(approver))
+	require.NoError(t, err)
+	assert.Equal(t, "Paid.", got)
+	assert.Equal(t, []toolsettest.ToolResult{{CallID: "call_1", Name: "pay", Text: "done INV-1"}}, model.Requests()[1].Results)
+
+	// Without an approver, the call stops the run.
+	model = toolsettest.NewScriptedModel(t, toolsettest.Anthropic,
+		toolsettest.CallTools(toolset.ToolCall{Name: "pay", Args: json.RawMessage(`{"id":"INV-2"}`)}))
+	_, err = loop(ctx, newClient(model), []toolset.Toolset{pay})
+	var need *toolset.ApprovalRequiredError
+	require.ErrorAs(t, err, &need)
+	assert.Equal(t, `{"id":"INV-2"}`, string(need.Call.Args))
 }
 
 func TestTurnWithNoVisibleToolsSendsNoToolsField(t *testing.T) {
@@ -108,10 +106,8 @@ func TestTurnWithNoVisibleToolsSendsNoToolsField(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, params)
 
-	model := scripted.New(t, "/v1/messages", scripted.WithoutKeys(
-		message("end_turn", `[{"type":"text","text":`+scripted.Quote(scripted.Answer)+`}]`), "tools", "tool_choice"))
-	client := anthropic.NewClient(option.WithBaseURL(model.URL), option.WithAPIKey("test-key"),
-		option.WithHTTPClient(model.Client()), option.WithMaxRetries(0))
+	model := toolsettest.NewScriptedModel(t, toolsettest.Anthropic, toolsettest.Answer(scripted.Answer))
+	client := newClient(model)
 	user := anthropic.NewUserMessage(anthropic.NewTextBlock(scripted.Question))
 	msg, err := client.Messages.New(ctx, anthropic.MessageNewParams{
 		Model: "claude-test", MaxTokens: 1024, Messages: []anthropic.MessageParam{user}, Tools: params,
@@ -121,5 +117,5 @@ func TestTurnWithNoVisibleToolsSendsNoToolsField(t *testing.T) {
 	reqs := model.Requests()
 	require.Len(t, reqs, 1)
 	assert.JSONEq(t, `{"model":"claude-test","max_tokens":1024,"messages":[{"role":"user","content":[{"type":"text","text":`+
-		scripted.Quote(scripted.Question)+`}]}]}`, string(reqs[0]))
+		scripted.Quote(scripted.Question)+`}]}]}`, string(reqs[0].Body))
 }

@@ -20,60 +20,42 @@
 //	contents = append(contents, results)
 //
 // [RunCalls] runs the calls of one turn concurrently (at most
-// [DefaultConcurrency] at a time, see [MaxConcurrency]) and returns the
+// [DefaultConcurrency] at a time, see [WithMaxConcurrency]) and returns the
 // responses in call order. An error the model should see and can act on
 // (bad arguments, an unknown tool, a handler's toolset.Retry) becomes a
 // function response with an "error" field; any other error stops the run
-// and is returned.
+// and is returned. A call that waits for a human's approval is put to the
+// [toolset.Approver] of [WithApprover] and runs again; without one, it
+// stops the run with its [*toolset.ApprovalRequiredError].
 //
 // The Gemini API may send function calls without an ID. Approvals
-// ([toolset.WithApprovalRequired]) are recorded by call ID, so such a call of a tool
-// that needs approval cannot be approved: it stops the run with a
-// [*toolset.ApprovalRequiredError] that says so.
+// ([toolset.WithApprovalRequired]) are recorded by call ID, so such a call
+// of a tool that needs approval cannot be approved, even with an approver:
+// it stops the run with a [*toolset.ApprovalRequiredError] that says so.
 package geminitools
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/gotoolset/toolset"
-	"github.com/gotoolset/toolset/internal/callrun"
+	"github.com/gotoolset/toolset/internal/adapter"
 	"google.golang.org/genai"
 )
 
-// DefaultConcurrency is how many tool calls of one turn run at once unless
-// [MaxConcurrency] says otherwise.
-const DefaultConcurrency = 8
+// DefaultConcurrency (8) is how many tool calls of one turn run at once unless
+// [WithMaxConcurrency] says otherwise.
+const DefaultConcurrency = adapter.DefaultConcurrency
 
 // CallError is a tool call whose error should stop the run. It wraps the
-// error the call returned (a *toolset.ToolError, a *toolset.PanicError, ...).
-type CallError = callrun.CallError
+// error the call returned (a *toolset.ToolError, a *toolset.PanicError, a
+// *toolset.ApprovalRequiredError, ...).
+type CallError = adapter.CallError
 
-// Option configures how calls are run.
-type Option func(*options)
-
-type options struct {
-	concurrency int
-	approve     callrun.Approver
-}
-
-// MaxConcurrency sets how many tool calls of one turn run at once; 1 runs
-// them one after another. Values below 1 make [RunCalls] fail.
-func MaxConcurrency(n int) Option { return func(o *options) { o.concurrency = n } }
-
-// Approve puts each call that needs a human's approval (see
-// [toolset.WithApprovalRequired]) to ask, records the answer in the run context of
-// the turn and runs the call again, or tells the model it was denied with
-// reason. Without it, a call that needs approval stops the run: RunCalls
-// returns a [*CallError] wrapping the [*toolset.ApprovalRequiredError], and
-// the results of the other calls are lost. Approvals need call IDs and a
-// run context ([toolset.NewContext]).
-func Approve(ask func(ctx context.Context, call toolset.ToolCall) (approved bool, reason string, err error)) Option {
-	return func(o *options) { o.approve = ask }
-}
+// pkg names this package in its errors.
+const pkg = "geminitools"
 
 // NameError reports a tool name that Gemini does not accept.
 type NameError struct {
@@ -121,31 +103,25 @@ func checkName(name string) error {
 // [toolset.Tool.ParametersJSON] gives it, in ParametersJsonSchema. Every
 // tool that cannot be sent is reported, the errors joined.
 func Tools(tools *toolset.ToolList) ([]*genai.Tool, error) {
-	if tools.Len() == 0 {
-		return nil, nil
-	}
-	decls := make([]*genai.FunctionDeclaration, 0, tools.Len())
-	var errs []error
-	for t := range tools.All() {
-		if err := checkName(t.Name); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		raw, err := t.ParametersJSON()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("geminitools: tool %q: %w", t.Name, err))
-			continue
-		}
-		decls = append(decls, &genai.FunctionDeclaration{
-			Name:                 t.Name,
-			Description:          t.Description,
-			ParametersJsonSchema: raw,
-		})
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	decls, err := adapter.ConvertTools(tools, declaration)
+	if err != nil || decls == nil {
+		return nil, err
 	}
 	return []*genai.Tool{{FunctionDeclarations: decls}}, nil
+}
+
+// declaration is t as a function declaration. The schema is sent as the
+// bytes t caches, which the SDK encodes as they are: there is nothing to
+// convert, and so nothing to cache.
+func declaration(t toolset.Tool) (*genai.FunctionDeclaration, error) {
+	if err := checkName(t.Name); err != nil {
+		return nil, err
+	}
+	raw, err := t.ParametersJSON()
+	if err != nil {
+		return nil, fmt.Errorf("%s: tool %q: %w", pkg, t.Name, err)
+	}
+	return &genai.FunctionDeclaration{Name: t.Name, Description: t.Description, ParametersJsonSchema: raw}, nil
 }
 
 // Calls returns the function calls of a model's content as tool calls, in
@@ -170,11 +146,27 @@ func Calls(content *genai.Content) ([]toolset.ToolCall, error) {
 	return out, nil
 }
 
+// Option configures how [RunCalls] runs calls.
+type Option func(*adapter.Options)
+
+// WithMaxConcurrency sets how many function calls of one turn run at once;
+// 1 runs them one after another. Values below 1 make [RunCalls] fail.
+func WithMaxConcurrency(n int) Option { return adapter.WithMaxConcurrency(n) }
+
+// WithApprover has each call that waits for a human's approval (see
+// [toolset.WithApprovalRequired]) put to approver: the run records the
+// answer and the call runs again, or the model is told it was denied, with
+// the reason. Without an approver, such a call stops the run: [RunCalls]
+// returns a [*CallError] wrapping the [*toolset.ApprovalRequiredError], and
+// the results of the other calls are lost. Approvals need call IDs (which
+// the Gemini API does not always send) and a run context.
+func WithApprover(approver toolset.Approver) Option { return adapter.WithApprover(approver) }
+
 // RunCalls runs the function calls of a model's content through the turn's
 // tools and returns a user content with one function response per call, in
 // call order, each with its call's ID and name; nil when there are no
 // calls. Calls run concurrently, at most [DefaultConcurrency] at a time
-// (see [MaxConcurrency]).
+// (see [WithMaxConcurrency]).
 //
 // A result is sent as {"output": ...}: a string as itself, any other value
 // as its JSON. An error the model should see ([toolset.ErrorText]
@@ -187,42 +179,22 @@ func Calls(content *genai.Content) ([]toolset.ToolCall, error) {
 // step of its run (see [toolset.ToolList]). A call whose handler panics or
 // calls runtime.Goexit stops the run with a [*toolset.PanicError].
 func RunCalls(ctx context.Context, tools *toolset.ToolList, content *genai.Content, opts ...Option) (*genai.Content, error) {
-	o := options{concurrency: DefaultConcurrency}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
 	calls, err := Calls(content)
 	if err != nil || len(calls) == 0 {
 		return nil, err
 	}
-	outcomes, err := callrun.Run(ctx, calls, o.concurrency, callrun.Approving(tools.Execute, o.approve))
+	parts, err := adapter.RunCalls(ctx, pkg, calls, adapter.Apply(opts), tools.Execute, responsePart)
 	if err != nil {
-		return nil, fmt.Errorf("geminitools: %w", err)
+		return nil, err
 	}
-	out := &genai.Content{Role: genai.RoleUser, Parts: make([]*genai.Part, len(outcomes))}
-	for i, oc := range outcomes {
-		if out.Parts[i], err = responsePart(oc); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return &genai.Content{Role: genai.RoleUser, Parts: parts}, nil
 }
 
 // ResponsePart returns the function response part for a call that the
 // application ran itself: the result, or the text of an error the model
 // should see. Any other error is returned, since it should stop the run.
 func ResponsePart(call toolset.ToolCall, result any, err error) (*genai.Part, error) {
-	oc := callrun.Outcome{Call: call, Result: result}
-	if err != nil {
-		msg, ok := toolset.ErrorText(err)
-		if !ok {
-			return nil, fmt.Errorf("geminitools: %w", &CallError{Call: call, Err: err})
-		}
-		oc.Result, oc.IsError, oc.Message = nil, true, msg
-	}
-	return responsePart(oc)
+	return adapter.Result(pkg, call, result, err, responsePart)
 }
 
 // supported reports whether a function response can carry p as a part.
@@ -231,7 +203,7 @@ func supported(p toolset.Part) bool {
 	return media && (p.Data != nil || p.URI != "")
 }
 
-func responsePart(oc callrun.Outcome) (*genai.Part, error) {
+func responsePart(oc adapter.Outcome) (*genai.Part, error) {
 	fr := &genai.FunctionResponse{ID: oc.Call.ID, Name: oc.Call.Name}
 	if oc.IsError {
 		fr.Response = map[string]any{"error": oc.Message}
@@ -239,11 +211,11 @@ func responsePart(oc callrun.Outcome) (*genai.Part, error) {
 	}
 	var output any
 	if c, ok := oc.Result.(*toolset.Content); ok && c != nil {
-		segs, err := callrun.Segments(c, supported)
+		segs, err := adapter.Segments(c, supported)
 		if err != nil {
-			return nil, fmt.Errorf("geminitools: tool call %s of %q: %w", oc.Call.ID, oc.Call.Name, err)
+			return nil, err
 		}
-		output = callrun.JoinText(segs)
+		output = adapter.JoinText(segs)
 		for _, s := range segs {
 			switch {
 			case s.Media == nil:
@@ -256,7 +228,7 @@ func responsePart(oc callrun.Outcome) (*genai.Part, error) {
 	} else {
 		var err error
 		if output, err = outputValue(oc.Result); err != nil {
-			return nil, fmt.Errorf("geminitools: tool call %s of %q: %w", oc.Call.ID, oc.Call.Name, err)
+			return nil, err
 		}
 	}
 	fr.Response = map[string]any{"output": output}

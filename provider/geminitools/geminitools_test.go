@@ -116,6 +116,6 @@ func TestRunCalls(t *testing.T) {
 	var ce *geminitools.CallError
 	assert.ErrorAs(t, err, &ce)
 
-	_, err = geminitools.RunCalls(t.Context(), tools, calls, geminitools.MaxConcurrency(0))
+	_, err = geminitools.RunCalls(t.Context(), tools, calls, geminitools.WithMaxConcurrency(0))
 	assert.EqualError(t, err, "geminitools: concurrency limit must be at least 1, got 0")
 }

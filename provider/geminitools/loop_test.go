@@ -9,6 +9,7 @@ import (
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/internal/scripted"
 	"github.com/gotoolset/toolset/provider/geminitools"
+	"github.com/gotoolset/toolset/toolsettest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -22,10 +23,10 @@ func TestMain(m *testing.M) {
 }
 
 // loop is an agent loop as an application writes it.
-func loop(ctx context.Context, client *genai.Client) (string, error) {
+func loop(ctx context.Context, client *genai.Client, toolsets []toolset.Toolset, opts ...geminitools.Option) (string, error) {
 	contents := []*genai.Content{genai.NewContentFromText(scripted.Question, genai.RoleUser)}
 	for range 4 {
-		tools, err := toolset.BuildTools(ctx, "assistant", scripted.AgentTools()...)
+		tools, err := toolset.BuildTools(ctx, "assistant", toolsets...)
 		if err != nil {
 			return "", err
 		}
@@ -38,7 +39,7 @@ func loop(ctx context.Context, client *genai.Client) (string, error) {
 			return "", err
 		}
 		reply := resp.Candidates[0].Content
-		results, err := geminitools.RunCalls(ctx, tools, reply)
+		results, err := geminitools.RunCalls(ctx, tools, reply, opts...)
 		if err != nil {
 			return "", err
 		}
@@ -50,63 +51,63 @@ func loop(ctx context.Context, client *genai.Client) (string, error) {
 	return "", fmt.Errorf("no answer after 4 turns")
 }
 
-func candidate(content string) string {
-	return `{"candidates":[{"content":` + content + `,"finishReason":"STOP","index":0}],"modelVersion":"gemini-test"}`
-}
-
-const functionCalls = `{"role":"model","parts":[` +
-	`{"functionCall":{"id":"call_weather","name":"get_weather","args":{"city":"Paris"}}},` +
-	`{"functionCall":{"id":"call_convert","name":"convert_currency","args":{"amount":"ten","from":"EUR"}}}]}`
-
-func TestLoop(t *testing.T) {
-	model := scripted.New(t, "/v1beta/models/gemini-test:generateContent",
-		func([]byte) (string, error) { return candidate(functionCalls), nil },
-		func(body []byte) (string, error) {
-			var req struct {
-				Contents []struct {
-					Role  string `json:"role"`
-					Parts []struct {
-						FunctionResponse *struct {
-							ID   string `json:"id"`
-							Name string `json:"name"`
-						} `json:"functionResponse"`
-					} `json:"parts"`
-				} `json:"contents"`
-			}
-			if err := json.Unmarshal(body, &req); err != nil {
-				return "", err
-			}
-			last := req.Contents[len(req.Contents)-1]
-			if len(last.Parts) != 2 || last.Parts[0].FunctionResponse == nil || last.Parts[1].FunctionResponse == nil ||
-				last.Parts[0].FunctionResponse.ID != "call_weather" || last.Parts[1].FunctionResponse.ID != "call_convert" {
-				return "", fmt.Errorf("want function responses for call_weather and call_convert, got %+v", last)
-			}
-			return candidate(`{"role":"model","parts":[{"text":` + scripted.Quote(scripted.Answer) + `}]}`), nil
-		},
-	)
+func newClient(t *testing.T, m *toolsettest.ScriptedModel) *genai.Client {
+	t.Helper()
 	client, err := genai.NewClient(t.Context(), &genai.ClientConfig{
 		APIKey:      "test-key",
 		Backend:     genai.BackendGeminiAPI,
-		HTTPClient:  model.Client(),
-		HTTPOptions: genai.HTTPOptions{BaseURL: model.URL},
+		HTTPClient:  m.Client(),
+		HTTPOptions: genai.HTTPOptions{BaseURL: m.BaseURL()},
 	})
 	require.NoError(t, err)
-	got, err := loop(t.Context(), client)
+	return client
+}
+
+func TestLoop(t *testing.T) {
+	model := toolsettest.NewScriptedModel(t, toolsettest.Gemini, scripted.Script()...)
+	got, err := loop(t.Context(), newClient(t, model), scripted.AgentTools())
 	require.NoError(t, err)
 	assert.Equal(t, scripted.Answer, got)
 
 	reqs := model.Requests()
-	require.Len(t, reqs, 2)
+	scripted.AssertRun(t, reqs, scripted.SentTools(), true)
 	tools := `[{"functionDeclarations":[` +
 		`{"name":"get_weather","description":"Get the current weather in a city.","parametersJsonSchema":` + scripted.WeatherSchema + `},` +
 		`{"name":"convert_currency","description":"Convert an amount between currencies.","parametersJsonSchema":` + scripted.ConvertSchema + `}]}]`
 	user := `{"role":"user","parts":[{"text":` + scripted.Quote(scripted.Question) + `}]}`
-	assert.JSONEq(t, `{"contents":[`+user+`],"generationConfig":{},"tools":`+tools+`}`, string(reqs[0]))
-	assert.JSONEq(t, `{"tools":`+tools+`,"generationConfig":{},"contents":[`+user+`,`+functionCalls+`,`+
+	assert.JSONEq(t, `{"contents":[`+user+`],"generationConfig":{},"tools":`+tools+`}`, string(reqs[0].Body))
+	assert.JSONEq(t, `{"tools":`+tools+`,"generationConfig":{},"contents":[`+user+`,`+
+		`{"role":"model","parts":[`+
+		`{"functionCall":{"id":"call_weather","name":"get_weather","args":{"city":"Paris"}}},`+
+		`{"functionCall":{"id":"call_convert","name":"convert_currency","args":`+scripted.BadArgs+`}}]},`+
 		`{"role":"user","parts":[`+
 		`{"functionResponse":{"id":"call_weather","name":"get_weather","response":{"output":"Paris: 22°C, sunny"}}},`+
 		`{"functionResponse":{"id":"call_convert","name":"convert_currency","response":{"error":`+scripted.Quote(scripted.BadArgsMessage(t))+`}}}`+
-		`]}]}`, string(reqs[1]))
+		`]}]}`, string(reqs[1].Body))
+}
+
+func TestLoopApprovals(t *testing.T) {
+	deploy := scripted.NeedsApproval("deploy")
+	approver := func(context.Context, toolset.ToolCall) (bool, string, error) { return false, "not on a Friday", nil }
+	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{RunID: "r"})
+
+	model := toolsettest.NewScriptedModel(t, toolsettest.Gemini,
+		toolsettest.CallTools(toolset.ToolCall{ID: "call_deploy", Name: "deploy", Args: json.RawMessage(`{"id":"web"}`)}),
+		toolsettest.Answer("Not deployed."))
+	got, err := loop(ctx, newClient(t, model), []toolset.Toolset{deploy}, geminitools.WithApprover(approver))
+	require.NoError(t, err)
+	assert.Equal(t, "Not deployed.", got)
+	assert.Equal(t, []toolsettest.ToolResult{{CallID: "call_deploy", Name: "deploy", IsError: true,
+		Text: `the call of tool "deploy" was denied by a human: not on a Friday`}}, model.Requests()[1].Results)
+
+	// A call without an ID, as the Gemini API may send, cannot be
+	// approved, even with an approver: it stops the run.
+	model = toolsettest.NewScriptedModel(t, toolsettest.Gemini,
+		toolsettest.CallTools(toolset.ToolCall{Name: "deploy", Args: json.RawMessage(`{"id":"web"}`)}))
+	_, err = loop(ctx, newClient(t, model), []toolset.Toolset{deploy}, geminitools.WithApprover(approver))
+	var need *toolset.ApprovalRequiredError
+	require.ErrorAs(t, err, &need)
+	assert.Empty(t, need.Call.ID)
 }
 
 func TestTurnWithNoVisibleToolsSendsNoToolsField(t *testing.T) {
@@ -115,20 +116,12 @@ func TestTurnWithNoVisibleToolsSendsNoToolsField(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, decls, "a tool with no function declarations must not be sent")
 
-	model := scripted.New(t, "/v1beta/models/gemini-test:generateContent", scripted.WithoutKeys(
-		candidate(`{"role":"model","parts":[{"text":`+scripted.Quote(scripted.Answer)+`}]}`), "tools", "toolConfig"))
-	client, err := genai.NewClient(ctx, &genai.ClientConfig{
-		APIKey:      "test-key",
-		Backend:     genai.BackendGeminiAPI,
-		HTTPClient:  model.Client(),
-		HTTPOptions: genai.HTTPOptions{BaseURL: model.URL},
-	})
-	require.NoError(t, err)
+	model := toolsettest.NewScriptedModel(t, toolsettest.Gemini, toolsettest.Answer(scripted.Answer))
 	user := genai.NewContentFromText(scripted.Question, genai.RoleUser)
-	resp, err := client.Models.GenerateContent(ctx, "gemini-test", []*genai.Content{user}, &genai.GenerateContentConfig{Tools: decls})
+	resp, err := newClient(t, model).Models.GenerateContent(ctx, "gemini-test", []*genai.Content{user}, &genai.GenerateContentConfig{Tools: decls})
 	require.NoError(t, err)
 	assert.Equal(t, scripted.Answer, resp.Text())
 	reqs := model.Requests()
 	require.Len(t, reqs, 1)
-	assert.JSONEq(t, `{"contents":[{"role":"user","parts":[{"text":`+scripted.Quote(scripted.Question)+`}]}],"generationConfig":{}}`, string(reqs[0]))
+	assert.JSONEq(t, `{"contents":[{"role":"user","parts":[{"text":`+scripted.Quote(scripted.Question)+`}]}],"generationConfig":{}}`, string(reqs[0].Body))
 }

@@ -37,7 +37,7 @@ func BenchmarkChatTools(b *testing.B) {
 	for _, mode := range []struct {
 		name string
 		opts []openaitools.Option
-	}{{"plain", nil}, {"strict", []openaitools.Option{openaitools.Strict()}}} {
+	}{{"plain", nil}, {"strict", []openaitools.Option{openaitools.WithStrict()}}} {
 		b.Run(mode.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

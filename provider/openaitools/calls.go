@@ -5,10 +5,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/gotoolset/toolset"
-	"github.com/gotoolset/toolset/internal/callrun"
+	"github.com/gotoolset/toolset/internal/adapter"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 )
@@ -45,7 +44,7 @@ func ChatCalls(calls []openai.ChatCompletionMessageToolCallUnion) ([]toolset.Too
 // RunChatCalls runs the tool calls of a Chat Completions message through
 // the turn's tools and returns one tool message per call, in call order,
 // each carrying its call's ID. Calls run concurrently, at most
-// [DefaultConcurrency] at a time (see [MaxConcurrency]).
+// [DefaultConcurrency] at a time (see [WithMaxConcurrency]).
 //
 // An error the model should see ([toolset.ErrorText] reports true)
 // becomes the text of its call's tool message. Any other error stops the
@@ -62,38 +61,24 @@ func RunChatCalls(ctx context.Context, tools *toolset.ToolList, calls []openai.C
 	if err != nil {
 		return nil, err
 	}
-	outcomes, err := run(ctx, tools, tcs, apply(opts))
-	if err != nil {
-		return nil, err
-	}
-	msgs := make([]openai.ChatCompletionMessageParamUnion, len(outcomes))
-	for i, o := range outcomes {
-		if msgs[i], err = chatMessage(o); err != nil {
-			return nil, err
-		}
-	}
-	return msgs, nil
+	return adapter.RunCalls(ctx, pkg, tcs, adapter.Apply(opts), execute(tools), chatMessage)
 }
 
 // ChatToolMessage returns the tool message for a call that the application
 // ran itself: the result as text, or the text of an error the model should
 // see. Any other error is returned, since it should stop the run.
 func ChatToolMessage(call toolset.ToolCall, result any, err error) (openai.ChatCompletionMessageParamUnion, error) {
-	o, err := outcome(call, result, err)
-	if err != nil {
-		return openai.ChatCompletionMessageParamUnion{}, err
-	}
-	return chatMessage(o)
+	return adapter.Result(pkg, call, result, err, chatMessage)
 }
 
-func chatMessage(o callrun.Outcome) (openai.ChatCompletionMessageParamUnion, error) {
+func chatMessage(o adapter.Outcome) (openai.ChatCompletionMessageParamUnion, error) {
 	if o.IsError {
 		return openai.ToolMessage(o.Message, o.Call.ID), nil
 	}
 	// Chat Completions tool messages carry text only: media is described.
 	text, err := toolset.ResultText(o.Result)
 	if err != nil {
-		return openai.ChatCompletionMessageParamUnion{}, fmt.Errorf("openaitools: tool call %s of %q: %w", o.Call.ID, o.Call.Name, err)
+		return openai.ChatCompletionMessageParamUnion{}, err
 	}
 	return openai.ToolMessage(text, o.Call.ID), nil
 }
@@ -119,51 +104,33 @@ func ResponseCalls(items []responses.ResponseOutputItemUnion) []toolset.ToolCall
 // [*toolset.Content] result are sent as input_image parts; other media are
 // described in text.
 func RunResponseCalls(ctx context.Context, tools *toolset.ToolList, items []responses.ResponseOutputItemUnion, opts ...Option) ([]responses.ResponseInputItemUnionParam, error) {
-	outcomes, err := run(ctx, tools, ResponseCalls(items), apply(opts))
-	if err != nil {
-		return nil, err
-	}
-	out := make([]responses.ResponseInputItemUnionParam, len(outcomes))
-	for i, o := range outcomes {
-		if out[i], err = responseOutput(o); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return adapter.RunCalls(ctx, pkg, ResponseCalls(items), adapter.Apply(opts), execute(tools), responseOutput)
 }
 
 // ResponseOutput returns the function_call_output item for a call that the
 // application ran itself; see [ChatToolMessage].
 func ResponseOutput(call toolset.ToolCall, result any, err error) (responses.ResponseInputItemUnionParam, error) {
-	o, err := outcome(call, result, err)
-	if err != nil {
-		return responses.ResponseInputItemUnionParam{}, err
-	}
-	return responseOutput(o)
+	return adapter.Result(pkg, call, result, err, responseOutput)
 }
 
-// responseImageTypes are the image types the Responses API takes.
-var responseImageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
-
+// responseImage reports whether a function_call_output can carry p as an
+// input_image: JPEG, PNG, GIF and WebP, as data or at a web URL.
 func responseImage(p toolset.Part) bool {
-	if !responseImageTypes[p.MIMEType] {
-		return false
-	}
-	return p.Data != nil || strings.HasPrefix(p.URI, "https://") || strings.HasPrefix(p.URI, "http://")
+	return adapter.IsImage(p.MIMEType) && (p.Data != nil || adapter.IsWebURL(p.URI))
 }
 
-func responseOutput(o callrun.Outcome) (responses.ResponseInputItemUnionParam, error) {
+func responseOutput(o adapter.Outcome) (responses.ResponseInputItemUnionParam, error) {
 	item := &responses.ResponseInputItemFunctionCallOutputParam{CallID: openai.String(o.Call.ID)}
 	if o.IsError {
 		item.Output.OfString = openai.String(o.Message)
 		return responses.ResponseInputItemUnionParam{OfFunctionCallOutput: item}, nil
 	}
-	segs, err := callrun.Segments(o.Result, responseImage)
+	segs, err := adapter.Segments(o.Result, responseImage)
 	if err != nil {
-		return responses.ResponseInputItemUnionParam{}, fmt.Errorf("openaitools: tool call %s of %q: %w", o.Call.ID, o.Call.Name, err)
+		return responses.ResponseInputItemUnionParam{}, err
 	}
-	if !callrun.HasMedia(segs) {
-		item.Output.OfString = openai.String(callrun.JoinText(segs))
+	if !adapter.HasMedia(segs) {
+		item.Output.OfString = openai.String(adapter.JoinText(segs))
 		return responses.ResponseInputItemUnionParam{OfFunctionCallOutput: item}, nil
 	}
 	list := make(responses.ResponseFunctionCallOutputItemListParam, 0, len(segs))
@@ -182,31 +149,18 @@ func responseOutput(o callrun.Outcome) (responses.ResponseInputItemUnionParam, e
 	return responses.ResponseInputItemUnionParam{OfFunctionCallOutput: item}, nil
 }
 
-// outcome classifies the result of a call the application ran itself.
-func outcome(call toolset.ToolCall, result any, err error) (callrun.Outcome, error) {
-	o := callrun.Outcome{Call: call, Result: result}
-	if err != nil {
-		msg, ok := toolset.ErrorText(err)
-		if !ok {
-			return o, fmt.Errorf("openaitools: %w", &callrun.CallError{Call: call, Err: err})
-		}
-		o.Result, o.IsError, o.Message = nil, true, msg
-	}
-	return o, nil
-}
+// pkg names this package in its errors.
+const pkg = "openaitools"
 
-// run runs one turn's calls through tools.
-func run(ctx context.Context, tools *toolset.ToolList, calls []toolset.ToolCall, o options) ([]callrun.Outcome, error) {
-	out, err := callrun.Run(ctx, calls, o.concurrency, callrun.Approving(func(ctx context.Context, call toolset.ToolCall) (any, error) {
+// execute runs a call through tools, after removing the null values a
+// model in strict mode sends for the optional properties it leaves out.
+func execute(tools *toolset.ToolList) adapter.Exec {
+	return func(ctx context.Context, call toolset.ToolCall) (any, error) {
 		if t, ok := tools.Lookup(call.Name); ok {
 			if params, err := t.ParametersJSON(); err == nil {
 				call.Args = dropNulls(params, call.Args)
 			}
 		}
 		return tools.Execute(ctx, call)
-	}, o.approve))
-	if err != nil {
-		return nil, fmt.Errorf("openaitools: %w", err)
 	}
-	return out, nil
 }

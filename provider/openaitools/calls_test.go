@@ -150,7 +150,7 @@ func TestRunChatCallsApprovals(t *testing.T) {
 	ask := func(_ context.Context, call toolset.ToolCall) (bool, string, error) {
 		return call.ID == "c1", "B was already refunded", nil
 	}
-	msgs, err := openaitools.RunChatCalls(ctx, tools, calls, openaitools.Approve(ask))
+	msgs, err := openaitools.RunChatCalls(ctx, tools, calls, openaitools.WithApprover(ask))
 	require.NoError(t, err)
 	require.Len(t, msgs, 2)
 	assert.Equal(t, "refunded A", msgs[0].OfTool.Content.OfString.Value)
@@ -167,7 +167,7 @@ func TestRunChatCallsRefusesCustomCalls(t *testing.T) {
 
 func TestRunChatCallsBadConcurrency(t *testing.T) {
 	calls := chatCalls(t, `[{"id":"c1","type":"function","function":{"name":"lookup","arguments":"{}"}}]`)
-	_, err := openaitools.RunChatCalls(t.Context(), build(t, failing), calls, openaitools.MaxConcurrency(0))
+	_, err := openaitools.RunChatCalls(t.Context(), build(t, failing), calls, openaitools.WithMaxConcurrency(0))
 	assert.EqualError(t, err, "openaitools: concurrency limit must be at least 1, got 0")
 }
 
@@ -230,14 +230,14 @@ func TestStrictRefusesNamingToolAndKeyword(t *testing.T) {
 		toolset.NewTool("label", "Label things.", func(context.Context, MapArgs) (string, error) { return "", nil }),
 		toolset.NewRawTool("raw", "Raw.", nil, func(context.Context, json.RawMessage) (any, error) { return nil, nil }),
 	)
-	_, err := openaitools.ChatTools(tools, openaitools.Strict())
+	_, err := openaitools.ChatTools(tools, openaitools.WithStrict())
 	var se *openaitools.StrictError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, "label", se.Tool)
 	assert.Equal(t, "additionalProperties", se.Keyword)
 	assert.EqualError(t, err, `openaitools: tool "label" cannot use strict mode: keyword "additionalProperties" at /properties/labels: a map with free-form keys cannot be expressed; strict mode objects have a fixed set of properties`)
 
-	_, err = openaitools.ResponseTools(tools, openaitools.Strict())
+	_, err = openaitools.ResponseTools(tools, openaitools.WithStrict())
 	require.ErrorAs(t, err, &se)
 
 	// Without strict mode the same tools are sent as they are.

@@ -23,12 +23,17 @@
 //
 // [RunChatCalls] and [RunResponseCalls] run the calls of one turn
 // concurrently (at most [DefaultConcurrency] at a time, see
-// [MaxConcurrency]) and return the results in call order. An error the
+// [WithMaxConcurrency]) and return the results in call order. An error the
 // model should see and can act on (bad arguments, an unknown tool, a
 // handler's toolset.Retry) becomes the text of that call's result; any
 // other error stops the run and is returned.
 //
-// [Strict] asks for OpenAI's strict mode: each tool's schema is rewritten to
-// the subset strict mode accepts, or the conversion fails with a
-// [*StrictError] naming the tool and the keyword at fault.
+// Options are functional options named With..., and one list of them can
+// be passed to every function: [WithStrict] asks for OpenAI's strict mode
+// (each tool's schema is rewritten to the subset strict mode accepts, or
+// the conversion fails with a [*StrictError] naming the tool and the
+// keyword at fault); [WithMaxConcurrency] bounds the calls run at once;
+// [WithApprover] names the [toolset.Approver] that asks a human about each
+// call waiting for approval, which then runs again. Without an approver,
+// such a call stops the run with its [*toolset.ApprovalRequiredError].
 package openaitools

@@ -9,7 +9,9 @@ import (
 
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/provider/openaitools"
+	"github.com/gotoolset/toolset/toolsettest"
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 )
 
 // SearchArgs are the arguments of a search tool.
@@ -31,7 +33,7 @@ func ExampleChatTools() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	params, err := openaitools.ChatTools(tools, openaitools.Strict())
+	params, err := openaitools.ChatTools(tools, openaitools.WithStrict())
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -95,4 +97,55 @@ func ExampleRunChatCalls() {
 	// Output:
 	// call_1: ["Result for timeouts"]
 	// call_2: invalid arguments for tool "search":
+}
+
+// An agent loop run against toolsettest's scripted model of the Chat
+// Completions API, with the SDK's real client: the way to test a loop
+// without an API key or the network.
+func Example_scriptedModel() {
+	model, err := toolsettest.StartScriptedModel(toolsettest.OpenAIChat,
+		toolsettest.CallTools(toolset.ToolCall{Name: "search", Args: json.RawMessage(`{"query":"timeouts"}`)}),
+		toolsettest.Decide(func(req toolsettest.ModelRequest) (toolsettest.Step, error) {
+			return toolsettest.Answer("The docs say: " + req.Results[0].Text), nil
+		}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer model.Close()
+	client := openai.NewClient(option.WithBaseURL(model.BaseURL()), option.WithHTTPClient(model.Client()),
+		option.WithAPIKey("unused"), option.WithMaxRetries(0))
+
+	ctx := context.Background()
+	messages := []openai.ChatCompletionMessageParamUnion{openai.UserMessage("How do timeouts work?")}
+	for {
+		tools, err := toolset.BuildTools(ctx, "assistant", searchTool())
+		if err != nil {
+			log.Fatal(err)
+		}
+		params, err := openaitools.ChatTools(tools)
+		if err != nil {
+			log.Fatal(err)
+		}
+		completion, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "any", Messages: messages, Tools: params})
+		if err != nil {
+			log.Fatal(err)
+		}
+		msg := completion.Choices[0].Message
+		if len(msg.ToolCalls) == 0 {
+			fmt.Println(msg.Content)
+			break
+		}
+		results, err := openaitools.RunChatCalls(ctx, tools, msg.ToolCalls)
+		if err != nil {
+			log.Fatal(err)
+		}
+		messages = append(append(messages, msg.ToParam()), results...)
+	}
+	for i, req := range model.Requests() {
+		fmt.Printf("request %d: tools %v, %d results\n", i+1, req.ToolNames(), len(req.Results))
+	}
+	// Output:
+	// The docs say: ["Result for timeouts"]
+	// request 1: tools [search], 0 results
+	// request 2: tools [search], 1 results
 }

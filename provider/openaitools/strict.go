@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"unsafe"
+
+	"github.com/gotoolset/toolset/internal/adapter"
 )
 
 // Strict mode (OpenAI's Structured Outputs for function calling) accepts a
@@ -384,26 +384,6 @@ func nullSchema() *object {
 	return n
 }
 
-// schemaCache remembers each parameter schema split into its top-level
-// fields, plain and in strict form, keyed by the encoded schema a tool
-// caches (see toolset.Tool.ParametersJSON): a turn over unchanged tools
-// neither parses nor rewrites their schemas again.
-type schemaCache struct {
-	mu sync.Mutex
-	m  map[cacheKey]cacheEntry
-}
-
-type cacheKey struct {
-	p      *byte
-	n      int
-	strict bool
-}
-
-type cacheEntry struct {
-	fields []field
-	err    error
-}
-
 // field is one top-level field of a schema, its value still encoded so
 // the order of nested keys (the properties) survives.
 type field struct {
@@ -411,31 +391,13 @@ type field struct {
 	val json.RawMessage
 }
 
-const schemaCacheSize = 1024
-
-var schemas schemaCache
-
-// fields returns the top-level fields of params, in strict form if asked.
-func (c *schemaCache) fields(params json.RawMessage, strict bool) ([]field, error) {
-	if len(params) == 0 {
-		return split(params, strict)
-	}
-	k := cacheKey{unsafe.SliceData(params), len(params), strict}
-	c.mu.Lock()
-	e, ok := c.m[k]
-	c.mu.Unlock()
-	if ok {
-		return e.fields, e.err
-	}
-	fs, err := split(params, strict)
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= schemaCacheSize {
-		c.m = make(map[cacheKey]cacheEntry)
-	}
-	c.m[k] = cacheEntry{fs, err}
-	c.mu.Unlock()
-	return fs, err
-}
+// plainSchemas and strictSchemas remember each parameter schema split into
+// its top-level fields, as it is and in strict form: a turn over unchanged
+// tools neither parses nor rewrites their schemas again.
+var (
+	plainSchemas  = adapter.NewSchemaCache(func(raw json.RawMessage) ([]field, error) { return split(raw, false) })
+	strictSchemas = adapter.NewSchemaCache(func(raw json.RawMessage) ([]field, error) { return split(raw, true) })
+)
 
 func split(params json.RawMessage, strict bool) ([]field, error) {
 	if strict {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gotoolset/toolset/internal/adapter"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -145,15 +147,16 @@ func itoa(i int) string {
 
 func TestSchemaCacheReusesFields(t *testing.T) {
 	params := json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}}}`)
+	schemas := map[bool]*adapter.SchemaCache[[]field]{false: plainSchemas, true: strictSchemas}
 	for _, strict := range []bool{false, true} {
-		first, err := schemas.fields(params, strict)
+		first, err := schemas[strict].Get(params)
 		require.NoError(t, err)
-		second, err := schemas.fields(params, strict)
+		second, err := schemas[strict].Get(params)
 		require.NoError(t, err)
 		assert.Equal(t, first, second)
 		assert.Same(t, &first[0], &second[0], "the second turn reuses the split schema")
 	}
-	plain, _ := schemas.fields(params, false)
-	strict, _ := schemas.fields(params, true)
+	plain, _ := plainSchemas.Get(params)
+	strict, _ := strictSchemas.Get(params)
 	assert.NotEqual(t, plain, strict, "plain and strict forms are cached apart")
 }

@@ -1,68 +1,50 @@
 package openaitools
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
 	"github.com/gotoolset/toolset"
-	"github.com/gotoolset/toolset/internal/callrun"
+	"github.com/gotoolset/toolset/internal/adapter"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/responses"
 )
 
-// DefaultConcurrency is how many tool calls of one turn run at once unless
-// [MaxConcurrency] says otherwise.
-const DefaultConcurrency = 8
+// DefaultConcurrency (8) is how many tool calls of one turn run at once unless
+// [WithMaxConcurrency] says otherwise.
+const DefaultConcurrency = adapter.DefaultConcurrency
 
 // CallError is a tool call whose error should stop the run. It wraps the
-// error the call returned (a *toolset.ToolError, a *toolset.PanicError, ...).
-type CallError = callrun.CallError
+// error the call returned (a *toolset.ToolError, a *toolset.PanicError, a
+// *toolset.ApprovalRequiredError, ...).
+type CallError = adapter.CallError
 
 // Option configures the conversion of tools and the running of calls. Each
 // function of this package reads the options that concern it, so one list
 // of options can be passed to all of them.
-type Option func(*options)
+type Option func(*adapter.Options)
 
-type options struct {
-	strict      bool
-	concurrency int
-	approve     callrun.Approver
-}
-
-func apply(opts []Option) options {
-	o := options{concurrency: DefaultConcurrency}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
-	return o
-}
-
-// Strict sends every tool in OpenAI's strict mode, with its parameter schema
-// rewritten to the subset strict mode accepts: every property required, the
-// optional ones made nullable, additionalProperties false on every object,
-// unsupported keywords that only narrow what is valid removed (the tool
-// still checks them). A schema that cannot be made strict makes
+// WithStrict sends every tool in OpenAI's strict mode, with its parameter
+// schema rewritten to the subset strict mode accepts: every property
+// required, the optional ones made nullable, additionalProperties false on
+// every object, unsupported keywords that only narrow what is valid removed
+// (the tool still checks them). A schema that cannot be made strict makes
 // [ChatTools] and [ResponseTools] fail with a [*StrictError].
-func Strict() Option { return func(o *options) { o.strict = true } }
+func WithStrict() Option { return adapter.WithStrict() }
 
-// MaxConcurrency sets how many tool calls of one turn run at once; 1 runs
-// them one after another. Values below 1 make the run functions fail.
-func MaxConcurrency(n int) Option { return func(o *options) { o.concurrency = n } }
+// WithMaxConcurrency sets how many tool calls of one turn run at once; 1
+// runs them one after another. Values below 1 make the run functions fail.
+func WithMaxConcurrency(n int) Option { return adapter.WithMaxConcurrency(n) }
 
-// Approve puts each call that needs a human's approval (see
-// [toolset.WithApprovalRequired]) to ask, records the answer in the run context of
-// the turn and runs the call again, or tells the model it was denied with
-// reason. Without it, a call that needs approval stops the run: RunCalls
-// returns a [*CallError] wrapping the [*toolset.ApprovalRequiredError], and
-// the results of the other calls are lost. Approvals need call IDs and a
-// run context ([toolset.NewContext]).
-func Approve(ask func(ctx context.Context, call toolset.ToolCall) (approved bool, reason string, err error)) Option {
-	return func(o *options) { o.approve = ask }
-}
+// WithApprover has each call that waits for a human's approval (see
+// [toolset.WithApprovalRequired]) put to approver: the run records the
+// answer and the call runs again, or the model is told it was denied, with
+// the reason. Without an approver, such a call stops the run: the run
+// functions return a [*CallError] wrapping the
+// [*toolset.ApprovalRequiredError], and the results of the other calls are
+// lost. Approvals need call IDs and a run context.
+func WithApprover(approver toolset.Approver) Option { return adapter.WithApprover(approver) }
 
 // function is one tool as OpenAI is sent it.
 type function struct {
@@ -73,29 +55,16 @@ type function struct {
 
 // functions converts the turn's tools, reporting every tool that cannot be
 // sent.
-func functions(tools *toolset.ToolList, o options) ([]function, error) {
-	out := make([]function, 0, tools.Len())
-	var errs []error
-	for t := range tools.All() {
-		f, err := convert(t, o)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		out = append(out, f)
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return out, nil
+func functions(tools *toolset.ToolList, o adapter.Options) ([]function, error) {
+	return adapter.ConvertTools(tools, func(t toolset.Tool) (function, error) { return convert(t, o.Strict) })
 }
 
-func convert(t toolset.Tool, o options) (function, error) {
-	raw, err := t.ParametersJSON()
-	if err != nil {
-		return function{}, fmt.Errorf("openaitools: tool %q: %w", t.Name, err)
+func convert(t toolset.Tool, strict bool) (function, error) {
+	cache := plainSchemas
+	if strict {
+		cache = strictSchemas
 	}
-	fs, err := schemas.fields(raw, o.strict)
+	fs, err := cache.Of(t)
 	if err != nil {
 		var se *StrictError
 		if errors.As(err, &se) {
@@ -109,7 +78,7 @@ func convert(t toolset.Tool, o options) (function, error) {
 	for _, f := range fs {
 		params[f.key] = f.val
 	}
-	return function{name: t.Name, description: t.Description, params: params, strict: o.strict}, nil
+	return function{name: t.Name, description: t.Description, params: params, strict: strict}, nil
 }
 
 func optString(s string) param.Opt[string] {
@@ -122,7 +91,7 @@ func optString(s string) param.Opt[string] {
 // ChatTools returns the turn's tools as Chat Completions tool params, in the
 // order the model is sent them. Each parameter schema is sent as
 // [toolset.Tool.ParametersJSON] gives it, or in its strict form with
-// [Strict]. Every tool that cannot be sent is reported, the errors joined.
+// [WithStrict]. Every tool that cannot be sent is reported, the errors joined.
 // Tool names need no check here: OpenAI's rule is the one
 // [toolset.BuildTools] enforces.
 //
@@ -131,7 +100,7 @@ func optString(s string) param.Opt[string] {
 // array with status 400. Leave ToolChoice and ParallelToolCalls unset in
 // that turn too, since OpenAI rejects them without tools.
 func ChatTools(tools *toolset.ToolList, opts ...Option) ([]openai.ChatCompletionToolUnionParam, error) {
-	fs, err := functions(tools, apply(opts))
+	fs, err := functions(tools, adapter.Apply(opts))
 	if err != nil || len(fs) == 0 {
 		return nil, err
 	}
@@ -152,11 +121,11 @@ func ChatTools(tools *toolset.ToolList, opts ...Option) ([]openai.ChatCompletion
 
 // ResponseTools returns the turn's tools as Responses API function tools, in
 // the order the model is sent them; see [ChatTools]. The Responses API
-// requires the strict flag, which is false unless [Strict] is given. A
+// requires the strict flag, which is false unless [WithStrict] is given. A
 // turn with no tools gives nil, as for ChatTools, so that the request has
 // no tools field.
 func ResponseTools(tools *toolset.ToolList, opts ...Option) ([]responses.ToolUnionParam, error) {
-	fs, err := functions(tools, apply(opts))
+	fs, err := functions(tools, adapter.Apply(opts))
 	if err != nil || len(fs) == 0 {
 		return nil, err
 	}

@@ -1,6 +1,10 @@
-package callrun
+package adapter
 
-import "github.com/gotoolset/toolset"
+import (
+	"strings"
+
+	"github.com/gotoolset/toolset"
+)
 
 // Segment is a piece of a tool result as a provider is sent it: text, or
 // one media part the provider accepts in a tool result.
@@ -90,4 +94,20 @@ func JoinText(segs []Segment) string {
 		first = false
 	}
 	return s
+}
+
+// IsImage reports whether mimeType is an image type that every provider
+// takes in a tool result: JPEG, PNG, GIF or WebP.
+func IsImage(mimeType string) bool {
+	switch mimeType {
+	case "image/jpeg", "image/png", "image/gif", "image/webp":
+		return true
+	}
+	return false
+}
+
+// IsWebURL reports whether uri is an http or https URL, which a provider
+// fetches itself.
+func IsWebURL(uri string) bool {
+	return strings.HasPrefix(uri, "https://") || strings.HasPrefix(uri, "http://")
 }

@@ -1,7 +1,4 @@
-// Package callrun runs one turn's tool calls for the provider adapters:
-// concurrently up to a bound, results in call order, errors the model should
-// see kept apart from errors that stop the run.
-package callrun
+package adapter
 
 import (
 	"context"
@@ -26,11 +23,12 @@ type Outcome struct {
 	Message string
 }
 
-// Exec runs one call. The adapters pass (*toolset.Tools).Execute, possibly
-// after adjusting the arguments.
+// Exec runs one call. The adapters pass [toolset.ToolList.Execute],
+// possibly after adjusting the arguments.
 type Exec func(ctx context.Context, call toolset.ToolCall) (any, error)
 
-// CallError is a call whose error should stop the run.
+// CallError is a call whose error should stop the run. Each adapter
+// exports it under its own name.
 type CallError struct {
 	// Call is the call that failed.
 	Call toolset.ToolCall
@@ -49,15 +47,13 @@ func (e *CallError) Error() string {
 // Unwrap returns the call's error.
 func (e *CallError) Unwrap() error { return e.Err }
 
-// Approver puts a call that needs a human's approval to one, and returns
-// the answer: approved, or not with a reason the model is told.
-type Approver func(ctx context.Context, call toolset.ToolCall) (approved bool, reason string, err error)
-
-// Approving returns exec that, when a call needs approval, asks approve,
-// records the answer in the run context of ctx and runs the call again.
-// Without approve (nil), exec is returned as it is.
-func Approving(exec Exec, approve Approver) Exec {
-	if approve == nil {
+// Approving returns exec that, when a call waits for approval, asks
+// approver, records the answer in the run context of ctx and runs the call
+// again. Without an approver (nil), exec is returned as it is, and a call
+// that waits for approval stops the run with its
+// [*toolset.ApprovalRequiredError].
+func Approving(exec Exec, approver toolset.Approver) Exec {
+	if approver == nil {
 		return exec
 	}
 	return func(ctx context.Context, call toolset.ToolCall) (any, error) {
@@ -68,7 +64,7 @@ func Approving(exec Exec, approve Approver) Exec {
 			// that cannot be recorded: it stops the run as it is.
 			return res, err
 		}
-		ok, reason, aerr := ask(ctx, approve, need.Call)
+		ok, reason, aerr := ask(ctx, approver, need.Call)
 		if aerr != nil {
 			return nil, fmt.Errorf("asking for approval: %w", aerr)
 		}
@@ -82,14 +78,14 @@ func Approving(exec Exec, approve Approver) Exec {
 	}
 }
 
-// ask puts call to approve; a panic becomes a *toolset.PanicError.
-func ask(ctx context.Context, approve Approver, call toolset.ToolCall) (ok bool, reason string, err error) {
+// ask puts call to approver; a panic becomes a *toolset.PanicError.
+func ask(ctx context.Context, approver toolset.Approver, call toolset.ToolCall) (ok bool, reason string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			ok, reason, err = false, "", &toolset.PanicError{Tool: call.Name, Callback: "approver", Value: p, Stack: debug.Stack()}
 		}
 	}()
-	return approve(ctx, call)
+	return approver(ctx, call)
 }
 
 // Run runs calls with exec, at most limit at a time, and returns their
