@@ -121,7 +121,7 @@ type policies struct {
 	env           []string
 	deferred      bool
 	approval      NeedsApprovalFunc
-	maxRetries    int // negative: failures are not counted
+	maxFailures   int // zero: failures are not counted
 	timeout       time.Duration
 	timeoutAborts bool
 	limiter       *rate.Limiter
@@ -135,7 +135,6 @@ type policies struct {
 
 func newCore(name string, params *jsonschema.Schema, fn RawHandler) *toolCore {
 	c := &toolCore{name: name, params: params, handler: fn}
-	c.maxRetries = -1
 	c.chain = c.base
 	return c
 }
