@@ -63,7 +63,7 @@ func (k Key[T]) Get(ctx context.Context) T {
 }
 
 // Lookup returns the value of the run that ctx carries under k, and
-// whether there is one of type T.
+// whether there is one of type T (a nil value counts as the zero T).
 func (k Key[T]) Lookup(ctx context.Context) (T, bool) {
 	var s *runState
 	if tc, ok := ctx.(*turnContext); ok {
@@ -76,16 +76,25 @@ func (k Key[T]) Lookup(ctx context.Context) (T, bool) {
 		return zero, false
 	}
 	if i := k.idx - 1; i >= 0 && i < len(s.vals) && s.vals[i].ok {
-		v, ok := s.vals[i].v.(T)
-		return v, ok
+		return asT[T](s.vals[i].v)
 	}
 	if s.unindexed && k.idx > 0 {
 		if v, ok := s.byName[k.name]; ok {
-			t, ok := v.(T)
-			return t, ok
+			return asT[T](v)
 		}
 	}
 	return zero, false
+}
+
+// asT returns v as a T. A nil v is the zero T: the value of a key of an
+// interface type set to nil.
+func asT[T any](v any) (T, bool) {
+	if v == nil {
+		var zero T
+		return zero, true
+	}
+	t, ok := v.(T)
+	return t, ok
 }
 
 // indexValues places the values whose names are keys at their keys'
