@@ -221,3 +221,25 @@ func benchCalls(b *testing.B, tools *toolset.ToolList, name string) {
 		}
 	}
 }
+
+// BenchmarkRunValue reads the caller's role as a predicate does, under the
+// context of a turn: with a Key, and by name.
+func BenchmarkRunValue(b *testing.B) {
+	run := toolset.NewRun("bench-value", toolset.WithValue(Role, "admin"))
+	defer run.End()
+	ctx := run.Turn(context.Background())
+	b.Run("Key", func(b *testing.B) {
+		for b.Loop() {
+			if Role.Get(ctx) != "admin" {
+				b.Fatal("no role")
+			}
+		}
+	})
+	b.Run("Value", func(b *testing.B) {
+		for b.Loop() {
+			if toolset.FromContext(ctx).Value("role") != "admin" {
+				b.Fatal("no role")
+			}
+		}
+	})
+}
