@@ -82,6 +82,10 @@ type keyedValue struct {
 // in an error that names the run; test for it with errors.Is.
 var ErrRunEnded = errors.New("the run has ended: make a new run with NewRun")
 
+// errNotMade reports a RunContext that NewRun did not make: the zero
+// value, as &toolset.RunContext{} makes it.
+var errNotMade = errors.New("toolset: the RunContext was not made by NewRun: make each run with NewRun, and derive each turn's context with Turn")
+
 // RunConflictError reports a run made with the ID of another run of the
 // process that is still live (made, and not yet ended). The new run is
 // unusable: its Err returns this error, and BuildTools and calls under it
@@ -278,7 +282,8 @@ func (rc *RunContext) End() {
 
 // Turn begins the run's next turn and returns a copy of ctx that carries
 // the run at that turn's step: the first turn is step 0, the next 1, and so
-// on. Concurrent calls get distinct steps. Build the turn's tools under the
+// on. Concurrent calls get distinct steps. On a nil RunContext, Turn
+// returns ctx. Build the turn's tools under the
 // returned context, once (see [BuildTools]); the turn's calls may run under
 // it or under any other context of the run.
 //
@@ -286,6 +291,9 @@ func (rc *RunContext) End() {
 // with [FromContext] or a [Key]; a context returned by Turn answers them
 // without walking the context chain.
 func (rc *RunContext) Turn(ctx context.Context) context.Context {
+	if rc == nil {
+		return ctx // no run: no turn
+	}
 	tc := &turnContext{Context: ctx}
 	tc.turn.st, tc.turn.err, tc.turn.turn = rc.state(), rc.Err(), true
 	if s := rc.state(); s != nil {
@@ -371,6 +379,9 @@ func (rc *RunContext) ID() string {
 	if e, ok := rc.err.(*RunConflictError); ok {
 		return e.ID
 	}
+	if rc.st == nil {
+		return ""
+	}
 	return rc.st.id
 }
 
@@ -414,14 +425,18 @@ func (rc *RunContext) Deps() any {
 }
 
 // Err returns why the run cannot be used, or nil: a [*RunConflictError]
-// for a run made with the ID of another live run, or [ErrRunEnded] once the
-// run has ended. A nil RunContext has no error.
+// for a run made with the ID of another live run, [ErrRunEnded] once the
+// run has ended, or an error for a RunContext that NewRun did not make
+// (the zero value). A nil RunContext has no error: it is no run.
 func (rc *RunContext) Err() error {
 	if rc == nil {
 		return nil
 	}
 	if rc.err != nil {
 		return rc.err
+	}
+	if rc.st == nil {
+		return errNotMade
 	}
 	if rc.st.ended.Load() {
 		return ErrRunEnded

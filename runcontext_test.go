@@ -485,3 +485,18 @@ func TestAgentToolApprovalStopsTheParent(t *testing.T) {
 	_, forModel := toolset.ErrorText(err)
 	assert.False(t, forModel, "it stops the parent's run")
 }
+
+// Misuse: a RunContext literal, the habit of the old API, is refused.
+func TestRunContextLiteralIsRefused(t *testing.T) {
+	lit := &toolset.RunContext{}
+	require.ErrorContains(t, lit.Err(), "the RunContext was not made by NewRun")
+	_, err := toolset.BuildTools(toolset.NewContext(context.Background(), lit), "a", echoTool("x"))
+	require.ErrorContains(t, err, "the RunContext was not made by NewRun")
+	_, err = toolset.BuildTools(lit.Turn(context.Background()), "a", echoTool("x"))
+	require.ErrorContains(t, err, "the RunContext was not made by NewRun")
+	_, err = echoTool("x").Execute(toolset.NewContext(context.Background(), lit), toolset.ToolCall{})
+	require.ErrorContains(t, err, "the RunContext was not made by NewRun")
+	assert.Empty(t, lit.ID())
+	lit.End()
+	assert.Equal(t, context.Background(), (*toolset.RunContext)(nil).Turn(context.Background()), "no run, no turn")
+}
