@@ -37,7 +37,7 @@ func runUsable(name string, rc *RunContext) error {
 	}
 }
 
-// executeIn is execute for a caller that has already found rc, the run
+// executeIn is Execute for a caller that has already found rc, the run
 // ctx carries (or nil).
 func (t Tool) executeIn(ctx context.Context, call ToolCall, rc *RunContext) (any, error) {
 	if err := t.Err(); err != nil {

@@ -97,7 +97,7 @@ type nameIndex struct {
 	invalid  []int32
 	env      []int32 // required environment variables
 	deferred []int32 // deferred until a search reveals them
-	retries  []int32 // retry budgets
+	retries  []int32 // failure budgets
 }
 
 // index returns the snapshot's name index, building it on first use.
