@@ -35,7 +35,7 @@ func TestAgentTool(t *testing.T) {
 	copy, ok := tools.Lookup("ask_research")
 	require.True(t, ok)
 	assert.Equal(t, researcher{}, copy.DelegateAgent(), "the agent behind the tool, through every layer")
-	got, err := tools.Call(context.Background(), "ask_research", json.RawMessage(`{"prompt":"tides"}`))
+	got, err := tools.Execute(context.Background(), toolset.ToolCall{Name: "ask_research", Args: json.RawMessage(`{"prompt":"tides"}`)})
 	require.NoError(t, err)
 	assert.Equal(t, "findings on tides", got)
 	assert.Nil(t, echoTool("x").DelegateAgent())

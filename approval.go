@@ -12,54 +12,37 @@ import (
 // runs.
 type NeedsApprovalFunc func(ctx context.Context, t Tool, args json.RawMessage) (bool, error)
 
-// WithApprovalRequired makes calls of the tool for which need reports true wait for
-// a human. Such a call returns an [*ApprovalRequiredError] carrying the call
-// until the run records a decision for it with [RunContext.RecordApproval] or
-// [RunContext.RecordDenial], given the error's Call; calling again then runs
-// it, or tells the model it was denied. need sees only arguments that
-// passed validation.
+// WithApprovalRequired makes calls of the tool for which need reports true
+// wait for a human. Such a call returns an [*ApprovalRequiredError]
+// carrying the call, which stops the run: the agent loop asks a human,
+// records the answer with [RunContext.RecordApproval] or
+// [RunContext.RecordDenial] given the error's Call, and executes the call
+// again, which then runs, or tells the model it was denied. need sees only
+// arguments that passed validation.
 //
-// A decision holds for one call, and is used up by it: ApproveCall and
-// DenyCall bind it to the call's ID, name and arguments (in any JSON form
-// of the same value), so it cannot let through another call. The older
-// [RunContext.Approve] and [RunContext.Deny] take an ID alone and apply to
-// the call first asked about under it (or, when recorded before any was,
-// to the first call with that ID), whatever its arguments. Approvals need call IDs and a run context (see
-// [NewContext]), so run such tools with [ToolList.Execute] and a [ToolCall]
-// whose ID is set. A call without an ID gets an ApprovalRequiredError that
-// says so; without a run context, such a call fails with an error that stops
-// the run.
+// A decision holds for one call, and is used up by it: it is bound to the
+// call's ID, name and arguments (in any JSON form of the same value), so it
+// cannot let through another call. Approvals are recorded in the run and
+// by call ID, so run such tools under a run (see [NewRun]) with a
+// [ToolCall] whose ID is set: a call without an ID gets an
+// ApprovalRequiredError that says approvals need one, and a call without a
+// run fails with an error that says it needs one.
 func WithApprovalRequired(need NeedsApprovalFunc) ToolOption {
 	return func(t *Tool) { t.core.approval = need }
 }
 
 // RecordApproval records a human's approval of call in the run, so that the
-// next attempt of that very call (same ID, name and arguments) runs.
+// next attempt of that very call (same ID, name and arguments) runs. It does
+// nothing on a run that has ended.
 func (rc *RunContext) RecordApproval(call ToolCall) {
 	rc.decide(subjectOf(call), decision{approved: true})
 }
 
 // RecordDenial records a human's refusal of call in the run; the next attempt
-// of that very call tells the model reason.
+// of that very call tells the model reason. It does nothing on a run that
+// has ended.
 func (rc *RunContext) RecordDenial(call ToolCall, reason string) {
 	rc.decide(subjectOf(call), decision{reason: reason})
-}
-
-// Approve records a human's approval of the call with the given ID in the
-// run, so the next attempt of that call runs. Use [RunContext.RecordApproval]
-// instead whenever the call is at hand (an [*ApprovalRequiredError] carries
-// it): Approve binds the decision to the ID alone, so it applies to
-// whatever call was first asked about under that ID.
-func (rc *RunContext) Approve(callID string) {
-	rc.decide(approvalSubject{id: callID, anyCall: true}, decision{approved: true})
-}
-
-// Deny records a human's refusal of the call with the given ID in the run;
-// the next attempt of that call tells the model reason. Use
-// [RunContext.RecordDenial] instead whenever the call is at hand, as for
-// [RunContext.Approve].
-func (rc *RunContext) Deny(callID, reason string) {
-	rc.decide(approvalSubject{id: callID, anyCall: true}, decision{reason: reason})
 }
 
 type decision struct {
@@ -68,11 +51,9 @@ type decision struct {
 }
 
 // approvalSubject is what a decision applies to: the call with an ID, a
-// name and arguments of one canonical form, or (anyCall) the call asked
-// about under the ID.
+// name and arguments of one canonical form.
 type approvalSubject struct {
 	id, name, args string
-	anyCall        bool
 }
 
 // subjectOf returns the subject of call. Arguments that are not JSON are
@@ -86,10 +67,15 @@ func subjectOf(call ToolCall) approvalSubject {
 }
 
 func (rc *RunContext) decide(subj approvalSubject, d decision) {
-	rc.ensureRun()
-	s := rc.run
+	s := rc.state()
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.ended.Load() {
+		return
+	}
 	if s.decisions == nil {
 		s.decisions = make(map[approvalSubject]decision)
 	}
@@ -97,60 +83,42 @@ func (rc *RunContext) decide(subj approvalSubject, d decision) {
 }
 
 // takeDecision returns the decision recorded for the call subj, using it
-// up. Without one, it remembers the first call asked about under the ID,
-// for a decision recorded later by ID alone.
+// up.
 func (rc *RunContext) takeDecision(subj approvalSubject) (decision, bool) {
-	s := rc.run
+	s := rc.st
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if d, ok := s.decisions[subj]; ok {
+	d, ok := s.decisions[subj]
+	if ok {
 		delete(s.decisions, subj)
-		return d, true
 	}
-	byID := approvalSubject{id: subj.id, anyCall: true}
-	d, ok := s.decisions[byID]
-	asked, wasAsked := s.asked[subj.id]
-	if ok && (!wasAsked || asked == subj) {
-		delete(s.decisions, byID)
-		delete(s.asked, subj.id)
-		return d, true
-	}
-	if !wasAsked {
-		if s.asked == nil {
-			s.asked = make(map[string]approvalSubject)
-		}
-		s.asked[subj.id] = subj
-	}
-	return decision{}, false
+	return d, ok
 }
 
 // ApprovalRequiredError reports a call that waits for a human's approval.
-// An agent loop pauses the run, asks, records the answer with
-// [RunContext.RecordApproval] or [RunContext.RecordDenial] given Call, and makes
-// the call again. If it reaches the model instead, the model is told to
-// wait (or, for a call without an ID, which nobody can approve, to do
-// without the tool).
+// It is not for the model: it stops the run. The agent loop asks a human,
+// records the answer with [RunContext.RecordApproval] or
+// [RunContext.RecordDenial] given Call, and executes the call again.
+//
+// A call without an ID cannot be approved, since decisions are recorded by
+// call ID; its error says so. A sub-agent's call that waits for approval
+// (see [NewAgentTool]) stops the calling run too, with the sub-agent's
+// error, whose RunID is the sub-agent's run.
 type ApprovalRequiredError struct {
 	// Call is the call waiting for approval.
 	Call ToolCall
+	// RunID is the ID of the run the call was made in.
+	RunID string
 }
 
 // Error implements error.
 func (e *ApprovalRequiredError) Error() string {
 	if e.Call.ID == "" {
-		return fmt.Sprintf("toolset: a call of tool %q needs approval, and approvals are recorded by call ID: run it with Tools.Execute and a ToolCall with an ID", e.Call.Name)
+		return fmt.Sprintf("toolset: run %q: a call of tool %q needs approval, and approvals are recorded by call ID: execute it with a ToolCall that has an ID",
+			boundName(e.RunID), boundName(e.Call.Name))
 	}
-	return fmt.Sprintf("toolset: call %q of tool %q needs approval", e.Call.ID, e.Call.Name)
-}
-
-// ModelText implements [ModelError].
-func (e *ApprovalRequiredError) ModelText() string {
-	if e.Call.ID == "" {
-		// Without an ID nobody can record a decision (an MCP client's call,
-		// say): asking the model to wait would leave it waiting.
-		return fmt.Sprintf("the call of tool %q needs a human's approval, which cannot be asked for here; do without it", e.Call.Name)
-	}
-	return fmt.Sprintf("the call of tool %q needs a human's approval, which has been requested; do not repeat it until told", e.Call.Name)
+	return fmt.Sprintf("toolset: run %q: call %q of tool %q needs a human's approval: record it with RunContext.RecordApproval or RecordDenial and execute the call again",
+		boundName(e.RunID), boundName(e.Call.ID), boundName(e.Call.Name))
 }
 
 // ApprovalDeniedError reports a call a human refused. The model sees the
@@ -187,15 +155,15 @@ func (c *toolCore) checkApproval(ctx context.Context, t Tool, call ToolCall, rc 
 		return nil
 	}
 	if rc == nil {
-		return fmt.Errorf("toolset: a call of tool %q needs approval, and approvals are recorded in the run context: attach one with NewContext", call.Name)
+		return fmt.Errorf("toolset: a call of tool %q needs approval, and approvals are recorded in the run: execute it under a run (NewRun)", call.Name)
 	}
 	if call.ID == "" {
-		return &ApprovalRequiredError{Call: call}
+		return &ApprovalRequiredError{Call: call, RunID: rc.ID()}
 	}
 	d, ok := rc.takeDecision(subjectOf(call))
 	switch {
 	case !ok:
-		return &ApprovalRequiredError{Call: call}
+		return &ApprovalRequiredError{Call: call, RunID: rc.ID()}
 	case d.approved:
 		return nil
 	default:

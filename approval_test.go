@@ -22,8 +22,8 @@ func TestApproval(t *testing.T) {
 		var in lookupArgs
 		return json.Unmarshal(args, &in) != nil || in.ID > 100, nil // large amounts need a human
 	}))
-	rc := &toolset.RunContext{RunID: "r"}
-	ctx := toolset.NewContext(context.Background(), rc)
+	rc := testRun(t, "r")
+	ctx := rc.Turn(context.Background())
 	tools := clones(t, ctx, transfer)
 
 	got, err := tools.Execute(ctx, toolset.ToolCall{ID: "c0", Name: "p_transfer", Args: json.RawMessage(`{"id":5}`)})
@@ -37,11 +37,11 @@ func TestApproval(t *testing.T) {
 	assert.Equal(t, big, need.Call)
 	assert.Equal(t, int64(1), runs.Load())
 
-	rc.Approve("c1")
+	rc.RecordApproval(big)
 	wipe := toolset.NewTool("wipe", "", func(_ context.Context, in lookupArgs) (string, error) {
 		return "wiped", nil
 	}, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
-	withWipe, err := toolset.BuildTools(ctx, "a", toolset.NewFunction(transfer), wipe)
+	withWipe, err := toolset.BuildTools(rc.Turn(ctx), "a", toolset.NewFunction(transfer), wipe)
 	require.NoError(t, err)
 	for _, other := range []toolset.ToolCall{
 		{ID: "c1", Name: "transfer", Args: json.RawMessage(`{"id":999}`)},
@@ -58,28 +58,31 @@ func TestApproval(t *testing.T) {
 	_, err = tools.Execute(ctx, big)
 	require.ErrorAs(t, err, &need, "an approval is used up by its call")
 
-	_, err = tools.Call(ctx, "transfer", json.RawMessage(`{"id":500}`))
+	_, err = tools.Execute(ctx, toolset.ToolCall{Name: "transfer", Args: json.RawMessage(`{"id":500}`)})
 	require.ErrorAs(t, err, &need)
-	assert.ErrorContains(t, err, "run it with Tools.Execute and a ToolCall with an ID", "a call without an ID cannot be approved, and says so")
-	msg, _ := toolset.ErrorText(err)
-	assert.Equal(t, `the call of tool "transfer" needs a human's approval, which cannot be asked for here; do without it`, msg,
-		"the model is not told to wait for an answer that cannot come")
+	assert.ErrorContains(t, err, "approvals are recorded by call ID: execute it with a ToolCall that has an ID", "a call without an ID cannot be approved, and says so")
+	_, forModel := toolset.ErrorText(err)
+	assert.False(t, forModel, "a call waiting for approval stops the run")
 	_, err = tools.Execute(ctx, toolset.ToolCall{ID: "c9", Name: "transfer", Args: json.RawMessage(`{"id":501}`)})
-	msg, _ = toolset.ErrorText(err)
-	assert.Equal(t, `the call of tool "transfer" needs a human's approval, which has been requested; do not repeat it until told`, msg)
+	require.ErrorAs(t, err, &need)
+	assert.Equal(t, `toolset: run "r": call "c9" of tool "transfer" needs a human's approval: record it with RunContext.RecordApproval or RecordDenial and execute the call again`, err.Error())
+	assert.Equal(t, "r", need.RunID)
+	_, forModel = toolset.ErrorText(err)
+	assert.False(t, forModel, "a call waiting for approval stops the run")
 
-	rc.Deny("c2", "over the daily limit")
-	_, err = tools.Execute(ctx, toolset.ToolCall{ID: "c2", Name: "transfer", Args: json.RawMessage(`{"id":900}`)})
+	deny := toolset.ToolCall{ID: "c2", Name: "transfer", Args: json.RawMessage(`{"id":900}`)}
+	rc.RecordDenial(deny, "over the daily limit")
+	_, err = tools.Execute(ctx, deny)
 	msg, visible := toolset.ErrorText(err)
 	require.True(t, visible)
 	assert.Equal(t, `the call of tool "transfer" was denied by a human: over the daily limit`, msg)
 	assert.Equal(t, int64(2), runs.Load())
 
-	_, err = toolset.BuildTools(newRun("other"), "a", transfer)
-	require.NoError(t, err)
-	other, _ := toolset.BuildTools(newRun("other"), "a", transfer)
-	_, err = other.Execute(newRun("other"), big)
-	assert.Error(t, err, "approvals are per run")
+	rc.RecordApproval(big)
+	otherCtx := newRun(t, "other")
+	other := clones(t, otherCtx, transfer)
+	_, err = other.Execute(otherCtx, big)
+	assert.ErrorAs(t, err, &need, "approvals are per run")
 }
 
 // A decision recorded for a call applies to that call only, even when the
@@ -95,8 +98,8 @@ func TestApprovalBindsToTheCall(t *testing.T) {
 		paid = append(paid, in.To)
 		return "paid " + in.To, nil
 	}, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
-	rc := &toolset.RunContext{RunID: "r"}
-	ctx := toolset.NewContext(context.Background(), rc)
+	rc := testRun(t, "r")
+	ctx := rc.Turn(context.Background())
 	tools := clones(t, ctx, pay)
 	mallory := toolset.ToolCall{ID: "call_0", Name: "pay", Args: json.RawMessage(`{"to":"mallory"}`)}
 	bob := toolset.ToolCall{ID: "call_0", Name: "pay", Args: json.RawMessage(`{"to":"bob"}`)}
@@ -115,21 +118,10 @@ func TestApprovalBindsToTheCall(t *testing.T) {
 	assert.Equal(t, "paid bob", got)
 	assert.Equal(t, []string{"bob"}, paid)
 
-	// By ID alone, a decision applies to the call asked about under it.
-	alice := toolset.ToolCall{ID: "call_1", Name: "pay", Args: json.RawMessage(`{"to":"alice"}`)}
-	_, err = tools.Execute(ctx, alice)
-	require.ErrorAs(t, err, &need)
-	rc.Approve("call_1")
-	_, err = tools.Execute(ctx, toolset.ToolCall{ID: "call_1", Name: "pay", Args: json.RawMessage(`{"to":"mallory"}`)})
-	require.ErrorAs(t, err, &need, "another call reusing the ID is not approved")
-	_, err = tools.Execute(ctx, alice)
-	require.NoError(t, err)
-	assert.Equal(t, []string{"bob", "alice"}, paid)
-
-	// Without a run context, nothing could record a decision: the call
-	// stops the run and says why.
-	_, err = pay.Call(context.Background(), json.RawMessage(`{"to":"bob"}`))
-	require.ErrorContains(t, err, "approvals are recorded in the run context")
+	// Without a run, nothing could record a decision: the call stops the
+	// run and says why.
+	_, err = pay.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"to":"bob"}`)})
+	require.ErrorContains(t, err, "approvals are recorded in the run: execute it under a run (NewRun)")
 	_, visible := toolset.ErrorText(err)
 	assert.False(t, visible)
 }

@@ -43,7 +43,7 @@ func benchToolList() [][]toolset.Tool {
 }
 
 func adminOnly(ctx context.Context, t toolset.Tool) (bool, error) {
-	return t.Metadata["audience"] != "admin" || toolset.FromContext(ctx).Value("role") == "admin", nil
+	return t.Metadata["audience"] != "admin" || Role.Get(ctx) == "admin", nil
 }
 
 func benchTree() toolset.Toolset {
@@ -55,18 +55,14 @@ func benchTree() toolset.Toolset {
 	return toolset.NewCombined(children...)
 }
 
-func benchContext() context.Context {
-	return toolset.NewContext(context.Background(), &toolset.RunContext{
-		RunID: "bench", Agent: "bench", Values: map[string]any{"role": "user"},
-	})
-}
-
+// BenchmarkBuildTools builds one turn of a run per iteration.
 func BenchmarkBuildTools(b *testing.B) {
 	tree := benchTree()
-	ctx := benchContext()
+	run := toolset.NewRun("bench", toolset.WithValue(Role, "user"))
+	defer run.End()
 	b.ReportAllocs()
 	for b.Loop() {
-		tools, err := toolset.BuildTools(ctx, "bench", tree)
+		tools, err := toolset.BuildTools(run.Turn(context.Background()), "bench", tree)
 		if err != nil || tools.Len() != benchToolsets*benchTools/2 {
 			b.Fatal(err, tools.Len())
 		}
@@ -133,7 +129,7 @@ func BenchmarkCacheHit(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := tools.Call(ctx, "w_get_weather", benchCallArgs); err != nil {
+	if _, err := tools.Execute(ctx, toolset.ToolCall{Name: "w_get_weather", Args: benchCallArgs}); err != nil {
 		b.Fatal(err)
 	}
 	benchCalls(b, tools, "w_get_weather")
@@ -144,7 +140,7 @@ func BenchmarkCacheHit(b *testing.B) {
 
 // BenchmarkCallAllPolicies calls a tool with every policy configured and
 // none triggered: a cache that keeps nothing, a rate limit never reached, a
-// timeout never hit, an approval never needed, a retry budget never spent.
+// timeout never hit, an approval never needed, a failure budget never spent.
 // Compare with BenchmarkCall on a quiet machine, or see BenchmarkPolicy/all.
 func BenchmarkCallAllPolicies(b *testing.B) {
 	benchCalls(b, benchTurn(b, allPolicies()...), "get_weather")
@@ -157,7 +153,7 @@ func allPolicies() []toolset.ToolOption {
 		toolset.WithRateLimit(toolset.RateLimit{Requests: 1 << 30, Interval: time.Second}),
 		toolset.WithTimeout(time.Minute, toolset.TimeoutTellModel),
 		toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return false, nil }),
-		toolset.WithMaxRetries(3),
+		toolset.WithMaxFailures(3),
 	}
 }
 
@@ -192,7 +188,7 @@ func BenchmarkPolicy(b *testing.B) {
 	batchOf := func(b *testing.B, tools *toolset.ToolList) time.Duration {
 		start := time.Now()
 		for range batch {
-			if _, err := tools.Call(ctx, "get_weather", benchCallArgs); err != nil {
+			if _, err := tools.Execute(ctx, toolset.ToolCall{Name: "get_weather", Args: benchCallArgs}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -220,8 +216,30 @@ func benchCalls(b *testing.B, tools *toolset.ToolList, name string) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := tools.Call(ctx, name, benchCallArgs); err != nil {
+		if _, err := tools.Execute(ctx, toolset.ToolCall{Name: name, Args: benchCallArgs}); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkRunValue reads the caller's role as a predicate does, under the
+// context of a turn: with a Key, and by name.
+func BenchmarkRunValue(b *testing.B) {
+	run := toolset.NewRun("bench-value", toolset.WithValue(Role, "admin"))
+	defer run.End()
+	ctx := run.Turn(context.Background())
+	b.Run("Key", func(b *testing.B) {
+		for b.Loop() {
+			if Role.Get(ctx) != "admin" {
+				b.Fatal("no role")
+			}
+		}
+	})
+	b.Run("Value", func(b *testing.B) {
+		for b.Loop() {
+			if toolset.FromContext(ctx).Value("role") != "admin" {
+				b.Fatal("no role")
+			}
+		}
+	})
 }

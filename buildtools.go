@@ -6,8 +6,15 @@ import (
 )
 
 // BuildTools turns an agent's toolsets into the tools the model is sent this
-// turn. Call it once per turn with the turn's context, which carries the
-// [RunContext] that predicates read.
+// turn. Call it once per turn with the turn's context, from
+// [RunContext.Turn], which carries the run that predicates read. Under a
+// context that carries a run, BuildTools fails with a [*TurnError] when the
+// context carries no turn ([NewContext] only), when its turn already built
+// its tools, or when a later turn of the run has begun; with the run's
+// [*RunConflictError] when the run is unusable; and with [ErrRunEnded]
+// once the run has ended. A context that carries no run builds a set of
+// no run: tools that need one (approvals, tool search, run-scoped caches,
+// failure budgets) then work without it, or refuse, as each says.
 //
 // Entries are toolsets; a bare [Tool] (or *Tool) is a standalone tool. A
 // name shown this turn by two toolsets, or by a toolset and a standalone
@@ -29,6 +36,13 @@ import (
 // with a [*PanicError]; so does a callback that calls [runtime.Goexit]
 // on one of the goroutines BuildTools starts.
 func BuildTools(ctx context.Context, agent string, entries ...Toolset) (*ToolList, error) {
+	rc := runOf(ctx)
+	if err := rc.checkTurn(); err != nil {
+		if err == ErrRunEnded {
+			return nil, fmt.Errorf("toolset: agent %q: tools not built in run %q: %w", agent, boundName(rc.ID()), err)
+		}
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("toolset: agent %q: tools not built: %w", agent, err)
 	}
@@ -39,7 +53,7 @@ func BuildTools(ctx context.Context, agent string, entries ...Toolset) (*ToolLis
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("toolset: agent %q: tools not built: %w", agent, err)
 	}
-	keep, over := forRun(ctx, s, keep)
+	keep, over := forRun(rc, s, keep)
 	if err := checkNames(s, keep, "", agent, true); err != nil {
 		return nil, err
 	}
@@ -52,9 +66,12 @@ func BuildTools(ctx context.Context, agent string, entries ...Toolset) (*ToolLis
 	if len(missing) > 0 {
 		return nil, &EnvError{Missing: missing}
 	}
+	if err := rc.markBuilt(); err != nil {
+		return nil, err
+	}
 	ts := newTools(agent, s, keep)
 	ts.over = over
-	ts.rc = runOf(ctx)
+	ts.rc = rc
 	return ts, nil
 }
 
@@ -97,8 +114,8 @@ func buildSnapshot(ctx context.Context, agent string, entries []Toolset) (*snaps
 
 // forRun applies what the run itself decides to the turn's set: deferred
 // tools stay hidden until a search of this run revealed them, and tools
-// whose retries are spent are dropped, or marked unavailable in over.
-func forRun(ctx context.Context, s *snapshot, keep []bool) ([]bool, map[int32]Tool) {
+// whose failure budget is spent are dropped, or marked unavailable in over.
+func forRun(rc *RunContext, s *snapshot, keep []bool) ([]bool, map[int32]Tool) {
 	ix := s.index()
 	visible := func(i int32) bool { return keep == nil || keep[i] }
 	owned := false
@@ -108,7 +125,6 @@ func forRun(ctx context.Context, s *snapshot, keep []bool) ([]bool, map[int32]To
 		}
 		keep[i] = false
 	}
-	rc := runOf(ctx)
 	for _, i := range ix.deferred {
 		if visible(i) && !rc.isRevealed(s.tools[i].core) {
 			hide(i)
@@ -118,10 +134,10 @@ func forRun(ctx context.Context, s *snapshot, keep []bool) ([]bool, map[int32]To
 	if len(ix.retries) > 0 && rc.hasFailures() {
 		for _, i := range ix.retries {
 			t := s.tools[i]
-			if !visible(i) || !rc.retriesSpent(t.core) {
+			if !visible(i) || !rc.budgetSpent(t.core) {
 				continue
 			}
-			if !rc.StableToolList {
+			if !rc.stableList() {
 				hide(i)
 				continue
 			}

@@ -18,8 +18,8 @@ type CacheScope int
 const (
 	// CacheProcess shares results between all runs of the process.
 	CacheProcess CacheScope = iota
-	// CacheRun keeps results for one run only, in its [RunContext]. A call
-	// without a run context is not cached.
+	// CacheRun keeps results for one run only, in its [RunContext], until
+	// the run ends. A call without a run is not cached.
 	CacheRun
 )
 
@@ -403,16 +403,19 @@ func (rc *resultCache) pushFront(e *cacheEntry) {
 }
 
 // runCache returns the run's cache for c, creating it on first use, or nil
-// without a run.
+// without a run or once it has ended.
 func (rc *RunContext) runCache(c *toolCore) *resultCache {
-	if rc == nil {
+	s := rc.state()
+	if s == nil {
 		return nil
 	}
-	s := rc.run
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if store, ok := s.caches[c]; ok {
 		return store
+	}
+	if s.ended.Load() {
+		return nil
 	}
 	if s.caches == nil {
 		s.caches = make(map[*toolCore]*resultCache)

@@ -35,7 +35,7 @@ func TestCacheHashCollisionRunsUncached(t *testing.T) {
 	store.count++
 
 	for range 2 {
-		got, err := tool.Call(context.Background(), json.RawMessage(`{"id":1}`))
+		got, err := tool.Execute(context.Background(), ToolCall{Args: json.RawMessage(`{"id":1}`)})
 		require.NoError(t, err)
 		assert.Equal(t, 1, got, "a colliding key is not a hit")
 	}

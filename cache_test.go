@@ -22,7 +22,7 @@ import (
 func TestCacheSharedByCopies(t *testing.T) {
 	var runs atomic.Int64
 	tool := counted("lookup", &runs, toolset.WithCache(toolset.CachePolicy{}))
-	ctx := newRun("r")
+	ctx := newRun(t, "r")
 	tools := clones(t, ctx, tool)
 
 	first, err := call(t, ctx, tools, "lookup", `{"id":1,"note":"x"}`)
@@ -55,7 +55,7 @@ func TestCacheCanonicalKeys(t *testing.T) {
 	}, toolset.WithCache(toolset.CachePolicy{}))
 	same := []string{`{"b":1,"a":2}`, `{"a":2, "b":1}`, "{\n\"a\": 2.0,\t\"b\": 1e0}"}
 	for _, args := range same {
-		_, _ = tool.Call(context.Background(), json.RawMessage(args))
+		_, _ = tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(args)})
 	}
 	assert.Equal(t, toolset.CacheStats{Hits: 2, Misses: 1}, tool.CacheStats())
 }
@@ -66,7 +66,7 @@ func TestCachePolicyBounds(t *testing.T) {
 		tool := counted("l", &runs, toolset.WithCache(toolset.CachePolicy{MaxEntries: 2}))
 		ctx := context.Background()
 		for _, id := range []int{1, 2, 1, 3, 1, 2} {
-			_, err := tool.Call(ctx, json.RawMessage(fmt.Sprintf(`{"id":%d}`, id)))
+			_, err := tool.Execute(ctx, toolset.ToolCall{Args: json.RawMessage(fmt.Sprintf(`{"id":%d}`, id))})
 			require.NoError(t, err)
 		}
 		// 1 miss, 2 miss, 1 hit, 3 miss (evicts 2), 1 hit, 2 miss.
@@ -76,10 +76,10 @@ func TestCachePolicyBounds(t *testing.T) {
 		var runs atomic.Int64
 		tool := counted("l", &runs, toolset.WithCache(toolset.CachePolicy{TTL: 30 * time.Millisecond}))
 		ctx := context.Background()
-		_, _ = tool.Call(ctx, json.RawMessage(`{"id":1}`))
-		_, _ = tool.Call(ctx, json.RawMessage(`{"id":1}`))
+		_, _ = tool.Execute(ctx, toolset.ToolCall{Args: json.RawMessage(`{"id":1}`)})
+		_, _ = tool.Execute(ctx, toolset.ToolCall{Args: json.RawMessage(`{"id":1}`)})
 		time.Sleep(60 * time.Millisecond)
-		_, _ = tool.Call(ctx, json.RawMessage(`{"id":1}`))
+		_, _ = tool.Execute(ctx, toolset.ToolCall{Args: json.RawMessage(`{"id":1}`)})
 		assert.Equal(t, toolset.CacheStats{Hits: 1, Misses: 2}, tool.CacheStats())
 		assert.Equal(t, int64(2), runs.Load())
 	}))
@@ -89,7 +89,7 @@ func TestCachePolicyBounds(t *testing.T) {
 		}, toolset.WithCache(toolset.CachePolicy{MaxBytes: 100}))
 		ctx := context.Background()
 		for _, args := range []string{`{"id":60}`, `{"id":60}`, `{"id":50}`, `{"id":60}`, `{"id":500}`, `{"id":500}`} {
-			_, err := tool.Call(ctx, json.RawMessage(args))
+			_, err := tool.Execute(ctx, toolset.ToolCall{Args: json.RawMessage(args)})
 			require.NoError(t, err)
 		}
 		// 60 miss, 60 hit, 50 miss (60+50 > 100: evicts 60), 60 miss (evicts 50), 500 too big twice.
@@ -110,14 +110,14 @@ func TestCachePolicyBounds(t *testing.T) {
 		}))
 		ctx := context.Background()
 		for _, args := range []string{`{"id":1,"note":"a"}`, `{"id":1,"note":"b"}`, `{"id":7}`, `{"id":7}`} {
-			_, err := tool.Call(ctx, json.RawMessage(args))
+			_, err := tool.Execute(ctx, toolset.ToolCall{Args: json.RawMessage(args)})
 			require.NoError(t, err)
 		}
 		assert.Equal(t, int64(3), runs.Load())
-		_, err := tool.Call(ctx, json.RawMessage(`{"id":13}`))
+		_, err := tool.Execute(ctx, toolset.ToolCall{Args: json.RawMessage(`{"id":13}`)})
 		require.ErrorContains(t, err, "cache key: unlucky")
 		var ae *toolset.ArgumentError
-		_, err = tool.Call(ctx, json.RawMessage(`{"id":"x"}`))
+		_, err = tool.Execute(ctx, toolset.ToolCall{Args: json.RawMessage(`{"id":"x"}`)})
 		require.ErrorAs(t, err, &ae, "the key function sees only valid arguments")
 	})
 }
@@ -125,16 +125,22 @@ func TestCachePolicyBounds(t *testing.T) {
 func TestCacheRunScope(t *testing.T) {
 	var runs atomic.Int64
 	tool := counted("lookup", &runs, toolset.WithCache(toolset.CachePolicy{Scope: toolset.CacheRun}))
-	r1, r2 := newRun("r1"), newRun("r2")
-	for _, ctx := range []context.Context{r1, r1, r2, r2} {
+	r1, r2 := testRun(t, "r1"), testRun(t, "r2")
+	for _, run := range []*toolset.RunContext{r1, r1, r2, r2} {
+		ctx := run.Turn(context.Background())
 		_, err := call(t, ctx, clones(t, ctx, tool), "renamed", `{"id":1}`)
 		require.NoError(t, err)
 	}
-	assert.Equal(t, int64(2), runs.Load(), "each run fills its own cache")
+	assert.Equal(t, int64(2), runs.Load(), "each run fills its own cache, kept across its turns")
+	r1.End()
+	again := newRun(t, "r1")
+	_, err := call(t, again, clones(t, again, tool), "renamed", `{"id":1}`)
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), runs.Load(), "a run's cache ends with it, even for a new run of its ID")
 	none := clones(t, context.Background(), tool)
 	_, _ = call(t, context.Background(), none, "p_lookup", `{"id":1}`)
 	_, _ = call(t, context.Background(), none, "p_lookup", `{"id":1}`)
-	assert.Equal(t, int64(4), runs.Load(), "no run, no run-scoped cache")
+	assert.Equal(t, int64(5), runs.Load(), "no run, no run-scoped cache")
 }
 
 func TestCacheSingleflight(t *testing.T) {
@@ -156,7 +162,7 @@ func testCacheSingleflight(t *testing.T) {
 	for i := range 12 {
 		wg.Go(func() {
 			<-start
-			got, err := tools.Call(context.Background(), names[i%3], json.RawMessage(`{"id":5}`))
+			got, err := tools.Execute(context.Background(), toolset.ToolCall{Name: names[i%3], Args: json.RawMessage(`{"id":5}`)})
 			assert.NoError(t, err)
 			assert.Equal(t, 5, got)
 		})
@@ -177,7 +183,7 @@ func TestCacheRespectsThisTurnsSchema(t *testing.T) {
 		return "did " + in.Action, nil
 	}, toolset.WithCache(toolset.CachePolicy{}))
 	readOnly := toolset.NewFunction(tool).Prepared(func(ctx context.Context, tools []toolset.Tool) ([]toolset.Tool, error) {
-		if toolset.FromContext(ctx).Value("role") == "admin" {
+		if Role.Get(ctx) == "admin" {
 			return tools, nil
 		}
 		out := make([]toolset.Tool, len(tools))
@@ -193,18 +199,18 @@ func TestCacheRespectsThisTurnsSchema(t *testing.T) {
 		return out, nil
 	})
 	turn := func(role string) (context.Context, *toolset.ToolList) {
-		ctx := toolset.NewContext(context.Background(), &toolset.RunContext{RunID: role, Values: map[string]any{"role": role}})
+		ctx := withRole(t, role)
 		tools, err := toolset.BuildTools(ctx, "a", readOnly)
 		require.NoError(t, err)
 		return ctx, tools
 	}
 	ctx, tools := turn("admin")
-	got, err := tools.Call(ctx, "records", json.RawMessage(`{"action":"delete"}`))
+	got, err := tools.Execute(ctx, toolset.ToolCall{Name: "records", Args: json.RawMessage(`{"action":"delete"}`)})
 	require.NoError(t, err)
 	assert.Equal(t, "did delete", got)
 
 	ctx, tools = turn("viewer")
-	_, err = tools.Call(ctx, "records", json.RawMessage(`{"action":"delete"}`))
+	_, err = tools.Execute(ctx, toolset.ToolCall{Name: "records", Args: json.RawMessage(`{"action":"delete"}`)})
 	var ae *toolset.ArgumentError
 	require.ErrorAs(t, err, &ae, "the viewer's schema refuses delete, cached or not")
 	assert.Equal(t, toolset.CacheStats{Misses: 1}, tool.CacheStats())
@@ -231,13 +237,13 @@ func testCacheWaiterOutlivesAbandonedCall(t *testing.T) {
 	leaderCtx, cancel := context.WithCancel(context.Background())
 	leader := make(chan error, 1)
 	go func() {
-		_, err := tool.Call(leaderCtx, json.RawMessage(`{"id":7}`))
+		_, err := tool.Execute(leaderCtx, toolset.ToolCall{Args: json.RawMessage(`{"id":7}`)})
 		leader <- err
 	}()
 	<-started
 	waiter := make(chan any, 1)
 	go func() {
-		got, err := tool.Call(context.Background(), json.RawMessage(`{"id":7}`))
+		got, err := tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"id":7}`)})
 		assert.NoError(t, err, "the waiter's own context is live")
 		waiter <- got
 	}()
@@ -265,18 +271,18 @@ func testCacheWaiterHonoursItsContext(t *testing.T) {
 	}, toolset.WithCache(toolset.CachePolicy{}))
 	leader := make(chan error, 1)
 	go func() {
-		_, err := tool.Call(context.Background(), json.RawMessage(`{"id":1}`))
+		_, err := tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"id":1}`)})
 		leader <- err
 	}()
 	<-started
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	_, err := tool.Call(ctx, json.RawMessage(`{"id":1}`))
+	_, err := tool.Execute(ctx, toolset.ToolCall{Args: json.RawMessage(`{"id":1}`)})
 	require.ErrorIs(t, err, context.DeadlineExceeded, "a caller waiting for an identical call gives up with its own context")
 	require.ErrorContains(t, err, "waiting for an identical call")
 	close(release)
 	require.NoError(t, <-leader)
-	got, err := tool.Call(context.Background(), json.RawMessage(`{"id":1}`))
+	got, err := tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"id":1}`)})
 	require.NoError(t, err)
 	assert.Equal(t, 1, got)
 	assert.Equal(t, toolset.CacheStats{Hits: 1, Misses: 2}, tool.CacheStats())
@@ -302,7 +308,7 @@ func testCacheMissesNotKeptStayApart(t *testing.T) {
 	for i := range 60 {
 		wg.Go(func() {
 			id := i % 6
-			got, err := tools.Call(context.Background(), names[i%3], json.RawMessage(fmt.Sprintf(`{"id":%d}`, id)))
+			got, err := tools.Execute(context.Background(), toolset.ToolCall{Name: names[i%3], Args: json.RawMessage(fmt.Sprintf(`{"id":%d}`, id))})
 			assert.NoError(t, err)
 			assert.Equal(t, id, got)
 		})
@@ -325,7 +331,7 @@ func TestCacheShouldCachePanics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for range 2 {
-		_, err := tool.Call(ctx, json.RawMessage(`{"id":1}`))
+		_, err := tool.Execute(ctx, toolset.ToolCall{Args: json.RawMessage(`{"id":1}`)})
 		var pe *toolset.PanicError
 		require.ErrorAs(t, err, &pe)
 		assert.Equal(t, "policy bug", pe.Value)
@@ -342,7 +348,7 @@ func TestCacheMissAllocatesNothing(t *testing.T) {
 		tool := toolset.NewTool("lookup", "", func(_ context.Context, in lookupArgs) (int, error) { return in.ID, nil }, opts...)
 		args := json.RawMessage(`{"id":3,"note":"n"}`)
 		return testing.AllocsPerRun(100, func() {
-			if _, err := tool.Call(context.Background(), args); err != nil {
+			if _, err := tool.Execute(context.Background(), toolset.ToolCall{Args: args}); err != nil {
 				t.Fatal(err)
 			}
 		})

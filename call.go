@@ -2,7 +2,6 @@ package toolset
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,22 +12,39 @@ import (
 // the reasons for its order are described in the package documentation
 // (doc.go, section "The call path"). Keep the two in step.
 
-// Call runs the tool with args through the whole call path, as
-// [ToolList.Call] does once it has found the tool.
-func (t Tool) Call(ctx context.Context, args json.RawMessage) (any, error) {
-	return t.execute(ctx, ToolCall{Name: t.Name, Args: args})
-}
-
-// execute runs call, which names t, through the call path.
-func (t Tool) execute(ctx context.Context, call ToolCall) (any, error) {
+// Execute runs call with this tool through the whole call path, as
+// [ToolList.Execute] does once it has found the tool: a direct call of
+// one tool, outside any turn's list, so no turn's predicates apply. The
+// run the policies keep their state in is the one ctx carries, if any.
+// call.Name is the name used in errors; it defaults to the tool's name.
+func (t Tool) Execute(ctx context.Context, call ToolCall) (any, error) {
+	if call.Name == "" {
+		call.Name = t.Name
+	}
 	return t.executeIn(ctx, call, runOf(ctx))
 }
 
-// executeIn is execute for a caller that has already found rc, the run
+// runUsable returns the error a call under rc fails with, if rc is a run
+// that cannot be used.
+func runUsable(name string, rc *RunContext) error {
+	switch err := rc.Err(); {
+	case err == nil:
+		return nil
+	case err == ErrRunEnded:
+		return fmt.Errorf("toolset: tool %q not called in run %q: %w", boundName(name), boundName(rc.ID()), err)
+	default:
+		return err
+	}
+}
+
+// executeIn is Execute for a caller that has already found rc, the run
 // ctx carries (or nil).
 func (t Tool) executeIn(ctx context.Context, call ToolCall, rc *RunContext) (any, error) {
 	if err := t.Err(); err != nil {
 		return nil, fmt.Errorf("toolset: %w", err)
+	}
+	if err := runUsable(call.Name, rc); err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("toolset: tool %q not called: %w", call.Name, err)
@@ -37,12 +53,12 @@ func (t Tool) executeIn(ctx context.Context, call ToolCall, rc *RunContext) (any
 	if c.deferred && !rc.isRevealed(c) {
 		return nil, &UnavailableToolError{Tool: call.Name, Reason: "it is not loaded yet; find it with the tool search first"}
 	}
-	if c.maxRetries >= 0 && rc.retriesSpent(c) {
-		return nil, &UnavailableToolError{Tool: call.Name, Reason: fmt.Sprintf("its retries are spent (a budget of %d per run); do without it", c.maxRetries)}
+	if c.maxFailures > 0 && rc.budgetSpent(c) {
+		return nil, &UnavailableToolError{Tool: call.Name, Reason: fmt.Sprintf("it has failed in %d steps, its budget for this run; do without it", c.maxFailures)}
 	}
 	call.Args = normalizeArgs(call.Args)
 	res, err := t.validated(ctx, call, rc)
-	if err != nil && c.maxRetries >= 0 && countsAsFailure(err) {
+	if err != nil && c.maxFailures > 0 && countsAsFailure(err) {
 		rc.recordFailure(c)
 	}
 	return res, err
@@ -131,6 +147,9 @@ func (t Tool) handle(ctx context.Context, call ToolCall) (res any, err error, pa
 // base is the innermost handler of a tool without middleware: it calls
 // the tool's code.
 func (c *toolCore) base(ctx context.Context, call ToolCall) (any, error) {
+	if c.delegate != nil {
+		ctx = context.WithValue(ctx, agentCallKey{}, call.ID)
+	}
 	return c.handler(ctx, call.Args)
 }
 
@@ -145,7 +164,7 @@ func (c *toolCore) guardedBase(ctx context.Context, call ToolCall) (any, error) 
 			panic(pe)
 		}
 	}()
-	return c.handler(ctx, call.Args)
+	return c.base(ctx, call)
 }
 
 // explain turns a failed call's error into the error the caller gets: a

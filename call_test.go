@@ -36,9 +36,9 @@ func TestCallPathOrder(t *testing.T) {
 		toolset.WithMiddleware(func(next toolset.Handler) toolset.Handler {
 			return func(ctx context.Context, c toolset.ToolCall) (any, error) { mark("middleware"); return next(ctx, c) }
 		}),
-		toolset.WithMaxRetries(5),
+		toolset.WithMaxFailures(5),
 	)
-	ctx := newRun("r")
+	ctx := newRun(t, "r")
 	tools := clones(t, ctx, tool)
 	run := func(args string) error {
 		steps = nil
@@ -79,8 +79,8 @@ func TestConcurrentCallsThroughThreeNames(t *testing.T) {
 		toolset.WithCache(toolset.CachePolicy{MaxEntries: 8}),
 		toolset.WithRateLimit(toolset.RateLimit{Requests: 1000000, Interval: time.Second}),
 		toolset.WithTimeout(time.Minute, toolset.TimeoutTellModel),
-		toolset.WithMaxRetries(1000))
-	ctx := newRun("r")
+		toolset.WithMaxFailures(1000))
+	ctx := newRun(t, "r")
 	tools := clones(t, ctx, tool)
 	names := []string{"lookup", "p_lookup", "renamed"}
 	var wg sync.WaitGroup
@@ -88,7 +88,7 @@ func TestConcurrentCallsThroughThreeNames(t *testing.T) {
 		wg.Go(func() {
 			for i := range 50 {
 				id := (g + i) % 16
-				got, err := tools.Call(ctx, names[(g+i)%3], json.RawMessage(fmt.Sprintf(`{"id":%d}`, id)))
+				got, err := tools.Execute(ctx, toolset.ToolCall{Name: names[(g+i)%3], Args: json.RawMessage(fmt.Sprintf(`{"id":%d}`, id))})
 				if !assert.NoError(t, err) {
 					return
 				}

@@ -168,8 +168,8 @@ func TestCombinedConflicts(t *testing.T) {
 		onlyAdmins := toolset.NewFunction(toolset.NewTool("search", "", func(context.Context, struct{}) (int, error) { return 0, nil },
 			toolset.WithMetadata(map[string]string{"audience": "admin"}))).Filtered(adminsOnly)
 		both := toolset.NewCombined(onlyAdmins, toolset.NewFunction(echoTool("search")))
-		assert.Equal(t, []string{"search"}, names(t, withRole("guest"), both))
-		_, err := both.GetTools(withRole("admin"))
+		assert.Equal(t, []string{"search"}, names(t, withRole(t, "guest"), both))
+		_, err := both.GetTools(withRole(t, "admin"))
 		require.ErrorAs(t, err, &nce)
 	})
 }
@@ -229,7 +229,7 @@ func testBuildToolsConcurrentTurns(t *testing.T) {
 	for i := range 32 {
 		wg.Go(func() {
 			role := []string{"admin", "guest"}[i%2]
-			ctx := withRole(role)
+			ctx := withRole(t, role)
 			tools, err := toolset.BuildTools(ctx, "a", users, echoTool("standalone"))
 			if !assert.NoError(t, err) {
 				return
@@ -239,7 +239,7 @@ func testBuildToolsConcurrentTurns(t *testing.T) {
 				want = []string{"users_get_user", "users_delete_user", "remote", "standalone"}
 			}
 			assert.Equal(t, want, tools.Names())
-			_, err = tools.Call(ctx, "users_delete_user", nil)
+			_, err = tools.Execute(ctx, toolset.ToolCall{Name: "users_delete_user", Args: nil})
 			if role == "admin" {
 				assert.NoError(t, err)
 			} else {

@@ -27,7 +27,7 @@ func TestPrefixed(t *testing.T) {
 	// A prefixed copy is the same tool: it runs the same code.
 	tools, err := toolset.BuildTools(ctx, "a", base.Prefixed("db"))
 	require.NoError(t, err)
-	got, err := tools.Call(ctx, "db_query", nil)
+	got, err := tools.Execute(ctx, toolset.ToolCall{Name: "db_query", Args: nil})
 	require.NoError(t, err)
 	assert.Equal(t, "query", got)
 	orig, _ := base.GetTools(ctx)
@@ -46,7 +46,7 @@ func TestRenamed(t *testing.T) {
 		assert.Equal(t, []string{"list_tables", "execute_query", "drop"}, names(t, ctx, swapped))
 		tools, err := toolset.BuildTools(ctx, "a", swapped)
 		require.NoError(t, err)
-		got, err := tools.Call(ctx, "list_tables", nil)
+		got, err := tools.Execute(ctx, toolset.ToolCall{Name: "list_tables", Args: nil})
 		require.NoError(t, err)
 		assert.Equal(t, "execute_query", got, "the name follows the map, the code follows the tool")
 	})
@@ -75,23 +75,23 @@ func TestFilteredPerTurn(t *testing.T) {
 			toolset.WithMetadata(map[string]string{"audience": "admin"})),
 	).Filtered(adminsOnly)
 
-	assert.Equal(t, []string{"get_user", "delete_user"}, names(t, withRole("admin"), users))
-	assert.Equal(t, []string{"get_user"}, names(t, withRole("guest"), users))
+	assert.Equal(t, []string{"get_user", "delete_user"}, names(t, withRole(t, "admin"), users))
+	assert.Equal(t, []string{"get_user"}, names(t, withRole(t, "guest"), users))
 	assert.Equal(t, []string{"get_user"}, names(t, context.Background(), users), "no run context: no role")
 
 	// A tool hidden this turn cannot be called, even by a model that knows its name.
-	guest := withRole("guest")
+	guest := withRole(t, "guest")
 	tools, err := toolset.BuildTools(guest, "a", users)
 	require.NoError(t, err)
-	_, err = tools.Call(guest, "delete_user", nil)
+	_, err = tools.Execute(guest, toolset.ToolCall{Name: "delete_user", Args: nil})
 	var ue *toolset.UnknownToolError
 	require.ErrorAs(t, err, &ue)
 	assert.Equal(t, []string{"get_user"}, ue.Available)
 
-	adminCtx := withRole("admin")
+	adminCtx := withRole(t, "admin")
 	admin, err := toolset.BuildTools(adminCtx, "a", users)
 	require.NoError(t, err)
-	got, err := admin.Call(adminCtx, "delete_user", nil)
+	got, err := admin.Execute(adminCtx, toolset.ToolCall{Name: "delete_user", Args: nil})
 	require.NoError(t, err)
 	assert.Equal(t, "deleted", got)
 }
@@ -176,11 +176,11 @@ func TestPreparedEditedSchemaIsValidated(t *testing.T) {
 	})
 	tools, err := toolset.BuildTools(ctx, "a", narrowed)
 	require.NoError(t, err)
-	_, err = tools.Call(ctx, "get_weather", json.RawMessage(`{"city":"Rome","days":2}`))
+	_, err = tools.Execute(ctx, toolset.ToolCall{Name: "get_weather", Args: json.RawMessage(`{"city":"Rome","days":2}`)})
 	var ae *toolset.ArgumentError
 	require.ErrorAs(t, err, &ae, "the schema the model saw is the one enforced")
 	assert.Equal(t, `must be one of "Paris"; got "Rome"`, ae.Problems[0].Message)
-	_, err = tools.Call(ctx, "get_weather", json.RawMessage(`{"city":"Paris","days":2}`))
+	_, err = tools.Execute(ctx, toolset.ToolCall{Name: "get_weather", Args: json.RawMessage(`{"city":"Paris","days":2}`)})
 	require.NoError(t, err)
 }
 
@@ -188,7 +188,7 @@ func TestDynamic(t *testing.T) {
 	acme := toolset.NewFunction(echoTools("acme_crm")...)
 	globex := toolset.NewFunction(echoTools("globex_erp", "globex_hr")...)
 	perTenant := toolset.NewDynamic(func(ctx context.Context) (toolset.Toolset, error) {
-		switch toolset.FromContext(ctx).String("tenant") {
+		switch Tenant.Get(ctx) {
 		case "acme":
 			return acme, nil
 		case "globex":
@@ -198,9 +198,7 @@ func TestDynamic(t *testing.T) {
 		}
 		return nil, errors.New("unknown tenant")
 	})
-	tenant := func(name string) context.Context {
-		return toolset.NewContext(context.Background(), &toolset.RunContext{Values: map[string]any{"tenant": name}})
-	}
+	tenant := func(name string) context.Context { return newRun(t, "r", toolset.WithValue(Tenant, name)) }
 	assert.Equal(t, []string{"acme_crm"}, names(t, tenant("acme"), perTenant))
 	assert.Equal(t, []string{"globex_erp", "globex_hr"}, names(t, tenant("globex"), perTenant))
 	assert.Equal(t, []string{"x_acme_crm"}, names(t, tenant("acme"), perTenant.Prefixed("x")))
@@ -250,43 +248,17 @@ func TestInstructions(t *testing.T) {
 
 	// Dynamic forwards the instructions of the toolset it picks this turn.
 	pick := toolset.NewDynamic(func(ctx context.Context) (toolset.Toolset, error) {
-		if toolset.FromContext(ctx).String("role") == "admin" {
+		if Role.Get(ctx) == "admin" {
 			return db, nil
 		}
 		return quiet, nil
 	})
-	got, err = pick.Instructions(toolset.NewContext(ctx, &toolset.RunContext{Values: map[string]any{"role": "admin"}}))
+	got, err = pick.Instructions(withRole(t, "admin"))
 	require.NoError(t, err)
 	assert.Equal(t, "Use db_q for reads.", got)
 	got, err = pick.Instructions(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, got)
-}
-
-func TestRunContext(t *testing.T) {
-	type deps struct{ DSN string }
-	rc := &toolset.RunContext{RunID: "r1", Agent: "Ops", Step: 0, Values: map[string]any{"role": "admin", "n": 3}, Deps: deps{DSN: "postgres://"}}
-	ctx := toolset.NewContext(context.Background(), rc)
-	got := toolset.FromContext(ctx)
-	assert.Same(t, rc, got)
-	assert.Equal(t, "admin", got.String("role"))
-	assert.Equal(t, "", got.String("n"), "not a string")
-	assert.Equal(t, 3, got.Value("n"))
-	d, ok := toolset.DepsAs[deps](ctx)
-	require.True(t, ok)
-	assert.Equal(t, "postgres://", d.DSN)
-	_, ok = toolset.DepsAs[string](ctx)
-	assert.False(t, ok)
-
-	next := got.WithStep(1)
-	assert.Equal(t, 1, next.Step)
-	assert.Equal(t, 0, rc.Step, "WithStep copies")
-	assert.Equal(t, "r1", next.RunID)
-
-	empty := toolset.FromContext(context.Background())
-	require.NotNil(t, empty)
-	assert.Nil(t, empty.Value("role"))
-	assert.NotSame(t, empty, toolset.FromContext(context.Background()), "each caller gets its own empty run context")
 }
 
 func TestUnknownToolMessage(t *testing.T) {
@@ -296,13 +268,13 @@ func TestUnknownToolMessage(t *testing.T) {
 	}
 	tools, err := toolset.BuildTools(context.Background(), "a", toolset.NewFunction(many...))
 	require.NoError(t, err)
-	_, err = tools.Call(context.Background(), "gama", nil)
+	_, err = tools.Execute(context.Background(), toolset.ToolCall{Name: "gama", Args: nil})
 	msg, visible := toolset.ErrorText(err)
 	require.True(t, visible)
 	assert.Equal(t, `unknown tool "gama"; available tools: alpha, beta, delta, gamma`, msg)
 
 	var empty *toolset.ToolList
-	_, err = empty.Call(context.Background(), "x", nil)
+	_, err = empty.Execute(context.Background(), toolset.ToolCall{Name: "x", Args: nil})
 	msg, _ = toolset.ErrorText(err)
 	assert.Equal(t, `unknown tool "x": no tools are available in this turn`, msg)
 }
@@ -314,7 +286,7 @@ func TestUnknownToolMessageCapsLongLists(t *testing.T) {
 	}
 	tools, err := toolset.BuildTools(context.Background(), "a", toolset.NewFunction(many...))
 	require.NoError(t, err)
-	_, err = tools.Call(context.Background(), "tool_aa_", nil)
+	_, err = tools.Execute(context.Background(), toolset.ToolCall{Name: "tool_aa_", Args: nil})
 	var ue *toolset.UnknownToolError
 	require.ErrorAs(t, err, &ue)
 	assert.Len(t, ue.Available, 100)

@@ -85,7 +85,7 @@ func TestBuildToolsStandaloneReplacement(t *testing.T) {
 	tools, err := toolset.BuildTools(ctx, "a", echoTool("a"), first, toolset.NewFunction(echoTool("b")), second, echoTool("c"))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a", "lookup", "b", "c"}, tools.Names(), "the later tool takes the earlier one's position")
-	got, err := tools.Call(ctx, "lookup", nil)
+	got, err := tools.Execute(ctx, toolset.ToolCall{Name: "lookup", Args: nil})
 	require.NoError(t, err)
 	assert.Equal(t, "second", got)
 	tool, ok := tools.Lookup("lookup")
@@ -108,7 +108,7 @@ func TestBuildToolsEntryErrors(t *testing.T) {
 }
 
 func TestTools(t *testing.T) {
-	ctx := withRole("guest")
+	ctx := withRole(t, "guest")
 	users := toolset.NewFunction(
 		echoTool("get_user"),
 		toolset.NewTool("delete_user", "", func(context.Context, struct{}) (string, error) { return "deleted", nil },
@@ -138,19 +138,19 @@ func TestTools(t *testing.T) {
 	assert.Empty(t, none.Tools())
 	assert.Empty(t, none.Names())
 
-	empty, err := toolset.BuildTools(ctx, "Ops")
+	empty, err := toolset.BuildTools(nextTurn(ctx), "Ops")
 	require.NoError(t, err)
 	assert.Zero(t, empty.Len())
 }
 
 func TestBuildToolsLookupSkipsHiddenDuplicate(t *testing.T) {
-	ctx := withRole("guest")
+	ctx := withRole(t, "guest")
 	adminSearch := toolset.NewFunction(toolset.NewTool("search", "", func(context.Context, struct{}) (string, error) { return "admin", nil },
 		toolset.WithMetadata(map[string]string{"audience": "admin"}))).Filtered(adminsOnly)
 	userSearch := toolset.NewFunction(toolset.NewTool("search", "", func(context.Context, struct{}) (string, error) { return "user", nil }))
 	tools, err := toolset.BuildTools(ctx, "a", adminSearch, userSearch)
 	require.NoError(t, err)
-	got, err := tools.Call(ctx, "search", nil)
+	got, err := tools.Execute(ctx, toolset.ToolCall{Name: "search", Args: nil})
 	require.NoError(t, err)
 	assert.Equal(t, "user", got)
 }

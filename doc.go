@@ -12,37 +12,43 @@
 // The provider adapters (provider/openaitools, ...) and toolsettest build
 // on it.
 //
-// A typed tool, a toolset shown only to staff, one run, one turn, one call:
+// A typed tool, a toolset shown only to staff, and the agent loop: one run,
+// a turn per model step, the model's calls:
 //
 //	type Args struct {
 //		City string `json:"city" jsonschema:"City name, e.g. Paris"`
 //	}
+//	var Role = toolset.NewKey[string]("role") // at package level
+//
 //	forecast := toolset.NewTool("forecast", "Get the weather forecast.",
 //		func(ctx context.Context, in Args) (string, error) { return in.City + ": sunny", nil })
 //	staffOnly := func(ctx context.Context, _ toolset.Tool) (bool, error) {
-//		return toolset.FromContext(ctx).String("role") == "staff", nil
+//		return Role.Get(ctx) == "staff", nil
 //	}
 //	weather := toolset.NewFunction(forecast).Prefixed("weather").Filtered(staffOnly)
 //
-//	run := &toolset.RunContext{RunID: "r1", Values: map[string]any{"role": "staff"}}
-//	turn := toolset.NewContext(ctx, run.WithStep(0)) // then run.WithStep(1), ...
-//	tools, err := toolset.BuildTools(turn, "assistant", weather)
-//	if err != nil {
-//		return err // a name conflict, an invalid name, a failing toolset
+//	run := toolset.NewRun(requestID, toolset.WithValue(Role, "staff"))
+//	defer run.End()
+//	for {
+//		turn := run.Turn(ctx) // step 0, then 1, 2, ...
+//		tools, err := toolset.BuildTools(turn, "assistant", weather)
+//		if err != nil {
+//			return err // a misused run, a name conflict, an invalid name, a failing toolset
+//		}
+//		// Send tools.Tools() to the model, then run each call it makes:
+//		res, err := tools.Execute(turn, toolset.ToolCall{ID: id, Name: "weather_forecast", Args: args})
+//		if msg, ok := toolset.ErrorText(err); ok {
+//			res, err = msg, nil // the model is told what went wrong and may try again
+//		}
+//		// Any other err should stop the run.
 //	}
-//	// Send tools.List() to the model, then run each call it makes:
-//	res, err := tools.Call(turn, "weather_forecast", json.RawMessage(`{"city":"Paris"}`))
-//	if msg, ok := toolset.ErrorText(err); ok {
-//		res, err = msg, nil // the model is told what went wrong and may try again
-//	}
-//	// Any other err should stop the run.
 //
 // # Tools and toolsets
 //
 // A [Tool] is a value: what the model sees (Name, Description, Parameters,
 // Returns) plus a pointer to the code and state behind it, its core. Copies
 // share the core, so a prefixed, renamed or edited copy is the same tool
-// under another name ([Tool.Same]): its cache, rate-limit window, retry
+// under another name ([Tool.Same]): its cache, rate-limit window, failure
 // budget, middleware and delegate agent follow the tool, not the name. Make
 // tools with [NewTool] (the schema reflected from a Go struct), [NewRawTool]
 // (a ready schema, such as one decoded by [ParseSchema]) or [NewAgentTool];
@@ -82,7 +88,7 @@
 // Once per turn, under the turn's context, [BuildTools] turns an agent's
 // entries (toolsets, and bare Tools as standalone tools) into the [*ToolList]
 // the model is sent. Predicates, prepare and Dynamic functions read the
-// [RunContext] from that context; a predicate's error hides the tool (fail
+// run from that context ([Key], [FromContext]); a predicate's error hides the tool (fail
 // closed) and is logged, its panic fails the turn. Every name shown by two
 // entries and every name that breaks the providers' rule
 // ^[a-zA-Z0-9_-]{1,64}$ is reported at once, in one [*NameConflictError]
@@ -94,13 +100,13 @@
 // start-up.
 //
 // A deferred tool ([WithDeferred]) stays out of the set until a search of
-// this run ([NewToolSearch]) reveals it; a tool whose retries are spent
-// ([WithMaxRetries]) leaves the set, or stays in it marked unavailable when
-// [RunContext.StableToolList] is set.
+// this run ([NewToolSearch]) reveals it; a tool whose failure budget is
+// spent ([WithMaxFailures]) leaves the set, or stays in it marked
+// unavailable when the run asked for a stable list ([WithStableToolList]).
 //
-// A *Tools is immutable: [ToolList.All], [ToolList.Tools] and [ToolList.Names] give
+// A *ToolList is immutable: [ToolList.All], [ToolList.Tools] and [ToolList.Names] give
 // the tools in the order the model is sent them, [ToolList.Lookup] finds one
-// by name, [ToolList.Execute] and [ToolList.Call] run the model's calls. The
+// by name, [ToolList.Execute] runs the model's calls. The
 // order is part of the contract: the entries in order, each toolset's tools
 // in declaration order, unchanged from turn to turn while the same tools
 // are shown, so a provider's prompt cache stays warm; your own toolsets
@@ -109,35 +115,66 @@
 // # Runs
 //
 // A run is one user request answered by one agent, over several turns. Its
-// [RunContext] says who asks (Values such as "role" or "tenant", read with
-// [RunContext.String]), carries the application's dependencies ([DepsAs])
-// and holds the run's own bookkeeping: the failures that count against
-// retry budgets, the deferred tools its searches revealed, the approval
-// decisions ([RunContext.RecordApproval], [RunContext.RecordDenial]) and the
-// run-scoped caches ([CacheRun]). Make one per run and give each turn a
-// copy from [RunContext.WithStep], attached with [NewContext]: copies share
-// the bookkeeping, so every step sees what the others did. [FromContext]
-// reads it and never returns nil.
+// [RunContext], made once with [NewRun] and ended with [RunContext.End]
+// when the request is answered, says who asks (typed values, [WithValue],
+// read with a [Key]; or values by name, [WithValues], read with
+// [RunContext.Value]), carries the application's dependencies ([WithDeps],
+// read with [DepsAs]) and keeps the run's own bookkeeping: the failures
+// that spend a tool's budget, the deferred tools its searches revealed, the
+// approval decisions ([RunContext.RecordApproval],
+// [RunContext.RecordDenial]) and the run-scoped caches ([CacheRun]). Each
+// turn begins with [RunContext.Turn], which advances the run's step (0, 1,
+// 2, ...) and returns the context to build that turn's tools under, once.
+// A RunContext is opaque and read-only; [FromContext] returns the one a
+// context carries, or nil, and every method is safe on nil.
 //
-// A turn's *Tools belongs to the run it was built for, since its
+// The natural loop is the correct one, and the ways to get it wrong are
+// errors, not silent losses of bookkeeping:
+//
+//   - a second live run with the ID of another (a run made afresh each
+//     turn, say) is unusable: its Err, BuildTools and calls under it
+//     report a [*RunConflictError];
+//   - BuildTools under a context that carries the run but no turn
+//     ([NewContext] only), twice under one turn, or under a turn older than
+//     the run's latest fails with a [*TurnError];
+//   - BuildTools and calls under a run after its End fail with
+//     [ErrRunEnded];
+//   - a run dropped without End is garbage-collected all the same: its ID
+//     is free again, and a warning is logged through [slog.Default].
+//
+// Reading a run's value in a predicate is cheap: a [Key], made once with
+// [NewKey], reads a slice slot, and the contexts Turn returns and
+// BuildTools hands to callbacks carry the run themselves, so no context
+// chain is walked and no string hashed per tool.
+//
+// A turn's *ToolList belongs to the run it was built for, since its
 // predicates decided what that run may call: it refuses, with a
 // [*RunMismatchError], a call under the context of another run (or of no
-// run when it was built under one, and the reverse); any step of its own
-// run will do.
+// run when it was built under one, and the reverse); any context of its own
+// run will do. A context that carries no run builds and calls tools of no
+// run, for tests and one-off calls: approvals and tool searches then
+// refuse, and failures are not counted.
 //
-// A sub-agent is a tool: [NewAgentTool] offers an [Agent] to the model, which
-// calls it with a prompt and gets the agent's answer. The sub-agent builds
-// its own tools under its own run context, and [Tool.DelegateAgent] finds
-// the agent behind any copy of the tool.
+// A sub-agent is a tool: [NewAgentTool] offers an [Agent] to the model,
+// which calls it with a prompt and gets the agent's answer. Each call runs
+// the agent under a child run of the caller's ([RunContext.NewChild]): it
+// inherits the caller's values and dependencies, has its own steps, failure
+// budgets, reveals, approvals and caches, knows its parent's ID
+// ([RunContext.ParentID]), and ends when the agent's Run returns. The
+// agent's own loop begins its turns with toolset.FromContext(ctx).Turn(ctx).
+// A sub-agent's call that waits for approval stops the calling run too,
+// with the sub-agent's [*ApprovalRequiredError], which names the child run.
+// [Tool.DelegateAgent] finds the agent behind any copy of the tool.
 //
 // # The call path
 //
-// [ToolList.Execute] (and [ToolList.Call], which is Execute without a call ID)
-// and [Tool.Call] run a call through these steps, in order:
+// [ToolList.Execute], and [Tool.Execute] for a direct call of one tool, run
+// a call through these steps, in order:
 //
-//  1. the run check and the lookup in this turn's set (Tools only); then a
-//     call under a done context, of a deferred tool this run has not
-//     revealed, or of a tool whose retries are spent is refused;
+//  1. the run check (an ended or unusable run, and for a ToolList another
+//     run) and the lookup in this turn's set (ToolList only); then a call
+//     under a done context, of a deferred tool this run has not revealed,
+//     or of a tool whose failure budget is spent is refused;
 //  2. argument validation against the tool's parameter schema as offered
 //     this turn;
 //  3. approval ([WithApprovalRequired]);
@@ -149,7 +186,7 @@
 //  7. the handler, both under the tool's timeout ([WithTimeout]), with
 //     panics recovered;
 //  8. result cache store, for successful results;
-//  9. retry accounting in the run ([WithMaxRetries]).
+//  9. failure accounting in the run ([WithMaxFailures]).
 //
 // Validation comes first so that nothing later sees arguments the tool
 // would refuse: an approval predicate or a cache key function gets valid
@@ -171,11 +208,11 @@
 //   - [WithPrepare]: edit the tool's definition, or drop it, per turn.
 //   - [WithDeferred]: hide the tool until a [NewToolSearch] of the run finds it.
 //   - [WithRequiredEnv]: environment variables BuildTools and Validate check.
-//   - [WithApproval]: calls wait for a human's decision, recorded in the run.
+//   - [WithApprovalRequired]: calls stop the run until a human's decision is recorded in it.
 //   - [WithCache]: keep successful results per process or per run.
 //   - [WithRateLimit]: wait for a token, or refuse the call.
 //   - [WithTimeout]: a deadline, told to the model or ending the run.
-//   - [WithMaxRetries]: a budget of failing steps per run, then it is spent.
+//   - [WithMaxFailures]: a budget of failing steps per run, then it is spent.
 //   - [WithMiddleware]: wrap the handler; [Wrapper] does it per toolset.
 //   - [WithMetadata], [WithReturns]: data for the application; the result's schema.
 //
@@ -186,14 +223,17 @@
 // as the tool result. Such are [*ArgumentError] (every problem with the
 // arguments at once, field by field), [*UnknownToolError] (a name not in
 // this turn's set, listing the names that are), [*UnavailableToolError],
-// [*MessageError] (a handler's [NewModelError]), [*TimeoutError], [*RateLimitError],
-// [*ApprovalRequiredError] and [*ApprovalDeniedError]; an application's own
-// errors may implement it too. Every other error should stop the run: a
-// handler's error in a [*ToolError] (unless it wraps a ModelError), an
-// [*AbortError], a [*RunMismatchError], and a [*PanicError] for user code
+// [*MessageError] (a handler's [NewModelError]), [*TimeoutError], [*RateLimitError]
+// and [*ApprovalDeniedError]; an application's own errors may implement it
+// too. Every other error should stop the run: an [*ApprovalRequiredError]
+// (the loop asks a human, records the decision and executes the call
+// again), a handler's error in a [*ToolError] (unless it wraps a
+// ModelError), an [*AbortError], a [*RunMismatchError], a
+// [*RunConflictError], [ErrRunEnded], and a [*PanicError] for user code
 // that panicked, naming the kind of callback, the tool and the toolset.
 //
-// A turn fails with a [*NameConflictError] (a rename collision included),
+// A turn fails with a [*TurnError], a [*RunConflictError] or [ErrRunEnded]
+// for a misused run, a [*NameConflictError] (a rename collision included),
 // an [*EnvError] for a shown tool's missing environment variables, the
 // joined errors of the toolsets that failed, or a [*PanicError]. A schema
 // that refers outside itself is a [*SchemaRefError], from [ParseSchema] or
@@ -229,14 +269,15 @@
 //     a goroutine this module runs it on (those of BuildTools and Combined,
 //     a provider adapter's calls) is reported as a [*PanicError] with
 //     [ErrGoexit]. A handler runs on the goroutine that makes the call, so
-//     one called directly, as by [ToolList.Call], ends the caller's goroutine
+//     one called directly, as by [ToolList.Execute], ends the caller's goroutine
 //     as Go defines; that is logged.
 //
 // # Concurrency and performance
 //
-// Toolsets, tools and a turn's *Tools are safe for concurrent use: one
-// value serves every run at once, since per-run state lives in the
-// RunContext. Your own toolsets must be safe the same way (see [Toolset]):
+// Toolsets, tools, a turn's *ToolList and a RunContext are safe for
+// concurrent use: one toolset serves every run at once, since per-run state
+// lives in the RunContext, and concurrent Turns of a run get distinct
+// steps. Your own toolsets must be safe the same way (see [Toolset]):
 // BuildTools and Combined materialise their entries concurrently.
 //
 // What does not depend on the run context is memoised and shared by every

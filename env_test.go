@@ -19,7 +19,7 @@ func TestRequiredEnv(t *testing.T) {
 	t.Setenv("TOOLSET_TEST_MAPS_KEY", "")
 	entries := []toolset.Toolset{toolset.NewFunction(weather).Prefixed("w"), toolset.NewFunction(maps).Filtered(adminsOnly)}
 
-	_, err := toolset.BuildTools(withRole("admin"), "a", entries...)
+	_, err := toolset.BuildTools(withRole(t, "admin"), "a", entries...)
 	var ee *toolset.EnvError
 	require.ErrorAs(t, err, &ee)
 	assert.Equal(t, []toolset.MissingEnv{{Tool: "w_weather", Var: "TOOLSET_TEST_WEATHER_KEY"}, {Tool: "maps", Var: "TOOLSET_TEST_MAPS_KEY"}}, ee.Missing)
@@ -28,9 +28,9 @@ func TestRequiredEnv(t *testing.T) {
 		"  - TOOLSET_TEST_MAPS_KEY (needed by tool \"maps\")", err.Error())
 
 	t.Setenv("TOOLSET_TEST_WEATHER_KEY", "k")
-	_, err = toolset.BuildTools(withRole("guest"), "a", entries...)
+	_, err = toolset.BuildTools(withRole(t, "guest"), "a", entries...)
 	require.NoError(t, err, "the hidden tool's variables do not matter this turn")
-	err = toolset.Validate(withRole("guest"), entries...)
+	err = toolset.Validate(withRole(t, "guest"), entries...)
 	require.ErrorAs(t, err, &ee, "Validate checks every tool")
 	assert.Equal(t, []toolset.MissingEnv{{Tool: "maps", Var: "TOOLSET_TEST_MAPS_KEY"}}, ee.Missing)
 

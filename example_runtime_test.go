@@ -25,9 +25,9 @@ func ExampleWithCache() {
 	// The prefixed copy shares the cache with the original.
 	ctx := context.Background()
 	tools, _ := toolset.BuildTools(ctx, "trader", toolset.NewFunction(price).Prefixed("market"))
-	tools.Call(ctx, "market_price", json.RawMessage(`{"symbol":"ACME"}`))
-	res, _ := tools.Call(ctx, "market_price", json.RawMessage(`{ "symbol" : "ACME" }`))
-	res2, _ := price.Call(ctx, json.RawMessage(`{"symbol":"ACME"}`))
+	tools.Execute(ctx, toolset.ToolCall{Name: "market_price", Args: json.RawMessage(`{"symbol":"ACME"}`)})
+	res, _ := tools.Execute(ctx, toolset.ToolCall{Name: "market_price", Args: json.RawMessage(`{ "symbol" : "ACME" }`)})
+	res2, _ := price.Execute(ctx, toolset.ToolCall{Args: json.RawMessage(`{"symbol":"ACME"}`)})
 	fmt.Println(res, res2, lookups, price.CacheStats())
 	// Output:
 	// ACME: 101.5 ACME: 101.5 1 {2 1}
@@ -40,7 +40,7 @@ func ExampleWithRateLimit() {
 
 	ctx := context.Background()
 	for range 3 {
-		res, err := send.Call(ctx, nil)
+		res, err := send.Execute(ctx, toolset.ToolCall{Args: nil})
 		if msg, ok := toolset.ErrorText(err); ok {
 			fmt.Println("model sees:", msg)
 			continue
@@ -63,7 +63,7 @@ func ExampleWithTimeout() {
 		}
 	}, toolset.WithTimeout(20*time.Millisecond, toolset.TimeoutTellModel))
 
-	_, err := slow.Call(context.Background(), nil)
+	_, err := slow.Execute(context.Background(), toolset.ToolCall{Args: nil})
 	msg, forModel := toolset.ErrorText(err)
 	fmt.Println(forModel, msg)
 	// Output:
@@ -79,24 +79,25 @@ func ExampleNewModelError() {
 		}
 		return "user 42", nil
 	})
-	_, err := lookup.Call(context.Background(), json.RawMessage(`{"email":""}`))
+	_, err := lookup.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"email":""}`)})
 	msg, _ := toolset.ErrorText(err)
 	fmt.Println(msg)
 	// Output:
 	// give the user's email address
 }
 
-func ExampleWithMaxRetries() {
+func ExampleWithMaxFailures() {
 	flaky := toolset.NewTool("flaky", "Often fails.", func(context.Context, struct{}) (string, error) {
 		return "", toolset.NewModelError("try later")
-	}, toolset.WithMaxRetries(1))
+	}, toolset.WithMaxFailures(2))
 
-	rc := &toolset.RunContext{RunID: "r1"}
-	for step := range 3 {
-		ctx := toolset.NewContext(context.Background(), rc.WithStep(step))
+	run := toolset.NewRun("r1")
+	defer run.End()
+	for range 3 {
+		ctx := run.Turn(context.Background())
 		tools, _ := toolset.BuildTools(ctx, "a", flaky, tool("steady"))
-		fmt.Println(step, tools.Names())
-		tools.Call(ctx, "flaky", nil)
+		fmt.Println(toolset.FromContext(ctx).Step(), tools.Names())
+		tools.Execute(ctx, toolset.ToolCall{Name: "flaky"})
 	}
 	// Output:
 	// 0 [flaky steady]
@@ -105,14 +106,16 @@ func ExampleWithMaxRetries() {
 }
 
 func ExampleWithEnabled() {
+	plan := toolset.NewKey[string]("plan")
 	billing := toolset.NewTool("billing", "Billing tools.", func(context.Context, struct{}) (string, error) { return "", nil },
 		toolset.WithEnabled(func(ctx context.Context, _ toolset.Tool) (bool, error) {
-			return toolset.FromContext(ctx).String("plan") == "pro", nil
+			return plan.Get(ctx) == "pro", nil
 		}))
-	for _, plan := range []string{"pro", "free"} {
-		ctx := toolset.NewContext(context.Background(), &toolset.RunContext{Values: map[string]any{"plan": plan}})
-		tools, _ := toolset.BuildTools(ctx, "a", billing, tool("help"))
-		fmt.Println(plan, tools.Names())
+	for _, p := range []string{"pro", "free"} {
+		run := toolset.NewRun("", toolset.WithValue(plan, p))
+		tools, _ := toolset.BuildTools(run.Turn(context.Background()), "a", billing, tool("help"))
+		fmt.Println(p, tools.Names())
+		run.End()
 	}
 	// Output:
 	// pro [billing help]
@@ -122,11 +125,13 @@ func ExampleWithEnabled() {
 func ExampleWithPrepare() {
 	search := toolset.NewTool("search", "Search the knowledge base.", func(context.Context, struct{}) (string, error) { return "", nil },
 		toolset.WithPrepare(func(ctx context.Context, t toolset.Tool) (toolset.Tool, bool, error) {
-			t.Description += " Only " + toolset.FromContext(ctx).String("tenant") + "'s documents are searched."
+			tenant, _ := toolset.FromContext(ctx).Value("tenant").(string)
+			t.Description += " Only " + tenant + "'s documents are searched."
 			return t, true, nil
 		}))
-	ctx := toolset.NewContext(context.Background(), &toolset.RunContext{Values: map[string]any{"tenant": "Acme"}})
-	tools, _ := toolset.BuildTools(ctx, "a", search)
+	run := toolset.NewRun("", toolset.WithValues(map[string]any{"tenant": "Acme"}))
+	defer run.End()
+	tools, _ := toolset.BuildTools(run.Turn(context.Background()), "a", search)
 	t, _ := tools.Lookup("search")
 	fmt.Println(t.Description)
 	// Output:
@@ -150,16 +155,17 @@ func ExampleWithApprovalRequired() {
 		return fmt.Sprintf("refunded %d", in.Amount), nil
 	}, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
 
-	rc := &toolset.RunContext{RunID: "r1"}
-	ctx := toolset.NewContext(context.Background(), rc)
+	run := toolset.NewRun("r1")
+	defer run.End()
+	ctx := run.Turn(context.Background())
 	tools, _ := toolset.BuildTools(ctx, "support", refund)
 	call := toolset.ToolCall{ID: "call_1", Name: "refund", Args: json.RawMessage(`{"amount":30}`)}
 
 	_, err := tools.Execute(ctx, call)
 	var pending *toolset.ApprovalRequiredError
-	if errors.As(err, &pending) {
+	if errors.As(err, &pending) { // not for the model: the loop stops and asks
 		fmt.Println("ask a human about", pending.Call.ID)
-		rc.RecordApproval(pending.Call)
+		run.RecordApproval(pending.Call)
 	}
 	res, _ := tools.Execute(ctx, call)
 	fmt.Println(res)
@@ -184,7 +190,7 @@ func ExampleWithMiddleware() {
 	// Middleware on a Wrapper applies to every tool it yields.
 	logged := toolset.Wrapper{Wrapped: toolset.NewFunction(echo), Middleware: []toolset.Middleware{logCalls}}
 	tools, _ := toolset.BuildTools(context.Background(), "a", toolset.NewPrefixed(logged, "x"))
-	tools.Call(context.Background(), "x_echo", json.RawMessage(`{"s":"hi"}`))
+	tools.Execute(context.Background(), toolset.ToolCall{Name: "x_echo", Args: json.RawMessage(`{"s":"hi"}`)})
 	// Output:
 	// x_echo({"s":"hi"}) = hi
 }
@@ -192,7 +198,7 @@ func ExampleWithMiddleware() {
 func ExampleNewAgentTool() {
 	research := toolset.NewAgentTool(researcher{})
 	tools, _ := toolset.BuildTools(context.Background(), "lead", toolset.NewFunction(research).Prefixed("team"))
-	res, _ := tools.Call(context.Background(), "team_researcher", json.RawMessage(`{"prompt":"tides"}`))
+	res, _ := tools.Execute(context.Background(), toolset.ToolCall{Name: "team_researcher", Args: json.RawMessage(`{"prompt":"tides"}`)})
 	t, _ := tools.Lookup("team_researcher")
 	fmt.Println(res, "/", t.DelegateAgent().Name())
 	// Output:
@@ -209,13 +215,14 @@ func ExampleNewToolSearch() {
 	)
 	search := toolset.NewToolSearch(catalog)
 
-	rc := &toolset.RunContext{RunID: "r1"}
+	run := toolset.NewRun("r1")
+	defer run.End()
 	for step := range 2 {
-		ctx := toolset.NewContext(context.Background(), rc.WithStep(step))
+		ctx := run.Turn(context.Background())
 		tools, _ := toolset.BuildTools(ctx, "billing", catalog, search)
 		fmt.Println(tools.Names())
 		if step == 0 {
-			res, _ := tools.Call(ctx, "tool_search", json.RawMessage(`{"query":"refund"}`))
+			res, _ := tools.Execute(ctx, toolset.ToolCall{Name: "tool_search", Args: json.RawMessage(`{"query":"refund"}`)})
 			text, _ := toolset.ResultText(res)
 			fmt.Println(text)
 		}

@@ -23,10 +23,10 @@ func ExampleNewTool() {
 	schema, _ := forecast.ParametersJSON()
 	fmt.Println(string(schema))
 
-	res, err := forecast.Call(context.Background(), json.RawMessage(`{"city":"Paris","days":3}`))
+	res, err := forecast.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"city":"Paris","days":3}`)})
 	fmt.Println(res, err)
 
-	_, err = forecast.Call(context.Background(), json.RawMessage(`{"days":30}`))
+	_, err = forecast.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"days":30}`)})
 	msg, _ := toolset.ErrorText(err)
 	fmt.Println(msg)
 	// Output:
@@ -87,16 +87,18 @@ func ExampleNewRenamed() {
 }
 
 func ExampleNewFiltered() {
+	role := toolset.NewKey[string]("role")
 	deleteUser := toolset.NewTool("delete_user", "", func(context.Context, struct{}) (string, error) { return "ok", nil },
 		toolset.WithMetadata(map[string]string{"audience": "admin"}))
 	users := toolset.NewFunction(tool("get_user"), deleteUser).Filtered(
 		func(ctx context.Context, t toolset.Tool) (bool, error) {
-			return t.Metadata["audience"] != "admin" || toolset.FromContext(ctx).String("role") == "admin", nil
+			return t.Metadata["audience"] != "admin" || role.Get(ctx) == "admin", nil
 		})
-	for _, role := range []string{"admin", "guest"} {
-		ctx := toolset.NewContext(context.Background(), &toolset.RunContext{Values: map[string]any{"role": role}})
-		fmt.Print(role, ": ")
-		printNames(users, ctx)
+	for _, r := range []string{"admin", "guest"} {
+		run := toolset.NewRun("", toolset.WithValue(role, r))
+		fmt.Print(r, ": ")
+		printNames(users, run.Turn(context.Background()))
+		run.End()
 	}
 	// Output:
 	// admin: get_user delete_user
@@ -150,10 +152,11 @@ func ExampleNewPrepared() {
 }
 
 func ExampleNewDynamic() {
+	tenantKey := toolset.NewKey[string]("tenant")
 	acme := toolset.NewFunction(tool("crm_lookup"))
 	globex := toolset.NewFunction(tool("erp_lookup"), tool("erp_order"))
 	perTenant := toolset.NewDynamic(func(ctx context.Context) (toolset.Toolset, error) {
-		switch tenant := toolset.FromContext(ctx).String("tenant"); tenant {
+		switch tenant := tenantKey.Get(ctx); tenant {
 		case "acme":
 			return acme, nil
 		case "globex":
@@ -163,8 +166,9 @@ func ExampleNewDynamic() {
 		}
 	})
 	for _, tenant := range []string{"acme", "globex", "initech"} {
-		ctx := toolset.NewContext(context.Background(), &toolset.RunContext{Values: map[string]any{"tenant": tenant}})
-		printNames(perTenant, ctx)
+		run := toolset.NewRun("", toolset.WithValue(tenantKey, tenant))
+		printNames(perTenant, run.Turn(context.Background()))
+		run.End()
 	}
 	// Output:
 	// crm_lookup
@@ -173,24 +177,26 @@ func ExampleNewDynamic() {
 }
 
 func ExampleBuildTools() {
-	ctx := toolset.NewContext(context.Background(), &toolset.RunContext{RunID: "r1", Agent: "Ops"})
+	run := toolset.NewRun("r1")
+	defer run.End()
 	shared := toolset.NewFunction(tool("query"))
 	weather := toolset.NewFunction(tool("get_temp"))
 
-	_, err := toolset.BuildTools(ctx, "Ops", shared, weather, shared, tool("get_temp"))
+	_, err := toolset.BuildTools(run.Turn(context.Background()), "Ops", shared, weather, shared, tool("get_temp"))
 	var conflicts *toolset.NameConflictError
 	if errors.As(err, &conflicts) {
 		fmt.Println(err)
 	}
 
+	ctx := run.Turn(context.Background()) // the next turn
 	tools, err := toolset.BuildTools(ctx, "Ops", shared.Prefixed("a"), weather, shared.Prefixed("b"))
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(tools.Names())
-	res, _ := tools.Call(ctx, "b_query", nil)
+	res, _ := tools.Execute(ctx, toolset.ToolCall{Name: "b_query", Args: nil})
 	fmt.Println(res)
-	_, err = tools.Call(ctx, "query", nil)
+	_, err = tools.Execute(ctx, toolset.ToolCall{Name: "query", Args: nil})
 	msg, _ := toolset.ErrorText(err)
 	fmt.Println(msg)
 	// Output:

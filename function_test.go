@@ -76,7 +76,7 @@ func TestNewToolEmptyStruct(t *testing.T) {
 	tool := toolset.NewTool("ping", "Ping.", func(context.Context, struct{}) (string, error) { return "pong", nil })
 	assert.JSONEq(t, `{"type":"object","properties":{},"additionalProperties":false}`, schemaJSON(t, tool))
 	for _, args := range []string{``, `null`, `{}`, "  "} {
-		got, err := tool.Call(context.Background(), json.RawMessage(args))
+		got, err := tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(args)})
 		require.NoError(t, err, "args %q", args)
 		assert.Equal(t, "pong", got)
 	}
@@ -86,7 +86,7 @@ func TestNewToolPointerArgs(t *testing.T) {
 	tool := toolset.NewTool("greet", "Greet.", func(_ context.Context, in *stop) (string, error) {
 		return "hello " + in.Name, nil
 	})
-	got, err := tool.Call(context.Background(), json.RawMessage(`{"name":"Ada"}`))
+	got, err := tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"name":"Ada"}`)})
 	require.NoError(t, err)
 	assert.Equal(t, "hello Ada", got)
 }
@@ -120,7 +120,7 @@ func TestNewToolUnusable(t *testing.T) {
 			require.ErrorContains(t, err, c.want)
 			_, err = toolset.BuildTools(context.Background(), "a", c.tool)
 			require.ErrorContains(t, err, c.want)
-			_, err = c.tool.Call(context.Background(), nil)
+			_, err = c.tool.Execute(context.Background(), toolset.ToolCall{Args: nil})
 			require.ErrorContains(t, err, c.want)
 		})
 	}
@@ -165,7 +165,7 @@ func TestCallValidation(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := tool.Call(context.Background(), json.RawMessage(c.args))
+			_, err := tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(c.args)})
 			var ae *toolset.ArgumentError
 			require.ErrorAs(t, err, &ae)
 			assert.Equal(t, "get_weather", ae.Tool)
@@ -181,14 +181,14 @@ func TestCallValidation(t *testing.T) {
 }
 
 func TestCallMalformedJSON(t *testing.T) {
-	_, err := weatherTool().Call(context.Background(), json.RawMessage(`{"city": "Par`))
+	_, err := weatherTool().Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"city": "Par`)})
 	var ae *toolset.ArgumentError
 	require.ErrorAs(t, err, &ae)
 	require.Len(t, ae.Problems, 1)
 	assert.Contains(t, ae.Problems[0].Message, "not valid JSON")
 	assert.Contains(t, ae.Problems[0].Message, "at byte")
 
-	_, err = weatherTool().Call(context.Background(), json.RawMessage(`{"city":"a","days":1} {}`))
+	_, err = weatherTool().Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"city":"a","days":1} {}`)})
 	require.ErrorAs(t, err, &ae)
 	assert.Contains(t, ae.Problems[0].Message, "not valid JSON")
 }
@@ -206,7 +206,7 @@ func TestCallDecodeError(t *testing.T) {
 	}) (int8, error) {
 		return in.N, nil
 	})
-	_, err := tool.Call(context.Background(), json.RawMessage(`{"n": 300}`))
+	_, err := tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"n": 300}`)})
 	var ae *toolset.ArgumentError
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, []toolset.ArgumentProblem{{Field: "n", Message: "cannot use number 300 as an integer in the range of int8"}}, ae.Problems)
@@ -225,11 +225,11 @@ func TestCallDateTimeNamesTheField(t *testing.T) {
 	}) (int, error) {
 		return len(in.Legs), nil
 	})
-	got, err := tool.Call(context.Background(), json.RawMessage(`{"legs":[{"depart":"2026-12-01T09:00:00Z"}]}`))
+	got, err := tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"legs":[{"depart":"2026-12-01T09:00:00Z"}]}`)})
 	require.NoError(t, err)
 	assert.Equal(t, 1, got)
 
-	_, err = tool.Call(context.Background(), json.RawMessage(`{"legs":[{"depart":"2026-12-01T09:00:00Z","return":"tomorrow"},{"depart":"yesterday"}]}`))
+	_, err = tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"legs":[{"depart":"2026-12-01T09:00:00Z","return":"tomorrow"},{"depart":"yesterday"}]}`)})
 	var ae *toolset.ArgumentError
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, []toolset.ArgumentProblem{
@@ -245,7 +245,7 @@ func TestCallDateTimeNamesTheField(t *testing.T) {
 	}) (string, error) {
 		return string(in.Code), nil
 	})
-	_, err = coded.Call(context.Background(), json.RawMessage(`{"note":"soon","code":"abc"}`))
+	_, err = coded.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"note":"soon","code":"abc"}`)})
 	require.ErrorAs(t, err, &ae)
 	require.Len(t, ae.Problems, 1)
 	assert.Contains(t, ae.Problems[0].Message, "code must be uppercase")
@@ -270,7 +270,7 @@ func (c *upperCode) UnmarshalJSON(b []byte) error {
 }
 
 func TestCallSuccess(t *testing.T) {
-	got, err := weatherTool().Call(context.Background(), json.RawMessage(`{"city":"Paris","days":3,"units":"metric"}`))
+	got, err := weatherTool().Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"city":"Paris","days":3,"units":"metric"}`)})
 	require.NoError(t, err)
 	assert.Equal(t, forecast{City: "Paris", Temp: 21.5}, got)
 }
@@ -279,7 +279,7 @@ func TestCallPanickingHandler(t *testing.T) {
 	tool := toolset.NewTool("boom", "", func(context.Context, struct{}) (int, error) { panic("kaboom") })
 	tools, err := toolset.BuildTools(context.Background(), "a", toolset.NewRenamed(tool, map[string]string{"boom": "explode"}))
 	require.NoError(t, err)
-	_, err = tools.Call(context.Background(), "explode", nil)
+	_, err = tools.Execute(context.Background(), toolset.ToolCall{Name: "explode", Args: nil})
 	var pe *toolset.PanicError
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, "explode", pe.Tool)
@@ -300,7 +300,7 @@ func TestCallHandlerErrors(t *testing.T) {
 		}
 		return 0, fail
 	})
-	_, err := tool.Call(context.Background(), json.RawMessage(`{"retry": false}`))
+	_, err := tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"retry": false}`)})
 	require.ErrorIs(t, err, fail)
 	var te *toolset.ToolError
 	require.ErrorAs(t, err, &te)
@@ -308,7 +308,7 @@ func TestCallHandlerErrors(t *testing.T) {
 	_, visible := toolset.ErrorText(err)
 	assert.False(t, visible, "a plain handler error stops the run")
 
-	_, err = tool.Call(context.Background(), json.RawMessage(`{"retry": true}`))
+	_, err = tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"retry": true}`)})
 	msg, visible := toolset.ErrorText(err)
 	require.True(t, visible)
 	assert.Equal(t, `no user "ada"; try the email address`, msg)
@@ -319,7 +319,7 @@ func TestCallCancelledContext(t *testing.T) {
 	tool := toolset.NewTool("slow", "", func(context.Context, struct{}) (int, error) { ran = true; return 1, nil })
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := tool.Call(ctx, nil)
+	_, err := tool.Execute(ctx, toolset.ToolCall{Args: nil})
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Contains(t, err.Error(), `tool "slow" not called`)
 	assert.False(t, ran)
@@ -331,12 +331,12 @@ func TestRawTool(t *testing.T) {
 	tool := toolset.NewRawTool("search", "Search.", &schema, func(_ context.Context, args json.RawMessage) (any, error) {
 		return string(args), nil
 	}, toolset.WithMetadata(map[string]string{"source": "test"}))
-	got, err := tool.Call(context.Background(), json.RawMessage(`{"q":"go"}`))
+	got, err := tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"q":"go"}`)})
 	require.NoError(t, err)
 	assert.Equal(t, `{"q":"go"}`, got)
 	assert.Equal(t, "test", tool.Metadata["source"])
 
-	_, err = tool.Call(context.Background(), json.RawMessage(`{"q":"g"}`))
+	_, err = tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"q":"g"}`)})
 	var ae *toolset.ArgumentError
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, []toolset.ArgumentProblem{{Field: "q", Message: "must be at least 2 characters long; got 1"}}, ae.Problems)

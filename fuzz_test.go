@@ -36,7 +36,7 @@ func FuzzCallArgs(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, args []byte) {
-		res, err := tools.Call(context.Background(), "get_weather", args)
+		res, err := tools.Execute(context.Background(), toolset.ToolCall{Name: "get_weather", Args: args})
 		if err != nil {
 			var ae *toolset.ArgumentError
 			if !errors.As(err, &ae) || len(ae.Problems) == 0 {

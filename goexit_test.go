@@ -22,16 +22,16 @@ func TestGoexitingHandlerIsNotCachedAsSuccess(t *testing.T) {
 		}
 		return "fresh", nil
 	}, toolset.WithCache(toolset.CachePolicy{}))
-	ctx := newRun("r")
+	ctx := newRun(t, "r")
 	tools, err := toolset.BuildTools(ctx, "a", tool)
 	require.NoError(t, err)
 	done := make(chan struct{})
 	go func() { // as a provider adapter runs a call
 		defer close(done)
-		_, _ = tools.Call(ctx, "t", nil)
+		_, _ = tools.Execute(ctx, toolset.ToolCall{Name: "t", Args: nil})
 	}()
 	<-done
-	res, err := tools.Call(ctx, "t", nil)
+	res, err := tools.Execute(ctx, toolset.ToolCall{Name: "t", Args: nil})
 	require.NoError(t, err)
 	assert.Equal(t, "fresh", res, "a call that never returned left no result in the cache")
 	assert.Equal(t, int32(2), calls.Load())
@@ -50,8 +50,8 @@ func TestGoexitingHandlerFailsTheCallsWaitingForIt(t *testing.T) {
 		}
 		return "fresh", nil
 	}, toolset.WithCache(toolset.CachePolicy{}))
-	ctx := newRun("r")
-	go func() { _, _ = tool.Call(ctx, nil) }()
+	ctx := newRun(t, "r")
+	go func() { _, _ = tool.Execute(ctx, toolset.ToolCall{Args: nil}) }()
 	<-started
 	type outcome struct {
 		res any
@@ -59,7 +59,7 @@ func TestGoexitingHandlerFailsTheCallsWaitingForIt(t *testing.T) {
 	}
 	waiter := make(chan outcome)
 	go func() {
-		res, err := tool.Call(ctx, nil)
+		res, err := tool.Execute(ctx, toolset.ToolCall{Args: nil})
 		waiter <- outcome{res, err}
 	}()
 	// Let the second call find the first in flight, then end the first.
@@ -90,7 +90,7 @@ func TestGoexitInTurnCallbackCancelsItsSiblings(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		done := make(chan error, 1)
 		go func() {
-			_, err := toolset.BuildTools(newRun("r"), "a", waits, quits)
+			_, err := toolset.BuildTools(newRun(t, "r"), "a", waits, quits)
 			done <- err
 		}()
 		synctest.Wait()

@@ -38,11 +38,7 @@ func clones(t *testing.T, ctx context.Context, tool toolset.Tool) *toolset.ToolL
 	return tools
 }
 
-func newRun(id string) context.Context {
-	return toolset.NewContext(context.Background(), &toolset.RunContext{RunID: id, Agent: "a"})
-}
-
 func call(t *testing.T, ctx context.Context, tools *toolset.ToolList, name, args string) (any, error) {
 	t.Helper()
-	return tools.Call(ctx, name, json.RawMessage(args))
+	return tools.Execute(ctx, toolset.ToolCall{Name: name, Args: json.RawMessage(args)})
 }

@@ -51,7 +51,7 @@ func TestPanicValueWhoseStringPanicsDoesNotEscape(t *testing.T) {
 	pred := func(context.Context, toolset.Tool) (bool, error) { panic(nastyValue{}) }
 	ts := toolset.NewFunction(echoTool("a")).Filtered(pred)
 	var err error
-	require.NotPanics(t, func() { _, err = toolset.BuildTools(newRun("r"), "a", ts) })
+	require.NotPanics(t, func() { _, err = toolset.BuildTools(newRun(t, "r"), "a", ts) })
 	requireSafeError(t, err)
 	var pe *toolset.PanicError
 	require.ErrorAs(t, err, &pe)
@@ -60,18 +60,18 @@ func TestPanicValueWhoseStringPanicsDoesNotEscape(t *testing.T) {
 
 	// On the goroutines of BuildTools, too.
 	other := toolset.NewFunction(echoTool("z")).Filtered(func(context.Context, toolset.Tool) (bool, error) { return true, nil })
-	require.NotPanics(t, func() { _, err = toolset.BuildTools(newRun("r"), "a", other, ts) })
+	require.NotPanics(t, func() { _, err = toolset.BuildTools(newRun(t, "r"), "a", other, ts) })
 	requireSafeError(t, err)
 
 	// And in the call path, whose error the caller formats.
 	tool := toolset.NewTool("t", "", func(context.Context, struct{}) (string, error) { panic(nastyValue{}) })
-	require.NotPanics(t, func() { _, err = tool.Call(newRun("r"), nil) })
+	require.NotPanics(t, func() { _, err = tool.Execute(newRun(t, "r"), toolset.ToolCall{Args: nil}) })
 	requireSafeError(t, err)
 }
 
 func TestPanicWithNilValueIsAPanicNotAGoexit(t *testing.T) {
 	tool := toolset.NewTool("t", "", func(context.Context, struct{}) (string, error) { panic(nil) })
-	_, err := tool.Call(newRun("r"), nil)
+	_, err := tool.Execute(newRun(t, "r"), toolset.ToolCall{Args: nil})
 	var pe *toolset.PanicError
 	require.ErrorAs(t, err, &pe)
 	var pn *runtime.PanicNilError
@@ -79,7 +79,7 @@ func TestPanicWithNilValueIsAPanicNotAGoexit(t *testing.T) {
 	assert.NotErrorIs(t, err, toolset.ErrGoexit)
 
 	pred := func(context.Context, toolset.Tool) (bool, error) { panic(nil) }
-	_, err = toolset.BuildTools(newRun("r"), "a", toolset.NewFunction(echoTool("a")).Filtered(pred))
+	_, err = toolset.BuildTools(newRun(t, "r"), "a", toolset.NewFunction(echoTool("a")).Filtered(pred))
 	assert.ErrorAs(t, err, &pn)
 }
 
@@ -88,15 +88,15 @@ func TestHandlerErrorWhoseMethodsPanicFailsTheCall(t *testing.T) {
 	mw := func(next toolset.Handler) toolset.Handler { return next }
 	for _, opts := range [][]toolset.ToolOption{
 		nil,
-		{toolset.WithMaxRetries(2)},
+		{toolset.WithMaxFailures(2)},
 		{toolset.WithTimeout(1<<40, toolset.TimeoutTellModel)},
 		{toolset.WithMiddleware(mw), toolset.WithCache(toolset.CachePolicy{})},
 	} {
 		tool := toolset.NewTool("t", "", func(context.Context, struct{}) (string, error) { return "", nastyError{} }, opts...)
-		ctx := newRun("r")
+		ctx := newRun(t, "r")
 		tools, err := toolset.BuildTools(ctx, "a", tool)
 		require.NoError(t, err)
-		require.NotPanics(t, func() { _, err = tools.Call(ctx, "t", nil) })
+		require.NotPanics(t, func() { _, err = tools.Execute(ctx, toolset.ToolCall{Name: "t", Args: nil}) })
 		requireSafeError(t, err)
 		var pe *toolset.PanicError
 		require.ErrorAs(t, err, &pe)
@@ -108,7 +108,8 @@ func TestHandlerErrorWhoseMethodsPanicFailsTheCall(t *testing.T) {
 
 func TestCallbackErrorWhoseMethodsPanicFailsTheTurnOrCall(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	ctx := newRun("r")
+	run := testRun(t, "r")
+	ctx := toolset.NewContext(context.Background(), run)
 	failing := func(string) toolset.Toolset {
 		return toolset.NewDynamic(func(context.Context) (toolset.Toolset, error) { return listToolset{err: nastyError{}}, nil })
 	}
@@ -125,7 +126,7 @@ func TestCallbackErrorWhoseMethodsPanicFailsTheTurnOrCall(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			var err error
-			require.NotPanics(t, func() { _, err = toolset.BuildTools(ctx, "a", entries...) })
+			require.NotPanics(t, func() { _, err = toolset.BuildTools(run.Turn(ctx), "a", entries...) })
 			requireSafeError(t, err)
 			require.NotPanics(t, func() { _, err = toolset.NewCombined(entries...).GetTools(ctx) })
 			requireSafeError(t, err)
@@ -141,7 +142,7 @@ func TestCallbackErrorWhoseMethodsPanicFailsTheTurnOrCall(t *testing.T) {
 		}}),
 	} {
 		t.Run(name, func(t *testing.T) {
-			tools, err := toolset.BuildTools(ctx, "a", toolset.NewTool("t", "", okHandler, opt, toolset.WithMaxRetries(1)))
+			tools, err := toolset.BuildTools(run.Turn(ctx), "a", toolset.NewTool("t", "", okHandler, opt, toolset.WithMaxFailures(1)))
 			require.NoError(t, err)
 			require.NotPanics(t, func() { _, err = tools.Execute(ctx, toolset.ToolCall{ID: "1", Name: "t"}) })
 			requireSafeError(t, err)
@@ -157,9 +158,9 @@ func TestMiddlewarePanickingWhileWrappingMakesTheToolUnusable(t *testing.T) {
 	require.ErrorAs(t, tool.Err(), &pe)
 	assert.Equal(t, "middleware", pe.Callback)
 	assert.Equal(t, "t", pe.Tool)
-	_, err := toolset.BuildTools(newRun("r"), "a", tool)
+	_, err := toolset.BuildTools(newRun(t, "r"), "a", tool)
 	require.ErrorAs(t, err, &pe)
-	_, err = tool.Call(newRun("r"), nil)
+	_, err = tool.Execute(newRun(t, "r"), toolset.ToolCall{Args: nil})
 	require.ErrorAs(t, err, &pe)
 }
 

@@ -28,7 +28,7 @@ func withPanickingLog(t *testing.T) {
 
 func TestPanickingLogHandlerDoesNotEscape(t *testing.T) {
 	withPanickingLog(t)
-	ctx := newRun("r")
+	ctx := newRun(t, "r")
 
 	// A Goexit in a handler is logged on the goroutine that ends; the
 	// handler that panics while it is logged must not end the process.
@@ -39,7 +39,7 @@ func TestPanickingLogHandlerDoesNotEscape(t *testing.T) {
 	})
 	go func() {
 		defer close(done)
-		_, _ = quits.Call(ctx, nil)
+		_, _ = quits.Execute(ctx, toolset.ToolCall{Args: nil})
 	}()
 	<-done
 
@@ -63,7 +63,7 @@ func TestPanickingLogHandlerDoesNotEscape(t *testing.T) {
 		toolset.NewFunction(echoTool("a"), toolset.NewTool("b", "", okHandler, toolset.WithEnabled(failing))),
 	} {
 		var tools *toolset.ToolList
-		require.NotPanics(t, func() { tools, err = toolset.BuildTools(ctx, "a", ts) })
+		require.NotPanics(t, func() { tools, err = toolset.BuildTools(nextTurn(ctx), "a", ts) })
 		require.NoError(t, err)
 		assert.NotContains(t, tools.Names(), "b")
 	}

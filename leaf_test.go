@@ -15,11 +15,11 @@ func TestEnabledAndPrepare(t *testing.T) {
 	var prepares atomic.Int64
 	report := toolset.NewTool("report", "Build a report.", func(context.Context, struct{}) (string, error) { return "r", nil },
 		toolset.WithEnabled(func(ctx context.Context, _ toolset.Tool) (bool, error) {
-			return toolset.FromContext(ctx).String("role") != "guest", nil
+			return Role.Get(ctx) != "guest", nil
 		}),
 		toolset.WithPrepare(func(ctx context.Context, t toolset.Tool) (toolset.Tool, bool, error) {
 			prepares.Add(1)
-			switch toolset.FromContext(ctx).String("role") {
+			switch Role.Get(ctx) {
 			case "intern":
 				return t, false, nil
 			case "broken":
@@ -28,14 +28,13 @@ func TestEnabledAndPrepare(t *testing.T) {
 				t.Name = "stolen"
 				return t, true, nil
 			}
-			t.Description += " Tenant: " + toolset.FromContext(ctx).String("tenant") + "."
+			t.Description += " Tenant: " + Tenant.Get(ctx) + "."
 			return t, true, nil
 		}))
 	f := toolset.NewFunction(report, echoTool("other"))
 	entries := []toolset.Toolset{f.Prefixed("p"), beta{toolset.Wrapper{Wrapped: f.Renamed(map[string]string{"report": "renamed", "other": "other2"})}}, report}
 	turn := func(role string) (*toolset.ToolList, error) {
-		ctx := toolset.NewContext(context.Background(), &toolset.RunContext{Values: map[string]any{"role": role, "tenant": "acme"}})
-		return toolset.BuildTools(ctx, "a", entries...)
+		return toolset.BuildTools(withRole(t, role, toolset.WithValue(Tenant, "acme")), "a", entries...)
 	}
 	tools, err := turn("admin")
 	require.NoError(t, err)

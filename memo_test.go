@@ -30,10 +30,10 @@ func TestBuildToolsSteadyStateDoesNotScaleWithTools(t *testing.T) {
 			toolset.NewFunction(tools...).Prefixed("a").Filtered(adminsOnly),
 			toolset.NewFunction(tools...).Prefixed("b").Renamed(map[string]string{"b_t0": "first"}),
 		)
-		ctx := withRole("guest")
+		run := testRun(t, "guest", toolset.WithValue(Role, "guest"))
 		standalone := echoTool("standalone")
 		turn := func() {
-			got, err := toolset.BuildTools(ctx, "a", tree, standalone)
+			got, err := toolset.BuildTools(run.Turn(context.Background()), "a", tree, standalone)
 			if err != nil || got.Len() != n/2+n+1 {
 				t.Fatalf("turn: %v, %d tools", err, got.Len())
 			}
@@ -71,14 +71,15 @@ func TestUserToolsetTurnsDoNotScaleWithTools(t *testing.T) {
 }
 
 func TestSharedRunContextAttachedConcurrently(t *testing.T) {
-	rc := &toolset.RunContext{RunID: "shared"}
+	rc := testRun(t, "shared")
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
 			ctx := toolset.NewContext(context.Background(), rc)
-			toolset.FromContext(ctx).Approve("c")
-			_ = rc.WithStep(1)
+			toolset.FromContext(ctx).RecordApproval(toolset.ToolCall{ID: "c", Name: "t"})
+			_ = rc.Turn(ctx)
 		})
 	}
 	wg.Wait()
+	assert.Equal(t, 7, rc.Step(), "concurrent turns get distinct steps")
 }

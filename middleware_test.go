@@ -50,7 +50,7 @@ func TestMiddleware(t *testing.T) {
 	assert.Equal(t, []string{"tool1>plain#c2", "tool2>plain#c2", "tool2<", "tool1<"}, log, "a copy outside the wrapper runs only the tool's middleware")
 
 	log = nil
-	_, err = tools.Call(ctx, "plain", json.RawMessage(`{"id":1}`))
+	_, err = tools.Execute(ctx, toolset.ToolCall{Name: "plain", Args: json.RawMessage(`{"id":1}`)})
 	require.NoError(t, err)
 	assert.Empty(t, log, "a cache hit skips the middleware")
 	assert.Equal(t, toolset.CacheStats{Hits: 1, Misses: 2}, tool.CacheStats(), "the wrapped copy shares the tool's cache")

@@ -107,7 +107,7 @@ func requirePanic(t *testing.T, err error, want toolset.PanicError) {
 
 func TestPanickingTurnCallbackFailsTheTurn(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	ctx := newRun("r")
+	ctx := newRun(t, "r")
 	for _, c := range turnCallbacks() {
 		t.Run(c.name, func(t *testing.T) {
 			// Alone, the entry is materialised on the caller's goroutine.
@@ -140,20 +140,20 @@ func TestPanickingPredicateErrorStillHides(t *testing.T) {
 		}
 		return true, nil
 	})
-	assert.Equal(t, []string{"a"}, names(t, newRun("r"), ts))
+	assert.Equal(t, []string{"a"}, names(t, newRun(t, "r"), ts))
 }
 
 func TestPanickingLabelFailsTheTurn(t *testing.T) {
 	ts := panicky{label: true, tools: echoTools("a")}
-	_, err := toolset.BuildTools(newRun("r"), "a", ts)
+	_, err := toolset.BuildTools(newRun(t, "r"), "a", ts)
 	requirePanic(t, err, toolset.PanicError{Callback: "Label", Toolset: "panicky", Value: "Label exploded"})
-	_, err = toolset.NewCombined(ts).GetTools(newRun("r"))
+	_, err = toolset.NewCombined(ts).GetTools(newRun(t, "r"))
 	requirePanic(t, err, toolset.PanicError{Callback: "Label", Toolset: "panicky", Value: "Label exploded"})
 	assert.Equal(t, "panicky", toolset.LabelOf(ts), "LabelOf falls back to the type name")
 }
 
 func TestPanickingInstructionsAndClose(t *testing.T) {
-	ctx := newRun("r")
+	ctx := newRun(t, "r")
 	ts := panicky{instructions: true, shut: true, tools: echoTools("a")}
 	_, err := toolset.Instructions(ctx, ts)
 	requirePanic(t, err, toolset.PanicError{Callback: "Instructions", Toolset: "mine", Value: "Instructions exploded"})
@@ -178,7 +178,7 @@ func TestGoexitInTurnCallbackFailsTheTurn(t *testing.T) {
 		return nil, nil
 	})
 	other := toolset.NewFunction(echoTool("z")).Filtered(func(context.Context, toolset.Tool) (bool, error) { return true, nil })
-	_, err := toolset.BuildTools(newRun("r"), "a", other, quits)
+	_, err := toolset.BuildTools(newRun(t, "r"), "a", other, quits)
 	var pe *toolset.PanicError
 	require.ErrorAs(t, err, &pe)
 	assert.ErrorIs(t, err, toolset.ErrGoexit)
@@ -228,7 +228,7 @@ func TestPanickingCallPathCallbackFailsTheCall(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	for _, c := range callPathCases() {
 		t.Run(c.name, func(t *testing.T) {
-			ctx := newRun("r")
+			ctx := newRun(t, "r")
 			tools, err := toolset.BuildTools(ctx, "a", c.tool)
 			require.NoError(t, err)
 			_, err = tools.Execute(ctx, toolset.ToolCall{ID: "1", Name: "t", Args: json.RawMessage(`{}`)})
@@ -250,28 +250,28 @@ func TestPanickingCallPathCallbackFailsTheCall(t *testing.T) {
 }
 
 func TestPanickingWrapperMiddlewareIsNamed(t *testing.T) {
-	ctx := newRun("r")
+	ctx := newRun(t, "r")
 	w := toolset.Wrapper{Wrapped: toolset.NewFunction(toolset.NewTool("t", "", func(context.Context, struct{}) (string, error) {
 		panic("handler exploded")
 	})), Middleware: []toolset.Middleware{func(next toolset.Handler) toolset.Handler { return next }}}
 	tools, err := toolset.BuildTools(ctx, "a", w)
 	require.NoError(t, err)
-	_, err = tools.Call(ctx, "t", nil)
+	_, err = tools.Execute(ctx, toolset.ToolCall{Name: "t", Args: nil})
 	requirePanic(t, err, toolset.PanicError{Callback: "handler", Tool: "t", Value: "handler exploded"})
 
 	bad := toolset.Wrapper{Wrapped: toolset.NewFunction(echoTool("t")), Middleware: []toolset.Middleware{func(toolset.Handler) toolset.Handler {
 		panic("middleware exploded")
 	}}}
-	tools, err = toolset.BuildTools(ctx, "a", bad)
+	tools, err = toolset.BuildTools(nextTurn(ctx), "a", bad)
 	require.NoError(t, err)
-	_, err = tools.Call(ctx, "t", nil)
+	_, err = tools.Execute(ctx, toolset.ToolCall{Name: "t", Args: nil})
 	requirePanic(t, err, toolset.PanicError{Callback: "middleware", Tool: "t", Value: "middleware exploded"})
 }
 
 func TestPanicMessageIsShort(t *testing.T) {
 	huge := strings.Repeat("x", 1<<20)
 	tool := toolset.NewTool("t", "", func(context.Context, struct{}) (string, error) { panic(huge) })
-	_, err := tool.Call(context.Background(), nil)
+	_, err := tool.Execute(context.Background(), toolset.ToolCall{Args: nil})
 	var pe *toolset.PanicError
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, huge, pe.Value, "the value is kept whole")
@@ -301,7 +301,7 @@ func TestPanickingAgentMakesTheToolUnusable(t *testing.T) {
 	require.ErrorAs(t, tool.Err(), &pe)
 	assert.Equal(t, "agent Description", pe.Callback)
 	assert.Equal(t, "helper", pe.Tool)
-	_, err := toolset.BuildTools(newRun("r"), "a", tool)
+	_, err := toolset.BuildTools(newRun(t, "r"), "a", tool)
 	require.ErrorAs(t, err, &pe)
 }
 
@@ -319,6 +319,6 @@ func TestPanickingResultEncoding(t *testing.T) {
 func TestPanickingResultEncodingUnderCacheBudgetFailsTheCall(t *testing.T) {
 	tool := toolset.NewTool("t", "", func(context.Context, struct{}) (explodingResult, error) { return explodingResult{}, nil },
 		toolset.WithCache(toolset.CachePolicy{MaxBytes: 1 << 10}))
-	_, err := tool.Call(context.Background(), nil)
+	_, err := tool.Execute(context.Background(), toolset.ToolCall{Args: nil})
 	requirePanic(t, err, toolset.PanicError{Callback: "result encoding", Tool: "t", Value: "MarshalJSON exploded"})
 }

@@ -48,11 +48,11 @@ func testRateLimitWait(t *testing.T) {
 	assert.GreaterOrEqual(t, time.Since(start), 140*time.Millisecond, "the later calls waited their turn")
 
 	slow := counted("slow", &runs, toolset.WithRateLimit(toolset.RateLimit{Requests: 1, Interval: time.Hour}))
-	_, err := slow.Call(context.Background(), json.RawMessage(`{"id":1}`))
+	_, err := slow.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"id":1}`)})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err = slow.Call(ctx, json.RawMessage(`{"id":1}`))
+	_, err = slow.Execute(ctx, toolset.ToolCall{Args: json.RawMessage(`{"id":1}`)})
 	require.ErrorContains(t, err, "waiting for its rate limit")
 	_, visible := toolset.ErrorText(err)
 	assert.False(t, visible)

@@ -5,21 +5,27 @@ import (
 	"fmt"
 )
 
-// WithMaxRetries gives the tool a budget of n retries per run. A step of
-// the run in which a call of the tool fails counts once against it (several
-// failures in one step, such as parallel calls, count once). A failure is an
-// argument error, a handler error (including [NewModelError]), a panic, or a timeout
-// shown to the model. Once more than n steps have failed, the tool is spent
-// for the run: BuildTools leaves it out of later turns, or keeps it marked
-// unavailable when the run asked for a stable list
-// ([RunContext.StableToolList]), and calls of it are refused.
+// WithMaxFailures gives the tool a budget of failing steps per run: once
+// calls of the tool have failed in n steps of a run, the tool is spent for
+// that run. A step counts once however many of its calls fail (parallel
+// calls, say). A failure is an argument error, a handler error (including
+// [NewModelError]), a panic, or a timeout shown to the model; none of them
+// is retried by the tool itself, the model decides whether to call again.
+// A spent tool leaves the run's later tool lists, or stays in them marked
+// unavailable when the run asked for a stable list ([WithStableToolList]),
+// and calls of it are refused with an [*UnavailableToolError].
 //
-// Without this option a tool's failures are not counted.
-func WithMaxRetries(n int) ToolOption {
+// n must be at least 1; [Tool.Err] reports a smaller one. Without this
+// option a tool's failures are not counted.
+func WithMaxFailures(n int) ToolOption {
 	return func(t *Tool) {
-		if n >= 0 {
-			t.core.maxRetries = n
+		if n < 1 {
+			if t.core.err == nil {
+				t.core.err = fmt.Errorf("WithMaxFailures(%d): the budget must be at least 1", n)
+			}
+			return
 		}
+		t.core.maxFailures = n
 	}
 }
 
@@ -28,7 +34,7 @@ const unavailablePrefix = "[UNAVAILABLE] "
 
 // UnavailableToolError reports a call of a tool that exists but may not
 // run now: a deferred tool not yet revealed by a tool search, or a tool
-// whose retries are spent. The model sees it.
+// whose failure budget is spent. The model sees it.
 type UnavailableToolError struct {
 	// Tool is the name the model called.
 	Tool string
@@ -49,7 +55,7 @@ type failureCount struct {
 	steps    int
 }
 
-// countsAsFailure reports whether err spends a retry. An error whose
+// countsAsFailure reports whether err counts against a failure budget. An error whose
 // Unwrap or As method panics does.
 func countsAsFailure(err error) (yes bool) {
 	defer func() {
@@ -68,46 +74,50 @@ func countsAsFailure(err error) (yes bool) {
 
 // recordFailure counts a failure of c in the run's current step.
 func (rc *RunContext) recordFailure(c *toolCore) {
-	if rc == nil {
+	s := rc.state()
+	if s == nil {
 		return
 	}
-	s := rc.run
+	step := rc.currentStep()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.ended.Load() {
+		return
+	}
 	if s.failures == nil {
 		s.failures = make(map[*toolCore]*failureCount)
 	}
 	f, ok := s.failures[c]
 	if !ok {
-		s.failures[c] = &failureCount{lastStep: rc.Step, steps: 1}
+		s.failures[c] = &failureCount{lastStep: step, steps: 1}
 		return
 	}
-	if f.lastStep != rc.Step {
-		f.lastStep = rc.Step
+	if f.lastStep != step {
+		f.lastStep = step
 		f.steps++
 	}
 }
 
-// retriesSpent reports whether c failed in more steps of the run than its
-// budget allows.
-func (rc *RunContext) retriesSpent(c *toolCore) bool {
-	if rc == nil {
+// budgetSpent reports whether c has failed in as many steps of the run as
+// its budget allows.
+func (rc *RunContext) budgetSpent(c *toolCore) bool {
+	s := rc.state()
+	if s == nil {
 		return false
 	}
-	s := rc.run
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f, ok := s.failures[c]
-	return ok && f.steps > c.maxRetries
+	return ok && f.steps >= c.maxFailures
 }
 
 // hasFailures reports whether any tool failed in the run, so BuildTools can
-// skip the retry checks of a healthy run.
+// skip the budget checks of a healthy run.
 func (rc *RunContext) hasFailures() bool {
-	if rc == nil {
+	s := rc.state()
+	if s == nil {
 		return false
 	}
-	s := rc.run
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.failures) > 0

@@ -10,7 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestRetries(t *testing.T) {
+// A run made once and turned each step keeps its failure budget across
+// its turns: the natural loop spends it.
+func TestMaxFailuresAcrossTurns(t *testing.T) {
 	var runs atomic.Int64
 	flaky := toolset.NewTool("flaky", "Sometimes fails.", func(_ context.Context, in lookupArgs) (string, error) {
 		runs.Add(1)
@@ -18,21 +20,20 @@ func TestRetries(t *testing.T) {
 			return "", toolset.NewModelError("id must not be zero")
 		}
 		return "ok", nil
-	}, toolset.WithMaxRetries(1))
+	}, toolset.WithMaxFailures(2))
 	f := toolset.NewFunction(flaky, echoTool("steady"))
 	entries := []toolset.Toolset{f.Prefixed("p"), f.Renamed(map[string]string{"flaky": "renamed", "steady": "steady2"})}
-	rc := &toolset.RunContext{RunID: "r"}
-	ctx := toolset.NewContext(context.Background(), rc)
-	turn := func(step int, stable bool) (context.Context, *toolset.ToolList) {
-		r := rc.WithStep(step)
-		r.StableToolList = stable
-		c := toolset.NewContext(ctx, r)
-		tools, err := toolset.BuildTools(c, "a", entries...)
-		require.NoError(t, err)
-		return c, tools
+	loop := func(run *toolset.RunContext) func() (context.Context, *toolset.ToolList) {
+		return func() (context.Context, *toolset.ToolList) {
+			ctx := run.Turn(context.Background())
+			tools, err := toolset.BuildTools(ctx, "a", entries...)
+			require.NoError(t, err)
+			return ctx, tools
+		}
 	}
+	turn := loop(testRun(t, "r"))
 
-	c0, tools := turn(0, false)
+	c0, tools := turn()
 	assert.Equal(t, []string{"p_flaky", "p_steady", "renamed", "steady2"}, tools.Names())
 	for _, name := range []string{"p_flaky", "renamed"} { // two failures, one step
 		_, err := call(t, c0, tools, name, `{"id":0}`)
@@ -40,15 +41,24 @@ func TestRetries(t *testing.T) {
 		require.True(t, visible)
 		assert.Equal(t, "id must not be zero", msg)
 	}
-	c1, tools := turn(1, false)
-	assert.Equal(t, []string{"p_flaky", "p_steady", "renamed", "steady2"}, tools.Names(), "one failed step is within a budget of one retry")
+	c1, tools := turn()
+	assert.Equal(t, []string{"p_flaky", "p_steady", "renamed", "steady2"}, tools.Names(), "one failed step is within a budget of two")
 	_, err := call(t, c1, tools, "renamed", `{"bad":true}`) // argument errors count too
 	require.Error(t, err)
 
-	_, tools = turn(2, false)
-	assert.Equal(t, []string{"p_steady", "steady2"}, tools.Names(), "spent: left out under every name")
+	_, tools = turn()
+	assert.Equal(t, []string{"p_steady", "steady2"}, tools.Names(), "spent after failing in two steps: left out under every name")
+	_, tools = turn()
+	assert.Equal(t, []string{"p_steady", "steady2"}, tools.Names(), "and stays spent")
 
-	c3, tools := turn(3, true)
+	// A stable list keeps it, marked unavailable.
+	stable := loop(testRun(t, "stable", toolset.WithStableToolList()))
+	for range 2 {
+		ctx, tools := stable()
+		_, err := call(t, ctx, tools, "p_flaky", `{"id":0}`)
+		require.Error(t, err)
+	}
+	c3, tools := stable()
 	assert.Equal(t, []string{"p_flaky", "p_steady", "renamed", "steady2"}, tools.Names(), "a stable list keeps it")
 	tool, _ := tools.Lookup("renamed")
 	assert.Equal(t, "[UNAVAILABLE] Sometimes fails.", tool.Description)
@@ -56,11 +66,46 @@ func TestRetries(t *testing.T) {
 	_, err = call(t, c3, tools, "p_flaky", `{"id":1}`)
 	var ue *toolset.UnavailableToolError
 	require.ErrorAs(t, err, &ue)
-	assert.Equal(t, `tool "p_flaky" is not available: its retries are spent (a budget of 1 per run); do without it`, ue.ModelText())
+	assert.Equal(t, `tool "p_flaky" is not available: it has failed in 2 steps, its budget for this run; do without it`, ue.ModelText())
 	assert.Equal(t, before, runs.Load())
 
 	// Another run has its own budget.
-	other, err := toolset.BuildTools(newRun("r2"), "a", entries...)
+	other, err := toolset.BuildTools(newRun(t, "r2"), "a", entries...)
 	require.NoError(t, err)
 	assert.Len(t, other.Names(), 4)
+}
+
+// The old loop, which made a RunContext per turn with the same ID, never
+// spent a budget. The same loop now fails at its second turn, saying why.
+func TestFreshRunPerTurnIsRefused(t *testing.T) {
+	flaky := toolset.NewTool("flaky", "", func(context.Context, struct{}) (string, error) {
+		return "", toolset.NewModelError("no")
+	}, toolset.WithMaxFailures(1))
+	first := toolset.NewRun("req-1")
+	defer first.End()
+	ctx := first.Turn(context.Background())
+	tools, err := toolset.BuildTools(ctx, "a", flaky)
+	require.NoError(t, err)
+	_, err = tools.Execute(ctx, toolset.ToolCall{Name: "flaky"})
+	require.Error(t, err)
+
+	second := toolset.NewRun("req-1") // the next turn, made wrongly
+	defer second.End()
+	var conflict *toolset.RunConflictError
+	require.ErrorAs(t, second.Err(), &conflict)
+	assert.Equal(t, "req-1", conflict.ID)
+	_, err = toolset.BuildTools(second.Turn(context.Background()), "a", flaky)
+	require.ErrorAs(t, err, &conflict)
+	assert.EqualError(t, err, `toolset: run "req-1" is already live: make one RunContext per run with NewRun, derive each turn's context with Turn, and End a run when it is over`)
+	_, err = tools.Execute(toolset.NewContext(context.Background(), second), toolset.ToolCall{Name: "flaky"})
+	require.ErrorAs(t, err, &conflict, "calls under it fail too")
+	second.End() // does not end the live run of that ID
+	require.NoError(t, first.Err())
+}
+
+func TestMaxFailuresBelowOneIsAnError(t *testing.T) {
+	for _, n := range []int{0, -1} {
+		tool := toolset.NewTool("t", "", okHandler, toolset.WithMaxFailures(n))
+		require.ErrorContains(t, tool.Err(), "the budget must be at least 1", "n=%d", n)
+	}
 }

@@ -2,122 +2,495 @@ package toolset
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"runtime"
+	"strconv"
 	"sync"
+	"sync/atomic"
+	"weak"
 )
 
-// RunContext is the per-run, per-turn state that predicates, prepare
-// functions and tools read. It travels inside a [context.Context]: attach it
-// with [NewContext] and read it with [FromContext].
+// RunContext is one run: one user request answered by one agent, over
+// several turns. It says who asks (values read with a [Key] or
+// [RunContext.Value]), carries the application's dependencies ([DepsAs]),
+// and keeps the run's own bookkeeping across its turns: the failures that
+// spend a tool's budget ([WithMaxFailures]), the deferred tools its searches
+// revealed ([NewToolSearch]), the approval decisions
+// ([RunContext.RecordApproval]) and the run-scoped caches ([CacheRun]).
 //
-// Treat a RunContext as immutable once it is attached to a context; derive a
-// new one (for example with [RunContext.WithStep]) for the next turn. Copies
-// of a RunContext share the run's own bookkeeping, so a copy made for the next
-// step still belongs to the same run.
+// Make one with [NewRun] when the run begins, derive each turn's context
+// from it with [RunContext.Turn], and [RunContext.End] it when the run is
+// over:
+//
+//	run := toolset.NewRun(requestID, toolset.WithValue(Role, "admin"))
+//	defer run.End()
+//	for {
+//		ctx := run.Turn(ctx)
+//		tools, err := toolset.BuildTools(ctx, "support", entries...)
+//		...
+//	}
+//
+// A RunContext has no exported fields and its accessors only read; all of
+// them are safe on a nil *RunContext, which is no run. A RunContext is safe
+// for concurrent use.
 type RunContext struct {
-	// RunID identifies the run (one user request answered by one agent).
-	RunID string
-	// Agent is the name of the agent that runs.
-	Agent string
-	// Step counts the turns of the run, starting at 0.
-	Step int
-	// Values holds request-scoped values such as "role", "tenant" or
-	// "environment". Read them with [RunContext.Value].
-	Values map[string]any
-	// Deps carries the application's dependencies (a database handle, an
-	// HTTP client, ...). Read them with [DepsAs].
-	Deps any
-	// StableToolList asks BuildTools to keep tools whose retry budget is
-	// spent in the list, marked unavailable, instead of dropping them, so the
-	// tool list (and a provider's prompt cache) stays the same across turns.
-	StableToolList bool
+	st  *runState
+	err error // why this run is unusable: a *RunConflictError
 
-	// run is the run's own bookkeeping, shared by every copy.
-	run *runState
+	// step is the turn's step for a RunContext read from a turn's context
+	// (turn is true); the run's own value reads the latest step from st.
+	step  int
+	turn  bool
+	built atomic.Bool // BuildTools ran under this turn
 }
 
-// runState is the bookkeeping a run keeps across its turns: failures per
-// tool, the deferred tools its searches revealed, approvals and run-scoped
-// caches. It is shared by reference between copies of a RunContext.
+// runState is what every RunContext of one run shares: its fixed values,
+// set by NewRun, and its bookkeeping, guarded by mu.
 type runState struct {
+	id, parentID string
+	vals         []keyedValue   // by key index
+	byName       map[string]any // every value, by name
+	unindexed    bool           // some names of byName have no key yet
+	deps         any
+	stable       bool
+
+	step     atomic.Int64 // the latest turn begun; -1 before the first
+	ended    atomic.Bool
+	children atomic.Uint64 // for the ids of children made without one
+
 	mu        sync.Mutex
 	failures  map[*toolCore]*failureCount
 	revealed  map[*toolCore]struct{}
 	decisions map[approvalSubject]decision
-	asked     map[string]approvalSubject // the first call asked about under each ID
 	caches    map[*toolCore]*resultCache
+
+	cleanup runtime.Cleanup // the warning for a run dropped without End
+}
+
+type keyedValue struct {
+	v  any
+	ok bool
+}
+
+// ErrRunEnded reports work under a run that has ended: BuildTools and calls
+// under the context of a run after its [RunContext.End]. It comes wrapped
+// in an error that names the run; test for it with errors.Is.
+var ErrRunEnded = errors.New("the run has ended: make a new run with NewRun")
+
+// errNotMade reports a RunContext that NewRun did not make: the zero
+// value, as &toolset.RunContext{} makes it.
+var errNotMade = errors.New("toolset: the RunContext was not made by NewRun: make each run with NewRun, and derive each turn's context with Turn")
+
+// RunConflictError reports a run made with the ID of another run of the
+// process that is still live (made, and not yet ended). The new run is
+// unusable: its Err returns this error, and BuildTools and calls under it
+// fail with it.
+type RunConflictError struct {
+	// ID is the run ID both runs have.
+	ID string
+}
+
+// Error implements error.
+func (e *RunConflictError) Error() string {
+	return fmt.Sprintf("toolset: run %q is already live: make one RunContext per run with NewRun, derive each turn's context with Turn, and End a run when it is over", boundName(e.ID))
+}
+
+// TurnError reports BuildTools under a context that is not the context of
+// the run's current turn: one that carries the run but no turn
+// ([NewContext]), a turn that already built its tools, or a turn older
+// than the run's latest.
+type TurnError struct {
+	// RunID is the run's ID.
+	RunID string
+	// Step is the turn's step, or -1 for a context without a turn.
+	Step int
+	// Reason says what was wrong.
+	Reason string
+}
+
+// Error implements error.
+func (e *TurnError) Error() string {
+	if e.Step < 0 {
+		return fmt.Sprintf("toolset: run %q: %s", boundName(e.RunID), e.Reason)
+	}
+	return fmt.Sprintf("toolset: turn %d of run %q %s", e.Step, boundName(e.RunID), e.Reason)
+}
+
+// runConfig is what the options of NewRun and NewChild set.
+type runConfig struct {
+	vals   map[string]any
+	deps   any
+	hasDep bool
+	stable bool
+}
+
+// RunOption configures a run; see [NewRun].
+type RunOption func(*runConfig)
+
+// WithValue gives the run the value v under k, read with [Key.Get].
+func WithValue[T any](k Key[T], v T) RunOption {
+	return func(c *runConfig) { c.set(k.name, v) }
+}
+
+// WithValues gives the run the values of m under their names, for code
+// that knows values by name only (read them with [RunContext.Value], or
+// with a [Key] of the same name and type). m is copied.
+func WithValues(m map[string]any) RunOption {
+	return func(c *runConfig) {
+		for name, v := range m {
+			c.set(name, v)
+		}
+	}
+}
+
+func (c *runConfig) set(name string, v any) {
+	if c.vals == nil {
+		c.vals = make(map[string]any)
+	}
+	c.vals[name] = v
+}
+
+// WithDeps gives the run the application's dependencies (a database
+// handle, an HTTP client, ...), read with [DepsAs] or [RunContext.Deps].
+func WithDeps(deps any) RunOption {
+	return func(c *runConfig) { c.deps, c.hasDep = deps, true }
+}
+
+// WithStableToolList asks BuildTools to keep tools whose failure budget is
+// spent in the run's tool lists, marked unavailable, instead of dropping
+// them, so the list (and a provider's prompt cache) stays the same across
+// turns.
+func WithStableToolList() RunOption {
+	return func(c *runConfig) { c.stable = true }
+}
+
+// liveRuns maps the ID of every live run to its state, held weakly: a run
+// dropped without End is collected, and its cleanup removes its entry.
+var liveRuns struct {
+	sync.Mutex
+	m map[string]weak.Pointer[runState]
+}
+
+// NewRun begins a run with the given ID; it is live until [RunContext.End].
+// An empty id gets a generated unique one ("run-" and 16 hex digits).
+//
+// Run IDs are unique among the live runs of the process: if another live
+// run already has id, the new run is unusable. Its Err returns a
+// [*RunConflictError], and BuildTools and calls under it fail with that
+// error. Make one RunContext per run, derive each turn's context with
+// [RunContext.Turn], and End the run when it is over. A run dropped without
+// End does not leak: once it is garbage-collected its ID is free again,
+// and a warning is logged through [slog.Default].
+func NewRun(id string, opts ...RunOption) *RunContext {
+	var cfg runConfig
+	return newRun(id, "", &cfg, opts)
+}
+
+// NewChild begins a child run of rc, such as the run of a sub-agent (see
+// [NewAgentTool]). The child inherits rc's values, dependencies and
+// stable-list setting (opts may add to or override them), and has its own
+// steps, failures, reveals, approvals and caches. Its ParentID is rc's ID.
+// An empty id gets rc's ID, "/" and a counter. The child is live until its
+// End, as for [NewRun]. A child of a nil or unusable run is a run without a
+// parent.
+func (rc *RunContext) NewChild(id string, opts ...RunOption) *RunContext {
+	var cfg runConfig
+	parentID := ""
+	if s := rc.state(); s != nil {
+		parentID = s.id
+		cfg.vals = maps.Clone(s.byName)
+		cfg.deps, cfg.hasDep, cfg.stable = s.deps, true, s.stable
+		if id == "" {
+			id = s.id + "/" + strconv.FormatUint(s.children.Add(1), 10)
+		}
+	}
+	return newRun(id, parentID, &cfg, opts)
+}
+
+func newRun(id, parentID string, cfg *runConfig, opts []RunOption) *RunContext {
+	for _, o := range opts {
+		if o != nil {
+			o(cfg)
+		}
+	}
+	if id == "" {
+		var b [8]byte
+		rand.Read(b[:])
+		id = "run-" + hex.EncodeToString(b[:])
+	}
+	s := &runState{id: id, parentID: parentID, deps: cfg.deps, stable: cfg.stable}
+	s.step.Store(-1)
+	if len(cfg.vals) > 0 {
+		s.byName = cfg.vals
+		s.vals, s.unindexed = indexValues(cfg.vals)
+	}
+	wp := weak.Make(s)
+	liveRuns.Lock()
+	defer liveRuns.Unlock()
+	if old, ok := liveRuns.m[id]; ok && old.Value() != nil {
+		return &RunContext{err: &RunConflictError{ID: id}}
+	}
+	if liveRuns.m == nil {
+		liveRuns.m = make(map[string]weak.Pointer[runState])
+	}
+	liveRuns.m[id] = wp
+	s.cleanup = runtime.AddCleanup(s, dropRun, liveRun{id: id, wp: wp})
+	return &RunContext{st: s}
+}
+
+// liveRun names a registry entry for the cleanup of a run's state.
+type liveRun struct {
+	id string
+	wp weak.Pointer[runState]
+}
+
+// dropRun is the cleanup of a run dropped without End.
+func dropRun(r liveRun) {
+	liveRuns.Lock()
+	if liveRuns.m[r.id] == r.wp {
+		delete(liveRuns.m, r.id)
+	}
+	liveRuns.Unlock()
+	slog.Default().Warn(fmt.Sprintf("toolset: run %q was garbage-collected without End", boundName(r.id)))
+}
+
+// End ends the run: its ID is free for a new run, and its bookkeeping
+// (failures, reveals, approval decisions, run-scoped caches) is dropped.
+// BuildTools and calls under the run's contexts fail with [ErrRunEnded]
+// from now on. End is idempotent, and does nothing on an unusable run
+// (see [RunConflictError]) or a nil one.
+func (rc *RunContext) End() {
+	s := rc.state()
+	if s == nil || s.ended.Swap(true) {
+		return
+	}
+	s.cleanup.Stop()
+	liveRuns.Lock()
+	if wp, ok := liveRuns.m[s.id]; ok && wp.Value() == s {
+		delete(liveRuns.m, s.id)
+	}
+	liveRuns.Unlock()
+	s.mu.Lock()
+	s.failures, s.revealed, s.decisions, s.caches = nil, nil, nil, nil
+	s.mu.Unlock()
+}
+
+// Turn begins the run's next turn and returns a copy of ctx that carries
+// the run at that turn's step: the first turn is step 0, the next 1, and so
+// on. Concurrent calls get distinct steps. On a nil RunContext, Turn
+// returns ctx. Build the turn's tools under the
+// returned context, once (see [BuildTools]); the turn's calls may run under
+// it or under any other context of the run.
+//
+// Predicates, prepare functions and tools read the run from the context
+// with [FromContext] or a [Key]; a context returned by Turn answers them
+// without walking the context chain.
+func (rc *RunContext) Turn(ctx context.Context) context.Context {
+	if rc == nil {
+		return ctx // no run: no turn
+	}
+	tc := &turnContext{Context: ctx}
+	tc.turn.st, tc.turn.err, tc.turn.turn = rc.state(), rc.Err(), true
+	if s := rc.state(); s != nil {
+		tc.turn.step = int(s.step.Add(1))
+	}
+	tc.rc = &tc.turn
+	return tc
+}
+
+// turnContext is the context of a turn: it carries the run itself, so that
+// FromContext and Key.Get find it with a type assertion. BuildTools and
+// Combined wrap the contexts they derive in one again for their callbacks.
+type turnContext struct {
+	context.Context
+	rc   *RunContext
+	turn RunContext // the storage of rc, for a turn made by Turn
+}
+
+// Value implements [context.Context].
+func (c *turnContext) Value(key any) any {
+	if _, ok := key.(runContextKey); ok {
+		return c.rc
+	}
+	return c.Context.Value(key)
+}
+
+// withRun returns ctx, derived from a context that carries rc, in a
+// turnContext, so that callbacks given it find rc without a walk. tc, if
+// not nil, is the storage to use.
+func withRun(ctx context.Context, rc *RunContext, tc *turnContext) context.Context {
+	if rc == nil {
+		return ctx
+	}
+	if tc == nil {
+		tc = new(turnContext)
+	}
+	tc.Context, tc.rc = ctx, rc
+	return tc
 }
 
 type runContextKey struct{}
 
-// NewContext returns a copy of ctx that carries rc. A nil rc attaches an
-// empty RunContext. The run's bookkeeping is created here if rc has none yet,
-// so attach a RunContext once per run and derive later steps from it.
+// NewContext returns a copy of ctx that carries rc, without beginning a
+// turn: to hand a run to code that begins its turns itself (an [Agent]'s
+// Run, which calls Turn), or to attach a turn's RunContext to another
+// context. BuildTools under a context that carries a run but no turn fails
+// with a [*TurnError]; calls under it run in the run. A nil rc makes a
+// context that carries no run.
 func NewContext(ctx context.Context, rc *RunContext) context.Context {
 	if rc == nil {
-		rc = &RunContext{}
+		return context.WithValue(ctx, runContextKey{}, (*RunContext)(nil))
 	}
-	rc.ensureRun()
-	return context.WithValue(ctx, runContextKey{}, rc)
+	return &turnContext{Context: ctx, rc: rc}
 }
 
-// FromContext returns the RunContext carried by ctx. It never returns nil:
-// when ctx carries none, it returns a new, empty RunContext.
+// FromContext returns the RunContext that ctx carries, or nil if it
+// carries none. The methods of a nil *RunContext report no run.
 func FromContext(ctx context.Context) *RunContext {
-	if rc := runOf(ctx); rc != nil {
-		return rc
+	if tc, ok := ctx.(*turnContext); ok {
+		return tc.rc
 	}
-	return &RunContext{}
-}
-
-// runInit guards the creation of a run's bookkeeping, so one RunContext
-// may be attached by concurrent requests.
-var runInit sync.Mutex
-
-// ensureRun creates the run's bookkeeping if rc has none yet.
-func (rc *RunContext) ensureRun() {
-	runInit.Lock()
-	defer runInit.Unlock()
-	if rc.run == nil {
-		rc.run = &runState{}
-	}
-}
-
-// runOf returns the run state carried by ctx, or nil.
-func runOf(ctx context.Context) *RunContext {
 	rc, _ := ctx.Value(runContextKey{}).(*RunContext)
-	if rc == nil || rc.run == nil {
-		return nil
-	}
 	return rc
 }
 
-// Value returns the request-scoped value stored under key, or nil.
-func (rc *RunContext) Value(key string) any {
+// runOf returns the usable run ctx carries, or nil (an unusable run is
+// checked where it matters).
+func runOf(ctx context.Context) *RunContext { return FromContext(ctx) }
+
+// state returns rc's shared state, or nil for no run or an unusable one.
+func (rc *RunContext) state() *runState {
 	if rc == nil {
 		return nil
 	}
-	return rc.Values[key]
+	return rc.st
 }
 
-// String returns the request-scoped value stored under key if it is a
-// string, or "".
-func (rc *RunContext) String(key string) string {
-	s, _ := rc.Value(key).(string)
-	return s
+// ID returns the run's ID, or "" for a nil RunContext.
+func (rc *RunContext) ID() string {
+	if rc == nil {
+		return ""
+	}
+	if e, ok := rc.err.(*RunConflictError); ok {
+		return e.ID
+	}
+	if rc.st == nil {
+		return ""
+	}
+	return rc.st.id
 }
 
-// WithStep returns a copy of rc for the given step. The copy shares the
-// run's bookkeeping with rc (creating it first if rc has none yet), so every
-// step of a run sees the failures, reveals and approvals of the others.
-func (rc *RunContext) WithStep(step int) *RunContext {
-	rc.ensureRun()
-	c := *rc
-	c.Step = step
-	return &c
+// ParentID returns the ID of the run this one is a child of (see
+// [RunContext.NewChild]), or "".
+func (rc *RunContext) ParentID() string {
+	if s := rc.state(); s != nil {
+		return s.parentID
+	}
+	return ""
 }
+
+// Step returns the turn's step for a RunContext read from a turn's context
+// (see [RunContext.Turn]); for the run's own value, made by NewRun, it
+// returns the step of the latest turn begun, or -1 before the first.
+func (rc *RunContext) Step() int {
+	s := rc.state()
+	switch {
+	case s == nil:
+		return -1
+	case rc.turn:
+		return rc.step
+	}
+	return int(s.step.Load())
+}
+
+// Value returns the run's value named name, or nil.
+func (rc *RunContext) Value(name string) any {
+	if s := rc.state(); s != nil {
+		return s.byName[name]
+	}
+	return nil
+}
+
+// Deps returns the run's dependencies, or nil.
+func (rc *RunContext) Deps() any {
+	if s := rc.state(); s != nil {
+		return s.deps
+	}
+	return nil
+}
+
+// Err returns why the run cannot be used, or nil: a [*RunConflictError]
+// for a run made with the ID of another live run, [ErrRunEnded] once the
+// run has ended, or an error for a RunContext that NewRun did not make
+// (the zero value). A nil RunContext has no error: it is no run.
+func (rc *RunContext) Err() error {
+	if rc == nil {
+		return nil
+	}
+	if rc.err != nil {
+		return rc.err
+	}
+	if rc.st == nil {
+		return errNotMade
+	}
+	if rc.st.ended.Load() {
+		return ErrRunEnded
+	}
+	return nil
+}
+
+// stableList reports whether the run asked for a stable tool list.
+func (rc *RunContext) stableList() bool {
+	s := rc.state()
+	return s != nil && s.stable
+}
+
+// currentStep is the step a failure under rc counts in: the turn's, or the
+// run's latest.
+func (rc *RunContext) currentStep() int { return rc.Step() }
 
 // DepsAs returns the run's dependencies as a T, and whether they are one.
 func DepsAs[T any](ctx context.Context) (T, bool) {
-	d, ok := FromContext(ctx).Deps.(T)
+	d, ok := FromContext(ctx).Deps().(T)
 	return d, ok
+}
+
+// checkTurn checks that BuildTools may build the tools of rc's turn.
+func (rc *RunContext) checkTurn() error {
+	if rc == nil {
+		return nil
+	}
+	if err := rc.Err(); err != nil {
+		return err
+	}
+	s := rc.st
+	if !rc.turn {
+		return &TurnError{RunID: s.id, Step: -1, Reason: "the context carries the run but no turn: derive each turn's context with RunContext.Turn"}
+	}
+	if latest := int(s.step.Load()); rc.step < latest {
+		return &TurnError{RunID: s.id, Step: rc.step, Reason: fmt.Sprintf("is stale: turn %d has begun; build under the context of the latest turn", latest)}
+	}
+	if rc.built.Load() {
+		return errBuilt(rc)
+	}
+	return nil
+}
+
+// markBuilt records that BuildTools built the tools of rc's turn; it fails
+// if a concurrent BuildTools under the same turn did first. A failed build
+// does not use up its turn, so it may be tried again.
+func (rc *RunContext) markBuilt() error {
+	if rc == nil || rc.built.CompareAndSwap(false, true) {
+		return nil
+	}
+	return errBuilt(rc)
+}
+
+func errBuilt(rc *RunContext) error {
+	return &TurnError{RunID: rc.st.id, Step: rc.step, Reason: "already built its tools: call Turn for the next turn"}
 }

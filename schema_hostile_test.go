@@ -49,7 +49,7 @@ func TestRecursiveRefFanOutOnDeepArgumentsIsRefused(t *testing.T) {
 		"type":"object","properties":{"x":{"$ref":"#/$defs/n"}}}`)
 	require.NoError(t, tool.Err())
 
-	res, err := tool.Call(context.Background(), json.RawMessage(`{"x":[[1,[2]],3]}`))
+	res, err := tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"x":[[1,[2]],3]}`)})
 	require.NoError(t, err)
 	assert.Equal(t, "ok", res)
 	p := argumentProblems(t, tool, `{"x":[[1,[9]],3]}`)
@@ -80,7 +80,7 @@ func TestHugeProgramPatternIsRefused(t *testing.T) {
 	// Real patterns are far below the bound.
 	tool := rawTool(t, `{"type":"object","properties":{"s":{"type":"string","pattern":"^[a-z0-9]{1,255}(\\.[a-z]{2,63}){1,10}$"}}}`)
 	require.NoError(t, tool.Err())
-	_, err := tool.Call(context.Background(), json.RawMessage(`{"s":"abc.de"}`))
+	_, err := tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"s":"abc.de"}`)})
 	require.NoError(t, err)
 }
 
@@ -94,13 +94,13 @@ func TestFormatRegexArgumentIsNotCompiled(t *testing.T) {
 	require.NoError(t, tool.Err())
 	hostile := `"` + strings.Repeat("x{1000}", 1000) + `"`
 	start := time.Now()
-	_, err := tool.Call(context.Background(), json.RawMessage(`{"s":[`+strings.Repeat(hostile+",", 9)+hostile+`]}`))
+	_, err := tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"s":[` + strings.Repeat(hostile+",", 9) + hostile + `]}`)})
 	assert.Less(t, time.Since(start), 2*time.Second)
 	var ae *toolset.ArgumentError
 	require.ErrorAs(t, err, &ae)
 	assert.Len(t, ae.Problems, 10)
 	assert.Equal(t, "s[0]", ae.Problems[0].Field)
-	_, err = tool.Call(context.Background(), json.RawMessage(`{"s":["^a+$"]}`))
+	_, err = tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"s":["^a+$"]}`)})
 	require.NoError(t, err)
 	_ = argumentProblems(t, tool, `{"s":["(a"]}`)
 }
@@ -145,7 +145,7 @@ func TestHugeNumberIsRefusedOnTheFastPath(t *testing.T) {
 			p := argumentProblems(t, tool, `{"n":`+n+`}`)
 			assert.Contains(t, p[0].Message, "out of range", schema)
 		}
-		_, err := tool.Call(context.Background(), json.RawMessage(`{"n":1e300}`))
+		_, err := tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"n":1e300}`)})
 		require.NoError(t, err, schema)
 	}
 }
@@ -160,7 +160,7 @@ func TestDeeplyNestedArgumentsCostLinearMemory(t *testing.T) {
 	args := json.RawMessage(`{"a":` + strings.Repeat("[", depth) + strings.Repeat("]", depth) + `}`)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	_, err := tool.Call(context.Background(), args)
+	_, err := tool.Execute(context.Background(), toolset.ToolCall{Args: args})
 	runtime.ReadMemStats(&after)
 	require.NoError(t, err)
 	allocated := after.TotalAlloc - before.TotalAlloc
@@ -181,7 +181,7 @@ func TestCostlyPatternMatchIsRefused(t *testing.T) {
 	assert.Less(t, time.Since(start), 300*time.Millisecond)
 	assert.Equal(t, "s", p[0].Field)
 	assert.Contains(t, p[0].Message, "too long")
-	_, err := tool.Call(context.Background(), json.RawMessage(`{"s":"`+strings.Repeat("a", 1000)+`c"}`))
+	_, err := tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"s":"` + strings.Repeat("a", 1000) + `c"}`)})
 	require.NoError(t, err)
 
 	// Under "not", a string taken as not matching would pass.
@@ -198,6 +198,6 @@ func TestCostlyPatternMatchIsRefused(t *testing.T) {
 	assert.Less(t, time.Since(start), 300*time.Millisecond)
 	assert.Contains(t, p[0].Message, "too long")
 	_ = argumentProblems(t, tool, `{"`+strings.Repeat("a", 1000)+`c":"not an integer"}`)
-	_, err = tool.Call(context.Background(), json.RawMessage(`{"`+strings.Repeat("a", 1000)+`c":1,"x":"y"}`))
+	_, err = tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"` + strings.Repeat("a", 1000) + `c":1,"x":"y"}`)})
 	require.NoError(t, err)
 }

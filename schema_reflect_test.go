@@ -45,13 +45,13 @@ func TestSchemaSameTypeNameKeepsBounds(t *testing.T) {
 		assert.Contains(t, string(b), `"amount"`, "the tool's own fields")
 		for _, amount := range []int{0, 101, 1000000} {
 			args := fmt.Sprintf(`{"amount":%d,"memo":{},"order":{"amount":5,"memo":{}}}`, amount)
-			_, err := tool.Call(context.Background(), json.RawMessage(args))
+			_, err := tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(args)})
 			var ae *toolset.ArgumentError
 			require.ErrorAs(t, err, &ae, "%s %s", tool.Name, args)
 			assert.Equal(t, "amount", ae.Problems[0].Field)
 		}
 	}
-	_, err := own.Call(context.Background(), json.RawMessage(`{"amount":5,"memo":{"note":"x"},"order":{"amount":500,"memo":{}}}`))
+	_, err := own.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"amount":5,"memo":{"note":"x"},"order":{"amount":500,"memo":{}}}`)})
 	var ae *toolset.ArgumentError
 	require.ErrorAs(t, err, &ae, "the nested shop.Args keeps its bounds too")
 	assert.Equal(t, "order.amount", ae.Problems[0].Field)
@@ -96,8 +96,9 @@ func TestSchemaTextUnmarshalerIsAString(t *testing.T) {
 		assert.Equal(t, "string", s.Properties[f].Type, f)
 	}
 	assert.Equal(t, "date-time", s.Properties["at"].Format)
-	_, err = tool.Call(context.Background(), json.RawMessage(
-		`{"addr":"192.0.2.1","id":"123e4567-e89b-12d3-a456-426614174000","opt":"::1","at":"2026-01-02T15:04:05Z"}`))
+	_, err = tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(
+		`{"addr":"192.0.2.1","id":"123e4567-e89b-12d3-a456-426614174000","opt":"::1","at":"2026-01-02T15:04:05Z"}`)})
+
 	require.NoError(t, err)
 	assert.Equal(t, netip.MustParseAddr("192.0.2.1"), seen.Addr)
 	assert.Equal(t, byte(0x12), seen.ID[0])
@@ -158,10 +159,10 @@ func TestSchemaCustomUnmarshalJSONNeedsADeclaredSchema(t *testing.T) {
 		return "ok", nil
 	})
 	require.NoError(t, ok.Err(), "a declared schema (on the pointer), RawMessage, time.Time and json.Number are fine")
-	_, err = ok.Call(context.Background(), json.RawMessage(`{"level":"high","n":12.5}`))
+	_, err = ok.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"level":"high","n":12.5}`)})
 	require.NoError(t, err)
 	assert.Equal(t, declaredLevel(2), got)
-	_, err = ok.Call(context.Background(), json.RawMessage(`{"level":"medium"}`))
+	_, err = ok.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"level":"medium"}`)})
 	var ae *toolset.ArgumentError
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, "level", ae.Problems[0].Field)

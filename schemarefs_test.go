@@ -56,7 +56,7 @@ func refusedEverywhere(t *testing.T, doc, ref string) {
 			return "ran", nil
 		})
 		toolErr = tool.Err()
-		_, callErr = tool.Call(context.Background(), json.RawMessage(`{"a":"x"}`))
+		_, callErr = tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"a":"x"}`)})
 	}()
 	// Real time, not synctest: the guard is against a real file read or
 	// HTTP fetch hanging, which a bubble's fake clock would not see.
@@ -198,9 +198,9 @@ func TestSchemaIDGamesStayInTheDocument(t *testing.T) {
 				assert.NotContains(t, err.Error(), secretMarker)
 				return
 			}
-			_, err = tool.Call(context.Background(), json.RawMessage(tc.good))
+			_, err = tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(tc.good)})
 			require.NoError(t, err)
-			_, err = tool.Call(context.Background(), json.RawMessage(tc.bad))
+			_, err = tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(tc.bad)})
 			var ae *toolset.ArgumentError
 			require.ErrorAs(t, err, &ae)
 			assert.NotContains(t, err.Error(), secretMarker)

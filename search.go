@@ -69,8 +69,8 @@ type FoundTool struct {
 // name and description, name words weighing more; an empty query matches
 // nothing. The model may ask for 1 to 50 results (top_k, clamped).
 //
-// Reveals are kept in the [RunContext], so runs never see each other's; a
-// search without a run context fails. The search index of a toolset's tool
+// Reveals are kept in the run ([RunContext]) until it ends, so runs never
+// see each other's; a search without a run fails. The search index of a toolset's tool
 // list is built once and shared by every copy of the search tool.
 func NewToolSearch(deferred Toolset, opts ...SearchOption) Tool {
 	cfg := searchConfig{
@@ -104,8 +104,8 @@ type searchState struct {
 
 func (s *searchState) search(ctx context.Context, deferred Toolset, in ToolSearchArgs, defaultTopK int) (ToolSearchResult, error) {
 	rc := runOf(ctx)
-	if rc == nil {
-		return ToolSearchResult{}, errors.New("tool search needs a RunContext (toolset.NewContext) to remember what it reveals")
+	if rc.state() == nil {
+		return ToolSearchResult{}, errors.New("tool search needs a run (toolset.NewRun) to remember what it reveals")
 	}
 	v, err := materialize(ctx, deferred)
 	if err != nil {
@@ -278,12 +278,15 @@ func words(text string) []string {
 
 // reveal records that this run's search found the tools.
 func (rc *RunContext) reveal(cores []*toolCore) {
-	if len(cores) == 0 {
+	s := rc.state()
+	if len(cores) == 0 || s == nil {
 		return
 	}
-	s := rc.run
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.ended.Load() {
+		return
+	}
 	if s.revealed == nil {
 		s.revealed = make(map[*toolCore]struct{})
 	}
@@ -293,10 +296,10 @@ func (rc *RunContext) reveal(cores []*toolCore) {
 }
 
 func (rc *RunContext) isRevealed(c *toolCore) bool {
-	if rc == nil {
+	s := rc.state()
+	if s == nil {
 		return false
 	}
-	s := rc.run
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.revealed[c]

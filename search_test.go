@@ -32,7 +32,7 @@ func TestToolSearch(t *testing.T) {
 		require.NoError(t, err, "two search tools of one name are standalone tools: no conflict")
 		return tools
 	}
-	r1, r2 := newRun("r1"), newRun("r2")
+	r1, r2 := newRun(t, "r1"), newRun(t, "r2")
 	tools := turn(r1)
 	assert.Equal(t, []string{"billing_always_there", "tool_search"}, tools.Names())
 	_, err := call(t, r1, tools, "billing_refund_payment", `{}`)
@@ -44,7 +44,7 @@ func TestToolSearch(t *testing.T) {
 	require.Len(t, found.Tools, 1)
 	assert.Equal(t, "billing_create_invoice", found.Tools[0].Name, "name matches rank first")
 
-	tools = turn(r1)
+	tools = turn(nextTurn(r1))
 	assert.Equal(t, []string{"billing_create_invoice", "billing_always_there", "tool_search"}, tools.Names(), "revealed from the next turn")
 	got, err := call(t, r1, tools, "billing_create_invoice", `{}`)
 	require.NoError(t, err)
@@ -67,7 +67,7 @@ func TestToolSearch(t *testing.T) {
 	assert.Empty(t, res.(toolset.ToolSearchResult).Tools, "an empty query matches nothing")
 
 	_, err = call(t, context.Background(), turn(context.Background()), "tool_search", `{"query":"invoice"}`)
-	require.ErrorContains(t, err, "needs a RunContext")
+	require.ErrorContains(t, err, "needs a run")
 
 	// The deferred tool is also refused when called directly without a reveal.
 	_, err = deferredCatalog().GetTools(context.Background())
@@ -80,7 +80,7 @@ func TestToolSearchTopKClamp(t *testing.T) {
 		many = append(many, toolset.NewTool(fmt.Sprintf("report_%d", i), "A report.", func(context.Context, struct{}) (int, error) { return i, nil }, toolset.WithDeferred()))
 	}
 	catalog := toolset.NewFunction(many...)
-	ctx := newRun("r")
+	ctx := newRun(t, "r")
 	tools, err := toolset.BuildTools(ctx, "a", catalog, toolset.NewToolSearch(catalog, toolset.WithSearchName("find_tools"), toolset.WithSearchTopK(3)))
 	require.NoError(t, err)
 	for args, want := range map[string]int{`{"query":"report"}`: 3, `{"query":"report","top_k":0}`: 3, `{"query":"report","top_k":-4}`: 1, `{"query":"report","top_k":500}`: 50} {
@@ -95,12 +95,12 @@ func TestDeferredToolConflictsOnlyOnceRevealed(t *testing.T) {
 		return "archive", nil
 	}, toolset.WithDeferred()))
 	search := toolset.NewToolSearch(lazy)
-	ctx := newRun("r")
+	ctx := newRun(t, "r")
 	tools, err := toolset.BuildTools(ctx, "a", lazy, echoTool("lookup"), search)
 	require.NoError(t, err, "a hidden deferred tool takes no name")
 	_, err = call(t, ctx, tools, "tool_search", `{"query":"archive"}`)
 	require.NoError(t, err)
-	_, err = toolset.BuildTools(ctx, "a", lazy, echoTool("lookup"), search)
+	_, err = toolset.BuildTools(nextTurn(ctx), "a", lazy, echoTool("lookup"), search)
 	var nce *toolset.NameConflictError
 	require.ErrorAs(t, err, &nce)
 	assert.Equal(t, []string{"Function#0", "tools[1] (standalone)"}, nce.Conflicts[0].Contributors)

@@ -139,7 +139,7 @@ type nameIndex struct {
 	invalid  []int32
 	env      []int32 // required environment variables
 	deferred []int32 // deferred until a search reveals them
-	retries  []int32 // retry budgets
+	retries  []int32 // failure budgets
 }
 
 // index returns the snapshot's name index, building it on first use.
@@ -159,7 +159,7 @@ func (s *snapshot) index() *nameIndex {
 				if c.deferred {
 					ix.deferred = append(ix.deferred, int32(i))
 				}
-				if c.maxRetries >= 0 {
+				if c.maxFailures > 0 {
 					ix.retries = append(ix.retries, int32(i))
 				}
 			}
@@ -397,8 +397,11 @@ func materializeAll(ctx context.Context, toolsets []Toolset, static []bool, name
 	default:
 		g, gctx := errgroup.WithContext(ctx)
 		// One pointer for what every goroutine shares keeps each closure
-		// small: a turn starts a goroutine per dynamic toolset.
-		m := &materializing{ctx: gctx, g: g, views: views, errs: errs}
+		// small: a turn starts a goroutine per dynamic toolset. The derived
+		// context is wrapped to carry the run itself, in storage of m, so
+		// that callbacks find it without walking the chain.
+		m := &materializing{g: g, views: views, errs: errs}
+		m.ctx = withRun(gctx, FromContext(ctx), &m.tc)
 		for i, ts := range toolsets {
 			if static[i] {
 				continue
@@ -418,6 +421,7 @@ func materializeAll(ctx context.Context, toolsets []Toolset, static []bool, name
 // materializing is the state the goroutines of materializeAll share.
 type materializing struct {
 	ctx   context.Context
+	tc    turnContext
 	g     *errgroup.Group
 	views []view
 	errs  []error

@@ -64,7 +64,7 @@ func testTimeout(t *testing.T) {
 		<-ctx.Done()
 		return "", toolset.NewModelError("ask for fewer rows")
 	}, toolset.WithTimeout(10*time.Millisecond, toolset.TimeoutAbortRun))
-	_, err = polite.Call(context.Background(), nil)
+	_, err = polite.Execute(context.Background(), toolset.ToolCall{Args: nil})
 	msg, visible = toolset.ErrorText(err)
 	require.True(t, visible, "%v", err)
 	assert.Contains(t, msg, "ask for fewer rows")
@@ -78,7 +78,7 @@ func testTimeout(t *testing.T) {
 	}, toolset.WithTimeout(time.Minute, toolset.TimeoutTellModel))
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-started; cancel() }()
-	_, err = patient.Call(ctx, nil)
+	_, err = patient.Execute(ctx, toolset.ToolCall{Args: nil})
 	require.ErrorIs(t, err, context.Canceled)
 	require.False(t, errors.As(err, &te))
 }
@@ -102,7 +102,7 @@ func testTimeoutContextBehavesLikeWithDeadline(t *testing.T) {
 		<-fired
 		return "", child.Err()
 	}, toolset.WithTimeout(30*time.Millisecond, toolset.TimeoutTellModel))
-	_, err := tool.Call(context.Background(), nil)
+	_, err := tool.Execute(context.Background(), toolset.ToolCall{Args: nil})
 	var te *toolset.TimeoutError
 	require.ErrorAs(t, err, &te)
 	require.ErrorIs(t, inner.Err(), context.DeadlineExceeded)
@@ -111,7 +111,7 @@ func testTimeoutContextBehavesLikeWithDeadline(t *testing.T) {
 		inner = ctx
 		return "ok", ctx.Err()
 	}, toolset.WithTimeout(time.Minute, toolset.TimeoutTellModel))
-	_, err = quick.Call(context.Background(), nil)
+	_, err = quick.Execute(context.Background(), toolset.ToolCall{Args: nil})
 	require.NoError(t, err)
 	require.ErrorIs(t, inner.Err(), context.Canceled, "the context is cancelled once the call returns")
 	<-inner.Done()

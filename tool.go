@@ -125,7 +125,7 @@ type policies struct {
 	env           []string
 	deferred      bool
 	approval      NeedsApprovalFunc
-	maxRetries    int // negative: failures are not counted
+	maxFailures   int // zero: failures are not counted
 	timeout       time.Duration
 	timeoutAborts bool
 	limiter       *rate.Limiter
@@ -139,7 +139,6 @@ type policies struct {
 
 func newCore(name string, params *jsonschema.Schema, fn RawHandler) *toolCore {
 	c := &toolCore{name: name, params: params, handler: fn}
-	c.maxRetries = -1
 	c.chain = c.base
 	return c
 }

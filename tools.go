@@ -9,19 +9,18 @@ import (
 )
 
 // ToolList is the set of tools of one turn, made by [BuildTools]: the ordered
-// list the model is sent, a lookup by name, and [ToolList.Call] to run the
+// list the model is sent, a lookup by name, and [ToolList.Execute] to run the
 // model's calls. It is immutable and safe for concurrent use. A nil *ToolList
 // is an empty set.
 //
-// A set belongs to the run it was built for: the run of the [RunContext]
-// that the context given to BuildTools carried, or no run if it carried
-// none. Its predicates decided what this run may call, so [ToolList.Execute]
-// and [ToolList.Call] refuse, with a [*RunMismatchError], a call under a
-// context of another run: a context carrying another run's RunContext,
-// none when the set was built under one, or one when the set was built
-// without. Every copy of the run's RunContext ([RunContext.WithStep]) is
-// the same run, so a set may be called under the context of any step of
-// its run. Build a set per turn, under the turn's context.
+// A set belongs to the run it was built for: the run that the context given
+// to BuildTools carried, or no run if it carried none. Its predicates
+// decided what this run may call, so [ToolList.Execute] refuses, with a
+// [*RunMismatchError], a call under a context of another run: a context
+// carrying another run, none when the set was built under one, or one when
+// the set was built without. Any context of its own run will do: that of
+// any of its turns ([RunContext.Turn]), or one made with [NewContext].
+// Build a set per turn, under the turn's context.
 type ToolList struct {
 	agent string
 	rc    *RunContext // the run the set was built for, or nil
@@ -137,11 +136,35 @@ type ToolCall struct {
 	Args json.RawMessage
 }
 
-// Execute runs a tool call from the model through the call path: see
-// [ToolList.Call]. The call ID identifies the call to approvals
-// ([WithApprovalRequired]) and middleware.
+// Execute runs a tool call from the model. A call under the context of a
+// run that has ended fails with [ErrRunEnded], and one under the context of
+// another run than the set's is refused with a [*RunMismatchError]. A name
+// that is not in this turn's set, even one a filter hid this turn, is
+// refused with an [*UnknownToolError] listing the available names, and a
+// deferred tool this run has not revealed, or one whose failure budget is
+// spent, with an [*UnavailableToolError]. The call then goes through the
+// call path in this order: argument validation, approval, cache lookup (a
+// hit ends the call), rate limit, then the middleware and the handler,
+// both under the tool's timeout, then cache store and the run's failure
+// accounting. An [*ArgumentError] lists every problem with the arguments,
+// and a panic of the handler or of any callback becomes a [*PanicError].
+// Use [ErrorText] to tell the errors the model should see from those that
+// should stop the run.
+//
+// The call ID identifies the call to approvals ([WithApprovalRequired])
+// and middleware: a call that needs approval stops the run with an
+// [*ApprovalRequiredError] until a decision for it is recorded, and one
+// without an ID cannot be approved at all.
+//
+// The handler runs on the caller's goroutine. One that calls
+// [runtime.Goexit] (as testing.T.FailNow does) ends that goroutine, as
+// Goexit does; run calls on goroutines of your own, as the provider
+// adapters do, to have it reported as a [*PanicError] with [ErrGoexit].
 func (ts *ToolList) Execute(ctx context.Context, call ToolCall) (any, error) {
 	rc := runOf(ctx)
+	if err := runUsable(call.Name, rc); err != nil {
+		return nil, err
+	}
 	if ts != nil && !sameRun(rc, ts.rc) {
 		return nil, newRunMismatch(call.Name, ts.rc, rc)
 	}
@@ -154,39 +177,12 @@ func (ts *ToolList) Execute(ctx context.Context, call ToolCall) (any, error) {
 	return t.executeIn(ctx, call, rc)
 }
 
-// Call runs the model's call of the tool named name with the JSON arguments
-// args. A call under the context of another run than the set's is refused
-// first, with a [*RunMismatchError]. A name that is not in this turn's
-// set, even one a filter hid this turn, is refused with an
-// [*UnknownToolError] listing the available names, and a deferred tool this
-// run has not revealed, or one whose retries are spent, with an
-// [*UnavailableToolError]. The call then goes through the call path in this
-// order: argument validation, approval, cache lookup (a hit ends the call),
-// rate limit, then the middleware and the handler, both under the tool's
-// timeout, then cache store and the run's retry accounting. An
-// [*ArgumentError] lists every problem with the arguments, and a panic of
-// the handler or of any callback becomes a [*PanicError]. Use
-// [ErrorText] to tell the errors the model should see from those that
-// should stop the run.
-//
-// Call has no call ID, so a call that needs approval ([WithApprovalRequired])
-// cannot be approved: it fails with an [*ApprovalRequiredError] that tells
-// the model to do without the tool. Run such tools with [ToolList.Execute].
-//
-// The handler runs on the caller's goroutine. One that calls
-// [runtime.Goexit] (as testing.T.FailNow does) ends that goroutine, as
-// Goexit does; run calls on goroutines of your own, as the provider
-// adapters do, to have it reported as a [*PanicError] with [ErrGoexit].
-func (ts *ToolList) Call(ctx context.Context, name string, args json.RawMessage) (any, error) {
-	return ts.Execute(ctx, ToolCall{Name: name, Args: args})
-}
-
 // sameRun reports whether a and b are the same run, or both none.
 func sameRun(a, b *RunContext) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.run == b.run
+	return a.st == b.st
 }
 
 // RunMismatchError reports a call of a turn's [ToolList] under the context of
@@ -195,11 +191,11 @@ func sameRun(a, b *RunContext) bool {
 type RunMismatchError struct {
 	// Tool is the name called.
 	Tool string
-	// BuiltFor is the RunID of the run the set was built for, and
+	// BuiltFor is the ID of the run the set was built for, and
 	// BuiltWithoutRun reports a set built under a context carrying no run.
 	BuiltFor        string
 	BuiltWithoutRun bool
-	// CalledIn is the RunID of the run of the call's context, and
+	// CalledIn is the ID of the run of the call's context, and
 	// CalledWithoutRun reports a call under a context carrying no run.
 	CalledIn         string
 	CalledWithoutRun bool
@@ -208,10 +204,10 @@ type RunMismatchError struct {
 func newRunMismatch(tool string, built, called *RunContext) *RunMismatchError {
 	e := &RunMismatchError{Tool: tool, BuiltWithoutRun: built == nil, CalledWithoutRun: called == nil}
 	if built != nil {
-		e.BuiltFor = built.RunID
+		e.BuiltFor = built.ID()
 	}
 	if called != nil {
-		e.CalledIn = called.RunID
+		e.CalledIn = called.ID()
 	}
 	return e
 }

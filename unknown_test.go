@@ -18,19 +18,19 @@ func manyTools(t testing.TB) *toolset.ToolList {
 	for i := range names {
 		names[i] = fmt.Sprintf("tool_with_a_long_name_of_sixty_four_bytes_for_scoring_%09d", i)
 	}
-	tools, err := toolset.BuildTools(newRun("r"), "a", toolset.NewFunction(echoTools(names...)...))
+	tools, err := toolset.BuildTools(newRun(t, "r"), "a", toolset.NewFunction(echoTools(names...)...))
 	require.NoError(t, err)
 	return tools
 }
 
 func TestUnknownHugeToolNameIsBounded(t *testing.T) {
 	tools := manyTools(t)
-	ctx := newRun("r")
+	ctx := newRun(t, "r")
 	tools, _ = toolset.BuildTools(ctx, "a", toolset.NewFunction(tools.Tools()...))
 	for _, size := range []int{50 << 10, 1 << 20} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
 			name := strings.Repeat("to\x00l\n", size/5)
-			_, err := tools.Call(ctx, name, nil)
+			_, err := tools.Execute(ctx, toolset.ToolCall{Name: name, Args: nil})
 			var ue *toolset.UnknownToolError
 			require.ErrorAs(t, err, &ue)
 			assert.Equal(t, name, ue.Name, "the error keeps what the model sent")
@@ -56,10 +56,10 @@ func TestUnknownHugeToolNameIsBounded(t *testing.T) {
 // a 1 MB name among 100 tools; it must stay far under a millisecond.
 func BenchmarkUnknownToolError1MBNameUnder1ms(b *testing.B) {
 	tools := manyTools(b)
-	ctx := newRun("r")
+	ctx := newRun(b, "r")
 	tools, _ = toolset.BuildTools(ctx, "a", toolset.NewFunction(tools.Tools()...))
 	name := strings.Repeat("x", 1<<20)
-	_, err := tools.Call(ctx, name, nil)
+	_, err := tools.Execute(ctx, toolset.ToolCall{Name: name, Args: nil})
 	for b.Loop() {
 		if len(err.Error()) > 4<<10 {
 			b.Fatal("message too long")

@@ -38,7 +38,7 @@ func hostileTool(t testing.TB, seen *[]hostileArgs) toolset.Tool {
 // *ArgumentError it must return.
 func argumentProblems(t *testing.T, tool toolset.Tool, args string) []toolset.ArgumentProblem {
 	t.Helper()
-	_, err := tool.Call(context.Background(), json.RawMessage(args))
+	_, err := tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(args)})
 	var ae *toolset.ArgumentError
 	require.ErrorAs(t, err, &ae, args)
 	require.NotEmpty(t, ae.Problems)
@@ -116,7 +116,7 @@ func TestFloatUnderflowIsRefused(t *testing.T) {
 	assert.Empty(t, seen, "no underflowed value reached the handler")
 
 	// The smallest float64 is held exactly enough: it is above zero.
-	_, err := tool.Call(context.Background(), json.RawMessage(`{"n":5,"f":5e-324,"rate":1e-40,"fs":[0,0.0,-0e-999,1.5]}`))
+	_, err := tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"n":5,"f":5e-324,"rate":1e-40,"fs":[0,0.0,-0e-999,1.5]}`)})
 	require.NoError(t, err)
 	require.Len(t, seen, 1)
 	assert.Equal(t, math.SmallestNonzeroFloat64, seen[0].F)
@@ -155,7 +155,7 @@ func TestNumbersBeyondTheGoTypeAreRefused(t *testing.T) {
 		assert.Equal(t, field, p[0].Field, args)
 	}
 	assert.Empty(t, seen)
-	_, err := tool.Call(context.Background(), json.RawMessage(`{"i8":-128,"u":18446744073709551615,"i64":-9223372036854775808,"i":-0,"f":1.7976931348623157e308}`))
+	_, err := tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"i8":-128,"u":18446744073709551615,"i64":-9223372036854775808,"i":-0,"f":1.7976931348623157e308}`)})
 	require.NoError(t, err)
 }
 
@@ -182,7 +182,7 @@ func benchHostile(b *testing.B) {
 	b.SetBytes(int64(len(args)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := tool.Call(ctx, args); err == nil {
+		if _, err := tool.Execute(ctx, toolset.ToolCall{Args: args}); err == nil {
 			b.Fatal("accepted")
 		}
 	}
@@ -240,7 +240,7 @@ func TestFloatRoundingOntoABoundIsRefused(t *testing.T) {
 		`{"p":0.5,"q":0.9999999}`,
 		`{"p":0.5,"any":1.00000000000000000001,"ps":[1e-300,123456789012345678901234567890]}`,
 	} {
-		_, err := tool.Call(context.Background(), json.RawMessage(args))
+		_, err := tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(args)})
 		require.NoError(t, err, args)
 	}
 	require.Len(t, seen, 4)

@@ -50,7 +50,7 @@ func TestWrapperOverrideSurvivesBuilders(t *testing.T) {
 	tool, ok := tools.Lookup("x_a")
 	require.True(t, ok)
 	assert.Equal(t, "[beta] The a tool.", tool.Description)
-	got, err := tools.Call(ctx, "x_a", nil)
+	got, err := tools.Execute(ctx, toolset.ToolCall{Name: "x_a", Args: nil})
 	require.NoError(t, err)
 	assert.Equal(t, "a", got)
 }

@@ -58,7 +58,7 @@ func BenchmarkCall(b *testing.B) {
 	args := json.RawMessage(`{"x":1}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := tools.Call(ctx, "tool_000", args); err != nil {
+		if _, err := tools.Execute(ctx, toolset.ToolCall{Name: "tool_000", Args: args}); err != nil {
 			b.Fatal(err)
 		}
 	}

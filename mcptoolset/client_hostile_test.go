@@ -84,7 +84,7 @@ func TestHostileSchemasAreRefusedAtListing(t *testing.T) {
 			assert.Equal(t, "hostile", invalid[0].Server)
 			assert.Contains(t, buf.String(), "server=hostile tool=evil")
 
-			_, err = tools.Call(ctx, "evil", json.RawMessage(`{"path":"x","x":"y","n":1}`))
+			_, err = tools.Execute(ctx, toolset.ToolCall{Name: "evil", Args: json.RawMessage(`{"path":"x","x":"y","n":1}`)})
 			require.Error(t, err)
 			_, forModel := toolset.ErrorText(err)
 			assert.True(t, forModel, "an unknown tool, not a run-stopping error: %v", err)
@@ -145,7 +145,7 @@ func TestSchemaRefToFIFOOrURLIsNeverOpened(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, ts.InvalidTools(), len(schemas))
 	for i := range schemas {
-		_, err := tools.Call(ctx, fmt.Sprintf("evil%d", i), json.RawMessage(`{"x":"y"}`))
+		_, err := tools.Execute(ctx, toolset.ToolCall{Name: fmt.Sprintf("evil%d", i), Args: json.RawMessage(`{"x":"y"}`)})
 		require.Error(t, err)
 	}
 	require.NoError(t, ctx.Err(), "nothing blocked on the FIFO")
@@ -303,7 +303,7 @@ func TestClientCallbackPanicsDoNotHang(t *testing.T) {
 		defer changed.Close()
 		built, err := toolset.BuildTools(ctx, "agent", changed)
 		require.NoError(t, err)
-		_, err = built.Call(ctx, "add_tool", json.RawMessage(`{"name":"late"}`))
+		_, err = built.Execute(ctx, toolset.ToolCall{Name: "add_tool", Args: json.RawMessage(`{"name":"late"}`)})
 		require.NoError(t, err)
 		require.Eventually(t, func() bool { return strings.Contains(buf.String(), "the ToolListChangedHandler panicked") }, 5*time.Second, 5*time.Millisecond)
 		require.Eventually(t, func() bool {
@@ -335,7 +335,7 @@ func TestSoundSchemasAreAccepted(t *testing.T) {
 			tools, err := toolset.BuildTools(ctx, "agent", ts)
 			require.NoError(t, err)
 			require.Contains(t, tools.Names(), "sound")
-			_, err = tools.Call(ctx, "sound", json.RawMessage(`{"n":-1}`))
+			_, err = tools.Execute(ctx, toolset.ToolCall{Name: "sound", Args: json.RawMessage(`{"n":-1}`)})
 			var ae *toolset.ArgumentError
 			require.ErrorAs(t, err, &ae, "validated against the schema")
 		})
@@ -400,7 +400,7 @@ func TestHugeServerErrorTextIsBounded(t *testing.T) {
 	tools, err := toolset.BuildTools(context.Background(), "a", ts)
 	require.NoError(t, err)
 
-	_, err = tools.Call(context.Background(), "add", json.RawMessage(`{"a":1,"b":2}`))
+	_, err = tools.Execute(context.Background(), toolset.ToolCall{Name: "add", Args: json.RawMessage(`{"a":1,"b":2}`)})
 	var se *mcptoolset.ServerError
 	require.ErrorAs(t, err, &se)
 	assert.Less(t, len(se.Error()), 9<<10, "the server's text is cut")
@@ -409,7 +409,7 @@ func TestHugeServerErrorTextIsBounded(t *testing.T) {
 	require.ErrorAs(t, err, &je, "the cause stays reachable")
 	assert.Equal(t, int64(4242), je.Code)
 
-	_, err = tools.Call(context.Background(), "fail", json.RawMessage(`{}`))
+	_, err = tools.Execute(context.Background(), toolset.ToolCall{Name: "fail", Args: json.RawMessage(`{}`)})
 	var re *mcptoolset.ResultError
 	require.ErrorAs(t, err, &re)
 	assert.Less(t, len(re.Error()), 9<<10, "the result's text is cut in the error")
@@ -438,7 +438,7 @@ func TestHugeHTTPResponseBodyIsRefused(t *testing.T) {
 		t.Cleanup(func() { ts.Close() }) // before the HTTP server's, which waits for the session's stream
 		tools, err := toolset.BuildTools(context.Background(), "a", ts)
 		require.NoError(t, err)
-		v, err := tools.Call(context.Background(), "big", json.RawMessage(`{}`))
+		v, err := tools.Execute(context.Background(), toolset.ToolCall{Name: "big", Args: json.RawMessage(`{}`)})
 		if jsonResponse {
 			var se *mcptoolset.ServerError
 			require.ErrorAs(t, err, &se)
@@ -590,14 +590,14 @@ func TestCallToAServerThatNeverAnswersTimesOut(t *testing.T) {
 			tools, err := toolset.BuildTools(context.Background(), "a", ts)
 			require.NoError(t, err)
 			start := time.Now()
-			_, err = tools.Call(context.Background(), "add", json.RawMessage(`{"a":1,"b":2}`))
+			_, err = tools.Execute(context.Background(), toolset.ToolCall{Name: "add", Args: json.RawMessage(`{"a":1,"b":2}`)})
 			var se *mcptoolset.ServerError
 			require.ErrorAs(t, err, &se)
 			assert.Equal(t, "call tool", se.Op)
 			assert.ErrorIs(t, err, context.DeadlineExceeded)
 			assert.Contains(t, err.Error(), fmt.Sprintf("no answer to tools/call within %v", tc.want))
 			assert.Equal(t, tc.want, time.Since(start))
-			v, err := tools.Call(context.Background(), "read_file", json.RawMessage(`{"path":"a.txt"}`))
+			v, err := tools.Execute(context.Background(), toolset.ToolCall{Name: "read_file", Args: json.RawMessage(`{"path":"a.txt"}`)})
 			require.NoError(t, err, "the session stays usable")
 			assert.Equal(t, "mute: contents of a.txt", content(t, v).ModelText())
 			require.NoError(t, ts.Close())

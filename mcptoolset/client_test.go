@@ -101,25 +101,25 @@ func TestCallResults(t *testing.T) {
 	tools, err := toolset.BuildTools(ctx, "agent", ts)
 	require.NoError(t, err)
 
-	res, err := tools.Call(ctx, "read_file", json.RawMessage(`{"path":"a.txt"}`))
+	res, err := tools.Execute(ctx, toolset.ToolCall{Name: "read_file", Args: json.RawMessage(`{"path":"a.txt"}`)})
 	require.NoError(t, err)
 	assert.Equal(t, []toolset.Part{{Text: "files: contents of a.txt"}}, content(t, res).Parts)
 	text, err := toolset.ResultText(res)
 	require.NoError(t, err)
 	assert.Equal(t, "files: contents of a.txt", text)
 
-	res, err = tools.Call(ctx, "add", json.RawMessage(`{"a":2,"b":3}`))
+	res, err = tools.Execute(ctx, toolset.ToolCall{Name: "add", Args: json.RawMessage(`{"a":2,"b":3}`)})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"sum": float64(5)}, content(t, res).Structured)
 	require.Len(t, content(t, res).Parts, 1)
 	assert.JSONEq(t, `{"sum":5}`, content(t, res).Parts[0].Text)
 
-	res, err = tools.Call(ctx, "image", nil)
+	res, err = tools.Execute(ctx, toolset.ToolCall{Name: "image", Args: nil})
 	require.NoError(t, err)
 	assert.Equal(t, []toolset.Part{{MIMEType: "image/png", Data: fixture.PNG}, {Text: "a pixel"}}, content(t, res).Parts)
 
 	// isError: an error for the model, carrying the text.
-	_, err = tools.Call(ctx, "fail", nil)
+	_, err = tools.Execute(ctx, toolset.ToolCall{Name: "fail", Args: nil})
 	var re *mcptoolset.ResultError
 	require.ErrorAs(t, err, &re)
 	assert.Equal(t, "files", re.Server)
@@ -130,13 +130,13 @@ func TestCallResults(t *testing.T) {
 	assert.Contains(t, err.Error(), `MCP server "files": tool "fail" reported an error: no such file`)
 
 	// Arguments are checked against the server's schema before the call.
-	_, err = tools.Call(ctx, "read_file", json.RawMessage(`{"path":7}`))
+	_, err = tools.Execute(ctx, toolset.ToolCall{Name: "read_file", Args: json.RawMessage(`{"path":7}`)})
 	var ae *toolset.ArgumentError
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, "path", ae.Problems[0].Field)
-	_, err = tools.Call(ctx, "weird", json.RawMessage(`{"when":null,"home":{"zip":5}}`))
+	_, err = tools.Execute(ctx, toolset.ToolCall{Name: "weird", Args: json.RawMessage(`{"when":null,"home":{"zip":5}}`)})
 	require.ErrorAs(t, err, &ae, "the $ref into draft-07 definitions is followed")
-	res, err = tools.Call(ctx, "weird", json.RawMessage(`{"when":null,"home":{"zip":"75001"}}`))
+	res, err = tools.Execute(ctx, toolset.ToolCall{Name: "weird", Args: json.RawMessage(`{"when":null,"home":{"zip":"75001"}}`)})
 	require.NoError(t, err)
 	assert.Equal(t, `weird {"when":null,"home":{"zip":"75001"}}`, content(t, res).Parts[0].Text)
 }
@@ -175,7 +175,7 @@ func TestListChangedInvalidatesCache(t *testing.T) {
 		require.NoError(t, err)
 		tools, err := toolset.BuildTools(ctx, "agent", ts)
 		require.NoError(t, err)
-		_, err = tools.Call(ctx, "add_tool", json.RawMessage(`{"name":"late"}`))
+		_, err = tools.Execute(ctx, toolset.ToolCall{Name: "add_tool", Args: json.RawMessage(`{"name":"late"}`)})
 		require.NoError(t, err)
 
 		var after []toolset.Tool
@@ -185,7 +185,7 @@ func TestListChangedInvalidatesCache(t *testing.T) {
 			return len(after) == len(before)+1
 		}, 5*time.Second, 10*time.Millisecond, "the new tool shows up")
 		late := byName(t, after, "late")
-		res, err := late.Call(ctx, nil)
+		res, err := late.Execute(ctx, toolset.ToolCall{Args: nil})
 		require.NoError(t, err)
 		assert.Equal(t, "late ran", content(t, res).Parts[0].Text)
 		read0, read1 := byName(t, before, "read_file"), byName(t, after, "read_file")
@@ -289,7 +289,7 @@ func TestSharedSessionConcurrency(t *testing.T) {
 				if g == 0 && i%3 == 0 {
 					handle.ToolsChanged()
 				}
-				res, err := tools.Call(ctx, "fs_add", json.RawMessage(fmt.Sprintf(`{"a":%d,"b":%d}`, g, i)))
+				res, err := tools.Execute(ctx, toolset.ToolCall{Name: "fs_add", Args: json.RawMessage(fmt.Sprintf(`{"a":%d,"b":%d}`, g, i))})
 				if err != nil {
 					errs <- err
 					return
@@ -341,7 +341,7 @@ func TestReferenceCountedClose(t *testing.T) {
 		require.ErrorIs(t, err, mcptoolset.ErrClosed, "a closed handle cannot be used")
 		tools, err := b.GetTools(ctx)
 		require.NoError(t, err, "the other handles still work")
-		res, err := byName(t, tools, "read_file").Call(ctx, json.RawMessage(`{"path":"x"}`))
+		res, err := byName(t, tools, "read_file").Execute(ctx, toolset.ToolCall{Args: json.RawMessage(`{"path":"x"}`)})
 		require.NoError(t, err)
 		assert.Equal(t, "files: contents of x", content(t, res).Parts[0].Text)
 
@@ -352,7 +352,7 @@ func TestReferenceCountedClose(t *testing.T) {
 
 		_, err = c.GetTools(ctx)
 		require.ErrorIs(t, err, mcptoolset.ErrClosed)
-		_, err = byName(t, tools, "read_file").Call(ctx, json.RawMessage(`{"path":"x"}`))
+		_, err = byName(t, tools, "read_file").Execute(ctx, toolset.ToolCall{Args: json.RawMessage(`{"path":"x"}`)})
 		require.ErrorIs(t, err, mcptoolset.ErrClosed, "tools of a closed toolset fail")
 		var se *mcptoolset.ServerError
 		require.ErrorAs(t, err, &se)
@@ -499,7 +499,7 @@ func TestSlowServerCancellation(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
 		start := time.Now()
-		_, err = tools.Call(ctx, "hang", nil)
+		_, err = tools.Execute(ctx, toolset.ToolCall{Name: "hang", Args: nil})
 		require.Error(t, err)
 		assert.Less(t, time.Since(start), 3*time.Second)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
@@ -515,7 +515,7 @@ func TestSlowServerCancellation(t *testing.T) {
 		}
 
 		// The session survives: the next call works.
-		res, err := tools.Call(context.Background(), "slow", json.RawMessage(`{"millis":1}`))
+		res, err := tools.Execute(context.Background(), toolset.ToolCall{Name: "slow", Args: json.RawMessage(`{"millis":1}`)})
 		require.NoError(t, err)
 		assert.Equal(t, "done", content(t, res).Parts[0].Text)
 	})
@@ -568,10 +568,10 @@ func TestConflictAndPrefix(t *testing.T) {
 
 	tools, err := toolset.BuildTools(ctx, "agent", fs.Prefixed("fs"), toolset.NewPrefixed(backup, "backup"))
 	require.NoError(t, err)
-	res, err := tools.Call(ctx, "fs_read_file", json.RawMessage(`{"path":"a"}`))
+	res, err := tools.Execute(ctx, toolset.ToolCall{Name: "fs_read_file", Args: json.RawMessage(`{"path":"a"}`)})
 	require.NoError(t, err)
 	assert.Equal(t, "fs: contents of a", content(t, res).Parts[0].Text)
-	res, err = tools.Call(ctx, "backup_read_file", json.RawMessage(`{"path":"a"}`))
+	res, err = tools.Execute(ctx, toolset.ToolCall{Name: "backup_read_file", Args: json.RawMessage(`{"path":"a"}`)})
 	require.NoError(t, err)
 	assert.Equal(t, "backup: contents of a", content(t, res).Parts[0].Text)
 	tool, ok := tools.Lookup("backup_read_file")
@@ -580,7 +580,7 @@ func TestConflictAndPrefix(t *testing.T) {
 	assert.Equal(t, "backup", tool.Metadata[mcptoolset.MetaServer])
 
 	// An error names the prefixed tool and the server's own.
-	_, err = tools.Call(ctx, "fs_fail", nil)
+	_, err = tools.Execute(ctx, toolset.ToolCall{Name: "fs_fail", Args: nil})
 	assert.Contains(t, err.Error(), `tool "fs_fail"`)
 	assert.Contains(t, err.Error(), `MCP server "fs": tool "fail" reported an error`)
 }
@@ -753,7 +753,7 @@ func TestGivenSession(t *testing.T) {
 
 		tools, err := toolset.BuildTools(ctx, "agent", ts)
 		require.NoError(t, err)
-		_, err = tools.Call(ctx, "add_tool", json.RawMessage(`{"name":"late"}`))
+		_, err = tools.Execute(ctx, toolset.ToolCall{Name: "add_tool", Args: json.RawMessage(`{"name":"late"}`)})
 		require.NoError(t, err)
 		require.Eventually(t, func() bool {
 			got, err := ts.GetTools(ctx)
@@ -791,7 +791,7 @@ func TestReconnectAfterServerClosesSession(t *testing.T) {
 		require.Eventually(t, func() bool { return strings.Contains(logs.String(), "closed the connection") }, 5*time.Second, 5*time.Millisecond)
 		tools, err := toolset.BuildTools(ctx, "agent", ts)
 		require.NoError(t, err)
-		res, err := tools.Call(ctx, "read_file", json.RawMessage(`{"path":"p"}`))
+		res, err := tools.Execute(ctx, toolset.ToolCall{Name: "read_file", Args: json.RawMessage(`{"path":"p"}`)})
 		require.NoError(t, err)
 		assert.Equal(t, "files: contents of p", content(t, res).Parts[0].Text)
 		assert.Equal(t, int32(2), dials.Load())
@@ -813,14 +813,14 @@ func TestHTTPServer(t *testing.T) {
 
 	tools, err := toolset.BuildTools(ctx, "agent", ts.Prefixed("web"))
 	require.NoError(t, err)
-	res, err := tools.Call(ctx, "web_read_file", json.RawMessage(`{"path":"index.html"}`))
+	res, err := tools.Execute(ctx, toolset.ToolCall{Name: "web_read_file", Args: json.RawMessage(`{"path":"index.html"}`)})
 	require.NoError(t, err)
 	assert.Equal(t, "web: contents of index.html", content(t, res).Parts[0].Text)
 	text, err := ts.Instructions(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "Use web for files.", text)
 
-	_, err = tools.Call(ctx, "web_add_tool", json.RawMessage(`{"name":"late"}`))
+	_, err = tools.Execute(ctx, toolset.ToolCall{Name: "web_add_tool", Args: json.RawMessage(`{"name":"late"}`)})
 	require.NoError(t, err)
 	// Real time, not synctest: the notification crosses a real socket.
 	require.Eventually(t, func() bool {
@@ -894,7 +894,7 @@ func TestCloseWhileInUse(t *testing.T) {
 				for range 50 {
 					_, err := ts.GetTools(ctx)
 					if err == nil {
-						_, err = tools.Call(ctx, "slow", json.RawMessage(`{"millis":1}`))
+						_, err = tools.Execute(ctx, toolset.ToolCall{Name: "slow", Args: json.RawMessage(`{"millis":1}`)})
 					}
 					if err != nil && !errors.Is(err, mcptoolset.ErrClosed) && !errors.Is(err, mcp.ErrConnectionClosed) {
 						errs <- err
@@ -936,13 +936,13 @@ func TestToolOptions(t *testing.T) {
 	assert.Equal(t, "storage", slow.Metadata["team"])
 	assert.Equal(t, "slow", slow.Metadata[mcptoolset.MetaTool])
 
-	_, err = tools.Call(ctx, "slow", json.RawMessage(`{"millis":5000}`))
+	_, err = tools.Execute(ctx, toolset.ToolCall{Name: "slow", Args: json.RawMessage(`{"millis":5000}`)})
 	var timeout *toolset.TimeoutError
 	require.ErrorAs(t, err, &timeout)
 	msg, ok := toolset.ErrorText(err)
 	assert.True(t, ok)
 	assert.Contains(t, msg, `tool "slow" timed out after 50ms`)
-	res, err := tools.Call(ctx, "slow", json.RawMessage(`{"millis":1}`))
+	res, err := tools.Execute(ctx, toolset.ToolCall{Name: "slow", Args: json.RawMessage(`{"millis":1}`)})
 	require.NoError(t, err)
 	assert.Equal(t, "done", content(t, res).Parts[0].Text)
 
@@ -1028,7 +1028,7 @@ func TestCommandServerCrashingInARequestReportsExitStatusAndStderr(t *testing.T)
 			tools, err := toolset.BuildTools(context.Background(), "a", ts)
 			if method == "tools/call" {
 				require.NoError(t, err)
-				_, err = tools.Call(context.Background(), "add", json.RawMessage(`{"a":1,"b":2}`))
+				_, err = tools.Execute(context.Background(), toolset.ToolCall{Name: "add", Args: json.RawMessage(`{"a":1,"b":2}`)})
 			}
 			var se *mcptoolset.ServerError
 			require.ErrorAs(t, err, &se)

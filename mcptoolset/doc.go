@@ -17,8 +17,9 @@
 //
 //	fs := mcptoolset.NewCommand(exec.Command("mcp-server-filesystem", dir))
 //	defer fs.Close()
-//	tools, err := toolset.BuildTools(ctx, "assistant", fs.Prefixed("fs"), local)
-//	res, err := tools.Call(ctx, "fs_read_file", args)
+//	turn := run.Turn(ctx) // run is the agent's toolset.RunContext
+//	tools, err := toolset.BuildTools(turn, "assistant", fs.Prefixed("fs"), local)
+//	res, err := tools.Execute(turn, toolset.ToolCall{ID: id, Name: "fs_read_file", Args: args})
 //
 // A toolset served to MCP clients:
 //
@@ -168,22 +169,22 @@
 //	srv := mcptoolset.NewServer(tools,
 //		mcptoolset.WithImplementation(&mcp.Implementation{Name: "ops", Version: "v1.2.0"}),
 //		mcptoolset.WithRunContext(func(ctx context.Context, req *mcptoolset.Request) (*toolset.RunContext, error) {
-//			return &toolset.RunContext{Values: map[string]any{"role": roleOf(req.Extra.Header)}}, nil
+//			return toolset.NewRun("", toolset.WithValue(Role, roleOf(req.Extra.Header))), nil
 //		}))
 //	err := srv.ServeStdio(ctx)                               // as a local server, or
 //	http.Handle("/mcp", srv.HTTPHandler(nil))                // over streamable HTTP
 //
 // Every tools/list and tools/call builds the toolset's tools with
-// [toolset.BuildTools] in the run context that [WithRunContext] makes from
-// the request (its session, client, HTTP header and token), so a filtered
-// or dynamic toolset shows each client only its own tools, and a client
-// cannot call a tool it is not shown. The function is called for every
-// request, so what a client may do is decided again at each; an error
-// from it refuses the request (a [*jsonrpc.Error] returned as it is is
-// sent to the client, anything else is internal). Without it, a request
-// runs with the agent name ([WithAgent]) as Agent and the session's ID
-// (or one made up for a session without one) as RunID.
-// Calls run through [toolset.Tools.Execute]: arguments are validated,
+// [toolset.BuildTools] under a turn of the session's run, which
+// [WithRunContext] begins from the session's first request (its client,
+// HTTP header and token), so a filtered or dynamic toolset shows each
+// client only its own tools, and a client cannot call a tool it is not
+// shown. Predicates that decide per request read the request with
+// [RequestFromContext]. An error from the function refuses the request (a
+// [*jsonrpc.Error] returned as it is is sent to the client, anything else
+// is internal). Without it, a session's run has no values and an ID made
+// from the session's.
+// Calls run through [toolset.ToolList.Execute]: arguments are validated,
 // policies apply. Results go out as text, [*toolset.Content] parts as MCP
 // content of the same kind, and, for tools with a result schema, also as
 // structured content. Tool metadata [MetaTitle] and the hint keys become
@@ -192,13 +193,12 @@
 // initialization, unless the SDK's server options set some.
 //
 // Each MCP session is one run: its requests share the run's bookkeeping,
-// each request one step later than the last. A tool search's reveals show
-// from the session's next request, run-scoped caches hit across its
-// requests, retry budgets and approvals hold for the session; other
-// sessions see none of it. The Step and bookkeeping of the RunContext
-// that [WithRunContext] returns are not used; a RunID other than the
-// session run's starts a new run for the session. The run is forgotten
-// when the session ends, and [WithMaxSessionRuns] bounds the runs kept.
+// each request the run's next turn. A tool search's reveals show from the
+// session's next request, run-scoped caches hit across its requests,
+// failure budgets hold for the session; other sessions see none of it. A
+// tool that requires approval gets an isError result: MCP has no human to
+// ask. The run is ended when the session ends, and [WithMaxSessionRuns]
+// bounds the runs kept.
 //
 // Errors the model should see come back as isError results with their
 // text (an unknown tool too, with the names available). Other errors are

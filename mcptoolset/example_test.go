@@ -43,7 +43,7 @@ func ExampleNewInMemory() {
 		panic(err)
 	}
 	fmt.Println(tools.Names())
-	res, err := tools.Call(ctx, "backup_read_file", json.RawMessage(`{"path":"notes.txt"}`))
+	res, err := tools.Execute(ctx, toolset.ToolCall{Name: "backup_read_file", Args: json.RawMessage(`{"path":"notes.txt"}`)})
 	if err != nil {
 		panic(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gotoolset/toolset"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sjs "github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -74,7 +75,7 @@ func FuzzToolFromListing(f *testing.F) {
 				t.Fatalf("an accepted tool's schema, as the core encodes it, %s: %v", params, err)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_, _ = tool.Call(ctx, json.RawMessage(`{"path":"/etc/passwd","a":1,"x":[1,{"y":null}]}`))
+			_, _ = tool.Execute(ctx, toolset.ToolCall{Args: json.RawMessage(`{"path":"/etc/passwd","a":1,"x":[1,{"y":null}]}`)})
 			if ctx.Err() != nil {
 				t.Fatal("validating arguments hangs")
 			}

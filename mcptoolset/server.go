@@ -51,21 +51,36 @@ type Request struct {
 	Tool string
 }
 
-// RunContextFunc says who a client is, for one MCP request: the Agent,
-// RunID, Values, Deps and StableToolList of the RunContext it returns are
-// those of the request, from which [toolset.BuildTools] builds the tools
-// that request sees (a filtered toolset shows each client only its own
-// tools, a Dynamic one picks the client's toolset). It is called for every
-// request, so what a client may do is decided again at each request (from
-// its HTTP header or token, say); cache by req.Session.ID() if deciding is
-// costly.
+type requestKey struct{}
+
+// RequestFromContext returns the MCP request whose tools are built or
+// called under ctx, or nil: predicates, prepare functions and tools of a
+// served toolset read it to decide per request (from its HTTP header or
+// token, say), where the run (see [RunContextFunc]) is the session's.
+func RequestFromContext(ctx context.Context) *Request {
+	r, _ := ctx.Value(requestKey{}).(*Request)
+	return r
+}
+
+// RunContextFunc says who a client is: it begins the run of an MCP
+// session, with [toolset.NewRun], and gives it the values (a role, a
+// tenant) and dependencies from which [toolset.BuildTools] builds the
+// tools the client sees (a filtered toolset shows each client only its own
+// tools, a Dynamic one picks the client's toolset).
 //
-// The run itself belongs to the MCP session (see [NewServer]): the Step and
-// the bookkeeping of the RunContext returned are not used; the request
-// runs at the session's next step, with the session's bookkeeping. A
-// RunID other than the one of the session's run starts a new run for the
-// session (with fresh bookkeeping); an empty RunID keeps the session's
-// run. A nil RunContext means the defaults of [WithRunContext].
+// It is called when a session needs a run: at its first request, and at
+// the next request after its run was ended for the bound of
+// [WithMaxSessionRuns]. req is that request. Every request of the session
+// is then a turn of the run ([toolset.RunContext.Turn]), and the server
+// ends the run ([toolset.RunContext.End]) when the session ends or its run
+// is dropped. A request without a session (a stateless HTTP request) gets
+// a run of its own, ended after it. So what a client may do is decided
+// once per session; to decide per request, predicates read the request
+// with [RequestFromContext].
+//
+// A nil RunContext means the default run of [WithRunContext]. A run that
+// cannot be used ([toolset.RunContext.Err], such as a run whose ID another
+// live run has) fails the request as an internal error.
 //
 // An error refuses the request. To tell the client why, return a
 // [*jsonrpc.Error] as it is (not wrapped): it is sent with its code and
@@ -100,11 +115,10 @@ func WithServerOptions(opts *mcp.ServerOptions) ServerOption {
 	return func(c *serverConfig) { c.opts = opts }
 }
 
-// WithRunContext sets the function that says who the client of each
-// request is (see [RunContextFunc]). Without it, requests run with a
-// RunContext whose Agent is the agent name and whose RunID is the
-// session's ID (or, for a session without one, such as over stdio, an ID
-// made up for the session).
+// WithRunContext sets the function that begins the run of each session
+// (see [RunContextFunc]). Without it, a session's run has no values, and
+// its ID is "mcp-" and the session's ID (or, for a session without one,
+// such as over stdio, an ID made up for the session).
 func WithRunContext(fn RunContextFunc) ServerOption {
 	return func(c *serverConfig) { c.runCtx = fn }
 }
@@ -118,7 +132,7 @@ func WithServerLogger(l *slog.Logger) ServerOption {
 
 // WithMaxSessionRuns bounds the number of sessions whose run the server
 // keeps (see [NewServer]); the default is [DefaultMaxSessionRuns]. Beyond
-// it, the least recently used session's run is dropped, and that session
+// it, the least recently used session's run is ended, and that session
 // starts a new run at its next request. A warning is logged for the 1st,
 // 2nd, 4th, 8th... run dropped, so a flood of sessions does not flood the
 // log.
@@ -147,13 +161,17 @@ func WithPageSize(n int) ServerOption { return func(c *serverConfig) { c.page = 
 // [*toolset.Content] part by part, and, when the tool has a result
 // schema, also as structured content.
 //
-// Each MCP session is one run: its requests share one
-// [toolset.RunContext] bookkeeping (the tools a tool search revealed,
-// failures counted against retry budgets, approvals, run-scoped caches),
-// and each request is the run's next step. So a deferred tool that a
-// search revealed is listed and callable from the session's next request,
-// and never in another session. A session's run is forgotten when the
-// session ends; at most [WithMaxSessionRuns] sessions keep one.
+// Each MCP session is one run ([toolset.RunContext]), begun at its first
+// request (see [RunContextFunc]): its requests share the run's bookkeeping
+// (the tools a tool search revealed, failures counted against failure
+// budgets, run-scoped caches), and each request is the run's next turn.
+// So a deferred tool that a search revealed is listed and callable from
+// the session's next request, and never in another session. A session's
+// run is ended when the session ends; at most [WithMaxSessionRuns]
+// sessions keep one. A tool that requires a human's approval
+// ([toolset.WithApprovalRequired]) cannot be approved here, since MCP
+// calls reach the server without a human to ask: the client gets an
+// isError result saying so.
 //
 // An error the model should see ([toolset.ErrorText] reports true)
 // comes back as a result with isError set and the error's text. Any other
@@ -390,10 +408,10 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// context returns ctx with the run context of req: the session's run at
-// its next step, with the fields the run context function gives the
-// request.
-func (s *Server) context(ctx context.Context, method string, req mcp.Request, tool string) (context.Context, error) {
+// context returns the context of req's turn: a turn of the session's
+// run, or of a run of the request's own for a request without a session.
+// Call end when the request is done.
+func (s *Server) context(ctx context.Context, method string, req mcp.Request, tool string) (_ context.Context, end func(), err error) {
 	r := &Request{Method: method, Extra: req.GetExtra(), Tool: tool}
 	r.Session, _ = req.GetSession().(*mcp.ServerSession)
 	if ci, ok := req.(interface{ ClientInfo() *mcp.Implementation }); ok {
@@ -402,21 +420,40 @@ func (s *Server) context(ctx context.Context, method string, req mcp.Request, to
 	if p, ok := req.GetParams().(*mcp.InitializeParams); ok && r.Client == nil && p != nil {
 		r.Client = p.ClientInfo
 	}
-	var rc *toolset.RunContext
-	if s.runCtx != nil {
-		var err error
-		if rc, err = s.runCtx(ctx, r); err != nil {
-			return nil, s.refusal(ctx, method, req, err)
+	start := func() (*toolset.RunContext, error) {
+		var rc *toolset.RunContext
+		if s.runCtx != nil {
+			var err error
+			if rc, err = s.runCtx(ctx, r); err != nil {
+				return nil, s.refusal(ctx, method, req, err)
+			}
 		}
-	}
-	if rc == nil {
-		rc = &toolset.RunContext{Agent: s.agent}
+		if rc == nil {
+			id := ""
+			if r.Session != nil && r.Session.ID() != "" {
+				id = "mcp-" + r.Session.ID()
+			}
+			rc = toolset.NewRun(id)
+		}
+		if err := rc.Err(); err != nil {
+			rc.End()
+			return nil, s.internal(ctx, method, req, fmt.Errorf("mcptoolset: the run context function: %w", err))
+		}
+		return rc, nil
 	}
 	if r.Session == nil {
 		// No session to keep a run in: the request is a run of its own.
-		return toolset.NewContext(ctx, fieldsOf(rc)), nil
+		rc, err := start()
+		if err != nil {
+			return nil, nil, err
+		}
+		return rc.Turn(context.WithValue(ctx, requestKey{}, r)), rc.End, nil
 	}
-	return toolset.NewContext(ctx, s.runs.next(r.Session, rc)), nil
+	rc, err := s.runs.run(r.Session, start)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rc.Turn(context.WithValue(ctx, requestKey{}, r)), func() {}, nil
 }
 
 // refusal returns the error the client gets when the run context function
@@ -431,10 +468,11 @@ func (s *Server) refusal(ctx context.Context, method string, req mcp.Request, er
 }
 
 func (s *Server) instructions(ctx context.Context, method string, req mcp.Request) (string, error) {
-	ctx, err := s.context(ctx, method, req, "")
+	ctx, done, err := s.context(ctx, method, req, "")
 	if err != nil {
 		return "", err
 	}
+	defer done()
 	text, err := toolset.Instructions(ctx, s.ts)
 	if err != nil {
 		return "", s.internal(ctx, method, req, fmt.Errorf("mcptoolset: instructions: %w", err))
@@ -443,10 +481,11 @@ func (s *Server) instructions(ctx context.Context, method string, req mcp.Reques
 }
 
 func (s *Server) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
-	ctx, err := s.context(ctx, "tools/list", req, "")
+	ctx, done, err := s.context(ctx, "tools/list", req, "")
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	tools, err := toolset.BuildTools(ctx, s.agent, s.ts)
 	if err != nil {
 		return nil, s.internal(ctx, "tools/list", req, err)
@@ -542,12 +581,13 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "missing params"}
 	}
 	name := req.Params.Name
-	ctx, err := s.context(ctx, "tools/call", req, name)
+	ctx, done, err := s.context(ctx, "tools/call", req, name)
 	if err != nil {
 		return nil, err
 	}
-	// The tools are built and the call made under the one context that
-	// carries the session's run.
+	defer done()
+	// The tools are built and the call made under the context of one turn
+	// of the session's run.
 	tools, err := toolset.BuildTools(ctx, s.agent, s.ts)
 	if err != nil {
 		return nil, s.internal(ctx, "tools/call", req, err)
@@ -573,6 +613,11 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 // false for any other error.
 func errorResult(err error) (*mcp.CallToolResult, bool) {
 	msg, ok := toolset.ErrorText(err)
+	var are *toolset.ApprovalRequiredError
+	if !ok && errors.As(err, &are) {
+		// Nobody here can approve it: tell the model, which can do without.
+		msg, ok = fmt.Sprintf("the call of tool %q needs a human's approval, which cannot be asked for here; do without it", are.Call.Name), true
+	}
 	if !ok {
 		return nil, false
 	}

@@ -66,7 +66,7 @@ func TestServedInternalErrorTextIsNotSentToClients(t *testing.T) {
 	defer remote.Close()
 	tools, err := toolset.BuildTools(context.Background(), "agent", remote)
 	require.NoError(t, err)
-	_, err = tools.Call(context.Background(), "leak", nil)
+	_, err = tools.Execute(context.Background(), toolset.ToolCall{Name: "leak", Args: nil})
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), secretMarker)
 	assert.Regexp(t, internalErrorRE, err.Error())
@@ -77,7 +77,8 @@ func TestServedInternalErrorTextIsNotSentToClients(t *testing.T) {
 func TestServedCallbackPanicsDoNotKillTheServer(t *testing.T) {
 	checkLeaks(t)
 	ctx := context.Background()
-	crash := func(ctx context.Context) bool { return toolset.FromContext(ctx).String("tool") == "crash_filter" }
+	tool := func(ctx context.Context) string { return mcptoolset.RequestFromContext(ctx).Tool }
+	crash := func(ctx context.Context) bool { return tool(ctx) == "crash_filter" }
 	handler := toolset.NewTool("echo_args", "Echo.", func(_ context.Context, in struct {
 		Text string `json:"text"`
 	}) (string, error) {
@@ -110,13 +111,13 @@ func TestServedCallbackPanicsDoNotKillTheServer(t *testing.T) {
 		if crash(ctx) {
 			panic("filter")
 		}
-		if toolset.FromContext(ctx).String("tool") == "goexit_filter" {
+		if tool(ctx) == "goexit_filter" {
 			runtime.Goexit()
 		}
 		return true, nil
 	})
 	dynamic := toolset.NewDynamic(func(ctx context.Context) (toolset.Toolset, error) {
-		if name := toolset.FromContext(ctx).String("tool"); name == "crash_dynamic" {
+		if name := tool(ctx); name == "crash_dynamic" {
 			var none []toolset.Toolset
 			return none[len(name)], nil // a runtime error, not a value panic
 		}
@@ -125,10 +126,10 @@ func TestServedCallbackPanicsDoNotKillTheServer(t *testing.T) {
 	log, buf := logBuffer()
 	srv := mcptoolset.NewServer(dynamic, mcptoolset.WithServerLogger(log),
 		mcptoolset.WithRunContext(func(_ context.Context, req *mcptoolset.Request) (*toolset.RunContext, error) {
-			if req.Tool == "crash_hook" {
+			if req.Client != nil && req.Client.Name == "crash_hook" {
 				panic("run context function")
 			}
-			return &toolset.RunContext{Values: map[string]any{"tool": req.Tool}}, nil
+			return nil, nil
 		}))
 	srv.MCP().AddPrompt(&mcp.Prompt{Name: "crash"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		panic("an SDK handler")
@@ -151,7 +152,6 @@ func TestServedCallbackPanicsDoNotKillTheServer(t *testing.T) {
 		{"dynamic function", "crash_dynamic", nil, "index out of range"},
 		{"cache key", "keyed", map[string]any{"k": "explode"}, "cache key"},
 		{"approval predicate", "approved", map[string]any{"n": 13}, "approval predicate"},
-		{"run context function", "crash_hook", nil, "run context function"},
 		{"filter calling runtime.Goexit", "goexit_filter", nil, "called runtime.Goexit"},
 	}
 	for _, tc := range cases {
@@ -161,7 +161,18 @@ func TestServedCallbackPanicsDoNotKillTheServer(t *testing.T) {
 			works()
 		})
 	}
-	_, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "crash"})
+	// The run context function begins a session's run, at its first
+	// request: the session's client is refused, the server goes on.
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.MCP().Connect(ctx, st, nil)
+	require.NoError(t, err)
+	_, err = mcp.NewClient(&mcp.Implementation{Name: "crash_hook", Version: "v1"}, nil).Connect(ctx, ct, nil)
+	requireInternal(t, err, buf, "run context function")
+	_ = ss.Close()
+	_ = ss.Wait()
+	works()
+
+	_, err = cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "crash"})
 	requireInternal(t, err, buf, "an SDK handler")
 	works()
 	assert.Contains(t, buf.String(), "stack=", "the panic's stack is logged")

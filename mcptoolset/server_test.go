@@ -23,6 +23,12 @@ import (
 
 // connect connects the SDK's own client to s in memory. A protocol
 // version may be given: the SDK's client speaks the newest by default.
+// role and tenant are the client's, read by the served toolsets' filters.
+var (
+	role   = toolset.NewKey[string]("role")
+	tenant = toolset.NewKey[string]("tenant")
+)
+
 func connect(t *testing.T, s *mcptoolset.Server, opts *mcp.ClientOptions, version ...string) *mcp.ClientSession {
 	t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
@@ -156,7 +162,7 @@ func TestServePerSessionTools(t *testing.T) {
 	ctx := context.Background()
 	admin := toolset.NewTool("drop_table", "Drop a table.", func(context.Context, struct{}) (string, error) { return "dropped", nil })
 	ts := fixture.Toolset().CombinedWith(toolset.NewFunction(admin).Filtered(func(ctx context.Context, _ toolset.Tool) (bool, error) {
-		return toolset.FromContext(ctx).String("role") == "admin", nil
+		return role.Get(ctx) == "admin", nil
 	}))
 	var mu sync.Mutex
 	var seen []string
@@ -171,11 +177,11 @@ func TestServePerSessionTools(t *testing.T) {
 		if client == "intruder" {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "unknown client"}
 		}
-		role := "guest"
+		r := "guest"
 		if client == "ops-console" {
-			role = "admin"
+			r = "admin"
 		}
-		return &toolset.RunContext{Agent: "api", RunID: req.Session.ID(), Values: map[string]any{"role": role}}, nil
+		return toolset.NewRun("", toolset.WithValue(role, r)), nil
 	}))
 	session := func(name string) *mcp.ClientSession {
 		st, ct := mcp.NewInMemoryTransports()
@@ -207,7 +213,7 @@ func TestServePerSessionTools(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "dropped", res.Content[0].(*mcp.TextContent).Text)
 	mu.Lock()
-	assert.Subset(t, seen, []string{"server/discover", "tools/list", "tools/call"}, "the SDK's client uses the 2026-07-28 handshake in memory")
+	assert.Equal(t, []string{"server/discover", "server/discover"}, seen, "called once per session, at its first request: the SDK's client uses the 2026-07-28 handshake in memory")
 	mu.Unlock()
 
 	// A hook's JSON-RPC error refuses the request with its message.
@@ -373,21 +379,21 @@ func TestRoundTrip(t *testing.T) {
 	assert.Equal(t, "Forecast", got.Metadata[mcptoolset.MetaTitle], "title and hints survive")
 	assert.Equal(t, "true", got.Metadata[mcptoolset.MetaReadOnly])
 
-	res, err := tools.Call(ctx, "weather_forecast", json.RawMessage(`{"city":"Oslo","days":3}`))
+	res, err := tools.Execute(ctx, toolset.ToolCall{Name: "weather_forecast", Args: json.RawMessage(`{"city":"Oslo","days":3}`)})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"city": "Oslo", "temps": []any{20.0, 20.5, 21.0}}, content(t, res).Structured)
-	res, err = tools.Call(ctx, "weather_picture", nil)
+	res, err = tools.Execute(ctx, toolset.ToolCall{Name: "weather_picture", Args: nil})
 	require.NoError(t, err)
 	assert.Equal(t, []toolset.Part{{Text: "a pixel"}, {MIMEType: "image/png", Data: fixture.PNG}}, content(t, res).Parts)
-	res, err = tools.Call(ctx, "echo", nil)
+	res, err = tools.Execute(ctx, toolset.ToolCall{Name: "echo", Args: nil})
 	require.NoError(t, err)
 	assert.Equal(t, "echo", res)
 
-	_, err = tools.Call(ctx, "weather_retry", nil)
+	_, err = tools.Execute(ctx, toolset.ToolCall{Name: "weather_retry", Args: nil})
 	msg, ok := toolset.ErrorText(err)
 	assert.True(t, ok)
 	assert.Equal(t, "try again with a city", msg)
-	_, err = tools.Call(ctx, "weather_boom", nil)
+	_, err = tools.Execute(ctx, toolset.ToolCall{Name: "weather_boom", Args: nil})
 	_, ok = toolset.ErrorText(err)
 	assert.False(t, ok, "an error that stops the run on the server stops it here too")
 	assert.Regexp(t, `internal error \(id [0-9a-f]{16}\)`, err.Error())
@@ -461,17 +467,17 @@ func TestServeHTTP(t *testing.T) {
 	checkLeaks(t)
 	ctx := context.Background()
 	secret := toolset.NewTool("secret", "Tenant secrets.", func(ctx context.Context, _ struct{}) (string, error) {
-		return "secret of " + toolset.FromContext(ctx).String("tenant"), nil
+		return "secret of " + tenant.Get(ctx), nil
 	})
 	ts := fixture.Toolset().CombinedWith(toolset.NewFunction(secret).Filtered(func(ctx context.Context, _ toolset.Tool) (bool, error) {
-		return toolset.FromContext(ctx).String("tenant") != "", nil
+		return tenant.Get(ctx) != "", nil
 	}))
 	srv := mcptoolset.NewServer(ts, mcptoolset.WithRunContext(func(ctx context.Context, req *mcptoolset.Request) (*toolset.RunContext, error) {
-		rc := &toolset.RunContext{Values: map[string]any{}}
+		t := ""
 		if req.Extra != nil {
-			rc.Values["tenant"] = req.Extra.Header.Get("X-Tenant")
+			t = req.Extra.Header.Get("X-Tenant")
 		}
-		return rc, nil
+		return toolset.NewRun("", toolset.WithValue(tenant, t)), nil
 	}))
 	httpServer := httptest.NewServer(srv.HTTPHandler(nil))
 	defer httpServer.Close()
@@ -482,16 +488,16 @@ func TestServeHTTP(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"forecast", "echo", "retry", "picture", "boom"}, toolNames(tools))
 
-	tenant := mcptoolset.NewHTTP(httpServer.URL, mcptoolset.WithName("weather"), mcptoolset.WithHTTPClient(&http.Client{
+	acme := mcptoolset.NewHTTP(httpServer.URL, mcptoolset.WithName("weather"), mcptoolset.WithHTTPClient(&http.Client{
 		Transport: headerTransport{"X-Tenant", "acme"},
 	}))
-	defer tenant.Close()
-	built, err := toolset.BuildTools(ctx, "agent", tenant.Prefixed("w"))
+	defer acme.Close()
+	built, err := toolset.BuildTools(ctx, "agent", acme.Prefixed("w"))
 	require.NoError(t, err)
-	res, err := built.Call(ctx, "w_secret", nil)
+	res, err := built.Execute(ctx, toolset.ToolCall{Name: "w_secret", Args: nil})
 	require.NoError(t, err)
 	assert.Equal(t, "secret of acme", content(t, res).Parts[0].Text)
-	res, err = built.Call(ctx, "w_forecast", json.RawMessage(`{"city":"Rome"}`))
+	res, err = built.Execute(ctx, toolset.ToolCall{Name: "w_forecast", Args: json.RawMessage(`{"city":"Rome"}`)})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"city": "Rome", "temps": []any{20.0}}, content(t, res).Structured)
 }
@@ -519,10 +525,10 @@ func TestStdioSubprocess(t *testing.T) {
 
 	tools, err := toolset.BuildTools(ctx, "agent", sdk.Prefixed("fs"), served.Prefixed("weather"))
 	require.NoError(t, err)
-	res, err := tools.Call(ctx, "fs_read_file", json.RawMessage(`{"path":"/etc/hosts"}`))
+	res, err := tools.Execute(ctx, toolset.ToolCall{Name: "fs_read_file", Args: json.RawMessage(`{"path":"/etc/hosts"}`)})
 	require.NoError(t, err)
 	assert.Equal(t, "files: contents of /etc/hosts", content(t, res).Parts[0].Text)
-	res, err = tools.Call(ctx, "weather_forecast", json.RawMessage(`{"city":"Lima","days":2}`))
+	res, err = tools.Execute(ctx, toolset.ToolCall{Name: "weather_forecast", Args: json.RawMessage(`{"city":"Lima","days":2}`)})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"city": "Lima", "temps": []any{20.0, 20.5}}, content(t, res).Structured)
 	text, err := toolset.Instructions(ctx, sdk, served)
@@ -530,11 +536,11 @@ func TestStdioSubprocess(t *testing.T) {
 	assert.Equal(t, "Use files for files.\n\nWeather tools.", text)
 
 	// The server process dies; the next use starts it again.
-	_, err = tools.Call(ctx, "fs_crash", nil)
+	_, err = tools.Execute(ctx, toolset.ToolCall{Name: "fs_crash", Args: nil})
 	require.Error(t, err)
 	var se *mcptoolset.ServerError
 	require.ErrorAs(t, err, &se)
-	res, err = tools.Call(ctx, "fs_read_file", json.RawMessage(`{"path":"again"}`))
+	res, err = tools.Execute(ctx, toolset.ToolCall{Name: "fs_read_file", Args: json.RawMessage(`{"path":"again"}`)})
 	require.NoError(t, err, "the next call starts the server again")
 	assert.Equal(t, "files: contents of again", content(t, res).Parts[0].Text)
 }
@@ -589,7 +595,7 @@ func TestServeConcurrentSessions(t *testing.T) {
 					return
 				}
 				text := fmt.Sprintf("client %d call %d", c, i)
-				res, err := tools.Call(ctx, "echo", json.RawMessage(fmt.Sprintf(`{"text":%q}`, text)))
+				res, err := tools.Execute(ctx, toolset.ToolCall{Name: "echo", Args: json.RawMessage(fmt.Sprintf(`{"text":%q}`, text))})
 				if err != nil {
 					errs <- err
 					return

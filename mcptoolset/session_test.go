@@ -2,6 +2,8 @@ package mcptoolset_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"slices"
 	"sync"
@@ -121,63 +123,77 @@ func TestServedSessionRunCacheHits(t *testing.T) {
 	assert.Equal(t, int32(2), runs.Load(), "another session has its own run")
 }
 
-// Each request is the session's next step; the run context function
-// decides what the client may see at every request, while the run's
-// bookkeeping stays the session's; a new RunID starts a new run.
+// The run context function begins the session's run, once; each request
+// is the run's next turn, and predicates read the request itself.
 func TestServedSessionStepsAndRunContextFunc(t *testing.T) {
 	checkLeaks(t)
 	type seen struct {
-		step  int
-		run   string
-		role  string
-		agent string
+		step   int
+		run    string
+		role   string
+		method string
 	}
 	var (
-		mu    sync.Mutex
-		steps []seen
-		role  atomic.Value
-		runID atomic.Value
+		mu     sync.Mutex
+		steps  []seen
+		starts atomic.Int32
 	)
-	role.Store("viewer")
-	runID.Store("")
 	probe := toolset.NewTool("probe", "Report the run context.", func(ctx context.Context, _ struct{}) (string, error) {
 		rc := toolset.FromContext(ctx)
 		mu.Lock()
-		steps = append(steps, seen{rc.Step, rc.RunID, rc.String("role"), rc.Agent})
+		steps = append(steps, seen{rc.Step(), rc.ID(), role.Get(ctx), mcptoolset.RequestFromContext(ctx).Method})
 		mu.Unlock()
 		return "ok", nil
 	})
-	shared := &toolset.RunContext{Agent: "api"} // one value for every request: never mutated
 	srv := mcptoolset.NewServer(toolset.NewCombined(searchable(), toolset.NewFunction(probe)),
 		mcptoolset.WithRunContext(func(_ context.Context, req *mcptoolset.Request) (*toolset.RunContext, error) {
-			rc := *shared
-			rc.RunID = runID.Load().(string)
-			rc.Step = 99 // ignored: the step is the session's
-			rc.Values = map[string]any{"role": role.Load()}
-			return &rc, nil
+			n := starts.Add(1)
+			return toolset.NewRun(fmt.Sprintf("session-%d", n), toolset.WithValue(role, "viewer")), nil
 		}))
 	cs := connect(t, srv, nil)
 	callText(t, cs, "probe", nil)
 	callText(t, cs, "tool_search", map[string]any{"query": "invoice"})
-	role.Store("admin")
 	callText(t, cs, "probe", nil)
-	assert.Contains(t, listedNames(t, cs), "create_invoice", "the run survives a change of the request's values")
-	runID.Store("second")
-	assert.NotContains(t, listedNames(t, cs), "create_invoice", "a new RunID starts a new run")
-	callText(t, cs, "probe", nil)
+	assert.Contains(t, listedNames(t, cs), "create_invoice", "the session's run keeps its reveals")
+	other := connect(t, srv, nil)
+	assert.NotContains(t, listedNames(t, other), "create_invoice", "another session has its own run")
 
 	mu.Lock()
 	defer mu.Unlock()
-	require.Len(t, steps, 3)
-	first := steps[0]
-	assert.NotEmpty(t, first.run, "a session without an ID gets a run ID")
-	assert.Equal(t, "viewer", first.role)
-	assert.Equal(t, "api", first.agent)
-	assert.Equal(t, first.run, steps[1].run)
-	assert.Equal(t, "admin", steps[1].role, "decided again at each request")
-	assert.Greater(t, steps[1].step, first.step, "each request is a later step")
-	assert.Equal(t, seen{step: 1, run: "second", role: "admin", agent: "api"}, steps[2], "the new run's second request")
-	assert.Empty(t, shared.RunID, "the function's RunContext is not written to")
+	require.Len(t, steps, 2)
+	assert.Equal(t, seen{step: steps[0].step, run: "session-1", role: "viewer", method: "tools/call"}, steps[0])
+	assert.Equal(t, seen{step: steps[0].step + 2, run: "session-1", role: "viewer", method: "tools/call"}, steps[1], "each request is the run's next turn")
+	assert.Equal(t, int32(2), starts.Load(), "called once per session")
+}
+
+// A run the function returns that cannot be used fails the request.
+func TestServedRunConflictIsAnInternalError(t *testing.T) {
+	checkLeaks(t)
+	live := toolset.NewRun("taken")
+	defer live.End()
+	log, buf := logBuffer()
+	srv := mcptoolset.NewServer(searchable(), mcptoolset.WithServerLogger(log),
+		mcptoolset.WithRunContext(func(context.Context, *mcptoolset.Request) (*toolset.RunContext, error) {
+			return toolset.NewRun("taken"), nil
+		}))
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.MCP().Connect(context.Background(), st, nil)
+	require.NoError(t, err)
+	defer func() { _ = ss.Close(); _ = ss.Wait() }()
+	_, err = mcp.NewClient(&mcp.Implementation{Name: "client", Version: "v1"}, nil).Connect(context.Background(), ct, nil)
+	requireInternal(t, err, buf, `run \"taken\" is already live`)
+}
+
+// A tool that needs a human's approval tells the MCP client it cannot be
+// approved here, instead of failing the request.
+func TestServedApprovalRequiredIsAnErrorResult(t *testing.T) {
+	checkLeaks(t)
+	wipe := toolset.NewTool("wipe", "Wipe.", func(context.Context, struct{}) (string, error) { return "wiped", nil },
+		toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+	cs := connect(t, mcptoolset.NewServer(wipe), nil)
+	text, isErr := callText(t, cs, "wipe", nil)
+	assert.True(t, isErr)
+	assert.Equal(t, `the call of tool "wipe" needs a human's approval, which cannot be asked for here; do without it`, text)
 }
 
 // The runs kept are bounded: beyond the bound the least recently used
@@ -195,7 +211,7 @@ func TestServedSessionRunsAreBounded(t *testing.T) {
 		c := connect(t, srv, nil)
 		listedNames(t, c)
 		assert.Equal(t, 2, mcptoolset.SessionRuns(srv), "bounded")
-		assert.Contains(t, buf.String(), "dropping the least recently used one's run")
+		assert.Contains(t, buf.String(), "ending the least recently used one's run")
 		assert.NotContains(t, listedNames(t, b), "create_invoice", "b, the least recently used, lost its run")
 		assert.Contains(t, listedNames(t, c), "tool_search")
 

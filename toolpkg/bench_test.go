@@ -22,7 +22,7 @@ func BenchmarkCall(b *testing.B) {
 			}
 			b.ResetTimer()
 			for b.Loop() {
-				if _, err := tools.Call(ctx, "demo__echo", []byte(`{"text":"x"}`)); err != nil {
+				if _, err := tools.Execute(ctx, toolset.ToolCall{Name: "demo__echo", Args: []byte(`{"text":"x"}`)}); err != nil {
 					b.Fatal(err)
 				}
 			}

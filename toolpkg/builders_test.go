@@ -50,10 +50,11 @@ func TestBuildersChainOnAPackagedToolset(t *testing.T) {
 		{"Prepared", ts.Prepared(reverse).Filtered(keep("demo__echo", "demo__fs")), []string{"demo__fs", "demo__echo"}},
 		{"CombinedWith", ts.CombinedWith(other).Filtered(keep("demo__echo", "other")), []string{"demo__echo", "other"}},
 	}
-	ctx := toolset.NewContext(context.Background(), &toolset.RunContext{RunID: "r"})
+	run := toolset.NewRun("")
+	defer run.End()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			tools, err := toolset.BuildTools(ctx, "a", c.ts)
+			tools, err := toolset.BuildTools(run.Turn(context.Background()), "a", c.ts)
 			require.NoError(t, err)
 			assert.Equal(t, c.want, tools.Names())
 		})

@@ -31,7 +31,9 @@ func TestCallSucceeds(t *testing.T) {
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		s := openStore(t, Options{Sandbox: mode})
 		ts := readyToolset(t, s, "demo", map[string]any{"greeting": "hi", "verbose": true})
-		ctx := toolset.NewContext(context.Background(), &toolset.RunContext{RunID: "run-7", Agent: "ops", Values: map[string]any{"user_id": "u1", "session_id": "s1"}})
+		run := toolset.NewRun("run-7-"+string(mode), toolset.WithValues(map[string]any{"user_id": "u1", "session_id": "s1", "app_name": "ops"}))
+		defer run.End()
+		ctx := run.Turn(context.Background())
 
 		tools, err := toolset.BuildTools(ctx, "ops", ts)
 		require.NoError(t, err)
@@ -45,7 +47,7 @@ func TestCallSucceeds(t *testing.T) {
 		assert.JSONEq(t, `{"type":"object","properties":{"text":{"type":"string","description":"What to echo"}},"required":["text"]}`, string(params))
 		assert.Equal(t, "demo", echo.Metadata["toolpkg.toolset"])
 
-		res, err := tools.Call(ctx, "demo__echo", []byte(`{"text":"world"}`))
+		res, err := tools.Execute(ctx, toolset.ToolCall{Name: "demo__echo", Args: []byte(`{"text":"world"}`)})
 		require.NoError(t, err)
 		text, err := toolset.ResultText(res)
 		require.NoError(t, err)
@@ -63,7 +65,7 @@ func TestCallSucceeds(t *testing.T) {
 		}
 
 		// Bad arguments are refused before a process starts.
-		_, err = tools.Call(ctx, "demo__echo", []byte(`{"txt":"world"}`))
+		_, err = tools.Execute(ctx, toolset.ToolCall{Name: "demo__echo", Args: []byte(`{"txt":"world"}`)})
 		msg, forModel := toolset.ErrorText(err)
 		require.True(t, forModel)
 		assert.Contains(t, msg, `"text": required field is missing`)
@@ -163,7 +165,7 @@ func TestCancelKillsTheProcessGroup(t *testing.T) {
 			}
 			cancel()
 		}()
-		_, err = tools.Call(ctx, "demo__hang", []byte(fmt.Sprintf(`{"marker":%q}`, marker)))
+		_, err = tools.Execute(ctx, toolset.ToolCall{Name: "demo__hang", Args: []byte(fmt.Sprintf(`{"marker":%q}`, marker))})
 		require.ErrorIs(t, err, context.Canceled)
 		assert.Contains(t, err.Error(), "call canceled, process killed")
 		assert.Eventually(t, func() bool { return !processWithArg(marker) }, 2*time.Second, 20*time.Millisecond)
@@ -291,7 +293,7 @@ func TestReuploadWhileACallRuns(t *testing.T) {
 	done := make(chan out)
 	release := filepath.Join(t.TempDir(), "release")
 	go func() {
-		res, err := tools.Call(ctx, "demo__slow", []byte(fmt.Sprintf(`{"ms":20000,"until":%q}`, release)))
+		res, err := tools.Execute(ctx, toolset.ToolCall{Name: "demo__slow", Args: []byte(fmt.Sprintf(`{"ms":20000,"until":%q}`, release))})
 		done <- out{res, err}
 	}()
 	require.Eventually(t, func() bool {
@@ -315,7 +317,7 @@ func TestReuploadWhileACallRuns(t *testing.T) {
 	assert.Equal(t, "two", res.(*Result).Message, "the next turn uses the new version")
 
 	// A call from the old turn's tool list after its version is gone.
-	_, err = tools.Call(ctx, "demo__slow", []byte(`{"ms":0}`))
+	_, err = tools.Execute(ctx, toolset.ToolCall{Name: "demo__slow", Args: []byte(`{"ms":0}`)})
 	var stale *StaleToolError
 	require.ErrorAs(t, err, &stale)
 	_, forModel := toolset.ErrorText(err)
@@ -337,7 +339,7 @@ func TestConcurrentCalls(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				res, err := tools.Call(ctx, "demo__echo", []byte(fmt.Sprintf(`{"text":"call-%d"}`, i)))
+				res, err := tools.Execute(ctx, toolset.ToolCall{Name: "demo__echo", Args: []byte(fmt.Sprintf(`{"text":"call-%d"}`, i))})
 				errs[i] = err
 				if err == nil {
 					texts[i] = resultData(t, res)["text"]
@@ -360,7 +362,7 @@ func TestCloseWaitsForCalls(t *testing.T) {
 	require.NoError(t, err)
 	done := make(chan error)
 	go func() {
-		_, err := tools.Call(context.Background(), "demo__slow", []byte(`{"ms":300}`))
+		_, err := tools.Execute(context.Background(), toolset.ToolCall{Name: "demo__slow", Args: []byte(`{"ms":300}`)})
 		done <- err
 	}()
 	require.Eventually(t, func() bool {
@@ -382,6 +384,6 @@ func TestCloseWaitsForCalls(t *testing.T) {
 	pkg := demoPackage(t, demoManifest(""))
 	_, err = s.Upload(context.Background(), "x", bytes.NewReader(pkg), int64(len(pkg)))
 	assert.ErrorIs(t, err, ErrClosed)
-	_, err = tools.Call(context.Background(), "demo__slow", []byte(`{"ms":0}`))
+	_, err = tools.Execute(context.Background(), toolset.ToolCall{Name: "demo__slow", Args: []byte(`{"ms":0}`)})
 	assert.True(t, errors.As(err, new(*StaleToolError)))
 }

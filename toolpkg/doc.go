@@ -32,7 +32,7 @@
 //	if err != nil {
 //		return err // a *ConfigError, say: a required key is missing
 //	}
-//	res, err := tools.Call(ctx, "weather__forecast", json.RawMessage(`{"city": "Paris"}`))
+//	res, err := tools.Execute(ctx, toolset.ToolCall{Name: "weather__forecast", Args: json.RawMessage(`{"city": "Paris"}`)})
 //
 // [Pack] builds a package from a source directory; the command
 // cmd/toolset wraps it and the rest for the command line.
@@ -169,10 +169,10 @@
 //	  "tool_config": {"units": "metric"},  the tool's configuration, {} when it has none
 //	  "result_file": "<work>/result.json", where the tool writes its result
 //	  "output_dir": "<work>/output",       an empty directory
-//	  "task_id": "...",                    the run's RunID
+//	  "task_id": "...",                    the run's ID
 //	  "user_id": "...",                    the run's value "user_id", if a string
 //	  "session_id": "...",                 the run's value "session_id", if a string
-//	  "app_name": "...",                   the run's Agent
+//	  "app_name": "...",                   the run's value "app_name", if a string
 //	  "artifact_paths": {},                always empty
 //	  "artifact_metadata": {},             always empty
 //	  "status_pipe": "",                   always empty: there is no status pipe

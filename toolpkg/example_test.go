@@ -89,7 +89,7 @@ echo '{"result": {"status": "success", "message": "hello from a package"}, "erro
 		log.Fatal(err)
 	}
 	fmt.Println("tools:", tools.Names())
-	res, err := tools.Call(ctx, "hello__greet", []byte(`{}`))
+	res, err := tools.Execute(ctx, toolset.ToolCall{Name: "hello__greet", Args: []byte(`{}`)})
 	if err != nil {
 		log.Fatal(err)
 	}

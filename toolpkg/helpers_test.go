@@ -205,7 +205,7 @@ func callTool(ctx context.Context, t testing.TB, ts toolset.Toolset, name, args 
 	t.Helper()
 	tools, err := toolset.BuildTools(ctx, "tester", ts)
 	require.NoError(t, err)
-	return tools.Call(ctx, name, json.RawMessage(args))
+	return tools.Execute(ctx, toolset.ToolCall{Name: name, Args: json.RawMessage(args)})
 }
 
 // processWithArg reports whether a process whose command line contains arg

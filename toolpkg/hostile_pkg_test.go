@@ -430,7 +430,7 @@ func TestStderrTailDoesNotCutASecret(t *testing.T) {
 	require.NoError(t, err)
 	for _, keep := range []int{1, 5, len(secret) - 1} {
 		pad := maxStderr - keep
-		_, err := tools.Call(context.Background(), "st__leak", json.RawMessage(fmt.Sprintf(`{"pad":%d}`, pad)))
+		_, err := tools.Execute(context.Background(), toolset.ToolCall{Name: "st__leak", Args: json.RawMessage(fmt.Sprintf(`{"pad":%d}`, pad))})
 		var ee *ExecError
 		require.ErrorAs(t, err, &ee)
 		require.True(t, strings.HasSuffix(ee.Stderr, "xxxx"), "%.100q", ee.Stderr)

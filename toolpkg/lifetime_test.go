@@ -88,7 +88,7 @@ func TestMaxProcessesHolds(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					res, err := tools.Call(context.Background(), "h__forkmany", []byte(`{"n":12}`))
+					res, err := tools.Execute(context.Background(), toolset.ToolCall{Name: "h__forkmany", Args: []byte(`{"n":12}`)})
 					if assert.NoError(t, err) {
 						started[i] = resultData(t, res)["started"]
 					}

@@ -220,7 +220,7 @@ func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
 	ra := runnerArgs{
 		ToolName: c.tool.Name, Args: args, ToolConfig: c.config,
 		ResultFile: filepath.Join(workView, "result.json"), OutputDir: filepath.Join(workView, "output"),
-		TaskID: rc.RunID, UserID: rc.String("user_id"), SessionID: rc.String("session_id"), AppName: rc.Agent,
+		TaskID: rc.ID(), UserID: runString(rc, "user_id"), SessionID: runString(rc, "session_id"), AppName: runString(rc, "app_name"),
 		ArtifactPaths: map[string]any{}, ArtifactMetadata: map[string]any{},
 		ToolAuthHeaders: map[string]string{}, VolumeMounts: []any{},
 	}
@@ -458,4 +458,10 @@ type ExecError struct {
 // Error implements error.
 func (e *ExecError) Error() string {
 	return fmt.Sprintf("toolpkg: toolset %q: tool %q: %s%s", e.Toolset, e.Tool, e.Reason, stderrSuffix(e.Stderr))
+}
+
+// runString returns the run's value named name if it is a string, or "".
+func runString(rc *toolset.RunContext, name string) string {
+	s, _ := rc.Value(name).(string)
+	return s
 }

@@ -26,7 +26,7 @@ var (
 
 func TestRecorderBuilderKeepsRecording(t *testing.T) {
 	rec := Record(NewFake("echo", Return("ok")))
-	ctx := toolset.NewContext(context.Background(), &toolset.RunContext{RunID: "r"})
+	ctx := NewRun(t).Turn(context.Background())
 	tools, err := toolset.BuildTools(ctx, "a", rec.Prefixed("x"))
 	require.NoError(t, err)
 	require.Equal(t, []string{"x_echo"}, tools.Names())

@@ -1,8 +1,8 @@
 // Package toolsettest helps test tool registries without a model.
 //
 // A registry is tested the way a model meets it: build the turn's tools
-// under a run context ([NewRun] makes one: role, tenant, values,
-// dependencies), then check what the model would be sent and what its calls
+// under a turn of a run ([NewRun] makes one, with values such as a role
+// or a tenant, and dependencies), then check what the model would be sent and what its calls
 // would do.
 //
 //   - [AssertGolden] compares the model-visible tool list (names,

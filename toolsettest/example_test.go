@@ -6,17 +6,27 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"testing"
 
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/toolsettest"
 )
 
-// A run context for a turn: who is asking, for which tenant.
+// A run for a test, and its turns: who is asking, for which tenant. The
+// run ends with the test.
 func ExampleNewRun() {
-	ctx := toolsettest.NewRun().Role("admin").Tenant("acme").Step(2).Context(context.Background())
-	rc := toolset.FromContext(ctx)
-	fmt.Println(rc.RunID, rc.Agent, rc.Step, rc.String("role"), rc.String("tenant"))
-	// Output: test-run test-agent 2 admin acme
+	role, tenant := toolset.NewKey[string]("role"), toolset.NewKey[string]("tenant")
+	adminOnly := toolset.NewFunction(toolset.NewTool("wipe", "Wipe.", func(context.Context, struct{}) (string, error) {
+		return "wiped", nil
+	})).Filtered(func(ctx context.Context, _ toolset.Tool) (bool, error) { return role.Get(ctx) == "admin", nil })
+
+	_ = func(t *testing.T) { // a test
+		run := toolsettest.NewRun(t, toolset.WithValue(role, "admin"), toolset.WithValue(tenant, "acme"))
+		for range 2 { // two turns of the run
+			ctx := run.Turn(t.Context())
+			toolsettest.AssertNames(t, toolsettest.Build(t, ctx, adminOnly), "wipe")
+		}
+	}
 }
 
 // Recording the calls of a toolset: what the code under test called, with
@@ -33,16 +43,18 @@ func ExampleRecord() {
 		}))
 	rec := toolsettest.Record(notes)
 
-	ctx := toolsettest.NewRun().Role("editor").Context(context.Background())
+	run := toolset.NewRun("", toolset.WithValues(map[string]any{"role": "editor"}))
+	defer run.End()
+	ctx := run.Turn(context.Background())
 	tools, err := toolset.BuildTools(ctx, "assistant", rec)
 	if err != nil {
 		log.Fatal(err)
 	}
-	_, _ = tools.Call(ctx, "add_note", json.RawMessage(`{"text":"buy milk"}`))
-	_, _ = tools.Call(ctx, "add_note", json.RawMessage(`{"text":""}`))
+	_, _ = tools.Execute(ctx, toolset.ToolCall{Name: "add_note", Args: json.RawMessage(`{"text":"buy milk"}`)})
+	_, _ = tools.Execute(ctx, toolset.ToolCall{Name: "add_note", Args: json.RawMessage(`{"text":""}`)})
 
 	for _, c := range rec.Calls() {
-		fmt.Printf("%s %s -> %v, %v (role %s)\n", c.Tool, c.Args, c.Result, c.Err, c.Run.String("role"))
+		fmt.Printf("%s %s -> %v, %v (role %s)\n", c.Tool, c.Args, c.Result, c.Err, c.Run.Value("role"))
 	}
 	// Output:
 	// add_note {"text":"buy milk"} -> saved, <nil> (role editor)
@@ -63,7 +75,7 @@ func ExampleFake() {
 		log.Fatal(err)
 	}
 	for range 3 {
-		res, err := tools.Call(ctx, "get_weather", json.RawMessage(`{"city":"Paris"}`))
+		res, err := tools.Execute(ctx, toolset.ToolCall{Name: "get_weather", Args: json.RawMessage(`{"city":"Paris"}`)})
 		if msg, ok := toolset.ErrorText(err); ok {
 			fmt.Println("to the model:", msg)
 			continue

@@ -16,18 +16,18 @@ import (
 	"github.com/gotoolset/toolset"
 )
 
+// defaultAgent is the agent name Build builds for.
+const defaultAgent = "test-agent"
+
 var update = flag.Bool("update", false, "rewrite toolsettest golden files with the current tool lists")
 
 // Build builds the turn's tools from entries as [toolset.BuildTools] does,
-// for the agent named by ctx's run context (or "test-agent"), and fails the
-// test at once if the build fails.
+// for the agent "test-agent", and fails the test at once if the build
+// fails. Give it the context of a turn (see [NewRun]), or one that carries
+// no run.
 func Build(t testing.TB, ctx context.Context, entries ...toolset.Toolset) *toolset.ToolList {
 	t.Helper()
-	agent := toolset.FromContext(ctx).Agent
-	if agent == "" {
-		agent = defaultAgent
-	}
-	tools, err := toolset.BuildTools(ctx, agent, entries...)
+	tools, err := toolset.BuildTools(ctx, defaultAgent, entries...)
 	if err != nil {
 		t.Fatalf("toolsettest: building the tools: %v", err)
 	}

@@ -38,9 +38,12 @@ func query(name, desc string) toolset.Tool {
 
 // registry is a support agent's tools: the admin-only tools hidden from
 // other roles.
+// role is the caller's role, read by the registry's filter.
+var role = toolset.NewKey[string]("role")
+
 func registry() []toolset.Toolset {
 	admin := func(ctx context.Context, _ toolset.Tool) (bool, error) {
-		return toolset.FromContext(ctx).String("role") == "admin", nil
+		return role.Get(ctx) == "admin", nil
 	}
 	return []toolset.Toolset{
 		toolset.NewFunction(query("query", "Run a read-only query.")).Prefixed("db"),
@@ -49,10 +52,10 @@ func registry() []toolset.Toolset {
 }
 
 func TestGoldenPerRole(t *testing.T) {
-	for _, role := range []string{"admin", "viewer"} {
-		t.Run(role, func(t *testing.T) {
-			ctx := NewRun().Role(role).Context(t.Context())
-			AssertGolden(t, filepath.Join("testdata", "support_"+role+".golden.json"), Build(t, ctx, registry()...))
+	for _, r := range []string{"admin", "viewer"} {
+		t.Run(r, func(t *testing.T) {
+			ctx := NewRun(t, toolset.WithValue(role, r)).Turn(t.Context())
+			AssertGolden(t, filepath.Join("testdata", "support_"+r+".golden.json"), Build(t, ctx, registry()...))
 		})
 	}
 }
@@ -60,8 +63,8 @@ func TestGoldenPerRole(t *testing.T) {
 func TestGoldenMismatchIsReadable(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "tools.golden.json")
-	viewer := Build(t, NewRun().Role("viewer").Context(t.Context()), registry()...)
-	admin := Build(t, NewRun().Role("admin").Context(t.Context()), registry()...)
+	viewer := Build(t, NewRun(t, toolset.WithValue(role, "viewer")).Turn(t.Context()), registry()...)
+	admin := Build(t, NewRun(t, toolset.WithValue(role, "admin")).Turn(t.Context()), registry()...)
 
 	tb := run("TestAgent/viewer", func(tb *fakeTB) { AssertGolden(tb, path, viewer) })
 	assert.Equal(t, "toolsettest: golden file "+path+" does not exist; create it with\n\tgo test -run '^TestAgent$' -update", tb.output())
@@ -136,7 +139,7 @@ func TestBuildFailsTheTest(t *testing.T) {
 }
 
 func TestAssertNames(t *testing.T) {
-	tools := Build(t, NewRun().Role("admin").Context(t.Context()), registry()...)
+	tools := Build(t, NewRun(t, toolset.WithValue(role, "admin")).Turn(t.Context()), registry()...)
 	assert.True(t, AssertNames(t, tools, "db_query", "db_migrate"))
 	tests := []struct {
 		name string
@@ -201,27 +204,20 @@ func TestAssertConflicts(t *testing.T) {
 	assert.Equal(t, "toolsettest: invalid names differ\n  want: [\"other\"]\n  got:  [\"bad name\"]", tb.output())
 }
 
-func TestRunBuilder(t *testing.T) {
+func TestNewRunEndsWithTheTest(t *testing.T) {
 	type DB struct{ DSN string }
-	b := NewRun().Agent("support").Step(3).Role("admin").Tenant("acme").Value("env", "prod").Deps(&DB{DSN: "x"})
-	rc := b.RunContext()
-	assert.Equal(t, "test-run", rc.RunID)
-	assert.Equal(t, "support", rc.Agent)
-	assert.Equal(t, 3, rc.Step)
-	assert.Equal(t, map[string]any{"role": "admin", "tenant": "acme", "env": "prod"}, rc.Values)
-
-	ctx := b.ID("run-7").Role("viewer").Context(t.Context())
-	got := toolset.FromContext(ctx)
-	assert.Equal(t, "run-7", got.RunID)
-	assert.Equal(t, "viewer", got.String("role"))
-	db, ok := toolset.DepsAs[*DB](ctx)
-	require.True(t, ok)
-	assert.Equal(t, "x", db.DSN)
-	assert.Equal(t, "admin", rc.String("role"), "a run context made earlier does not change")
-
-	empty := NewRun().RunContext()
-	assert.Nil(t, empty.Values)
-	assert.Equal(t, "test-agent", empty.Agent)
+	var run *toolset.RunContext
+	t.Run("inner", func(t *testing.T) {
+		run = NewRun(t, toolset.WithValue(role, "admin"), toolset.WithDeps(&DB{DSN: "x"}))
+		ctx := run.Turn(t.Context())
+		assert.Equal(t, "admin", role.Get(ctx))
+		db, ok := toolset.DepsAs[*DB](ctx)
+		require.True(t, ok)
+		assert.Equal(t, "x", db.DSN)
+		assert.Equal(t, 0, toolset.FromContext(ctx).Step())
+		require.NoError(t, run.Err())
+	})
+	require.ErrorIs(t, run.Err(), toolset.ErrRunEnded, "the run ends with its test")
 }
 
 func TestRecorder(t *testing.T) {
@@ -229,20 +225,20 @@ func TestRecorder(t *testing.T) {
 		query("query", "Run a query."),
 		toolset.NewTool("explode", "Explode.", func(context.Context, struct{}) (string, error) { panic("boom") }),
 	).WithLabel("db"))
-	ctx := NewRun().Role("admin").Context(t.Context())
+	ctx := NewRun(t, toolset.WithValue(role, "admin")).Turn(t.Context())
 	tools := Build(t, ctx, rec)
 
-	res, err := tools.Call(ctx, "query", json.RawMessage(`{"sql":"SELECT 1"}`))
+	res, err := tools.Execute(ctx, toolset.ToolCall{Name: "query", Args: json.RawMessage(`{"sql":"SELECT 1"}`)})
 	require.NoError(t, err)
 	assert.Equal(t, "3 rows", res)
-	_, retryErr := tools.Call(ctx, "query", json.RawMessage(`{"sql":""}`))
-	_, runErr := tools.Call(ctx, "query", json.RawMessage(`{"sql":"DROP TABLE t"}`))
-	_, panicErr := tools.Call(ctx, "explode", nil)
-	_, argErr := tools.Call(ctx, "query", json.RawMessage(`{"sql":1}`))
+	_, retryErr := tools.Execute(ctx, toolset.ToolCall{Name: "query", Args: json.RawMessage(`{"sql":""}`)})
+	_, runErr := tools.Execute(ctx, toolset.ToolCall{Name: "query", Args: json.RawMessage(`{"sql":"DROP TABLE t"}`)})
+	_, panicErr := tools.Execute(ctx, toolset.ToolCall{Name: "explode", Args: nil})
+	_, argErr := tools.Execute(ctx, toolset.ToolCall{Name: "query", Args: json.RawMessage(`{"sql":1}`)})
 
 	// Errors read as they would without the recorder.
-	plain := Build(t, ctx, toolset.NewFunction(query("query", "Run a query.")))
-	_, plainRun := plain.Call(ctx, "query", json.RawMessage(`{"sql":"DROP TABLE t"}`))
+	plain := Build(t, toolset.FromContext(ctx).Turn(ctx), toolset.NewFunction(query("query", "Run a query.")))
+	_, plainRun := plain.Execute(ctx, toolset.ToolCall{Name: "query", Args: json.RawMessage(`{"sql":"DROP TABLE t"}`)})
 	assert.EqualError(t, runErr, plainRun.Error())
 	assert.EqualError(t, panicErr, `toolset: tool "explode" panicked: boom`)
 	var pe *toolset.PanicError
@@ -259,7 +255,7 @@ func TestRecorder(t *testing.T) {
 	assert.JSONEq(t, `{"sql":"SELECT 1"}`, string(calls[0].Args))
 	assert.Equal(t, "3 rows", calls[0].Result)
 	assert.NoError(t, calls[0].Err)
-	assert.Equal(t, "admin", calls[0].Run.String("role"))
+	assert.Equal(t, "admin", calls[0].Run.Value("role"))
 	assert.ErrorContains(t, calls[1].Err, "the SQL is empty")
 	var te *toolset.ToolError
 	require.ErrorAs(t, runErr, &te)
@@ -318,7 +314,7 @@ func TestRecorderConcurrent(t *testing.T) {
 				return
 			}
 			for range 10 {
-				_, err := tools.Call(ctx, "query", json.RawMessage(`{"sql":"SELECT 1"}`))
+				_, err := tools.Execute(ctx, toolset.ToolCall{Name: "query", Args: json.RawMessage(`{"sql":"SELECT 1"}`)})
 				assert.NoError(t, err)
 			}
 		})
@@ -330,7 +326,9 @@ func TestRecorderConcurrent(t *testing.T) {
 func TestFake(t *testing.T) {
 	f := NewFake("get_weather", Return("22°C"), Fail(toolset.NewModelError("unknown city")), Fail(errors.New("service down")))
 	tools := Build(t, t.Context(), f.Tool())
-	call := func(args string) (any, error) { return tools.Call(t.Context(), "get_weather", json.RawMessage(args)) }
+	call := func(args string) (any, error) {
+		return tools.Execute(t.Context(), toolset.ToolCall{Name: "get_weather", Args: json.RawMessage(args)})
+	}
 
 	res, err := call(`{"city":"Paris"}`)
 	require.NoError(t, err)
@@ -359,18 +357,18 @@ func TestFakeRepeatAndSchema(t *testing.T) {
 	tools := Build(t, t.Context(), f)
 	var got []any
 	for range 4 {
-		res, err := tools.Call(t.Context(), "count", json.RawMessage(`{"sql":"x"}`))
+		res, err := tools.Execute(t.Context(), toolset.ToolCall{Name: "count", Args: json.RawMessage(`{"sql":"x"}`)})
 		require.NoError(t, err)
 		got = append(got, res)
 	}
 	assert.Equal(t, []any{1, 2, 2, 2}, got)
-	_, err := tools.Call(t.Context(), "count", json.RawMessage(`{"limit":0}`))
+	_, err := tools.Execute(t.Context(), toolset.ToolCall{Name: "count", Args: json.RawMessage(`{"limit":0}`)})
 	_, ok := toolset.ErrorText(err)
 	assert.True(t, ok, "arguments are checked against the fake's schema")
 	assert.Equal(t, 4, f.Calls(), "refused calls are not counted")
 
 	empty := &Fake{Name: "none", Repeat: true}
-	_, err = empty.Tool().Call(t.Context(), nil)
+	_, err = empty.Tool().Execute(t.Context(), toolset.ToolCall{Args: nil})
 	assert.ErrorContains(t, err, `no result for call 1 (0 scripted)`)
 }
 
@@ -380,7 +378,7 @@ func TestFakeConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 16 {
 		wg.Go(func() {
-			_, err := tool.Call(t.Context(), json.RawMessage(`{"i":1}`))
+			_, err := tool.Execute(t.Context(), toolset.ToolCall{Args: json.RawMessage(`{"i":1}`)})
 			assert.NoError(t, err)
 		})
 	}

@@ -451,7 +451,9 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if !strings.HasPrefix(tool, s.name+"__") {
 		tool = s.name + "__" + tool
 	}
-	ctx = toolset.NewContext(ctx, &toolset.RunContext{RunID: fmt.Sprintf("cli-%d", time.Now().UnixNano()), Agent: "toolset-cli"})
+	run := toolset.NewRun(fmt.Sprintf("cli-%d", time.Now().UnixNano()), toolset.WithValues(map[string]any{"app_name": "toolset-cli"}))
+	defer run.End()
+	ctx = run.Turn(ctx)
 	tools, err := toolset.BuildTools(ctx, "toolset-cli", s.store.Toolset(s.name, config))
 	if err != nil {
 		return err
@@ -461,7 +463,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		sort.Strings(names)
 		return fmt.Errorf("no tool %q in the package; its tools: %s", pos[1], strings.Join(names, ", "))
 	}
-	res, err := tools.Call(ctx, tool, json.RawMessage(pos[2]))
+	res, err := tools.Execute(ctx, toolset.ToolCall{Name: tool, Args: json.RawMessage(pos[2])})
 	if err != nil {
 		if msg, ok := toolset.ErrorText(err); ok {
 			return fmt.Errorf("the tool returned an error (a model would see it):\n%s", msg)

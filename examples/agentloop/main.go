@@ -73,7 +73,7 @@ func travelTools() []toolset.Toolset {
 			return fmt.Sprintf("%.2f %s = %.2f %s", in.Amount, in.From, math.Round(v*100)/100, in.To), nil
 		},
 		// Two failed steps and the model must do without the tool.
-		toolset.WithMaxRetries(2),
+		toolset.WithMaxFailures(2),
 		// Converting more than 200 needs the user's OK.
 		toolset.WithApprovalRequired(func(_ context.Context, _ toolset.Tool, args json.RawMessage) (bool, error) {
 			var in ConvertArgs
@@ -90,10 +90,13 @@ func travelTools() []toolset.Toolset {
 		}) (string, error) {
 			return "refunded", nil
 		})).Filtered(func(ctx context.Context, _ toolset.Tool) (bool, error) {
-		return toolset.FromContext(ctx).String("role") == "support", nil
+		return Role.Get(ctx) == "support", nil
 	})
 	return []toolset.Toolset{weather, convert, refund}
 }
+
+// Role is the caller's role, a value of the run.
+var Role = toolset.NewKey[string]("role")
 
 func pause(ctx context.Context) error {
 	select {
@@ -134,7 +137,10 @@ func main() {
 // run is the agent loop. Each turn builds the tools for that turn, asks the
 // model, and runs its tool calls, until the model answers in text.
 func run(ctx context.Context, out io.Writer, client openai.Client, model string) (string, error) {
-	rc := &toolset.RunContext{RunID: "run-1", Agent: "travel-assistant", Values: map[string]any{"role": "traveller"}}
+	// One run for the user's request: made once, ended when it is over,
+	// each turn begun with Turn.
+	rc := toolset.NewRun("run-1", toolset.WithValue(Role, "traveller"))
+	defer rc.End()
 	messages := []openai.ChatCompletionMessageParamUnion{
 		openai.SystemMessage("You are a travel assistant. Use the tools; call independent tools in parallel."),
 		openai.UserMessage(question),
@@ -142,8 +148,8 @@ func run(ctx context.Context, out io.Writer, client openai.Client, model string)
 	fmt.Fprintln(out, "user:", question)
 	toolsets := travelTools()
 	for step := range 6 {
-		turn := toolset.NewContext(ctx, rc.WithStep(step))
-		tools, err := toolset.BuildTools(turn, rc.Agent, toolsets...)
+		turn := rc.Turn(ctx)
+		tools, err := toolset.BuildTools(turn, "travel-assistant", toolsets...)
 		if err != nil {
 			return "", err
 		}

@@ -107,7 +107,7 @@ func serveTracker() (string, func()) {
 // model would be sent back.
 func call(ctx context.Context, tools *toolset.ToolList, name, args string) {
 	fmt.Printf("\n%s(%s)\n", name, args)
-	res, err := tools.Call(ctx, name, json.RawMessage(args))
+	res, err := tools.Execute(ctx, toolset.ToolCall{Name: name, Args: json.RawMessage(args)})
 	if msg, ok := toolset.ErrorText(err); ok {
 		fmt.Println("  error for the model:", strings.ReplaceAll(msg, "\n", "\n  "))
 		return

@@ -74,7 +74,7 @@ func main() {
 
 func call(ctx context.Context, tools *toolset.ToolList, name, args string) {
 	fmt.Printf("call %s %s\n", name, args)
-	res, err := tools.Call(ctx, name, []byte(args))
+	res, err := tools.Execute(ctx, toolset.ToolCall{Name: name, Args: []byte(args)})
 	if err != nil {
 		msg, forModel := toolset.ErrorText(err)
 		if !forModel {

@@ -22,6 +22,10 @@ import (
 	"github.com/invopop/jsonschema"
 )
 
+// Role is the caller's role, a value of each run that the admin filter
+// reads.
+var Role = toolset.NewKey[string]("role")
+
 // SearchArgs are the arguments of both search tools.
 type SearchArgs struct {
 	Query string `json:"query" jsonschema:"What to look for"`
@@ -70,7 +74,7 @@ func run(w io.Writer) error {
 			return fmt.Sprintf("deleted user %q", in.User), nil
 		}),
 	).Prefixed("admin").Filtered(func(ctx context.Context, _ toolset.Tool) (bool, error) {
-		return toolset.FromContext(ctx).String("role") == "admin", nil
+		return Role.Get(ctx) == "admin", nil
 	})
 
 	section(w, "1. Combining docs and tracker as they are")
@@ -84,10 +88,12 @@ func run(w io.Writer) error {
 	// Fixed with prefixes. The same toolsets serve every run and every turn.
 	helpdesk := []toolset.Toolset{docs.Prefixed("docs"), tracker.Prefixed("tracker"), admin}
 
-	// One RunContext per run; each turn derives its step from it, builds
-	// that turn's tools and runs the model's calls under the same context.
-	adminRun := &toolset.RunContext{RunID: "run-1", Values: map[string]any{"role": "admin"}}
-	turn := toolset.NewContext(ctx, adminRun.WithStep(0))
+	// One RunContext per run, made with NewRun and ended when the run is
+	// over; each turn begins with Turn, builds that turn's tools and runs
+	// the model's calls under the turn's context.
+	adminRun := toolset.NewRun("run-1", toolset.WithValue(Role, "admin"))
+	defer adminRun.End()
+	turn := adminRun.Turn(ctx)
 	tools, err := buildTurn(w, turn, "2. Fixed with prefixes, in an admin's turn", helpdesk)
 	if err != nil {
 		return err
@@ -107,8 +113,9 @@ func run(w io.Writer) error {
 		return err
 	}
 
-	userRun := &toolset.RunContext{RunID: "run-2", Values: map[string]any{"role": "user"}}
-	turn = toolset.NewContext(ctx, userRun.WithStep(0))
+	userRun := toolset.NewRun("run-2", toolset.WithValue(Role, "user"))
+	defer userRun.End()
+	turn = userRun.Turn(ctx)
 	tools, err = buildTurn(w, turn, "3. A user's turn: the admin tool is hidden", helpdesk)
 	if err != nil {
 		return err
@@ -123,7 +130,7 @@ func run(w io.Writer) error {
 		}
 	}
 
-	turn = toolset.NewContext(ctx, userRun.WithStep(1))
+	turn = userRun.Turn(ctx)
 	tools, err = buildTurn(w, turn, "4. The user's next turn: the model fixes its arguments", helpdesk)
 	if err != nil {
 		return err
@@ -136,7 +143,7 @@ func run(w io.Writer) error {
 func buildTurn(w io.Writer, turn context.Context, title string, toolsets []toolset.Toolset) (*toolset.ToolList, error) {
 	rc := toolset.FromContext(turn)
 	section(w, title)
-	fmt.Fprintf(w, "run context: run=%s role=%s step=%d\n", rc.RunID, rc.String("role"), rc.Step)
+	fmt.Fprintf(w, "run context: run=%s role=%s step=%d\n", rc.ID(), Role.Get(turn), rc.Step())
 	tools, err := toolset.BuildTools(turn, "helpdesk", toolsets...)
 	if err != nil {
 		return nil, err
@@ -181,7 +188,7 @@ func typeName(s *jsonschema.Schema) string {
 // only the errors that should stop the run.
 func call(w io.Writer, turn context.Context, tools *toolset.ToolList, name, args string) error {
 	fmt.Fprintf(w, "call %s %s\n", name, args)
-	res, err := tools.Call(turn, name, json.RawMessage(args))
+	res, err := tools.Execute(turn, toolset.ToolCall{Name: name, Args: json.RawMessage(args)})
 	if err != nil {
 		msg, forModel := toolset.ErrorText(err)
 		if !forModel {

@@ -41,18 +41,19 @@ func main() {
 	catalog := toolset.NewFunction(trade, history)
 	search := toolset.NewToolSearch(catalog)
 
-	rc := &toolset.RunContext{RunID: "run-1", Agent: "trader"}
-	turn := func(step int) (context.Context, *toolset.ToolList) {
-		ctx := toolset.NewContext(context.Background(), rc.WithStep(step))
+	run := toolset.NewRun("run-1")
+	defer run.End()
+	turn := func() (context.Context, *toolset.ToolList) {
+		ctx := run.Turn(context.Background())
 		tools, err := toolset.BuildTools(ctx, "trader", market, quote, catalog, search)
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Printf("\nturn %d: the model sees %s\n", step, strings.Join(tools.Names(), ", "))
+		fmt.Printf("\nturn %d: the model sees %s\n", toolset.FromContext(ctx).Step(), strings.Join(tools.Names(), ", "))
 		return ctx, tools
 	}
 	call := func(ctx context.Context, tools *toolset.ToolList, name, args string) {
-		res, err := tools.Call(ctx, name, json.RawMessage(args))
+		res, err := tools.Execute(ctx, toolset.ToolCall{Name: name, Args: json.RawMessage(args)})
 		if msg, ok := toolset.ErrorText(err); ok {
 			fmt.Printf("  %s %s -> error for the model: %s\n", name, args, msg)
 			return
@@ -63,7 +64,7 @@ func main() {
 		fmt.Printf("  %s %s -> %s\n", name, args, text)
 	}
 
-	ctx, tools := turn(0)
+	ctx, tools := turn()
 	call(ctx, tools, "market_quote", `{"symbol":"ACME"}`)
 	call(ctx, tools, "quote", `{ "symbol": "ACME" }`) // same tool, same arguments: a cache hit
 	fmt.Printf("  cache: %+v, fetches: %d\n", quote.CacheStats(), fetches)
@@ -72,10 +73,11 @@ func main() {
 	call(ctx, tools, "place_order", `{"symbol":"ACME"}`)  // deferred: not available yet
 	call(ctx, tools, "tool_search", `{"query":"buy stock order"}`)
 
-	ctx, tools = turn(1)
+	ctx, tools = turn()
 	call(ctx, tools, "place_order", `{"symbol":"ACME"}`)
 
-	other := toolset.NewContext(context.Background(), &toolset.RunContext{RunID: "run-2"})
-	tools, _ = toolset.BuildTools(other, "trader", market, quote, catalog, search)
+	other := toolset.NewRun("run-2")
+	defer other.End()
+	tools, _ = toolset.BuildTools(other.Turn(context.Background()), "trader", market, quote, catalog, search)
 	fmt.Printf("\nanother run, meanwhile, sees %s\n", strings.Join(tools.Names(), ", "))
 }

@@ -59,7 +59,8 @@ func Approving(exec Exec, approver toolset.Approver) Exec {
 	return func(ctx context.Context, call toolset.ToolCall) (any, error) {
 		res, err := exec(ctx, call)
 		var need *toolset.ApprovalRequiredError
-		if !errors.As(err, &need) || need.Call.ID == "" || need.Call.ID != call.ID || need.Call.Name != call.Name {
+		rc := toolset.FromContext(ctx)
+		if !errors.As(err, &need) || need.Call.ID == "" || need.Call.ID != call.ID || need.Call.Name != call.Name || need.RunID != rc.ID() {
 			// Not this call's approval (a sub-agent's call, say), or one
 			// that cannot be recorded: it stops the run as it is.
 			return res, err
@@ -68,7 +69,6 @@ func Approving(exec Exec, approver toolset.Approver) Exec {
 		if aerr != nil {
 			return nil, fmt.Errorf("asking for approval: %w", aerr)
 		}
-		rc := toolset.FromContext(ctx) // present: without it, exec fails otherwise
 		if ok {
 			rc.RecordApproval(need.Call)
 		} else {

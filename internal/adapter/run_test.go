@@ -145,7 +145,9 @@ func TestRunApprovals(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	var sent []string
 	var mu sync.Mutex
-	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{RunID: "r"})
+	run := toolset.NewRun("r")
+	defer run.End()
+	ctx := run.Turn(t.Context())
 	payTool := toolset.NewTool("pay", "Pay.", func(_ context.Context, in SleepArgs) (int, error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -198,7 +200,7 @@ func TestRunApprovals(t *testing.T) {
 	noRun, err := toolset.BuildTools(t.Context(), "test", payTool)
 	require.NoError(t, err)
 	_, err = adapter.Run(t.Context(), []toolset.ToolCall{call("e", "pay", `{"ms":700}`)}, 8, adapter.Approving(noRun.Execute, approve))
-	require.ErrorContains(t, err, "approvals are recorded in the run context")
+	require.ErrorContains(t, err, "approvals are recorded in the run")
 	assert.Empty(t, asked)
 }
 
@@ -279,7 +281,9 @@ func TestRunHandlerGoexitStopsTheRun(t *testing.T) {
 }
 
 func TestRunPanickingApproverStopsTheRun(t *testing.T) {
-	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{RunID: "r"})
+	run := toolset.NewRun("")
+	defer run.End()
+	ctx := run.Turn(t.Context())
 	tools, err := toolset.BuildTools(ctx, "test", toolset.NewTool("pay", "Pay.", func(context.Context, struct{}) (string, error) { return "paid", nil },
 		toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil })))
 	require.NoError(t, err)

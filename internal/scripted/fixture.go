@@ -91,9 +91,11 @@ func GuestTools(t *testing.T) *toolset.ToolList {
 	t.Helper()
 	adminOnly := toolset.NewFiltered(toolset.NewCombined(AgentTools()...),
 		func(ctx context.Context, _ toolset.Tool) (bool, error) {
-			return toolset.FromContext(ctx).String("role") == "admin", nil
+			return toolset.FromContext(ctx).Value("role") == "admin", nil
 		})
-	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{Values: map[string]any{"role": "guest"}})
+	run := toolset.NewRun("", toolset.WithValues(map[string]any{"role": "guest"}))
+	t.Cleanup(run.End)
+	ctx := run.Turn(t.Context())
 	tools, err := toolset.BuildTools(ctx, "assistant", adminOnly)
 	if err != nil {
 		t.Fatal(err)

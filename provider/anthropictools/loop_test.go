@@ -23,7 +23,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func loop(ctx context.Context, client anthropic.Client, toolsets []toolset.Toolset, opts ...anthropictools.Option) (string, error) {
 	messages := []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(scripted.Question))}
 	for range 4 {
-		tools, err := toolset.BuildTools(ctx, "assistant", toolsets...)
+		turn := toolset.FromContext(ctx).Turn(ctx) // ctx itself when it carries no run
+		tools, err := toolset.BuildTools(turn, "assistant", toolsets...)
 		if err != nil {
 			return "", err
 		}
@@ -41,7 +42,7 @@ func loop(ctx context.Context, client anthropic.Client, toolsets []toolset.Tools
 			return msg.Content[0].Text, nil
 		}
 		messages = append(messages, msg.ToParam())
-		results, err := anthropictools.RunCalls(ctx, tools, msg.Content, opts...)
+		results, err := anthropictools.RunCalls(turn, tools, msg.Content, opts...)
 		if err != nil {
 			return "", err
 		}
@@ -85,7 +86,7 @@ func TestLoopAsksTheApprover(t *testing.T) {
 	approver := func(_ context.Context, call toolset.ToolCall) (bool, string, error) {
 		return call.ID == "call_1", "", nil
 	}
-	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{RunID: "r"})
+	ctx := toolset.NewContext(t.Context(), toolsettest.NewRun(t))
 	got, err := loop(ctx, newClient(model), []toolset.Toolset{pay}, anthropictools.WithApprover(approver))
 	require.NoError(t, err)
 	assert.Equal(t, "Paid.", got)

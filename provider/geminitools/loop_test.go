@@ -26,7 +26,8 @@ func TestMain(m *testing.M) {
 func loop(ctx context.Context, client *genai.Client, toolsets []toolset.Toolset, opts ...geminitools.Option) (string, error) {
 	contents := []*genai.Content{genai.NewContentFromText(scripted.Question, genai.RoleUser)}
 	for range 4 {
-		tools, err := toolset.BuildTools(ctx, "assistant", toolsets...)
+		turn := toolset.FromContext(ctx).Turn(ctx) // ctx itself when it carries no run
+		tools, err := toolset.BuildTools(turn, "assistant", toolsets...)
 		if err != nil {
 			return "", err
 		}
@@ -39,7 +40,7 @@ func loop(ctx context.Context, client *genai.Client, toolsets []toolset.Toolset,
 			return "", err
 		}
 		reply := resp.Candidates[0].Content
-		results, err := geminitools.RunCalls(ctx, tools, reply, opts...)
+		results, err := geminitools.RunCalls(turn, tools, reply, opts...)
 		if err != nil {
 			return "", err
 		}
@@ -89,7 +90,7 @@ func TestLoop(t *testing.T) {
 func TestLoopApprovals(t *testing.T) {
 	deploy := scripted.NeedsApproval("deploy")
 	approver := func(context.Context, toolset.ToolCall) (bool, string, error) { return false, "not on a Friday", nil }
-	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{RunID: "r"})
+	ctx := toolset.NewContext(t.Context(), toolsettest.NewRun(t))
 
 	model := toolsettest.NewScriptedModel(t, toolsettest.Gemini,
 		toolsettest.CallTools(toolset.ToolCall{ID: "call_deploy", Name: "deploy", Args: json.RawMessage(`{"id":"web"}`)}),

@@ -136,7 +136,9 @@ func TestRunChatCallsApprovals(t *testing.T) {
 	}) (string, error) {
 		return "refunded " + in.Order, nil
 	}, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
-	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{RunID: "r"})
+	run := toolset.NewRun("")
+	defer run.End()
+	ctx := run.Turn(t.Context())
 	tools, err := toolset.BuildTools(ctx, "test", refund)
 	require.NoError(t, err)
 	calls := chatCalls(t, `[`+

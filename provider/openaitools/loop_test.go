@@ -24,7 +24,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func chatLoop(ctx context.Context, client openai.Client, toolsets []toolset.Toolset, opts ...openaitools.Option) (string, error) {
 	messages := []openai.ChatCompletionMessageParamUnion{openai.UserMessage(scripted.Question)}
 	for range 4 {
-		tools, err := toolset.BuildTools(ctx, "assistant", toolsets...)
+		turn := toolset.FromContext(ctx).Turn(ctx) // ctx itself when it carries no run
+		tools, err := toolset.BuildTools(turn, "assistant", toolsets...)
 		if err != nil {
 			return "", err
 		}
@@ -43,7 +44,7 @@ func chatLoop(ctx context.Context, client openai.Client, toolsets []toolset.Tool
 			return msg.Content, nil
 		}
 		messages = append(messages, msg.ToParam())
-		results, err := openaitools.RunChatCalls(ctx, tools, msg.ToolCalls, opts...)
+		results, err := openaitools.RunChatCalls(turn, tools, msg.ToolCalls, opts...)
 		if err != nil {
 			return "", err
 		}
@@ -118,7 +119,7 @@ func TestChatLoopAsksTheApprover(t *testing.T) {
 		asked = append(asked, call.ID)
 		return call.ID == "call_a", "B was refunded last week", nil
 	}
-	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{RunID: "r"})
+	ctx := toolset.NewContext(t.Context(), toolsettest.NewRun(t))
 	got, err := chatLoop(ctx, newClient(model), refundTools(), openaitools.WithApprover(approver), openaitools.WithMaxConcurrency(1))
 	require.NoError(t, err)
 	assert.Equal(t, "A is refunded.", got)
@@ -131,7 +132,7 @@ func TestChatLoopAsksTheApprover(t *testing.T) {
 
 func TestChatLoopWithoutApproverStopsAtACallThatNeedsApproval(t *testing.T) {
 	model := toolsettest.NewScriptedModel(t, toolsettest.OpenAIChat, refundCalls())
-	ctx := toolset.NewContext(t.Context(), &toolset.RunContext{RunID: "r"})
+	ctx := toolset.NewContext(t.Context(), toolsettest.NewRun(t))
 	_, err := chatLoop(ctx, newClient(model), refundTools())
 	var need *toolset.ApprovalRequiredError
 	require.ErrorAs(t, err, &need, "nobody would be asked: the run stops")
@@ -147,7 +148,8 @@ func responsesLoop(ctx context.Context, client openai.Client, opts ...openaitool
 	input := responses.ResponseInputParam{responses.ResponseInputItemParamOfMessage(scripted.Question, responses.EasyInputMessageRoleUser)}
 	previous := ""
 	for range 4 {
-		tools, err := toolset.BuildTools(ctx, "assistant", scripted.AgentTools()...)
+		turn := toolset.FromContext(ctx).Turn(ctx) // ctx itself when it carries no run
+		tools, err := toolset.BuildTools(turn, "assistant", scripted.AgentTools()...)
 		if err != nil {
 			return "", err
 		}
@@ -170,7 +172,7 @@ func responsesLoop(ctx context.Context, client openai.Client, opts ...openaitool
 		if len(openaitools.ResponseCalls(resp.Output)) == 0 {
 			return resp.OutputText(), nil
 		}
-		if input, err = openaitools.RunResponseCalls(ctx, tools, resp.Output, opts...); err != nil {
+		if input, err = openaitools.RunResponseCalls(turn, tools, resp.Output, opts...); err != nil {
 			return "", err
 		}
 		previous = resp.ID
