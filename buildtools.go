@@ -131,8 +131,8 @@ func forRun(rc *RunContext, s *snapshot, keep []bool) ([]bool, map[int32]Tool) {
 		}
 	}
 	var over map[int32]Tool
-	if len(ix.retries) > 0 && rc.hasFailures() {
-		for _, i := range ix.retries {
+	if len(ix.budgets) > 0 && rc.hasFailures() {
+		for _, i := range ix.budgets {
 			t := s.tools[i]
 			if !visible(i) || !rc.budgetSpent(t.core) {
 				continue

@@ -291,4 +291,43 @@
 // bench_test.go measure both:
 //
 //	go test -run '^$' -bench . -benchmem github.com/gotoolset/toolset
+//
+// # Names
+//
+// The names follow a few rules, each decided once:
+//
+//   - Constructors are New<Type>: [NewFunction], [NewPrefixed],
+//     [NewRenamed], [NewFiltered], [NewPrepared], [NewCombined],
+//     [NewDynamic], [NewRun], [NewKey]; those that make a [Tool] are
+//     New…Tool: [NewTool], [NewRawTool], [NewAgentTool], [NewToolSearch].
+//   - Every pointer toolset type (Function, Prefixed, Renamed, Filtered,
+//     Prepared, Combined, Dynamic, mcptoolset.Toolset, toolpkg.Toolset) has
+//     the builders .Prefixed, .Renamed, .Filtered, .Prepared and
+//     .CombinedWith, each the matching constructor applied to it; a Tool (a
+//     value) and a Wrapper (embedded) have none.
+//   - A [Tool] is one tool, a [Toolset] gives tools per turn, and a
+//     [ToolList] is one turn's built set, made by [BuildTools].
+//   - A run's values are read through typed keys ([Key.Get]), never by a
+//     string lookup in a predicate; [RunContext.Value] serves integrations
+//     that only know a name.
+//   - To prepare is to edit per turn: a [Prepared] toolset edits its list
+//     with a [PrepareFunc], a tool edits itself with [WithPrepare] and a
+//     [PrepareToolFunc].
+//   - Approval has three words for its three parts: a tool requires it
+//     ([WithApprovalRequired]), an [Approver] asks a human (the provider
+//     adapters' WithApprover), and the run records the answer
+//     ([RunContext.RecordApproval], [RunContext.RecordDenial]).
+//   - Execute is the one verb that runs a call: [ToolList.Execute] for a
+//     model's call in a turn, [Tool.Execute] for one tool directly.
+//   - Nothing here retries by itself; the model does. [WithMaxFailures] is
+//     a budget of failing steps, and [NewModelError] and [ModelErrorf] tell
+//     the model what to change.
+//   - ModelText is what the model reads: [ModelError.ModelText],
+//     [Content.ModelText]; [ErrorText] and [ResultText] compute it for any
+//     error and any result.
+//   - Options are functional options named With… (Without… for the
+//     negative), one option type per constructor; a policy's own
+//     parameters are a struct given to its option ([CachePolicy],
+//     [RateLimit]). Package toolpkg takes a pointer to an options struct,
+//     nil for the defaults, as log/slog's handlers do.
 package toolset

@@ -139,7 +139,7 @@ type nameIndex struct {
 	invalid  []int32
 	env      []int32 // required environment variables
 	deferred []int32 // deferred until a search reveals them
-	retries  []int32 // failure budgets
+	budgets  []int32 // tools with a failure budget
 }
 
 // index returns the snapshot's name index, building it on first use.
@@ -160,7 +160,7 @@ func (s *snapshot) index() *nameIndex {
 					ix.deferred = append(ix.deferred, int32(i))
 				}
 				if c.maxFailures > 0 {
-					ix.retries = append(ix.retries, int32(i))
+					ix.budgets = append(ix.budgets, int32(i))
 				}
 			}
 			j, seen := ix.first[name]

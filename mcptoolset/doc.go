@@ -94,7 +94,7 @@
 //	mcptoolset.WithToolOptions(func(def *mcp.Tool) []toolset.ToolOption {
 //		opts := []toolset.ToolOption{toolset.WithTimeout(30*time.Second, toolset.TimeoutTellModel)}
 //		if a := def.Annotations; a == nil || !a.ReadOnlyHint {
-//			opts = append(opts, toolset.WithApproval(always))
+//			opts = append(opts, toolset.WithApprovalRequired(always))
 //		}
 //		return opts
 //	})

@@ -17,7 +17,7 @@ import (
 //
 //	weather := &toolsettest.Fake{
 //		Name:    "get_weather",
-//		Results: []toolsettest.Result{toolsettest.Return("22°C"), toolsettest.Fail(toolset.Retry("unknown city"))},
+//		Results: []toolsettest.Result{toolsettest.Return("22°C"), toolsettest.Fail(toolset.NewModelError("unknown city"))},
 //	}
 //
 // A Fake is safe for concurrent use.

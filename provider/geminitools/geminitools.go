@@ -22,7 +22,7 @@
 // [RunCalls] runs the calls of one turn concurrently (at most
 // [DefaultConcurrency] at a time, see [WithMaxConcurrency]) and returns the
 // responses in call order. An error the model should see and can act on
-// (bad arguments, an unknown tool, a handler's toolset.Retry) becomes a
+// (bad arguments, an unknown tool, a handler's toolset.NewModelError) becomes a
 // function response with an "error" field; any other error stops the run
 // and is returned. A call that waits for a human's approval is put to the
 // [toolset.Approver] of [WithApprover] and runs again; without one, it

@@ -25,7 +25,7 @@
 // concurrently (at most [DefaultConcurrency] at a time, see
 // [WithMaxConcurrency]) and return the results in call order. An error the
 // model should see and can act on (bad arguments, an unknown tool, a
-// handler's toolset.Retry) becomes the text of that call's result; any
+// handler's toolset.NewModelError) becomes the text of that call's result; any
 // other error stops the run and is returned.
 //
 // Options are functional options named With..., and one list of them can
