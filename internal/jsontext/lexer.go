@@ -20,8 +20,10 @@
 package jsontext
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -233,15 +235,12 @@ func (l *Lexer) Next() (Token, error) {
 			return l.badChar(i, "looking for beginning of object key string")
 		}
 		t := Token{Kind: String, Start: i}
-		j := i + 1
-		for j < len(d) && strClass[d[j]] == clPlain {
-			j++
-		}
+		j := plainRun(d, i+1)
 		if j < len(d) && d[j] == '"' {
 			t.End = j + 1
 		} else {
 			var err *SyntaxError
-			if t.End, t.Flags, err = ScanString(d, i); err != nil {
+			if t.End, t.Flags, err = scanString(d, i); err != nil {
 				return l.fail(err)
 			}
 		}
@@ -270,16 +269,13 @@ func (l *Lexer) Next() (Token, error) {
 	switch c {
 	case '"':
 		t.Kind = String
-		j := i + 1
-		for j < len(d) && strClass[d[j]] == clPlain {
-			j++
-		}
+		j := plainRun(d, i+1)
 		if j < len(d) && d[j] == '"' {
 			t.End = j + 1
 			break
 		}
 		var err *SyntaxError
-		if t.End, t.Flags, err = ScanString(d, i); err != nil {
+		if t.End, t.Flags, err = scanString(d, i); err != nil {
 			return l.fail(err)
 		}
 	case '{':
@@ -302,7 +298,7 @@ func (l *Lexer) Next() (Token, error) {
 			return l.badChar(i, "looking for beginning of value")
 		}
 		var err *SyntaxError
-		if t.End, t.Flags, err = ScanNumber(d, i); err != nil {
+		if t.End, t.Flags, err = scanNumber(d, i); err != nil {
 			return l.fail(err)
 		}
 	}
@@ -473,10 +469,31 @@ var strClass = func() (t [256]uint8) {
 	return t
 }()
 
-// ScanString checks the string whose opening quote is d[i] and returns the
+// plainRun returns the offset of the first byte from d[j] on that is not
+// plain string content: a quote, a backslash, a control character or a
+// byte beyond ASCII; or len(d). It looks at eight bytes at a time.
+func plainRun(d []byte, j int) int {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	for ; j+8 <= len(d); j += 8 {
+		w := binary.LittleEndian.Uint64(d[j:])
+		// A byte's high bit is set in special when the byte is below
+		// 0x20, a quote, a backslash or at least 0x80. A borrow can set
+		// bits above such a byte, never below it.
+		special := ((w - lo*0x20) | ((w ^ lo*'"') - lo) | ((w ^ lo*'\\') - lo) | w) & hi
+		if special != 0 {
+			return j + bits.TrailingZeros64(special)/8
+		}
+	}
+	for j < len(d) && strClass[d[j]] == clPlain {
+		j++
+	}
+	return j
+}
+
+// scanString checks the string whose opening quote is d[i] and returns the
 // offset just past its closing quote, and whether it has escapes or bytes
 // beyond ASCII.
-func ScanString(d []byte, i int) (end int, flags Flags, err *SyntaxError) {
+func scanString(d []byte, i int) (end int, flags Flags, err *SyntaxError) {
 	for j := i + 1; j < len(d); {
 		switch strClass[d[j]] {
 		case clPlain:
@@ -516,9 +533,9 @@ func ScanString(d []byte, i int) (end int, flags Flags, err *SyntaxError) {
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
-// ScanNumber checks the number starting at d[i] and returns the offset just
+// scanNumber checks the number starting at d[i] and returns the offset just
 // past it, and whether it has a fraction or an exponent.
-func ScanNumber(d []byte, i int) (end int, flags Flags, err *SyntaxError) {
+func scanNumber(d []byte, i int) (end int, flags Flags, err *SyntaxError) {
 	if i < len(d) && d[i] == '-' {
 		i++
 	}

@@ -407,3 +407,31 @@ func TestKindString(t *testing.T) {
 	assert.Equal(t, "end of input", End.String())
 	assert.Equal(t, "Kind(42)", Kind(42).String())
 }
+
+// plainRun finds the same first special byte as a byte-by-byte scan,
+// wherever it is in a word and whatever the bytes after it.
+func TestPlainRunMatchesBytewiseScan(t *testing.T) {
+	bytewise := func(d []byte, j int) int {
+		for j < len(d) && strClass[d[j]] == clPlain {
+			j++
+		}
+		return j
+	}
+	d := make([]byte, 19)
+	for pos := range d {
+		for b := range 256 {
+			for k := range d {
+				d[k] = 'a'
+			}
+			d[pos] = byte(b)
+			if pos+1 < len(d) {
+				d[pos+1] = 0x00 // a special byte after it must not matter
+			}
+			for start := range 3 {
+				if got, want := plainRun(d, start), bytewise(d, start); got != want {
+					t.Fatalf("byte %#x at %d from %d: plainRun gives %d, not %d", b, pos, start, got, want)
+				}
+			}
+		}
+	}
+}
