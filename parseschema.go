@@ -1,13 +1,11 @@
 package toolset
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"strconv"
 
+	"github.com/gotoolset/toolset/internal/jsontext"
 	"github.com/invopop/jsonschema"
 )
 
@@ -37,21 +35,16 @@ import (
 // with a *[SchemaRefError], so that no schema can make the program open a
 // file or a URL.
 func ParseSchema(data []byte) (*jsonschema.Schema, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	n, err := readNode(dec, 0)
+	n, err := schemaParser.Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("toolset: invalid JSON Schema: %w", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("toolset: invalid JSON Schema: data after the schema")
 	}
 	if err := checkNodeRefs(n, nil); err != nil {
 		return nil, fmt.Errorf("toolset: invalid JSON Schema: %w", err)
 	}
 	s, ok := schemaOf(n, 0)
 	if !ok {
-		return nil, fmt.Errorf("toolset: invalid JSON Schema: a schema is a JSON object or a boolean, not %s", n.kindName())
+		return nil, fmt.Errorf("toolset: invalid JSON Schema: a schema is a JSON object or a boolean, not %s", kindName(n))
 	}
 	return s, nil
 }
@@ -64,153 +57,53 @@ const (
 	maxSchemaDepth = 256
 )
 
-// node is a JSON value with the order of object members kept.
-type node struct {
-	kind  nodeKind
-	obj   []member // kindObject, duplicate keys removed (the last wins)
-	arr   []*node  // kindArray
-	str   string   // kindString
-	num   json.Number
-	bool_ bool
-}
+// schemaParser reads a schema document into an ordered value (see
+// jsontext): object members in order, numbers as written, and of a key
+// that occurs twice the last value, as encoding/json keeps it.
+var schemaParser = jsontext.Parser{Limits: jsontext.Limits{MaxDepth: maxNodeDepth}}
 
-type member struct {
-	key string
-	val *node
-}
-
-type nodeKind uint8
-
-const (
-	kindNull nodeKind = iota
-	kindBool
-	kindNumber
-	kindString
-	kindArray
-	kindObject
-)
-
-func (n *node) kindName() string {
-	return [...]string{"null", "a boolean", "a number", "a string", "an array", "an object"}[n.kind]
-}
-
-// readNode reads one JSON value from dec.
-func readNode(dec *json.Decoder, depth int) (*node, error) {
-	if depth > maxNodeDepth {
-		return nil, fmt.Errorf("nested more than %d levels deep", maxNodeDepth)
-	}
-	tok, err := dec.Token()
-	if err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, err
-	}
-	switch t := tok.(type) {
+// kindName names the JSON type of the value n.
+func kindName(n any) string {
+	switch n.(type) {
 	case nil:
-		return &node{kind: kindNull}, nil
+		return "null"
 	case bool:
-		return &node{kind: kindBool, bool_: t}, nil
+		return "a boolean"
 	case json.Number:
-		return &node{kind: kindNumber, num: t}, nil
+		return "a number"
 	case string:
-		return &node{kind: kindString, str: t}, nil
-	case json.Delim:
-		switch t {
-		case '[':
-			n := &node{kind: kindArray, arr: []*node{}}
-			for dec.More() {
-				e, err := readNode(dec, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				n.arr = append(n.arr, e)
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
-			return n, nil
-		case '{':
-			n := &node{kind: kindObject, obj: []member{}}
-			seen := map[string]int{}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				key, ok := kt.(string)
-				if !ok {
-					return nil, fmt.Errorf("object key %v is not a string", kt)
-				}
-				v, err := readNode(dec, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				if i, dup := seen[key]; dup {
-					n.obj[i].val = v // encoding/json keeps the last value too
-					continue
-				}
-				seen[key] = len(n.obj)
-				n.obj = append(n.obj, member{key, v})
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
-			return n, nil
-		}
+		return "a string"
+	case []any:
+		return "an array"
 	}
-	return nil, fmt.Errorf("unexpected token %v", tok)
-}
-
-// value returns n as the Go value encoding/json would decode it into, with
-// numbers as json.Number so that they encode back as written.
-func (n *node) value() any {
-	switch n.kind {
-	case kindBool:
-		return n.bool_
-	case kindNumber:
-		return n.num
-	case kindString:
-		return n.str
-	case kindArray:
-		a := make([]any, len(n.arr))
-		for i, e := range n.arr {
-			a[i] = e.value()
-		}
-		return a
-	case kindObject:
-		m := make(map[string]any, len(n.obj))
-		for _, kv := range n.obj {
-			m[kv.key] = kv.val.value()
-		}
-		return m
-	}
-	return nil
+	return "an object"
 }
 
 // schemaOf converts n to a schema; it reports false when n is neither an
 // object nor a boolean, or nests too deep to convert.
-func schemaOf(n *node, depth int) (*jsonschema.Schema, bool) {
+func schemaOf(n any, depth int) (*jsonschema.Schema, bool) {
 	if depth > maxSchemaDepth {
 		return nil, false
 	}
-	switch n.kind {
-	case kindBool:
-		if n.bool_ {
+	var o *jsontext.Object
+	switch n := n.(type) {
+	case bool:
+		if n {
 			s := *jsonschema.TrueSchema
 			return &s, true
 		}
 		s := *jsonschema.FalseSchema
 		return &s, true
-	case kindObject:
+	case *jsontext.Object:
+		o = n
 	default:
 		return nil, false
 	}
 	// A non-nil Extras keeps an empty schema {} from encoding as true.
 	s := &jsonschema.Schema{Extras: map[string]any{}}
-	for _, kv := range n.obj {
-		if !setKeyword(s, kv.key, kv.val, depth) {
-			s.Extras[kv.key] = kv.val.value()
+	for _, kv := range o.Members() {
+		if !setKeyword(s, kv.Key, kv.Value, depth) {
+			s.Extras[kv.Key] = jsontext.Unordered(kv.Value)
 		}
 	}
 	return s, true
@@ -218,7 +111,7 @@ func schemaOf(n *node, depth int) (*jsonschema.Schema, bool) {
 
 // setKeyword sets the field of s for keyword key when v encodes back from
 // the field exactly as it is, and reports whether it did.
-func setKeyword(s *jsonschema.Schema, key string, v *node, depth int) bool {
+func setKeyword(s *jsonschema.Schema, key string, v any, depth int) bool {
 	sub := func() (*jsonschema.Schema, bool) { return schemaOf(v, depth+1) }
 	switch key {
 	// Strings: an empty string would be omitted.
@@ -292,16 +185,17 @@ func setKeyword(s *jsonschema.Schema, key string, v *node, depth int) bool {
 	case "patternProperties":
 		return setSchemaMap(&s.PatternProperties, v, depth)
 	case "properties":
-		if v.kind != kindObject {
+		o, ok := v.(*jsontext.Object)
+		if !ok {
 			return false
 		}
 		props := jsonschema.NewProperties()
-		for _, kv := range v.obj {
-			ps, ok := schemaOf(kv.val, depth+1)
+		for _, kv := range o.Members() {
+			ps, ok := schemaOf(kv.Value, depth+1)
 			if !ok {
 				return false
 			}
-			props.Set(kv.key, ps)
+			props.Set(kv.Key, ps)
 		}
 		s.Properties = props
 		return true
@@ -350,16 +244,16 @@ func setKeyword(s *jsonschema.Schema, key string, v *node, depth int) bool {
 	case "examples":
 		return setValues(&s.Examples, v)
 	case "const":
-		if v.kind == kindNull {
+		if v == nil {
 			return false
 		}
-		s.Const = v.value()
+		s.Const = jsontext.Unordered(v)
 		return true
 	case "default":
-		if v.kind == kindNull {
+		if v == nil {
 			return false
 		}
-		s.Default = v.value()
+		s.Default = jsontext.Unordered(v)
 		return true
 	case "required":
 		list, ok := stringList(v)
@@ -369,16 +263,17 @@ func setKeyword(s *jsonschema.Schema, key string, v *node, depth int) bool {
 		s.Required = list
 		return true
 	case "dependentRequired":
-		if v.kind != kindObject || len(v.obj) == 0 {
+		o, ok := v.(*jsontext.Object)
+		if !ok || o.Len() == 0 {
 			return false
 		}
-		m := make(map[string][]string, len(v.obj))
-		for _, kv := range v.obj {
-			list, ok := stringList(kv.val)
+		m := make(map[string][]string, o.Len())
+		for _, kv := range o.Members() {
+			list, ok := stringList(kv.Value)
 			if !ok {
 				return false
 			}
-			m[kv.key] = list
+			m[kv.Key] = list
 		}
 		s.DependentRequired = m
 		return true
@@ -386,11 +281,12 @@ func setKeyword(s *jsonschema.Schema, key string, v *node, depth int) bool {
 	return false
 }
 
-func setString(dst *string, v *node) bool {
-	if v.kind != kindString || v.str == "" {
+func setString(dst *string, v any) bool {
+	str, ok := v.(string)
+	if !ok || str == "" {
 		return false
 	}
-	*dst = v.str
+	*dst = str
 	return true
 }
 
@@ -403,12 +299,13 @@ func setSchema(dst **jsonschema.Schema, sub func() (*jsonschema.Schema, bool)) b
 }
 
 // setSchemaList sets a non-empty list of subschemas.
-func setSchemaList(dst *[]*jsonschema.Schema, v *node, depth int) bool {
-	if v.kind != kindArray || len(v.arr) == 0 {
+func setSchemaList(dst *[]*jsonschema.Schema, v any, depth int) bool {
+	a, ok := v.([]any)
+	if !ok || len(a) == 0 {
 		return false
 	}
-	list := make([]*jsonschema.Schema, len(v.arr))
-	for i, e := range v.arr {
+	list := make([]*jsonschema.Schema, len(a))
+	for i, e := range a {
 		s, ok := schemaOf(e, depth+1)
 		if !ok {
 			return false
@@ -420,22 +317,23 @@ func setSchemaList(dst *[]*jsonschema.Schema, v *node, depth int) bool {
 }
 
 // schemaMap converts a non-empty object of subschemas.
-func schemaMap(v *node, depth int) (map[string]*jsonschema.Schema, bool) {
-	if v.kind != kindObject || len(v.obj) == 0 {
+func schemaMap(v any, depth int) (map[string]*jsonschema.Schema, bool) {
+	o, ok := v.(*jsontext.Object)
+	if !ok || o.Len() == 0 {
 		return nil, false
 	}
-	m := make(map[string]*jsonschema.Schema, len(v.obj))
-	for _, kv := range v.obj {
-		s, ok := schemaOf(kv.val, depth+1)
+	m := make(map[string]*jsonschema.Schema, o.Len())
+	for _, kv := range o.Members() {
+		s, ok := schemaOf(kv.Value, depth+1)
 		if !ok {
 			return nil, false
 		}
-		m[kv.key] = s
+		m[kv.Key] = s
 	}
 	return m, true
 }
 
-func setSchemaMap(dst *map[string]*jsonschema.Schema, v *node, depth int) bool {
+func setSchemaMap(dst *map[string]*jsonschema.Schema, v any, depth int) bool {
 	m, ok := schemaMap(v, depth)
 	if ok {
 		*dst = m
@@ -443,29 +341,30 @@ func setSchemaMap(dst *map[string]*jsonschema.Schema, v *node, depth int) bool {
 	return ok
 }
 
-func setNumber(dst *json.Number, v *node) bool {
-	if v.kind != kindNumber {
-		return false
+func setNumber(dst *json.Number, v any) bool {
+	num, ok := v.(json.Number)
+	if ok {
+		*dst = num
 	}
-	*dst = v.num
-	return true
+	return ok
 }
 
 // setCount sets a non-negative integer written in its plain decimal form.
-func setCount(dst **uint64, v *node) bool {
-	if v.kind != kindNumber {
+func setCount(dst **uint64, v any) bool {
+	num, ok := v.(json.Number)
+	if !ok {
 		return false
 	}
-	n, err := strconv.ParseUint(string(v.num), 10, 64)
-	if err != nil || strconv.FormatUint(n, 10) != string(v.num) {
+	n, err := strconv.ParseUint(string(num), 10, 64)
+	if err != nil || strconv.FormatUint(n, 10) != string(num) {
 		return false
 	}
 	*dst = &n
 	return true
 }
 
-func setTrue(dst *bool, v *node) bool {
-	if v.kind != kindBool || !v.bool_ {
+func setTrue(dst *bool, v any) bool {
+	if v != true {
 		return false
 	}
 	*dst = true
@@ -473,29 +372,32 @@ func setTrue(dst *bool, v *node) bool {
 }
 
 // setValues sets a non-empty list of values.
-func setValues(dst *[]any, v *node) bool {
-	if v.kind != kindArray || len(v.arr) == 0 {
+func setValues(dst *[]any, v any) bool {
+	a, ok := v.([]any)
+	if !ok || len(a) == 0 {
 		return false
 	}
-	list := make([]any, len(v.arr))
-	for i, e := range v.arr {
-		list[i] = e.value()
+	list := make([]any, len(a))
+	for i, e := range a {
+		list[i] = jsontext.Unordered(e)
 	}
 	*dst = list
 	return true
 }
 
 // stringList returns an array of strings, empty or not.
-func stringList(v *node) ([]string, bool) {
-	if v.kind != kindArray {
+func stringList(v any) ([]string, bool) {
+	a, ok := v.([]any)
+	if !ok {
 		return nil, false
 	}
-	list := make([]string, len(v.arr))
-	for i, e := range v.arr {
-		if e.kind != kindString {
+	list := make([]string, len(a))
+	for i, e := range a {
+		str, ok := e.(string)
+		if !ok {
 			return nil, false
 		}
-		list[i] = e.str
+		list[i] = str
 	}
 	return list, true
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -110,6 +111,29 @@ func TestParseSchemaRejectsNonSchemas(t *testing.T) {
 			require.Error(t, err)
 			assert.Nil(t, s)
 			assert.Contains(t, err.Error(), "toolset: invalid JSON Schema")
+		})
+	}
+}
+
+// A malformed or hostile document is refused with an error that names the
+// byte offset of the problem, never a panic.
+func TestParseSchemaErrorNamesTheOffset(t *testing.T) {
+	deep := strings.Repeat(`{"not":`, 10001) + "true" + strings.Repeat("}", 10001)
+	for name, tc := range map[string]struct{ in, want string }{
+		"truncated":      {`{"type":`, "unexpected end of JSON input at byte offset 8"},
+		"bad character":  {`{"type":"object",}`, "invalid character '}' looking for beginning of object key string at byte offset 17"},
+		"trailing data":  {`{} {}`, "invalid character '{' after top-level value at byte offset 3"},
+		"control char":   {"{\"description\":\"a\x01\"}", "invalid control character '\\x01' in string literal at byte offset 17"},
+		"bad escape":     {`{"title":"\x"}`, "invalid character 'x' in string escape code at byte offset 11"},
+		"too deep":       {deep, "nested deeper than 10000 levels at byte offset 70000"},
+		"huge, cut":      {`{"minimum":1` + strings.Repeat("0", 1<<20) + `e}`, fmt.Sprintf("invalid character '}' in exponent at byte offset %d", 13+1<<20)},
+		"long, unclosed": {`{"title":"` + strings.Repeat("x", 1<<20), fmt.Sprintf("unexpected end of JSON input at byte offset %d", 10+1<<20)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, err := toolset.ParseSchema([]byte(tc.in))
+			require.Error(t, err)
+			assert.Nil(t, s)
+			assert.Equal(t, "toolset: invalid JSON Schema: "+tc.want, err.Error())
 		})
 	}
 }

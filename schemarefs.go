@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gotoolset/toolset/internal/jsontext"
 	"github.com/invopop/jsonschema"
 	sjs "github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -111,21 +112,21 @@ func pointerOf(loc []string) string {
 }
 
 // checkNodeRefs applies refProblem to every object member of n.
-func checkNodeRefs(n *node, loc []string) error {
-	switch n.kind {
-	case kindObject:
-		for _, kv := range n.obj {
-			if kv.val.kind == kindString {
-				if err := refProblem(kv.key, kv.val.str, loc); err != nil {
+func checkNodeRefs(n any, loc []string) error {
+	switch n := n.(type) {
+	case *jsontext.Object:
+		for _, kv := range n.Members() {
+			if str, ok := kv.Value.(string); ok {
+				if err := refProblem(kv.Key, str, loc); err != nil {
 					return err
 				}
 			}
-			if err := checkNodeRefs(kv.val, append(loc, kv.key)); err != nil {
+			if err := checkNodeRefs(kv.Value, append(loc, kv.Key)); err != nil {
 				return err
 			}
 		}
-	case kindArray:
-		for i, e := range n.arr {
+	case []any:
+		for i, e := range n {
 			if err := checkNodeRefs(e, append(loc, strconv.Itoa(i))); err != nil {
 				return err
 			}

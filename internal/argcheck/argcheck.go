@@ -28,11 +28,15 @@ package argcheck
 
 import (
 	"unicode/utf8"
+
+	"github.com/gotoolset/toolset/internal/jsontext"
 )
 
 // maxDepth bounds the nesting of arrays and objects the checker follows;
 // deeper arguments are not proven.
 const maxDepth = 1000
+
+var lexLimits = jsontext.Limits{MaxDepth: maxDepth}
 
 // Checker proves JSON arguments valid against one schema. A Checker is
 // immutable after [Compile] and safe for concurrent use.
@@ -53,12 +57,13 @@ func (c *Checker) Valid(args []byte) bool {
 	if !c.fast {
 		return false
 	}
-	i := skipSpace(args, 0)
-	if i == len(args) {
+	l := jsontext.NewLexer(args, lexLimits)
+	t, err := l.Next()
+	if err != nil || !check(c.root, &l, args, t) {
 		return false
 	}
-	end, ok := check(c.root, args, i, 0)
-	return ok && skipSpace(args, end) == len(args)
+	_, err = l.Next() // End, or data after the value
+	return err == nil
 }
 
 // typeSet is a set of JSON Schema types.
@@ -139,282 +144,266 @@ func (n *node) lookup(key []byte) *field {
 	return nil
 }
 
-// check validates the value starting at d[i] (not whitespace) against n
-// and returns the offset just past it.
-func check(n *node, d []byte, i, depth int) (int, bool) {
-	if n == nil {
-		return skipValue(d, i, depth)
-	}
-	if n.never || i >= len(d) {
-		return 0, false
-	}
-	var (
-		end int
-		ok  bool
-	)
-	switch d[i] {
-	case '{':
-		if n.types&tObject == 0 || len(n.enums) > 0 {
-			return 0, false
-		}
-		end, ok = checkObject(n, d, i, depth)
-	case '[':
-		if n.types&tArray == 0 || len(n.enums) > 0 {
-			return 0, false
-		}
-		end, ok = checkArray(n, d, i, depth)
-	case '"':
-		end, ok = checkString(n, d, i)
-	case 't':
-		end, ok = checkLiteral(n, d, i, "true", tBoolean, litTrue)
-	case 'f':
-		end, ok = checkLiteral(n, d, i, "false", tBoolean, litFalse)
-	case 'n':
-		end, ok = checkLiteral(n, d, i, "null", tNull, litNull)
-	default:
-		end, ok = checkNumber(n, d, i)
-	}
-	if !ok {
-		return 0, false
-	}
-	for _, g := range n.groups {
-		if !anyBranch(g, d, i, depth) {
-			return 0, false
-		}
-	}
-	return end, true
+// check validates the value whose first token, t, the lexer has just
+// read against n, reading the rest of the value.
+func check(n *node, l *jsontext.Lexer, d []byte, t jsontext.Token) bool {
+	return checkNode(n, l, d, t, true)
 }
 
-// anyBranch reports whether one of branches accepts the value at d[i].
-func anyBranch(branches []*node, d []byte, i, depth int) bool {
+// checkGroups validates the value against n and against one branch of
+// each of its groups.
+func checkGroups(n *node, l *jsontext.Lexer, d []byte, t jsontext.Token) bool {
+	start := *l
+	if !checkNode(n, l, d, t, false) {
+		return false
+	}
+	for _, g := range n.groups {
+		if !anyBranch(g, &start, d, t) {
+			return false
+		}
+	}
+	return true
+}
+
+// anyBranch reports whether one of branches accepts the value whose first
+// token is t, read from a copy of start.
+func anyBranch(branches []*node, start *jsontext.Lexer, d []byte, t jsontext.Token) bool {
 	for _, b := range branches {
-		if _, ok := check(b, d, i, depth); ok {
+		l := *start
+		if check(b, &l, d, t) {
 			return true
 		}
 	}
 	return false
 }
 
-func checkObject(n *node, d []byte, i, depth int) (int, bool) {
-	if depth >= maxDepth {
-		return 0, false
+// checkNode is check, with or without n's groups.
+func checkNode(n *node, l *jsontext.Lexer, d []byte, t jsontext.Token, groups bool) bool {
+	if n == nil {
+		return skip(l, d, t)
 	}
-	depth++
-	start := i
-	i = skipSpace(d, i+1)
-	if i >= len(d) {
-		return 0, false
+	if groups && len(n.groups) > 0 {
+		return checkGroups(n, l, d, t)
 	}
-	var seen uint64
-	count := 0
-	if d[i] == '}' {
-		i++
-	} else {
-		for {
-			if i >= len(d) || d[i] != '"' {
-				return 0, false
-			}
-			end, flags, ok := scanString(d, i)
-			if !ok {
-				return 0, false
-			}
-			key := d[i+1 : end-1]
-			i = skipSpace(d, end)
-			if i >= len(d) || d[i] != ':' {
-				return 0, false
-			}
-			i = skipSpace(d, i+1)
-			vn := n.addl
-			if !plainText(key, flags) {
-				if n.keySensitive {
-					return 0, false
-				}
-			} else if f := n.lookup(key); f != nil {
-				seen |= f.bit
-				if f.inProps {
-					vn = f.node
-				}
-			}
-			if i, ok = check(vn, d, i, depth); !ok {
-				return 0, false
-			}
-			count++
-			i = skipSpace(d, i)
-			if i >= len(d) {
-				return 0, false
-			}
-			if d[i] == ',' {
-				i = skipSpace(d, i+1)
-				continue
-			}
-			if d[i] != '}' {
-				return 0, false
-			}
-			i++
-			break
+	if n.never {
+		return false
+	}
+	switch t.Kind {
+	case jsontext.ObjectStart:
+		return n.types&tObject != 0 && len(n.enums) == 0 && checkObject(n, l, d, t)
+	case jsontext.ArrayStart:
+		return n.types&tArray != 0 && len(n.enums) == 0 && checkArray(n, l, d, t)
+	case jsontext.String:
+		return checkString(n, d, t)
+	case jsontext.True:
+		return checkLiteral(n, tBoolean, litTrue)
+	case jsontext.False:
+		return checkLiteral(n, tBoolean, litFalse)
+	case jsontext.Null:
+		return checkLiteral(n, tNull, litNull)
+	}
+	return checkNumber(n, d, t)
+}
+
+// skip reads the rest of the value whose first token is t, which any
+// schema accepts, and reports whether its numbers are all provable.
+func skip(l *jsontext.Lexer, d []byte, t jsontext.Token) bool {
+	if t.Kind == jsontext.Number {
+		return provable(d[t.Start:t.End], t.Flags)
+	}
+	if t.Kind != jsontext.ObjectStart && t.Kind != jsontext.ArrayStart {
+		return true
+	}
+	for depth := l.Depth() - 1; l.Depth() > depth; {
+		t, err := l.Next()
+		if err != nil || (t.Kind == jsontext.Number && !provable(d[t.Start:t.End], t.Flags)) {
+			return false
 		}
 	}
+	return true
+}
+
+// The caller refuses numbers of magnitude beyond 1e400 (or nonzero below
+// 1e-400) before its validator sees them, so no number of such magnitude
+// may be proven valid. A token of at most maxProvenNumLen bytes with an
+// exponent of at most maxProvenExponent lies well inside; longer tokens
+// and larger exponents are left to the caller.
+const (
+	maxProvenNumLen   = 200
+	maxProvenExponent = 199
+)
+
+// provable reports whether the number token tok lies well inside the
+// magnitudes the caller accepts.
+func provable(tok []byte, flags jsontext.Flags) bool {
+	if len(tok) > maxProvenNumLen {
+		return false
+	}
+	if flags&jsontext.Exponent == 0 {
+		return true
+	}
+	j := len(tok)
+	for '0' <= tok[j-1] && tok[j-1] <= '9' {
+		j--
+	}
+	exp := 0
+	for _, c := range tok[j:] {
+		exp = min(exp*10+int(c-'0'), maxProvenExponent+1)
+	}
+	return exp <= maxProvenExponent
+}
+
+func checkObject(n *node, l *jsontext.Lexer, d []byte, start jsontext.Token) bool {
+	var seen uint64
+	count := 0
+	for {
+		t, err := l.Next()
+		if err != nil {
+			return false
+		}
+		if t.Kind == jsontext.ObjectEnd {
+			break
+		}
+		key := d[t.Start+1 : t.End-1]
+		vn := n.addl
+		if !jsontext.Plain(key, t.Flags) {
+			if n.keySensitive {
+				return false
+			}
+		} else if f := n.lookup(key); f != nil {
+			seen |= f.bit
+			if f.inProps {
+				vn = f.node
+			}
+		}
+		if t, err = l.Next(); err != nil || !check(vn, l, d, t) {
+			return false
+		}
+		count++
+	}
 	if seen&n.reqMask != n.reqMask {
-		return 0, false
+		return false
 	}
 	// Duplicate keys collapse when decoded, so count only bounds the
 	// number of properties from above.
 	if n.maxProps >= 0 && count > n.maxProps {
-		return 0, false
+		return false
 	}
-	if n.minProps > 0 && (count < n.minProps || distinctKeys(d, start) < n.minProps) {
-		return 0, false
-	}
-	return i, true
+	return n.minProps <= 0 || (count >= n.minProps && distinctKeys(d[start.Start:]) >= n.minProps)
 }
 
-func checkArray(n *node, d []byte, i, depth int) (int, bool) {
-	if depth >= maxDepth {
-		return 0, false
-	}
-	depth++
-	start := i
-	i = skipSpace(d, i+1)
-	if i >= len(d) {
-		return 0, false
-	}
+func checkArray(n *node, l *jsontext.Lexer, d []byte, start jsontext.Token) bool {
 	count := 0
-	if d[i] == ']' {
-		i++
-	} else {
-		for {
-			var ok bool
-			if i, ok = check(n.items, d, i, depth); !ok {
-				return 0, false
-			}
-			count++
-			i = skipSpace(d, i)
-			if i >= len(d) {
-				return 0, false
-			}
-			if d[i] == ',' {
-				i = skipSpace(d, i+1)
-				continue
-			}
-			if d[i] != ']' {
-				return 0, false
-			}
-			i++
+	for {
+		t, err := l.Next()
+		if err != nil {
+			return false
+		}
+		if t.Kind == jsontext.ArrayEnd {
 			break
 		}
+		if !check(n.items, l, d, t) {
+			return false
+		}
+		count++
 	}
 	if count < n.minItems || (n.maxItems >= 0 && count > n.maxItems) {
-		return 0, false
+		return false
 	}
-	if n.unique && count > 1 && !uniqueScalars(d, start) {
-		return 0, false
-	}
-	return i, true
+	return !n.unique || count <= 1 || uniqueScalars(d[start.Start:])
 }
 
-func checkString(n *node, d []byte, i int) (int, bool) {
+func checkString(n *node, d []byte, t jsontext.Token) bool {
 	if n.types&tString == 0 {
-		return 0, false
-	}
-	end, flags, ok := scanString(d, i)
-	if !ok {
-		return 0, false
+		return false
 	}
 	if !n.strCheck {
-		return end, true
+		return true
 	}
-	s := d[i+1 : end-1]
-	if !plainText(s, flags) {
-		return 0, false
+	s := d[t.Start+1 : t.End-1]
+	if !jsontext.Plain(s, t.Flags) {
+		return false
 	}
 	if n.minLen > 0 || n.maxLen >= 0 {
 		length := len(s)
-		if flags&strHigh != 0 {
+		if t.Flags&jsontext.NonASCII != 0 {
 			length = utf8.RuneCount(s)
 		}
 		if length < n.minLen || (n.maxLen >= 0 && length > n.maxLen) {
-			return 0, false
+			return false
 		}
 	}
 	if n.pattern != nil && (!MatchAffordable(n.pattern.size, len(s)) || !n.pattern.re.Match(s)) {
-		return 0, false
+		return false
 	}
 	for _, set := range n.enums {
 		if !set.hasString(s) {
-			return 0, false
+			return false
 		}
 	}
-	return end, true
+	return true
 }
 
-func checkLiteral(n *node, d []byte, i int, lit string, t typeSet, k litKind) (int, bool) {
-	end := i + len(lit)
-	if end > len(d) || string(d[i:end]) != lit || n.types&t == 0 {
-		return 0, false
+func checkLiteral(n *node, t typeSet, k litKind) bool {
+	if n.types&t == 0 {
+		return false
 	}
 	for _, set := range n.enums {
 		if !set.hasKind(k) {
-			return 0, false
+			return false
 		}
 	}
-	return end, true
+	return true
 }
 
-func checkNumber(n *node, d []byte, i int) (int, bool) {
-	end, plain, ok := scanNumber(d, i)
-	if !ok {
-		return 0, false
+func checkNumber(n *node, d []byte, t jsontext.Token) bool {
+	tok := d[t.Start:t.End]
+	if !provable(tok, t.Flags) {
+		return false
 	}
-	if n.types&tNumber == 0 && (n.types&tInteger == 0 || !plain) {
-		return 0, false
+	if n.types&tNumber == 0 && (n.types&tInteger == 0 || t.Flags&(jsontext.Fraction|jsontext.Exponent) != 0) {
+		return false
 	}
 	if !n.numCheck {
-		return end, true
+		return true
 	}
 	var x decimal
-	if !x.parse(d[i:end]) {
-		return 0, false
+	if !x.parse(tok) {
+		return false
 	}
 	for k := range n.bounds {
 		if !n.bounds[k].holds(&x) {
-			return 0, false
+			return false
 		}
 	}
 	for _, set := range n.enums {
 		if !set.hasNumber(&x) {
-			return 0, false
+			return false
 		}
 	}
-	return end, true
+	return true
 }
 
-// plainText reports whether the raw content of a JSON string (flags as
-// from scanString) is exactly its decoded form: no escapes and valid UTF-8.
-func plainText(s []byte, flags uint8) bool {
-	return flags&strEscape == 0 && (flags&strHigh == 0 || utf8.Valid(s))
-}
-
-// distinctKeys returns the number of distinct keys of the object starting
-// at d[start], which has been checked and whose keys are plain text, or -1
+// distinctKeys returns the number of distinct keys of the object at the
+// start of d, which has been checked and whose keys are plain text, or -1
 // if it has too many members to tell.
-func distinctKeys(d []byte, start int) int {
+func distinctKeys(d []byte) int {
 	var keys [64][]byte
 	n := 0
-	i := skipSpace(d, start+1)
-	for d[i] != '}' {
-		end, _, _ := scanString(d, i)
+	l := jsontext.NewLexer(d, lexLimits)
+	l.Next() // '{'
+	for {
+		t, _ := l.Next()
+		if t.Kind == jsontext.ObjectEnd {
+			break
+		}
 		if n == len(keys) {
 			return -1
 		}
-		keys[n] = d[i+1 : end-1]
+		keys[n] = d[t.Start+1 : t.End-1]
 		n++
-		i = skipSpace(d, end)     // ':'
-		i = skipSpace(d, i+1)     // the value
-		i, _ = skipValue(d, i, 0) // already checked
-		i = skipSpace(d, i)       // ',' or '}'
-		if d[i] == ',' {
-			i = skipSpace(d, i+1)
-		}
+		v, _ := l.Next()
+		skip(&l, d, v) // already checked
 	}
 	distinct := 0
 outer:
@@ -429,49 +418,45 @@ outer:
 	return distinct
 }
 
-// uniqueScalars reports whether the elements of the array starting at
-// d[start], which has been checked, are proven pairwise unequal. Only
-// scalars whose decoded form is known exactly are compared.
-func uniqueScalars(d []byte, start int) bool {
+// uniqueScalars reports whether the elements of the array at the start of
+// d, which has been checked, are proven pairwise unequal. Only scalars
+// whose decoded form is known exactly are compared.
+func uniqueScalars(d []byte) bool {
 	var items [64][]byte
 	var plain [64]bool // numbers: no fraction or exponent
 	n := 0
-	i := skipSpace(d, start+1)
-	for d[i] != ']' {
+	l := jsontext.NewLexer(d, lexLimits)
+	l.Next() // '['
+	for {
+		t, _ := l.Next()
+		switch t.Kind {
+		case jsontext.ArrayEnd:
+			for j := 1; j < n; j++ {
+				for k := range j {
+					eq, ok := sameScalar(items[j], items[k], plain[j] && plain[k])
+					if eq || !ok {
+						return false
+					}
+				}
+			}
+			return true
+		case jsontext.ObjectStart, jsontext.ArrayStart:
+			return false
+		}
 		if n == len(items) {
 			return false
 		}
-		var end int
-		switch d[i] {
-		case '{', '[':
-			return false
-		case '"':
-			e, flags, _ := scanString(d, i)
-			if !plainText(d[i+1:e-1], flags) {
+		switch t.Kind {
+		case jsontext.String:
+			if !jsontext.Plain(d[t.Start+1:t.End-1], t.Flags) {
 				return false
 			}
-			end = e
-		case 't', 'f', 'n':
-			end, _ = skipValue(d, i, 0)
-		default:
-			end, plain[n], _ = scanNumber(d, i)
+		case jsontext.Number:
+			plain[n] = t.Flags&(jsontext.Fraction|jsontext.Exponent) == 0
 		}
-		items[n] = d[i:end]
+		items[n] = d[t.Start:t.End]
 		n++
-		i = skipSpace(d, end)
-		if d[i] == ',' {
-			i = skipSpace(d, i+1)
-		}
 	}
-	for j := 1; j < n; j++ {
-		for k := range j {
-			eq, ok := sameScalar(items[j], items[k], plain[j] && plain[k])
-			if eq || !ok {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // sameScalar reports whether two scalar tokens decode to equal values;

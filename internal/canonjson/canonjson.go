@@ -24,34 +24,45 @@ package canonjson
 
 import (
 	"bytes"
-	"fmt"
+	"errors"
 	"math/big"
 	"slices"
 	"strconv"
-	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/gotoolset/toolset/internal/jsontext"
 )
 
 // maxDepth is the deepest nesting of arrays and objects accepted, as in
 // encoding/json.
 const maxDepth = 10000
 
+var limits = jsontext.Limits{MaxDepth: maxDepth}
+
 // sortOnStack is the number of object members sorted without allocating.
 const sortOnStack = 16
 
-// SyntaxError reports malformed JSON input.
+// SyntaxError reports malformed JSON input, or input nested deeper than
+// encoding/json accepts.
 type SyntaxError struct {
 	Offset int // the byte offset in the input where the problem was found
-	msg    string
+	err    error
 }
 
 // Error implements the error interface.
-func (e *SyntaxError) Error() string {
-	return fmt.Sprintf("canonjson: %s at byte offset %d", e.msg, e.Offset)
-}
+func (e *SyntaxError) Error() string { return "canonjson: " + e.err.Error() }
 
-func syntaxError(offset int, format string, args ...any) error {
-	return &SyntaxError{Offset: offset, msg: fmt.Sprintf(format, args...)}
+// Unwrap returns the lexer's error.
+func (e *SyntaxError) Unwrap() error { return e.err }
+
+func syntaxError(err error) error {
+	var se *jsontext.SyntaxError
+	if errors.As(err, &se) {
+		return &SyntaxError{Offset: se.Offset, err: err}
+	}
+	var le *jsontext.LimitError
+	errors.As(err, &le)
+	return &SyntaxError{Offset: le.Offset, err: err}
 }
 
 // Append appends the canonical form of the JSON value in src to dst. The
@@ -59,104 +70,51 @@ func syntaxError(offset int, format string, args ...any) error {
 // value, Append returns dst unchanged and a *SyntaxError.
 func Append(dst, src []byte) ([]byte, error) {
 	n := len(dst)
-	i := skipSpace(src, 0)
-	dst, i, err := appendValue(dst, src, i, 0)
+	l := jsontext.NewLexer(src, limits)
+	t, err := l.Next()
 	if err == nil {
-		if i = skipSpace(src, i); i < len(src) {
-			err = syntaxError(i, "invalid character %q after top-level value", src[i])
-		}
+		dst, err = appendValue(dst, &l, src, t)
+	}
+	if err == nil {
+		_, err = l.Next() // End, or data after the value
 	}
 	if err != nil {
-		return dst[:n], err
+		return dst[:n], syntaxError(err)
 	}
 	return dst, nil
 }
 
-func skipSpace(src []byte, i int) int {
-	for i < len(src) {
-		switch src[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
+// appendValue appends the canonical form of the value whose first token,
+// t, the lexer has just read, reading the rest of it.
+func appendValue(dst []byte, l *jsontext.Lexer, src []byte, t jsontext.Token) ([]byte, error) {
+	switch t.Kind {
+	case jsontext.ObjectStart:
+		return appendObject(dst, l, src)
+	case jsontext.ArrayStart:
+		return appendArray(dst, l, src)
+	case jsontext.String:
+		return appendString(dst, src[t.Start+1:t.End-1], t.Flags), nil
+	case jsontext.Number:
+		return appendNumber(dst, src[t.Start:t.End]), nil
 	}
-	return i
+	return append(dst, src[t.Start:t.End]...), nil // true, false, null
 }
 
-func unexpectedEnd(src []byte) error {
-	return syntaxError(len(src), "unexpected end of JSON input")
-}
-
-// appendValue appends the canonical form of the value starting at src[i]
-// and returns the offset just past the value.
-func appendValue(dst, src []byte, i, depth int) ([]byte, int, error) {
-	if i >= len(src) {
-		return dst, i, unexpectedEnd(src)
-	}
-	switch c := src[i]; c {
-	case '{':
-		return appendObject(dst, src, i, depth)
-	case '[':
-		return appendArray(dst, src, i, depth)
-	case '"':
-		end, flags, err := scanString(src, i)
-		if err != nil {
-			return dst, i, err
-		}
-		return appendString(dst, src[i+1:end-1], flags), end, nil
-	case 't':
-		return appendLiteral(dst, src, i, "true")
-	case 'f':
-		return appendLiteral(dst, src, i, "false")
-	case 'n':
-		return appendLiteral(dst, src, i, "null")
-	default:
-		if c != '-' && (c < '0' || c > '9') {
-			return dst, i, syntaxError(i, "invalid character %q looking for beginning of value", c)
-		}
-		end, err := scanNumber(src, i)
-		if err != nil {
-			return dst, i, err
-		}
-		return appendNumber(dst, src[i:end]), end, nil
-	}
-}
-
-func appendLiteral(dst, src []byte, i int, lit string) ([]byte, int, error) {
-	end := i + len(lit)
-	if end > len(src) || string(src[i:end]) != lit {
-		return dst, i, syntaxError(i, "invalid literal, expected %s", lit)
-	}
-	return append(dst, lit...), end, nil
-}
-
-func appendArray(dst, src []byte, i, depth int) ([]byte, int, error) {
-	if depth >= maxDepth {
-		return dst, i, syntaxError(i, "exceeded max depth")
-	}
+func appendArray(dst []byte, l *jsontext.Lexer, src []byte) ([]byte, error) {
 	dst = append(dst, '[')
-	i = skipSpace(src, i+1)
-	if i < len(src) && src[i] == ']' {
-		return append(dst, ']'), i + 1, nil
-	}
-	for {
-		var err error
-		if dst, i, err = appendValue(dst, src, i, depth+1); err != nil {
-			return dst, i, err
+	for first := true; ; first = false {
+		t, err := l.Next()
+		if err != nil {
+			return dst, err
 		}
-		i = skipSpace(src, i)
-		if i >= len(src) {
-			return dst, i, unexpectedEnd(src)
+		if t.Kind == jsontext.ArrayEnd {
+			return append(dst, ']'), nil
 		}
-		switch src[i] {
-		case ',':
+		if !first {
 			dst = append(dst, ',')
-			i = skipSpace(src, i+1)
-		case ']':
-			return append(dst, ']'), i + 1, nil
-		default:
-			return dst, i, syntaxError(i, "invalid character %q after array element", src[i])
+		}
+		if dst, err = appendValue(dst, l, src, t); err != nil {
+			return dst, err
 		}
 	}
 }
@@ -177,68 +135,46 @@ func before(src []byte, a, b *member) bool {
 	return compareKeys(src, a, b) < 0
 }
 
-func appendObject(dst, src []byte, i, depth int) ([]byte, int, error) {
-	if depth >= maxDepth {
-		return dst, i, syntaxError(i, "exceeded max depth")
-	}
-	i = skipSpace(src, i+1)
-	if i < len(src) && src[i] == '}' {
-		return append(dst, "{}"...), i + 1, nil
-	}
+func appendObject(dst []byte, l *jsontext.Lexer, src []byte) ([]byte, error) {
 	var stack [sortOnStack]member
 	members := stack[:0]
 	start := len(dst)
 	ordered := true // as written by encoders that sort keys
 	for {
-		if i >= len(src) {
-			return dst, i, unexpectedEnd(src)
-		}
-		if src[i] != '"' {
-			return dst, i, syntaxError(i, "invalid character %q looking for beginning of object key string", src[i])
-		}
-		end, flags, err := scanString(src, i)
+		t, err := l.Next()
 		if err != nil {
-			return dst, i, err
+			return dst, err
 		}
-		m := member{keyStart: i + 1, keyEnd: end - 1, plain: isPlain(src[i+1:end-1], flags), start: len(dst)}
-		i = skipSpace(src, end)
-		if i >= len(src) {
-			return dst, i, unexpectedEnd(src)
+		if t.Kind == jsontext.ObjectEnd {
+			break
 		}
-		if src[i] != ':' {
-			return dst, i, syntaxError(i, "invalid character %q after object key", src[i])
-		}
+		key := src[t.Start+1 : t.End-1]
+		m := member{keyStart: t.Start + 1, keyEnd: t.End - 1, plain: jsontext.Plain(key, t.Flags), start: len(dst)}
 		// Each member is written with a leading comma; the first one
 		// becomes the opening brace once the members are in order.
 		dst = append(dst, ',')
-		dst = appendString(dst, src[m.keyStart:m.keyEnd], flags)
+		dst = appendString(dst, key, t.Flags)
 		dst = append(dst, ':')
-		if dst, i, err = appendValue(dst, src, skipSpace(src, i+1), depth+1); err != nil {
-			return dst, i, err
+		if t, err = l.Next(); err != nil {
+			return dst, err
+		}
+		if dst, err = appendValue(dst, l, src, t); err != nil {
+			return dst, err
 		}
 		m.end = len(dst)
 		if ordered && len(members) > 0 {
 			ordered = before(src, &members[len(members)-1], &m)
 		}
 		members = append(members, m)
-		i = skipSpace(src, i)
-		if i >= len(src) {
-			return dst, i, unexpectedEnd(src)
-		}
-		if src[i] == '}' {
-			i++
-			break
-		}
-		if src[i] != ',' {
-			return dst, i, syntaxError(i, "invalid character %q after object key:value pair", src[i])
-		}
-		i = skipSpace(src, i+1)
+	}
+	if len(members) == 0 {
+		return append(dst, "{}"...), nil
 	}
 	if !ordered {
 		dst = arrange(dst, src, start, members)
 	}
 	dst[start] = '{'
-	return append(dst, '}'), i, nil
+	return append(dst, '}'), nil
 }
 
 // arrange puts the members written to dst[start:], which are not in
@@ -320,163 +256,39 @@ func compareKeys(src []byte, a, b *member) int {
 	}
 	// Decoded strings are valid UTF-8, whose byte order is code point
 	// order.
-	ra, rb := runeReader{s: ka}, runeReader{s: kb}
-	for {
-		x, okx := ra.next()
-		y, oky := rb.next()
-		switch {
-		case !okx && !oky:
-			return 0
-		case !okx:
-			return -1
-		case !oky:
-			return 1
-		case x != y:
+	i, j := 0, 0
+	for i < len(ka) && j < len(kb) {
+		var x, y rune
+		x, i = jsontext.NextRune(ka, i)
+		y, j = jsontext.NextRune(kb, j)
+		if x != y {
 			if x < y {
 				return -1
 			}
 			return 1
 		}
 	}
-}
-
-// Flags reported by scanString.
-const (
-	strEscape uint8 = 1 << iota // has a backslash escape
-	strHigh                     // has a byte >= 0x80
-)
-
-// scanString checks the string whose opening quote is src[i] and returns
-// the offset just past its closing quote.
-func scanString(src []byte, i int) (end int, flags uint8, err error) {
-	for j := i + 1; j < len(src); {
-		c := src[j]
-		switch {
-		case c == '"':
-			return j + 1, flags, nil
-		case c == '\\':
-			flags |= strEscape
-			if j+1 >= len(src) {
-				return 0, 0, unexpectedEnd(src)
-			}
-			switch src[j+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				j += 2
-			case 'u':
-				for k := j + 2; k < j+6; k++ {
-					if k >= len(src) {
-						return 0, 0, unexpectedEnd(src)
-					}
-					if hexValue(src[k]) < 0 {
-						return 0, 0, syntaxError(k, "invalid character %q in \\u hexadecimal character escape", src[k])
-					}
-				}
-				j += 6
-			default:
-				return 0, 0, syntaxError(j+1, "invalid character %q in string escape code", src[j+1])
-			}
-		case c < 0x20:
-			return 0, 0, syntaxError(j, "invalid control character %q in string literal", c)
-		default:
-			if c >= utf8.RuneSelf {
-				flags |= strHigh
-			}
-			j++
-		}
-	}
-	return 0, 0, unexpectedEnd(src)
-}
-
-// isPlain reports whether the raw content of a string is its decoded form.
-func isPlain(s []byte, flags uint8) bool {
-	return flags&strEscape == 0 && (flags&strHigh == 0 || utf8.Valid(s))
-}
-
-func hexValue(c byte) rune {
 	switch {
-	case '0' <= c && c <= '9':
-		return rune(c - '0')
-	case 'a' <= c && c <= 'f':
-		return rune(c - 'a' + 10)
-	case 'A' <= c && c <= 'F':
-		return rune(c - 'A' + 10)
-	default:
+	case i < len(ka):
+		return 1
+	case j < len(kb):
 		return -1
 	}
-}
-
-// runeReader decodes the raw content of a checked JSON string as
-// encoding/json does.
-type runeReader struct {
-	s []byte
-	i int
-}
-
-func (r *runeReader) next() (rune, bool) {
-	if r.i >= len(r.s) {
-		return 0, false
-	}
-	c := r.s[r.i]
-	if c >= utf8.RuneSelf {
-		x, size := utf8.DecodeRune(r.s[r.i:]) // RuneError for invalid bytes
-		r.i += size
-		return x, true
-	}
-	if c != '\\' {
-		r.i++
-		return rune(c), true
-	}
-	e := r.s[r.i+1]
-	r.i += 2
-	switch e {
-	case 'b':
-		return '\b', true
-	case 'f':
-		return '\f', true
-	case 'n':
-		return '\n', true
-	case 'r':
-		return '\r', true
-	case 't':
-		return '\t', true
-	case 'u':
-	default: // '"', '\\', '/'
-		return rune(e), true
-	}
-	x := hex4(r.s[r.i:])
-	r.i += 4
-	if !utf16.IsSurrogate(x) {
-		return x, true
-	}
-	if r.i+6 <= len(r.s) && r.s[r.i] == '\\' && r.s[r.i+1] == 'u' {
-		if y := utf16.DecodeRune(x, hex4(r.s[r.i+2:])); y != utf8.RuneError {
-			r.i += 6
-			return y, true
-		}
-	}
-	return utf8.RuneError, true
-}
-
-// hex4 decodes four checked hexadecimal digits.
-func hex4(s []byte) rune {
-	return hexValue(s[0])<<12 | hexValue(s[1])<<8 | hexValue(s[2])<<4 | hexValue(s[3])
+	return 0
 }
 
 // appendString appends the canonical form of a string given its raw
-// content and the flags from scanString.
-func appendString(dst, s []byte, flags uint8) []byte {
+// content and the flags of its token.
+func appendString(dst, s []byte, flags jsontext.Flags) []byte {
 	dst = append(dst, '"')
-	if isPlain(s, flags) {
+	if jsontext.Plain(s, flags) {
 		// No escapes, so no quote, backslash or control character.
 		dst = append(dst, s...)
 		return append(dst, '"')
 	}
-	r := runeReader{s: s}
-	for {
-		x, ok := r.next()
-		if !ok {
-			break
-		}
+	for i := 0; i < len(s); {
+		var x rune
+		x, i = jsontext.NextRune(s, i)
 		switch {
 		case x == '"' || x == '\\':
 			dst = append(dst, '\\', byte(x))
@@ -498,54 +310,6 @@ func appendString(dst, s []byte, flags uint8) []byte {
 		}
 	}
 	return append(dst, '"')
-}
-
-// scanNumber checks the number starting at src[i] and returns the offset
-// just past it.
-func scanNumber(src []byte, i int) (int, error) {
-	if src[i] == '-' {
-		i++
-	}
-	digits := func() {
-		for i < len(src) && '0' <= src[i] && src[i] <= '9' {
-			i++
-		}
-	}
-	needDigit := func(what string) error {
-		if i >= len(src) {
-			return unexpectedEnd(src)
-		}
-		if src[i] < '0' || src[i] > '9' {
-			return syntaxError(i, "invalid character %q in %s", src[i], what)
-		}
-		return nil
-	}
-	if err := needDigit("numeric literal"); err != nil {
-		return 0, err
-	}
-	if src[i] == '0' {
-		i++
-	} else {
-		digits()
-	}
-	if i < len(src) && src[i] == '.' {
-		i++
-		if err := needDigit("fraction"); err != nil {
-			return 0, err
-		}
-		digits()
-	}
-	if i < len(src) && (src[i] == 'e' || src[i] == 'E') {
-		i++
-		if i < len(src) && (src[i] == '+' || src[i] == '-') {
-			i++
-		}
-		if err := needDigit("exponent"); err != nil {
-			return 0, err
-		}
-		digits()
-	}
-	return i, nil
 }
 
 // plainInteger reports whether tok is an integer already in canonical form:

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/gotoolset/toolset/internal/jsontext"
 )
 
 // FuzzDecodeJSON checks that the order-keeping decoder accepts exactly what
@@ -88,21 +90,21 @@ func FuzzStrictSchema(f *testing.F) {
 // false or does not require every property.
 func checkClosed(t *testing.T, v any) {
 	switch v := v.(type) {
-	case *object:
-		if p, ok := v.get("properties"); ok {
-			if props, ok := p.(*object); ok {
-				if ap, _ := v.get("additionalProperties"); ap != false {
+	case *jsontext.Object:
+		if p, ok := v.Lookup("properties"); ok {
+			if props, ok := p.(*jsontext.Object); ok {
+				if ap, _ := v.Lookup("additionalProperties"); ap != false {
 					t.Fatalf("object without additionalProperties false: %s", encodeJSON(v))
 				}
-				req, _ := v.get("required")
+				req, _ := v.Lookup("required")
 				list, _ := req.([]any)
-				if len(list) != len(props.keys) {
+				if len(list) != props.Len() {
 					t.Fatalf("object does not require every property: %s", encodeJSON(v))
 				}
 			}
 		}
-		for _, k := range v.keys {
-			checkClosed(t, v.vals[k])
+		for _, k := range v.Keys() {
+			checkClosed(t, v.Get(k))
 		}
 	case []any:
 		for _, e := range v {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+
+	"github.com/gotoolset/toolset/internal/jsontext"
 )
 
 // Models that follow a strict schema send null for every optional property
@@ -52,29 +54,29 @@ func (w nullWalker) walk(schema, v any, depth int) bool {
 	s := w.resolve(schema)
 	changed := false
 	switch v := v.(type) {
-	case *object:
+	case *jsontext.Object:
 		o := w.branch(s, "object")
 		if o == nil {
 			return false
 		}
-		props, _ := o.vals["properties"].(*object)
+		props, _ := o.Get("properties").(*jsontext.Object)
 		if props == nil {
 			return false
 		}
 		required := requiredSet(o)
-		for _, k := range slices.Clone(v.keys) {
-			ps, declared := props.vals[k]
+		for _, k := range v.Keys() {
+			ps, declared := props.Lookup(k)
 			if !declared {
 				continue
 			}
-			if v.vals[k] == nil {
+			if v.Get(k) == nil {
 				if !required[k] && !w.acceptsNull(ps, 0) {
-					v.del(k)
+					v.Delete(k)
 					changed = true
 				}
 				continue
 			}
-			if w.walk(ps, v.vals[k], depth+1) {
+			if w.walk(ps, v.Get(k), depth+1) {
 				changed = true
 			}
 		}
@@ -83,7 +85,7 @@ func (w nullWalker) walk(schema, v any, depth int) bool {
 		if o == nil {
 			return false
 		}
-		items, ok := o.vals["items"]
+		items, ok := o.Lookup("items")
 		if !ok {
 			return false
 		}
@@ -98,8 +100,8 @@ func (w nullWalker) walk(schema, v any, depth int) bool {
 
 // branch returns the schema that describes values of JSON type kind: s
 // itself, or the first branch of its anyOf or oneOf that does.
-func (w nullWalker) branch(s any, kind string) *object {
-	o, ok := s.(*object)
+func (w nullWalker) branch(s any, kind string) *jsontext.Object {
+	o, ok := s.(*jsontext.Object)
 	if !ok {
 		return nil
 	}
@@ -107,9 +109,9 @@ func (w nullWalker) branch(s any, kind string) *object {
 		return o
 	}
 	for _, key := range []string{"anyOf", "oneOf"} {
-		list, _ := o.vals[key].([]any)
+		list, _ := o.Get(key).([]any)
 		for _, b := range list {
-			if bo, ok := w.resolve(b).(*object); ok && describes(bo, kind) {
+			if bo, ok := w.resolve(b).(*jsontext.Object); ok && describes(bo, kind) {
 				return bo
 			}
 		}
@@ -118,8 +120,8 @@ func (w nullWalker) branch(s any, kind string) *object {
 }
 
 // describes reports whether o describes values of JSON type kind.
-func describes(o *object, kind string) bool {
-	switch t := o.vals["type"].(type) {
+func describes(o *jsontext.Object, kind string) bool {
+	switch t := o.Get("type").(type) {
 	case string:
 		return t == kind
 	case []any:
@@ -127,17 +129,17 @@ func describes(o *object, kind string) bool {
 	}
 	switch kind {
 	case "object":
-		_, ok := o.vals["properties"]
+		_, ok := o.Lookup("properties")
 		return ok
 	case "array":
-		_, ok := o.vals["items"]
+		_, ok := o.Lookup("items")
 		return ok
 	}
 	return false
 }
 
-func requiredSet(o *object) map[string]bool {
-	list, _ := o.vals["required"].([]any)
+func requiredSet(o *jsontext.Object) map[string]bool {
+	list, _ := o.Get("required").([]any)
 	set := make(map[string]bool, len(list))
 	for _, n := range list {
 		if s, ok := n.(string); ok {
@@ -156,7 +158,7 @@ func (w nullWalker) acceptsNull(s any, depth int) bool {
 	switch s := s.(type) {
 	case bool:
 		return s
-	case *object:
+	case *jsontext.Object:
 		return acceptsNull(s, func(b any) bool { return w.acceptsNull(b, depth+1) })
 	}
 	return false
@@ -164,12 +166,12 @@ func (w nullWalker) acceptsNull(s any, depth int) bool {
 
 // acceptsNull reports whether schema o accepts null; branch decides for a
 // subschema, or nil to treat a subschema as not accepting null.
-func acceptsNull(o *object, branch func(any) bool) bool {
+func acceptsNull(o *jsontext.Object, branch func(any) bool) bool {
 	if branch == nil {
 		branch = func(any) bool { return false }
 	}
 	constrained := false
-	if t, ok := o.vals["type"]; ok {
+	if t, ok := o.Lookup("type"); ok {
 		constrained = true
 		switch t := t.(type) {
 		case string:
@@ -182,15 +184,15 @@ func acceptsNull(o *object, branch func(any) bool) bool {
 			}
 		}
 	}
-	if e, ok := o.vals["enum"]; ok {
+	if e, ok := o.Lookup("enum"); ok {
 		list, _ := e.([]any)
 		return !constrained && slices.Contains(list, nil)
 	}
-	if c, ok := o.vals["const"]; ok {
+	if c, ok := o.Lookup("const"); ok {
 		return !constrained && c == nil
 	}
 	for _, key := range []string{"anyOf", "oneOf"} {
-		if list, ok := o.vals[key].([]any); ok {
+		if list, ok := o.Get(key).([]any); ok {
 			constrained = true
 			for _, b := range list {
 				if branch(b) {
@@ -199,8 +201,8 @@ func acceptsNull(o *object, branch func(any) bool) bool {
 			}
 		}
 	}
-	if _, ok := o.vals["$ref"]; ok {
-		return branch(o.vals["$ref"])
+	if _, ok := o.Lookup("$ref"); ok {
+		return branch(o.Get("$ref"))
 	}
 	return !constrained
 }
@@ -213,11 +215,11 @@ func (w nullWalker) resolve(s any) any {
 			s = w.lookup(ref)
 			continue
 		}
-		o, ok := s.(*object)
+		o, ok := s.(*jsontext.Object)
 		if !ok {
 			return s
 		}
-		ref, ok := o.vals["$ref"].(string)
+		ref, ok := o.Get("$ref").(string)
 		if !ok {
 			return s
 		}
@@ -246,8 +248,8 @@ func (w nullWalker) lookup(ref string) any {
 	for _, tok := range strings.Split(ptr[1:], "/") {
 		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
 		switch c := cur.(type) {
-		case *object:
-			next, ok := c.vals[tok]
+		case *jsontext.Object:
+			next, ok := c.Lookup(tok)
 			if !ok {
 				return nil
 			}

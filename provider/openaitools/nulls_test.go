@@ -2,6 +2,7 @@ package openaitools
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -32,6 +33,21 @@ func TestDropNulls(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got := dropNulls(json.RawMessage(schema), json.RawMessage(tt.args))
 			assert.Equal(t, tt.want, string(got))
+		})
+	}
+}
+
+// Hostile arguments are refused with an error at the offending byte, and
+// left as they are.
+func TestDecodeJSONHostileInput(t *testing.T) {
+	for name, tc := range map[string]struct{ in, want string }{
+		"too deep":  {strings.Repeat("[", maxDepth+1), "invalid JSON: nested deeper than 1000 levels at byte offset 1000"},
+		"truncated": {`{"q":"x`, "invalid JSON: unexpected end of JSON input at byte offset 7"},
+		"bad UTF-8 is not an error, a bad escape is": {"{\"q\":\"\xff\\q\"}", "invalid JSON: invalid character 'q' in string escape code at byte offset 8"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := decodeJSON([]byte(tc.in))
+			assert.EqualError(t, err, tc.want)
 		})
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/gotoolset/toolset/internal/adapter"
+
+	"github.com/gotoolset/toolset/internal/jsontext"
 )
 
 // Strict mode (OpenAI's Structured Outputs for function calling) accepts a
@@ -103,22 +105,22 @@ func strictSchema(params json.RawMessage) (json.RawMessage, error) {
 	if err != nil {
 		return nil, &StrictError{Reason: "the schema is not valid JSON: " + err.Error()}
 	}
-	root, ok := v.(*object)
+	root, ok := v.(*jsontext.Object)
 	if !ok {
 		return nil, &StrictError{Keyword: "type", Reason: "the parameter schema must be an object schema"}
 	}
-	if _, ok := root.get("anyOf"); ok {
+	if _, ok := root.Lookup("anyOf"); ok {
 		return nil, &StrictError{Keyword: "anyOf", Reason: "the root of a strict schema must be an object, not anyOf"}
 	}
-	if _, ok := root.get("oneOf"); ok {
+	if _, ok := root.Lookup("oneOf"); ok {
 		return nil, &StrictError{Keyword: "oneOf", Reason: "the root of a strict schema must be an object, not oneOf"}
 	}
-	if t, ok := root.get("type"); ok && t != "object" {
+	if t, ok := root.Lookup("type"); ok && t != "object" {
 		return nil, &StrictError{Keyword: "type", Reason: fmt.Sprintf("the root of a strict schema must have type \"object\", not %s", encodeJSON(t))}
 	}
-	root.set("type", "object")
-	if _, ok := root.get("properties"); !ok {
-		root.set("properties", newObject())
+	root.Set("type", "object")
+	if _, ok := root.Lookup("properties"); !ok {
+		root.Set("properties", &jsontext.Object{})
 	}
 	s := &strictifier{}
 	if err := s.schema(root, "", 0, true); err != nil {
@@ -150,7 +152,7 @@ func pointer(path string, tokens ...string) string {
 // schema rewrites the subschema v at path in place. depth counts the
 // objects it is nested in.
 func (s *strictifier) schema(v any, path string, depth int, root bool) error {
-	o, ok := v.(*object)
+	o, ok := v.(*jsontext.Object)
 	if !ok {
 		if b, isBool := v.(bool); isBool {
 			if b {
@@ -160,52 +162,52 @@ func (s *strictifier) schema(v any, path string, depth int, root bool) error {
 		}
 		return refuse(path, "", fmt.Sprintf("a schema must be an object, not %s", encodeJSON(v)))
 	}
-	for _, k := range o.keys {
+	for _, k := range o.Keys() {
 		if reason, bad := strictRefuse[k]; bad {
 			return refuse(path, k, reason)
 		}
 	}
-	if one, ok := o.get("oneOf"); ok {
-		if _, both := o.get("anyOf"); both {
+	if one, ok := o.Lookup("oneOf"); ok {
+		if _, both := o.Lookup("anyOf"); both {
 			return refuse(path, "oneOf", "a schema with both anyOf and oneOf cannot be made strict")
 		}
 		// anyOf accepts at least what oneOf does; the tool still checks
 		// that exactly one branch matches.
 		_ = one
-		o.rename("oneOf", "anyOf")
+		o.Rename("oneOf", "anyOf")
 	}
-	for _, k := range slices.Clone(o.keys) {
+	for _, k := range o.Keys() {
 		if !strictKeep[k] {
-			o.del(k)
+			o.Delete(k)
 		}
 	}
-	if f, ok := o.get("format"); ok {
+	if f, ok := o.Lookup("format"); ok {
 		if fs, isString := f.(string); !isString || !strictFormats[fs] {
-			o.del("format")
+			o.Delete("format")
 		}
 	}
-	if ref, ok := o.get("$ref"); ok {
+	if ref, ok := o.Lookup("$ref"); ok {
 		r, isString := ref.(string)
 		if !isString || !strings.HasPrefix(r, "#") {
 			return refuse(path, "$ref", fmt.Sprintf("only references inside the schema (#/...) are supported, not %s", encodeJSON(ref)))
 		}
 	}
 	for _, defs := range []string{"$defs", "definitions"} {
-		d, ok := o.get(defs)
+		d, ok := o.Lookup(defs)
 		if !ok {
 			continue
 		}
-		do, isObject := d.(*object)
+		do, isObject := d.(*jsontext.Object)
 		if !isObject {
 			return refuse(path, defs, "must be an object of schemas")
 		}
-		for _, name := range do.keys {
-			if err := s.schema(do.vals[name], pointer(path, defs, name), depth, false); err != nil {
+		for _, name := range do.Keys() {
+			if err := s.schema(do.Get(name), pointer(path, defs, name), depth, false); err != nil {
 				return err
 			}
 		}
 	}
-	if a, ok := o.get("anyOf"); ok {
+	if a, ok := o.Lookup("anyOf"); ok {
 		branches, isArray := a.([]any)
 		if !isArray || len(branches) == 0 {
 			return refuse(path, "anyOf", "must be a non-empty array of schemas")
@@ -221,9 +223,9 @@ func (s *strictifier) schema(v any, path string, depth int, root bool) error {
 	if err != nil {
 		return err
 	}
-	_, hasProps := o.get("properties")
+	_, hasProps := o.Lookup("properties")
 	if hasProps && len(types) == 0 {
-		o.set("type", "object")
+		o.Set("type", "object")
 		types = []string{"object"}
 	}
 	if len(types) == 0 && !hasAny(o, "anyOf", "$ref", "enum", "const") {
@@ -234,7 +236,7 @@ func (s *strictifier) schema(v any, path string, depth int, root bool) error {
 			return err
 		}
 	}
-	items, hasItems := o.get("items")
+	items, hasItems := o.Lookup("items")
 	if slices.Contains(types, "array") && !hasItems {
 		return refuse(path, "items", "an array schema needs items in strict mode")
 	}
@@ -248,25 +250,25 @@ func (s *strictifier) schema(v any, path string, depth int, root bool) error {
 
 // object rewrites an object schema: every property required, the optional
 // ones nullable, no additional properties.
-func (s *strictifier) object(o *object, path string, depth int, root bool) error {
+func (s *strictifier) object(o *jsontext.Object, path string, depth int, root bool) error {
 	if depth+1 > strictMaxDepth {
 		return refuse(path, "properties", fmt.Sprintf("objects nested more than %d levels deep", strictMaxDepth))
 	}
-	props := newObject()
-	if p, ok := o.get("properties"); ok {
+	props := &jsontext.Object{}
+	if p, ok := o.Lookup("properties"); ok {
 		var isObject bool
-		if props, isObject = p.(*object); !isObject {
+		if props, isObject = p.(*jsontext.Object); !isObject {
 			return refuse(path, "properties", "must be an object of schemas")
 		}
 	}
-	switch ap, ok := o.get("additionalProperties"); {
+	switch ap, ok := o.Lookup("additionalProperties"); {
 	case ok && ap != true && ap != false:
 		return refuse(path, "additionalProperties", "a map with free-form keys cannot be expressed; strict mode objects have a fixed set of properties")
-	case ap != false && len(props.keys) == 0 && !root:
+	case ap != false && props.Len() == 0 && !root:
 		return refuse(path, "additionalProperties", "an object without declared properties accepts any keys; strict mode objects have a fixed set of properties")
 	}
 	required := map[string]bool{}
-	if r, ok := o.get("required"); ok {
+	if r, ok := o.Lookup("required"); ok {
 		list, isArray := r.([]any)
 		if !isArray {
 			return refuse(path, "required", "must be an array of property names")
@@ -276,33 +278,33 @@ func (s *strictifier) object(o *object, path string, depth int, root bool) error
 			if !isString {
 				return refuse(path, "required", "must be an array of property names")
 			}
-			if _, declared := props.get(name); !declared {
+			if _, declared := props.Lookup(name); !declared {
 				return refuse(path, "required", fmt.Sprintf("property %q is required but not declared", name))
 			}
 			required[name] = true
 		}
 	}
-	all := make([]any, 0, len(props.keys))
-	for _, name := range props.keys {
+	all := make([]any, 0, props.Len())
+	for _, name := range props.Keys() {
 		s.props++
 		p := pointer(path, "properties", name)
-		if err := s.schema(props.vals[name], p, depth+1, false); err != nil {
+		if err := s.schema(props.Get(name), p, depth+1, false); err != nil {
 			return err
 		}
 		if !required[name] {
-			props.vals[name] = nullable(props.vals[name].(*object))
+			props.Set(name, nullable(props.Get(name).(*jsontext.Object)))
 		}
 		all = append(all, name)
 	}
-	o.set("properties", props)
-	o.set("required", all)
-	o.set("additionalProperties", false)
+	o.Set("properties", props)
+	o.Set("required", all)
+	o.Set("additionalProperties", false)
 	return nil
 }
 
 // schemaTypes returns the types a schema names with "type".
-func schemaTypes(o *object, path string) ([]string, error) {
-	t, ok := o.get("type")
+func schemaTypes(o *jsontext.Object, path string) ([]string, error) {
+	t, ok := o.Lookup("type")
 	if !ok {
 		return nil, nil
 	}
@@ -331,9 +333,9 @@ var jsonTypes = map[string]bool{
 	"object": true, "array": true, "null": true,
 }
 
-func hasAny(o *object, keys ...string) bool {
+func hasAny(o *jsontext.Object, keys ...string) bool {
 	for _, k := range keys {
-		if _, ok := o.get(k); ok {
+		if _, ok := o.Lookup(k); ok {
 			return true
 		}
 	}
@@ -341,32 +343,32 @@ func hasAny(o *object, keys ...string) bool {
 }
 
 // nullable returns schema o changed to accept null as well.
-func nullable(o *object) *object {
+func nullable(o *jsontext.Object) *jsontext.Object {
 	if acceptsNull(o, localNull) {
 		return o
 	}
-	if _, ok := o.get("$ref"); ok {
-		w := newObject()
-		w.set("anyOf", []any{o, nullSchema()})
+	if _, ok := o.Lookup("$ref"); ok {
+		w := &jsontext.Object{}
+		w.Set("anyOf", []any{o, nullSchema()})
 		return w
 	}
-	if a, ok := o.get("anyOf"); ok {
-		o.set("anyOf", append(a.([]any), nullSchema()))
+	if a, ok := o.Lookup("anyOf"); ok {
+		o.Set("anyOf", append(a.([]any), nullSchema()))
 		return o
 	}
-	if c, ok := o.get("const"); ok {
-		o.del("const")
-		o.set("enum", []any{c, nil})
-	} else if e, ok := o.get("enum"); ok {
+	if c, ok := o.Lookup("const"); ok {
+		o.Delete("const")
+		o.Set("enum", []any{c, nil})
+	} else if e, ok := o.Lookup("enum"); ok {
 		if list, isArray := e.([]any); isArray {
-			o.set("enum", append(list, nil))
+			o.Set("enum", append(list, nil))
 		}
 	}
-	switch t := o.vals["type"].(type) {
+	switch t := o.Get("type").(type) {
 	case string:
-		o.set("type", []any{t, "null"})
+		o.Set("type", []any{t, "null"})
 	case []any:
-		o.set("type", append(t, "null"))
+		o.Set("type", append(t, "null"))
 	}
 	return o
 }
@@ -374,13 +376,13 @@ func nullable(o *object) *object {
 // localNull reports whether subschema s accepts null, without following
 // references.
 func localNull(s any) bool {
-	o, ok := s.(*object)
+	o, ok := s.(*jsontext.Object)
 	return ok && acceptsNull(o, localNull)
 }
 
-func nullSchema() *object {
-	n := newObject()
-	n.set("type", "null")
+func nullSchema() *jsontext.Object {
+	n := &jsontext.Object{}
+	n.Set("type", "null")
 	return n
 }
 
@@ -410,13 +412,36 @@ func split(params json.RawMessage, strict bool) ([]field, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parameter schema: %w", err)
 	}
-	o, ok := v.(*object)
+	o, ok := v.(*jsontext.Object)
 	if !ok {
 		return nil, fmt.Errorf("parameter schema is not a JSON object: %s", params)
 	}
-	fs := make([]field, len(o.keys))
-	for i, k := range o.keys {
-		fs[i] = field{k, encodeJSON(o.vals[k])}
+	fs := make([]field, o.Len())
+	for i, k := range o.Keys() {
+		fs[i] = field{k, encodeJSON(o.Get(k))}
 	}
 	return fs, nil
 }
+
+// jsonParser reads schemas and arguments with object members in order, so
+// a schema rewritten for strict mode lists its properties in the order the
+// tool declared them (models fill arguments in that order), and arguments
+// keep the order the model wrote them in. A key that occurs twice keeps
+// its first position and its last value, as encoding/json keeps the value.
+var jsonParser = jsontext.Parser{Limits: jsontext.Limits{MaxDepth: maxDepth}}
+
+// maxDepth bounds nesting, so hostile input cannot exhaust the stack.
+const maxDepth = 1000
+
+// decodeJSON parses one JSON value: nil, bool, json.Number, string, []any
+// or *jsontext.Object.
+func decodeJSON(data []byte) (any, error) {
+	v, err := jsonParser.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	return v, nil
+}
+
+// encodeJSON writes v compactly, object members in their order.
+func encodeJSON(v any) []byte { return jsontext.Append(nil, v) }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gotoolset/toolset/internal/adapter"
 
+	"github.com/gotoolset/toolset/internal/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -81,8 +82,8 @@ func TestStrictSchema(t *testing.T) {
 func keyOrder(t *testing.T, schema string) []string {
 	v, err := decodeJSON([]byte(schema))
 	require.NoError(t, err)
-	p, _ := v.(*object).get("properties")
-	return p.(*object).keys
+	p, _ := v.(*jsontext.Object).Lookup("properties")
+	return p.(*jsontext.Object).Keys()
 }
 
 func TestStrictSchemaRefused(t *testing.T) {
