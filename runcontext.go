@@ -300,6 +300,16 @@ func (rc *RunContext) Turn(ctx context.Context) context.Context {
 	if rc == nil {
 		return ctx // no run: no turn
 	}
+	// A turn's context carries nothing but its run, which the new turn
+	// replaces: a loop that writes ctx = run.Turn(ctx) does not stack one
+	// per turn.
+	for {
+		prev, ok := ctx.(*turnContext)
+		if !ok {
+			break
+		}
+		ctx = prev.Context
+	}
 	tc := &turnContext{Context: ctx}
 	tc.turn.st, tc.turn.err, tc.turn.turn = rc.state(), rc.Err(), true
 	if s := rc.state(); s != nil {
