@@ -196,9 +196,15 @@ func NewRun(id string, opts ...RunOption) *RunContext {
 // stable-list setting (opts may add to or override them), and has its own
 // steps, failures, reveals, approvals and caches. Its ParentID is rc's ID.
 // An empty id gets rc's ID, "/" and a counter. The child is live until its
-// End, as for [NewRun]. A child of a nil or unusable run is a run without a
-// parent.
+// End, as for [NewRun]. A child of a nil RunContext is a run without a
+// parent. A child of a run that cannot be used, because it has ended or
+// for the reasons of [RunContext.Err], cannot be used either: its Err is
+// the parent's, so work begun under an ended run (a sub-agent called just
+// before its End) does not go on in a child.
 func (rc *RunContext) NewChild(id string, opts ...RunOption) *RunContext {
+	if err := rc.Err(); err != nil {
+		return &RunContext{err: err}
+	}
 	var cfg runConfig
 	parentID := ""
 	if s := rc.state(); s != nil {
@@ -293,6 +299,16 @@ func (rc *RunContext) End() {
 func (rc *RunContext) Turn(ctx context.Context) context.Context {
 	if rc == nil {
 		return ctx // no run: no turn
+	}
+	// A turn's context carries nothing but its run, which the new turn
+	// replaces: a loop that writes ctx = run.Turn(ctx) does not stack one
+	// per turn.
+	for {
+		prev, ok := ctx.(*turnContext)
+		if !ok {
+			break
+		}
+		ctx = prev.Context
 	}
 	tc := &turnContext{Context: ctx}
 	tc.turn.st, tc.turn.err, tc.turn.turn = rc.state(), rc.Err(), true

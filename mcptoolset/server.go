@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/gotoolset/toolset"
@@ -80,7 +81,14 @@ func RequestFromContext(ctx context.Context) *Request {
 //
 // A nil RunContext means the default run of [WithRunContext]. A run that
 // cannot be used ([toolset.RunContext.Err], such as a run whose ID another
-// live run has) fails the request as an internal error.
+// live run has) fails the request as an internal error, and so does one
+// that is not new: a run that has begun a turn, or that is already the run
+// of another session (the server ends a session's run, and one session's
+// reveals, failures and approvals must not reach another).
+//
+// A session's requests may come at once: each begins its turn and builds
+// its tools while the session's other requests wait to begin theirs, and
+// then makes its call while they go on.
 //
 // An error refuses the request. To tell the client why, return a
 // [*jsonrpc.Error] as it is (not wrapped): it is sent with its code and
@@ -410,8 +418,11 @@ func truncate(s string, n int) string {
 
 // context returns the context of req's turn: a turn of the session's
 // run, or of a run of the request's own for a request without a session.
-// Call end when the request is done.
-func (s *Server) context(ctx context.Context, method string, req mcp.Request, tool string) (_ context.Context, end func(), err error) {
+// Call built once the request has built its tools (or at once, for one
+// that builds none): until then the session's other requests wait to begin
+// their turns. Call end when the request is done; it calls built if that
+// has not been called.
+func (s *Server) context(ctx context.Context, method string, req mcp.Request, tool string) (_ context.Context, built, end func(), err error) {
 	r := &Request{Method: method, Extra: req.GetExtra(), Tool: tool}
 	r.Session, _ = req.GetSession().(*mcp.ServerSession)
 	if ci, ok := req.(interface{ ClientInfo() *mcp.Implementation }); ok {
@@ -439,21 +450,32 @@ func (s *Server) context(ctx context.Context, method string, req mcp.Request, to
 			rc.End()
 			return nil, s.internal(ctx, method, req, fmt.Errorf("mcptoolset: the run context function: %w", err))
 		}
+		if rc.Step() >= 0 {
+			// The application's own loop is using it; it is not the
+			// server's to end.
+			return nil, s.internal(ctx, method, req, fmt.Errorf("mcptoolset: the run context function returned run %q, which has begun a turn already: begin a new run (toolset.NewRun) for each session", rc.ID()))
+		}
 		return rc, nil
 	}
+	noop := func() {}
 	if r.Session == nil {
 		// No session to keep a run in: the request is a run of its own.
 		rc, err := start()
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return rc.Turn(context.WithValue(ctx, requestKey{}, r)), rc.End, nil
+		return rc.Turn(context.WithValue(ctx, requestKey{}, r)), noop, rc.End, nil
 	}
-	rc, err := s.runs.run(r.Session, start)
+	rc, turn, err := s.runs.run(r.Session, start)
 	if err != nil {
-		return nil, nil, err
+		if errors.Is(err, errSharedRun) {
+			err = s.internal(ctx, method, req, err)
+		}
+		return nil, nil, nil, err
 	}
-	return rc.Turn(context.WithValue(ctx, requestKey{}, r)), func() {}, nil
+	turn.Lock()
+	built = sync.OnceFunc(turn.Unlock)
+	return rc.Turn(context.WithValue(ctx, requestKey{}, r)), built, built, nil
 }
 
 // refusal returns the error the client gets when the run context function
@@ -468,11 +490,12 @@ func (s *Server) refusal(ctx context.Context, method string, req mcp.Request, er
 }
 
 func (s *Server) instructions(ctx context.Context, method string, req mcp.Request) (string, error) {
-	ctx, done, err := s.context(ctx, method, req, "")
+	ctx, built, done, err := s.context(ctx, method, req, "")
 	if err != nil {
 		return "", err
 	}
 	defer done()
+	built()
 	text, err := toolset.Instructions(ctx, s.ts)
 	if err != nil {
 		return "", s.internal(ctx, method, req, fmt.Errorf("mcptoolset: instructions: %w", err))
@@ -481,12 +504,13 @@ func (s *Server) instructions(ctx context.Context, method string, req mcp.Reques
 }
 
 func (s *Server) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
-	ctx, done, err := s.context(ctx, "tools/list", req, "")
+	ctx, built, done, err := s.context(ctx, "tools/list", req, "")
 	if err != nil {
 		return nil, err
 	}
 	defer done()
 	tools, err := toolset.BuildTools(ctx, s.agent, s.ts)
+	built()
 	if err != nil {
 		return nil, s.internal(ctx, "tools/list", req, err)
 	}
@@ -581,14 +605,16 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "missing params"}
 	}
 	name := req.Params.Name
-	ctx, done, err := s.context(ctx, "tools/call", req, name)
+	ctx, built, done, err := s.context(ctx, "tools/call", req, name)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
 	// The tools are built and the call made under the context of one turn
-	// of the session's run.
+	// of the session's run; the calls of the session's other requests may
+	// run meanwhile.
 	tools, err := toolset.BuildTools(ctx, s.agent, s.ts)
+	built()
 	if err != nil {
 		return nil, s.internal(ctx, "tools/call", req, err)
 	}

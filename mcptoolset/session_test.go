@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -249,4 +250,153 @@ func TestStatelessHTTPRequestsKeepNoRuns(t *testing.T) {
 	// Real time, not synctest: the requests cross a real socket.
 	require.Eventually(t, func() bool { return len(mcptoolset.Sessions(srv)) == 0 }, 5*time.Second, 5*time.Millisecond,
 		"the requests' sessions are forgotten")
+}
+
+// An MCP client may send a session's tool calls at once, as a model's
+// parallel calls are: each request is a turn of the session's one run,
+// and none fails for a turn another request began meanwhile.
+func TestServedParallelCallsOfOneSessionAllRun(t *testing.T) {
+	checkLeaks(t)
+	echo := toolset.NewTool("echo", "Echo.", func(context.Context, struct{}) (string, error) { return "ok", nil })
+	cs := connect(t, mcptoolset.NewServer(toolset.NewFunction(echo)), nil)
+	// Collections in the background preempt the requests' goroutines at
+	// any point, as a loaded server's do.
+	stop := make(chan struct{})
+	var gc sync.WaitGroup
+	gc.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				runtime.GC()
+			}
+		}
+	})
+	defer func() { close(stop); gc.Wait() }()
+	const n = 64
+	for range 64 {
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range n {
+			wg.Go(func() {
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo"})
+				if err == nil && res.IsError {
+					err = errorText(res)
+				}
+				errs[i] = err
+			})
+		}
+		wg.Wait()
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
+	}
+}
+
+type resultError string
+
+func (e resultError) Error() string { return string(e) }
+
+func errorText(res *mcp.CallToolResult) error {
+	if len(res.Content) == 0 {
+		return resultError("empty error result")
+	}
+	if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+		return resultError(tc.Text)
+	}
+	return resultError("error result")
+}
+
+// A run context function that hands every session the same run would let
+// one session's reveals, failures and caches reach the others, and end the
+// run under all of them when one ends. The second session is refused.
+func TestServedRunSharedBySessionsIsRefused(t *testing.T) {
+	checkLeaks(t)
+	shared := toolset.NewRun("shared")
+	defer shared.End()
+	log, buf := logBuffer()
+	srv := mcptoolset.NewServer(searchable(), mcptoolset.WithServerLogger(log),
+		mcptoolset.WithRunContext(func(context.Context, *mcptoolset.Request) (*toolset.RunContext, error) {
+			return shared, nil
+		}))
+	alice := connect(t, srv, nil)
+	callText(t, alice, "tool_search", map[string]any{"query": "invoice"})
+	assert.Contains(t, listedNames(t, alice), "create_invoice")
+
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.MCP().Connect(context.Background(), st, nil)
+	require.NoError(t, err)
+	defer func() { _ = ss.Close(); _ = ss.Wait() }()
+	// Bob's first request, his initialization (the toolset has
+	// instructions), begins his session's run.
+	_, err = mcp.NewClient(&mcp.Implementation{Name: "bob", Version: "v1"}, nil).Connect(context.Background(), ct, nil)
+	requireInternal(t, err, buf, `begin a new run (toolset.NewRun) for each session`)
+}
+
+// A run that already began a turn is not a new session's run: the
+// application's own loop is using it.
+func TestServedRunAlreadyTurnedIsRefused(t *testing.T) {
+	checkLeaks(t)
+	used := toolset.NewRun("used")
+	defer used.End()
+	_ = used.Turn(context.Background())
+	log, buf := logBuffer()
+	srv := mcptoolset.NewServer(searchable(), mcptoolset.WithServerLogger(log),
+		mcptoolset.WithRunContext(func(context.Context, *mcptoolset.Request) (*toolset.RunContext, error) {
+			return used, nil
+		}))
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.MCP().Connect(context.Background(), st, nil)
+	require.NoError(t, err)
+	defer func() { _ = ss.Close(); _ = ss.Wait() }()
+	_, err = mcp.NewClient(&mcp.Implementation{Name: "c", Version: "v1"}, nil).Connect(context.Background(), ct, nil)
+	requireInternal(t, err, buf, `has begun a turn already`)
+	assert.NoError(t, used.Err(), "the server leaves a run it refused alone")
+}
+
+// Two sessions that begin at once, given one run by the run context
+// function before either took a turn of it: the second is refused.
+func TestServedRunSharedBySessionsBegunAtOnceIsRefused(t *testing.T) {
+	checkLeaks(t)
+	shared := toolset.NewRun("shared")
+	defer shared.End()
+	var (
+		arrived sync.WaitGroup
+		calls   atomic.Int32
+	)
+	arrived.Add(2)
+	log, buf := logBuffer()
+	srv := mcptoolset.NewServer(searchable(), mcptoolset.WithServerLogger(log),
+		mcptoolset.WithRunContext(func(context.Context, *mcptoolset.Request) (*toolset.RunContext, error) {
+			if calls.Add(1) <= 2 {
+				arrived.Done()
+				arrived.Wait()
+			}
+			return shared, nil
+		}))
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range errs {
+		st, ct := mcp.NewInMemoryTransports()
+		ss, err := srv.MCP().Connect(context.Background(), st, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = ss.Close(); _ = ss.Wait() })
+		wg.Go(func() {
+			// The session's first request (its initialization, for a
+			// toolset with instructions) begins its run.
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "v1"}, nil).Connect(context.Background(), ct, nil)
+			if err == nil {
+				_, err = cs.ListTools(context.Background(), nil)
+				cs.Close()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	if errs[0] == nil {
+		errs[0], errs[1] = errs[1], errs[0]
+	}
+	requireInternal(t, errs[0], buf, "begin a new run (toolset.NewRun) for each session")
+	assert.NoError(t, errs[1], "the first session keeps the run")
 }

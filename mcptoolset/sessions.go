@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"sync"
 
@@ -28,36 +29,57 @@ type sessionRuns struct {
 
 	mu      sync.Mutex
 	m       map[*mcp.ServerSession]*sessionRun
-	runs    list.List // of *sessionRun holding a run, most recently used first
-	dropped uint64    // runs dropped beyond the bound
+	owners  map[*toolset.RunContext]*sessionRun // the session of each run held
+	runs    list.List                           // of *sessionRun holding a run, most recently used first
+	dropped uint64                              // runs dropped beyond the bound
 }
 
 type sessionRun struct {
 	ss   *mcp.ServerSession
 	rc   *toolset.RunContext // the run; nil once dropped
 	elem *list.Element       // in sessionRuns.runs while rc is set
+
+	// turn is held by a request of the session from the Turn it begins
+	// until it has built its tools: a turn older than the run's latest
+	// cannot build them, so concurrent requests take their turns in turn.
+	turn sync.Mutex
 }
 
+// errSharedRun reports a run that the run context function returned for
+// two sessions.
+var errSharedRun = errors.New("mcptoolset: the run context function returned a run that is already the run of another session: begin a new run (toolset.NewRun) for each session")
+
 // run returns the run of session ss, starting it with start when the
-// session has none (its first request, or one after its run was dropped).
-// start runs without the lock held; if another request of the session
-// started a run meanwhile, the one start made is ended and the other kept.
-func (s *sessionRuns) run(ss *mcp.ServerSession, start func() (*toolset.RunContext, error)) (*toolset.RunContext, error) {
-	if rc := s.current(ss); rc != nil {
-		return rc, nil
+// session has none (its first request, or one after its run was dropped),
+// and the lock its requests hold from their Turn until they have built
+// their tools. start runs without the lock held; if another request of the
+// session started a run meanwhile, the one start made is ended and the
+// other kept. A run that another session holds is refused, and left alone.
+func (s *sessionRuns) run(ss *mcp.ServerSession, start func() (*toolset.RunContext, error)) (*toolset.RunContext, *sync.Mutex, error) {
+	if rc, e := s.current(ss); rc != nil {
+		return rc, &e.turn, nil
 	}
 	rc, err := start()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entry(ss)
 	if e.rc != nil {
-		rc.End()
+		if rc != e.rc {
+			rc.End()
+		}
 		s.runs.MoveToFront(e.elem)
-		return e.rc, nil
+		return e.rc, &e.turn, nil
 	}
+	if s.owners[rc] != nil {
+		return nil, nil, errSharedRun
+	}
+	if s.owners == nil {
+		s.owners = make(map[*toolset.RunContext]*sessionRun)
+	}
+	s.owners[rc] = e
 	e.rc = rc
 	e.elem = s.runs.PushFront(e)
 	for s.runs.Len() > max(s.max, 1) {
@@ -67,22 +89,23 @@ func (s *sessionRuns) run(ss *mcp.ServerSession, start func() (*toolset.RunConte
 			s.logger.Warn("mcptoolset: too many MCP sessions with a run: ending the least recently used one's run",
 				"session", old.ss.ID(), "run", old.rc.ID(), "max", s.max, "dropped", s.dropped)
 		}
+		delete(s.owners, old.rc)
 		old.rc.End()
 		old.rc, old.elem = nil, nil
 	}
-	return rc, nil
+	return rc, &e.turn, nil
 }
 
 // current returns the run of ss, marking it the most recently used, or
-// nil.
-func (s *sessionRuns) current(ss *mcp.ServerSession) *toolset.RunContext {
+// nil, and the entry of ss.
+func (s *sessionRuns) current(ss *mcp.ServerSession) (*toolset.RunContext, *sessionRun) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entry(ss)
 	if e.rc != nil {
 		s.runs.MoveToFront(e.elem)
 	}
-	return e.rc
+	return e.rc, e
 }
 
 // entry returns the entry of ss, making it (and watching the session) on
@@ -110,6 +133,7 @@ func (s *sessionRuns) watch(e *sessionRun) {
 	}
 	if e.elem != nil {
 		s.runs.Remove(e.elem)
+		delete(s.owners, e.rc)
 		e.rc.End()
 		e.rc, e.elem = nil, nil
 	}
