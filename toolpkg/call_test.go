@@ -55,7 +55,7 @@ func TestCallSucceeds(t *testing.T) {
 		data := resultData(t, res)
 		assert.Equal(t, map[string]any{"greeting": "hi", "retries": float64(2), "verbose": true}, data["config"], "defaults applied, unset optional keys left out")
 		assert.Equal(t, []any{"app_name", "args", "artifact_metadata", "artifact_paths", "ipc_socket", "output_dir", "result_file",
-			"session_id", "status_pipe", "task_id", "tool_auth_headers", "tool_config", "tool_name", "user_id", "volume_mounts"}, data["keys"])
+			"session_id", "status_pipe", "task_id", "tool_auth_headers", "tool_config", "tool_name", "tool_oauth_token", "user_id", "volume_mounts"}, data["keys"])
 		for _, kv := range data["env"].([]any) {
 			assert.NotContains(t, kv, "TOOLPKG_HOST_SECRET", "the environment is cleared")
 		}

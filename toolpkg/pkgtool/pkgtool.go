@@ -284,25 +284,32 @@ func schema(ctx context.Context, cfg map[string]any, stdout, stderr io.Writer, o
 		fmt.Fprintf(stderr, "the tools cannot be listed: %v\n", err)
 		return 1
 	}
-	out := map[string]schemaEntry{}
-	for _, t := range list.Tools() {
+	// The tools in declaration order, which toolpkg keeps for the model.
+	var b []byte
+	b = append(b, `{"tools":{`...)
+	for i, t := range list.Tools() {
 		params, err := t.ParametersJSON()
 		if err != nil {
 			fmt.Fprintf(stderr, "tool %q: parameters: %v\n", t.Name, err)
 			return 1
 		}
 		name := t.Name
-		out[t.Name] = schemaEntry{
+		e, err := json.Marshal(schemaEntry{
 			Description: t.Description, Parameters: params,
 			ConfigSchema: opts.ConfigSchema[name], TimeoutSeconds: opts.TimeoutSeconds[name],
 			Instructions: opts.Instructions[name], ArtifactParams: opts.ArtifactParams[name],
+		})
+		if err != nil {
+			fmt.Fprintf(stderr, "tool %q: encoding its schema: %v\n", t.Name, err)
+			return 1
 		}
+		k, _ := json.Marshal(name)
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(append(append(b, k...), ':'), e...)
 	}
-	b, err := json.Marshal(map[string]any{"tools": out})
-	if err != nil {
-		fmt.Fprintf(stderr, "encoding the schema: %v\n", err)
-		return 1
-	}
+	b = append(b, "}}"...)
 	b = append(b, '\n')
 	if _, err := stdout.Write(b); err != nil {
 		return 1
