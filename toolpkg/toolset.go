@@ -274,11 +274,16 @@ func (c *call) runWith(ctx context.Context, args json.RawMessage, creds Credenti
 		stderrMargin: int64(12 * c.secrets.maxLen())}
 	_, workView := s.sb.paths(l)
 	rc := toolset.FromContext(ctx)
+	scope := artifactScope(rc)
+	inPaths, inMeta, err := c.loadInputs(ctx, args, work, workView, scope)
+	if err != nil {
+		return nil, err
+	}
 	ra := runnerArgs{
 		ToolName: c.tool.Name, Args: args, ToolConfig: c.config,
 		ResultFile: filepath.Join(workView, "result.json"), OutputDir: filepath.Join(workView, "output"),
 		TaskID: rc.ID(), UserID: runString(rc, "user_id"), SessionID: runString(rc, "session_id"), AppName: runString(rc, "app_name"),
-		ArtifactPaths: map[string]any{}, ArtifactMetadata: map[string]any{},
+		ArtifactPaths: inPaths, ArtifactMetadata: inMeta,
 		ToolAuthHeaders: creds.Headers, ToolOAuthToken: creds.OAuthToken, VolumeMounts: []any{},
 	}
 	if ra.ToolConfig == nil {
@@ -295,6 +300,7 @@ func (c *call) runWith(ctx context.Context, args json.RawMessage, creds Credenti
 		return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, unprefixed{err})
 	}
 	l.args = []string{filepath.Join(workView, "runner_args.json")}
+	l.collectOutput = true
 
 	res, err := s.sb.runProcess(ctx, l, c.tool.Timeout(), callDir, 0)
 	s.log.Debug("toolpkg: call finished", "toolset", c.toolset, "tool", c.tool.Name, "version", c.version,
@@ -310,7 +316,19 @@ func (c *call) runWith(ctx context.Context, args json.RawMessage, creds Credenti
 	case res.signal != 0 || res.exitCode != 0:
 		return nil, &ExecError{Toolset: c.toolset, Tool: c.tool.Name, Reason: res.describeExit(l.limits), Stderr: stderr}
 	}
-	return c.readResult(work, stderr)
+	out, err := c.readResult(work, stderr)
+	r, ok := out.(*Result)
+	if !ok || err != nil {
+		return out, err
+	}
+	var files []outputFile
+	var notes []string
+	if s.sb.mode == ModeBwrap {
+		files, notes = readOutputTar(filepath.Join(callDir, "stdout"), s.artifacts)
+	} else {
+		files, notes = readOutputFiles(filepath.Join(work, "output"), s.artifacts)
+	}
+	return c.collect(ctx, r, files, notes, scope)
 }
 
 // readResult reads and decodes the result.json the tool left in dir.
@@ -405,6 +423,10 @@ type Result struct {
 	Data json.RawMessage
 	// DataObjects is result.json's data_objects, as JSON.
 	DataObjects json.RawMessage
+	// Artifacts are the artifacts the call saved: its output files, its
+	// data objects stored as artifacts, and its whole output when it was
+	// too long for the model.
+	Artifacts []ArtifactRef
 
 	text      string
 	truncated bool
