@@ -107,7 +107,7 @@ const MaxArtifactNameBytes = 255
 var artifactNamePattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._ +=,@-]*$`)
 
 // CheckArtifactName reports whether name may name an artifact: at most
-// [MaxArtifactNameBytes] of letters, digits and "._ +=,@-", not starting
+// [MaxArtifactNameBytes] of ASCII letters, digits and "._ +=,@-", not starting
 // with a dot, a dash, a space; never a path (no slash, no backslash, no
 // ".."), no control character.
 func CheckArtifactName(name string) error {

@@ -127,7 +127,9 @@ func Build(ctx context.Context, dir string, opts *BuildOptions) (*BuildResult, e
 	}
 	run := func(what string, cmd *exec.Cmd) error {
 		var tail tailBuffer
-		cmd.Stdout, cmd.Stderr = io.MultiWriter(&tail, orDiscard(o.Log)), io.MultiWriter(&tail, orDiscard(o.Log))
+		// One writer for both: exec then copies them in one goroutine.
+		w := io.MultiWriter(&tail, orDiscard(o.Log))
+		cmd.Stdout, cmd.Stderr = w, w
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("toolpkg: build %s: %s failed (%v)%s", dir, what, err, stderrSuffix(tail.String()))
 		}
