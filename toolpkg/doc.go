@@ -317,7 +317,10 @@
 // that runs the tool and then tar (so bwrap needs /bin/sh and tar on the
 // host); the tool's own standard output is discarded. Outside bwrap,
 // output/ is a host directory and what a tool writes there is bounded by
-// the file size limit per file only.
+// the file size limit per file only. Artifacts are stored as the tool
+// wrote them: secrets are hidden in what the model is sent (the text, the
+// inline parts, previews, descriptions and notes, and the saved whole
+// output), not inside saved files and data objects.
 //
 // # Writing tools in Go
 //
