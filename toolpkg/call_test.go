@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -55,7 +56,7 @@ func TestCallSucceeds(t *testing.T) {
 		data := resultData(t, res)
 		assert.Equal(t, map[string]any{"greeting": "hi", "retries": float64(2), "verbose": true}, data["config"], "defaults applied, unset optional keys left out")
 		assert.Equal(t, []any{"app_name", "args", "artifact_metadata", "artifact_paths", "ipc_socket", "output_dir", "result_file",
-			"session_id", "status_pipe", "task_id", "tool_auth_headers", "tool_config", "tool_name", "user_id", "volume_mounts"}, data["keys"])
+			"session_id", "status_pipe", "task_id", "tool_auth_headers", "tool_config", "tool_name", "tool_oauth_token", "user_id", "volume_mounts"}, data["keys"])
 		for _, kv := range data["env"].([]any) {
 			assert.NotContains(t, kv, "TOOLPKG_HOST_SECRET", "the environment is cleared")
 		}
@@ -248,7 +249,8 @@ func TestBwrapFileSystem(t *testing.T) {
 }
 
 func TestOutputCap(t *testing.T) {
-	s := openStore(t, Options{Sandbox: ModeDirect, MaxOutputBytes: 1000})
+	// Nothing is saved as an artifact here: MaxOutputBytes alone cuts.
+	s := openStore(t, Options{Sandbox: ModeDirect, MaxOutputBytes: 1000, Artifacts: &ArtifactOptions{SaveThresholdBytes: 1 << 20}})
 	ts := readyToolset(t, s, "demo", nil)
 	res, err := callTool(context.Background(), t, ts, "demo__big", `{"n":5000}`)
 	require.NoError(t, err)
@@ -266,13 +268,30 @@ func TestOutputCap(t *testing.T) {
 	assert.Equal(t, "big\n\""+strings.Repeat("x", 100)+"\"", res.(*Result).ModelText())
 }
 
+// By default, as the platform does, output above 4,096 bytes is saved as
+// an artifact and the model is sent its first 8,192 bytes.
 func TestOutputCapDefault(t *testing.T) {
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	ts := readyToolset(t, s, "demo", nil)
 	res, err := callTool(context.Background(), t, ts, "demo__big", `{"n":200000}`)
 	require.NoError(t, err)
-	text := res.(*Result).ModelText()
-	assert.Contains(t, text, "[output cut: 102400 of 200006 bytes shown]")
+	c := res.(*toolset.Content)
+	text := c.ModelText()
+	assert.Contains(t, text, "[output cut: 8192 of 200006 bytes shown]")
+	assert.Contains(t, text, "[the whole output was saved as artifact big_output.txt version 1]")
+	r := c.Structured.(*Result)
+	require.Len(t, r.Artifacts, 1)
+	assert.Equal(t, ArtifactRef{Name: "big_output.txt", Version: 1, Size: 200006, MIMEType: "text/plain", Description: "the whole output of demo__big"}, r.Artifacts[0])
+	_, rc, err := s.artifacts.Store.Load(context.Background(), ArtifactScope{}, "big_output.txt", 0)
+	require.NoError(t, err)
+	data, _ := io.ReadAll(rc)
+	rc.Close()
+	assert.Len(t, data, 200006)
+
+	// Below the threshold, a result is as it was: a *Result.
+	res, err = callTool(context.Background(), t, ts, "demo__big", `{"n":4000}`)
+	require.NoError(t, err)
+	assert.False(t, res.(*Result).Truncated())
 }
 
 func TestReuploadWhileACallRuns(t *testing.T) {

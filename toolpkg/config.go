@@ -25,15 +25,75 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("toolpkg: toolset %q: invalid configuration:\n  - %s", e.Toolset, strings.Join(e.Problems, "\n  - "))
 }
 
-// configFor checks config against the config schema of every tool and
-// returns the tool_config of each tool (its declared keys, defaults
-// applied) and the secrets to hide from what the tools return: the values
-// and defaults of every key that any tool of the package declares secret.
-func configFor(name string, tools []ToolInfo, config map[string]any) (map[string]map[string]any, *secrets, error) {
+// Config is the configuration of a packaged toolset for one agent, as the
+// platform models it: the toolset's shared defaults, the agent's overlay
+// nested by tool name, and the tools the agent does not get.
+type Config struct {
+	// Toolset holds the toolset-level values (the platform's
+	// spec.config): flat, each given to every tool that declares its key.
+	Toolset map[string]any
+	// Tools is the agent's overlay (the platform's configValues): values
+	// by tool name (the name in the package, without the toolset's
+	// prefix), then by key. It wins over Toolset, which wins over the
+	// schema's default.
+	Tools map[string]map[string]any
+	// Exclude names tools of the package the agent does not get.
+	Exclude []string
+}
+
+// clone copies c deeply enough that the caller's maps can change.
+func (c Config) clone() Config {
+	out := Config{Toolset: make(map[string]any, len(c.Toolset)), Tools: make(map[string]map[string]any, len(c.Tools)),
+		Exclude: append([]string(nil), c.Exclude...)}
+	for k, v := range c.Toolset {
+		out.Toolset[k] = v
+	}
+	for tool, m := range c.Tools {
+		cm := make(map[string]any, len(m))
+		for k, v := range m {
+			cm[k] = v
+		}
+		out.Tools[tool] = cm
+	}
+	return out
+}
+
+// toolConfig is what the configuration gives one tool.
+type toolConfig struct {
+	values map[string]any // tool_config
+	hil    bool           // calls need a human's approval
+	scopes []string       // the run must carry every one
+	auth   authConfig
+}
+
+// resolvedConfig is a toolset's configuration, checked, for one version.
+type resolvedConfig struct {
+	tools map[string]*toolConfig // by tool name; excluded and unavailable tools have none
+	// unavailable says, by tool name, why a tool is left out: a required
+	// key that has no value.
+	unavailable map[string]string
+	excluded    map[string]bool
+	secrets     *secrets
+}
+
+// resolveConfig checks c against the config schema of every tool and
+// returns each tool's configuration (precedence: the agent's overlay,
+// then the toolset's values, then the schema's default; text given for
+// an integer or a boolean is converted) and the secrets to hide from what
+// the tools return: the values and defaults of every key that any tool of
+// the package declares secret, and the credentials of auth.
+//
+// Unknown keys, overlays or exclusions naming no tool, and values of the
+// wrong type are a *ConfigError. A tool missing a required value is left
+// out, the others stay; when every tool is left out, that is a
+// *ConfigError too.
+func resolveConfig(name string, tools []ToolInfo, c Config) (*resolvedConfig, error) {
 	var probs []string
 	declared := map[string]ConfigField{}
+	byTool := map[string]ToolInfo{}
 	sec := &secrets{keys: map[string]bool{}}
 	for _, t := range tools {
+		byTool[t.Name] = t
 		for _, f := range t.Config {
 			if _, ok := declared[f.Key]; !ok || f.Secret {
 				declared[f.Key] = f
@@ -43,61 +103,238 @@ func configFor(name string, tools []ToolInfo, config map[string]any) (map[string
 			}
 		}
 	}
-	keys := make([]string, 0, len(config))
-	for k := range config {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	rc := &resolvedConfig{tools: map[string]*toolConfig{}, unavailable: map[string]string{}, excluded: map[string]bool{}, secrets: sec}
+	for _, k := range sortedKeys(c.Toolset) {
 		_, ok := declared[k]
 		switch {
 		case contains(ReservedConfigKeys, k):
-			probs = append(probs, fmt.Sprintf("%q is reserved (%s) and not supported by this runtime", k, strings.Join(ReservedConfigKeys, ", ")))
 		case !ok:
 			probs = append(probs, fmt.Sprintf("%q is not a configuration key of any tool; known keys: %s", k, knownKeys(declared)))
 		case sec.keys[k]:
 			// Hide it even when it turns out to be of the wrong type.
-			sec.add(config[k])
+			sec.add(c.Toolset[k])
 		}
 	}
-	out := make(map[string]map[string]any, len(tools))
+	for _, tool := range sortedKeys(c.Tools) {
+		t, ok := byTool[tool]
+		if !ok {
+			probs = append(probs, fmt.Sprintf("the agent's configuration names tool %s, which the toolset does not have; its tools: %s", quoteShort(tool), toolNames(tools)))
+			continue
+		}
+		own := map[string]bool{}
+		for _, f := range t.Config {
+			own[f.Key] = true
+		}
+		for _, k := range sortedKeys(c.Tools[tool]) {
+			switch {
+			case contains(ReservedConfigKeys, k):
+			case !own[k]:
+				probs = append(probs, fmt.Sprintf("tool %q: %s is not one of its configuration keys; its keys: %s", tool, quoteShort(k), fieldKeys(t.Config)))
+			case sec.keys[k]:
+				sec.add(c.Tools[tool][k])
+			}
+		}
+	}
+	for _, tool := range c.Exclude {
+		if _, ok := byTool[tool]; !ok {
+			probs = append(probs, fmt.Sprintf("the agent excludes tool %s, which the toolset does not have; its tools: %s", quoteShort(tool), toolNames(tools)))
+			continue
+		}
+		rc.excluded[tool] = true
+	}
 	reported := map[string]bool{}
+	report := func(key, msg string) {
+		if !reported[key] {
+			reported[key] = true
+			probs = append(probs, msg)
+		}
+	}
 	for _, t := range tools {
-		tc := map[string]any{}
+		if rc.excluded[t.Name] {
+			continue
+		}
+		overlay := c.Tools[t.Name]
+		pick := func(k string) (any, string) {
+			if v, ok := overlay[k]; ok && v != nil {
+				return v, fmt.Sprintf("tool %q: %q", t.Name, k)
+			}
+			if v, ok := c.Toolset[k]; ok && v != nil {
+				return v, fmt.Sprintf("%q", k)
+			}
+			return nil, ""
+		}
+		tc := &toolConfig{values: map[string]any{}}
+		var missing []string
 		for _, f := range t.Config {
 			// A key one tool declares secret is secret for all of them.
 			f.Secret = f.Secret || sec.keys[f.Key]
-			v, ok := config[f.Key]
-			if !ok || v == nil {
+			v, where := pick(f.Key)
+			if v == nil {
 				switch {
 				case f.Default != nil:
-					tc[f.Key] = f.Default
+					tc.values[f.Key] = f.Default
 					if f.Secret {
 						sec.add(f.Default)
 					}
-				case f.Required && !reported[f.Key]:
-					reported[f.Key] = true
-					probs = append(probs, fmt.Sprintf("%q is required by tool %q: %s%s", f.Key, t.Name, f.Type, describe(f.Description)))
+				case f.Required:
+					missing = append(missing, fmt.Sprintf("%q is required by tool %q: %s%s", f.Key, t.Name, f.Type, describe(f.Description)))
 				}
 				continue
 			}
-			cv, msg := convertConfigValue(f, v)
+			cv, msg := coerceConfigValue(f, v)
 			if msg != "" {
-				if !reported[f.Key] {
-					reported[f.Key] = true
-					probs = append(probs, fmt.Sprintf("%q: %s", f.Key, msg))
-				}
+				report(where, fmt.Sprintf("%s: %s", where, msg))
 				continue
 			}
-			tc[f.Key] = cv
+			if f.Secret {
+				sec.add(cv)
+			}
+			tc.values[f.Key] = cv
 		}
-		out[t.Name] = tc
+		if v, where := pick("hil"); v != nil {
+			b, msg := reservedBool(v)
+			if msg != "" {
+				report(where, where+": "+msg)
+			}
+			tc.hil = b
+		}
+		if v, where := pick("required_scopes"); v != nil {
+			scopes, msg := reservedScopes(v)
+			if msg != "" {
+				report(where, where+": "+msg)
+			}
+			tc.scopes = scopes
+		}
+		if v, where := pick("auth"); v != nil {
+			a, msg := parseAuth(v, sec)
+			if msg != "" {
+				report(where, where+": "+msg)
+			}
+			tc.auth = a
+		}
+		tc.auth.fromRun = tc.auth.fromRun || len(t.Auth) > 0
+		if len(missing) > 0 {
+			rc.unavailable[t.Name] = strings.Join(missing, "; ")
+			continue
+		}
+		rc.tools[t.Name] = tc
+	}
+	// Missing values leave their tools out; when the configuration is
+	// refused anyway, or no tool is left, they are problems too.
+	if len(probs) > 0 || (len(rc.tools) == 0 && len(rc.unavailable) > 0) {
+		for _, tool := range sortedKeys(rc.unavailable) {
+			probs = append(probs, rc.unavailable[tool])
+		}
 	}
 	if len(probs) > 0 {
 		sort.Strings(probs)
-		return nil, nil, &ConfigError{Toolset: name, Problems: probs}
+		return nil, &ConfigError{Toolset: name, Problems: probs}
 	}
-	return out, sec, nil
+	return rc, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func toolNames(tools []ToolInfo) string {
+	names := make([]string, 0, len(tools))
+	for _, t := range tools {
+		names = append(names, strconv.Quote(t.Name))
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+func fieldKeys(fs []ConfigField) string {
+	if len(fs) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(fs))
+	for _, f := range fs {
+		keys = append(keys, strconv.Quote(f.Key))
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ", ")
+}
+
+// coerceConfigValue is convertConfigValue for values that may come from
+// a form as text: a string given for an integer or a boolean is parsed.
+func coerceConfigValue(f ConfigField, v any) (any, string) {
+	if s, ok := v.(string); ok && f.Type != "string" {
+		cv, err := ParseConfigValue(f, s)
+		if err != nil {
+			if f.Secret {
+				return nil, fmt.Sprintf("expected %s, got a secret value (not shown)", f.Type)
+			}
+			return nil, fmt.Sprintf("expected %s, got string %s", f.Type, quoteShort(s))
+		}
+		return cv, ""
+	}
+	return convertConfigValue(f, v)
+}
+
+// reservedBool reads hil: a boolean, or its text.
+func reservedBool(v any) (bool, string) {
+	switch x := v.(type) {
+	case bool:
+		return x, ""
+	case string:
+		b, err := strconv.ParseBool(strings.TrimSpace(x))
+		if err == nil {
+			return b, ""
+		}
+	}
+	return false, fmt.Sprintf("expected true or false, got %s %s", jsonKind(v), quoteShort(compactJSON(v)))
+}
+
+// maxScopes bounds required_scopes.
+const maxScopes = 64
+
+// reservedScopes reads required_scopes: a list of strings, or text
+// (a JSON list, or names separated by commas or spaces).
+func reservedScopes(v any) ([]string, string) {
+	var list []string
+	switch x := v.(type) {
+	case []string:
+		list = x
+	case []any:
+		for _, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				return nil, fmt.Sprintf("expected a list of scope names, got a list holding %s", jsonKind(e))
+			}
+			list = append(list, s)
+		}
+	case string:
+		if t := strings.TrimSpace(x); strings.HasPrefix(t, "[") {
+			if err := json.Unmarshal([]byte(t), &list); err != nil {
+				return nil, fmt.Sprintf("expected a JSON list of scope names: %v", err)
+			}
+		} else {
+			list = strings.FieldsFunc(t, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' })
+		}
+	default:
+		return nil, fmt.Sprintf("expected a list of scope names, got %s", jsonKind(v))
+	}
+	var out []string
+	for _, s := range list {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	if len(out) > maxScopes {
+		return nil, fmt.Sprintf("lists %d scopes; at most %d are allowed", len(out), maxScopes)
+	}
+	return out, ""
 }
 
 func describe(s string) string {

@@ -34,8 +34,11 @@
 //	}
 //	res, err := tools.Execute(ctx, toolset.ToolCall{Name: "weather__forecast", Args: json.RawMessage(`{"city": "Paris"}`)})
 //
-// [Pack] builds a package from a source directory; the command
-// cmd/toolset wraps it and the rest for the command line.
+// [Pack] builds a package from a source directory, and [Build] and
+// [ZipDir] build one from a source directory laid out for the reference
+// platform (see Building packages); the command cmd/toolset wraps them and
+// the rest for the command line. Package toolpkg/pkgtool makes tools
+// written with the toolset library into a packaged tool executable.
 //
 // Settings are passed as a pointer to a struct, nil meaning the defaults
 // (a zero field takes its default too), as log/slog's handlers take theirs:
@@ -154,7 +157,14 @@
 //     required, secret and default (of the key's type; a string at most
 //     [MaxConfigDefaultBytes]);
 //   - timeout_seconds, a positive integer, overrides the manifest's for
-//     this tool, within [Limits.MaxTimeoutSeconds].
+//     this tool, within [Limits.MaxTimeoutSeconds];
+//   - artifact_params names the parameters that take artifact names
+//     ([ArtifactParam]): an object mapping each (at most 32) to
+//     {"required": bool, "is_list": bool} or to a boolean (required), or
+//     a list of names (each required); see Artifacts;
+//   - auth, any JSON value but null or false (at most 4 KB, kept in
+//     [ToolInfo.Auth]), says the tool takes the run's credentials (see
+//     Configuration).
 //
 // Other fields, of a tool and of a configuration key, are ignored. Any
 // problem fails discovery; [Info.Errors] lists them all (at most 100).
@@ -173,11 +183,12 @@
 //	  "user_id": "...",                    the run's value "user_id", if a string
 //	  "session_id": "...",                 the run's value "session_id", if a string
 //	  "app_name": "...",                   the run's value "app_name", if a string
-//	  "artifact_paths": {},                always empty
-//	  "artifact_metadata": {},             always empty
+//	  "artifact_paths": {"doc": "..."},    the input artifacts' paths, under <work>/input (see Artifacts)
+//	  "artifact_metadata": {"doc": {...}}, their filename, mime_type, version and local_path
 //	  "status_pipe": "",                   always empty: there is no status pipe
 //	  "ipc_socket": "",                    always empty: there is no IPC socket
-//	  "tool_auth_headers": {},             always empty
+//	  "tool_oauth_token": "",              the tool's credentials (see Configuration), "" and {} without
+//	  "tool_auth_headers": {},
 //	  "volume_mounts": []                  always empty
 //	}
 //
@@ -202,7 +213,10 @@
 //     data and data_objects; the model is sent [Result.ModelText]: the
 //     status unless success, the message and the data, capped at
 //     [Options.MaxOutputBytes] (100 KB). _schema and _schema_version are
-//     not checked, and other fields (error_code) are ignored.
+//     not checked, and other fields (error_code) are ignored. A result
+//     with data objects or output files, or longer than
+//     [ArtifactOptions.SaveThresholdBytes], is a [*toolset.Content]
+//     instead (see Artifacts).
 //
 // A tool that exits non-zero or is killed, or exits 0 without writing a
 // result or with one that is not JSON, fails the call with a [*ExecError],
@@ -211,17 +225,123 @@
 // is killed with all its processes, a [*TimeoutError] that the model
 // sees; one whose call's context ends is killed too.
 //
-// Configuration reaches a tool only through tool_config. The config given
-// to [Store.Toolset] is one flat map for the whole toolset: each key must
-// be declared by one of its tools, and each tool gets the keys its own
-// config_schema declares, with the value given, or else its default (a
-// nil value counts as unset); a required key with neither is an error.
-// Values must be of the key's type (an integer may be any Go integer, a
-// json.Number or an integral float64); [ParseConfigValue] converts text,
-// such as a command-line flag. The configuration is checked when a
-// version's tools are first built: unknown, reserved and missing
-// required keys and wrong types are a [*ConfigError] from GetTools.
-// Secret keys are passed like the others (see Secrets).
+// # Configuration
+//
+// Configuration reaches a tool through tool_config, and its reserved keys
+// through the call's policies. [Store.ToolsetWithConfig] takes a
+// [Config] as the platform models it ([Store.Toolset] takes the first
+// part alone):
+//
+//   - Config.Toolset, the toolset's values (the platform's spec.config):
+//     flat, each key declared by at least one tool, given to every tool
+//     that declares it;
+//   - Config.Tools, the agent's overlay (configValues), by tool name (the
+//     name in the package), then key: each tool named must exist, each
+//     key must be declared by that tool;
+//   - Config.Exclude, tools the agent does not get (each must exist).
+//
+// Each tool gets the keys its own config_schema declares, with the
+// overlay's value, else the toolset's, else the schema's default (a nil
+// value counts as unset). A value must be of the key's type: an integer
+// may be any Go integer, a json.Number or an integral float64, and text,
+// as forms send it, is converted ("7" for an integer, "true" for a
+// boolean; [ParseConfigValue]). A tool missing a required value is left
+// out of the list, with a warning in the store's log and the reason in
+// [Toolset.Unavailable], and the other tools stay; when no tool is left,
+// GetTools fails with a [*ConfigError]. Unknown keys and tools, wrong
+// types and bad reserved values are a *ConfigError too, listing missing
+// values as well. The configuration is checked when a version's tools are
+// first built. Secret keys are passed like the others (see Secrets).
+//
+// The reserved keys ([ReservedConfigKeys]), which no tool may declare,
+// are read from the overlay, else the toolset's values, for each tool:
+//
+//   - hil (true or false, or their text): the tool requires a human's
+//     approval of each call through the core's approval policy
+//     ([toolset.WithApprovalRequired]): a call returns a
+//     [*toolset.ApprovalRequiredError] until the run records a decision;
+//   - required_scopes (a list of names, or its text: a JSON list, or
+//     names separated by commas or spaces; at most 64): the tool is shown
+//     only in turns of runs that carry every one of them in the run value
+//     [Scopes] (a []string, by key or by the name "scopes");
+//   - auth: credentials for the tool, passed in tool_oauth_token and
+//     tool_auth_headers: true or "run" passes the run's [Auth] value (a
+//     *[Credentials], by key or by the name "auth"); an object
+//     {"oauth_token": "...", "headers": {"Name": "value"}, "from_run":
+//     true} gives the deployer's credentials, with the run's over them
+//     when from_run is set. A tool whose schema declares auth gets the
+//     run's credentials too. At most 64 headers and 16 KB; header names
+//     must be valid and values hold no line break. Every credential is a
+//     secret: hidden in what the tool returns and in errors, never logged.
+//     A tool whose auth (its own, or the toolset's) and schema ask for
+//     none gets none.
+//
+// # Artifacts
+//
+// Artifacts are versioned files of an [ArtifactStore], by default a
+// [DirArtifactStore] in the store's directory (.artifacts), scoped by the
+// run's app_name, user_id and session_id ([ArtifactScope]); names are
+// checked by [CheckArtifactName] (no path, no "..", no control
+// character). [Options.Artifacts] sets the store and the bounds
+// ([ArtifactOptions]).
+//
+// In: for each parameter of the tool's artifact_params, the name the
+// model passes (or names, for a list; "name:3" for version 3, else the
+// latest) is loaded into <work>/input/ and passed in artifact_paths and
+// artifact_metadata, keyed by the parameter (or "param[i]" for a list).
+// A required artifact that is missing, unnamed, badly named or too large
+// fails the call with an [*ArtifactError] the model sees, before the
+// tool runs; a missing optional one is left out.
+//
+// Out: after a successful call, the regular files at the top of output/
+// (at most [ArtifactOptions.MaxArtifacts], each at most MaxArtifactBytes)
+// and the data objects of result.json ({name, content, is_binary,
+// mime_type, disposition, description, preview}, content base64 when
+// is_binary) are handled as the platform does: disposition inline, and
+// auto when at most SaveThresholdBytes, becomes a content part (text cut
+// to ReturnMaxBytes; binary content as a media part, or saved when larger
+// than ReturnMaxBytes); artifact, artifact_with_preview (with its preview
+// as a part) and a larger auto are saved. A result whose text is longer
+// than SaveThresholdBytes (default 4,096) is saved whole as
+// <tool>_output.txt, and the model is sent its first ReturnMaxBytes
+// (default 8,192). The call then returns a [*toolset.Content]: the text,
+// the inline parts, and a reference to each saved artifact (artifact
+// saved: {"filename", "version", "size_bytes", "mime_type",
+// "description"}); its Structured value is the [*Result], whose
+// Artifacts lists them. A symlink, pipe, device, directory or badly named
+// file in output/ is never followed or opened: it is skipped, and a note
+// says so to the model and a warning to the log; so are objects over the
+// bounds. Under bwrap, output/ stays on the sandbox's bounded tmpfs and
+// its files leave as a tar archive on the tool's standard output (a host
+// file bounded by max_file_size_mb), written by a small /bin/sh wrapper
+// that runs the tool and then tar (so bwrap needs /bin/sh and tar on the
+// host); the tool's own standard output is discarded. Outside bwrap,
+// output/ is a host directory and what a tool writes there is bounded by
+// the file size limit per file only. Artifacts are stored as the tool
+// wrote them: secrets are hidden in what the model is sent (the text, the
+// inline parts, previews, descriptions and notes, and the saved whole
+// output), not inside saved files and data objects.
+//
+// # Writing tools in Go
+//
+// Package toolpkg/pkgtool runs tools made with [toolset.NewTool] as a
+// packaged executable (pkgtool.Main): --schema, --schema --config,
+// runner_args.json through the core's call path, result.json as the
+// platform's SDKs write it, progress on the status pipe, SIGTERM as
+// context cancellation. The same tool runs in-process unchanged.
+//
+// # Building packages
+//
+// [Build] builds a source directory as the platform's CLI (sam toolset
+// package) does, into <out>/<os>-<arch>/: build.sh with the target in
+// SAM_TOOL_TARGET_OS and SAM_TOOL_TARGET_ARCH and the output directory
+// in SAM_TOOL_OUTPUT_DIR; else Go tools cross-compiled with
+// CGO_ENABLED=0 and GOWORK=off; else pip install --target
+// <package>/python from pyproject.toml or requirements.txt (from local
+// sources with PipArgs such as --no-index; --platform and
+// --only-binary=:all: when cross-building); else the files as they are.
+// The default target is this machine's, not the platform's linux/arm64.
+// [ZipDir] zips the result deterministically.
 //
 // # Lifecycle
 //

@@ -232,6 +232,9 @@ func processWithArg(arg string) bool {
 // resultData decodes a call result's data.
 func resultData(t testing.TB, res any) map[string]any {
 	t.Helper()
+	if c, ok := res.(*toolset.Content); ok {
+		res = c.Structured // a result with artifacts
+	}
 	r, ok := res.(*Result)
 	require.True(t, ok, "result is %T", res)
 	var m map[string]any

@@ -209,8 +209,9 @@ func TestManySecretDefaultsAreCheap(t *testing.T) {
 		tools = append(tools, ti)
 	}
 	start := time.Now()
-	_, sec, err := configFor("ts", tools, nil)
+	rc, err := resolveConfig("ts", tools, Config{})
 	require.NoError(t, err)
+	sec := rc.secrets
 	require.Len(t, sec.values, MaxTools*MaxConfigFields)
 	require.Equal(t, "[secret]", sec.text("default-999-63"))
 	require.Less(t, time.Since(start), 3*time.Second)

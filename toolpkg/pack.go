@@ -109,7 +109,7 @@ func Pack(ctx context.Context, dir string, w io.Writer, opts *PackOptions) (*Man
 			case rel == ".":
 				return nil
 			case name == ".venv":
-				return fmt.Errorf("toolpkg: pack: %s is a virtual environment; install the dependencies into the package instead (pip install --target %s/python/lib ...)", p, dir)
+				return fmt.Errorf("toolpkg: pack: %s is a virtual environment; install the dependencies into the package instead (pip install --target %s/python ...)", p, dir)
 			case strings.HasPrefix(name, ".") || name == "__pycache__":
 				if d.IsDir() {
 					return filepath.SkipDir

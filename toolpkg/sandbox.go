@@ -135,6 +135,9 @@ type launch struct {
 	// stderrMargin is how many bytes of stderr to read beyond what is
 	// shown, so that a secret cut by the tail is still found.
 	stderrMargin int64
+	// collectOutput: under bwrap, the files the tool leaves in output/
+	// are written as a tar archive to standard output (outputWrapper).
+	collectOutput bool
 }
 
 // paths returns where the package and the work directory appear to the
@@ -157,6 +160,9 @@ func (sb *sandbox) command(ctx context.Context, l launch) *exec.Cmd {
 		// prlimit runs inside, once bwrap made the user namespace: the
 		// process limit then counts this call's processes alone.
 		env = append(env, "TMPDIR=/tmp")
+		if l.collectOutput {
+			argv = outputWrapper(argv)
+		}
 		argv = append(prlimitArgs(sb.prlimit, l.limits), argv...)
 		argv = append(sb.bwrapArgs(l.profile, l.pkgDir, l.workDir, env, l.limits.MaxWriteMB), argv...)
 		env = []string{"PATH=" + toolPath}
@@ -204,8 +210,10 @@ var etcFiles = []string{
 // bwrapArgs returns the bwrap command line up to the tool's argv. The
 // work directory and /tmp are size-limited tmpfs of writeMB megabytes
 // each: a tool cannot fill the host's disk or memory. Only result.json
-// (created by the host, and limited by the file size limit) and
-// runner_args.json (read-only) are files of the host's work directory.
+// (created by the host, and limited by the file size limit),
+// runner_args.json and input/ (read-only) are the host's work directory;
+// the files of output/ leave the sandbox as an archive on standard output
+// (see outputWrapper).
 func (sb *sandbox) bwrapArgs(p Profile, pkgDir, workDir string, env []string, writeMB int) []string {
 	args := []string{sb.bwrap,
 		"--unshare-user", "--uid", strconv.Itoa(ToolUID), "--gid", strconv.Itoa(ToolGID),
@@ -241,7 +249,11 @@ func (sb *sandbox) bwrapArgs(p Profile, pkgDir, workDir string, env []string, wr
 		"--size", size, "--tmpfs", "/tmp",
 		"--ro-bind", pkgDir, bwrapPkgDir,
 		"--size", size, "--tmpfs", bwrapWorkDir,
+		// input/ holds the call's artifacts, read-only; output/ is the
+		// host's, so that the files written there can be saved.
 		"--dir", bwrapWorkDir+"/input", "--dir", bwrapWorkDir+"/output",
+		// input/ holds the call's artifacts, read-only.
+		"--ro-bind-try", filepath.Join(workDir, "input"), bwrapWorkDir+"/input",
 		"--ro-bind-try", filepath.Join(workDir, "runner_args.json"), bwrapWorkDir+"/runner_args.json",
 		"--bind-try", filepath.Join(workDir, "result.json"), bwrapWorkDir+"/result.json",
 		"--chdir", bwrapWorkDir,

@@ -30,6 +30,12 @@ type ToolInfo struct {
 	// TimeoutSeconds is the call timeout: the tool's own, else the
 	// manifest entry's.
 	TimeoutSeconds int `json:"timeout_seconds"`
+	// ArtifactParams are the parameters that take artifact names, which
+	// the runtime loads into input/ before a call (artifact_params).
+	ArtifactParams map[string]ArtifactParam `json:"artifact_params,omitempty"`
+	// Auth is the schema's auth entry, as declared: a tool that declares
+	// one is passed the run's credentials (see [Auth]).
+	Auth json.RawMessage `json:"auth,omitempty"`
 }
 
 // Timeout returns the call timeout.
@@ -83,6 +89,8 @@ type schemaTool struct {
 	Parameters     json.RawMessage `json:"parameters"`
 	ConfigSchema   json.RawMessage `json:"config_schema"`
 	TimeoutSeconds *json.Number    `json:"timeout_seconds"`
+	ArtifactParams json.RawMessage `json:"artifact_params"`
+	Auth           json.RawMessage `json:"auth"`
 }
 
 // parseSchemaOutput parses and checks the --schema output of the executable
@@ -147,6 +155,18 @@ func parseSchemaOutput(e Executable, out []byte) ([]ToolInfo, []string) {
 			add("tool %q: config_schema: %s", name, p)
 		}
 		ti.Config = cfg
+		ap, aprobs := parseArtifactParams(st.ArtifactParams)
+		for _, p := range aprobs {
+			add("tool %q: artifact_params: %s", name, p)
+		}
+		ti.ArtifactParams = ap
+		if a := bytes.TrimSpace(st.Auth); len(a) > 0 && string(a) != "null" && string(a) != "false" {
+			if len(a) > maxAuthSchemaBytes {
+				add("tool %q: auth is %d bytes; at most %d are allowed", name, len(a), maxAuthSchemaBytes)
+			} else {
+				ti.Auth = json.RawMessage(a)
+			}
+		}
 		if len(probs) == n {
 			tools = append(tools, ti)
 		}

@@ -61,6 +61,9 @@ type Options struct {
 	// Logger receives the store's logs (default slog.Default()). Secret
 	// configuration values never reach it.
 	Logger *slog.Logger
+	// Artifacts configure the artifacts calls read and write, and what
+	// the model sees of a result (nil: the defaults, SAM's thresholds).
+	Artifacts *ArtifactOptions
 }
 
 // Info is the record of one toolset.
@@ -117,6 +120,8 @@ type Store struct {
 	log  *slog.Logger
 	sb   *sandbox
 	lock *os.File
+	// artifacts are Options.Artifacts with their defaults.
+	artifacts ArtifactOptions
 
 	mu      sync.Mutex
 	entries map[string]*entry
@@ -207,6 +212,17 @@ func Open(dir string, opts *Options) (*Store, error) {
 		if err != nil {
 			return fail(fmt.Errorf("toolpkg: store %s: %w", dir, unprefixed{err}))
 		}
+	}
+	if o.Artifacts != nil {
+		s.artifacts = *o.Artifacts
+	}
+	s.artifacts = s.artifacts.withDefaults()
+	if s.artifacts.Store == nil {
+		as, err := NewDirArtifactStore(filepath.Join(abs, ".artifacts"), s.artifacts.MaxArtifactBytes)
+		if err != nil {
+			return fail(err)
+		}
+		s.artifacts.Store = as
 	}
 	if err := s.load(); err != nil {
 		return fail(err)

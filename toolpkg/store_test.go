@@ -274,18 +274,21 @@ func TestConfigIsChecked(t *testing.T) {
 	info := upload(t, s, "cfg", scriptPackage(t, schemaEcho(configSchema)))
 	require.Equal(t, StatusReady, info.Status, "%v", info.Errors)
 
-	_, err := s.Toolset("cfg", map[string]any{"port": "80", "debug": 1, "token": 123456789, "colour": "red", "auth": "x"}).GetTools(context.Background())
+	// Text is coerced by the field's type ("80" for an integer); auth is
+	// reserved with a meaning, and "x" is not one of its forms.
+	_, err := s.Toolset("cfg", map[string]any{"port": "eighty", "debug": 1, "token": 123456789, "colour": "red", "auth": "x-auth-value"}).GetTools(context.Background())
 	var ce *ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, []string{
 		`"api_url" is required by tool "t": string (The API)`,
-		`"auth" is reserved (auth, hil, required_scopes) and not supported by this runtime`,
+		`"auth": expected true, "run" or an object {"oauth_token", "headers", "from_run"}, got a string (not shown)`,
 		`"colour" is not a configuration key of any tool; known keys: "api_url", "debug", "port", "token"`,
 		`"debug": expected boolean, got number 1`,
-		`"port": expected integer, got string "80"`,
+		`"port": expected integer, got string "eighty"`,
 		`"token": expected string, got a secret value (not shown)`,
 	}, ce.Problems)
 	assert.NotContains(t, err.Error(), "123456789")
+	assert.NotContains(t, err.Error(), "x-auth-value")
 
 	_, err = s.Toolset("cfg", map[string]any{"api_url": "https://x"}).GetTools(context.Background())
 	assert.EqualError(t, err, "toolpkg: toolset \"cfg\": invalid configuration:\n  - \"token\" is required by tool \"t\": string")

@@ -23,7 +23,7 @@ import (
 type Toolset struct {
 	store  *Store
 	name   string
-	config map[string]any
+	config Config
 
 	mu    sync.Mutex
 	built *built
@@ -31,9 +31,10 @@ type Toolset struct {
 
 // built caches the tools of one version.
 type built struct {
-	version int
-	tools   []toolset.Tool
-	err     error
+	version     int
+	tools       []toolset.Tool
+	unavailable map[string]string
+	err         error
 }
 
 // Toolset returns the toolset name of the store as a [toolset.Toolset],
@@ -42,13 +43,39 @@ type built struct {
 // required keys and wrong types are a *ConfigError; defaults are applied).
 // Each tool receives, as tool_config, the keys its own schema declares.
 // The toolset may be in any state, or not exist yet: GetTools says what is
-// wrong each turn. The config map is copied.
+// wrong each turn. The config map is copied. It is
+// ToolsetWithConfig(name, Config{Toolset: config}).
 func (s *Store) Toolset(name string, config map[string]any) *Toolset {
-	c := make(map[string]any, len(config))
-	for k, v := range config {
-		c[k] = v
+	return s.ToolsetWithConfig(name, Config{Toolset: config})
+}
+
+// ToolsetWithConfig returns the toolset name of the store as a
+// [toolset.Toolset] for one agent, configured as the platform models it:
+// the toolset's values, the agent's overlay by tool, the excluded tools,
+// and the reserved keys hil, required_scopes and auth (see the package
+// documentation, Configuration). The configuration is copied, and checked
+// each time a new version is listed.
+func (s *Store) ToolsetWithConfig(name string, config Config) *Toolset {
+	return &Toolset{store: s, name: name, config: config.clone()}
+}
+
+// Unavailable returns, by tool name, the tools of the version last
+// listed that are left out because a required configuration value is
+// missing, and why. The reasons never hold a value.
+func (t *Toolset) Unavailable() map[string]string {
+	if t == nil {
+		return nil
 	}
-	return &Toolset{store: s, name: name, config: c}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.built == nil {
+		return nil
+	}
+	out := make(map[string]string, len(t.built.unavailable))
+	for k, v := range t.built.unavailable {
+		out[k] = v
+	}
+	return out
 }
 
 // Name returns the toolset's name in the store.
@@ -114,8 +141,8 @@ func (t *Toolset) GetTools(ctx context.Context) ([]toolset.Tool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.built == nil || t.built.version != info.Version {
-		tools, err := t.build(info)
-		t.built = &built{version: info.Version, tools: tools, err: err}
+		tools, unavailable, err := t.build(info)
+		t.built = &built{version: info.Version, tools: tools, unavailable: unavailable, err: err}
 	}
 	if t.built.err != nil {
 		return nil, t.built.err
@@ -124,10 +151,13 @@ func (t *Toolset) GetTools(ctx context.Context) ([]toolset.Tool, error) {
 }
 
 // build makes the tools of one ready version.
-func (t *Toolset) build(info Info) ([]toolset.Tool, error) {
-	cfg, secrets, err := configFor(t.name, info.Tools, t.config)
+func (t *Toolset) build(info Info) ([]toolset.Tool, map[string]string, error) {
+	cfg, err := resolveConfig(t.name, info.Tools, t.config)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	for _, tool := range sortedKeys(cfg.unavailable) {
+		t.store.log.Warn("toolpkg: tool left out: "+cfg.unavailable[tool], "toolset", t.name, "version", info.Version)
 	}
 	exes := map[string]Executable{}
 	for _, ex := range info.Executables {
@@ -135,22 +165,36 @@ func (t *Toolset) build(info Info) ([]toolset.Tool, error) {
 	}
 	tools := make([]toolset.Tool, 0, len(info.Tools))
 	for _, ti := range info.Tools {
+		tc := cfg.tools[ti.Name]
+		if tc == nil {
+			continue // excluded, or not configured
+		}
 		params, err := toolset.ParseSchema(ti.Parameters)
 		if err != nil {
-			return nil, fmt.Errorf("toolpkg: toolset %q: tool %q: parameters: %w", t.name, ti.Name, unprefixed{err})
+			return nil, nil, fmt.Errorf("toolpkg: toolset %q: tool %q: parameters: %w", t.name, ti.Name, unprefixed{err})
 		}
 		c := &call{
 			store: t.store, toolset: t.name, version: info.Version, tool: ti,
-			exe: exes[ti.Executable], config: cfg[ti.Name], secrets: secrets,
+			exe: exes[ti.Executable], config: tc.values, auth: tc.auth, secrets: cfg.secrets,
 		}
-		tools = append(tools, toolset.NewRawTool(t.name+"__"+ti.Name, ti.Description, params, c.run,
-			toolset.WithMetadata(map[string]string{
-				"toolpkg.toolset": t.name,
-				"toolpkg.tool":    ti.Name,
-				"toolpkg.version": strconv.Itoa(info.Version),
-			})))
+		opts := []toolset.ToolOption{toolset.WithMetadata(map[string]string{
+			"toolpkg.toolset": t.name,
+			"toolpkg.tool":    ti.Name,
+			"toolpkg.version": strconv.Itoa(info.Version),
+		})}
+		if tc.hil {
+			opts = append(opts, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) {
+				return true, nil
+			}))
+		}
+		if scopes := tc.scopes; len(scopes) > 0 {
+			opts = append(opts, toolset.WithEnabled(func(ctx context.Context, _ toolset.Tool) (bool, error) {
+				return hasScopes(ctx, scopes), nil
+			}))
+		}
+		tools = append(tools, toolset.NewRawTool(t.name+"__"+ti.Name, ti.Description, params, c.run, opts...))
 	}
-	return tools, nil
+	return tools, cfg.unavailable, nil
 }
 
 // call runs one tool of one version.
@@ -161,6 +205,7 @@ type call struct {
 	tool    ToolInfo
 	exe     Executable
 	config  map[string]any
+	auth    authConfig
 	secrets *secrets
 }
 
@@ -180,6 +225,7 @@ type runnerArgs struct {
 	ArtifactMetadata map[string]any    `json:"artifact_metadata"`
 	StatusPipe       string            `json:"status_pipe"`
 	IPCSocket        string            `json:"ipc_socket"`
+	ToolOAuthToken   string            `json:"tool_oauth_token"`
 	ToolAuthHeaders  map[string]string `json:"tool_auth_headers"`
 	VolumeMounts     []any             `json:"volume_mounts"`
 }
@@ -201,6 +247,17 @@ type resultDoc struct {
 const maxResultFile = 16 << 20
 
 func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
+	creds, sec, err := c.auth.credentialsFor(ctx, c.secrets)
+	if err != nil {
+		return nil, err
+	}
+	// This call's secrets: the toolset's and the run's credentials.
+	cc := *c
+	cc.secrets = sec
+	return cc.runWith(ctx, args, creds)
+}
+
+func (c *call) runWith(ctx context.Context, args json.RawMessage, creds Credentials) (any, error) {
 	s := c.store
 	pkgDir, ok := s.acquire(c.toolset, c.version)
 	if !ok {
@@ -217,12 +274,17 @@ func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
 		stderrMargin: int64(12 * c.secrets.maxLen())}
 	_, workView := s.sb.paths(l)
 	rc := toolset.FromContext(ctx)
+	scope := artifactScope(rc)
+	inPaths, inMeta, err := c.loadInputs(ctx, args, work, workView, scope)
+	if err != nil {
+		return nil, err
+	}
 	ra := runnerArgs{
 		ToolName: c.tool.Name, Args: args, ToolConfig: c.config,
 		ResultFile: filepath.Join(workView, "result.json"), OutputDir: filepath.Join(workView, "output"),
 		TaskID: rc.ID(), UserID: runString(rc, "user_id"), SessionID: runString(rc, "session_id"), AppName: runString(rc, "app_name"),
-		ArtifactPaths: map[string]any{}, ArtifactMetadata: map[string]any{},
-		ToolAuthHeaders: map[string]string{}, VolumeMounts: []any{},
+		ArtifactPaths: inPaths, ArtifactMetadata: inMeta,
+		ToolAuthHeaders: creds.Headers, ToolOAuthToken: creds.OAuthToken, VolumeMounts: []any{},
 	}
 	if ra.ToolConfig == nil {
 		ra.ToolConfig = map[string]any{}
@@ -238,6 +300,7 @@ func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
 		return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, unprefixed{err})
 	}
 	l.args = []string{filepath.Join(workView, "runner_args.json")}
+	l.collectOutput = true
 
 	res, err := s.sb.runProcess(ctx, l, c.tool.Timeout(), callDir, 0)
 	s.log.Debug("toolpkg: call finished", "toolset", c.toolset, "tool", c.tool.Name, "version", c.version,
@@ -253,7 +316,19 @@ func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
 	case res.signal != 0 || res.exitCode != 0:
 		return nil, &ExecError{Toolset: c.toolset, Tool: c.tool.Name, Reason: res.describeExit(l.limits), Stderr: stderr}
 	}
-	return c.readResult(work, stderr)
+	out, err := c.readResult(work, stderr)
+	r, ok := out.(*Result)
+	if !ok || err != nil {
+		return out, err
+	}
+	var files []outputFile
+	var notes []string
+	if s.sb.mode == ModeBwrap {
+		files, notes = readOutputTar(filepath.Join(callDir, "stdout"), s.artifacts)
+	} else {
+		files, notes = readOutputFiles(filepath.Join(work, "output"), s.artifacts)
+	}
+	return c.collect(ctx, r, files, notes, scope)
 }
 
 // readResult reads and decodes the result.json the tool left in dir.
@@ -348,6 +423,10 @@ type Result struct {
 	Data json.RawMessage
 	// DataObjects is result.json's data_objects, as JSON.
 	DataObjects json.RawMessage
+	// Artifacts are the artifacts the call saved: its output files, its
+	// data objects stored as artifacts, and its whole output when it was
+	// too long for the model.
+	Artifacts []ArtifactRef
 
 	text      string
 	truncated bool

@@ -1,7 +1,7 @@
 // Command toolset builds, checks and runs packaged toolsets: zips with a
 // manifest.yaml and tool executables (see package toolpkg).
 //
-//	toolset package DIR -o OUT.zip [--os OS] [--arch ARCH]
+//	toolset package DIR -o OUT.zip [--os OS] [--arch ARCH] [--dist DIST]
 //	toolset validate ZIP
 //	toolset inspect ZIP [--json] [--sandbox MODE]
 //	toolset call ZIP TOOL 'JSON' [--config KEY=VALUE]... [--sandbox MODE]
@@ -37,10 +37,12 @@ import (
 const usage = `usage: toolset <command> [arguments]
 
 Commands:
-  package DIR -o OUT.zip [--os OS] [--arch ARCH]
-        build a package from DIR (which holds manifest.yaml): Go tools are
-        cross-compiled with CGO_ENABLED=0 (default target: this machine),
-        script tools are copied with their extracted dependencies
+  package DIR -o OUT.zip [--os OS] [--arch ARCH] [--dist DIST]
+        build the source directory DIR (which holds manifest.yaml) into
+        DIST/<os>-<arch>/ (default DIST: DIR/dist) and zip it: DIR/build.sh
+        if present, else Go tools cross-compiled with CGO_ENABLED=0, else
+        pip install --target .../python from pyproject.toml or
+        requirements.txt, else DIR's files as they are
   validate ZIP
         check a package's structure and manifest without running anything
   inspect ZIP [--json] [--sandbox MODE] [--name NAME]
@@ -195,8 +197,9 @@ func parse(fs *flag.FlagSet, args []string, want int, names string) ([]string, e
 func cmdPackage(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("package", flag.ContinueOnError)
 	out := fs.String("o", "", "the zip to write")
-	goos := fs.String("os", "", "target GOOS of Go tools (default: this machine's)")
-	goarch := fs.String("arch", "", "target GOARCH of Go tools (default: this machine's)")
+	goos := fs.String("os", "", "target OS (default: $SAM_TOOL_TARGET_OS, else this machine's)")
+	goarch := fs.String("arch", "", "target architecture (default: $SAM_TOOL_TARGET_ARCH, else this machine's)")
+	dist := fs.String("dist", "", "where to make <os>-<arch>/ (default: DIR/dist)")
 	pos, err := parse(fs, args, 1, "DIR")
 	if err != nil {
 		return err
@@ -204,15 +207,18 @@ func cmdPackage(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *out == "" {
 		return usagef("-o OUT.zip is required")
 	}
-	var buf bytes.Buffer
-	m, err := toolpkg.Pack(ctx, pos[0], &buf, &toolpkg.PackOptions{GOOS: *goos, GOARCH: *goarch})
+	res, err := toolpkg.Build(ctx, pos[0], &toolpkg.BuildOptions{GOOS: *goos, GOARCH: *goarch, Out: *dist, Log: stderr})
 	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := toolpkg.ZipDir(res.Dir, &buf); err != nil {
 		return err
 	}
 	if err := os.WriteFile(*out, buf.Bytes(), 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s (%d bytes, %d executable(s))\n", *out, buf.Len(), len(m.Executables))
+	fmt.Fprintf(stdout, "built %s (%s)\nwrote %s (%d bytes, %d executable(s))\n", res.Dir, res.Method, *out, buf.Len(), len(res.Manifest.Executables))
 	return nil
 }
 

@@ -333,3 +333,35 @@ func TestErrorsSayEachThingOnce(t *testing.T) {
 		assert.LessOrEqual(t, strings.Count(stderr, prefix), 1, "%q said twice: %s", prefix, stderr)
 	}
 }
+
+// package builds DIR into DIST/<os>-<arch>/ by the platform's
+// conventions and zips it the same way every time.
+func TestPackageBuildsDistAndZipsDeterministically(t *testing.T) {
+	src := sourceDir(t)
+	dist := t.TempDir()
+	first := filepath.Join(t.TempDir(), "a.zip")
+	code, stdout, stderr := runCLI("package", src, "-o", first, "--dist", dist, "--os", "linux", "--arch", "arm64")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "built "+filepath.Join(dist, "linux-arm64")+" (go)")
+	assert.FileExists(t, filepath.Join(dist, "linux-arm64", "tooldemo"))
+	assert.FileExists(t, filepath.Join(dist, "linux-arm64", "manifest.yaml"))
+	second := filepath.Join(t.TempDir(), "b.zip")
+	code, _, stderr = runCLI("package", src, "-o", second, "--dist", dist, "--os", "linux", "--arch", "arm64")
+	require.Equal(t, 0, code, stderr)
+	a, err := os.ReadFile(first)
+	require.NoError(t, err)
+	b, err := os.ReadFile(second)
+	require.NoError(t, err)
+	assert.Equal(t, a, b, "the same source gives the same zip")
+
+	// A build.sh wins, and gets the target in the platform's variables.
+	require.NoError(t, os.WriteFile(filepath.Join(src, "build.sh"), []byte(`cp -r "$SAM_TOOL_OUTPUT_DIR/../linux-arm64/." "$SAM_TOOL_OUTPUT_DIR/" 2>/dev/null
+echo "$SAM_TOOL_TARGET_OS/$SAM_TOOL_TARGET_ARCH" > "$SAM_TOOL_OUTPUT_DIR/target.txt"
+`), 0o644))
+	code, stdout, stderr = runCLI("package", src, "-o", second, "--dist", dist, "--os", "linux", "--arch", "riscv64")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "(build.sh)")
+	got, err := os.ReadFile(filepath.Join(dist, "linux-riscv64", "target.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "linux/riscv64\n", string(got))
+}

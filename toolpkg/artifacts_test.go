@@ -1,0 +1,266 @@
+package toolpkg
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gotoolset/toolset"
+)
+
+// runWithScope is a run whose artifacts are those of one session.
+func runWithScope(id string) *toolset.RunContext {
+	return toolset.NewRun(id, toolset.WithValues(map[string]any{"app_name": "app", "user_id": "u1", "session_id": "s-" + id}))
+}
+
+func execIn(t *testing.T, run *toolset.RunContext, ts toolset.Toolset, name, args string) (any, error) {
+	t.Helper()
+	ctx, tools := turnTools(t, run, ts)
+	return tools.Execute(ctx, toolset.ToolCall{ID: "call-1", Name: name, Args: json.RawMessage(args)})
+}
+
+func loadArtifact(t *testing.T, s *Store, scope ArtifactScope, name string, version int) (ArtifactRef, string) {
+	t.Helper()
+	ref, rc, err := s.artifacts.Store.Load(context.Background(), scope, name, version)
+	require.NoError(t, err)
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	require.NoError(t, err)
+	return ref, string(b)
+}
+
+// Files written to output/ and data objects reach the caller: inline
+// objects as parts, the others saved as versioned artifacts and shown to
+// the model as references.
+func TestArtifactsOut(t *testing.T) {
+	for _, mode := range available(t) {
+		t.Run(string(mode), func(t *testing.T) {
+			s := openStore(t, Options{Sandbox: mode})
+			goToolset(t, s, "demo")
+			ts := s.ToolsetWithConfig("demo", Config{Toolset: map[string]any{"api_key": "k-123456"}})
+			run := runWithScope("out-" + string(mode))
+			defer run.End()
+			res, err := execIn(t, run, ts, "demo__report", `{"rows": 3}`)
+			require.NoError(t, err)
+			c, ok := res.(*toolset.Content)
+			require.True(t, ok, "%T", res)
+			r := c.Structured.(*Result)
+			require.Len(t, r.Artifacts, 2)
+			assert.Equal(t, ArtifactRef{Name: "squares.txt", Version: 1, Size: 7000, MIMEType: "text/plain", Description: "many squares"}, r.Artifacts[0])
+			assert.Equal(t, "report.csv", r.Artifacts[1].Name)
+			assert.Equal(t, "text/csv; charset=utf-8", r.Artifacts[1].MIMEType)
+			text := c.ModelText()
+			assert.Contains(t, text, "3 rows")
+			assert.Contains(t, text, "rows: 3", "the inline object is a part")
+			assert.Contains(t, text, `artifact saved: {"filename":"squares.txt","version":1,"size_bytes":7000,"mime_type":"text/plain","description":"many squares"}`)
+			assert.Contains(t, text, `artifact saved: {"filename":"report.csv","version":1`)
+			scope := ArtifactScope{AppName: "app", UserID: "u1", SessionID: "s-out-" + string(mode)}
+			_, data := loadArtifact(t, s, scope, "report.csv", 0)
+			assert.Equal(t, "n,square\n0,0\n1,1\n2,4\n", data)
+
+			// A second call makes version 2.
+			res, err = execIn(t, run, ts, "demo__report", `{"rows": 2}`)
+			require.NoError(t, err)
+			assert.Equal(t, 2, res.(*toolset.Content).Structured.(*Result).Artifacts[1].Version)
+			ref, data := loadArtifact(t, s, scope, "report.csv", 1)
+			assert.Equal(t, 1, ref.Version)
+			assert.Equal(t, "n,square\n0,0\n1,1\n2,4\n", data, "version 1 is kept")
+			// Another session does not see them.
+			_, _, err = s.artifacts.Store.Load(context.Background(), ArtifactScope{AppName: "app", UserID: "u2"}, "report.csv", 0)
+			require.ErrorIs(t, err, ErrArtifactNotFound)
+		})
+	}
+}
+
+// artifact_params: the artifact the model names is loaded into input/
+// and passed in artifact_paths and artifact_metadata.
+func TestArtifactsIn(t *testing.T) {
+	for _, mode := range available(t) {
+		t.Run(string(mode), func(t *testing.T) {
+			s := openStore(t, Options{Sandbox: mode})
+			info := goToolset(t, s, "demo")
+			for _, ti := range info.Tools {
+				if ti.Name == "count" {
+					assert.Equal(t, map[string]ArtifactParam{"doc": {Required: true}}, ti.ArtifactParams)
+				}
+			}
+			ts := s.ToolsetWithConfig("demo", Config{Toolset: map[string]any{"api_key": "k-123456"}})
+			run := runWithScope("in-" + string(mode))
+			defer run.End()
+			scope := ArtifactScope{AppName: "app", UserID: "u1", SessionID: "s-in-" + string(mode)}
+			_, err := s.artifacts.Store.Save(context.Background(), scope, ArtifactRef{Name: "notes.txt", MIMEType: "text/plain"}, strings.NewReader("a\nb\n"))
+			require.NoError(t, err)
+			_, err = s.artifacts.Store.Save(context.Background(), scope, ArtifactRef{Name: "notes.txt", MIMEType: "text/plain"}, strings.NewReader("a\nb\nc\n"))
+			require.NoError(t, err)
+
+			res, err := execIn(t, run, ts, "demo__count", `{"doc": "notes.txt"}`)
+			require.NoError(t, err)
+			data := resultData(t, res)
+			assert.Equal(t, float64(3), data["lines"], "the latest version")
+			assert.Equal(t, true, data["in_input"])
+			meta := data["meta"].(map[string]any)
+			assert.Equal(t, "notes.txt", meta["filename"])
+			assert.Equal(t, float64(2), meta["version"])
+			assert.Equal(t, "text/plain", meta["mime_type"])
+
+			res, err = execIn(t, run, ts, "demo__count", `{"doc": "notes.txt:1"}`)
+			require.NoError(t, err)
+			assert.Equal(t, float64(2), resultData(t, res)["lines"], "a version asked for")
+		})
+	}
+}
+
+// A missing required artifact is an error the model sees, and the tool
+// does not run.
+func TestMissingRequiredArtifactIsAModelError(t *testing.T) {
+	for _, mode := range available(t) {
+		t.Run(string(mode), func(t *testing.T) {
+			s := openStore(t, Options{Sandbox: mode})
+			goToolset(t, s, "demo")
+			ts := s.ToolsetWithConfig("demo", Config{Toolset: map[string]any{"api_key": "k-123456"}})
+			run := runWithScope("missing-" + string(mode))
+			defer run.End()
+			for args, want := range map[string]string{
+				`{"doc": "nothere.txt"}`:   `artifact parameter "doc": no artifact "nothere.txt"; the model can only name artifacts that exist`,
+				`{"doc": "../etc/passwd"}`: `artifact parameter "doc": invalid artifact name "../etc/passwd"`,
+				`{"doc": "a/b"}`:           `artifact parameter "doc": invalid artifact name "a/b"`,
+				`{"doc": ""}`:              `artifact parameter "doc": an artifact name is required`,
+			} {
+				_, err := execIn(t, run, ts, "demo__count", args)
+				var ae *ArtifactError
+				require.True(t, errors.As(err, &ae), "%s: %v", args, err)
+				text, ok := toolset.ErrorText(err)
+				require.True(t, ok)
+				assert.True(t, strings.HasPrefix(text, want), "%s: %s", args, text)
+			}
+		})
+	}
+}
+
+// A tool that leaves a symlink or a FIFO in output/ gets neither followed
+// nor opened: the entry is skipped and the model told.
+func TestOutputSymlinkAndFIFOAreRefused(t *testing.T) {
+	for _, mode := range available(t) {
+		for _, hostile := range []string{"symlink", "fifo"} {
+			t.Run(string(mode)+"/"+hostile, func(t *testing.T) {
+				s := openStore(t, Options{Sandbox: mode})
+				goToolset(t, s, "demo")
+				ts := s.ToolsetWithConfig("demo", Config{Toolset: map[string]any{"api_key": "k-123456"}})
+				run := runWithScope("h-" + hostile + string(mode))
+				defer run.End()
+				res, err := execIn(t, run, ts, "demo__report", `{"rows": 1, "hostile": "`+hostile+`"}`)
+				require.NoError(t, err)
+				c := res.(*toolset.Content)
+				text := c.ModelText()
+				assert.NotContains(t, text, "root:x:0", "a link is never followed")
+				what := map[string]string{"symlink": "passwd is a symbolic link", "fifo": "pipe is a named pipe (FIFO)"}[hostile]
+				assert.Contains(t, text, "note: output file "+what)
+				for _, a := range c.Structured.(*Result).Artifacts {
+					assert.NotEqual(t, "passwd", a.Name)
+					assert.NotEqual(t, "pipe", a.Name)
+				}
+			})
+		}
+	}
+}
+
+func TestHostileDataObjects(t *testing.T) {
+	s := openStore(t, Options{Sandbox: ModeDirect, Artifacts: &ArtifactOptions{MaxArtifactBytes: 1 << 20}})
+	goToolset(t, s, "demo")
+	ts := s.ToolsetWithConfig("demo", Config{Toolset: map[string]any{"api_key": "k-123456"}})
+	run := runWithScope("hostile-objects")
+	defer run.End()
+
+	// A name with ".." and slashes is not saved anywhere.
+	res, err := execIn(t, run, ts, "demo__report", `{"rows": 1, "hostile": "dotdot"}`)
+	require.NoError(t, err)
+	text := res.(*toolset.Content).ModelText()
+	assert.Contains(t, text, `note: artifact not saved: invalid artifact name "../../escape.txt"`)
+	assert.NoFileExists(t, filepath.Join(s.Dir(), "escape.txt"))
+	assert.NoFileExists(t, filepath.Join(s.Dir(), ".artifacts", "escape.txt"))
+
+	// A huge inline object is cut to what the model may see.
+	res, err = execIn(t, run, ts, "demo__report", `{"rows": 1, "hostile": "big"}`)
+	require.NoError(t, err)
+	c := res.(*toolset.Content)
+	var found bool
+	for _, p := range c.Parts {
+		if strings.HasPrefix(p.Text, "yyyy") {
+			found = true
+			assert.LessOrEqual(t, len(p.Text), DefaultReturnMaxBytes+100)
+			assert.Contains(t, p.Text, "[output cut: 8192 of 100000 bytes shown]")
+		}
+	}
+	assert.True(t, found)
+
+	// An artifact above the bound is refused, with a note.
+	res, err = execIn(t, run, ts, "demo__report", `{"rows": 1, "hostile": "huge"}`)
+	require.NoError(t, err)
+	assert.Contains(t, res.(*toolset.Content).ModelText(), `note: artifact "huge.bin" not saved: it is 3145728 bytes, more than 1048576`)
+}
+
+func TestDirArtifactStoreRefusesPathTricks(t *testing.T) {
+	dir := t.TempDir()
+	st, err := NewDirArtifactStore(filepath.Join(dir, "a"), 100)
+	require.NoError(t, err)
+	ctx := context.Background()
+	for _, name := range []string{"..", "../x", "a/b", `a\b`, ".hidden", "-rf", "x\ny", "", strings.Repeat("n", 256), "a..b", "trailing "} {
+		_, err := st.Save(ctx, ArtifactScope{}, ArtifactRef{Name: name}, strings.NewReader("x"))
+		require.Error(t, err, "%q", name)
+		_, _, err = st.Load(ctx, ArtifactScope{}, name, 0)
+		require.Error(t, err, "%q", name)
+	}
+	// Size bound: nothing stored.
+	_, err = st.Save(ctx, ArtifactScope{}, ArtifactRef{Name: "big.bin"}, bytes.NewReader(make([]byte, 101)))
+	require.ErrorContains(t, err, "more than 100 bytes")
+	_, _, err = st.Load(ctx, ArtifactScope{}, "big.bin", 0)
+	require.ErrorIs(t, err, ErrArtifactNotFound)
+
+	ref, err := st.Save(ctx, ArtifactScope{UserID: "u"}, ArtifactRef{Name: "ok.txt"}, strings.NewReader("hello"))
+	require.NoError(t, err)
+	assert.Equal(t, ArtifactRef{Name: "ok.txt", Version: 1, Size: 5, MIMEType: "application/octet-stream"}, ref)
+	_, _, err = st.Load(ctx, ArtifactScope{UserID: "u"}, "ok.txt", 2)
+	require.ErrorIs(t, err, ErrArtifactNotFound)
+}
+
+// A link planted in the store (say, by another process) is never
+// followed, for reading or for writing.
+func TestDirArtifactStoreSymlinkIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	st, err := NewDirArtifactStore(filepath.Join(dir, "a"), 0)
+	require.NoError(t, err)
+	ctx := context.Background()
+	scope := ArtifactScope{UserID: "u"}
+	_, err = st.Save(ctx, scope, ArtifactRef{Name: "f.txt"}, strings.NewReader("one"))
+	require.NoError(t, err)
+	artDir := filepath.Join(dir, "a", scopeDir(scope), "f.txt")
+	// The data file of version 1 replaced by a link to a host file.
+	secret := filepath.Join(dir, "secret")
+	require.NoError(t, os.WriteFile(secret, []byte("host secret"), 0o600))
+	require.NoError(t, os.Remove(filepath.Join(artDir, "1")))
+	require.NoError(t, os.Symlink(secret, filepath.Join(artDir, "1")))
+	_, _, err = st.Load(ctx, scope, "f.txt", 1)
+	require.Error(t, err)
+	// A directory of the store replaced by a link.
+	outside := filepath.Join(dir, "outside")
+	require.NoError(t, os.Mkdir(outside, 0o700))
+	require.NoError(t, os.RemoveAll(artDir))
+	require.NoError(t, os.Symlink(outside, artDir))
+	_, err = st.Save(ctx, scope, ArtifactRef{Name: "f.txt"}, strings.NewReader("two"))
+	require.ErrorContains(t, err, "symbolic link is refused")
+	des, _ := os.ReadDir(outside)
+	assert.Empty(t, des, "nothing written through the link")
+	// The store's own directory a link.
+	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "b")))
+	_, err = NewDirArtifactStore(filepath.Join(dir, "b"), 0)
+	require.Error(t, err)
+}

@@ -1,0 +1,378 @@
+package toolpkg
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gotoolset/toolset"
+)
+
+// ArtifactError reports an input artifact a call could not be given: a
+// required one that is missing, a name that is not valid, one too large.
+// The model sees it, so that it can pass another name.
+type ArtifactError struct {
+	Toolset, Tool string
+	// Param is the parameter that names the artifact.
+	Param string
+	// Reason says what is wrong.
+	Reason string
+}
+
+// Error implements error.
+func (e *ArtifactError) Error() string {
+	return fmt.Sprintf("toolpkg: toolset %q: tool %q: %s", e.Toolset, e.Tool, e.ModelText())
+}
+
+// ModelText implements [toolset.ModelError].
+func (e *ArtifactError) ModelText() string {
+	return fmt.Sprintf("artifact parameter %q: %s", e.Param, e.Reason)
+}
+
+// artifactScope returns the scope of the call's run.
+func artifactScope(rc *toolset.RunContext) ArtifactScope {
+	return ArtifactScope{AppName: runString(rc, "app_name"), UserID: runString(rc, "user_id"), SessionID: runString(rc, "session_id")}
+}
+
+// inputMeta is one entry of artifact_metadata.
+type inputMeta struct {
+	Filename  string `json:"filename"`
+	MIMEType  string `json:"mime_type"`
+	Version   int    `json:"version"`
+	LocalPath string `json:"local_path"`
+}
+
+// loadInputs loads the artifacts the call's arguments name, for the
+// tool's artifact_params, into work/input, and returns artifact_paths and
+// artifact_metadata.
+func (c *call) loadInputs(ctx context.Context, args json.RawMessage, work, workView string, scope ArtifactScope) (map[string]any, map[string]any, error) {
+	paths, metas := map[string]any{}, map[string]any{}
+	if len(c.tool.ArtifactParams) == 0 {
+		return paths, metas, nil
+	}
+	ao := c.store.artifacts
+	var argv map[string]json.RawMessage
+	if err := json.Unmarshal(args, &argv); err != nil {
+		argv = nil
+	}
+	fail := func(param, format string, a ...any) error {
+		return &ArtifactError{Toolset: c.toolset, Tool: c.tool.Name, Param: param, Reason: fmt.Sprintf(format, a...)}
+	}
+	params := sortedKeys(c.tool.ArtifactParams)
+	used := map[string]bool{}
+	count := 0
+	for _, p := range params {
+		ap := c.tool.ArtifactParams[p]
+		raw, ok := argv[p]
+		var names []string
+		if ok && string(raw) != "null" {
+			var one string
+			if err := json.Unmarshal(raw, &one); err == nil {
+				names = []string{one}
+			} else if err := json.Unmarshal(raw, &names); err != nil {
+				return nil, nil, fail(p, "expected an artifact name (or a list of names)")
+			}
+		}
+		if len(names) == 0 || (len(names) == 1 && names[0] == "") {
+			if ap.Required {
+				return nil, nil, fail(p, "an artifact name is required")
+			}
+			continue
+		}
+		for i, spec := range names {
+			count++
+			if count > ao.MaxArtifacts {
+				return nil, nil, fail(p, "the call names more than %d artifacts", ao.MaxArtifacts)
+			}
+			name, version := splitVersion(spec)
+			if err := CheckArtifactName(name); err != nil {
+				return nil, nil, fail(p, "%s", strings.TrimPrefix(err.Error(), "toolpkg: "))
+			}
+			ref, rc, err := ao.Store.Load(ctx, scope, name, version)
+			if errors.Is(err, ErrArtifactNotFound) {
+				if !ap.Required {
+					continue
+				}
+				return nil, nil, fail(p, "no artifact %s%s; the model can only name artifacts that exist", quoteShort(name), versionText(version))
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("toolpkg: tool %q: loading artifact %s: %w", c.tool.Name, quoteShort(name), unprefixed{err})
+			}
+			local := name
+			for n := 2; used[local]; n++ {
+				local = fmt.Sprintf("%d-%s", n, name)
+			}
+			used[local] = true
+			data, err := io.ReadAll(io.LimitReader(rc, ao.MaxArtifactBytes+1))
+			rc.Close()
+			if err == nil && int64(len(data)) > ao.MaxArtifactBytes {
+				return nil, nil, fail(p, "artifact %s is more than %d bytes", quoteShort(name), ao.MaxArtifactBytes)
+			}
+			if err == nil {
+				err = c.store.writeToolFile(filepath.Join(work, "input", local), data)
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("toolpkg: tool %q: loading artifact %s: %w", c.tool.Name, quoteShort(name), unprefixed{err})
+			}
+			key := p
+			if ap.List || len(names) > 1 {
+				key = fmt.Sprintf("%s[%d]", p, i)
+			}
+			lp := filepath.Join(workView, "input", local)
+			paths[key] = lp
+			metas[key] = inputMeta{Filename: ref.Name, MIMEType: ref.MIMEType, Version: ref.Version, LocalPath: lp}
+		}
+	}
+	return paths, metas, nil
+}
+
+// splitVersion reads "name:3" as version 3 of name; anything else is a
+// name, the latest version.
+func splitVersion(spec string) (string, int) {
+	if i := strings.LastIndexByte(spec, ':'); i > 0 {
+		if v, err := strconv.Atoi(spec[i+1:]); err == nil && v > 0 {
+			return spec[:i], v
+		}
+	}
+	return spec, 0
+}
+
+func versionText(v int) string {
+	if v > 0 {
+		return fmt.Sprintf(" version %d", v)
+	}
+	return ""
+}
+
+// dataObject is one entry of result.json's data_objects.
+type dataObject struct {
+	Name        string `json:"name"`
+	Content     string `json:"content"`
+	IsBinary    bool   `json:"is_binary"`
+	MIMEType    string `json:"mime_type"`
+	Disposition string `json:"disposition"`
+	Description string `json:"description"`
+	Preview     string `json:"preview"`
+}
+
+// collect turns a tool's result, its data objects and its output files
+// into what the caller gets: the *Result itself when there is nothing
+// else, else a *toolset.Content whose parts are the result's text, each
+// inline object and a reference to each saved artifact, and whose
+// Structured value is the *Result (with its Artifacts).
+func (c *call) collect(ctx context.Context, r *Result, files []outputFile, fileNotes []string, scope ArtifactScope) (any, error) {
+	ao := c.store.artifacts
+	var notes []string
+	var inline []toolset.Part
+	saved := 0
+	save := func(name, mimeType, desc string, data []byte) {
+		if saved >= ao.MaxArtifacts {
+			notes = append(notes, fmt.Sprintf("artifact %s not saved: a call saves at most %d artifacts", quoteShort(name), ao.MaxArtifacts))
+			return
+		}
+		if err := CheckArtifactName(name); err != nil {
+			notes = append(notes, fmt.Sprintf("artifact not saved: %s", strings.TrimPrefix(err.Error(), "toolpkg: ")))
+			return
+		}
+		if int64(len(data)) > ao.MaxArtifactBytes {
+			notes = append(notes, fmt.Sprintf("artifact %s not saved: it is %d bytes, more than %d", quoteShort(name), len(data), ao.MaxArtifactBytes))
+			return
+		}
+		ref, err := ao.Store.Save(ctx, scope, ArtifactRef{Name: name, MIMEType: mimeType, Description: desc}, bytes.NewReader(data))
+		if err != nil {
+			c.store.log.Warn("toolpkg: saving an artifact failed", "toolset", c.toolset, "tool", c.tool.Name, "artifact", name, "err", err)
+			notes = append(notes, fmt.Sprintf("artifact %s not saved: the artifact store failed", quoteShort(name)))
+			return
+		}
+		saved++
+		r.Artifacts = append(r.Artifacts, ref)
+	}
+
+	// Data objects, in order.
+	var objs []dataObject
+	if d := bytes.TrimSpace(r.DataObjects); len(d) > 0 && string(d) != "null" {
+		if err := json.Unmarshal(d, &objs); err != nil {
+			notes = append(notes, "data_objects ignored: not a list of {name, content, mime_type, disposition} objects")
+			objs = nil
+		}
+	}
+	for i, o := range objs {
+		if i >= ao.MaxArtifacts*2 {
+			notes = append(notes, fmt.Sprintf("%d more data objects ignored", len(objs)-i))
+			break
+		}
+		data := []byte(o.Content)
+		if o.IsBinary {
+			b, err := base64.StdEncoding.DecodeString(o.Content)
+			if err != nil {
+				notes = append(notes, fmt.Sprintf("data object %s ignored: is_binary is set and its content is not base64", quoteShort(o.Name)))
+				continue
+			}
+			data = b
+		}
+		mt := o.MIMEType
+		if mt == "" {
+			mt = "text/plain"
+		}
+		text := !o.IsBinary && isTextMIME(mt)
+		switch disp := o.Disposition; {
+		case disp == "inline" || ((disp == "" || disp == "auto") && len(data) <= ao.SaveThresholdBytes):
+			if text {
+				t, _ := capText(c.secrets.text(string(data)), ao.ReturnMaxBytes)
+				inline = append(inline, toolset.Part{Text: t})
+			} else if len(data) <= ao.ReturnMaxBytes {
+				inline = append(inline, toolset.Part{MIMEType: mt, Data: data})
+			} else {
+				// Too large to send: saved instead.
+				save(o.Name, mt, c.secrets.text(o.Description), data)
+			}
+		case disp == "" || disp == "auto" || disp == "artifact" || disp == "artifact_with_preview":
+			save(o.Name, mt, c.secrets.text(o.Description), data)
+			if disp == "artifact_with_preview" && len(r.Artifacts) > 0 && r.Artifacts[len(r.Artifacts)-1].Name == o.Name {
+				preview := o.Preview
+				if preview == "" && text {
+					preview = string(data)
+				}
+				if preview != "" {
+					t, _ := capText(c.secrets.text(preview), ao.ReturnMaxBytes)
+					inline = append(inline, toolset.Part{Text: "preview of " + o.Name + ":\n" + t})
+				}
+			}
+		default:
+			notes = append(notes, fmt.Sprintf("data object %s ignored: unknown disposition %s", quoteShort(o.Name), quoteShort(disp)))
+		}
+	}
+
+	// Files in output/, in name order.
+	notes = append(notes, fileNotes...)
+	for _, f := range files {
+		save(f.name, mimeOf(f.name, f.data), "", f.data)
+	}
+
+	full := c.secrets.text(r.render())
+	limit := min(ao.ReturnMaxBytes, c.store.opts.MaxOutputBytes)
+	savedText := false
+	if len(full) > ao.SaveThresholdBytes {
+		before := len(r.Artifacts)
+		save(c.tool.Name+"_output.txt", "text/plain", "the whole output of "+c.toolset+"__"+c.tool.Name, []byte(full))
+		savedText = len(r.Artifacts) > before
+	}
+	if len(notes) > 0 {
+		c.store.log.Warn("toolpkg: a tool's output was not all kept", "toolset", c.toolset, "tool", c.tool.Name, "problems", len(notes))
+	}
+	if len(r.Artifacts) == 0 && len(inline) == 0 && len(notes) == 0 {
+		return r, nil // r.text, capped at MaxOutputBytes, as before
+	}
+	text, cut := capText(full, limit)
+	if savedText {
+		text += fmt.Sprintf("\n[the whole output was saved as artifact %s version %d]", r.Artifacts[len(r.Artifacts)-1].Name, r.Artifacts[len(r.Artifacts)-1].Version)
+	}
+	r.text, r.truncated = text, cut
+	parts := []toolset.Part{{Text: text}}
+	parts = append(parts, inline...)
+	for _, a := range r.Artifacts {
+		b, _ := json.Marshal(a)
+		parts = append(parts, toolset.Part{Text: "artifact saved: " + string(b)})
+	}
+	for _, n := range notes {
+		parts = append(parts, toolset.Part{Text: "note: " + c.secrets.text(n)})
+	}
+	return &toolset.Content{Parts: parts, Structured: r}, nil
+}
+
+// outputFile is a regular file a tool left in output/.
+type outputFile struct {
+	name string
+	data []byte
+}
+
+// readOutputFiles reads the regular files at the top of dir, which a
+// tool wrote: no link is followed, no pipe opened, each file and all of
+// them together bounded. What is refused is said in the notes.
+func readOutputFiles(dir string, ao ArtifactOptions) ([]outputFile, []string) {
+	f, err := os.Open(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, []string{"output directory removed by the tool"}
+		}
+		return nil, []string{"output directory unreadable"}
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.IsDir() {
+		f.Close()
+		return nil, []string{"output directory replaced by the tool"}
+	}
+	// Read at most a bounded number of names.
+	names, _ := f.Readdirnames(ao.MaxArtifacts*4 + 1)
+	f.Close()
+	var notes []string
+	if len(names) > ao.MaxArtifacts*4 {
+		notes = append(notes, fmt.Sprintf("output directory holds more than %d entries; only the first are looked at", ao.MaxArtifacts*4))
+		names = names[:ao.MaxArtifacts*4]
+	}
+	sort.Strings(names)
+	var out []outputFile
+	var total int64
+	for _, n := range names {
+		if err := CheckArtifactName(n); err != nil {
+			notes = append(notes, fmt.Sprintf("output file %s skipped: its name is not a valid artifact name", quoteShort(n)))
+			continue
+		}
+		data, err := readWorkFile(dir, n, ao.MaxArtifactBytes)
+		var fe *FileError
+		switch {
+		case errors.As(err, &fe):
+			notes = append(notes, "output file "+fe.Error())
+			continue
+		case err != nil:
+			notes = append(notes, fmt.Sprintf("output file %s skipped: unreadable", quoteShort(n)))
+			continue
+		}
+		total += int64(len(data))
+		if total > ao.MaxArtifactBytes*4 {
+			notes = append(notes, fmt.Sprintf("output file %s skipped: the output files add up to more than %d bytes", quoteShort(n), ao.MaxArtifactBytes*4))
+			continue
+		}
+		out = append(out, outputFile{name: n, data: data})
+	}
+	return out, notes
+}
+
+// isTextMIME reports whether content of the type is text the model can
+// read.
+func isTextMIME(mt string) bool {
+	mt, _, _ = mime.ParseMediaType(mt)
+	return strings.HasPrefix(mt, "text/") || mt == "application/json" || strings.HasSuffix(mt, "+json") ||
+		mt == "application/xml" || strings.HasSuffix(mt, "+xml") || mt == "application/yaml" || mt == "application/csv"
+}
+
+// mimeOf guesses the type of an output file from its extension, then
+// its content.
+func mimeOf(name string, data []byte) string {
+	if t := mime.TypeByExtension(filepath.Ext(name)); t != "" {
+		return t
+	}
+	switch filepath.Ext(name) {
+	case ".csv":
+		return "text/csv"
+	case ".md":
+		return "text/markdown"
+	case ".json":
+		return "application/json"
+	}
+	if utf8.Valid(data) && !bytes.ContainsRune(data, 0) {
+		return "text/plain"
+	}
+	return "application/octet-stream"
+}
