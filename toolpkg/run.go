@@ -72,13 +72,18 @@ func (sb *sandbox) runProcess(ctx context.Context, l launch, timeout time.Durati
 
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := sb.command(runCtx, l)
+	cmd, err := sb.command(runCtx, l)
+	if err != nil {
+		return res, err
+	}
 	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = outF, errF
 	cmd.SysProcAttr = sb.sysProcAttr()
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	closeAll(cmd.ExtraFiles)
+	if err != nil {
 		return res, fmt.Errorf("starting %s: %w", cmd.Path, err)
 	}
 	waitErr := cmd.Wait()

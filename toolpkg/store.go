@@ -61,7 +61,30 @@ type Options struct {
 	// Logger receives the store's logs (default slog.Default()). Secret
 	// configuration values never reach it.
 	Logger *slog.Logger
+
+	// Python is the interpreter Python tools run with: a path, or a
+	// command looked up on PATH. Default: the SAM_STR_PYTHON environment
+	// variable, else python3. A wrapper (a pyenv shim) is seen through:
+	// the store asks the interpreter for its sys.executable and
+	// sys.prefix once, runs the former, and under bwrap shows the
+	// latter read-only at the same path.
+	Python string
+	// PythonPath is put on a Python tool's PYTHONPATH after
+	// <package>/python. Under bwrap its directories must be inside the
+	// sandbox's system directories (/usr, ...).
+	PythonPath []string
+	// StrictManifest refuses a manifest with unknown keys or without
+	// version or runtime, instead of warning (see [ParseManifestStrict]).
+	StrictManifest bool
+	// KillGrace is how long a tool has, between the SIGTERM sent at its
+	// timeout (or when its call is canceled) and the SIGKILL that ends
+	// it, to clean up and write its result (default
+	// DefaultKillGrace; negative: no grace, SIGKILL at once).
+	KillGrace time.Duration
 }
+
+// DefaultKillGrace is the default of Options.KillGrace.
+const DefaultKillGrace = 3 * time.Second
 
 // Info is the record of one toolset.
 type Info struct {
@@ -76,6 +99,9 @@ type Info struct {
 	Tools []ToolInfo `json:"tools,omitempty"`
 	// Errors are the discovery errors when Status is failed.
 	Errors []string `json:"errors,omitempty"`
+	// Warnings are what the current version's manifest holds that this
+	// runtime ignored (unknown keys, each with its line).
+	Warnings []string `json:"warnings,omitempty"`
 	// Updated is when the record last changed.
 	Updated time.Time `json:"updated"`
 }
@@ -84,6 +110,7 @@ func (i Info) clone() Info {
 	i.Executables = append([]Executable(nil), i.Executables...)
 	i.Tools = append([]ToolInfo(nil), i.Tools...)
 	i.Errors = append([]string(nil), i.Errors...)
+	i.Warnings = append([]string(nil), i.Warnings...)
 	return i
 }
 
@@ -117,6 +144,10 @@ type Store struct {
 	log  *slog.Logger
 	sb   *sandbox
 	lock *os.File
+
+	pyOnce sync.Once
+	py     *interpreter
+	pyErr  error
 
 	mu      sync.Mutex
 	entries map[string]*entry
@@ -159,6 +190,9 @@ func Open(dir string, opts *Options) (*Store, error) {
 	o.Limits = o.Limits.withDefaults()
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.KillGrace == 0 {
+		o.KillGrace = DefaultKillGrace
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -304,10 +338,12 @@ func (r record) check() error {
 		}
 		keys[ex.Key] = true
 		switch {
-		case ex.Runtime != RuntimeGo && ex.Runtime != RuntimePython:
+		case ex.Runtime != "" && ex.Runtime != RuntimeGo && ex.Runtime != RuntimePython:
 			return fmt.Errorf("executable %q: runtime %s is unknown", ex.Key, quoteShort(string(ex.Runtime)))
 		case ex.Profile != Restrictive && ex.Profile != Standard && ex.Profile != Permissive:
 			return fmt.Errorf("executable %q: sandbox profile %s is unknown", ex.Key, quoteShort(string(ex.Profile)))
+		case ex.Kind != "" && ex.Kind != KindNative && ex.Kind != KindPython && ex.Kind != KindScript:
+			return fmt.Errorf("executable %q: kind %s is unknown", ex.Key, quoteShort(string(ex.Kind)))
 		}
 		if clean, msg := cleanPackagePath(ex.Path); msg != "" || clean != ex.Path {
 			return fmt.Errorf("executable %q: path %s is not a path inside the package", ex.Key, quoteShort(ex.Path))
@@ -438,7 +474,7 @@ func (s *Store) Upload(ctx context.Context, name string, r io.ReaderAt, size int
 	if err := CheckName(name); err != nil {
 		return Info{}, err
 	}
-	c, err := validateZip(r, size, s.opts.Limits)
+	c, err := checkZip(r, size, s.opts.Limits, s.opts.StrictManifest)
 	if err != nil {
 		return Info{}, err
 	}
@@ -485,7 +521,11 @@ func (s *Store) Upload(ctx context.Context, name string, r io.ReaderAt, size int
 		s.mu.Unlock()
 		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, unprefixed{err})
 	}
-	rec := record{LastVersion: v, Info: Info{Name: name, Status: StatusPending, Version: v, Executables: exes, Updated: time.Now().UTC()}}
+	var warnings []string
+	for _, w := range c.manifest.Warnings {
+		warnings = append(warnings, ManifestName+": "+w.String())
+	}
+	rec := record{LastVersion: v, Info: Info{Name: name, Status: StatusPending, Version: v, Executables: exes, Warnings: warnings, Updated: time.Now().UTC()}}
 	if err := s.persist(rec); err != nil {
 		s.mu.Unlock()
 		removeAll(pkgDir)
@@ -500,6 +540,9 @@ func (s *Store) Upload(ctx context.Context, name string, r io.ReaderAt, size int
 	}
 	s.mu.Unlock()
 	s.log.Info("toolpkg: package accepted, discovering", "toolset", name, "version", v)
+	for _, w := range warnings {
+		s.log.Warn("toolpkg: "+w, "toolset", name, "version", v)
+	}
 	if s.sb.mode != ModeBwrap {
 		for _, ex := range exes {
 			if ex.Profile == Restrictive {
@@ -714,8 +757,15 @@ func (s *Store) discover(ctx context.Context, name, pkgDir string, exes []Execut
 	var tools []ToolInfo
 	var errs []string
 	owner := map[string]string{}
-	for _, ex := range exes {
-		out, err := s.schemaOf(ctx, pkgDir, ex)
+	for i := range exes {
+		kind, err := inspectExecutable(filepath.Join(pkgDir, filepath.FromSlash(exes[i].File)), exes[i].Runtime)
+		if err != nil {
+			errs = append(errs, cutProblem(fmt.Sprintf("executable %q: %s %v", exes[i].Key, exes[i].File, err)))
+			continue
+		}
+		exes[i].Kind = kind
+		ex := exes[i]
+		out, err := s.schemaOf(ctx, pkgDir, ex, nil)
 		if err != nil {
 			errs = append(errs, cutProblem(fmt.Sprintf("executable %q: %v", ex.Key, err)))
 			continue
@@ -772,14 +822,30 @@ func (s *Store) discover(ctx context.Context, name, pkgDir string, exes []Execut
 }
 
 // schemaOf runs "<executable> --schema" in the sandbox and returns what it
-// printed.
-func (s *Store) schemaOf(ctx context.Context, pkgDir string, ex Executable) ([]byte, error) {
+// printed. With a config, it runs "<executable> --schema --config FILE",
+// FILE holding the config as a JSON object.
+func (s *Store) schemaOf(ctx context.Context, pkgDir string, ex Executable, config map[string]any) ([]byte, error) {
 	callDir, work, err := s.newCallDir("schema-")
 	if err != nil {
 		return nil, err
 	}
 	defer removeAll(callDir)
-	l := launch{pkgDir: pkgDir, workDir: work, exe: ex.File, args: []string{"--schema"}, profile: ex.Profile, limits: s.limitsOf(ex)}
+	l, err := s.launchFor(pkgDir, work, ex)
+	if err != nil {
+		return nil, err
+	}
+	l.args = []string{"--schema"}
+	if config != nil {
+		data, err := json.Marshal(config)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the config for --schema --config: %w", err)
+		}
+		if err := s.writeToolFile(filepath.Join(work, "config.json"), data); err != nil {
+			return nil, err
+		}
+		_, workView := s.sb.paths(l)
+		l.args = append(l.args, "--config", filepath.Join(workView, "config.json"))
+	}
 	res, err := s.sb.runProcess(ctx, l, s.opts.DiscoveryTimeout, callDir, maxSchemaOutput)
 	switch {
 	case err != nil:
@@ -800,6 +866,28 @@ func stderrSuffix(stderr string) string {
 		return "; stderr was empty"
 	}
 	return "; stderr:\n" + stderr
+}
+
+// launchFor returns how to start an executable of the package in pkgDir,
+// with work as its work directory.
+func (s *Store) launchFor(pkgDir, work string, ex Executable) (launch, error) {
+	l := launch{pkgDir: pkgDir, workDir: work, exe: ex.File, profile: ex.Profile, limits: s.limitsOf(ex)}
+	kind := ex.Kind
+	if kind == "" {
+		// A record written before kinds were kept.
+		var err error
+		if kind, err = inspectExecutable(filepath.Join(pkgDir, filepath.FromSlash(ex.File)), ex.Runtime); err != nil {
+			return l, fmt.Errorf("%s %w", ex.File, err)
+		}
+	}
+	if kind == KindPython {
+		py, err := s.python()
+		if err != nil {
+			return l, err
+		}
+		l.python, l.pythonPath = py, s.opts.PythonPath
+	}
+	return l, nil
 }
 
 // limitsOf returns the resource limits an executable runs under: its

@@ -213,8 +213,11 @@ func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
 		return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, unprefixed{err})
 	}
 	defer removeAll(callDir)
-	l := launch{pkgDir: pkgDir, workDir: work, exe: c.exe.File, profile: c.exe.Profile, limits: s.limitsOf(c.exe),
-		stderrMargin: int64(12 * c.secrets.maxLen())}
+	l, err := s.launchFor(pkgDir, work, c.exe)
+	if err != nil {
+		return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, unprefixed{err})
+	}
+	l.stderrMargin = int64(12 * c.secrets.maxLen())
 	_, workView := s.sb.paths(l)
 	rc := toolset.FromContext(ctx)
 	ra := runnerArgs{

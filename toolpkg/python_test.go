@@ -1,0 +1,154 @@
+package toolpkg
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gotoolset/toolset"
+)
+
+func TestPythonPackageRunsUnchanged(t *testing.T) {
+	forEachMode(t, func(t *testing.T, mode Mode) {
+		_, ts := pyStore(t, mode, Options{})
+		ctx := context.Background()
+		tools, err := toolset.BuildTools(ctx, "tester", ts)
+		require.NoError(t, err)
+		assert.Contains(t, tools.Names(), "pyt__greet")
+		res, err := tools.Execute(ctx, toolset.ToolCall{Name: "pyt__greet", Args: []byte(`{"name":"Ada"}`)})
+		require.NoError(t, err)
+		text, err := toolset.ResultText(res)
+		require.NoError(t, err)
+		assert.True(t, strings.HasPrefix(text, "** hello, Ada **"), "the vendored dependency under python/ was imported: %s", text)
+
+		res, err = tools.Execute(ctx, toolset.ToolCall{Name: "pyt__where", Args: []byte(`{}`)})
+		require.NoError(t, err)
+		data := resultData(t, res)
+		assert.NotContains(t, data["executable"], "/opt/buildbox", "the shebang is not used")
+		assert.True(t, strings.HasSuffix(data["pythonpath"].(string), "/python"), "PYTHONPATH is <package>/python: %v", data["pythonpath"])
+		assert.Contains(t, data["sdk"], "/python/sam_tool_sdk/", "the SDK stand-in comes from the package")
+		if mode == ModeBwrap {
+			assert.Equal(t, "/toolset/pkg/python", data["pythonpath"])
+		}
+	})
+}
+
+func TestDocStyleManifestWarnsAndStrictModeRefuses(t *testing.T) {
+	m, err := ParseManifest([]byte(pyManifest))
+	require.NoError(t, err)
+	assert.Equal(t, 1, m.Version, "version defaults to 1")
+	assert.Equal(t, "Python tools built with the platform's conventions", m.Description)
+	ex := m.Executables[0]
+	assert.Equal(t, Runtime(""), ex.Runtime, "runtime is optional")
+	assert.Equal(t, "A console script in the pip layout", ex.Description)
+	assert.Equal(t, "src/pytools", ex.ToolDir)
+	assert.Equal(t, 3600, ex.SchemaRefreshSeconds)
+	require.Len(t, m.Warnings, 1)
+	assert.Equal(t, "tools.pytools.author: unknown field, ignored; known fields: runtime, executable, timeout_seconds, sandbox_profile, resource_limits, description, tool_dir, schema_refresh_seconds (line 9)", m.Warnings[0].String())
+
+	_, err = ParseManifestStrict([]byte(pyManifest))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "tools.pytools.author: unknown field")
+	assert.Contains(t, err.Error(), "tools.pytools.runtime: required")
+	assert.Contains(t, err.Error(), `version: required`)
+
+	s := openStore(t, pyOptions(t, ModeDirect))
+	info := upload(t, s, "pyt", pyPackage(t))
+	require.Equal(t, StatusReady, info.Status, "%v", info.Errors)
+	assert.Equal(t, []string{"manifest.yaml: " + m.Warnings[0].String()}, info.Warnings)
+	assert.Equal(t, KindPython, info.Executables[0].Kind)
+	assert.Equal(t, "python/bin/pytools", info.Executables[0].File, "looked up under python/bin/")
+
+	opts := pyOptions(t, ModeDirect)
+	opts.StrictManifest = true
+	strict := openStore(t, opts)
+	data := pyPackage(t)
+	_, err = strict.Upload(context.Background(), "pyt", bytes.NewReader(data), int64(len(data)))
+	var ve *ValidationError
+	require.ErrorAs(t, err, &ve)
+	assert.Contains(t, err.Error(), "tools.pytools.author: unknown field")
+}
+
+// crossBinary builds a tiny Go program for goos/goarch.
+func crossBinary(t *testing.T, goos, goarch string) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module tiny\n\ngo 1.21\n"), 0o644))
+	out := filepath.Join(dir, "tiny")
+	cmd := exec.Command(goTool(), "build", "-trimpath", "-ldflags=-s -w", "-o", out, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch, "GOWORK=off", "GOFLAGS=")
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	return data
+}
+
+func TestWrongArchitectureBinaryIsADiscoveryError(t *testing.T) {
+	other := "arm64"
+	if runtime.GOARCH == "arm64" {
+		other = "amd64"
+	}
+	bin := crossBinary(t, "linux", other)
+	forEachMode(t, func(t *testing.T, mode Mode) {
+		s := openStore(t, Options{Sandbox: mode})
+		info := upload(t, s, "cross", makeZip(t,
+			zfile{name: "manifest.yaml", data: []byte("tools:\n  tiny:\n    executable: tiny\n")},
+			zfile{name: "tiny", data: bin, mode: 0o755, store: true}))
+		require.Equal(t, StatusFailed, info.Status)
+		require.Len(t, info.Errors, 1)
+		assert.Equal(t, fmt.Sprintf(`executable "tiny": tiny is an ELF binary for linux/%s (64-bit); this runtime runs linux/%s binaries: build it with GOOS=linux GOARCH=%s`,
+			other, runtime.GOARCH, runtime.GOARCH), info.Errors[0])
+	})
+}
+
+func TestForeignBinaryFormatsAreNamed(t *testing.T) {
+	macho := []byte{0xcf, 0xfa, 0xed, 0xfe, 0x0c, 0x00, 0x00, 0x01, 0, 0, 0, 0}
+	tests := map[string]struct {
+		head []byte
+		want string
+	}{
+		"Mach-O":      {macho, "is a Mach-O binary (macOS) for arm64; this runtime runs " + hostPlatform()},
+		"PE":          {[]byte("MZ\x90\x00"), "is a PE binary (Windows); this runtime runs " + hostPlatform()},
+		"FreeBSD ELF": {append([]byte("\x7fELF\x02\x01\x01\x09"), make([]byte, 12)...), "is an ELF binary for freebsd/"},
+		"truncated":   {[]byte("\x7fELF\x02"), "is a truncated ELF file"},
+		"data":        {[]byte("(not a program at all)"), `is neither a binary for ` + hostPlatform() + ` nor a script with a "#!" line (it starts "(not a program a"...)`},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := classify(tt.head, "tool", "")
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+	for head, want := range map[string]ExecKind{
+		"#!/opt/buildbox/bin/python3.12\n":     KindPython,
+		"#!/usr/bin/env -S python3 -u\n":       KindPython,
+		"#!/usr/bin/env python\n":              KindPython,
+		"#!/bin/sh\necho python\n":             KindScript,
+		"#!/usr/local/bin/pythonista-runner\n": KindScript,
+		"import sys\n":                         "",
+	} {
+		got, err := classify([]byte(head), "tool", "")
+		if want == "" {
+			assert.Error(t, err, head)
+			got, err = classify([]byte(head), "tool", RuntimePython)
+			require.NoError(t, err)
+			assert.Equal(t, KindPython, got, "a script without #! is Python when the manifest says so")
+			continue
+		}
+		require.NoError(t, err, head)
+		assert.Equal(t, want, got, head)
+	}
+}
