@@ -82,7 +82,7 @@ def where(args, ctx):
 
 
 @tool("term", "Sleep until SIGTERM, then write the result during the grace period.",
-      {"type": "object", "properties": {"linger": {"type": "number"}}})
+      {"type": "object", "properties": {"linger": {"type": "number"}}}, timeout_seconds=1)
 def term(args, ctx):
     def on_term(signum, frame):
         time.sleep(args.get("linger", 0.2))
@@ -94,7 +94,7 @@ def term(args, ctx):
         time.sleep(0.05)
 
 
-@tool("ignore_term", "Ignore SIGTERM and sleep forever.", {"type": "object", "properties": {}})
+@tool("ignore_term", "Ignore SIGTERM and sleep forever.", {"type": "object", "properties": {}}, timeout_seconds=1)
 def ignore_term(args, ctx):
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     while True:
@@ -178,9 +178,9 @@ class LLMNotAvailable(Exception):
     pass
 
 
-def tool(name, description, parameters, config_schema=None, instructions=None, dynamic=None):
+def tool(name, description, parameters, config_schema=None, instructions=None, dynamic=None, timeout_seconds=None):
     def deco(fn):
-        _TOOLS[name] = dict(fn=fn, description=description, parameters=parameters,
+        _TOOLS[name] = dict(fn=fn, description=description, parameters=parameters, timeout_seconds=timeout_seconds,
                             config_schema=config_schema, instructions=instructions, dynamic=dynamic)
         return fn
     return deco
@@ -194,6 +194,8 @@ def _schema(config):
             entry["config_schema"] = t["config_schema"]
         if t["instructions"]:
             entry["instructions"] = t["instructions"]
+        if t["timeout_seconds"]:
+            entry["timeout_seconds"] = t["timeout_seconds"]
         if config is not None and t["dynamic"]:
             over = t["dynamic"](config)
             if over:

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -151,4 +152,36 @@ func TestForeignBinaryFormatsAreNamed(t *testing.T) {
 		require.NoError(t, err, head)
 		assert.Equal(t, want, got, head)
 	}
+}
+
+func TestResultWrittenDuringTheGraceIsKept(t *testing.T) {
+	forEachMode(t, func(t *testing.T, mode Mode) {
+		_, ts := pyStore(t, mode, Options{KillGrace: 3 * time.Second})
+		tools, err := toolset.BuildTools(context.Background(), "tester", ts)
+		require.NoError(t, err)
+		// Its schema gives it a timeout of 1 s.
+		start := time.Now()
+		res, err := tools.Execute(context.Background(), toolset.ToolCall{Name: "pyt__term", Args: []byte(`{"linger": 0.3}`)})
+		require.NoError(t, err, "the result written after SIGTERM is the answer")
+		assert.Equal(t, float64(15), resultData(t, res)["signal"], "SIGTERM")
+		assert.Contains(t, res.(*Result).Message, "cleaned up after SIGTERM")
+		elapsed := time.Since(start)
+		assert.Greater(t, elapsed, time.Second)
+		assert.Less(t, elapsed, 3500*time.Millisecond, "it exited in the grace; no SIGKILL wait")
+	})
+}
+
+func TestToolIgnoringSIGTERMIsKilledAfterTheGrace(t *testing.T) {
+	forEachMode(t, func(t *testing.T, mode Mode) {
+		_, ts := pyStore(t, mode, Options{KillGrace: 500 * time.Millisecond})
+		tools, err := toolset.BuildTools(context.Background(), "tester", ts)
+		require.NoError(t, err)
+		start := time.Now()
+		_, err = tools.Execute(context.Background(), toolset.ToolCall{Name: "pyt__ignore_term", Args: []byte(`{}`)})
+		var te *TimeoutError
+		require.ErrorAs(t, err, &te)
+		elapsed := time.Since(start)
+		assert.Greater(t, elapsed, time.Second+400*time.Millisecond, "SIGKILL waits for the grace")
+		assert.Less(t, elapsed, 3500*time.Millisecond)
+	})
 }

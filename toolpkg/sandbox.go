@@ -141,6 +141,9 @@ type launch struct {
 	// interpreter, pythonPath on PYTHONPATH after <package>/python.
 	python     *interpreter
 	pythonPath []string
+	// grace is how long the tool has between SIGTERM and SIGKILL when
+	// its time is up or its call is canceled; 0: SIGKILL at once.
+	grace time.Duration
 	// binds are host files or directories the tool sees at a path of
 	// its own under bwrap (the status pipe, the scratch directory);
 	// outside bwrap it is given their host paths.

@@ -871,7 +871,8 @@ func stderrSuffix(stderr string) string {
 // launchFor returns how to start an executable of the package in pkgDir,
 // with work as its work directory.
 func (s *Store) launchFor(pkgDir, work string, ex Executable) (launch, error) {
-	l := launch{pkgDir: pkgDir, workDir: work, exe: ex.File, profile: ex.Profile, limits: s.limitsOf(ex)}
+	l := launch{pkgDir: pkgDir, workDir: work, exe: ex.File, profile: ex.Profile, limits: s.limitsOf(ex),
+		grace: max(s.opts.KillGrace, 0)}
 	kind := ex.Kind
 	if kind == "" {
 		// A record written before kinds were kept.

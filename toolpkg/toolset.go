@@ -252,6 +252,13 @@ func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
 	case err != nil:
 		return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, unprefixed{err})
 	case res.timedOut:
+		// A result written in the grace between SIGTERM and SIGKILL is
+		// the tool's answer.
+		if out, err := c.readResult(work, stderr); err == nil {
+			return out, nil
+		} else if _, ok := err.(*ExecError); !ok {
+			return out, err
+		}
 		return nil, &TimeoutError{Toolset: c.toolset, Tool: c.tool.Name, Timeout: c.tool.Timeout()}
 	case res.signal != 0 || res.exitCode != 0:
 		return nil, &ExecError{Toolset: c.toolset, Tool: c.tool.Name, Reason: res.describeExit(l.limits), Stderr: stderr}
