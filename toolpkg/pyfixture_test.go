@@ -64,8 +64,8 @@ def greet(args, ctx):
         ctx.status("step %d of 3" % (i + 1))
     flood = args.get("flood")
     if flood == "garbage":
-        ctx.raw_status(b"not json\n{\"status\": 7}\n\x00\xff\xfe\n" + b"x" * 200000 + b"\n")
-        ctx.raw_status(b"{\"status\": \"after the garbage\"}\n")
+        ctx.raw_status(b"not json\n{\"status\": 7}\n\x00\xff\xfe\n" + b"x" * 200000 + b"\n", patient=True)
+        ctx.raw_status(b"{\"status\": \"after the garbage\"}\n", patient=True)
     elif flood == "lots":
         for i in range(20000):
             ctx.status("flood %d" % i)
@@ -217,14 +217,18 @@ class Context:
             except OSError:
                 self._pipe = None
 
-    def raw_status(self, data):
+    def raw_status(self, data, patient=False):
         if self._pipe is None:
             return
         while data:
             try:
                 n = os.write(self._pipe, data)
             except BlockingIOError:
-                return
+                if not patient:
+                    return
+                import time
+                time.sleep(0.001)
+                continue
             except OSError:
                 return
             data = data[n:]

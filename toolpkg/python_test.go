@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -183,5 +184,61 @@ func TestToolIgnoringSIGTERMIsKilledAfterTheGrace(t *testing.T) {
 		elapsed := time.Since(start)
 		assert.Greater(t, elapsed, time.Second+400*time.Millisecond, "SIGKILL waits for the grace")
 		assert.Less(t, elapsed, 3500*time.Millisecond)
+	})
+}
+
+// progressRecorder collects the progress reports of calls.
+type progressRecorder struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (r *progressRecorder) add(p toolset.Progress) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, p.Message)
+}
+
+func (r *progressRecorder) all() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.got...)
+}
+
+func TestStatusPipeReachesTheProgressCallback(t *testing.T) {
+	forEachMode(t, func(t *testing.T, mode Mode) {
+		_, ts := pyStore(t, mode, Options{})
+		var rec progressRecorder
+		ctx := toolset.WithProgress(context.Background(), rec.add)
+		_, err := callTool(ctx, t, ts, "pyt__greet", `{"name":"Ada"}`)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"step 1 of 3", "step 2 of 3", "step 3 of 3"}, rec.all())
+
+		// Without a callback the tool writes all the same, and nobody
+		// waits.
+		_, err = callTool(context.Background(), t, ts, "pyt__greet", `{"name":"Ada"}`)
+		require.NoError(t, err)
+	})
+}
+
+func TestStatusPipeFloodedWithGarbageIsBounded(t *testing.T) {
+	forEachMode(t, func(t *testing.T, mode Mode) {
+		_, ts := pyStore(t, mode, Options{})
+		var rec progressRecorder
+		ctx := toolset.WithProgress(context.Background(), rec.add)
+		res, err := callTool(ctx, t, ts, "pyt__greet", `{"name":"Ada","flood":"garbage"}`)
+		require.NoError(t, err, "garbage on the status pipe does not fail the call")
+		assert.Contains(t, res.(*Result).Message, "hello, Ada")
+		assert.Equal(t, []string{"step 1 of 3", "step 2 of 3", "step 3 of 3", "after the garbage"}, rec.all(),
+			"lines that are not JSON, not a string status, or longer than %d bytes are skipped", maxStatusLine)
+
+		rec = progressRecorder{}
+		start := time.Now()
+		_, err = callTool(ctx, t, ts, "pyt__greet", `{"name":"Ada","flood":"lots"}`)
+		require.NoError(t, err)
+		got := rec.all()
+		assert.LessOrEqual(t, len(got), maxStatusReports, "reports per call are capped")
+		assert.Equal(t, "step 1 of 3", got[0])
+		assert.Less(t, time.Since(start), 4*time.Second, "a flood does not hold the call up")
 	})
 }

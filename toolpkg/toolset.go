@@ -219,6 +219,13 @@ func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
 	}
 	l.stderrMargin = int64(12 * c.secrets.maxLen())
 	_, workView := s.sb.paths(l)
+	pipe := filepath.Join(work, statusPipeName)
+	if err := s.makeStatusPipe(pipe); err != nil {
+		return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, unprefixed{err})
+	}
+	if s.sb.mode == ModeBwrap {
+		l.binds = append(l.binds, bind{host: pipe, inside: bwrapWorkDir + "/" + statusPipeName})
+	}
 	rc := toolset.FromContext(ctx)
 	ra := runnerArgs{
 		ToolName: c.tool.Name, Args: args, ToolConfig: c.config,
@@ -226,6 +233,7 @@ func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
 		TaskID: rc.ID(), UserID: runString(rc, "user_id"), SessionID: runString(rc, "session_id"), AppName: runString(rc, "app_name"),
 		ArtifactPaths: map[string]any{}, ArtifactMetadata: map[string]any{},
 		ToolAuthHeaders: map[string]string{}, VolumeMounts: []any{},
+		StatusPipe: filepath.Join(workView, statusPipeName),
 	}
 	if ra.ToolConfig == nil {
 		ra.ToolConfig = map[string]any{}
@@ -242,7 +250,15 @@ func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
 	}
 	l.args = []string{filepath.Join(workView, "runner_args.json")}
 
+	status, err := readStatus(ctx, pipe, c.secrets)
+	if err != nil {
+		return nil, fmt.Errorf("toolpkg: tool %q: status pipe: %w", c.tool.Name, unprefixed{err})
+	}
 	res, err := s.sb.runProcess(ctx, l, c.tool.Timeout(), callDir, 0)
+	if reports, skipped, dropped := status.stop(); skipped+dropped > 0 {
+		s.log.Debug("toolpkg: status pipe lines not reported", "toolset", c.toolset, "tool", c.tool.Name,
+			"reported", reports, "not a status or too long", skipped, "beyond the cap", dropped)
+	}
 	s.log.Debug("toolpkg: call finished", "toolset", c.toolset, "tool", c.tool.Name, "version", c.version,
 		"exit", res.describeExit(l.limits), "wall", res.wall.Round(time.Millisecond), "cpu", res.cpu.Round(time.Millisecond))
 	stderr := res.stderrText(c.secrets)
