@@ -242,3 +242,55 @@ func TestStatusPipeFloodedWithGarbageIsBounded(t *testing.T) {
 		assert.Less(t, time.Since(start), 4*time.Second, "a flood does not hold the call up")
 	})
 }
+
+func TestDiscoveryWithConfigShowsConfiguredTools(t *testing.T) {
+	forEachMode(t, func(t *testing.T, mode Mode) {
+		s, plain := pyStore(t, mode, Options{})
+		ctx := context.Background()
+		tools, err := toolset.BuildTools(ctx, "tester", plain)
+		require.NoError(t, err)
+		assert.Contains(t, tools.Names(), "pyt__query", "no configuration: the tool as discovered")
+		instr, err := toolset.Instructions(ctx, plain)
+		require.NoError(t, err)
+		assert.Equal(t, "Greet people by name with pytools__greet.", instr)
+
+		ts := s.Toolset("pyt", map[string]any{"database": "sales", "tables": "orders,items"})
+		tools, err = toolset.BuildTools(ctx, "tester", ts)
+		require.NoError(t, err)
+		assert.NotContains(t, tools.Names(), "pyt__query")
+		q, ok := tools.Lookup("pyt__query_sales")
+		require.True(t, ok, "renamed by its configuration: %v", tools.Names())
+		assert.Equal(t, "Query the sales database.", q.Description)
+		params, err := q.ParametersJSON()
+		require.NoError(t, err)
+		assert.Contains(t, string(params), `"enum":["orders","items"]`)
+		instr, err = toolset.Instructions(ctx, ts)
+		require.NoError(t, err)
+		assert.Equal(t, "Greet people by name with pytools__greet.\n\nUse query_sales for questions about sales.", instr,
+			"the instructions of the schema, as configured, reach the system prompt")
+
+		res, err := tools.Execute(ctx, toolset.ToolCall{Name: "pyt__query_sales", Args: []byte(`{"sql":"SELECT 1"}`)})
+		require.NoError(t, err)
+		assert.Equal(t, "ran SELECT 1 on sales", res.(*Result).Message)
+	})
+}
+
+func TestErrorCodeAndPendingResults(t *testing.T) {
+	forEachMode(t, func(t *testing.T, mode Mode) {
+		_, ts := pyStore(t, mode, Options{})
+		ctx := context.Background()
+		_, err := callTool(ctx, t, ts, "pyt__login", `{}`)
+		var ae *AuthRequiredError
+		require.ErrorAs(t, err, &ae, "AUTH_REQUIRED is a distinct error: %v", err)
+		assert.Equal(t, "sign in to the ledger service first", ae.Message)
+		msg, forModel := toolset.ErrorText(err)
+		assert.True(t, forModel)
+		assert.Equal(t, "authorization required: sign in to the ledger service first", msg)
+
+		res, err := callTool(ctx, t, ts, "pyt__approve", `{}`)
+		require.NoError(t, err, "pending is a result")
+		r := res.(*Result)
+		assert.True(t, r.Pending())
+		assert.Equal(t, "status: pending\nwaiting for approval\n{\"approval\": {\"question\": \"Pay 10 EUR?\"}}", r.ModelText())
+	})
+}

@@ -30,6 +30,9 @@ type ToolInfo struct {
 	// TimeoutSeconds is the call timeout: the tool's own, else the
 	// manifest entry's.
 	TimeoutSeconds int `json:"timeout_seconds"`
+	// Instructions is text for the system prompt while the tool is
+	// available ([Toolset.Instructions]).
+	Instructions string `json:"instructions,omitempty"`
 }
 
 // Timeout returns the call timeout.
@@ -83,6 +86,7 @@ type schemaTool struct {
 	Parameters     json.RawMessage `json:"parameters"`
 	ConfigSchema   json.RawMessage `json:"config_schema"`
 	TimeoutSeconds *json.Number    `json:"timeout_seconds"`
+	Instructions   *string         `json:"instructions"`
 }
 
 // parseSchemaOutput parses and checks the --schema output of the executable
@@ -140,6 +144,13 @@ func parseSchemaOutput(e Executable, out []byte) ([]ToolInfo, []string) {
 				add("tool %q: timeout_seconds must be a positive integer, got %s", name, strings.Trim(quoteShort(st.TimeoutSeconds.String()), `"`))
 			} else {
 				ti.TimeoutSeconds = int(t)
+			}
+		}
+		if st.Instructions != nil {
+			if len(*st.Instructions) > MaxDescriptionBytes {
+				add("tool %q: instructions are %d bytes; at most %d are allowed", name, len(*st.Instructions), MaxDescriptionBytes)
+			} else {
+				ti.Instructions = strings.TrimSpace(strings.ToValidUTF8(*st.Instructions, "\uFFFD"))
 			}
 		}
 		cfg, cprobs := parseConfigSchema(st.ConfigSchema)

@@ -852,6 +852,10 @@ func (s *Store) schemaOf(ctx context.Context, pkgDir string, ex Executable, conf
 		return nil, fmt.Errorf("--schema did not run: %w", err)
 	case res.timedOut:
 		return nil, fmt.Errorf("--schema did not finish within %s (discovery timeout)", s.opts.DiscoveryTimeout)
+	case config != nil && res.signal == 0 && res.exitCode == 1:
+		// Exit code 1 is bad usage: an executable that does not know
+		// --config.
+		return nil, fmt.Errorf("%w (exit code 1)%s", errNoConfigFlag, stderrSuffix(res.stderrText(nil)))
 	case res.signal != 0 || res.exitCode != 0:
 		return nil, fmt.Errorf("--schema failed (%s)%s", res.describeExit(l.limits), stderrSuffix(res.stderrText(nil)))
 	case res.stdoutN > maxSchemaOutput:
@@ -859,6 +863,10 @@ func (s *Store) schemaOf(ctx context.Context, pkgDir string, ex Executable, conf
 	}
 	return bytes.TrimSpace(res.stdout), nil
 }
+
+// errNoConfigFlag is the error of an executable that refuses
+// --schema --config as bad usage.
+var errNoConfigFlag = errors.New("--schema --config was refused as bad usage")
 
 func stderrSuffix(stderr string) string {
 	stderr = strings.TrimSpace(stderr)

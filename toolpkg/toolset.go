@@ -31,9 +31,10 @@ type Toolset struct {
 
 // built caches the tools of one version.
 type built struct {
-	version int
-	tools   []toolset.Tool
-	err     error
+	version      int
+	tools        []toolset.Tool
+	instructions string
+	err          error
 }
 
 // Toolset returns the toolset name of the store as a [toolset.Toolset],
@@ -114,8 +115,12 @@ func (t *Toolset) GetTools(ctx context.Context) ([]toolset.Tool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.built == nil || t.built.version != info.Version {
-		tools, err := t.build(info)
-		t.built = &built{version: info.Version, tools: tools, err: err}
+		tools, instr, err := t.build(ctx, info)
+		if err != nil && ctx.Err() != nil {
+			// Canceled: the next turn tries again.
+			return nil, err
+		}
+		t.built = &built{version: info.Version, tools: tools, instructions: instr, err: err}
 	}
 	if t.built.err != nil {
 		return nil, t.built.err
@@ -124,20 +129,24 @@ func (t *Toolset) GetTools(ctx context.Context) ([]toolset.Tool, error) {
 }
 
 // build makes the tools of one ready version.
-func (t *Toolset) build(info Info) ([]toolset.Tool, error) {
+func (t *Toolset) build(ctx context.Context, info Info) ([]toolset.Tool, string, error) {
 	cfg, secrets, err := configFor(t.name, info.Tools, t.config)
 	if err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	if info.Tools, err = t.configuredTools(ctx, info, cfg); err != nil {
+		return nil, "", err
 	}
 	exes := map[string]Executable{}
 	for _, ex := range info.Executables {
 		exes[ex.Key] = ex
 	}
 	tools := make([]toolset.Tool, 0, len(info.Tools))
+	var instr []string
 	for _, ti := range info.Tools {
 		params, err := toolset.ParseSchema(ti.Parameters)
 		if err != nil {
-			return nil, fmt.Errorf("toolpkg: toolset %q: tool %q: parameters: %w", t.name, ti.Name, unprefixed{err})
+			return nil, "", fmt.Errorf("toolpkg: toolset %q: tool %q: parameters: %w", t.name, ti.Name, unprefixed{err})
 		}
 		c := &call{
 			store: t.store, toolset: t.name, version: info.Version, tool: ti,
@@ -149,8 +158,34 @@ func (t *Toolset) build(info Info) ([]toolset.Tool, error) {
 				"toolpkg.tool":    ti.Name,
 				"toolpkg.version": strconv.Itoa(info.Version),
 			})))
+		if ti.Instructions != "" {
+			instr = append(instr, ti.Instructions)
+		}
 	}
-	return tools, nil
+	return tools, strings.Join(instr, "\n\n"), nil
+}
+
+// Instructions implements [toolset.InstructionsProvider]: the
+// instructions the tools' schemas give (discovered with the toolset's
+// configuration), in tool order, separated by blank lines; "" while the
+// toolset is not ready (GetTools says why).
+func (t *Toolset) Instructions(ctx context.Context) (string, error) {
+	if t == nil {
+		return "", errNilToolset
+	}
+	if _, err := t.GetTools(ctx); err != nil {
+		var nr *NotReadyError
+		if errors.As(err, &nr) {
+			return "", nil
+		}
+		return "", err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.built == nil {
+		return "", nil
+	}
+	return t.built.instructions, nil
 }
 
 // call runs one tool of one version.
@@ -193,6 +228,7 @@ type resultDoc struct {
 		Message       string          `json:"message"`
 		Data          json.RawMessage `json:"data"`
 		DataObjects   json.RawMessage `json:"data_objects"`
+		ErrorCode     json.RawMessage `json:"error_code"`
 	} `json:"result"`
 	Error json.RawMessage `json:"error"`
 }
@@ -314,25 +350,30 @@ func (c *call) decodeResult(data []byte, stderr string) (any, error) {
 		return nil, fail("result.json is not valid JSON (%v); it starts %s", err, c.preview(data, 80))
 	}
 	limit := c.store.opts.MaxOutputBytes
+	var code string
+	if doc.Result != nil {
+		code = c.errorCode(doc.Result.ErrorCode)
+	}
 	if msg := errorText(c.secrets.json(doc.Error)); msg != "" {
 		text, _ := capText(c.secrets.text(msg), limit)
-		return nil, &ToolFailure{Toolset: c.toolset, Tool: c.tool.Name, Message: text}
+		return nil, c.failure(text, code)
 	}
 	if doc.Result == nil {
 		return nil, fail(`result.json has neither "result" nor "error"`)
 	}
 	r := doc.Result
-	if r.Status == "error" {
+	if r.Status == "error" || code == ErrorCodeAuthRequired {
 		msg := r.Message
 		if msg == "" {
-			msg = "the tool reported status error without a message"
+			msg = "the tool reported status " + quoteShort(r.Status) + " without a message"
 		}
 		text, _ := capText(c.secrets.text(msg), limit)
-		return nil, &ToolFailure{Toolset: c.toolset, Tool: c.tool.Name, Message: text}
+		return nil, c.failure(text, code)
 	}
 	out := &Result{
 		Status: c.secrets.text(r.Status), Message: c.secrets.text(r.Message),
 		Data: c.secrets.json(r.Data), DataObjects: c.secrets.json(r.DataObjects),
+		ErrorCode: code,
 	}
 	out.text, out.truncated = capText(c.secrets.text(out.render()), limit)
 	return out, nil
@@ -365,6 +406,13 @@ func errorText(raw json.RawMessage) string {
 
 // Result is what a packaged tool returned. The model is sent
 // [Result.ModelText]; programs can read the fields.
+//
+// A pending result (Status "pending", see [Result.Pending]) is the
+// format's way for a tool to ask a human: it did not finish, and its Data
+// holds what to ask (approval data). It is returned as a result, not an
+// error: the model reads "status: pending" and the message, and the
+// application, which alone can reach a human, decides what follows (this
+// runtime neither waits nor calls the tool again).
 type Result struct {
 	// Status is success, partial or pending.
 	Status string
@@ -374,6 +422,8 @@ type Result struct {
 	Data json.RawMessage
 	// DataObjects is result.json's data_objects, as JSON.
 	DataObjects json.RawMessage
+	// ErrorCode is result.json's error_code, or "" when it had none.
+	ErrorCode string
 
 	text      string
 	truncated bool
@@ -391,6 +441,10 @@ func (r *Result) ModelText() string {
 
 // Truncated reports whether ModelText was cut to the output cap.
 func (r *Result) Truncated() bool { return r.truncated }
+
+// Pending reports whether the tool asked for a human before it goes on
+// (status pending).
+func (r *Result) Pending() bool { return r.Status == "pending" }
 
 func (r *Result) render() string {
 	var parts []string
@@ -427,6 +481,8 @@ func capText(s string, limit int) (string, bool) {
 type ToolFailure struct {
 	Toolset, Tool string
 	Message       string
+	// Code is result.json's error_code, or "".
+	Code string
 }
 
 // Error implements error.
@@ -436,6 +492,56 @@ func (e *ToolFailure) Error() string {
 
 // ModelText implements [toolset.ModelError].
 func (e *ToolFailure) ModelText() string { return e.Message }
+
+// ErrorCodeAuthRequired is the error_code of a tool that needs the
+// caller's credentials (an OAuth sign-in) before it can run.
+const ErrorCodeAuthRequired = "AUTH_REQUIRED"
+
+// AuthRequiredError reports a tool that answered error_code
+// AUTH_REQUIRED: it needs credentials the call did not carry (on the
+// platform, this starts an OAuth flow). An application that can get them
+// branches on it with errors.As; otherwise the model sees the tool's
+// message.
+type AuthRequiredError struct {
+	Toolset, Tool string
+	Message       string
+}
+
+// Error implements error.
+func (e *AuthRequiredError) Error() string {
+	return fmt.Sprintf("toolpkg: toolset %q: tool %q needs authorization: %s", e.Toolset, e.Tool, e.Message)
+}
+
+// ModelText implements [toolset.ModelError].
+func (e *AuthRequiredError) ModelText() string {
+	return "authorization required: " + e.Message
+}
+
+// failure is the error of a tool that failed with message text and
+// error_code code.
+func (c *call) failure(text, code string) error {
+	if code == ErrorCodeAuthRequired {
+		return &AuthRequiredError{Toolset: c.toolset, Tool: c.tool.Name, Message: text}
+	}
+	return &ToolFailure{Toolset: c.toolset, Tool: c.tool.Name, Message: text, Code: code}
+}
+
+// maxErrorCode bounds an error_code.
+const maxErrorCode = 64
+
+// errorCode returns result.json's error_code: a string, secrets hidden,
+// cut to maxErrorCode bytes; "" for null or anything else.
+func (c *call) errorCode(raw json.RawMessage) string {
+	var s string
+	if len(raw) == 0 || json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	s = strings.TrimSpace(c.secrets.text(s))
+	if len(s) > maxErrorCode {
+		s = strings.ToValidUTF8(s[:maxErrorCode], "")
+	}
+	return s
+}
 
 // TimeoutError reports a tool killed, with its children, at its timeout.
 // The model sees it, so that it can try something smaller.
