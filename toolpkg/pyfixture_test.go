@@ -2,6 +2,7 @@ package toolpkg
 
 import (
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -78,6 +79,7 @@ def where(args, ctx):
     return ToolResult(message="where", data={
         "executable": sys.executable, "pythonpath": os.environ.get("PYTHONPATH", ""),
         "sdk": sys.modules["sam_tool_sdk"].__file__, "argv0": sys.argv[0],
+        "scratch": os.environ.get("TOOLPKG_SCRATCH_DIR"),
     })
 
 
@@ -104,7 +106,9 @@ def ignore_term(args, ctx):
 @tool("ledger", "Append an entry to a ledger kept between calls.",
       {"type": "object", "properties": {"entry": {"type": "string"}, "link": {"type": "string"}}, "required": ["entry"]})
 def ledger(args, ctx):
-    d = os.environ.get("TOOLPKG_SCRATCH_DIR") or "/tmp/sam-str/pyt"
+    d = os.environ.get("TOOLPKG_SCRATCH_DIR")
+    if not d:
+        raise RuntimeError("no scratch directory")
     if args.get("link"):
         os.symlink(args["link"], os.path.join(d, "ledger.txt"))
         return ToolResult(message="linked")
@@ -311,6 +315,14 @@ func pyFiles() []zfile {
 
 // pyPackage is the Python package as a zip.
 func pyPackage(t testing.TB) []byte { return makeZip(t, pyFiles()...) }
+
+// pyRestrictivePackage is the Python package under the restrictive
+// profile.
+func pyRestrictivePackage(t testing.TB) []byte {
+	files := pyFiles()
+	files[0].data = []byte(strings.Replace(pyManifest, "    timeout_seconds: 5\n", "    timeout_seconds: 5\n    sandbox_profile: restrictive\n", 1))
+	return makeZip(t, files...)
+}
 
 // pyOptions returns store options for Python tools in mode: the default
 // interpreter (python3 on PATH, whatever wrapper it is), unless the user

@@ -141,6 +141,8 @@ type launch struct {
 	// interpreter, pythonPath on PYTHONPATH after <package>/python.
 	python     *interpreter
 	pythonPath []string
+	// env is more of the tool's environment, NAME=value.
+	env []string
 	// grace is how long the tool has between SIGTERM and SIGKILL when
 	// its time is up or its call is canceled; 0: SIGKILL at once.
 	grace time.Duration
@@ -178,6 +180,7 @@ func (sb *sandbox) command(ctx context.Context, l launch) (*exec.Cmd, error) {
 		pp := append([]string{filepath.Join(pkg, "python")}, l.pythonPath...)
 		env = append(env, "PYTHONPATH="+strings.Join(pp, ":"), "PYTHONNOUSERSITE=1", "PYTHONUNBUFFERED=1")
 	}
+	env = append(env, l.env...)
 	var files []*os.File
 	switch sb.mode {
 	case ModeBwrap:

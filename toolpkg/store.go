@@ -81,6 +81,10 @@ type Options struct {
 	// it, to clean up and write its result (default
 	// DefaultKillGrace; negative: no grace, SIGKILL at once).
 	KillGrace time.Duration
+	// Scratch says which tools get a persistent scratch directory of
+	// their toolset (default ScratchDefault: those of the standard and
+	// permissive profiles).
+	Scratch ScratchPolicy
 }
 
 // DefaultKillGrace is the default of Options.KillGrace.
@@ -654,6 +658,9 @@ func (s *Store) Remove(name string) error {
 	}
 	s.mu.Unlock()
 	s.deleteVersions(name, drop)
+	if err := removeAll(s.scratchDir(name)); err != nil {
+		s.log.Warn("toolpkg: could not delete a removed toolset's scratch directory", "toolset", name, "error", err)
+	}
 	s.log.Info("toolpkg: toolset removed", "toolset", name)
 	return nil
 }

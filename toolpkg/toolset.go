@@ -262,6 +262,18 @@ func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
 	if s.sb.mode == ModeBwrap {
 		l.binds = append(l.binds, bind{host: pipe, inside: bwrapWorkDir + "/" + statusPipeName})
 	}
+	if s.wantsScratch(c.exe.Profile) {
+		dir, err := s.scratch(c.toolset)
+		if err != nil {
+			return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, unprefixed{err})
+		}
+		if s.sb.mode == ModeBwrap {
+			inside := "/tmp/sam-str/" + c.toolset
+			l.binds = append(l.binds, bind{host: dir, inside: inside})
+			dir = inside
+		}
+		l.env = append(l.env, ScratchEnv+"="+dir)
+	}
 	rc := toolset.FromContext(ctx)
 	ra := runnerArgs{
 		ToolName: c.tool.Name, Args: args, ToolConfig: c.config,
