@@ -85,6 +85,11 @@ type Options struct {
 	// their toolset (default ScratchDefault: those of the standard and
 	// permissive profiles).
 	Scratch ScratchPolicy
+	// LLM answers the llm/call requests tools send over their IPC
+	// socket (runner_args.json's ipc_socket). Without it ipc_socket is
+	// empty, and the platform's SDKs tell the tool that LLM calls are
+	// not available.
+	LLM LLMFunc
 }
 
 // DefaultKillGrace is the default of Options.KillGrace.

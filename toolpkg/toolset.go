@@ -286,6 +286,18 @@ func (c *call) run(ctx context.Context, args json.RawMessage) (any, error) {
 	if ra.ToolConfig == nil {
 		ra.ToolConfig = map[string]any{}
 	}
+	if s.opts.LLM != nil {
+		srv, sock, err := s.listenIPC(ctx, c.toolset, c.tool.Name)
+		if err != nil {
+			return nil, fmt.Errorf("toolpkg: tool %q: IPC socket: %w", c.tool.Name, unprefixed{err})
+		}
+		defer srv.close()
+		ra.IPCSocket = sock
+		if s.sb.mode == ModeBwrap {
+			ra.IPCSocket = bwrapWorkDir + "/ipc.sock"
+			l.binds = append(l.binds, bind{host: sock, inside: ra.IPCSocket})
+		}
+	}
 	data, err := json.Marshal(ra)
 	if err != nil {
 		return nil, fmt.Errorf("toolpkg: tool %q: encoding runner_args.json: %w", c.tool.Name, unprefixed{err})
