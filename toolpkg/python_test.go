@@ -294,3 +294,59 @@ func TestErrorCodeAndPendingResults(t *testing.T) {
 		assert.Equal(t, "status: pending\nwaiting for approval\n{\"approval\": {\"question\": \"Pay 10 EUR?\"}}", r.ModelText())
 	})
 }
+
+// An interpreter outside the system directories (a virtual environment
+// here, a pyenv or Homebrew one elsewhere) is shown to bwrap at its own
+// path: its prefix is mounted read-only.
+func TestPythonInterpreterPrefixIsMountedUnderBwrap(t *testing.T) {
+	requireBwrap(t)
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("no /usr/bin/python3 to make a virtual environment from")
+	}
+	dir := storeDir(t)
+	venv := filepath.Join(dir, "venv")
+	out, err := exec.Command("/usr/bin/python3", "-m", "venv", "--without-pip", venv).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	in, err := resolvePython(filepath.Join(venv, "bin", "python3"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{venv}, in.roots, "the base interpreter is under /usr; the venv is not")
+
+	_, ts := pyStore(t, ModeBwrap, Options{Python: filepath.Join(venv, "bin", "python3")})
+	res, err := callTool(context.Background(), t, ts, "pyt__where", `{}`)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(resultData(t, res)["executable"].(string), venv+"/"), "%v", resultData(t, res)["executable"])
+}
+
+// The interpreter the store resolves through a wrapper (pyenv's shim
+// here) is the real one, and one that the user tools run as cannot reach
+// is refused with a message that says what to do.
+func TestPythonInterpreterOutOfReachIsNamed(t *testing.T) {
+	in, err := resolvePython("python3")
+	require.NoError(t, err)
+	assert.True(t, filepath.IsAbs(in.exe))
+	if os.Geteuid() != 0 {
+		t.Skip("tools run as this user: every interpreter it has is in reach")
+	}
+	sb := &sandbox{mode: ModePrlimit, runAs: toolCredential()}
+	if in.reachable(sb) == nil {
+		t.Skipf("%s is in reach of uid %d here", in.exe, ToolUID)
+	}
+	if _, err := findPrlimit(); err != nil {
+		t.Skip(err)
+	}
+	s := openStore(t, Options{Sandbox: ModePrlimit, Python: "python3"})
+	info := upload(t, s, "pyt", pyPackage(t))
+	require.Equal(t, StatusFailed, info.Status)
+	require.Len(t, info.Errors, 1)
+	assert.Contains(t, info.Errors[0], "is out of reach of uid 65534")
+	assert.Contains(t, info.Errors[0], "set Options.Python or SAM_STR_PYTHON")
+}
+
+func TestPythonInterpreterThatIsNoPythonIsRefused(t *testing.T) {
+	_, err := resolvePython("/bin/false")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "does not run")
+	_, err = resolvePython("no-such-python-anywhere")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "was not found")
+}
