@@ -29,7 +29,7 @@ func pythonZip(t *testing.T) string {
 		t.Skip("no python3 here")
 	}
 	files := map[string]string{
-		"manifest.yaml": "tools:\n  hello:\n    executable: hello\n    timeout_seconds: 10\n    description: A Python tool\n",
+		"manifest.yaml": "tools:\n  hello:\n    executable: hello\n    timeout_seconds: 10\n    description: A Python tool\n    maintainer: someone\n",
 		"python/bin/hello": `#!/opt/buildbox/bin/python3.12
 import sys
 from hello.cli import main
@@ -106,6 +106,8 @@ func TestPythonPackageThroughEveryCommand(t *testing.T) {
 	code, stdout, stderr := runCLI("validate", zipPath)
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "valid package with 1 executable(s)")
+	assert.Contains(t, stdout, "hello: hello (runtime inferred, profile standard, timeout 10s)")
+	assert.Contains(t, stdout, "warning: manifest.yaml: tools.hello.maintainer: unknown field, ignored; known fields: ")
 
 	code, stdout, stderr = runCLI("inspect", zipPath, "--sandbox", "direct")
 	require.Equal(t, 0, code, stderr)
