@@ -557,7 +557,7 @@ type conn struct {
 	listing *flight
 	// watching maps the progress tokens of calls in flight to their
 	// callers' contexts.
-	watching  map[string]context.Context
+	watching  map[string]*watch
 	lastToken uint64
 
 	known   map[string]toolset.Tool      // tools of the last listing by definition; used by the listing leader only
@@ -1206,6 +1206,13 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (any
 // notification passed on to a caller.
 const maxProgressMessage = 1024
 
+// watch is a call in flight that wants progress.
+type watch struct {
+	ctx  context.Context
+	mu   sync.Mutex // held while the callback runs
+	done bool       // the call returned: no more callbacks
+}
+
 // watchProgress registers the context of a call that wants progress and
 // returns the call's progress token.
 func (c *conn) watchProgress(ctx context.Context) string {
@@ -1214,16 +1221,24 @@ func (c *conn) watchProgress(ctx context.Context) string {
 	c.lastToken++
 	token := "toolset-" + strconv.FormatUint(c.lastToken, 10)
 	if c.watching == nil {
-		c.watching = map[string]context.Context{}
+		c.watching = map[string]*watch{}
 	}
-	c.watching[token] = ctx
+	c.watching[token] = &watch{ctx: ctx}
 	return token
 }
 
+// unwatchProgress ends a call's progress: once it returns, the callback
+// is not called again for it.
 func (c *conn) unwatchProgress(token string) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	w := c.watching[token]
 	delete(c.watching, token)
+	c.mu.Unlock()
+	if w != nil {
+		w.mu.Lock()
+		w.done = true
+		w.mu.Unlock()
+	}
 }
 
 // progress passes a server's progress notification to the caller of the
@@ -1237,16 +1252,20 @@ func (c *conn) progress(req *mcp.ProgressNotificationClientRequest) {
 		return
 	}
 	c.mu.Lock()
-	ctx := c.watching[token]
+	w := c.watching[token]
 	c.mu.Unlock()
-	if ctx == nil {
+	if w == nil {
 		return
 	}
 	p := toolset.Progress{Message: cutUTF8(req.Params.Message, maxProgressMessage), Fraction: -1}
 	if t := req.Params.Total; t > 0 && req.Params.Progress >= 0 && req.Params.Progress <= t {
 		p.Fraction = req.Params.Progress / t
 	}
-	toolset.ReportProgress(ctx, p)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		toolset.ReportProgress(w.ctx, p)
+	}
 }
 
 // cutUTF8 cuts s to at most n bytes, at a character boundary.
