@@ -510,8 +510,16 @@ func (s *Store) Upload(ctx context.Context, name string, r io.ReaderAt, size int
 		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, unprefixed{err})
 	}
 	exes := make([]Executable, len(c.manifest.Executables))
+	// What each executable is; one this runtime cannot run fails
+	// discovery, below.
+	kindErrs := map[string]error{}
 	for i, ex := range c.manifest.Executables {
 		ex.File, _ = c.lookup(ex)
+		if kind, err := inspectExecutable(filepath.Join(tmp, filepath.FromSlash(ex.File)), ex.Runtime); err != nil {
+			kindErrs[ex.Key] = err
+		} else {
+			ex.Kind = kind
+		}
 		exes[i] = ex
 	}
 	err = os.MkdirAll(filepath.Join(s.dir, name), 0o755)
@@ -562,7 +570,7 @@ func (s *Store) Upload(ctx context.Context, name string, r io.ReaderAt, size int
 	}
 
 	start := time.Now()
-	tools, errs := s.discover(ctx, name, pkgDir, exes)
+	tools, errs := s.discover(ctx, name, pkgDir, exes, kindErrs)
 	rec.Tools, rec.Errors = tools, errs
 	rec.Status = StatusReady
 	if len(errs) > 0 {
@@ -765,18 +773,15 @@ func (s *Store) persist(rec record) error {
 
 // discover runs "<executable> --schema" for each executable of a package
 // and returns the tools found and every problem.
-func (s *Store) discover(ctx context.Context, name, pkgDir string, exes []Executable) ([]ToolInfo, []string) {
+func (s *Store) discover(ctx context.Context, name, pkgDir string, exes []Executable, kindErrs map[string]error) ([]ToolInfo, []string) {
 	var tools []ToolInfo
 	var errs []string
 	owner := map[string]string{}
-	for i := range exes {
-		kind, err := inspectExecutable(filepath.Join(pkgDir, filepath.FromSlash(exes[i].File)), exes[i].Runtime)
-		if err != nil {
-			errs = append(errs, cutProblem(fmt.Sprintf("executable %q: %s %v", exes[i].Key, exes[i].File, err)))
+	for _, ex := range exes {
+		if err := kindErrs[ex.Key]; err != nil {
+			errs = append(errs, cutProblem(fmt.Sprintf("executable %q: %s %v", ex.Key, ex.File, err)))
 			continue
 		}
-		exes[i].Kind = kind
-		ex := exes[i]
 		out, err := s.schemaOf(ctx, pkgDir, ex, nil)
 		if err != nil {
 			errs = append(errs, cutProblem(fmt.Sprintf("executable %q: %v", ex.Key, err)))
