@@ -199,6 +199,11 @@
 // calls with the same cache key on a cold cache run steps 5 to 8 once and
 // share the result.
 //
+// A handler reports how far it has come with [ReportProgress]; the caller
+// receives the reports through the callback it put on the call's context
+// with [WithProgress] (a no-op without one). mcptoolset carries them
+// across MCP both ways, as progress notifications.
+//
 // # Policies
 //
 // Options of [NewTool], [NewRawTool] and [NewAgentTool] belong to the tool's

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gotoolset/toolset"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -554,6 +555,11 @@ type conn struct {
 	gen     uint64 // bumped when the tool list changes
 	cache   *listing
 	listing *flight
+	// watching maps the progress tokens of calls in flight to their
+	// callers' contexts.
+	watching  map[string]*watch
+	lastToken uint64
+
 	known   map[string]toolset.Tool      // tools of the last listing by definition; used by the listing leader only
 	refused map[string]*InvalidToolError // refusals of the last listing by definition; used by the listing leader only
 	invalid []*InvalidToolError          // the refusals of the last listing
@@ -760,6 +766,18 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, mcp.Transport, 
 				}
 			}()
 			next(ctx, req)
+		}
+	}
+	nextProgress := opts.ProgressNotificationHandler
+	opts.ProgressNotificationHandler = func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
+		c.progress(req)
+		if nextProgress != nil {
+			defer func() {
+				if p := recover(); p != nil {
+					c.cfg.logger.Error("mcptoolset: the ProgressNotificationHandler panicked", "server", c.cfg.name, "panic", p, "stack", string(debug.Stack()))
+				}
+			}()
+			nextProgress(ctx, req)
 		}
 	}
 	s, err := mcp.NewClient(impl, &opts).Connect(ctx, tr, nil)
@@ -1158,7 +1176,15 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (any
 		cctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	res, err := s.CallTool(cctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	params := &mcp.CallToolParams{Name: name, Arguments: args}
+	if toolset.HasProgress(ctx) {
+		// The server's progress notifications for this call reach the
+		// caller's progress callback.
+		token := c.watchProgress(ctx)
+		defer c.unwatchProgress(token)
+		params.SetProgressToken(token)
+	}
+	res, err := s.CallTool(cctx, params)
 	if err != nil {
 		if cctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("no answer to tools/call within %v (see WithCallTimeout): %w", c.cfg.callTimeout, err)
@@ -1174,4 +1200,81 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (any
 		return nil, &ResultError{Server: c.cfg.name, Tool: name, Content: content}
 	}
 	return content, nil
+}
+
+// maxProgressMessage bounds the message of a server's progress
+// notification passed on to a caller.
+const maxProgressMessage = 1024
+
+// watch is a call in flight that wants progress.
+type watch struct {
+	ctx  context.Context
+	mu   sync.Mutex // held while the callback runs
+	done bool       // the call returned: no more callbacks
+}
+
+// watchProgress registers the context of a call that wants progress and
+// returns the call's progress token.
+func (c *conn) watchProgress(ctx context.Context) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lastToken++
+	token := "toolset-" + strconv.FormatUint(c.lastToken, 10)
+	if c.watching == nil {
+		c.watching = map[string]*watch{}
+	}
+	c.watching[token] = &watch{ctx: ctx}
+	return token
+}
+
+// unwatchProgress ends a call's progress: once it returns, the callback
+// is not called again for it.
+func (c *conn) unwatchProgress(token string) {
+	c.mu.Lock()
+	w := c.watching[token]
+	delete(c.watching, token)
+	c.mu.Unlock()
+	if w != nil {
+		w.mu.Lock()
+		w.done = true
+		w.mu.Unlock()
+	}
+}
+
+// progress passes a server's progress notification to the caller of the
+// call it names; one naming no call in flight is ignored.
+func (c *conn) progress(req *mcp.ProgressNotificationClientRequest) {
+	if req == nil || req.Params == nil {
+		return
+	}
+	token, ok := req.Params.ProgressToken.(string)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	w := c.watching[token]
+	c.mu.Unlock()
+	if w == nil {
+		return
+	}
+	p := toolset.Progress{Message: cutUTF8(req.Params.Message, maxProgressMessage), Fraction: -1}
+	if t := req.Params.Total; t > 0 && req.Params.Progress >= 0 && req.Params.Progress <= t {
+		p.Fraction = req.Params.Progress / t
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		toolset.ReportProgress(w.ctx, p)
+	}
+}
+
+// cutUTF8 cuts s to at most n bytes, at a character boundary.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

@@ -45,7 +45,14 @@
 // command's base name for [NewCommand] and the URL's host for [NewHTTP]. It
 // provides the server's instructions from initialization as
 // [toolset.InstructionsProvider], and [Toolset.Session] gives the session
-// itself for prompts and resources.
+// itself for prompts and resources. A call made under a context with a
+// progress callback ([toolset.WithProgress]) sends a progress token, and
+// the server's notifications/progress for it reach the callback
+// (message cut to 1 KiB; fraction = progress/total when the total is
+// known, else -1). The SDK handles notifications on a goroutine of its
+// own, so the result can overtake the last of them, which are dropped:
+// progress is best effort, and the callback is never called after the
+// call returned.
 //
 // A [Toolset] is a handle on a connection. One connection may serve any
 // number of agents and runs at once. [Toolset.Acquire] returns another
@@ -190,7 +197,11 @@
 // structured content. Tool metadata [MetaTitle] and the hint keys become
 // the MCP title and annotations, so a proxied MCP tool keeps them. The
 // toolset's instructions ([toolset.InstructionsProvider]) are sent at
-// initialization, unless the SDK's server options set some.
+// initialization, unless the SDK's server options set some. When a
+// client's tools/call carries a progress token, the tool's
+// [toolset.ReportProgress] reports become notifications/progress, sent
+// before the result: a known fraction as a percentage of a total of 100,
+// progress increasing with each, as MCP requires.
 //
 // Each MCP session is one run: its requests share the run's bookkeeping,
 // each request the run's next turn. A tool search's reveals show from the

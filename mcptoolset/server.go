@@ -618,6 +618,9 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	if err != nil {
 		return nil, s.internal(ctx, "tools/call", req, err)
 	}
+	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+		ctx = toolset.WithProgress(ctx, progressSender(ctx, req.Session, tok))
+	}
 	v, err := tools.Execute(ctx, toolset.ToolCall{Name: name, Args: req.Params.Arguments})
 	if err != nil {
 		res, ok := errorResult(err)
@@ -655,4 +658,30 @@ func errorResult(err error) (*mcp.CallToolResult, bool) {
 		}
 	}
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}, true
+}
+
+// progressSender returns the progress callback of a call whose client
+// sent a progress token: each report becomes a notifications/progress.
+// Progress must increase with each notification (MCP): a known fraction
+// is sent as a percentage of a total of 100, and a report without one
+// moves the count on by one, or by a hundredth once a total was sent.
+func progressSender(ctx context.Context, ss *mcp.ServerSession, token any) func(toolset.Progress) {
+	var mu sync.Mutex
+	var last, total float64
+	return func(p toolset.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		next := last + 1
+		switch {
+		case p.Fraction >= 0:
+			total = 100
+			next = max(p.Fraction*100, last+0.01)
+		case total > 0:
+			next = last + 0.01
+		}
+		last = next
+		_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+			ProgressToken: token, Message: p.Message, Progress: next, Total: total,
+		})
+	}
 }

@@ -1,6 +1,6 @@
 // Package toolpkg loads packaged remote toolsets: zips that carry tools as
-// executables (a static Go binary, or a script with its dependencies
-// extracted beside it) and a manifest.yaml at their root. The format,
+// executables (a static Go binary, or a Python console script with its
+// dependencies extracted under python/) and a manifest.yaml at their root. The format,
 // protocol and sandbox profiles follow a platform design in public use, so a
 // package built for that platform loads here unchanged.
 //
@@ -68,17 +68,25 @@
 // Files are extracted read-only (0444; 0555 for the executables and for
 // every entry with an execute bit).
 //
-// The manifest ([ParseManifest]) is at most 1 MB of YAML, decoded
-// strictly: an unknown field anywhere, a duplicate key or a value of the
+// The manifest ([ParseManifest]) is at most 1 MB of YAML, read as the
+// platform's documentation writes it: a duplicate key or a value of the
 // wrong YAML type is an error, and every problem is reported in one
 // [*ManifestError] naming its field and line (at most 100; YAML aliases
-// cannot make checking costly: at most 100,000 map entries are walked):
+// cannot make checking costly: at most 100,000 map entries are walked);
+// an unknown field is a warning naming its field and line
+// ([Manifest.Warnings], [Info.Warnings], logged at upload), not an error.
+// [ParseManifestStrict], and a store with [Options.StrictManifest],
+// refuse unknown fields and require version and runtime:
 //
-//	version: 1                     # required; only 1 exists
+//	version: 1                     # optional; only 1 exists (the default)
+//	description: Weather tools     # optional, for people
 //	tools:                         # required: at least one entry
 //	  forecast:                    # key: ^[a-zA-Z0-9_-]{1,64}$
-//	    runtime: go                # required: go or python
 //	    executable: ./forecast     # required: a path inside the package
+//	    runtime: go                # optional hint: go or python
+//	    description: ...           # optional, for people
+//	    tool_dir: src/forecast     # optional, a path inside the package
+//	    schema_refresh_seconds: 60 # optional, kept, unused (see below)
 //	    timeout_seconds: 60        # default 300
 //	    sandbox_profile: standard  # restrictive, standard (default) or permissive
 //	    resource_limits:           # default: the profile's
@@ -91,9 +99,13 @@
 //
 // Each entry of tools is one executable ([Executable]); the tools it
 // exposes come from its --schema output. Two entries may not name the
-// same executable. A python executable (any script run through its "#!"
-// line, a shell script too) is looked up at its path, then under
-// python/bin/. timeout_seconds is a positive number of seconds, at most
+// same executable. An executable is looked up at its path, then at
+// python/bin/<path>, whatever its runtime. The runtime is a packaging
+// hint: what the file is ([Executable.Kind]) comes from the file itself
+// (see Python tools). Descriptions shown to the model come from
+// discovery; the manifest's, tool_dir and schema_refresh_seconds are kept
+// as given ([Executable]), and a store discovers again at each upload,
+// not on a timer. timeout_seconds is a positive number of seconds, at most
 // [FormatMaxTimeoutSeconds] (30 days) and at most the store's
 // [Limits.MaxTimeoutSeconds] (default 3,600); [DefaultTimeoutSeconds]
 // when unset. Each resource limit is a positive integer, at most
@@ -113,21 +125,70 @@
 // permissive shows the tool all of the host's /etc and /opt, read-only,
 // under bwrap.
 //
+// # Python tools
+//
+// What an executable is, is found at upload by reading its first bytes:
+//
+//   - an ELF binary for this machine's OS and architecture runs as it is
+//     ([KindNative]); a binary for another OS or architecture (ELF for
+//     linux/arm64 on an amd64 host, FreeBSD, a Mach-O or PE binary) fails
+//     discovery with an error naming its format and this runtime's
+//     platform, and the GOOS and GOARCH to build it with;
+//   - a script whose "#!" line names a Python interpreter (python,
+//     python3, python3.12, directly or through env), or one without a
+//     "#!" line that ends in .py or whose manifest says runtime: python, is
+//     a Python tool ([KindPython]);
+//   - any other script runs through its "#!" line ([KindScript]), which
+//     must name an interpreter the sandbox shows (/bin/sh, say);
+//   - anything else fails discovery.
+//
+// A Python tool is laid out as "pip install --target <out>/python" leaves
+// it, and runs as the platform's runtime runs it: the interpreter is the
+// store's ([Options.Python], else the SAM_STR_PYTHON environment
+// variable, else python3 on PATH), never the script's "#!" line, which
+// names the build machine's; PYTHONPATH is <package>/python, then
+// [Options.PythonPath]; the interpreter runs with -s (no user site
+// directory) and PYTHONNOUSERSITE=1, PYTHONUNBUFFERED=1. The store asks
+// the interpreter once for its sys.executable and sys.prefix: a wrapper
+// (a pyenv shim) is seen through, the real interpreter is run, and under
+// bwrap its prefix (and base prefix), when outside /usr and the other
+// system directories, is mounted read-only at its own path. The
+// interpreter must be Python 3. When the host is root, tools run as
+// [ToolUID] in the prlimit and bwrap modes, and bwrap itself resolves
+// what it mounts as that user: an interpreter under a directory that user
+// cannot search (pyenv's under /root, mode 0700) fails discovery with an
+// error saying so; point [Options.Python] or SAM_STR_PYTHON at one it can
+// reach (/usr/bin/python3, or a virtual environment made from it). Not
+// supported: compiled extension modules built for another platform (the
+// package must carry wheels' contents for this one), and a .venv/ in the
+// package or a .whl at its root, which validation refuses.
+//
 // # The protocol
 //
 // A tool executable is run in two ways, always with its work directory
 // as the current directory, standard input empty, and an environment of
 // PATH (/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin),
 // HOME (the work directory), TMPDIR, LANG=C.UTF-8 and
-// PYTHONDONTWRITEBYTECODE=1 alone. The work directory holds empty input/
-// and output/ directories; it is removed when the process ends. Under
+// PYTHONDONTWRITEBYTECODE=1 alone, with PYTHONPATH and the rest for a
+// Python tool (see Python tools) and TOOLPKG_SCRATCH_DIR for one with a
+// scratch directory. The work directory holds empty input/ and output/
+// directories, and for a call the status.pipe FIFO; it is removed when
+// the process ends. Under
 // bwrap the package appears at /toolset/pkg and the work directory at
 // /toolset/work; in the other modes they keep their host paths.
 //
 // Discovery runs "<executable> --schema", once per executable at upload,
-// with no other argument (no configuration is passed), under the
-// executable's profile and limits, within [Options.DiscoveryTimeout] (30
-// seconds). It must exit 0 and print on standard output at most 8 MB of
+// under the executable's profile and limits, within
+// [Options.DiscoveryTimeout] (30 seconds). A [Toolset] given
+// configuration runs it again, once per version, as "<executable>
+// --schema --config <work>/config.json", the file holding the
+// executable's configuration (its tools' values, defaults applied) as a
+// JSON object: a tool may then change its name, description,
+// instructions, parameters and configuration schema (a SQL tool naming
+// its database), and the configured tools are the ones listed and
+// called (tool_name is the configured name). An executable that refuses
+// --config as bad usage (exit code 1) keeps its plain discovery, with a
+// warning; any other failure fails GetTools. It must exit 0 and print on standard output at most 8 MB of
 // one JSON object:
 //
 //	{"tools": {"forecast": {
@@ -165,6 +226,9 @@
 //   - auth, any JSON value but null or false (at most 4 KB, kept in
 //     [ToolInfo.Auth]), says the tool takes the run's credentials (see
 //     Configuration).
+//   - instructions, at most [MaxDescriptionBytes], is text for the system
+//     prompt: [Toolset.Instructions] ([toolset.InstructionsProvider])
+//     joins those of the toolset's tools, in order, with blank lines.
 //
 // Other fields, of a tool and of a configuration key, are ignored. Any
 // problem fails discovery; [Info.Errors] lists them all (at most 100).
@@ -185,8 +249,8 @@
 //	  "app_name": "...",                   the run's value "app_name", if a string
 //	  "artifact_paths": {"doc": "..."},    the input artifacts' paths, under <work>/input (see Artifacts)
 //	  "artifact_metadata": {"doc": {...}}, their filename, mime_type, version and local_path
-//	  "status_pipe": "",                   always empty: there is no status pipe
-//	  "ipc_socket": "",                    always empty: there is no IPC socket
+//	  "status_pipe": "<work>/status.pipe", a FIFO for progress (see Progress)
+//	  "ipc_socket": "",                    a socket for llm/call with Options.LLM, else empty
 //	  "tool_oauth_token": "",              the tool's credentials (see Configuration), "" and {} without
 //	  "tool_auth_headers": {},
 //	  "volume_mounts": []                  always empty
@@ -213,17 +277,69 @@
 //     data and data_objects; the model is sent [Result.ModelText]: the
 //     status unless success, the message and the data, capped at
 //     [Options.MaxOutputBytes] (100 KB). _schema and _schema_version are
-//     not checked, and other fields (error_code) are ignored. A result
-//     with data objects or output files, or longer than
+//     not checked;
+//   - error_code, a string (at most 64 bytes), is kept:
+//     [Result.ErrorCode], [ToolFailure.Code]. AUTH_REQUIRED, with any
+//     status, fails the call with an [*AuthRequiredError], which a caller
+//     that can get credentials branches on with errors.As (the model
+//     otherwise sees "authorization required: " and the message);
+//   - status pending asks a human: it is a [*Result] ([Result.Pending]),
+//     its data the question (approval data). The model reads "status:
+//     pending" and the message; the application, which alone can reach a
+//     human, decides what follows: this runtime neither waits nor calls
+//     the tool again.
+//   - a result with data objects or output files, or longer than
 //     [ArtifactOptions.SaveThresholdBytes], is a [*toolset.Content]
-//     instead (see Artifacts).
+//     instead of a [*Result] (see Artifacts).
 //
 // A tool that exits non-zero or is killed, or exits 0 without writing a
 // result or with one that is not JSON, fails the call with a [*ExecError],
 // which should stop the run: a tool reports its own errors, for the
-// model, through "error" and exits 0. A tool still running at its timeout
-// is killed with all its processes, a [*TimeoutError] that the model
-// sees; one whose call's context ends is killed too.
+// model, through "error" and exits 0. A tool still running at its timeout,
+// or when its call's context ends, gets SIGTERM (the platform's SDKs
+// cancel the tool's context on it): its process group, or under bwrap
+// the processes bwrap started. [Options.KillGrace] later (default
+// [DefaultKillGrace], 3 s) SIGKILL ends it and all its processes. A
+// result.json written in the grace is the call's answer; without one, a
+// timeout is a [*TimeoutError] that the model sees. A tool that is the
+// first process of its PID namespace (outside bwrap) and installs no
+// SIGTERM handler ignores SIGTERM, as every namespace's init does, and
+// waits for the SIGKILL.
+//
+// # Progress
+//
+// A call's status.pipe is a FIFO the host holds open at both ends from
+// before the tool starts: the tool opens it for writing without blocking
+// and writes JSON lines {"status": "..."}, best effort, never waiting for
+// a reader. Each status reaches the progress callback of the call's
+// context ([toolset.WithProgress]) as a [toolset.Progress] with
+// Fraction -1, secrets hidden, cut to 1 KiB; a line that is not such an
+// object or is longer than 4 KiB is skipped, at most 1,000 reports a
+// call are made, and the pipe is read for 200 ms at most once the tool
+// ended. Served over MCP (mcptoolset, toolset serve), the reports reach a
+// client that sent a progress token as notifications/progress.
+//
+// # IPC
+//
+// With [Options.LLM], a call's ipc_socket is a Unix socket speaking
+// newline-delimited JSON-RPC 2.0 with one method, llm/call
+// {system_prompt, user_prompt, temperature} -> {text}, answered by the
+// hook under the call's context ([LLMRequest], [LLMFunc]). A request line
+// is at most 1 MiB, a call has at most 4 connections at once and 100
+// requests; a malformed request gets a JSON-RPC error, a hook's error
+// its message (cut to 1 KiB). Without the option ipc_socket is empty, and
+// the platform's SDKs tell the tool that LLM calls are not available.
+//
+// # Scratch directory
+//
+// See [ScratchPolicy]: each toolset has a directory kept across calls and
+// versions, <store>/<toolset>/scratch, mounted under bwrap at
+// /tmp/sam-str/<toolset> (where the platform's tools keep state) and named
+// by TOOLPKG_SCRATCH_DIR in every mode; off for the restrictive profile
+// unless [Options.Scratch] is [ScratchAll]. It is not size-limited beyond
+// max_file_size_mb per file. A scratch directory replaced by anything
+// else than the directory the store made fails the call; removing the
+// toolset deletes it without following links.
 //
 // # Configuration
 //
@@ -421,7 +537,8 @@
 // process of the user tools run as. (2) The work directory and /tmp are
 // each a tmpfs of max_write_mb; the only host files a tool writes are
 // result.json and its standard output and error, made by the host and
-// each bounded by max_file_size_mb (a tool that renames a file over
+// each bounded by max_file_size_mb, the status pipe, and its toolset's
+// scratch directory (whose total size is not bounded) (a tool that renames a file over
 // result.json fails under bwrap). (3) Outside
 // bwrap, the tools of every call run as one user and see the host's /proc:
 // a tool can find another call's work directory (its command line names

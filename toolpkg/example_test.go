@@ -21,14 +21,28 @@ tools:
     runtime: rust
     executable: ./correlate
     timeout_seconds: 0
-    sandbox_prfile: standard
 `))
 	fmt.Println(err)
+
+	// As the platform's documentation writes them: no version, no
+	// runtime; an unknown key is a warning.
+	m, err := toolpkg.ParseManifest([]byte(`
+description: Finance tools
+tools:
+  finance_tools:
+    executable: ./finance-tools
+    sandbox_prfile: standard
+`))
+	fmt.Println(err, m.Executables[0].Path)
+	for _, w := range m.Warnings {
+		fmt.Println("warning:", w)
+	}
 	// Output:
 	// toolpkg: invalid manifest.yaml:
 	//   - tools.correlator.runtime: unknown runtime "rust"; use go or python (line 5)
 	//   - tools.correlator.timeout_seconds: must be a positive number of seconds, got 0 (line 7)
-	//   - tools.correlator.sandbox_prfile: unknown field; allowed fields: runtime, executable, timeout_seconds, sandbox_profile, resource_limits (line 8)
+	// <nil> finance-tools
+	// warning: tools.finance_tools.sandbox_prfile: unknown field, ignored; known fields: runtime, executable, timeout_seconds, sandbox_profile, resource_limits, description, tool_dir, schema_refresh_seconds (line 6)
 }
 
 func ExampleValidateZip() {
@@ -45,7 +59,7 @@ func ExampleValidateZip() {
 	// toolpkg: invalid package (3 problems):
 	//   - "../../etc/cron.d/job": ".." escapes the package
 	//   - ".venv/bin/python": .venv/ is a virtual environment; extract dependencies into the package instead (pip install --target)
-	//   - "tool": missing: the executable of tools.t (looked for "tool")
+	//   - "tool": missing: the executable of tools.t (looked for "tool", "python/bin/tool")
 }
 
 // A package with one shell-script tool, uploaded, attached to an agent and

@@ -3,8 +3,11 @@ package toolpkg
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -190,4 +193,55 @@ type failLoader struct{ t *testing.T }
 func (l failLoader) Load(url string) (any, error) {
 	l.t.Fatalf("a schema accepted by discovery loads %q", url)
 	return nil, nil
+}
+
+// FuzzClassify checks that telling what an executable is never panics,
+// whatever its first bytes, and that its errors stay short.
+func FuzzClassify(f *testing.F) {
+	f.Add([]byte("#!/opt/buildbox/bin/python3.12\nimport sys\n"))
+	f.Add([]byte("#!/usr/bin/env -S python3 -u\n"))
+	f.Add([]byte("\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\xb7\x00"))
+	f.Add([]byte{0xcf, 0xfa, 0xed, 0xfe, 0x0c, 0x00, 0x00, 0x01})
+	f.Add([]byte("MZ\x90\x00"))
+	f.Add([]byte("#!"))
+	f.Fuzz(func(t *testing.T, head []byte) {
+		if len(head) > maxHeader {
+			head = head[:maxHeader]
+		}
+		kind, err := classify(head, "tool", "")
+		if err != nil {
+			if len(err.Error()) > 512 {
+				t.Fatalf("error of %d bytes", len(err.Error()))
+			}
+			return
+		}
+		if kind != KindNative && kind != KindPython && kind != KindScript {
+			t.Fatalf("kind %q", kind)
+		}
+	})
+}
+
+// FuzzIPCRequest checks that any request line gets a JSON-RPC answer,
+// never a panic.
+func FuzzIPCRequest(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"llm/call","params":{"user_prompt":"hi"}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":null,"method":"llm/call","params":{"user_prompt":null}}`))
+	f.Add([]byte(`[{"jsonrpc":"2.0"}]`))
+	f.Add([]byte("\x00\xff"))
+	srv := &ipcServer{ctx: context.Background(), log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		hook: func(ctx context.Context, req LLMRequest) (string, error) { return req.UserPrompt, nil }}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		srv.served = 0
+		resp := srv.handle(line)
+		resp.JSONRPC = "2.0"
+		if len(resp.ID) == 0 {
+			resp.ID = json.RawMessage("null")
+		}
+		if _, err := json.Marshal(resp); err != nil {
+			t.Fatalf("the answer to %q does not encode: %v", line, err)
+		}
+		if (resp.Error == nil) == (resp.Result == nil) {
+			t.Fatalf("the answer to %q has both or neither of result and error", line)
+		}
+	})
 }

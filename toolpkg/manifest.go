@@ -44,12 +44,14 @@ type Runtime string
 const (
 	// RuntimeGo is a static Go binary at the executable's path.
 	RuntimeGo Runtime = "go"
-	// RuntimePython is a script run through its "#!" line, with its
-	// dependencies extracted beside it. It is looked up at the executable's
-	// path first, then under python/bin/. Any script (a shell script too)
-	// may use it.
+	// RuntimePython is a Python script (a pip console script, say) with
+	// its dependencies extracted under python/. It runs with the store's
+	// Python interpreter, never through its "#!" line.
 	RuntimePython Runtime = "python"
 )
+
+// A manifest's runtime is a packaging hint: the runtime inspects the file
+// itself (see [Executable.Kind]). An entry may leave it out.
 
 // Profile is a sandbox profile: network access and default resource
 // limits.
@@ -149,10 +151,18 @@ func (l ResourceLimits) with(o ResourceLimits, f func(a, b int) int) ResourceLim
 
 // Manifest is a parsed and validated manifest.yaml.
 type Manifest struct {
-	// Version is the manifest format version; only 1 exists.
+	// Version is the manifest format version; only 1 exists (the
+	// default).
 	Version int
+	// Description describes the toolset, for people; the model reads the
+	// tools' descriptions from discovery.
+	Description string
 	// Executables lists the manifest's tools entries in file order.
 	Executables []Executable
+	// Warnings are what a lenient parse let pass: unknown keys, each
+	// naming its field and line. [ParseManifestStrict] reports them as
+	// errors.
+	Warnings []FieldProblem
 
 	lines map[string]int // the line of each field set, by its path
 }
@@ -181,15 +191,26 @@ type Executable struct {
 	Profile Profile `json:"sandbox_profile"`
 	// Limits overrides some of the profile's resource limits.
 	Limits ResourceLimits `json:"resource_limits"`
+	// Description, ToolDir and SchemaRefreshSeconds are documented keys
+	// of the format, kept as given: descriptions shown to the model come
+	// from discovery, tool_dir is a hint of the platform's packaging
+	// tools, and a store discovers again on every upload rather than on
+	// a timer.
+	Description          string `json:"description,omitempty"`
+	ToolDir              string `json:"tool_dir,omitempty"`
+	SchemaRefreshSeconds int    `json:"schema_refresh_seconds,omitempty"`
+	// Kind is what the file is, found by inspecting it at upload: a
+	// native binary for this machine, a Python script, or another
+	// script run through its "#!" line. Empty before the package is in
+	// a store.
+	Kind ExecKind `json:"kind,omitempty"`
 }
 
 // Candidates returns the paths inside the package where the executable is
-// looked up, in order: its path, then python/bin/<path> for Python.
+// looked up, in order: its path, then python/bin/<path>, whatever the
+// runtime the manifest names.
 func (e Executable) Candidates() []string {
-	if e.Runtime == RuntimePython {
-		return []string{e.Path, path.Join("python/bin", e.Path)}
-	}
-	return []string{e.Path}
+	return []string{e.Path, path.Join("python/bin", e.Path)}
 }
 
 // EffectiveLimits returns the resource limits the executable runs under:
@@ -237,11 +258,24 @@ func (e *ManifestError) Error() string {
 
 var keyPattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
-// ParseManifest parses and validates manifest.yaml. Decoding is strict: an
-// unknown field anywhere is an error. Every problem found is reported in one
+// ParseManifest parses and validates manifest.yaml as the platform's
+// documentation writes it: version and runtime may be left out, and an
+// unknown key is a warning in [Manifest.Warnings] naming its field and
+// line, not an error. Every problem found is reported in one
 // *ManifestError, each naming its field (tools.<key>.<field>) and line.
 func ParseManifest(data []byte) (*Manifest, error) {
-	p := &manifestParser{}
+	return parseManifest(data, false)
+}
+
+// ParseManifestStrict is [ParseManifest] for authors who want every
+// deviation refused: an unknown key is an error, and version and runtime
+// are required.
+func ParseManifestStrict(data []byte) (*Manifest, error) {
+	return parseManifest(data, true)
+}
+
+func parseManifest(data []byte, strict bool) (*Manifest, error) {
+	p := &manifestParser{strict: strict}
 	if len(data) > maxManifestBytes {
 		p.add("", 0, "the manifest is %d bytes; at most %d are allowed", len(data), maxManifestBytes)
 		return nil, p.err()
@@ -261,6 +295,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 		return nil, err
 	}
 	m.lines = p.lines
+	m.Warnings = p.warnings
 	return m, nil
 }
 
@@ -278,6 +313,8 @@ const (
 )
 
 type manifestParser struct {
+	strict   bool
+	warnings []FieldProblem
 	problems []FieldProblem
 	dropped  int // problems beyond maxManifestProblems
 	nodes    int // map entries walked
@@ -354,7 +391,12 @@ func (p *manifestParser) mapping(field string, n *yaml.Node, allowed []string) (
 		}
 		seen[k.Value] = true
 		if allowed != nil && !contains(allowed, k.Value) {
-			p.add(sub, k.Line, "unknown field; allowed fields: %s", strings.Join(allowed, ", "))
+			if p.strict {
+				p.add(sub, k.Line, "unknown field; allowed fields: %s", strings.Join(allowed, ", "))
+			} else if len(p.warnings) < maxManifestProblems {
+				p.warnings = append(p.warnings, FieldProblem{Field: sub, Line: k.Line,
+					Message: "unknown field, ignored; known fields: " + strings.Join(allowed, ", ")})
+			}
 			continue
 		}
 		keys, vals = append(keys, k), append(vals, v)
@@ -364,10 +406,11 @@ func (p *manifestParser) mapping(field string, n *yaml.Node, allowed []string) (
 
 func (p *manifestParser) manifest(root *yaml.Node) *Manifest {
 	m := &Manifest{}
-	keys, vals, ok := p.mapping("", root, []string{"version", "tools"})
+	keys, vals, ok := p.mapping("", root, []string{"version", "description", "tools"})
 	if !ok {
 		return m
 	}
+	m.Version = 1
 	var toolsNode *yaml.Node
 	haveVersion := false
 	for i, k := range keys {
@@ -380,11 +423,15 @@ func (p *manifestParser) manifest(root *yaml.Node) *Manifest {
 				}
 				m.Version = v
 			}
+		case "description":
+			if s, ok := p.text("description", vals[i]); ok {
+				m.Description = s
+			}
 		case "tools":
 			toolsNode = vals[i]
 		}
 	}
-	if !haveVersion {
+	if !haveVersion && p.strict {
 		p.add("version", 0, "required; set \"version: 1\"")
 	}
 	if toolsNode == nil {
@@ -416,7 +463,8 @@ func (p *manifestParser) manifest(root *yaml.Node) *Manifest {
 	return m
 }
 
-var toolFields = []string{"runtime", "executable", "timeout_seconds", "sandbox_profile", "resource_limits"}
+var toolFields = []string{"runtime", "executable", "timeout_seconds", "sandbox_profile", "resource_limits",
+	"description", "tool_dir", "schema_refresh_seconds"}
 
 var limitFields = []string{"max_cpu_seconds", "max_file_size_mb", "max_open_files", "max_processes", "max_stack_size_mb", "max_write_mb"}
 
@@ -473,9 +521,30 @@ func (p *manifestParser) executable(field, key string, n *yaml.Node) Executable 
 			}
 		case "resource_limits":
 			e.Limits = p.limits(f, v)
+		case "description":
+			if s, ok := p.text(f, v); ok {
+				e.Description = s
+			}
+		case "tool_dir":
+			if s, ok := p.str(f, v); ok {
+				clean, msg := cleanPackagePath(s)
+				if msg != "" {
+					p.add(f, v.Line, "%s: %s", quoteShort(s), msg)
+				} else {
+					e.ToolDir = clean
+				}
+			}
+		case "schema_refresh_seconds":
+			if t, ok := p.integer(f, v); ok {
+				if t <= 0 || t > FormatMaxTimeoutSeconds {
+					p.add(f, v.Line, "must be a positive number of seconds, at most %d, got %d", FormatMaxTimeoutSeconds, t)
+				} else {
+					e.SchemaRefreshSeconds = t
+				}
+			}
 		}
 	}
-	if !set["runtime"] {
+	if !set["runtime"] && p.strict {
 		p.add(joinField(field, "runtime"), n.Line, "required: go or python")
 	}
 	if !set["executable"] {
@@ -525,6 +594,22 @@ func (p *manifestParser) limits(field string, n *yaml.Node) ResourceLimits {
 		}
 	}
 	return l
+}
+
+// maxManifestDescription bounds a description in the manifest.
+const maxManifestDescription = 4096
+
+// text reads a description: a string, possibly empty, bounded.
+func (p *manifestParser) text(field string, n *yaml.Node) (string, bool) {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
+		p.add(field, n.Line, "expected a string, got %s", nodeKind(n))
+		return "", false
+	}
+	if len(n.Value) > maxManifestDescription {
+		p.add(field, n.Line, "is %d bytes; at most %d are allowed", len(n.Value), maxManifestDescription)
+		return "", false
+	}
+	return n.Value, true
 }
 
 func (p *manifestParser) str(field string, n *yaml.Node) (string, bool) {

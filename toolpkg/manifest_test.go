@@ -46,9 +46,9 @@ func TestParseManifestErrors(t *testing.T) {
 		want []string // every problem, as printed
 	}{
 		{"unknown top-level field", "version: 1\nname: x\ntools:\n  a: {runtime: go, executable: a}\n",
-			[]string{`name: unknown field; allowed fields: version, tools (line 2)`}},
+			[]string{`name: unknown field; allowed fields: version, description, tools (line 2)`}},
 		{"unknown tool field names the tool key", "version: 1\ntools:\n  correlate:\n    runtime: go\n    executable: a\n    sandbox_prfile: standard\n",
-			[]string{`tools.correlate.sandbox_prfile: unknown field; allowed fields: runtime, executable, timeout_seconds, sandbox_profile, resource_limits (line 6)`}},
+			[]string{`tools.correlate.sandbox_prfile: unknown field; allowed fields: runtime, executable, timeout_seconds, sandbox_profile, resource_limits, description, tool_dir, schema_refresh_seconds (line 6)`}},
 		{"missing executable", "version: 1\ntools:\n  correlate:\n    runtime: go\n",
 			[]string{`tools.correlate.executable: required: the executable's path inside the package (line 4)`}},
 		{"bad runtime", "version: 1\ntools:\n  correlate:\n    runtime: rust\n    executable: a\n",
@@ -90,12 +90,12 @@ func TestParseManifestErrors(t *testing.T) {
 			[]string{
 				`tools.a.runtime: unknown runtime "ruby"; use go or python (line 4)`,
 				`tools.a.executable: required: the executable's path inside the package (line 4)`,
-				`tools.b.colour: unknown field; allowed fields: runtime, executable, timeout_seconds, sandbox_profile, resource_limits (line 8)`,
+				`tools.b.colour: unknown field; allowed fields: runtime, executable, timeout_seconds, sandbox_profile, resource_limits, description, tool_dir, schema_refresh_seconds (line 8)`,
 			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m, err := ParseManifest([]byte(tt.yaml))
+			m, err := ParseManifestStrict([]byte(tt.yaml))
 			require.Error(t, err)
 			assert.Nil(t, m)
 			var me *ManifestError

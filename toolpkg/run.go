@@ -1,6 +1,7 @@
 package toolpkg
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -72,13 +75,24 @@ func (sb *sandbox) runProcess(ctx context.Context, l launch, timeout time.Durati
 
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := sb.command(runCtx, l)
+	cmd, err := sb.command(runCtx, l)
+	if err != nil {
+		return res, err
+	}
 	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = outF, errF
 	cmd.SysProcAttr = sb.sysProcAttr()
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
+	if l.grace > 0 {
+		// SIGTERM first, as the platform's SDKs expect (it cancels the
+		// tool's context); SIGKILL once the grace is over.
+		cmd.Cancel = func() error { return sb.terminate(cmd.Process.Pid) }
+		cmd.WaitDelay = l.grace
+	}
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	closeAll(cmd.ExtraFiles)
+	if err != nil {
 		return res, fmt.Errorf("starting %s: %w", cmd.Path, err)
 	}
 	waitErr := cmd.Wait()
@@ -115,6 +129,75 @@ func (sb *sandbox) runProcess(ctx context.Context, l launch, timeout time.Durati
 		return res, ctx.Err()
 	}
 	return res, nil
+}
+
+// terminate sends SIGTERM to the tool started as pid: its process group,
+// or under bwrap, whose own processes would die of it and take the tool
+// with them at once, the processes bwrap started.
+func (sb *sandbox) terminate(pid int) error {
+	if sb.mode != ModeBwrap {
+		err := syscall.Kill(-pid, syscall.SIGTERM)
+		if errors.Is(err, syscall.ESRCH) {
+			return nil
+		}
+		return err
+	}
+	// bwrap, then bwrap as the PID namespace's init, then the tool.
+	for _, p := range descendants(pid, 2) {
+		_ = syscall.Kill(p, syscall.SIGTERM)
+	}
+	return nil
+}
+
+// descendants returns the processes below pid, from depth minDepth on
+// (1: its children), read from /proc.
+func descendants(pid, minDepth int) []int {
+	des, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]int{}
+	for _, de := range des {
+		p, err := strconv.Atoi(de.Name())
+		if err != nil {
+			continue
+		}
+		if pp, ok := parentOf(p); ok {
+			children[pp] = append(children[pp], p)
+		}
+	}
+	var out []int
+	level := []int{pid}
+	for depth := 1; len(level) > 0 && depth < 64; depth++ {
+		var next []int
+		for _, p := range level {
+			next = append(next, children[p]...)
+		}
+		if depth >= minDepth {
+			out = append(out, next...)
+		}
+		level = next
+	}
+	return out
+}
+
+// parentOf returns the parent of process p, from /proc/<p>/stat.
+func parentOf(p int) (int, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// The command name, in parentheses, may hold spaces and ")".
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0, false
+	}
+	pp, err := strconv.Atoi(f[1])
+	return pp, err == nil
 }
 
 // killGroup kills the process group led by pid.

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Mode is how tools are isolated from the host.
@@ -138,6 +140,24 @@ type launch struct {
 	// collectOutput: under bwrap, the files the tool leaves in output/
 	// are written as a tar archive to standard output (outputWrapper).
 	collectOutput bool
+	// python, when set, runs exe as a Python script with this
+	// interpreter, pythonPath on PYTHONPATH after <package>/python.
+	python     *interpreter
+	pythonPath []string
+	// env is more of the tool's environment, NAME=value.
+	env []string
+	// grace is how long the tool has between SIGTERM and SIGKILL when
+	// its time is up or its call is canceled; 0: SIGKILL at once.
+	grace time.Duration
+	// binds are host files or directories the tool sees at a path of
+	// its own under bwrap (the status pipe, the scratch directory);
+	// outside bwrap it is given their host paths.
+	binds []bind
+}
+
+// bind is a host path shown inside the bwrap sandbox, writable.
+type bind struct {
+	host, inside string
 }
 
 // paths returns where the package and the work directory appear to the
@@ -150,11 +170,21 @@ func (sb *sandbox) paths(l launch) (pkg, work string) {
 }
 
 // command returns the command that runs l. The caller sets its standard
-// streams, its process group and its cancellation.
-func (sb *sandbox) command(ctx context.Context, l launch) *exec.Cmd {
+// streams, its process group and its cancellation, and closes its
+// ExtraFiles once it started.
+func (sb *sandbox) command(ctx context.Context, l launch) (*exec.Cmd, error) {
 	pkg, work := sb.paths(l)
 	argv := append([]string{filepath.Join(pkg, filepath.FromSlash(l.exe))}, l.args...)
 	env := []string{"PATH=" + toolPath, "HOME=" + work, "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"}
+	if l.python != nil {
+		// The interpreter runs the script: its "#!" line names the
+		// build machine's. -s: no user site directory.
+		argv = append([]string{l.python.exe, "-s"}, argv...)
+		pp := append([]string{filepath.Join(pkg, "python")}, l.pythonPath...)
+		env = append(env, "PYTHONPATH="+strings.Join(pp, ":"), "PYTHONNOUSERSITE=1", "PYTHONUNBUFFERED=1")
+	}
+	env = append(env, l.env...)
+	var files []*os.File
 	switch sb.mode {
 	case ModeBwrap:
 		// prlimit runs inside, once bwrap made the user namespace: the
@@ -164,7 +194,42 @@ func (sb *sandbox) command(ctx context.Context, l launch) *exec.Cmd {
 			argv = outputWrapper(argv)
 		}
 		argv = append(prlimitArgs(sb.prlimit, l.limits), argv...)
-		argv = append(sb.bwrapArgs(l.profile, l.pkgDir, l.workDir, env, l.limits.MaxWriteMB), argv...)
+		// What the sandbox shows beyond its system directories is
+		// opened here and passed as descriptors: the user tools run as
+		// may not reach it on the host (a pyenv interpreter under
+		// /root), and a path could be swapped for a link between a
+		// check and bwrap's mount.
+		var extra []string
+		add := func(flag, host, inside string) error {
+			f, err := openPath(host)
+			if err != nil {
+				return err
+			}
+			files = append(files, f)
+			extra = append(extra, flag, strconv.Itoa(2+len(files)), inside)
+			return nil
+		}
+		var err error
+		if l.python != nil {
+			for _, r := range l.python.roots {
+				if err = add("--ro-bind-fd", r, r); err != nil {
+					break
+				}
+			}
+		}
+		for _, b := range l.binds {
+			if err != nil {
+				break
+			}
+			err = add("--bind-fd", b.host, b.inside)
+		}
+		if err != nil {
+			closeAll(files)
+			return nil, err
+		}
+		args := sb.bwrapArgs(l.profile, l.pkgDir, l.workDir, env, l.limits.MaxWriteMB)
+		args = append(args[:len(args)-1:len(args)-1], append(extra, "--")...)
+		argv = append(args, argv...)
 		env = []string{"PATH=" + toolPath}
 	case ModePrlimit:
 		env = append(env, "TMPDIR="+os.TempDir())
@@ -175,7 +240,24 @@ func (sb *sandbox) command(ctx context.Context, l launch) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = env
 	cmd.Dir = l.workDir
-	return cmd
+	cmd.ExtraFiles = files
+	return cmd, nil
+}
+
+// openPath opens p without following a final symlink, for bwrap to
+// mount: a descriptor that grants nothing but naming the file.
+func openPath(p string) (*os.File, error) {
+	fd, err := unix.Open(p, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	return os.NewFile(uintptr(fd), p), nil
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
 }
 
 // prlimitArgs returns the prlimit(1) prefix that sets the limits (soft and
@@ -256,6 +338,7 @@ func (sb *sandbox) bwrapArgs(p Profile, pkgDir, workDir string, env []string, wr
 		"--ro-bind-try", filepath.Join(workDir, "input"), bwrapWorkDir+"/input",
 		"--ro-bind-try", filepath.Join(workDir, "runner_args.json"), bwrapWorkDir+"/runner_args.json",
 		"--bind-try", filepath.Join(workDir, "result.json"), bwrapWorkDir+"/result.json",
+		"--ro-bind-try", filepath.Join(workDir, "config.json"), bwrapWorkDir+"/config.json",
 		"--chdir", bwrapWorkDir,
 		"--clearenv",
 	)

@@ -36,6 +36,9 @@ type ToolInfo struct {
 	// Auth is the schema's auth entry, as declared: a tool that declares
 	// one is passed the run's credentials (see [Auth]).
 	Auth json.RawMessage `json:"auth,omitempty"`
+	// Instructions is text for the system prompt while the tool is
+	// available ([Toolset.Instructions]).
+	Instructions string `json:"instructions,omitempty"`
 }
 
 // Timeout returns the call timeout.
@@ -91,6 +94,7 @@ type schemaTool struct {
 	TimeoutSeconds *json.Number    `json:"timeout_seconds"`
 	ArtifactParams json.RawMessage `json:"artifact_params"`
 	Auth           json.RawMessage `json:"auth"`
+	Instructions   *string         `json:"instructions"`
 }
 
 // parseSchemaOutput parses and checks the --schema output of the executable
@@ -148,6 +152,13 @@ func parseSchemaOutput(e Executable, out []byte) ([]ToolInfo, []string) {
 				add("tool %q: timeout_seconds must be a positive integer, got %s", name, strings.Trim(quoteShort(st.TimeoutSeconds.String()), `"`))
 			} else {
 				ti.TimeoutSeconds = int(t)
+			}
+		}
+		if st.Instructions != nil {
+			if len(*st.Instructions) > MaxDescriptionBytes {
+				add("tool %q: instructions are %d bytes; at most %d are allowed", name, len(*st.Instructions), MaxDescriptionBytes)
+			} else {
+				ti.Instructions = strings.TrimSpace(strings.ToValidUTF8(*st.Instructions, "\uFFFD"))
 			}
 		}
 		cfg, cprobs := parseConfigSchema(st.ConfigSchema)

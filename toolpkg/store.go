@@ -64,7 +64,39 @@ type Options struct {
 	// Artifacts configure the artifacts calls read and write, and what
 	// the model sees of a result (nil: the defaults, SAM's thresholds).
 	Artifacts *ArtifactOptions
+
+	// Python is the interpreter Python tools run with: a path, or a
+	// command looked up on PATH. Default: the SAM_STR_PYTHON environment
+	// variable, else python3. A wrapper (a pyenv shim) is seen through:
+	// the store asks the interpreter for its sys.executable and
+	// sys.prefix once, runs the former, and under bwrap shows the
+	// latter read-only at the same path.
+	Python string
+	// PythonPath is put on a Python tool's PYTHONPATH after
+	// <package>/python. Under bwrap its directories must be inside the
+	// sandbox's system directories (/usr, ...).
+	PythonPath []string
+	// StrictManifest refuses a manifest with unknown keys or without
+	// version or runtime, instead of warning (see [ParseManifestStrict]).
+	StrictManifest bool
+	// KillGrace is how long a tool has, between the SIGTERM sent at its
+	// timeout (or when its call is canceled) and the SIGKILL that ends
+	// it, to clean up and write its result (default
+	// DefaultKillGrace; negative: no grace, SIGKILL at once).
+	KillGrace time.Duration
+	// Scratch says which tools get a persistent scratch directory of
+	// their toolset (default ScratchDefault: those of the standard and
+	// permissive profiles).
+	Scratch ScratchPolicy
+	// LLM answers the llm/call requests tools send over their IPC
+	// socket (runner_args.json's ipc_socket). Without it ipc_socket is
+	// empty, and the platform's SDKs tell the tool that LLM calls are
+	// not available.
+	LLM LLMFunc
 }
+
+// DefaultKillGrace is the default of Options.KillGrace.
+const DefaultKillGrace = 3 * time.Second
 
 // Info is the record of one toolset.
 type Info struct {
@@ -79,6 +111,9 @@ type Info struct {
 	Tools []ToolInfo `json:"tools,omitempty"`
 	// Errors are the discovery errors when Status is failed.
 	Errors []string `json:"errors,omitempty"`
+	// Warnings are what the current version's manifest holds that this
+	// runtime ignored (unknown keys, each with its line).
+	Warnings []string `json:"warnings,omitempty"`
 	// Updated is when the record last changed.
 	Updated time.Time `json:"updated"`
 }
@@ -87,6 +122,7 @@ func (i Info) clone() Info {
 	i.Executables = append([]Executable(nil), i.Executables...)
 	i.Tools = append([]ToolInfo(nil), i.Tools...)
 	i.Errors = append([]string(nil), i.Errors...)
+	i.Warnings = append([]string(nil), i.Warnings...)
 	return i
 }
 
@@ -122,6 +158,10 @@ type Store struct {
 	lock *os.File
 	// artifacts are Options.Artifacts with their defaults.
 	artifacts ArtifactOptions
+
+	pyOnce sync.Once
+	py     *interpreter
+	pyErr  error
 
 	mu      sync.Mutex
 	entries map[string]*entry
@@ -164,6 +204,9 @@ func Open(dir string, opts *Options) (*Store, error) {
 	o.Limits = o.Limits.withDefaults()
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.KillGrace == 0 {
+		o.KillGrace = DefaultKillGrace
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -320,10 +363,12 @@ func (r record) check() error {
 		}
 		keys[ex.Key] = true
 		switch {
-		case ex.Runtime != RuntimeGo && ex.Runtime != RuntimePython:
+		case ex.Runtime != "" && ex.Runtime != RuntimeGo && ex.Runtime != RuntimePython:
 			return fmt.Errorf("executable %q: runtime %s is unknown", ex.Key, quoteShort(string(ex.Runtime)))
 		case ex.Profile != Restrictive && ex.Profile != Standard && ex.Profile != Permissive:
 			return fmt.Errorf("executable %q: sandbox profile %s is unknown", ex.Key, quoteShort(string(ex.Profile)))
+		case ex.Kind != "" && ex.Kind != KindNative && ex.Kind != KindPython && ex.Kind != KindScript:
+			return fmt.Errorf("executable %q: kind %s is unknown", ex.Key, quoteShort(string(ex.Kind)))
 		}
 		if clean, msg := cleanPackagePath(ex.Path); msg != "" || clean != ex.Path {
 			return fmt.Errorf("executable %q: path %s is not a path inside the package", ex.Key, quoteShort(ex.Path))
@@ -454,7 +499,7 @@ func (s *Store) Upload(ctx context.Context, name string, r io.ReaderAt, size int
 	if err := CheckName(name); err != nil {
 		return Info{}, err
 	}
-	c, err := validateZip(r, size, s.opts.Limits)
+	c, err := checkZip(r, size, s.opts.Limits, s.opts.StrictManifest)
 	if err != nil {
 		return Info{}, err
 	}
@@ -481,8 +526,16 @@ func (s *Store) Upload(ctx context.Context, name string, r io.ReaderAt, size int
 		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, unprefixed{err})
 	}
 	exes := make([]Executable, len(c.manifest.Executables))
+	// What each executable is; one this runtime cannot run fails
+	// discovery, below.
+	kindErrs := map[string]error{}
 	for i, ex := range c.manifest.Executables {
 		ex.File, _ = c.lookup(ex)
+		if kind, err := inspectExecutable(filepath.Join(tmp, filepath.FromSlash(ex.File)), ex.Runtime); err != nil {
+			kindErrs[ex.Key] = err
+		} else {
+			ex.Kind = kind
+		}
 		exes[i] = ex
 	}
 	err = os.MkdirAll(filepath.Join(s.dir, name), 0o755)
@@ -501,7 +554,11 @@ func (s *Store) Upload(ctx context.Context, name string, r io.ReaderAt, size int
 		s.mu.Unlock()
 		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, unprefixed{err})
 	}
-	rec := record{LastVersion: v, Info: Info{Name: name, Status: StatusPending, Version: v, Executables: exes, Updated: time.Now().UTC()}}
+	var warnings []string
+	for _, w := range c.manifest.Warnings {
+		warnings = append(warnings, ManifestName+": "+w.String())
+	}
+	rec := record{LastVersion: v, Info: Info{Name: name, Status: StatusPending, Version: v, Executables: exes, Warnings: warnings, Updated: time.Now().UTC()}}
 	if err := s.persist(rec); err != nil {
 		s.mu.Unlock()
 		removeAll(pkgDir)
@@ -516,6 +573,9 @@ func (s *Store) Upload(ctx context.Context, name string, r io.ReaderAt, size int
 	}
 	s.mu.Unlock()
 	s.log.Info("toolpkg: package accepted, discovering", "toolset", name, "version", v)
+	for _, w := range warnings {
+		s.log.Warn("toolpkg: "+w, "toolset", name, "version", v)
+	}
 	if s.sb.mode != ModeBwrap {
 		for _, ex := range exes {
 			if ex.Profile == Restrictive {
@@ -526,7 +586,7 @@ func (s *Store) Upload(ctx context.Context, name string, r io.ReaderAt, size int
 	}
 
 	start := time.Now()
-	tools, errs := s.discover(ctx, name, pkgDir, exes)
+	tools, errs := s.discover(ctx, name, pkgDir, exes, kindErrs)
 	rec.Tools, rec.Errors = tools, errs
 	rec.Status = StatusReady
 	if len(errs) > 0 {
@@ -627,6 +687,9 @@ func (s *Store) Remove(name string) error {
 	}
 	s.mu.Unlock()
 	s.deleteVersions(name, drop)
+	if err := removeAll(s.scratchDir(name)); err != nil {
+		s.log.Warn("toolpkg: could not delete a removed toolset's scratch directory", "toolset", name, "error", err)
+	}
 	s.log.Info("toolpkg: toolset removed", "toolset", name)
 	return nil
 }
@@ -726,12 +789,16 @@ func (s *Store) persist(rec record) error {
 
 // discover runs "<executable> --schema" for each executable of a package
 // and returns the tools found and every problem.
-func (s *Store) discover(ctx context.Context, name, pkgDir string, exes []Executable) ([]ToolInfo, []string) {
+func (s *Store) discover(ctx context.Context, name, pkgDir string, exes []Executable, kindErrs map[string]error) ([]ToolInfo, []string) {
 	var tools []ToolInfo
 	var errs []string
 	owner := map[string]string{}
 	for _, ex := range exes {
-		out, err := s.schemaOf(ctx, pkgDir, ex)
+		if err := kindErrs[ex.Key]; err != nil {
+			errs = append(errs, cutProblem(fmt.Sprintf("executable %q: %s %v", ex.Key, ex.File, err)))
+			continue
+		}
+		out, err := s.schemaOf(ctx, pkgDir, ex, nil)
 		if err != nil {
 			errs = append(errs, cutProblem(fmt.Sprintf("executable %q: %v", ex.Key, err)))
 			continue
@@ -788,20 +855,40 @@ func (s *Store) discover(ctx context.Context, name, pkgDir string, exes []Execut
 }
 
 // schemaOf runs "<executable> --schema" in the sandbox and returns what it
-// printed.
-func (s *Store) schemaOf(ctx context.Context, pkgDir string, ex Executable) ([]byte, error) {
+// printed. With a config, it runs "<executable> --schema --config FILE",
+// FILE holding the config as a JSON object.
+func (s *Store) schemaOf(ctx context.Context, pkgDir string, ex Executable, config map[string]any) ([]byte, error) {
 	callDir, work, err := s.newCallDir("schema-")
 	if err != nil {
 		return nil, err
 	}
 	defer removeAll(callDir)
-	l := launch{pkgDir: pkgDir, workDir: work, exe: ex.File, args: []string{"--schema"}, profile: ex.Profile, limits: s.limitsOf(ex)}
+	l, err := s.launchFor(pkgDir, work, ex)
+	if err != nil {
+		return nil, err
+	}
+	l.args = []string{"--schema"}
+	if config != nil {
+		data, err := json.Marshal(config)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the config for --schema --config: %w", err)
+		}
+		if err := s.writeToolFile(filepath.Join(work, "config.json"), data); err != nil {
+			return nil, err
+		}
+		_, workView := s.sb.paths(l)
+		l.args = append(l.args, "--config", filepath.Join(workView, "config.json"))
+	}
 	res, err := s.sb.runProcess(ctx, l, s.opts.DiscoveryTimeout, callDir, maxSchemaOutput)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("--schema did not run: %w", err)
 	case res.timedOut:
 		return nil, fmt.Errorf("--schema did not finish within %s (discovery timeout)", s.opts.DiscoveryTimeout)
+	case config != nil && res.signal == 0 && res.exitCode == 1:
+		// Exit code 1 is bad usage: an executable that does not know
+		// --config.
+		return nil, fmt.Errorf("%w (exit code 1)%s", errNoConfigFlag, stderrSuffix(res.stderrText(nil)))
 	case res.signal != 0 || res.exitCode != 0:
 		return nil, fmt.Errorf("--schema failed (%s)%s", res.describeExit(l.limits), stderrSuffix(res.stderrText(nil)))
 	case res.stdoutN > maxSchemaOutput:
@@ -810,12 +897,39 @@ func (s *Store) schemaOf(ctx context.Context, pkgDir string, ex Executable) ([]b
 	return bytes.TrimSpace(res.stdout), nil
 }
 
+// errNoConfigFlag is the error of an executable that refuses
+// --schema --config as bad usage.
+var errNoConfigFlag = errors.New("--schema --config was refused as bad usage")
+
 func stderrSuffix(stderr string) string {
 	stderr = strings.TrimSpace(stderr)
 	if stderr == "" {
 		return "; stderr was empty"
 	}
 	return "; stderr:\n" + stderr
+}
+
+// launchFor returns how to start an executable of the package in pkgDir,
+// with work as its work directory.
+func (s *Store) launchFor(pkgDir, work string, ex Executable) (launch, error) {
+	l := launch{pkgDir: pkgDir, workDir: work, exe: ex.File, profile: ex.Profile, limits: s.limitsOf(ex),
+		grace: max(s.opts.KillGrace, 0)}
+	kind := ex.Kind
+	if kind == "" {
+		// A record written before kinds were kept.
+		var err error
+		if kind, err = inspectExecutable(filepath.Join(pkgDir, filepath.FromSlash(ex.File)), ex.Runtime); err != nil {
+			return l, fmt.Errorf("%s %w", ex.File, err)
+		}
+	}
+	if kind == KindPython {
+		py, err := s.python()
+		if err != nil {
+			return l, err
+		}
+		l.python, l.pythonPath = py, s.opts.PythonPath
+	}
+	return l, nil
 }
 
 // limitsOf returns the resource limits an executable runs under: its

@@ -31,10 +31,11 @@ type Toolset struct {
 
 // built caches the tools of one version.
 type built struct {
-	version     int
-	tools       []toolset.Tool
-	unavailable map[string]string
-	err         error
+	version      int
+	tools        []toolset.Tool
+	unavailable  map[string]string
+	instructions string
+	err          error
 }
 
 // Toolset returns the toolset name of the store as a [toolset.Toolset],
@@ -141,8 +142,12 @@ func (t *Toolset) GetTools(ctx context.Context) ([]toolset.Tool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.built == nil || t.built.version != info.Version {
-		tools, unavailable, err := t.build(info)
-		t.built = &built{version: info.Version, tools: tools, unavailable: unavailable, err: err}
+		tools, unavailable, instr, err := t.build(ctx, info)
+		if err != nil && ctx.Err() != nil {
+			// Canceled: the next turn tries again.
+			return nil, err
+		}
+		t.built = &built{version: info.Version, tools: tools, unavailable: unavailable, instructions: instr, err: err}
 	}
 	if t.built.err != nil {
 		return nil, t.built.err
@@ -151,10 +156,13 @@ func (t *Toolset) GetTools(ctx context.Context) ([]toolset.Tool, error) {
 }
 
 // build makes the tools of one ready version.
-func (t *Toolset) build(info Info) ([]toolset.Tool, map[string]string, error) {
+func (t *Toolset) build(ctx context.Context, info Info) ([]toolset.Tool, map[string]string, string, error) {
 	cfg, err := resolveConfig(t.name, info.Tools, t.config)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
+	}
+	if info.Tools, err = t.configuredTools(ctx, info, cfg); err != nil {
+		return nil, nil, "", err
 	}
 	for _, tool := range sortedKeys(cfg.unavailable) {
 		t.store.log.Warn("toolpkg: tool left out: "+cfg.unavailable[tool], "toolset", t.name, "version", info.Version)
@@ -164,6 +172,7 @@ func (t *Toolset) build(info Info) ([]toolset.Tool, map[string]string, error) {
 		exes[ex.Key] = ex
 	}
 	tools := make([]toolset.Tool, 0, len(info.Tools))
+	var instr []string
 	for _, ti := range info.Tools {
 		tc := cfg.tools[ti.Name]
 		if tc == nil {
@@ -171,7 +180,7 @@ func (t *Toolset) build(info Info) ([]toolset.Tool, map[string]string, error) {
 		}
 		params, err := toolset.ParseSchema(ti.Parameters)
 		if err != nil {
-			return nil, nil, fmt.Errorf("toolpkg: toolset %q: tool %q: parameters: %w", t.name, ti.Name, unprefixed{err})
+			return nil, nil, "", fmt.Errorf("toolpkg: toolset %q: tool %q: parameters: %w", t.name, ti.Name, unprefixed{err})
 		}
 		c := &call{
 			store: t.store, toolset: t.name, version: info.Version, tool: ti,
@@ -193,8 +202,34 @@ func (t *Toolset) build(info Info) ([]toolset.Tool, map[string]string, error) {
 			}))
 		}
 		tools = append(tools, toolset.NewRawTool(t.name+"__"+ti.Name, ti.Description, params, c.run, opts...))
+		if ti.Instructions != "" {
+			instr = append(instr, ti.Instructions)
+		}
 	}
-	return tools, cfg.unavailable, nil
+	return tools, cfg.unavailable, strings.Join(instr, "\n\n"), nil
+}
+
+// Instructions implements [toolset.InstructionsProvider]: the
+// instructions the tools' schemas give (discovered with the toolset's
+// configuration), in tool order, separated by blank lines; "" while the
+// toolset is not ready (GetTools says why).
+func (t *Toolset) Instructions(ctx context.Context) (string, error) {
+	if t == nil {
+		return "", errNilToolset
+	}
+	if _, err := t.GetTools(ctx); err != nil {
+		var nr *NotReadyError
+		if errors.As(err, &nr) {
+			return "", nil
+		}
+		return "", err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.built == nil {
+		return "", nil
+	}
+	return t.built.instructions, nil
 }
 
 // call runs one tool of one version.
@@ -239,6 +274,7 @@ type resultDoc struct {
 		Message       string          `json:"message"`
 		Data          json.RawMessage `json:"data"`
 		DataObjects   json.RawMessage `json:"data_objects"`
+		ErrorCode     json.RawMessage `json:"error_code"`
 	} `json:"result"`
 	Error json.RawMessage `json:"error"`
 }
@@ -270,9 +306,31 @@ func (c *call) runWith(ctx context.Context, args json.RawMessage, creds Credenti
 		return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, unprefixed{err})
 	}
 	defer removeAll(callDir)
-	l := launch{pkgDir: pkgDir, workDir: work, exe: c.exe.File, profile: c.exe.Profile, limits: s.limitsOf(c.exe),
-		stderrMargin: int64(12 * c.secrets.maxLen())}
+	l, err := s.launchFor(pkgDir, work, c.exe)
+	if err != nil {
+		return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, unprefixed{err})
+	}
+	l.stderrMargin = int64(12 * c.secrets.maxLen())
 	_, workView := s.sb.paths(l)
+	pipe := filepath.Join(work, statusPipeName)
+	if err := s.makeStatusPipe(pipe); err != nil {
+		return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, unprefixed{err})
+	}
+	if s.sb.mode == ModeBwrap {
+		l.binds = append(l.binds, bind{host: pipe, inside: bwrapWorkDir + "/" + statusPipeName})
+	}
+	if s.wantsScratch(c.exe.Profile) {
+		dir, err := s.scratch(c.toolset)
+		if err != nil {
+			return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, unprefixed{err})
+		}
+		if s.sb.mode == ModeBwrap {
+			inside := "/tmp/sam-str/" + c.toolset
+			l.binds = append(l.binds, bind{host: dir, inside: inside})
+			dir = inside
+		}
+		l.env = append(l.env, ScratchEnv+"="+dir)
+	}
 	rc := toolset.FromContext(ctx)
 	scope := artifactScope(rc)
 	inPaths, inMeta, err := c.loadInputs(ctx, args, work, workView, scope)
@@ -285,9 +343,22 @@ func (c *call) runWith(ctx context.Context, args json.RawMessage, creds Credenti
 		TaskID: rc.ID(), UserID: runString(rc, "user_id"), SessionID: runString(rc, "session_id"), AppName: runString(rc, "app_name"),
 		ArtifactPaths: inPaths, ArtifactMetadata: inMeta,
 		ToolAuthHeaders: creds.Headers, ToolOAuthToken: creds.OAuthToken, VolumeMounts: []any{},
+		StatusPipe: filepath.Join(workView, statusPipeName),
 	}
 	if ra.ToolConfig == nil {
 		ra.ToolConfig = map[string]any{}
+	}
+	if s.opts.LLM != nil {
+		srv, sock, err := s.listenIPC(ctx, c.toolset, c.tool.Name)
+		if err != nil {
+			return nil, fmt.Errorf("toolpkg: tool %q: IPC socket: %w", c.tool.Name, unprefixed{err})
+		}
+		defer srv.close()
+		ra.IPCSocket = sock
+		if s.sb.mode == ModeBwrap {
+			ra.IPCSocket = bwrapWorkDir + "/ipc.sock"
+			l.binds = append(l.binds, bind{host: sock, inside: ra.IPCSocket})
+		}
 	}
 	data, err := json.Marshal(ra)
 	if err != nil {
@@ -302,7 +373,15 @@ func (c *call) runWith(ctx context.Context, args json.RawMessage, creds Credenti
 	l.args = []string{filepath.Join(workView, "runner_args.json")}
 	l.collectOutput = true
 
+	status, err := readStatus(ctx, pipe, c.secrets)
+	if err != nil {
+		return nil, fmt.Errorf("toolpkg: tool %q: status pipe: %w", c.tool.Name, unprefixed{err})
+	}
 	res, err := s.sb.runProcess(ctx, l, c.tool.Timeout(), callDir, 0)
+	if reports, skipped, dropped := status.stop(); skipped+dropped > 0 {
+		s.log.Debug("toolpkg: status pipe lines not reported", "toolset", c.toolset, "tool", c.tool.Name,
+			"reported", reports, "not a status or too long", skipped, "beyond the cap", dropped)
+	}
 	s.log.Debug("toolpkg: call finished", "toolset", c.toolset, "tool", c.tool.Name, "version", c.version,
 		"exit", res.describeExit(l.limits), "wall", res.wall.Round(time.Millisecond), "cpu", res.cpu.Round(time.Millisecond))
 	stderr := res.stderrText(c.secrets)
@@ -312,6 +391,13 @@ func (c *call) runWith(ctx context.Context, args json.RawMessage, creds Credenti
 	case err != nil:
 		return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, unprefixed{err})
 	case res.timedOut:
+		// A result written in the grace between SIGTERM and SIGKILL is
+		// the tool's answer.
+		if out, err := c.readResult(work, stderr); err == nil {
+			return out, nil
+		} else if _, ok := err.(*ExecError); !ok {
+			return out, err
+		}
 		return nil, &TimeoutError{Toolset: c.toolset, Tool: c.tool.Name, Timeout: c.tool.Timeout()}
 	case res.signal != 0 || res.exitCode != 0:
 		return nil, &ExecError{Toolset: c.toolset, Tool: c.tool.Name, Reason: res.describeExit(l.limits), Stderr: stderr}
@@ -363,25 +449,30 @@ func (c *call) decodeResult(data []byte, stderr string) (any, error) {
 		return nil, fail("result.json is not valid JSON (%v); it starts %s", err, c.preview(data, 80))
 	}
 	limit := c.store.opts.MaxOutputBytes
+	var code string
+	if doc.Result != nil {
+		code = c.errorCode(doc.Result.ErrorCode)
+	}
 	if msg := errorText(c.secrets.json(doc.Error)); msg != "" {
 		text, _ := capText(c.secrets.text(msg), limit)
-		return nil, &ToolFailure{Toolset: c.toolset, Tool: c.tool.Name, Message: text}
+		return nil, c.failure(text, code)
 	}
 	if doc.Result == nil {
 		return nil, fail(`result.json has neither "result" nor "error"`)
 	}
 	r := doc.Result
-	if r.Status == "error" {
+	if r.Status == "error" || code == ErrorCodeAuthRequired {
 		msg := r.Message
 		if msg == "" {
-			msg = "the tool reported status error without a message"
+			msg = "the tool reported status " + quoteShort(r.Status) + " without a message"
 		}
 		text, _ := capText(c.secrets.text(msg), limit)
-		return nil, &ToolFailure{Toolset: c.toolset, Tool: c.tool.Name, Message: text}
+		return nil, c.failure(text, code)
 	}
 	out := &Result{
 		Status: c.secrets.text(r.Status), Message: c.secrets.text(r.Message),
 		Data: c.secrets.json(r.Data), DataObjects: c.secrets.json(r.DataObjects),
+		ErrorCode: code,
 	}
 	out.text, out.truncated = capText(c.secrets.text(out.render()), limit)
 	return out, nil
@@ -414,6 +505,13 @@ func errorText(raw json.RawMessage) string {
 
 // Result is what a packaged tool returned. The model is sent
 // [Result.ModelText]; programs can read the fields.
+//
+// A pending result (Status "pending", see [Result.Pending]) is the
+// format's way for a tool to ask a human: it did not finish, and its Data
+// holds what to ask (approval data). It is returned as a result, not an
+// error: the model reads "status: pending" and the message, and the
+// application, which alone can reach a human, decides what follows (this
+// runtime neither waits nor calls the tool again).
 type Result struct {
 	// Status is success, partial or pending.
 	Status string
@@ -427,6 +525,8 @@ type Result struct {
 	// data objects stored as artifacts, and its whole output when it was
 	// too long for the model.
 	Artifacts []ArtifactRef
+	// ErrorCode is result.json's error_code, or "" when it had none.
+	ErrorCode string
 
 	text      string
 	truncated bool
@@ -444,6 +544,10 @@ func (r *Result) ModelText() string {
 
 // Truncated reports whether ModelText was cut to the output cap.
 func (r *Result) Truncated() bool { return r.truncated }
+
+// Pending reports whether the tool asked for a human before it goes on
+// (status pending).
+func (r *Result) Pending() bool { return r.Status == "pending" }
 
 func (r *Result) render() string {
 	var parts []string
@@ -480,6 +584,8 @@ func capText(s string, limit int) (string, bool) {
 type ToolFailure struct {
 	Toolset, Tool string
 	Message       string
+	// Code is result.json's error_code, or "".
+	Code string
 }
 
 // Error implements error.
@@ -489,6 +595,56 @@ func (e *ToolFailure) Error() string {
 
 // ModelText implements [toolset.ModelError].
 func (e *ToolFailure) ModelText() string { return e.Message }
+
+// ErrorCodeAuthRequired is the error_code of a tool that needs the
+// caller's credentials (an OAuth sign-in) before it can run.
+const ErrorCodeAuthRequired = "AUTH_REQUIRED"
+
+// AuthRequiredError reports a tool that answered error_code
+// AUTH_REQUIRED: it needs credentials the call did not carry (on the
+// platform, this starts an OAuth flow). An application that can get them
+// branches on it with errors.As; otherwise the model sees the tool's
+// message.
+type AuthRequiredError struct {
+	Toolset, Tool string
+	Message       string
+}
+
+// Error implements error.
+func (e *AuthRequiredError) Error() string {
+	return fmt.Sprintf("toolpkg: toolset %q: tool %q needs authorization: %s", e.Toolset, e.Tool, e.Message)
+}
+
+// ModelText implements [toolset.ModelError].
+func (e *AuthRequiredError) ModelText() string {
+	return "authorization required: " + e.Message
+}
+
+// failure is the error of a tool that failed with message text and
+// error_code code.
+func (c *call) failure(text, code string) error {
+	if code == ErrorCodeAuthRequired {
+		return &AuthRequiredError{Toolset: c.toolset, Tool: c.tool.Name, Message: text}
+	}
+	return &ToolFailure{Toolset: c.toolset, Tool: c.tool.Name, Message: text, Code: code}
+}
+
+// maxErrorCode bounds an error_code.
+const maxErrorCode = 64
+
+// errorCode returns result.json's error_code: a string, secrets hidden,
+// cut to maxErrorCode bytes; "" for null or anything else.
+func (c *call) errorCode(raw json.RawMessage) string {
+	var s string
+	if len(raw) == 0 || json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	s = strings.TrimSpace(c.secrets.text(s))
+	if len(s) > maxErrorCode {
+		s = strings.ToValidUTF8(s[:maxErrorCode], "")
+	}
+	return s
+}
 
 // TimeoutError reports a tool killed, with its children, at its timeout.
 // The model sees it, so that it can try something smaller.

@@ -121,7 +121,8 @@ type checked struct {
 // path (no absolute paths, "..", backslashes or drive letters), symlinks and
 // other special files, .whl files at the root, .venv/ directories, and the
 // manifest, including that every executable it names is in the zip. Every
-// problem is reported in one *ValidationError. It returns the manifest.
+// problem is reported in one *ValidationError. It returns the manifest,
+// parsed leniently ([ParseManifest]): its Warnings list the unknown keys.
 // A nil lim means the default limits.
 func ValidateZip(r io.ReaderAt, size int64, lim *Limits) (*Manifest, error) {
 	var l Limits
@@ -135,7 +136,14 @@ func ValidateZip(r io.ReaderAt, size int64, lim *Limits) (*Manifest, error) {
 	return c.manifest, nil
 }
 
+// validateZip is ValidateZip.
 func validateZip(r io.ReaderAt, size int64, lim Limits) (*checked, error) {
+	return checkZip(r, size, lim, false)
+}
+
+// checkZip is ValidateZip; strict parses the manifest with
+// [ParseManifestStrict].
+func checkZip(r io.ReaderAt, size int64, lim Limits, strict bool) (*checked, error) {
 	lim = lim.withDefaults()
 	var probs []Problem
 	add := func(entry, format string, args ...any) {
@@ -236,7 +244,7 @@ func validateZip(r io.ReaderAt, size int64, lim Limits) (*checked, error) {
 		add(ManifestName, "unreadable: %v", err)
 		return nil, fail()
 	}
-	m, err := ParseManifest(data)
+	m, err := parseManifest(data, strict)
 	var me *ManifestError
 	switch {
 	case errors.As(err, &me):

@@ -234,7 +234,14 @@ func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	fmt.Fprintf(stdout, "%s: valid package with %d executable(s)\n", pos[0], len(m.Executables))
 	for _, e := range m.Executables {
-		fmt.Fprintf(stdout, "  %s: %s (%s, profile %s, timeout %ds)\n", e.Key, printable(e.Path), e.Runtime, e.Profile, e.TimeoutSeconds)
+		rt := string(e.Runtime)
+		if rt == "" {
+			rt = "runtime inferred"
+		}
+		fmt.Fprintf(stdout, "  %s: %s (%s, profile %s, timeout %ds)\n", e.Key, printable(e.Path), rt, e.Profile, e.TimeoutSeconds)
+	}
+	for _, w := range m.Warnings {
+		fmt.Fprintf(stdout, "warning: %s: %s\n", toolpkg.ManifestName, printable(w.String()))
 	}
 	return nil
 }
