@@ -152,12 +152,23 @@ func Config(ctx context.Context) map[string]any {
 // Status reports progress of a packaged call on its status pipe, as a
 // JSON line {"status": message}, best effort: it never blocks and drops
 // the message when no one reads the pipe. In-process it does nothing.
+//
+// A tool that reports progress with [toolset.ReportProgress] instead
+// reaches the status pipe the same way when packaged, and whatever
+// progress callback its caller set when it runs in-process.
 func Status(ctx context.Context, message string) {
-	inv := FromContext(ctx)
-	if inv == nil || inv.StatusPipe == "" {
+	if inv := FromContext(ctx); inv != nil {
+		writeStatus(inv.StatusPipe, message)
+	}
+}
+
+// writeStatus writes {"status": message} to the status pipe at path,
+// best effort and without blocking.
+func writeStatus(path, message string) {
+	if path == "" {
 		return
 	}
-	f, err := os.OpenFile(inv.StatusPipe, os.O_WRONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return
 	}
@@ -392,6 +403,9 @@ func call(ctx context.Context, inv *Invocation, tools []toolset.Tool) (rf result
 		args = json.RawMessage(`{}`)
 	}
 	ctx = context.WithValue(ctx, invocationKey{}, inv)
+	if inv.StatusPipe != "" {
+		ctx = toolset.WithProgress(ctx, func(p toolset.Progress) { writeStatus(inv.StatusPipe, p.Message) })
+	}
 	out, err := list.Execute(ctx, toolset.ToolCall{ID: inv.TaskID, Name: inv.ToolName, Args: args})
 	if err != nil {
 		if text, ok := toolset.ErrorText(err); ok {

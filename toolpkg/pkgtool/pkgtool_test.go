@@ -243,3 +243,27 @@ func TestResultForms(t *testing.T) {
 		}
 	}
 }
+
+// A tool that reports progress through the core, unaware of packaging,
+// reaches the status pipe when packaged.
+func TestReportProgressReachesTheStatusPipe(t *testing.T) {
+	dir := t.TempDir()
+	pipe := filepath.Join(dir, "status.pipe")
+	require.NoError(t, syscall.Mkfifo(pipe, 0o600))
+	reader, err := os.OpenFile(pipe, os.O_RDWR, 0)
+	require.NoError(t, err)
+	defer reader.Close()
+	step := toolset.NewTool("step", "Reports progress.", func(ctx context.Context, _ struct{}) (string, error) {
+		toolset.ReportProgress(ctx, toolset.Progress{Message: "indexing", Fraction: 0.5})
+		return "done", nil
+	})
+	args := writeArgs(t, dir, "step", `{}`, map[string]any{"status_pipe": pipe})
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, pkgtool.Run(context.Background(), []string{args}, &out, &errb, nil, step), errb.String())
+	require.Empty(t, readResult(t, dir).Error)
+	// The tool has exited: what it wrote is in the pipe, or never will be.
+	require.NoError(t, reader.SetReadDeadline(time.Now().Add(5*time.Second)))
+	line, err := bufio.NewReader(reader).ReadString('\n')
+	require.NoError(t, err, "no progress line on the status pipe")
+	require.JSONEq(t, `{"status": "indexing"}`, strings.TrimSpace(line))
+}
