@@ -69,6 +69,107 @@ func BenchmarkBuildTools(b *testing.B) {
 	}
 }
 
+// BenchmarkFilterFloor is the limit of a filtered turn over the same
+// 10,000 tools: the predicate of BenchmarkBuildTools called on each,
+// writing a visibility bit each, and nothing else.
+func BenchmarkFilterFloor(b *testing.B) {
+	var all []toolset.Tool
+	for _, tools := range benchToolList() {
+		all = append(all, tools...)
+	}
+	run := toolset.NewRun("bench-floor", toolset.WithValue(Role, "user"))
+	defer run.End()
+	ctx := run.Turn(context.Background())
+	keep := make([]bool, len(all))
+	b.ReportAllocs()
+	for b.Loop() {
+		n := 0
+		for i := range all {
+			ok, _ := adminOnly(ctx, all[i])
+			keep[i] = ok
+			if ok {
+				n++
+			}
+		}
+		if n != len(all)/2 {
+			b.Fatal(n)
+		}
+	}
+}
+
+// BenchmarkBuildToolsCold builds the first turn of fresh toolset values
+// over the tools of BenchmarkBuildTools: what an agent pays on its first
+// turn, or on a turn after its toolsets were rebuilt. Making the toolset
+// values is not timed.
+func BenchmarkBuildToolsCold(b *testing.B) {
+	lists := benchToolList()
+	run := toolset.NewRun("bench-cold", toolset.WithValue(Role, "user"))
+	defer run.End()
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		children := make([]toolset.Toolset, len(lists))
+		for s, tools := range lists {
+			children[s] = toolset.NewFunction(tools...).Prefixed(fmt.Sprintf("ts%d", s)).Filtered(adminOnly)
+		}
+		tree := toolset.NewCombined(children...)
+		ctx := run.Turn(context.Background())
+		b.StartTimer()
+		tools, err := toolset.BuildTools(ctx, "bench", tree)
+		if err != nil || tools.Len() != benchToolsets*benchTools/2 {
+			b.Fatal(err, tools.Len())
+		}
+	}
+}
+
+// BenchmarkScale compares a steady turn with the naive floor (see
+// BenchmarkBaseline) over 100,000 tools: 1,000 toolsets of 100 tools.
+func BenchmarkScale(b *testing.B) {
+	const sets = 1000
+	lists := make([][]toolset.Tool, 0, sets)
+	for len(lists) < sets {
+		lists = append(lists, benchToolList()...)
+	}
+	lists = lists[:sets]
+	b.Run("turn", func(b *testing.B) {
+		children := make([]toolset.Toolset, len(lists))
+		for s, tools := range lists {
+			children[s] = toolset.NewFunction(tools...).Prefixed(fmt.Sprintf("ts%d", s)).Filtered(adminOnly)
+		}
+		tree := toolset.NewCombined(children...)
+		run := toolset.NewRun("bench-scale", toolset.WithValue(Role, "user"))
+		defer run.End()
+		b.ReportAllocs()
+		for b.Loop() {
+			tools, err := toolset.BuildTools(run.Turn(context.Background()), "bench", tree)
+			if err != nil || tools.Len() != sets*benchTools/2 {
+				b.Fatal(err, tools.Len())
+			}
+		}
+	})
+	b.Run("baseline", func(b *testing.B) {
+		var all []toolset.Tool
+		for s, tools := range lists {
+			for _, t := range tools {
+				t.Name = fmt.Sprintf("ts%d_%s", s, t.Name)
+				all = append(all, t)
+			}
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			list := make([]toolset.Tool, len(all))
+			copy(list, all)
+			index := make(map[string]int, len(list))
+			for i := range list {
+				index[list[i].Name] = i
+			}
+			if len(index) != len(all) {
+				b.Fatal("bad index")
+			}
+		}
+	})
+}
+
 // BenchmarkBaseline is the floor of the naive approach on the same 10,000
 // tools: copy every tool into a new slice and index it in a new map.
 func BenchmarkBaseline(b *testing.B) {
