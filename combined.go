@@ -8,17 +8,23 @@ import (
 	"sync"
 )
 
-// Combined merges several toolsets into one, in declaration order. Its
-// children are materialised concurrently each turn; a failing child cancels
-// its siblings and the errors of all failing children are joined. Two
+// Combined merges several toolsets into one, in declaration order. Each
+// turn, the children made of this package's in-memory toolsets (a
+// [Function] or tools under Prefixed, Renamed, Filtered, Prepared,
+// Combined and Wrapper layers) are materialised on the caller's goroutine,
+// one after the other, since they wait on nothing; the others (a
+// [Dynamic], a remote toolset, any toolset type of the caller's) are
+// materialised concurrently, each on a goroutine of its own when it has
+// siblings. A failing child cancels its siblings and the errors of all
+// failing children are joined. Two
 // children that show the model the same name in one turn make GetTools fail
 // with a [*NameConflictError] naming toolsets[i] of each contributor.
 // Make one with [NewCombined] or a .CombinedWith builder.
 type Combined struct {
 	children []Toolset
 	labels   []string
-	statics  []bool
-	static   bool
+	inlines  []bool
+	inline   bool
 	err      error
 
 	closeOnce sync.Once
@@ -31,8 +37,8 @@ func NewCombined(toolsets ...Toolset) *Combined {
 	c := &Combined{
 		children: append([]Toolset(nil), toolsets...),
 		labels:   make([]string, len(toolsets)),
-		statics:  make([]bool, len(toolsets)),
-		static:   true,
+		inlines:  make([]bool, len(toolsets)),
+		inline:   true,
 	}
 	var errs []error
 	for i, ts := range toolsets {
@@ -45,8 +51,8 @@ func NewCombined(toolsets ...Toolset) *Combined {
 			errs = append(errs, fmt.Errorf("toolsets[%d]: %w", i, unprefixed{err}))
 		}
 		c.labels[i] = label
-		c.statics[i] = isStatic(ts)
-		c.static = c.static && c.statics[i]
+		c.inlines[i] = isInline(ts)
+		c.inline = c.inline && c.inlines[i]
 	}
 	if len(errs) > 0 {
 		c.err = fmt.Errorf("toolset: Combined: %w", errors.Join(errs...))
@@ -104,25 +110,25 @@ func (c *Combined) Close() error {
 	return c.closeErr
 }
 
-func (c *Combined) view(ctx context.Context) (view, error) {
+func (c *Combined) view(ctx context.Context, sc *scratch) (view, error) {
 	if c == nil {
 		return view{}, errNilCombined
 	}
 	if c.err != nil {
 		return view{}, c.err
 	}
-	views, err := materializeAll(ctx, c.children, c.statics, func(i int, err error) error {
+	views, err := materializeAll(ctx, c.children, c.inlines, sc, func(i int, err error) error {
 		return &entryError{index: i, label: c.labels[i], combined: true, err: err}
 	})
 	if err != nil {
 		return view{}, err
 	}
-	parts := make([]part, len(views))
+	parts := sc.parts(len(views))
 	for i, v := range views {
 		parts[i] = part{snap: v.snap, label: c.labels[i]}
 	}
 	out := join(joinCombined, parts)
-	return view{snap: out, keep: joinKeep(out, views)}, nil
+	return view{snap: out, keep: joinKeep(out, views, sc)}, nil
 }
 
 // Prefixed returns c with every tool name prefixed; see [NewPrefixed].

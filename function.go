@@ -87,7 +87,7 @@ func (f *Function) Instructions(context.Context) (string, error) {
 	return f.instructions, nil
 }
 
-func (f *Function) view(ctx context.Context) (view, error) {
+func (f *Function) view(ctx context.Context, sc *scratch) (view, error) {
 	if f == nil {
 		return view{}, errNilFunction
 	}
@@ -95,7 +95,7 @@ func (f *Function) view(ctx context.Context) (view, error) {
 		return view{}, f.err
 	}
 	if f.perTurn {
-		return leafView(ctx, view{snap: f.snap})
+		return leafView(ctx, view{snap: f.snap}, sc)
 	}
 	return view{snap: f.snap}, nil
 }

@@ -14,8 +14,9 @@ type PrepareFunc func(ctx context.Context, tools []Tool) ([]Tool, error)
 // Prepared runs a [PrepareFunc] over a toolset's tools every turn. Make one
 // with [NewPrepared] or a .Prepared builder.
 type Prepared struct {
-	inner Toolset
-	fn    PrepareFunc
+	inner  Toolset
+	fn     PrepareFunc
+	inline bool
 }
 
 // NewPrepared returns ts with its visible tools passed through fn every turn.
@@ -23,7 +24,7 @@ type Prepared struct {
 // renames one (use [NewRenamed]) or lists one twice makes GetTools fail; so
 // does a nil fn, and a panic of fn, as a [*PanicError].
 func NewPrepared(ts Toolset, fn PrepareFunc) *Prepared {
-	return &Prepared{inner: ts, fn: fn}
+	return &Prepared{inner: ts, fn: fn, inline: isInline(ts)}
 }
 
 // GetTools implements [Toolset].
@@ -55,14 +56,14 @@ func (p *Prepared) Close() error {
 	return forwardClose(p.inner)
 }
 
-func (p *Prepared) view(ctx context.Context) (view, error) {
+func (p *Prepared) view(ctx context.Context, sc *scratch) (view, error) {
 	if p == nil {
 		return view{}, errNilPrepared
 	}
 	if p.fn == nil {
 		return view{}, errors.New("toolset: Prepared: nil prepare function")
 	}
-	in, err := materialize(ctx, p.inner)
+	in, err := materialize(ctx, p.inner, sc)
 	if err != nil {
 		return view{}, err
 	}

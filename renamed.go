@@ -12,7 +12,7 @@ import (
 type Renamed struct {
 	inner  Toolset
 	names  map[string]string
-	static bool
+	inline bool
 	memo   memoSlots[derived]
 }
 
@@ -23,7 +23,7 @@ type Renamed struct {
 // is fine. A name in the map that matches no tool
 // is ignored, since the tools of a remote toolset may come and go.
 func NewRenamed(ts Toolset, names map[string]string) *Renamed {
-	return &Renamed{inner: ts, names: maps.Clone(names), static: isStatic(ts)}
+	return &Renamed{inner: ts, names: maps.Clone(names), inline: isInline(ts)}
 }
 
 // GetTools implements [Toolset].
@@ -58,11 +58,11 @@ func (r *Renamed) Close() error {
 // name; a group is a problem only in a turn where two of them are visible.
 type renameClashes [][]int32
 
-func (r *Renamed) view(ctx context.Context) (view, error) {
+func (r *Renamed) view(ctx context.Context, sc *scratch) (view, error) {
 	if r == nil {
 		return view{}, errNilRenamed
 	}
-	in, err := materialize(ctx, r.inner)
+	in, err := materialize(ctx, r.inner, sc)
 	if err != nil {
 		return view{}, err
 	}

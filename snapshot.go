@@ -223,48 +223,133 @@ func (v view) tools() []Tool {
 	return out
 }
 
+// scratch is the memory of one turn for what it makes and drops: the
+// masks of the views of subtrees, which their parents copy into their own,
+// and the lists of views and parts of joins. A turn takes one from
+// scratchPool and gives it back when done, so that a steady turn
+// allocates what it returns and little else, however many toolsets it
+// has. What outlives the turn (a ToolList's mask) is never taken from it.
+//
+// Memory is handed out by bumping through chunks; a chunk too small is
+// replaced by one that holds the whole of the turn, so the next turn fits
+// in one. A nil *scratch makes everything with make.
+type scratch struct {
+	boolBuf chunk[bool]
+	viewBuf chunk[view]
+	partBuf chunk[part]
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+func getScratch() *scratch { return scratchPool.Get().(*scratch) }
+
+// release gives sc back to the pool. Nothing taken from sc may be used
+// after.
+func (sc *scratch) release() {
+	sc.boolBuf.reset()
+	sc.viewBuf.reset()
+	sc.partBuf.reset()
+	scratchPool.Put(sc)
+}
+
+// keep returns a mask of n hidden tools.
+func (sc *scratch) keep(n int) []bool {
+	if sc == nil {
+		return make([]bool, n)
+	}
+	return sc.boolBuf.take(n)
+}
+
+// views returns n empty views.
+func (sc *scratch) views(n int) []view {
+	if sc == nil {
+		return make([]view, n)
+	}
+	return sc.viewBuf.take(n)
+}
+
+// parts returns n empty parts.
+func (sc *scratch) parts(n int) []part {
+	if sc == nil {
+		return make([]part, n)
+	}
+	return sc.partBuf.take(n)
+}
+
+// chunk hands out zeroed slices by bumping through a buffer.
+type chunk[T any] struct {
+	buf  []T
+	used int // elements handed out this turn, in every buffer
+}
+
+// take returns n zeroed elements from the end of the buffer. When they do
+// not fit, it moves to a new buffer of twice what the turn has used, so
+// that the next turn fits in one; the elements handed out before stay
+// where they are.
+func (c *chunk[T]) take(n int) []T {
+	b := c.buf
+	if cap(b)-len(b) < n {
+		b = make([]T, 0, max(2*(c.used+n), 64))
+	}
+	out := b[len(b) : len(b)+n : len(b)+n]
+	clear(out)
+	c.buf, c.used = b[:len(b)+n], c.used+n
+	return out
+}
+
+// reset makes the whole buffer free again, dropping what its elements
+// point to so that the pool keeps no snapshot alive.
+func (c *chunk[T]) reset() {
+	clear(c.buf)
+	c.buf, c.used = c.buf[:0], 0
+}
+
 // materialize returns the view of ts for this turn. The toolsets of this
 // package are recognised by their exact type, never through embedding, so a
 // user type that embeds one and overrides GetTools keeps its override.
-func materialize(ctx context.Context, ts Toolset) (view, error) {
+//
+// sc, if not nil, is the turn's scratch memory, from which the masks and
+// lists that the turn drops are taken. It is used by one goroutine at a
+// time: what is materialised on a goroutine of its own is given none.
+func materialize(ctx context.Context, ts Toolset, sc *scratch) (view, error) {
 	var v view
 	var err error
 	switch t := ts.(type) {
 	case nil:
 		return view{}, errors.New("toolset: nil Toolset")
 	case *Function:
-		v, err = t.view(ctx)
+		v, err = t.view(ctx, sc)
 	case *Prefixed:
-		v, err = t.view(ctx)
+		v, err = t.view(ctx, sc)
 	case *Renamed:
-		v, err = t.view(ctx)
+		v, err = t.view(ctx, sc)
 	case *Filtered:
-		v, err = t.view(ctx)
+		v, err = t.view(ctx, sc)
 	case *Combined:
-		v, err = t.view(ctx)
+		v, err = t.view(ctx, sc)
 	case *Prepared:
-		v, err = t.view(ctx)
+		v, err = t.view(ctx, sc)
 	case *Dynamic:
-		v, err = t.view(ctx)
+		v, err = t.view(ctx, sc)
 	case Tool:
-		v, err = t.view(ctx)
+		v, err = t.view(ctx, sc)
 	case *Tool:
 		if t == nil {
 			return view{}, errors.New("toolset: nil *Tool")
 		}
-		v, err = t.view(ctx)
+		v, err = t.view(ctx, sc)
 	case Wrapper:
-		v, err = t.view(ctx)
+		v, err = t.view(ctx, sc)
 	case *Wrapper:
 		if t == nil {
 			return view{}, errors.New("toolset: nil *Wrapper")
 		}
-		v, err = t.view(ctx)
+		v, err = t.view(ctx, sc)
 	default:
 		var tools []Tool
 		tools, err = userTools(ctx, ts)
 		if err == nil {
-			v, err = leafView(ctx, view{snap: reuseSnapshot(tools)})
+			v, err = leafView(ctx, view{snap: reuseSnapshot(tools)}, sc)
 		}
 	}
 	if err != nil {
@@ -346,64 +431,98 @@ func userTools(ctx context.Context, ts Toolset) (tools []Tool, err error) {
 	return ts.GetTools(ctx)
 }
 
-// isStatic reports whether materialising ts runs no code of the caller's and
-// waits on nothing, so it can be done inline rather than in a goroutine.
-func isStatic(ts Toolset) bool {
-	switch t := ts.(type) {
-	case nil:
-		return true // fails at once
-	case *Function:
-		return t != nil && !t.perTurn
-	case Tool:
-		return !t.core.hasTurnPolicy()
-	case *Tool:
-		return t != nil && !t.core.hasTurnPolicy()
-	case *Prefixed:
-		return t != nil && t.static
-	case *Renamed:
-		return t != nil && t.static
-	case *Combined:
-		return t != nil && t.static
-	}
-	return false
-}
-
-// materializeAll materialises toolsets concurrently and returns their views
-// in order. Static toolsets are done inline; the others run in goroutines
-// (unless there is only one), and the first failure cancels the rest. The
-// errors of all failing toolsets are joined, each named by name(i).
-func materializeAll(ctx context.Context, toolsets []Toolset, static []bool, name func(i int, err error) error) ([]view, error) {
-	views := make([]view, len(toolsets))
-	errs := make([]error, len(toolsets))
-	dynamic := 0
-	for i, ts := range toolsets {
-		if static[i] {
-			views[i], errs[i] = materialize(ctx, ts)
-		} else {
-			dynamic++
+// isInline reports whether ts is made only of this package's in-memory
+// toolsets: [Function]s and tools under Prefixed, Renamed, Filtered,
+// Prepared, Combined and Wrapper layers. Materialising one waits on
+// nothing but its predicates and prepare functions, which work on tools
+// in memory, so it is done on the caller's goroutine; a goroutine costs
+// more than the work. Everything else may block (a Dynamic, a remote
+// toolset, any type of the caller's) and gets a goroutine of its own when
+// it has company.
+func isInline(ts Toolset) bool {
+	for {
+		switch t := ts.(type) {
+		case nil, *Function, Tool, *Tool:
+			return true // nil pointers fail at once
+		case *Prefixed:
+			return t == nil || t.inline
+		case *Renamed:
+			return t == nil || t.inline
+		case *Filtered:
+			return t == nil || t.inline
+		case *Prepared:
+			return t == nil || t.inline
+		case *Combined:
+			return t == nil || t.inline
+		case Wrapper:
+			ts = t.Wrapped
+		case *Wrapper:
+			if t == nil {
+				return true
+			}
+			ts = t.Wrapped
+		default:
+			return false
 		}
 	}
-	if err := joinErrors(errs, name); err != nil {
-		return nil, err
+}
+
+// materializeAll materialises toolsets and returns their views in order.
+// The inline ones (see isInline) are done first, on the caller's
+// goroutine; then the others, each on a goroutine of its own unless it is
+// alone in the list, where the first failure cancels the rest. So a
+// callback that calls runtime.Goexit under a toolset that may block is
+// reported as a *PanicError whenever it has siblings, as it always was. The errors of all
+// failing toolsets are joined, each named by name(i).
+func materializeAll(ctx context.Context, toolsets []Toolset, inline []bool, sc *scratch, name func(i int, err error) error) ([]view, error) {
+	views := sc.views(len(toolsets))
+	var errs []error
+	fail := func(i int, err error) {
+		if errs == nil {
+			errs = make([]error, len(toolsets))
+		}
+		errs[i] = err
 	}
-	switch dynamic {
-	case 0:
-	case 1:
+	blocking := 0
+	for i, ts := range toolsets {
+		if !inline[i] {
+			blocking++
+			continue
+		}
+		v, err := materialize(ctx, ts, sc)
+		if err != nil {
+			fail(i, err)
+			continue
+		}
+		views[i] = v
+	}
+	if errs != nil {
+		return nil, joinErrors(errs, name)
+	}
+	switch {
+	case blocking == 0:
+	case len(toolsets) == 1:
 		for i, ts := range toolsets {
-			if !static[i] {
-				views[i], errs[i] = materialize(ctx, ts)
+			if !inline[i] {
+				v, err := materialize(ctx, ts, sc)
+				if err != nil {
+					return nil, errors.Join(name(i, err))
+				}
+				views[i] = v
 			}
 		}
 	default:
+		errs = make([]error, len(toolsets))
 		g, gctx := errgroup.WithContext(ctx)
 		// One pointer for what every goroutine shares keeps each closure
-		// small: a turn starts a goroutine per dynamic toolset. The derived
-		// context is wrapped to carry the run itself, in storage of m, so
-		// that callbacks find it without walking the chain.
+		// small. The derived context is wrapped to carry the run itself,
+		// in storage of m, so that callbacks find it without walking the
+		// chain. The goroutines are given no scratch memory: it is the
+		// caller's.
 		m := &materializing{g: g, views: views, errs: errs}
 		m.ctx = withRun(gctx, FromContext(ctx), &m.tc)
 		for i, ts := range toolsets {
-			if static[i] {
+			if inline[i] {
 				continue
 			}
 			g.Go(func() error { return m.guarded(i, ts) })
@@ -411,9 +530,9 @@ func materializeAll(ctx context.Context, toolsets []Toolset, static []bool, name
 		if g.Wait() != nil && ctx.Err() == nil {
 			dropCancelled(errs)
 		}
-	}
-	if err := joinErrors(errs, name); err != nil {
-		return nil, err
+		if err := joinErrors(errs, name); err != nil {
+			return nil, err
+		}
 	}
 	return views, nil
 }
@@ -447,7 +566,7 @@ func (m *materializing) guarded(i int, ts Toolset) error {
 			m.g.Go(func() error { return err })
 		}
 	}()
-	m.views[i], m.errs[i] = materialize(m.ctx, ts)
+	m.views[i], m.errs[i] = materialize(m.ctx, ts, nil)
 	normal = true
 	return m.errs[i]
 }
@@ -688,7 +807,8 @@ func buildJoin(k joinKind, parts []part) *snapshot {
 
 // joinKeep builds the visibility mask of a join for this turn from the
 // masks of its parts' views, or returns nil when everything is visible.
-func joinKeep(out *snapshot, views []view) []bool {
+// The mask is taken from sc, or made when sc is nil.
+func joinKeep(out *snapshot, views []view, sc *scratch) []bool {
 	masked := false
 	for _, v := range views {
 		if v.keep != nil {
@@ -699,7 +819,7 @@ func joinKeep(out *snapshot, views []view) []bool {
 	if !masked {
 		return nil
 	}
-	keep := make([]bool, len(out.tools))
+	keep := sc.keep(len(out.tools))
 	for _, s := range out.segs {
 		dst := keep[s.start:s.end]
 		if src := views[s.pos].keep; src != nil {
