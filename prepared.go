@@ -17,6 +17,7 @@ type Prepared struct {
 	inner  Toolset
 	fn     PrepareFunc
 	inline bool
+	memo   memoSlots[snapshot] // recent results, reused when unchanged
 }
 
 // NewPrepared returns ts with its visible tools passed through fn every turn.
@@ -92,7 +93,19 @@ func (p *Prepared) view(ctx context.Context, sc *scratch) (view, error) {
 		}
 		seen[t.Name] = true
 	}
-	return view{snap: newSnapshot(after)}, nil
+	return view{snap: p.snapshotOf(after)}, nil
+}
+
+// snapshotOf returns a snapshot of the prepared list: a recent one when
+// the list is the same, so that the layers above keep their memo from
+// turn to turn, or a new one.
+func (p *Prepared) snapshotOf(tools []Tool) *snapshot {
+	if s := p.memo.find(func(s *snapshot) bool { return sameTools(s.tools, tools) }); s != nil {
+		return s
+	}
+	s := newSnapshot(tools)
+	p.memo.store(s)
+	return s
 }
 
 // prepare runs the prepare function; a panic becomes a *PanicError.

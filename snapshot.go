@@ -27,11 +27,16 @@ import (
 // Predicates (Filtered, WithEnabled) only make masks, and a Dynamic only
 // picks a view. A new snapshot is made where tool definitions or their
 // order change: once per input snapshot for Prefixed, Renamed and Wrapper
-// copies, and each turn for the result of a Prepared and for the tools a
-// WithPrepare function edits, so the layers above those miss their memo in
-// every turn. A turn over unchanging toolsets thus allocates no renamed
-// tools and builds no name index; what it recomputes is only what the run
-// context can change: the verdicts of predicates, and the masks.
+// copies; for the result of a Prepared whenever it differs from its
+// recent results (a Prepared that returns the same list turn after turn
+// reuses its snapshot); and each turn for the tools a WithPrepare function
+// edits, so the layers above those miss their memo in every turn. A turn
+// over unchanging toolsets thus allocates no renamed tools and builds no
+// name index; what it recomputes is only what the run context can change:
+// the verdicts of predicates, and the masks. In-memory toolsets are
+// materialised on the caller's goroutine, and the masks and lists a turn
+// drops come from pooled scratch memory (scratch), so a steady turn
+// allocates a few times however many toolsets it has.
 //
 // The memo sites, each keyed by identity (of a snapshot, a tool core, a
 // schema or a slice):
@@ -63,6 +68,7 @@ import (
 //   - the JSON of a tool's own parameter schema (toolCore.schemaJSON,
 //     Tool.ParametersJSON), whose bytes' identity the provider adapters key
 //     their converted schemas on;
+//   - a Prepared's recent results (Prepared.memo), compared tool by tool;
 //   - a tool search's BM25 index, per snapshot searched (searchState.memo).
 //
 // memoSlots keeps a few entries per site, so a toolset shared by several
