@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Combined merges several toolsets into one, in declaration order. Each
@@ -25,6 +26,8 @@ type Combined struct {
 	labels   []string
 	inlines  []bool
 	inline   bool
+	size     int         // the tools its children are known to hold, or 0
+	built    atomic.Bool // a turn has materialised it
 	err      error
 
 	closeOnce sync.Once
@@ -52,6 +55,7 @@ func NewCombined(toolsets ...Toolset) *Combined {
 		}
 		c.labels[i] = label
 		c.inlines[i] = isInline(ts)
+		c.size += knownSize(ts)
 		c.inline = c.inline && c.inlines[i]
 	}
 	if len(errs) > 0 {
@@ -117,9 +121,16 @@ func (c *Combined) view(ctx context.Context, sc *scratch) (view, error) {
 	if c.err != nil {
 		return view{}, c.err
 	}
+	// The first turn of a Combined makes the copies of its children's
+	// tools, which are then laid end to end so that the join shares them.
+	done := func() {}
+	if !c.built.Load() {
+		done = sc.reserveTools(c.size)
+	}
 	views, err := materializeAll(ctx, c.children, c.inlines, sc, func(i int, err error) error {
 		return &entryError{index: i, label: c.labels[i], combined: true, err: err}
 	})
+	done()
 	if err != nil {
 		return view{}, err
 	}
@@ -128,7 +139,48 @@ func (c *Combined) view(ctx context.Context, sc *scratch) (view, error) {
 		parts[i] = part{snap: v.snap, label: c.labels[i]}
 	}
 	out := join(joinCombined, parts)
+	c.built.Store(true)
 	return view{snap: out, keep: joinKeep(out, views, sc)}, nil
+}
+
+// knownSize returns how many tools ts holds when that is known without
+// materialising it (the tools of Functions under wrappers that keep them
+// all or hide some), or 0. It is a hint, for the size of a block.
+func knownSize(ts Toolset) int {
+	for depth := 0; depth < 100; depth++ {
+		switch t := ts.(type) {
+		case *Function:
+			if t == nil {
+				return 0
+			}
+			return len(t.snap.tools)
+		case Tool, *Tool:
+			return 1
+		case *Prefixed:
+			if t == nil {
+				return 0
+			}
+			ts = t.inner
+		case *Renamed:
+			if t == nil {
+				return 0
+			}
+			ts = t.inner
+		case *Filtered:
+			if t == nil {
+				return 0
+			}
+			ts = t.inner
+		case *Combined:
+			if t == nil {
+				return 0
+			}
+			return t.size
+		default:
+			return 0
+		}
+	}
+	return 0
 }
 
 // Prefixed returns c with every tool name prefixed; see [NewPrefixed].

@@ -78,14 +78,14 @@ func (p *Prefixed) view(ctx context.Context, sc *scratch) (view, error) {
 	if err != nil {
 		return view{}, err
 	}
-	d := derive(&p.memo, in.snap, p.build)
+	d := derive(&p.memo, in.snap, func(in *snapshot) *derived { return p.build(in, sc) })
 	return view{snap: d.out, keep: in.keep}, nil
 }
 
-// build makes the prefixed copies of the tools of in. Their names are
-// cut from one string, so that a toolset's names cost one allocation,
-// not one each.
-func (p *Prefixed) build(in *snapshot) *derived {
+// build makes the prefixed copies of the tools of in, taking them from
+// sc. Their names are cut from one string, so that a toolset's names
+// cost one allocation, not one each.
+func (p *Prefixed) build(in *snapshot, sc *scratch) *derived {
 	head := len(p.prefix) + len(p.sep)
 	size := head * len(in.tools)
 	for _, t := range in.tools {
@@ -99,7 +99,7 @@ func (p *Prefixed) build(in *snapshot) *derived {
 		b.WriteString(t.Name)
 	}
 	names := b.String()
-	tools := make([]Tool, len(in.tools))
+	tools, block, off := sc.newTools(len(in.tools))
 	copy(tools, in.tools) // in bulk: far cheaper than tool by tool while the GC runs
 	at := 0
 	for i := range tools {
@@ -107,7 +107,7 @@ func (p *Prefixed) build(in *snapshot) *derived {
 		tools[i].Name = names[at:end]
 		at = end
 	}
-	return &derived{out: &snapshot{tools: tools, from: in}}
+	return &derived{out: &snapshot{tools: tools, from: in, block: block, off: off}}
 }
 
 // Prefixed returns p with every tool name prefixed again; see [NewPrefixed].

@@ -39,3 +39,36 @@ func TestPreparedUnchangedKeepsTheMemoAbove(t *testing.T) {
 	drop = true
 	assert.True(t, first == turn(), "a recent list is remembered")
 }
+
+// The first turn of a fresh Combined lays its children's prefixed copies
+// end to end, and its join shares them instead of copying them again;
+// where the tools came from is still known, for error messages.
+func TestFreshCombinedJoinSharesItsChildrensCopies(t *testing.T) {
+	tools := make([]Tool, 40)
+	for i := range tools {
+		tools[i] = NewTool(fmt.Sprint("t", i), "", func(context.Context, struct{}) (int, error) { return 0, nil })
+	}
+	a, b := NewFunction(tools...).Prefixed("a"), NewFunction(tools...).Prefixed("b")
+	c := NewCombined(a, b)
+	sc := getScratch()
+	v, err := materialize(context.Background(), c, sc)
+	sc.release()
+	require.NoError(t, err)
+	av, err := materialize(context.Background(), a, nil)
+	require.NoError(t, err)
+	bv, err := materialize(context.Background(), b, nil)
+	require.NoError(t, err)
+	require.Len(t, v.snap.tools, 80)
+	assert.True(t, &v.snap.tools[0] == &av.snap.tools[0], "the join shares the first child's copies")
+	assert.True(t, &v.snap.tools[40] == &bv.snap.tools[0], "and the second's, right after")
+	assert.Equal(t, "toolsets[1] (Prefixed)", v.snap.contributor(45, ""))
+	assert.Equal(t, "b_t5", v.snap.tools[45].Name)
+
+	// Two children showing one name are still named, each.
+	dup := NewCombined(NewFunction(tools...).Prefixed("p"), NewFunction(tools...).Prefixed("p"))
+	_, err = BuildTools(context.Background(), "agent", dup)
+	var nc *NameConflictError
+	require.ErrorAs(t, err, &nc)
+	require.Len(t, nc.Conflicts, 40)
+	assert.Equal(t, []string{"Combined#0 > toolsets[0] (Prefixed)", "Combined#0 > toolsets[1] (Prefixed)"}, nc.Conflicts[0].Contributors)
+}

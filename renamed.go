@@ -66,7 +66,7 @@ func (r *Renamed) view(ctx context.Context, sc *scratch) (view, error) {
 	if err != nil {
 		return view{}, err
 	}
-	d := derive(&r.memo, in.snap, r.build)
+	d := derive(&r.memo, in.snap, func(in *snapshot) *derived { return r.build(in, sc) })
 	facts := d.aux.(renameFacts)
 	for _, group := range facts.clashes {
 		var visible []int32
@@ -86,17 +86,17 @@ func (r *Renamed) view(ctx context.Context, sc *scratch) (view, error) {
 // renamed.
 type renamedFrom []bool
 
-func (r *Renamed) build(in *snapshot) *derived {
-	tools := make([]Tool, len(in.tools))
+func (r *Renamed) build(in *snapshot, sc *scratch) *derived {
+	tools, block, off := sc.newTools(len(in.tools))
+	copy(tools, in.tools)
 	renamed := make(renamedFrom, len(in.tools))
-	for i, t := range in.tools {
-		if n, ok := r.names[t.Name]; ok {
-			t.Name = n
+	for i := range tools {
+		if n, ok := r.names[tools[i].Name]; ok {
+			tools[i].Name = n
 			renamed[i] = true
 		}
-		tools[i] = t
 	}
-	out := &snapshot{tools: tools, from: in}
+	out := &snapshot{tools: tools, from: in, block: block, off: off}
 	var clashes renameClashes
 	for _, group := range out.index().dups {
 		for _, i := range group {

@@ -83,6 +83,10 @@ type snapshot struct {
 	// Provenance, used only to name contributors in error messages.
 	from *snapshot // the snapshot this one renames, position for position
 	segs []segment // for a join: where each range of tools came from
+
+	// Where tools lies, when it was taken from a block (see toolBlock).
+	block *toolBlock
+	off   int
 	kind joinKind  // for a join: how to name its parts
 
 	idxOnce sync.Once
@@ -243,6 +247,75 @@ type scratch struct {
 	boolBuf chunk[bool]
 	viewBuf chunk[view]
 	partBuf chunk[part]
+
+	// The block that copies of tools are taken from while a fresh
+	// Combined materialises its children (toolHint > 0), and how much of
+	// it is taken. Unlike the rest, a block outlives the turn: the
+	// snapshots made from it own it.
+	block    *toolBlock
+	used     int
+	toolHint int
+}
+
+// toolBlock is memory for the copies of tools (prefixed or renamed) that
+// the first turn of a fresh Combined makes: they are laid end to end in
+// one block, so that the join of the children shares the block instead
+// of copying every tool again. all is never resliced or written once a
+// snapshot made from it is published.
+type toolBlock struct{ all []Tool }
+
+// newTools returns n zeroed tools for a new snapshot, and the block and
+// offset they lie at: from the turn's block while a fresh Combined has
+// reserved one (see Combined.view), or newly made (block nil).
+func (sc *scratch) newTools(n int) ([]Tool, *toolBlock, int) {
+	if sc == nil || sc.toolHint == 0 || n == 0 {
+		return make([]Tool, n), nil, 0
+	}
+	if sc.block == nil || len(sc.block.all)-sc.used < n {
+		sc.block, sc.used = &toolBlock{all: make([]Tool, max(sc.toolHint, n))}, 0
+	}
+	off := sc.used
+	sc.used += n
+	return sc.block.all[off:sc.used:sc.used], sc.block, off
+}
+
+// reserveTools makes the copies of tools made until the returned
+// function is called come from one block of about n tools, when no
+// reservation is in force already.
+func (sc *scratch) reserveTools(n int) (done func()) {
+	if sc == nil || sc.toolHint != 0 || n < minBlock {
+		return func() {}
+	}
+	sc.toolHint = n
+	return func() { sc.toolHint, sc.block, sc.used = 0, nil, 0 }
+}
+
+// minBlock is the fewest tools worth a block of their own.
+const minBlock = 64
+
+// contiguous reports whether the tools of parts lie end to end in one
+// block, in order, and returns that range when they do.
+func contiguous(parts []part) (tools []Tool, b *toolBlock, off int, ok bool) {
+	end := -1
+	for _, p := range parts {
+		s := p.snap
+		if len(s.tools) == 0 {
+			continue
+		}
+		switch {
+		case s.block == nil || p.standalone:
+			return nil, nil, 0, false
+		case b == nil:
+			b, off, end = s.block, s.off, s.off
+		case s.block != b || s.off != end:
+			return nil, nil, 0, false
+		}
+		end += len(s.tools)
+	}
+	if b == nil {
+		return nil, nil, 0, false
+	}
+	return b.all[off:end:end], b, off, true
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -778,6 +851,17 @@ func buildJoin(k joinKind, parts []part) *snapshot {
 		p := parts[0]
 		out.tools = p.snap.tools // immutable: share it
 		out.segs = append(out.segs, segment{end: int32(len(p.snap.tools)), sub: p.snap, label: p.label})
+		return out
+	}
+	if tools, b, off, ok := contiguous(parts); ok {
+		// The parts' copies lie end to end: share them.
+		out.tools, out.block, out.off = tools, b, off
+		at := int32(0)
+		for i, p := range parts {
+			n := int32(len(p.snap.tools))
+			out.segs = append(out.segs, segment{start: at, end: at + n, pos: i, sub: p.snap, label: p.label})
+			at += n
+		}
 		return out
 	}
 	total := 0
