@@ -50,6 +50,11 @@ func BuildTools(ctx context.Context, agent string, entries ...Toolset) (*ToolLis
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("toolset: agent %q: tools not built: %w", agent, err)
 	}
+	if _, ok := ctx.(*turnContext); !ok && rc != nil {
+		// A context derived from the turn's: wrap it once, so that
+		// callbacks run inline still read the run without a walk.
+		ctx = withRun(ctx, rc, nil)
+	}
 	sc := getScratch()
 	s, keep, err := buildSnapshot(ctx, agent, entries, sc)
 	sc.release()
@@ -103,7 +108,7 @@ func buildSnapshot(ctx context.Context, agent string, entries []Toolset, sc *scr
 		}
 		parts[i].label = label
 	}
-	views, err := materializeAll(ctx, entries, inline, sc, func(i int, err error) error {
+	views, err := materializeAll(ctx, entries, inline, 0, sc, func(i int, err error) error {
 		return &entryError{index: i, label: parts[i].label, err: err}
 	})
 	if err != nil {

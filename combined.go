@@ -127,7 +127,7 @@ func (c *Combined) view(ctx context.Context, sc *scratch) (view, error) {
 	if !c.built.Load() {
 		done = sc.reserveTools(c.size)
 	}
-	views, err := materializeAll(ctx, c.children, c.inlines, sc, func(i int, err error) error {
+	views, err := materializeAll(ctx, c.children, c.inlines, c.size, sc, func(i int, err error) error {
 		return &entryError{index: i, label: c.labels[i], combined: true, err: err}
 	})
 	done()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -255,6 +256,12 @@ type scratch struct {
 	block    *toolBlock
 	used     int
 	toolHint int
+
+	// The scratch of the goroutines a large turn was split across
+	// (materializeSplit), released with this one; and whether this is
+	// one of them, which splits no further.
+	workers []*scratch
+	worker  bool
 }
 
 // toolBlock is memory for the copies of tools (prefixed or renamed) that
@@ -325,6 +332,12 @@ func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 // release gives sc back to the pool. Nothing taken from sc may be used
 // after.
 func (sc *scratch) release() {
+	for _, w := range sc.workers {
+		w.worker = false
+		w.release()
+	}
+	clear(sc.workers)
+	sc.workers = sc.workers[:0]
 	sc.boolBuf.reset()
 	sc.viewBuf.reset()
 	sc.partBuf.reset()
@@ -553,30 +566,41 @@ func isInline(ts Toolset) bool {
 // callback that calls runtime.Goexit under a toolset that may block is
 // reported as a *PanicError whenever it has siblings, as it always was. The errors of all
 // failing toolsets are joined, each named by name(i).
-func materializeAll(ctx context.Context, toolsets []Toolset, inline []bool, sc *scratch, name func(i int, err error) error) ([]view, error) {
+//
+// size is how many tools the toolsets are known to hold (see knownSize):
+// inline work on that many tools is split across goroutines when the
+// machine has more than one processor to run them (materializeSplit).
+func materializeAll(ctx context.Context, toolsets []Toolset, inline []bool, size int, sc *scratch, name func(i int, err error) error) ([]view, error) {
 	views := sc.views(len(toolsets))
 	var errs []error
-	fail := func(i int, err error) {
-		if errs == nil {
-			errs = make([]error, len(toolsets))
-		}
-		errs[i] = err
-	}
 	blocking := 0
-	for i, ts := range toolsets {
+	for i := range toolsets {
 		if !inline[i] {
 			blocking++
-			continue
 		}
-		v, err := materialize(ctx, ts, sc)
-		if err != nil {
-			fail(i, err)
-			continue
+	}
+	if procs := runtime.GOMAXPROCS(0); size >= splitMin && procs > 1 && sc != nil && !sc.worker && len(toolsets)-blocking > 1 {
+		errs = materializeSplit(ctx, toolsets, inline, views, min(procs, len(toolsets)-blocking, size/splitMin*2), sc)
+	} else {
+		for i, ts := range toolsets {
+			if !inline[i] {
+				continue
+			}
+			v, err := materialize(ctx, ts, sc)
+			if err != nil {
+				if errs == nil {
+					errs = make([]error, len(toolsets))
+				}
+				errs[i] = err
+				continue
+			}
+			views[i] = v
 		}
-		views[i] = v
 	}
 	if errs != nil {
-		return nil, joinErrors(errs, name)
+		if err := joinErrors(errs, name); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case blocking == 0:
@@ -614,6 +638,56 @@ func materializeAll(ctx context.Context, toolsets []Toolset, inline []bool, sc *
 		}
 	}
 	return views, nil
+}
+
+// splitMin is the fewest known tools whose inline work is split across
+// goroutines: below it, starting them costs more than they save.
+const splitMin = 1 << 15
+
+// materializeSplit materialises the inline toolsets in n groups of
+// consecutive ones, the first on the caller's goroutine and the others
+// each on a goroutine of its own with scratch of its own, and returns
+// their errors (nil when none failed). A callback that calls
+// runtime.Goexit on one of those goroutines fails its toolset with a
+// *PanicError, as on the goroutines of toolsets that may block; nothing
+// they run can block, so they need no cancelling.
+func materializeSplit(ctx context.Context, toolsets []Toolset, inline []bool, views []view, n int, sc *scratch) []error {
+	errs := make([]error, len(toolsets))
+	group := func(k int, wsc *scratch) {
+		lo, hi := k*len(toolsets)/n, (k+1)*len(toolsets)/n
+		i, normal := lo, false
+		defer func() {
+			if !normal && k > 0 {
+				// Callbacks recover their own panics: this is a Goexit,
+				// or a bug. (On the caller's goroutine, either goes on.)
+				errs[i] = newPanicError("callback", "", LabelOf(toolsets[i]), recover())
+			}
+		}()
+		for ; i < hi; i++ {
+			if inline[i] {
+				views[i], errs[i] = materialize(ctx, toolsets[i], wsc)
+			}
+		}
+		normal = true
+	}
+	var wg sync.WaitGroup
+	for k := 1; k < n; k++ {
+		wsc := getScratch()
+		wsc.worker = true
+		sc.workers = append(sc.workers, wsc)
+		wg.Go(func() { group(k, wsc) })
+	}
+	// The caller's share splits no further, as the workers' do not.
+	sc.worker = true
+	group(0, sc)
+	sc.worker = false
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return errs
+		}
+	}
+	return nil
 }
 
 // materializing is the state the goroutines of materializeAll share.
