@@ -352,3 +352,106 @@ func BenchmarkRunValue(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkRatio times each target of a turn against its floor in
+// alternation, one operation of each per iteration, and reports the
+// ratio: on a shared machine, separate benchmarks of the two drift apart
+// by more than the margins of interest.
+//
+//   - turn/filter-floor: BenchmarkBuildTools against BenchmarkFilterFloor;
+//   - cold/baseline: BenchmarkBuildToolsCold against BenchmarkBaseline;
+//   - scale/baseline: BenchmarkScale/turn against BenchmarkScale/baseline.
+func BenchmarkRatio(b *testing.B) {
+	ratio := func(b *testing.B, setup func(), op, floor func()) {
+		var tOp, tFloor time.Duration
+		n := 0
+		for b.Loop() {
+			setup()
+			start := time.Now()
+			op()
+			mid := time.Now()
+			floor()
+			tOp += mid.Sub(start)
+			tFloor += time.Since(mid)
+			n++
+		}
+		b.ReportMetric(float64(tOp.Nanoseconds())/float64(n), "op-ns")
+		b.ReportMetric(float64(tFloor.Nanoseconds())/float64(n), "floor-ns")
+		b.ReportMetric(float64(tOp)/float64(tFloor), "ratio")
+	}
+	flat := func(lists [][]toolset.Tool) []toolset.Tool {
+		var all []toolset.Tool
+		for _, tools := range lists {
+			all = append(all, tools...)
+		}
+		return all
+	}
+	prefixedFlat := func(lists [][]toolset.Tool) []toolset.Tool {
+		var all []toolset.Tool
+		for s, tools := range lists {
+			for _, t := range tools {
+				t.Name = fmt.Sprintf("ts%d_%s", s, t.Name)
+				all = append(all, t)
+			}
+		}
+		return all
+	}
+	tree := func(lists [][]toolset.Tool) toolset.Toolset {
+		children := make([]toolset.Toolset, len(lists))
+		for s, tools := range lists {
+			children[s] = toolset.NewFunction(tools...).Prefixed(fmt.Sprintf("ts%d", s)).Filtered(adminOnly)
+		}
+		return toolset.NewCombined(children...)
+	}
+	naive := func(b *testing.B, all []toolset.Tool) func() {
+		return func() {
+			list := make([]toolset.Tool, len(all))
+			copy(list, all)
+			index := make(map[string]int, len(list))
+			for i := range list {
+				index[list[i].Name] = i
+			}
+			if len(index) != len(all) {
+				b.Fatal("bad index")
+			}
+		}
+	}
+	lists := benchToolList()
+	run := toolset.NewRun("bench-ratio", toolset.WithValue(Role, "user"))
+	defer run.End()
+	turnOf := func(b *testing.B, ts toolset.Toolset, want int) func() {
+		return func() {
+			tools, err := toolset.BuildTools(run.Turn(context.Background()), "bench", ts)
+			if err != nil || tools.Len() != want {
+				b.Fatal(err, tools.Len())
+			}
+		}
+	}
+	b.Run("turn/filter-floor", func(b *testing.B) {
+		all := flat(lists)
+		ctx := run.Turn(context.Background())
+		keep := make([]bool, len(all))
+		steady := tree(lists)
+		turn := turnOf(b, steady, len(all)/2)
+		turn()
+		ratio(b, func() {}, turn, func() {
+			for i := range all {
+				keep[i], _ = adminOnly(ctx, all[i])
+			}
+		})
+	})
+	b.Run("cold/baseline", func(b *testing.B) {
+		var fresh toolset.Toolset
+		ratio(b, func() { fresh = tree(lists) }, func() { turnOf(b, fresh, len(lists)*benchTools/2)() }, naive(b, prefixedFlat(lists)))
+	})
+	b.Run("scale/baseline", func(b *testing.B) {
+		big := make([][]toolset.Tool, 0, 1000)
+		for len(big) < 1000 {
+			big = append(big, lists...)
+		}
+		steady := tree(big)
+		turn := turnOf(b, steady, len(big)*benchTools/2)
+		turn()
+		ratio(b, func() {}, turn, naive(b, prefixedFlat(big)))
+	})
+}

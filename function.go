@@ -26,6 +26,7 @@ func NewFunction(tools ...Tool) *Function {
 		own[i] = t
 	}
 	f := &Function{snap: newSnapshot(own)}
+	f.snap.policies() // now, not in the first turn
 	var errs []error
 	seen := make(map[string]int, len(tools))
 	for i, t := range tools {
