@@ -21,7 +21,9 @@ type Prepared struct {
 }
 
 // NewPrepared returns ts with its visible tools passed through fn every turn.
-// fn receives a fresh slice it may modify. A result that adds a tool,
+// fn receives a fresh slice it may modify. A result equal, tool for tool,
+// to one of the last few is recognised, so that the toolsets built on the
+// Prepared keep what they memoised from turn to turn. A result that adds a tool,
 // renames one (use [NewRenamed]) or lists one twice makes GetTools fail; so
 // does a nil fn, and a panic of fn, as a [*PanicError].
 func NewPrepared(ts Toolset, fn PrepareFunc) *Prepared {

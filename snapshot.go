@@ -54,9 +54,13 @@ import (
 //     the first part's snapshot, keyed by the join's kind and every part's
 //     snapshot, label and standalone flag (snapshot.joins, join), so
 //     unchanged subtrees join for free;
-//   - a snapshot's name index: first positions, duplicates, invalid names,
-//     and the tools with environment, deferral or retry policies
-//     (snapshot.idx, index), which name checks read;
+//   - a snapshot's name index: first positions (in a pointer-free
+//     nameTable), duplicates and invalid names (snapshot.idx, index), which
+//     name checks and lookups read;
+//   - a snapshot's positions of tools with environment, deferral or budget
+//     policies (snapshot.policy, policies), taken from the snapshot a copy
+//     copies and from a join's parts, so only a Function (when it is made)
+//     and a caller's toolset read their tools' cores;
 //   - a snapshot's positions of tools with enabled or prepare functions
 //     (snapshot.turn, turnPolicies);
 //   - a Wrapper's middleware copies, per input snapshot and middleware
@@ -72,6 +76,10 @@ import (
 //     their converted schemas on;
 //   - a Prepared's recent results (Prepared.memo), compared tool by tool;
 //   - a tool search's BM25 index, per snapshot searched (searchState.memo).
+//
+// A fresh Combined's first turn takes its children's copies from one
+// block (toolBlock), end to end, so that its join shares them instead of
+// copying every tool again.
 //
 // memoSlots keeps a few entries per site, so a toolset shared by several
 // agents, or a Dynamic that alternates, keeps each input warm. Per-turn and
