@@ -60,6 +60,11 @@ func BenchmarkBuildTools(b *testing.B) {
 	tree := benchTree()
 	run := toolset.NewRun("bench", toolset.WithValue(Role, "user"))
 	defer run.End()
+	// A first turn makes what later turns reuse: its cost is
+	// BenchmarkBuildToolsCold's.
+	if _, err := toolset.BuildTools(run.Turn(context.Background()), "bench", tree); err != nil {
+		b.Fatal(err)
+	}
 	b.ReportAllocs()
 	for b.Loop() {
 		tools, err := toolset.BuildTools(run.Turn(context.Background()), "bench", tree)
@@ -67,6 +72,110 @@ func BenchmarkBuildTools(b *testing.B) {
 			b.Fatal(err, tools.Len())
 		}
 	}
+}
+
+// BenchmarkFilterFloor is the limit of a filtered turn over the same
+// 10,000 tools: the predicate of BenchmarkBuildTools called on each,
+// writing a visibility bit each, and nothing else.
+func BenchmarkFilterFloor(b *testing.B) {
+	var all []toolset.Tool
+	for _, tools := range benchToolList() {
+		all = append(all, tools...)
+	}
+	run := toolset.NewRun("bench-floor", toolset.WithValue(Role, "user"))
+	defer run.End()
+	ctx := run.Turn(context.Background())
+	keep := make([]bool, len(all))
+	b.ReportAllocs()
+	for b.Loop() {
+		n := 0
+		for i := range all {
+			ok, _ := adminOnly(ctx, all[i])
+			keep[i] = ok
+			if ok {
+				n++
+			}
+		}
+		if n != len(all)/2 {
+			b.Fatal(n)
+		}
+	}
+}
+
+// BenchmarkBuildToolsCold builds the first turn of fresh toolset values
+// over the tools of BenchmarkBuildTools: what an agent pays on its first
+// turn, or on a turn after its toolsets were rebuilt. Making the toolset
+// values is not timed.
+func BenchmarkBuildToolsCold(b *testing.B) {
+	lists := benchToolList()
+	run := toolset.NewRun("bench-cold", toolset.WithValue(Role, "user"))
+	defer run.End()
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		children := make([]toolset.Toolset, len(lists))
+		for s, tools := range lists {
+			children[s] = toolset.NewFunction(tools...).Prefixed(fmt.Sprintf("ts%d", s)).Filtered(adminOnly)
+		}
+		tree := toolset.NewCombined(children...)
+		ctx := run.Turn(context.Background())
+		b.StartTimer()
+		tools, err := toolset.BuildTools(ctx, "bench", tree)
+		if err != nil || tools.Len() != benchToolsets*benchTools/2 {
+			b.Fatal(err, tools.Len())
+		}
+	}
+}
+
+// BenchmarkScale compares a steady turn with the naive floor (see
+// BenchmarkBaseline) over 100,000 tools: 1,000 toolsets of 100 tools.
+func BenchmarkScale(b *testing.B) {
+	const sets = 1000
+	lists := make([][]toolset.Tool, 0, sets)
+	for len(lists) < sets {
+		lists = append(lists, benchToolList()...)
+	}
+	lists = lists[:sets]
+	b.Run("turn", func(b *testing.B) {
+		children := make([]toolset.Toolset, len(lists))
+		for s, tools := range lists {
+			children[s] = toolset.NewFunction(tools...).Prefixed(fmt.Sprintf("ts%d", s)).Filtered(adminOnly)
+		}
+		tree := toolset.NewCombined(children...)
+		run := toolset.NewRun("bench-scale", toolset.WithValue(Role, "user"))
+		defer run.End()
+		if _, err := toolset.BuildTools(run.Turn(context.Background()), "bench", tree); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			tools, err := toolset.BuildTools(run.Turn(context.Background()), "bench", tree)
+			if err != nil || tools.Len() != sets*benchTools/2 {
+				b.Fatal(err, tools.Len())
+			}
+		}
+	})
+	b.Run("baseline", func(b *testing.B) {
+		var all []toolset.Tool
+		for s, tools := range lists {
+			for _, t := range tools {
+				t.Name = fmt.Sprintf("ts%d_%s", s, t.Name)
+				all = append(all, t)
+			}
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			list := make([]toolset.Tool, len(all))
+			copy(list, all)
+			index := make(map[string]int, len(list))
+			for i := range list {
+				index[list[i].Name] = i
+			}
+			if len(index) != len(all) {
+				b.Fatal("bad index")
+			}
+		}
+	})
 }
 
 // BenchmarkBaseline is the floor of the naive approach on the same 10,000
@@ -241,5 +350,108 @@ func BenchmarkRunValue(b *testing.B) {
 				b.Fatal("no role")
 			}
 		}
+	})
+}
+
+// BenchmarkRatio times each target of a turn against its floor in
+// alternation, one operation of each per iteration, and reports the
+// ratio: on a shared machine, separate benchmarks of the two drift apart
+// by more than the margins of interest.
+//
+//   - turn/filter-floor: BenchmarkBuildTools against BenchmarkFilterFloor;
+//   - cold/baseline: BenchmarkBuildToolsCold against BenchmarkBaseline;
+//   - scale/baseline: BenchmarkScale/turn against BenchmarkScale/baseline.
+func BenchmarkRatio(b *testing.B) {
+	ratio := func(b *testing.B, setup func(), op, floor func()) {
+		var tOp, tFloor time.Duration
+		n := 0
+		for b.Loop() {
+			setup()
+			start := time.Now()
+			op()
+			mid := time.Now()
+			floor()
+			tOp += mid.Sub(start)
+			tFloor += time.Since(mid)
+			n++
+		}
+		b.ReportMetric(float64(tOp.Nanoseconds())/float64(n), "op-ns")
+		b.ReportMetric(float64(tFloor.Nanoseconds())/float64(n), "floor-ns")
+		b.ReportMetric(float64(tOp)/float64(tFloor), "ratio")
+	}
+	flat := func(lists [][]toolset.Tool) []toolset.Tool {
+		var all []toolset.Tool
+		for _, tools := range lists {
+			all = append(all, tools...)
+		}
+		return all
+	}
+	prefixedFlat := func(lists [][]toolset.Tool) []toolset.Tool {
+		var all []toolset.Tool
+		for s, tools := range lists {
+			for _, t := range tools {
+				t.Name = fmt.Sprintf("ts%d_%s", s, t.Name)
+				all = append(all, t)
+			}
+		}
+		return all
+	}
+	tree := func(lists [][]toolset.Tool) toolset.Toolset {
+		children := make([]toolset.Toolset, len(lists))
+		for s, tools := range lists {
+			children[s] = toolset.NewFunction(tools...).Prefixed(fmt.Sprintf("ts%d", s)).Filtered(adminOnly)
+		}
+		return toolset.NewCombined(children...)
+	}
+	naive := func(b *testing.B, all []toolset.Tool) func() {
+		return func() {
+			list := make([]toolset.Tool, len(all))
+			copy(list, all)
+			index := make(map[string]int, len(list))
+			for i := range list {
+				index[list[i].Name] = i
+			}
+			if len(index) != len(all) {
+				b.Fatal("bad index")
+			}
+		}
+	}
+	lists := benchToolList()
+	run := toolset.NewRun("bench-ratio", toolset.WithValue(Role, "user"))
+	defer run.End()
+	turnOf := func(b *testing.B, ts toolset.Toolset, want int) func() {
+		return func() {
+			tools, err := toolset.BuildTools(run.Turn(context.Background()), "bench", ts)
+			if err != nil || tools.Len() != want {
+				b.Fatal(err, tools.Len())
+			}
+		}
+	}
+	b.Run("turn/filter-floor", func(b *testing.B) {
+		all := flat(lists)
+		ctx := run.Turn(context.Background())
+		keep := make([]bool, len(all))
+		steady := tree(lists)
+		turn := turnOf(b, steady, len(all)/2)
+		turn()
+		ratio(b, func() {}, turn, func() {
+			for i := range all {
+				keep[i], _ = adminOnly(ctx, all[i])
+			}
+		})
+	})
+	b.Run("cold/baseline", func(b *testing.B) {
+		var fresh toolset.Toolset
+		ratio(b, func() { fresh = tree(lists) }, func() { turnOf(b, fresh, len(lists)*benchTools/2)() }, naive(b, prefixedFlat(lists)))
+	})
+	b.Run("scale/baseline", func(b *testing.B) {
+		big := make([][]toolset.Tool, 0, 1000)
+		for len(big) < 1000 {
+			big = append(big, lists...)
+		}
+		steady := tree(big)
+		turn := turnOf(b, steady, len(big)*benchTools/2)
+		turn()
+		ratio(b, func() {}, turn, naive(b, prefixedFlat(big)))
 	})
 }

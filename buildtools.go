@@ -24,17 +24,21 @@ import (
 // reported in one [*NameConflictError] that names every contributor. The
 // errors of toolsets that fail are joined instead.
 //
-// Entries are materialised concurrently, like the children of a [Combined].
-// Work that does not depend on the run context is memoised across turns, so
-// a turn over unchanged toolsets costs little more than running their
-// predicates.
+// Entries are materialised like the children of a [Combined]: this
+// package's in-memory toolsets on the caller's goroutine, the others
+// concurrently. Work that does not depend on the run context is memoised
+// across turns, so a turn over unchanged toolsets costs little more than
+// running their predicates, and allocates a few times whatever their
+// number.
 //
 // The set belongs to the run of ctx (see [ToolList]). A ctx that is done
 // makes BuildTools return its error, even when no toolset would notice. A
 // panic of any callback run for the turn (a predicate, a prepare or
 // Dynamic function, a toolset's own GetTools or Label) fails the turn
 // with a [*PanicError]; so does a callback that calls [runtime.Goexit]
-// on one of the goroutines BuildTools starts.
+// on one of the goroutines BuildTools starts. (A callback of an in-memory
+// toolset runs on the caller's goroutine, where Goexit ends that
+// goroutine, as it does anywhere.)
 func BuildTools(ctx context.Context, agent string, entries ...Toolset) (*ToolList, error) {
 	rc := runOf(ctx)
 	if err := rc.checkTurn(); err != nil {
@@ -46,7 +50,14 @@ func BuildTools(ctx context.Context, agent string, entries ...Toolset) (*ToolLis
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("toolset: agent %q: tools not built: %w", agent, err)
 	}
-	s, keep, err := buildSnapshot(ctx, agent, entries)
+	if _, ok := ctx.(*turnContext); !ok && rc != nil {
+		// A context derived from the turn's: wrap it once, so that
+		// callbacks run inline still read the run without a walk.
+		ctx = withRun(ctx, rc, nil)
+	}
+	sc := getScratch()
+	s, keep, err := buildSnapshot(ctx, agent, entries, sc)
+	sc.release()
 	if err != nil {
 		return nil, err
 	}
@@ -76,14 +87,15 @@ func BuildTools(ctx context.Context, agent string, entries ...Toolset) (*ToolLis
 }
 
 // buildSnapshot materialises the entries of a turn and joins them.
-func buildSnapshot(ctx context.Context, agent string, entries []Toolset) (*snapshot, []bool, error) {
-	static := make([]bool, len(entries))
-	parts := make([]part, len(entries))
+// The turn's mask is made; everything else is taken from sc.
+func buildSnapshot(ctx context.Context, agent string, entries []Toolset, sc *scratch) (*snapshot, []bool, error) {
+	inline := sc.keep(len(entries))
+	parts := sc.parts(len(entries))
 	for i, e := range entries {
 		if what := nilToolset(e); what != "" {
 			return nil, nil, fmt.Errorf("toolset: agent %q: entries[%d] is %s", agent, i, what)
 		}
-		static[i] = isStatic(e)
+		inline[i] = isInline(e)
 		switch t := e.(type) {
 		case Tool:
 			parts[i].standalone = true
@@ -96,7 +108,7 @@ func buildSnapshot(ctx context.Context, agent string, entries []Toolset) (*snaps
 		}
 		parts[i].label = label
 	}
-	views, err := materializeAll(ctx, entries, static, func(i int, err error) error {
+	views, err := materializeAll(ctx, entries, inline, 0, sc, func(i int, err error) error {
 		return &entryError{index: i, label: parts[i].label, err: err}
 	})
 	if err != nil {
@@ -109,7 +121,7 @@ func buildSnapshot(ctx context.Context, agent string, entries []Toolset) (*snaps
 		}
 	}
 	out := join(joinEntries, parts)
-	return out, joinKeep(out, views), nil
+	return out, joinKeep(out, views, nil), nil
 }
 
 // forRun applies what the run itself decides to the turn's set: deferred
@@ -156,7 +168,9 @@ func forRun(rc *RunContext, s *snapshot, keep []bool) ([]bool, map[int32]Tool) {
 // and returns a copy of its visible tools. Whether names suit a model is
 // checked by BuildTools, since a later Renamed may still fix them.
 func getTools(ctx context.Context, ts Toolset) ([]Tool, error) {
-	v, err := materialize(ctx, ts)
+	sc := getScratch()
+	defer sc.release()
+	v, err := materialize(ctx, ts, sc)
 	if err != nil {
 		return nil, err
 	}

@@ -117,6 +117,11 @@ func (c *toolCore) cached(ctx context.Context, t Tool, call ToolCall, rc *RunCon
 		}
 		return c.through(ctx, t, call, store, nil, key, clock)
 	}
+	if canonjson.IsCanonical(call.Args) {
+		// The usual case: the arguments are their own canonical key
+		// (lookup copies what it keeps).
+		return c.through(ctx, t, call, store, call.Args, "", clock)
+	}
 	bp := keyBuffers.Get().(*[]byte)
 	buf, err := canonjson.Append((*bp)[:0], call.Args)
 	*bp = buf

@@ -60,6 +60,19 @@ func TestCacheCanonicalKeys(t *testing.T) {
 	assert.Equal(t, toolset.CacheStats{Hits: 2, Misses: 1}, tool.CacheStats())
 }
 
+// Arguments already in canonical form are used as the key as they are;
+// their variants still find the same entry, in either order of calls.
+func TestCacheCanonicalArgumentsAreTheirOwnKey(t *testing.T) {
+	tool := toolset.NewRawTool("echo", "", &jsonschema.Schema{Type: "object"}, func(_ context.Context, args json.RawMessage) (any, error) {
+		return string(args), nil
+	}, toolset.WithCache(toolset.CachePolicy{}))
+	for _, args := range []string{`{"a":2,"b":"x"}`, `{"b":"x","a":2}`, `{"a":2,"b":"x"}`, `{ "a": 2.0, "b": "\u0078" }`} {
+		_, err := tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(args)})
+		require.NoError(t, err)
+	}
+	assert.Equal(t, toolset.CacheStats{Hits: 3, Misses: 1}, tool.CacheStats())
+}
+
 func TestCachePolicyBounds(t *testing.T) {
 	t.Run("max entries evicts least recently used", func(t *testing.T) {
 		var runs atomic.Int64

@@ -6,19 +6,28 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
-// Combined merges several toolsets into one, in declaration order. Its
-// children are materialised concurrently each turn; a failing child cancels
-// its siblings and the errors of all failing children are joined. Two
+// Combined merges several toolsets into one, in declaration order. Each
+// turn, the children made of this package's in-memory toolsets (a
+// [Function] or tools under Prefixed, Renamed, Filtered, Prepared,
+// Combined and Wrapper layers) are materialised on the caller's goroutine,
+// one after the other, since they wait on nothing; the others (a
+// [Dynamic], a remote toolset, any toolset type of the caller's) are
+// materialised concurrently, each on a goroutine of its own when it has
+// siblings. A failing child cancels its siblings and the errors of all
+// failing children are joined. Two
 // children that show the model the same name in one turn make GetTools fail
 // with a [*NameConflictError] naming toolsets[i] of each contributor.
 // Make one with [NewCombined] or a .CombinedWith builder.
 type Combined struct {
 	children []Toolset
 	labels   []string
-	statics  []bool
-	static   bool
+	inlines  []bool
+	inline   bool
+	size     int         // the tools its children are known to hold, or 0
+	built    atomic.Bool // a turn has materialised it
 	err      error
 
 	closeOnce sync.Once
@@ -31,8 +40,8 @@ func NewCombined(toolsets ...Toolset) *Combined {
 	c := &Combined{
 		children: append([]Toolset(nil), toolsets...),
 		labels:   make([]string, len(toolsets)),
-		statics:  make([]bool, len(toolsets)),
-		static:   true,
+		inlines:  make([]bool, len(toolsets)),
+		inline:   true,
 	}
 	var errs []error
 	for i, ts := range toolsets {
@@ -45,8 +54,9 @@ func NewCombined(toolsets ...Toolset) *Combined {
 			errs = append(errs, fmt.Errorf("toolsets[%d]: %w", i, unprefixed{err}))
 		}
 		c.labels[i] = label
-		c.statics[i] = isStatic(ts)
-		c.static = c.static && c.statics[i]
+		c.inlines[i] = isInline(ts)
+		c.size += knownSize(ts)
+		c.inline = c.inline && c.inlines[i]
 	}
 	if len(errs) > 0 {
 		c.err = fmt.Errorf("toolset: Combined: %w", errors.Join(errs...))
@@ -104,25 +114,73 @@ func (c *Combined) Close() error {
 	return c.closeErr
 }
 
-func (c *Combined) view(ctx context.Context) (view, error) {
+func (c *Combined) view(ctx context.Context, sc *scratch) (view, error) {
 	if c == nil {
 		return view{}, errNilCombined
 	}
 	if c.err != nil {
 		return view{}, c.err
 	}
-	views, err := materializeAll(ctx, c.children, c.statics, func(i int, err error) error {
+	// The first turn of a Combined makes the copies of its children's
+	// tools, which are then laid end to end so that the join shares them.
+	done := func() {}
+	if !c.built.Load() {
+		done = sc.reserveTools(c.size)
+	}
+	views, err := materializeAll(ctx, c.children, c.inlines, c.size, sc, func(i int, err error) error {
 		return &entryError{index: i, label: c.labels[i], combined: true, err: err}
 	})
+	done()
 	if err != nil {
 		return view{}, err
 	}
-	parts := make([]part, len(views))
+	parts := sc.parts(len(views))
 	for i, v := range views {
 		parts[i] = part{snap: v.snap, label: c.labels[i]}
 	}
 	out := join(joinCombined, parts)
-	return view{snap: out, keep: joinKeep(out, views)}, nil
+	c.built.Store(true)
+	return view{snap: out, keep: joinKeep(out, views, sc)}, nil
+}
+
+// knownSize returns how many tools ts holds when that is known without
+// materialising it (the tools of Functions under wrappers that keep them
+// all or hide some), or 0. It is a hint, for the size of a block.
+func knownSize(ts Toolset) int {
+	for depth := 0; depth < 100; depth++ {
+		switch t := ts.(type) {
+		case *Function:
+			if t == nil {
+				return 0
+			}
+			return len(t.snap.tools)
+		case Tool, *Tool:
+			return 1
+		case *Prefixed:
+			if t == nil {
+				return 0
+			}
+			ts = t.inner
+		case *Renamed:
+			if t == nil {
+				return 0
+			}
+			ts = t.inner
+		case *Filtered:
+			if t == nil {
+				return 0
+			}
+			ts = t.inner
+		case *Combined:
+			if t == nil {
+				return 0
+			}
+			return t.size
+		default:
+			return 0
+		}
+	}
+	return 0
 }
 
 // Prefixed returns c with every tool name prefixed; see [NewPrefixed].

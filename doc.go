@@ -271,11 +271,13 @@
 //     a returned error) becomes a [*PanicError]; the process survives. A nil
 //     toolset is an error wherever it is used ("entries[1] is a nil *Filtered").
 //   - User code that calls [runtime.Goexit] (as testing.T.FailNow does) on
-//     a goroutine this module runs it on (those of BuildTools and Combined,
-//     a provider adapter's calls) is reported as a [*PanicError] with
-//     [ErrGoexit]. A handler runs on the goroutine that makes the call, so
-//     one called directly, as by [ToolList.Execute], ends the caller's goroutine
-//     as Go defines; that is logged.
+//     a goroutine this module runs it on (those BuildTools and Combined
+//     start for toolsets that may block, a provider adapter's calls) is
+//     reported as a [*PanicError] with [ErrGoexit]. A handler runs on the
+//     goroutine that makes the call, and so do the predicates and prepare
+//     functions of this package's in-memory toolsets, so one called there
+//     ends the caller's goroutine as Go defines; for a handler, that is
+//     logged.
 //
 // # Concurrency and performance
 //
@@ -283,7 +285,12 @@
 // concurrent use: one toolset serves every run at once, since per-run state
 // lives in the RunContext, and concurrent Turns of a run get distinct
 // steps. Your own toolsets must be safe the same way (see [Toolset]):
-// BuildTools and Combined materialise their entries concurrently.
+// BuildTools and Combined materialise their entries concurrently. Entries
+// made only of this package's in-memory toolsets (Functions and tools
+// under Prefixed, Renamed, Filtered, Prepared, Combined and Wrapper
+// layers) wait on nothing, and are materialised on the caller's goroutine,
+// one after the other; a goroutine is started only for an entry that may
+// block (a Dynamic, a remote toolset, a type of yours) and has siblings.
 //
 // What does not depend on the run context is memoised and shared by every
 // run: a Function's list, prefixed and renamed copies (rebuilt only when

@@ -42,7 +42,7 @@ func (d *Dynamic) Instructions(ctx context.Context) (string, error) {
 // GetTools implements [Toolset].
 func (d *Dynamic) GetTools(ctx context.Context) ([]Tool, error) { return getTools(ctx, d) }
 
-func (d *Dynamic) view(ctx context.Context) (view, error) {
+func (d *Dynamic) view(ctx context.Context, sc *scratch) (view, error) {
 	if d == nil {
 		return view{}, errNilDynamic
 	}
@@ -56,7 +56,7 @@ func (d *Dynamic) view(ctx context.Context) (view, error) {
 	if ts == nil {
 		return view{snap: emptySnapshot}, nil
 	}
-	return materialize(ctx, ts)
+	return materialize(ctx, ts, sc)
 }
 
 // pick runs fn; a panic becomes a *PanicError.

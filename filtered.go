@@ -16,8 +16,9 @@ type Predicate func(ctx context.Context, t Tool) (bool, error)
 // guest's turn see different tools. Make one with [NewFiltered] or a .Filtered
 // builder.
 type Filtered struct {
-	inner Toolset
-	pred  Predicate
+	inner  Toolset
+	pred   Predicate
+	inline bool
 }
 
 // NewFiltered returns ts showing only the tools pred accepts, evaluated every
@@ -26,7 +27,7 @@ type Filtered struct {
 // fails with a [*PanicError] naming the tool: a panic is a bug, not a
 // verdict. A nil pred makes GetTools fail.
 func NewFiltered(ts Toolset, pred Predicate) *Filtered {
-	return &Filtered{inner: ts, pred: pred}
+	return &Filtered{inner: ts, pred: pred, inline: isInline(ts)}
 }
 
 // GetTools implements [Toolset].
@@ -58,18 +59,18 @@ func (f *Filtered) Close() error {
 	return forwardClose(f.inner)
 }
 
-func (f *Filtered) view(ctx context.Context) (view, error) {
+func (f *Filtered) view(ctx context.Context, sc *scratch) (view, error) {
 	if f == nil {
 		return view{}, errNilFiltered
 	}
 	if f.pred == nil {
 		return view{}, errors.New("toolset: Filtered: nil predicate")
 	}
-	in, err := materialize(ctx, f.inner)
+	in, err := materialize(ctx, f.inner, sc)
 	if err != nil {
 		return view{}, err
 	}
-	keep := make([]bool, len(in.snap.tools))
+	keep := sc.keep(len(in.snap.tools))
 	if err := f.evaluate(ctx, in, keep); err != nil {
 		return view{}, err
 	}

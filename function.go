@@ -26,6 +26,7 @@ func NewFunction(tools ...Tool) *Function {
 		own[i] = t
 	}
 	f := &Function{snap: newSnapshot(own)}
+	f.snap.policies() // now, not in the first turn
 	var errs []error
 	seen := make(map[string]int, len(tools))
 	for i, t := range tools {
@@ -87,7 +88,7 @@ func (f *Function) Instructions(context.Context) (string, error) {
 	return f.instructions, nil
 }
 
-func (f *Function) view(ctx context.Context) (view, error) {
+func (f *Function) view(ctx context.Context, sc *scratch) (view, error) {
 	if f == nil {
 		return view{}, errNilFunction
 	}
@@ -95,7 +96,7 @@ func (f *Function) view(ctx context.Context) (view, error) {
 		return view{}, f.err
 	}
 	if f.perTurn {
-		return leafView(ctx, view{snap: f.snap})
+		return leafView(ctx, view{snap: f.snap}, sc)
 	}
 	return view{snap: f.snap}, nil
 }

@@ -32,18 +32,18 @@ func (c *toolCore) hasTurnPolicy() bool { return c != nil && (c.enabled != nil |
 // of tools that come straight from their source: a Function, a standalone
 // tool, or a toolset of the caller's. Tools already prepared this turn are
 // not prepared again.
-func leafView(ctx context.Context, v view) (view, error) {
+func leafView(ctx context.Context, v view, sc *scratch) (view, error) {
 	positions := v.snap.turnPolicies()
 	if len(positions) == 0 {
 		return v, nil
 	}
-	return applyTurnPolicies(ctx, v, positions)
+	return applyTurnPolicies(ctx, v, positions, sc)
 }
 
 // applyTurnPolicies runs the enabled and prepare functions of the tools at
 // positions. One recover serves the whole loop; a panic is blamed on the
 // tool and the function being run.
-func applyTurnPolicies(ctx context.Context, v view, positions []int32) (out view, err error) {
+func applyTurnPolicies(ctx context.Context, v view, positions []int32, sc *scratch) (out view, err error) {
 	var t Tool
 	callback := ""
 	defer func() {
@@ -88,7 +88,7 @@ func applyTurnPolicies(ctx context.Context, v view, positions []int32) (out view
 		}
 		if !show {
 			if !owned {
-				keep, owned = cloneKeep(v.keep, len(v.snap.tools)), true
+				keep, owned = cloneKeepIn(sc, v.keep, len(v.snap.tools)), true
 			}
 			keep[i] = false
 		}
@@ -101,8 +101,11 @@ func applyTurnPolicies(ctx context.Context, v view, positions []int32) (out view
 
 // cloneKeep returns a copy of keep, or an all-visible mask of n when keep
 // is nil.
-func cloneKeep(keep []bool, n int) []bool {
-	out := make([]bool, n)
+func cloneKeep(keep []bool, n int) []bool { return cloneKeepIn(nil, keep, n) }
+
+// cloneKeepIn is cloneKeep with the copy taken from sc.
+func cloneKeepIn(sc *scratch, keep []bool, n int) []bool {
+	out := sc.keep(n)
 	if keep == nil {
 		for i := range out {
 			out[i] = true

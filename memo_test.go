@@ -14,9 +14,7 @@ import (
 // index of earlier turns: what it allocates does not grow with the number
 // of tools, only with the number of toolsets.
 func TestBuildToolsSteadyStateDoesNotScaleWithTools(t *testing.T) {
-	if testing.Short() {
-		t.Skip("allocation counts")
-	}
+	skipAllocCounts(t)
 	allocs := func(n int) float64 {
 		tools := make([]toolset.Tool, n)
 		for i := range tools {
@@ -48,9 +46,7 @@ func TestBuildToolsSteadyStateDoesNotScaleWithTools(t *testing.T) {
 // A toolset of the caller's that returns the same tools every turn gets
 // the same memoisation as the toolsets of this package.
 func TestUserToolsetTurnsDoNotScaleWithTools(t *testing.T) {
-	if testing.Short() {
-		t.Skip("allocation counts")
-	}
+	skipAllocCounts(t)
 	allocs := func(n int) float64 {
 		tools := make([]toolset.Tool, n)
 		for i := range tools {

@@ -3,6 +3,7 @@ package toolset
 import (
 	"context"
 	"errors"
+	"strings"
 )
 
 // Prefixed namespaces a toolset: every tool name becomes prefix, separator,
@@ -12,7 +13,7 @@ type Prefixed struct {
 	inner  Toolset
 	prefix string
 	sep    string
-	static bool
+	inline bool
 	memo   memoSlots[derived]
 }
 
@@ -29,7 +30,7 @@ func WithSeparator(sep string) PrefixOption {
 // separator ("_" unless [WithSeparator] says otherwise). An empty prefix
 // makes GetTools fail.
 func NewPrefixed(ts Toolset, prefix string, opts ...PrefixOption) *Prefixed {
-	p := &Prefixed{inner: ts, prefix: prefix, sep: "_", static: isStatic(ts)}
+	p := &Prefixed{inner: ts, prefix: prefix, sep: "_", inline: isInline(ts)}
 	for _, o := range opts {
 		if o != nil {
 			o(p)
@@ -66,26 +67,47 @@ func (p *Prefixed) Close() error {
 	return forwardClose(p.inner)
 }
 
-func (p *Prefixed) view(ctx context.Context) (view, error) {
+func (p *Prefixed) view(ctx context.Context, sc *scratch) (view, error) {
 	if p == nil {
 		return view{}, errNilPrefixed
 	}
 	if p.prefix == "" {
 		return view{}, errors.New("toolset: Prefixed: empty prefix")
 	}
-	in, err := materialize(ctx, p.inner)
+	in, err := materialize(ctx, p.inner, sc)
 	if err != nil {
 		return view{}, err
 	}
-	d := derive(&p.memo, in.snap, func(in *snapshot) *derived {
-		tools := make([]Tool, len(in.tools))
-		for i, t := range in.tools {
-			t.Name = p.prefix + p.sep + t.Name
-			tools[i] = t
-		}
-		return &derived{out: &snapshot{tools: tools, from: in}}
-	})
+	d := derive(&p.memo, in.snap, func(in *snapshot) *derived { return p.build(in, sc) })
 	return view{snap: d.out, keep: in.keep}, nil
+}
+
+// build makes the prefixed copies of the tools of in, taking them from
+// sc. Their names are cut from one string, so that a toolset's names
+// cost one allocation, not one each.
+func (p *Prefixed) build(in *snapshot, sc *scratch) *derived {
+	head := len(p.prefix) + len(p.sep)
+	size := head * len(in.tools)
+	for _, t := range in.tools {
+		size += len(t.Name)
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for _, t := range in.tools {
+		b.WriteString(p.prefix)
+		b.WriteString(p.sep)
+		b.WriteString(t.Name)
+	}
+	names := b.String()
+	tools, block, off := sc.newTools(len(in.tools))
+	copy(tools, in.tools) // in bulk: far cheaper than tool by tool while the GC runs
+	at := 0
+	for i := range tools {
+		end := at + head + len(tools[i].Name)
+		tools[i].Name = names[at:end]
+		at = end
+	}
+	return &derived{out: &snapshot{tools: tools, from: in, block: block, off: off}}
 }
 
 // Prefixed returns p with every tool name prefixed again; see [NewPrefixed].

@@ -14,16 +14,20 @@ type PrepareFunc func(ctx context.Context, tools []Tool) ([]Tool, error)
 // Prepared runs a [PrepareFunc] over a toolset's tools every turn. Make one
 // with [NewPrepared] or a .Prepared builder.
 type Prepared struct {
-	inner Toolset
-	fn    PrepareFunc
+	inner  Toolset
+	fn     PrepareFunc
+	inline bool
+	memo   memoSlots[snapshot] // recent results, reused when unchanged
 }
 
 // NewPrepared returns ts with its visible tools passed through fn every turn.
-// fn receives a fresh slice it may modify. A result that adds a tool,
+// fn receives a fresh slice it may modify. A result equal, tool for tool,
+// to one of the last few is recognised, so that the toolsets built on the
+// Prepared keep what they memoised from turn to turn. A result that adds a tool,
 // renames one (use [NewRenamed]) or lists one twice makes GetTools fail; so
 // does a nil fn, and a panic of fn, as a [*PanicError].
 func NewPrepared(ts Toolset, fn PrepareFunc) *Prepared {
-	return &Prepared{inner: ts, fn: fn}
+	return &Prepared{inner: ts, fn: fn, inline: isInline(ts)}
 }
 
 // GetTools implements [Toolset].
@@ -55,14 +59,14 @@ func (p *Prepared) Close() error {
 	return forwardClose(p.inner)
 }
 
-func (p *Prepared) view(ctx context.Context) (view, error) {
+func (p *Prepared) view(ctx context.Context, sc *scratch) (view, error) {
 	if p == nil {
 		return view{}, errNilPrepared
 	}
 	if p.fn == nil {
 		return view{}, errors.New("toolset: Prepared: nil prepare function")
 	}
-	in, err := materialize(ctx, p.inner)
+	in, err := materialize(ctx, p.inner, sc)
 	if err != nil {
 		return view{}, err
 	}
@@ -91,7 +95,19 @@ func (p *Prepared) view(ctx context.Context) (view, error) {
 		}
 		seen[t.Name] = true
 	}
-	return view{snap: newSnapshot(after)}, nil
+	return view{snap: p.snapshotOf(after)}, nil
+}
+
+// snapshotOf returns a snapshot of the prepared list: a recent one when
+// the list is the same, so that the layers above keep their memo from
+// turn to turn, or a new one.
+func (p *Prepared) snapshotOf(tools []Tool) *snapshot {
+	if s := p.memo.find(func(s *snapshot) bool { return sameTools(s.tools, tools) }); s != nil {
+		return s
+	}
+	s := newSnapshot(tools)
+	p.memo.store(s)
+	return s
 }
 
 // prepare runs the prepare function; a panic becomes a *PanicError.

@@ -12,7 +12,7 @@ import (
 type Renamed struct {
 	inner  Toolset
 	names  map[string]string
-	static bool
+	inline bool
 	memo   memoSlots[derived]
 }
 
@@ -23,7 +23,7 @@ type Renamed struct {
 // is fine. A name in the map that matches no tool
 // is ignored, since the tools of a remote toolset may come and go.
 func NewRenamed(ts Toolset, names map[string]string) *Renamed {
-	return &Renamed{inner: ts, names: maps.Clone(names), static: isStatic(ts)}
+	return &Renamed{inner: ts, names: maps.Clone(names), inline: isInline(ts)}
 }
 
 // GetTools implements [Toolset].
@@ -58,15 +58,15 @@ func (r *Renamed) Close() error {
 // name; a group is a problem only in a turn where two of them are visible.
 type renameClashes [][]int32
 
-func (r *Renamed) view(ctx context.Context) (view, error) {
+func (r *Renamed) view(ctx context.Context, sc *scratch) (view, error) {
 	if r == nil {
 		return view{}, errNilRenamed
 	}
-	in, err := materialize(ctx, r.inner)
+	in, err := materialize(ctx, r.inner, sc)
 	if err != nil {
 		return view{}, err
 	}
-	d := derive(&r.memo, in.snap, r.build)
+	d := derive(&r.memo, in.snap, func(in *snapshot) *derived { return r.build(in, sc) })
 	facts := d.aux.(renameFacts)
 	for _, group := range facts.clashes {
 		var visible []int32
@@ -86,17 +86,17 @@ func (r *Renamed) view(ctx context.Context) (view, error) {
 // renamed.
 type renamedFrom []bool
 
-func (r *Renamed) build(in *snapshot) *derived {
-	tools := make([]Tool, len(in.tools))
+func (r *Renamed) build(in *snapshot, sc *scratch) *derived {
+	tools, block, off := sc.newTools(len(in.tools))
+	copy(tools, in.tools)
 	renamed := make(renamedFrom, len(in.tools))
-	for i, t := range in.tools {
-		if n, ok := r.names[t.Name]; ok {
-			t.Name = n
+	for i := range tools {
+		if n, ok := r.names[tools[i].Name]; ok {
+			tools[i].Name = n
 			renamed[i] = true
 		}
-		tools[i] = t
 	}
-	out := &snapshot{tools: tools, from: in}
+	out := &snapshot{tools: tools, from: in, block: block, off: off}
 	var clashes renameClashes
 	for _, group := range out.index().dups {
 		for _, i := range group {

@@ -107,7 +107,7 @@ func (s *searchState) search(ctx context.Context, deferred Toolset, in ToolSearc
 	if rc.state() == nil {
 		return ToolSearchResult{}, errors.New("tool search needs a run (toolset.NewRun) to remember what it reveals")
 	}
-	v, err := materialize(ctx, deferred)
+	v, err := materialize(ctx, deferred, nil)
 	if err != nil {
 		return ToolSearchResult{}, err
 	}

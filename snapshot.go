@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,11 +29,16 @@ import (
 // Predicates (Filtered, WithEnabled) only make masks, and a Dynamic only
 // picks a view. A new snapshot is made where tool definitions or their
 // order change: once per input snapshot for Prefixed, Renamed and Wrapper
-// copies, and each turn for the result of a Prepared and for the tools a
-// WithPrepare function edits, so the layers above those miss their memo in
-// every turn. A turn over unchanging toolsets thus allocates no renamed
-// tools and builds no name index; what it recomputes is only what the run
-// context can change: the verdicts of predicates, and the masks.
+// copies; for the result of a Prepared whenever it differs from its
+// recent results (a Prepared that returns the same list turn after turn
+// reuses its snapshot); and each turn for the tools a WithPrepare function
+// edits, so the layers above those miss their memo in every turn. A turn
+// over unchanging toolsets thus allocates no renamed tools and builds no
+// name index; what it recomputes is only what the run context can change:
+// the verdicts of predicates, and the masks. In-memory toolsets are
+// materialised on the caller's goroutine, and the masks and lists a turn
+// drops come from pooled scratch memory (scratch), so a steady turn
+// allocates a few times however many toolsets it has.
 //
 // The memo sites, each keyed by identity (of a snapshot, a tool core, a
 // schema or a slice):
@@ -47,9 +54,13 @@ import (
 //     the first part's snapshot, keyed by the join's kind and every part's
 //     snapshot, label and standalone flag (snapshot.joins, join), so
 //     unchanged subtrees join for free;
-//   - a snapshot's name index: first positions, duplicates, invalid names,
-//     and the tools with environment, deferral or retry policies
-//     (snapshot.idx, index), which name checks read;
+//   - a snapshot's name index: first positions (in a pointer-free
+//     nameTable), duplicates and invalid names (snapshot.idx, index), which
+//     name checks and lookups read;
+//   - a snapshot's positions of tools with environment, deferral or budget
+//     policies (snapshot.policy, policies), taken from the snapshot a copy
+//     copies and from a join's parts, so only a Function (when it is made)
+//     and a caller's toolset read their tools' cores;
 //   - a snapshot's positions of tools with enabled or prepare functions
 //     (snapshot.turn, turnPolicies);
 //   - a Wrapper's middleware copies, per input snapshot and middleware
@@ -63,7 +74,12 @@ import (
 //   - the JSON of a tool's own parameter schema (toolCore.schemaJSON,
 //     Tool.ParametersJSON), whose bytes' identity the provider adapters key
 //     their converted schemas on;
+//   - a Prepared's recent results (Prepared.memo), compared tool by tool;
 //   - a tool search's BM25 index, per snapshot searched (searchState.memo).
+//
+// A fresh Combined's first turn takes its children's copies from one
+// block (toolBlock), end to end, so that its join shares them instead of
+// copying every tool again.
 //
 // memoSlots keeps a few entries per site, so a toolset shared by several
 // agents, or a Dynamic that alternates, keeps each input warm. Per-turn and
@@ -79,11 +95,18 @@ type snapshot struct {
 	segs []segment // for a join: where each range of tools came from
 	kind joinKind  // for a join: how to name its parts
 
+	// Where tools lies, when it was taken from a block (see toolBlock).
+	block *toolBlock
+	off   int
+
 	idxOnce sync.Once
 	idx     nameIndex
 
 	turnOnce sync.Once
 	turn     []int32 // tools with enabled or prepare functions not yet applied
+
+	policyOnce sync.Once
+	policy     *policyFacts
 
 	joins   memoSlots[joined]  // joins whose first part is this snapshot
 	wrapped memoSlots[wrapped] // middleware copies made by Wrappers
@@ -131,9 +154,9 @@ func sameTools(a, b []Tool) bool {
 // nameIndex maps names to positions, and records the positions that need
 // attention in a turn: names that occur more than once, invalid names, and
 // tools with per-turn or per-run policies. For most snapshots all but the
-// map are empty, and a turn skips them at no cost.
+// table are empty, and a turn skips them at no cost.
 type nameIndex struct {
-	first    map[string]int32
+	first    nameTable
 	dups     [][]int32 // positions sharing a name, in order of first occurrence
 	dupOf    map[string]int
 	invalid  []int32
@@ -146,26 +169,16 @@ type nameIndex struct {
 func (s *snapshot) index() *nameIndex {
 	s.idxOnce.Do(func() {
 		ix := &s.idx
-		ix.first = make(map[string]int32, len(s.tools))
+		p := s.policies()
+		ix.env, ix.deferred, ix.budgets = p.env, p.deferred, p.budgets
+		ix.first = newNameTable(len(s.tools))
 		for i := range s.tools {
 			name := s.tools[i].Name
 			if !validName(name) {
 				ix.invalid = append(ix.invalid, int32(i))
 			}
-			if c := s.tools[i].core; c != nil {
-				if len(c.env) > 0 {
-					ix.env = append(ix.env, int32(i))
-				}
-				if c.deferred {
-					ix.deferred = append(ix.deferred, int32(i))
-				}
-				if c.maxFailures > 0 {
-					ix.budgets = append(ix.budgets, int32(i))
-				}
-			}
-			j, seen := ix.first[name]
+			j, seen := ix.first.insert(s.tools, int32(i))
 			if !seen {
-				ix.first[name] = int32(i)
 				continue
 			}
 			if ix.dupOf == nil {
@@ -181,6 +194,138 @@ func (s *snapshot) index() *nameIndex {
 		}
 	})
 	return &s.idx
+}
+
+// policyFacts lists the positions of a snapshot's tools that have
+// environment, deferral or failure-budget policies, for the name index.
+type policyFacts struct {
+	env      []int32 // required environment variables
+	deferred []int32 // deferred until a search reveals them
+	budgets  []int32 // tools with a failure budget
+}
+
+var noPolicies = &policyFacts{}
+
+// policies returns the snapshot's policy facts. Policies belong to a
+// tool's core, which copies share, so the facts of a copy are those of
+// the snapshot it copies, and those of a join are its parts', shifted:
+// only the snapshots of Functions and of toolsets of the caller's read
+// the cores of their tools. NewFunction reads them at once, so that a
+// turn over fresh copies of it does not.
+func (s *snapshot) policies() *policyFacts {
+	s.policyOnce.Do(func() { s.policy = s.findPolicies() })
+	return s.policy
+}
+
+func (s *snapshot) findPolicies() *policyFacts {
+	switch {
+	case s.from != nil && len(s.from.tools) == len(s.tools):
+		return s.from.policies()
+	case s.segs != nil:
+		var out policyFacts
+		for _, seg := range s.segs {
+			if seg.start == seg.end {
+				continue
+			}
+			p := seg.sub.policies()
+			out.env = appendShifted(out.env, p.env, seg.start)
+			out.deferred = appendShifted(out.deferred, p.deferred, seg.start)
+			out.budgets = appendShifted(out.budgets, p.budgets, seg.start)
+		}
+		if out.env == nil && out.deferred == nil && out.budgets == nil {
+			return noPolicies
+		}
+		return &out
+	}
+	var out policyFacts
+	for i := range s.tools {
+		c := s.tools[i].core
+		if c == nil {
+			continue
+		}
+		if len(c.env) > 0 {
+			out.env = append(out.env, int32(i))
+		}
+		if c.deferred {
+			out.deferred = append(out.deferred, int32(i))
+		}
+		if c.maxFailures > 0 {
+			out.budgets = append(out.budgets, int32(i))
+		}
+	}
+	if out.env == nil && out.deferred == nil && out.budgets == nil {
+		return noPolicies
+	}
+	return &out
+}
+
+func appendShifted(dst, src []int32, by int32) []int32 {
+	for _, i := range src {
+		dst = append(dst, i+by)
+	}
+	return dst
+}
+
+// nameTable maps each name of a snapshot's tools to its first position.
+// It is an open-addressing table of positions that holds no pointers:
+// the GC never scans it, no key is copied into it, and a name is compared
+// with the tool's own. Building one costs a hash and a probe a tool, a
+// third of what a map[string]int32 costs. The hash is keyed with a seed
+// made at start-up, so names chosen by a remote toolset cannot be made to
+// collide.
+type nameTable struct {
+	slots []nameSlot // a power of two in length, at most half full
+}
+
+type nameSlot struct {
+	tag uint32 // the high bits of the name's hash, made odd; 0 when empty
+	pos int32
+}
+
+var nameSeed = maphash.MakeSeed()
+
+func newNameTable(n int) nameTable {
+	size := 8
+	for size < 2*n {
+		size <<= 1
+	}
+	return nameTable{slots: make([]nameSlot, size)}
+}
+
+// insert records position i of tools under its name, unless an earlier
+// position has that name: then it returns that one, and true.
+func (t *nameTable) insert(tools []Tool, i int32) (int32, bool) {
+	name := tools[i].Name
+	h := maphash.String(nameSeed, name)
+	tag, mask := uint32(h>>32)|1, uint64(len(t.slots)-1)
+	for j := h & mask; ; j = (j + 1) & mask {
+		s := &t.slots[j]
+		switch {
+		case s.tag == 0:
+			*s = nameSlot{tag: tag, pos: i}
+			return 0, false
+		case s.tag == tag && tools[s.pos].Name == name:
+			return s.pos, true
+		}
+	}
+}
+
+// find returns the first position of tools that has name.
+func (t *nameTable) find(tools []Tool, name string) (int32, bool) {
+	if len(t.slots) == 0 {
+		return 0, false
+	}
+	h := maphash.String(nameSeed, name)
+	tag, mask := uint32(h>>32)|1, uint64(len(t.slots)-1)
+	for j := h & mask; ; j = (j + 1) & mask {
+		s := &t.slots[j]
+		switch {
+		case s.tag == 0:
+			return 0, false
+		case s.tag == tag && tools[s.pos].Name == name:
+			return s.pos, true
+		}
+	}
 }
 
 // turnPolicies returns the positions of tools whose enabled or prepare
@@ -223,48 +368,214 @@ func (v view) tools() []Tool {
 	return out
 }
 
+// scratch is the memory of one turn for what it makes and drops: the
+// masks of the views of subtrees, which their parents copy into their own,
+// and the lists of views and parts of joins. A turn takes one from
+// scratchPool and gives it back when done, so that a steady turn
+// allocates what it returns and little else, however many toolsets it
+// has. What outlives the turn (a ToolList's mask) is never taken from it.
+//
+// Memory is handed out by bumping through chunks; a chunk too small is
+// replaced by one that holds the whole of the turn, so the next turn fits
+// in one. A nil *scratch makes everything with make.
+type scratch struct {
+	boolBuf chunk[bool]
+	viewBuf chunk[view]
+	partBuf chunk[part]
+
+	// The block that copies of tools are taken from while a fresh
+	// Combined materialises its children (toolHint > 0), and how much of
+	// it is taken. Unlike the rest, a block outlives the turn: the
+	// snapshots made from it own it.
+	block    *toolBlock
+	used     int
+	toolHint int
+
+	// The scratch of the goroutines a large turn was split across
+	// (materializeSplit), released with this one; and whether this is
+	// one of them, which splits no further.
+	workers []*scratch
+	worker  bool
+}
+
+// toolBlock is memory for the copies of tools (prefixed or renamed) that
+// the first turn of a fresh Combined makes: they are laid end to end in
+// one block, so that the join of the children shares the block instead
+// of copying every tool again. all is never resliced or written once a
+// snapshot made from it is published.
+type toolBlock struct{ all []Tool }
+
+// newTools returns n zeroed tools for a new snapshot, and the block and
+// offset they lie at: from the turn's block while a fresh Combined has
+// reserved one (see Combined.view), or newly made (block nil).
+func (sc *scratch) newTools(n int) ([]Tool, *toolBlock, int) {
+	if sc == nil || sc.toolHint == 0 || n == 0 {
+		return make([]Tool, n), nil, 0
+	}
+	if sc.block == nil || len(sc.block.all)-sc.used < n {
+		sc.block, sc.used = &toolBlock{all: make([]Tool, max(sc.toolHint, n))}, 0
+	}
+	off := sc.used
+	sc.used += n
+	return sc.block.all[off:sc.used:sc.used], sc.block, off
+}
+
+// reserveTools makes the copies of tools made until the returned
+// function is called come from one block of about n tools, when no
+// reservation is in force already.
+func (sc *scratch) reserveTools(n int) (done func()) {
+	if sc == nil || sc.toolHint != 0 || n < minBlock {
+		return func() {}
+	}
+	sc.toolHint = n
+	return func() { sc.toolHint, sc.block, sc.used = 0, nil, 0 }
+}
+
+// minBlock is the fewest tools worth a block of their own.
+const minBlock = 64
+
+// contiguous reports whether the tools of parts lie end to end in one
+// block, in order, and returns that range when they do.
+func contiguous(parts []part) (tools []Tool, b *toolBlock, off int, ok bool) {
+	end := -1
+	for _, p := range parts {
+		s := p.snap
+		if len(s.tools) == 0 {
+			continue
+		}
+		switch {
+		case s.block == nil || p.standalone:
+			return nil, nil, 0, false
+		case b == nil:
+			b, off, end = s.block, s.off, s.off
+		case s.block != b || s.off != end:
+			return nil, nil, 0, false
+		}
+		end += len(s.tools)
+	}
+	if b == nil {
+		return nil, nil, 0, false
+	}
+	return b.all[off:end:end], b, off, true
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+func getScratch() *scratch { return scratchPool.Get().(*scratch) }
+
+// release gives sc back to the pool. Nothing taken from sc may be used
+// after.
+func (sc *scratch) release() {
+	for _, w := range sc.workers {
+		w.worker = false
+		w.release()
+	}
+	clear(sc.workers)
+	sc.workers = sc.workers[:0]
+	sc.boolBuf.reset()
+	sc.viewBuf.reset()
+	sc.partBuf.reset()
+	scratchPool.Put(sc)
+}
+
+// keep returns a mask of n hidden tools.
+func (sc *scratch) keep(n int) []bool {
+	if sc == nil {
+		return make([]bool, n)
+	}
+	return sc.boolBuf.take(n)
+}
+
+// views returns n empty views.
+func (sc *scratch) views(n int) []view {
+	if sc == nil {
+		return make([]view, n)
+	}
+	return sc.viewBuf.take(n)
+}
+
+// parts returns n empty parts.
+func (sc *scratch) parts(n int) []part {
+	if sc == nil {
+		return make([]part, n)
+	}
+	return sc.partBuf.take(n)
+}
+
+// chunk hands out zeroed slices by bumping through a buffer.
+type chunk[T any] struct {
+	buf  []T
+	used int // elements handed out this turn, in every buffer
+}
+
+// take returns n zeroed elements from the end of the buffer. When they do
+// not fit, it moves to a new buffer of twice what the turn has used, so
+// that the next turn fits in one; the elements handed out before stay
+// where they are.
+func (c *chunk[T]) take(n int) []T {
+	b := c.buf
+	if cap(b)-len(b) < n {
+		b = make([]T, 0, max(2*(c.used+n), 64))
+	}
+	out := b[len(b) : len(b)+n : len(b)+n]
+	clear(out)
+	c.buf, c.used = b[:len(b)+n], c.used+n
+	return out
+}
+
+// reset makes the whole buffer free again, dropping what its elements
+// point to so that the pool keeps no snapshot alive.
+func (c *chunk[T]) reset() {
+	clear(c.buf)
+	c.buf, c.used = c.buf[:0], 0
+}
+
 // materialize returns the view of ts for this turn. The toolsets of this
 // package are recognised by their exact type, never through embedding, so a
 // user type that embeds one and overrides GetTools keeps its override.
-func materialize(ctx context.Context, ts Toolset) (view, error) {
+//
+// sc, if not nil, is the turn's scratch memory, from which the masks and
+// lists that the turn drops are taken. It is used by one goroutine at a
+// time: what is materialised on a goroutine of its own is given none.
+func materialize(ctx context.Context, ts Toolset, sc *scratch) (view, error) {
 	var v view
 	var err error
 	switch t := ts.(type) {
 	case nil:
 		return view{}, errors.New("toolset: nil Toolset")
 	case *Function:
-		v, err = t.view(ctx)
+		v, err = t.view(ctx, sc)
 	case *Prefixed:
-		v, err = t.view(ctx)
+		v, err = t.view(ctx, sc)
 	case *Renamed:
-		v, err = t.view(ctx)
+		v, err = t.view(ctx, sc)
 	case *Filtered:
-		v, err = t.view(ctx)
+		v, err = t.view(ctx, sc)
 	case *Combined:
-		v, err = t.view(ctx)
+		v, err = t.view(ctx, sc)
 	case *Prepared:
-		v, err = t.view(ctx)
+		v, err = t.view(ctx, sc)
 	case *Dynamic:
-		v, err = t.view(ctx)
+		v, err = t.view(ctx, sc)
 	case Tool:
-		v, err = t.view(ctx)
+		v, err = t.view(ctx, sc)
 	case *Tool:
 		if t == nil {
 			return view{}, errors.New("toolset: nil *Tool")
 		}
-		v, err = t.view(ctx)
+		v, err = t.view(ctx, sc)
 	case Wrapper:
-		v, err = t.view(ctx)
+		v, err = t.view(ctx, sc)
 	case *Wrapper:
 		if t == nil {
 			return view{}, errors.New("toolset: nil *Wrapper")
 		}
-		v, err = t.view(ctx)
+		v, err = t.view(ctx, sc)
 	default:
 		var tools []Tool
 		tools, err = userTools(ctx, ts)
 		if err == nil {
-			v, err = leafView(ctx, view{snap: reuseSnapshot(tools)})
+			v, err = leafView(ctx, view{snap: reuseSnapshot(tools)}, sc)
 		}
 	}
 	if err != nil {
@@ -346,64 +657,109 @@ func userTools(ctx context.Context, ts Toolset) (tools []Tool, err error) {
 	return ts.GetTools(ctx)
 }
 
-// isStatic reports whether materialising ts runs no code of the caller's and
-// waits on nothing, so it can be done inline rather than in a goroutine.
-func isStatic(ts Toolset) bool {
-	switch t := ts.(type) {
-	case nil:
-		return true // fails at once
-	case *Function:
-		return t != nil && !t.perTurn
-	case Tool:
-		return !t.core.hasTurnPolicy()
-	case *Tool:
-		return t != nil && !t.core.hasTurnPolicy()
-	case *Prefixed:
-		return t != nil && t.static
-	case *Renamed:
-		return t != nil && t.static
-	case *Combined:
-		return t != nil && t.static
-	}
-	return false
-}
-
-// materializeAll materialises toolsets concurrently and returns their views
-// in order. Static toolsets are done inline; the others run in goroutines
-// (unless there is only one), and the first failure cancels the rest. The
-// errors of all failing toolsets are joined, each named by name(i).
-func materializeAll(ctx context.Context, toolsets []Toolset, static []bool, name func(i int, err error) error) ([]view, error) {
-	views := make([]view, len(toolsets))
-	errs := make([]error, len(toolsets))
-	dynamic := 0
-	for i, ts := range toolsets {
-		if static[i] {
-			views[i], errs[i] = materialize(ctx, ts)
-		} else {
-			dynamic++
+// isInline reports whether ts is made only of this package's in-memory
+// toolsets: [Function]s and tools under Prefixed, Renamed, Filtered,
+// Prepared, Combined and Wrapper layers. Materialising one waits on
+// nothing but its predicates and prepare functions, which work on tools
+// in memory, so it is done on the caller's goroutine; a goroutine costs
+// more than the work. Everything else may block (a Dynamic, a remote
+// toolset, any type of the caller's) and gets a goroutine of its own when
+// it has company.
+func isInline(ts Toolset) bool {
+	for {
+		switch t := ts.(type) {
+		case nil, *Function, Tool, *Tool:
+			return true // nil pointers fail at once
+		case *Prefixed:
+			return t == nil || t.inline
+		case *Renamed:
+			return t == nil || t.inline
+		case *Filtered:
+			return t == nil || t.inline
+		case *Prepared:
+			return t == nil || t.inline
+		case *Combined:
+			return t == nil || t.inline
+		case Wrapper:
+			ts = t.Wrapped
+		case *Wrapper:
+			if t == nil {
+				return true
+			}
+			ts = t.Wrapped
+		default:
+			return false
 		}
 	}
-	if err := joinErrors(errs, name); err != nil {
-		return nil, err
+}
+
+// materializeAll materialises toolsets and returns their views in order.
+// The inline ones (see isInline) are done first, on the caller's
+// goroutine; then the others, each on a goroutine of its own unless it is
+// alone in the list, where the first failure cancels the rest. So a
+// callback that calls runtime.Goexit under a toolset that may block is
+// reported as a *PanicError whenever it has siblings, as it always was. The errors of all
+// failing toolsets are joined, each named by name(i).
+//
+// size is how many tools the toolsets are known to hold (see knownSize):
+// inline work on that many tools is split across goroutines when the
+// machine has more than one processor to run them (materializeSplit).
+func materializeAll(ctx context.Context, toolsets []Toolset, inline []bool, size int, sc *scratch, name func(i int, err error) error) ([]view, error) {
+	views := sc.views(len(toolsets))
+	var errs []error
+	blocking := 0
+	for i := range toolsets {
+		if !inline[i] {
+			blocking++
+		}
 	}
-	switch dynamic {
-	case 0:
-	case 1:
+	if procs := runtime.GOMAXPROCS(0); size >= splitMin && procs > 1 && sc != nil && !sc.worker && len(toolsets)-blocking > 1 {
+		errs = materializeSplit(ctx, toolsets, inline, views, min(procs, len(toolsets)-blocking, size/splitMin*2), sc)
+	} else {
 		for i, ts := range toolsets {
-			if !static[i] {
-				views[i], errs[i] = materialize(ctx, ts)
+			if !inline[i] {
+				continue
+			}
+			v, err := materialize(ctx, ts, sc)
+			if err != nil {
+				if errs == nil {
+					errs = make([]error, len(toolsets))
+				}
+				errs[i] = err
+				continue
+			}
+			views[i] = v
+		}
+	}
+	if errs != nil {
+		if err := joinErrors(errs, name); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case blocking == 0:
+	case len(toolsets) == 1:
+		for i, ts := range toolsets {
+			if !inline[i] {
+				v, err := materialize(ctx, ts, sc)
+				if err != nil {
+					return nil, errors.Join(name(i, err))
+				}
+				views[i] = v
 			}
 		}
 	default:
+		errs = make([]error, len(toolsets))
 		g, gctx := errgroup.WithContext(ctx)
 		// One pointer for what every goroutine shares keeps each closure
-		// small: a turn starts a goroutine per dynamic toolset. The derived
-		// context is wrapped to carry the run itself, in storage of m, so
-		// that callbacks find it without walking the chain.
+		// small. The derived context is wrapped to carry the run itself,
+		// in storage of m, so that callbacks find it without walking the
+		// chain. The goroutines are given no scratch memory: it is the
+		// caller's.
 		m := &materializing{g: g, views: views, errs: errs}
 		m.ctx = withRun(gctx, FromContext(ctx), &m.tc)
 		for i, ts := range toolsets {
-			if static[i] {
+			if inline[i] {
 				continue
 			}
 			g.Go(func() error { return m.guarded(i, ts) })
@@ -411,11 +767,61 @@ func materializeAll(ctx context.Context, toolsets []Toolset, static []bool, name
 		if g.Wait() != nil && ctx.Err() == nil {
 			dropCancelled(errs)
 		}
-	}
-	if err := joinErrors(errs, name); err != nil {
-		return nil, err
+		if err := joinErrors(errs, name); err != nil {
+			return nil, err
+		}
 	}
 	return views, nil
+}
+
+// splitMin is the fewest known tools whose inline work is split across
+// goroutines: below it, starting them costs more than they save.
+const splitMin = 1 << 15
+
+// materializeSplit materialises the inline toolsets in n groups of
+// consecutive ones, the first on the caller's goroutine and the others
+// each on a goroutine of its own with scratch of its own, and returns
+// their errors (nil when none failed). A callback that calls
+// runtime.Goexit on one of those goroutines fails its toolset with a
+// *PanicError, as on the goroutines of toolsets that may block; nothing
+// they run can block, so they need no cancelling.
+func materializeSplit(ctx context.Context, toolsets []Toolset, inline []bool, views []view, n int, sc *scratch) []error {
+	errs := make([]error, len(toolsets))
+	group := func(k int, wsc *scratch) {
+		lo, hi := k*len(toolsets)/n, (k+1)*len(toolsets)/n
+		i, normal := lo, false
+		defer func() {
+			if !normal && k > 0 {
+				// Callbacks recover their own panics: this is a Goexit,
+				// or a bug. (On the caller's goroutine, either goes on.)
+				errs[i] = newPanicError("callback", "", LabelOf(toolsets[i]), recover())
+			}
+		}()
+		for ; i < hi; i++ {
+			if inline[i] {
+				views[i], errs[i] = materialize(ctx, toolsets[i], wsc)
+			}
+		}
+		normal = true
+	}
+	var wg sync.WaitGroup
+	for k := 1; k < n; k++ {
+		wsc := getScratch()
+		wsc.worker = true
+		sc.workers = append(sc.workers, wsc)
+		wg.Go(func() { group(k, wsc) })
+	}
+	// The caller's share splits no further, as the workers' do not.
+	sc.worker = true
+	group(0, sc)
+	sc.worker = false
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return errs
+		}
+	}
+	return nil
 }
 
 // materializing is the state the goroutines of materializeAll share.
@@ -447,7 +853,7 @@ func (m *materializing) guarded(i int, ts Toolset) error {
 			m.g.Go(func() error { return err })
 		}
 	}()
-	m.views[i], m.errs[i] = materialize(m.ctx, ts)
+	m.views[i], m.errs[i] = materialize(m.ctx, ts, nil)
 	normal = true
 	return m.errs[i]
 }
@@ -655,6 +1061,17 @@ func buildJoin(k joinKind, parts []part) *snapshot {
 		out.segs = append(out.segs, segment{end: int32(len(p.snap.tools)), sub: p.snap, label: p.label})
 		return out
 	}
+	if tools, b, off, ok := contiguous(parts); ok {
+		// The parts' copies lie end to end: share them.
+		out.tools, out.block, out.off = tools, b, off
+		at := int32(0)
+		for i, p := range parts {
+			n := int32(len(p.snap.tools))
+			out.segs = append(out.segs, segment{start: at, end: at + n, pos: i, sub: p.snap, label: p.label})
+			at += n
+		}
+		return out
+	}
 	total := 0
 	for _, p := range parts {
 		total += len(p.snap.tools)
@@ -688,7 +1105,8 @@ func buildJoin(k joinKind, parts []part) *snapshot {
 
 // joinKeep builds the visibility mask of a join for this turn from the
 // masks of its parts' views, or returns nil when everything is visible.
-func joinKeep(out *snapshot, views []view) []bool {
+// The mask is taken from sc, or made when sc is nil.
+func joinKeep(out *snapshot, views []view, sc *scratch) []bool {
 	masked := false
 	for _, v := range views {
 		if v.keep != nil {
@@ -699,7 +1117,7 @@ func joinKeep(out *snapshot, views []view) []bool {
 	if !masked {
 		return nil
 	}
-	keep := make([]bool, len(out.tools))
+	keep := sc.keep(len(out.tools))
 	for _, s := range out.segs {
 		dst := keep[s.start:s.end]
 		if src := views[s.pos].keep; src != nil {

@@ -177,7 +177,7 @@ func (t Tool) GetTools(ctx context.Context) ([]Tool, error) { return getTools(ct
 
 // view returns the tool as a toolset of one, memoised on the tool's core so
 // that later turns reuse the same snapshot.
-func (t Tool) view(ctx context.Context) (view, error) {
+func (t Tool) view(ctx context.Context, sc *scratch) (view, error) {
 	if err := t.Err(); err != nil {
 		return view{}, err
 	}
@@ -186,7 +186,7 @@ func (t Tool) view(ctx context.Context) (view, error) {
 		s = newSnapshot([]Tool{t})
 		t.core.solo.Store(s)
 	}
-	return leafView(ctx, view{snap: s})
+	return leafView(ctx, view{snap: s}, sc)
 }
 
 // sameToolValue reports whether a and b are identical values, comparing

@@ -108,7 +108,7 @@ func (ts *ToolList) Lookup(name string) (Tool, bool) {
 		return Tool{}, false
 	}
 	ix := ts.snap.index()
-	i, ok := ix.first[name]
+	i, ok := ix.first.find(ts.snap.tools, name)
 	if !ok {
 		return Tool{}, false
 	}

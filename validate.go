@@ -9,7 +9,7 @@ import (
 // every name conflict, and every missing environment variable of every
 // tool, including tools a filter hides in this context.
 func Validate(ctx context.Context, entries ...Toolset) error {
-	s, _, err := buildSnapshot(ctx, "", entries)
+	s, _, err := buildSnapshot(ctx, "", entries, nil)
 	if err != nil {
 		return err
 	}

@@ -48,11 +48,11 @@ func (w Wrapper) Instructions(ctx context.Context) (string, error) {
 // Close closes the wrapped toolset if it holds resources.
 func (w Wrapper) Close() error { return forwardClose(w.Wrapped) }
 
-func (w Wrapper) view(ctx context.Context) (view, error) {
+func (w Wrapper) view(ctx context.Context, sc *scratch) (view, error) {
 	if w.Wrapped == nil {
 		return view{snap: emptySnapshot}, nil
 	}
-	v, err := materialize(ctx, w.Wrapped)
+	v, err := materialize(ctx, w.Wrapped, sc)
 	if err != nil || len(w.Middleware) == 0 {
 		return v, err
 	}
