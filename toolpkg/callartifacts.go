@@ -185,6 +185,12 @@ func (c *call) collect(ctx context.Context, r *Result, files []outputFile, fileN
 			notes = append(notes, fmt.Sprintf("artifact not saved: %s", strings.TrimPrefix(err.Error(), "toolpkg: ")))
 			return
 		}
+		if c.secrets.text(name) != name {
+			// The model is shown the name (an output file's is the
+			// tool's to choose), and "[secret]" names nothing stored.
+			notes = append(notes, "artifact not saved: its name holds a secret value")
+			return
+		}
 		if int64(len(data)) > ao.MaxArtifactBytes {
 			notes = append(notes, fmt.Sprintf("artifact %s not saved: it is %d bytes, more than %d", quoteShort(name), len(data), ao.MaxArtifactBytes))
 			return

@@ -565,7 +565,10 @@
 // output reaches the host: in a [*Result] (status, message, data and
 // data_objects, and so [Result.ModelText]), in a [*ToolFailure]'s message,
 // and in a [*ExecError]'s standard error and its preview of a malformed
-// result.json. They are found raw or JSON-escaped (once or twice); in JSON
+// result.json; in what --schema --config prints (the tools' names,
+// descriptions, instructions and parameters, and its standard error when
+// it fails); and an artifact whose name holds one is not saved (the model
+// is shown the names). They are found raw or JSON-escaped (once or twice); in JSON
 // output, a member whose key is secret is hidden whatever its type (a
 // boolean has no text to search for). A secret value never appears in a
 // [*ConfigError], in [ParseConfigValue]'s errors or in the store's log.
