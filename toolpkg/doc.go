@@ -370,7 +370,10 @@
 // first built. Secret keys are passed like the others (see Secrets).
 //
 // The reserved keys ([ReservedConfigKeys]), which no tool may declare,
-// are read from the overlay, else the toolset's values, for each tool:
+// are read for each tool: auth from the overlay, else the toolset's
+// values; hil and required_scopes from both, so that an agent's overlay
+// may add approval and scopes but never lift the toolset's (hil is on
+// when either sets it, and a run needs the scopes of both):
 //
 //   - hil (true or false, or their text): the tool requires a human's
 //     approval of each call through the core's approval policy
