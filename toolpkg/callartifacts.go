@@ -72,6 +72,9 @@ func (c *call) loadInputs(ctx context.Context, args json.RawMessage, work, workV
 	params := sortedKeys(c.tool.ArtifactParams)
 	used := map[string]bool{}
 	count := 0
+	// The inputs together are bounded as the outputs are: each is
+	// copied to the host's disk, and the model may name one many times.
+	var total int64
 	for _, p := range params {
 		ap := c.tool.ArtifactParams[p]
 		raw, ok := argv[p]
@@ -118,6 +121,9 @@ func (c *call) loadInputs(ctx context.Context, args json.RawMessage, work, workV
 			rc.Close()
 			if err == nil && int64(len(data)) > ao.MaxArtifactBytes {
 				return nil, nil, fail(p, "artifact %s is more than %d bytes", quoteShort(name), ao.MaxArtifactBytes)
+			}
+			if total += int64(len(data)); err == nil && total > ao.MaxArtifactBytes*4 {
+				return nil, nil, fail(p, "the artifacts the call names add up to more than %d bytes", ao.MaxArtifactBytes*4)
 			}
 			if err == nil {
 				err = c.store.writeToolFile(filepath.Join(work, "input", local), data)

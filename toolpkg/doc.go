@@ -408,8 +408,10 @@
 // model passes (or names, for a list; "name:3" for version 3, else the
 // latest) is loaded into <work>/input/ and passed in artifact_paths and
 // artifact_metadata, keyed by the parameter (or "param[i]" for a list).
-// A required artifact that is missing, unnamed, badly named or too large
-// fails the call with an [*ArtifactError] the model sees, before the
+// The artifacts of one call are at most MaxArtifacts, each at most
+// MaxArtifactBytes and all together at most four times that. A required
+// artifact that is missing, unnamed, badly named or too large, and a call
+// whose artifacts add up to more, fails the call with an [*ArtifactError] the model sees, before the
 // tool runs; a missing optional one is left out.
 //
 // Out: after a successful call, the regular files at the top of output/
