@@ -324,7 +324,8 @@
 // With [Options.LLM], a call's ipc_socket is a Unix socket speaking
 // newline-delimited JSON-RPC 2.0 with one method, llm/call
 // {system_prompt, user_prompt, temperature} -> {text}, answered by the
-// hook under the call's context ([LLMRequest], [LLMFunc]). A request line
+// hook under the call's context ([LLMRequest], [LLMFunc]), with the
+// call's secrets hidden in the prompts (they go to the model). A request line
 // is at most 1 MiB, a call has at most 4 connections at once and 100
 // requests; a malformed request gets a JSON-RPC error, a hook's error
 // its message (cut to 1 KiB). Without the option ipc_socket is empty, and
