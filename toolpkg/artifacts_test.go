@@ -305,3 +305,42 @@ func TestInputArtifactsNamedManyTimesAreBoundedInTotal(t *testing.T) {
 		assert.Contains(t, ae.ModelText(), "add up to more than 4000 bytes")
 	})
 }
+
+// swapOutputTool replaces its output/ with a symbolic link to the
+// directory it is given.
+const swapOutputTool = `#!/bin/sh
+if [ "$1" = "--schema" ]; then
+  echo '{"tools":{"swap":{"description":"Swap output/.","parameters":{"type":"object","properties":{"target":{"type":"string"}}}}}}'
+  exit 0
+fi
+result=$(sed -n 's/.*"result_file":"\([^"]*\)".*/\1/p' "$1")
+out=$(sed -n 's/.*"output_dir":"\([^"]*\)".*/\1/p' "$1")
+target=$(sed -n 's/.*"target":"\([^"]*\)".*/\1/p' "$1")
+rmdir "$out" && ln -s "$target" "$out"
+printf '{"result":{"status":"success","message":"swapped"}}' > "$result"
+`
+
+// A tool that replaces output/ by a link to a host directory must not
+// make the host list that directory (which the tool's user may not
+// read) and tell the model its file names.
+func TestOutputDirSwappedForASymlinkIsNotListed(t *testing.T) {
+	forEachMode(t, func(t *testing.T, mode Mode) {
+		private := filepath.Join(t.TempDir(), "private")
+		require.NoError(t, os.Mkdir(private, 0o700))
+		const marker = "HOSTFILE-MARKER-91ab.txt"
+		require.NoError(t, os.WriteFile(filepath.Join(private, marker), []byte("host data"), 0o600))
+		s := openStore(t, Options{Sandbox: mode})
+		info := upload(t, s, "sw", makeZip(t, manifestFile(scriptManifest), zfile{name: "python/bin/greet.sh", data: []byte(swapOutputTool), mode: 0o755}))
+		require.Equal(t, StatusReady, info.Status, "%v", info.Errors)
+		run := runWithScope("swap-" + string(mode))
+		defer run.End()
+		res, err := execIn(t, run, s.Toolset("sw", nil), "sw__swap", `{"target":"`+private+`"}`)
+		require.NoError(t, err)
+		text := res.(interface{ ModelText() string }).ModelText()
+		assert.NotContains(t, text, marker)
+		assert.NotContains(t, text, "host data")
+		if mode != ModeBwrap {
+			assert.Contains(t, text, "output directory replaced by the tool")
+		}
+	})
+}

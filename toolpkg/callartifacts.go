@@ -16,6 +16,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gotoolset/toolset"
 )
 
@@ -313,18 +315,18 @@ type outputFile struct {
 // tool wrote: no link is followed, no pipe opened, each file and all of
 // them together bounded. What is refused is said in the notes.
 func readOutputFiles(dir string, ao ArtifactOptions) ([]outputFile, []string) {
-	f, err := os.Open(dir)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, []string{"output directory removed by the tool"}
-		}
+	// Not followed: a link the tool put in its place may name a host
+	// directory the tool's user cannot list.
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return nil, []string{"output directory removed by the tool"}
+	case errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR):
+		return nil, []string{"output directory replaced by the tool"}
+	case err != nil:
 		return nil, []string{"output directory unreadable"}
 	}
-	fi, err := f.Stat()
-	if err != nil || !fi.IsDir() {
-		f.Close()
-		return nil, []string{"output directory replaced by the tool"}
-	}
+	f := os.NewFile(uintptr(fd), dir)
 	// Read at most a bounded number of names.
 	names, _ := f.Readdirnames(ao.MaxArtifacts*4 + 1)
 	f.Close()
