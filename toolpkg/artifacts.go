@@ -70,7 +70,9 @@ type ArtifactOptions struct {
 	// data object, that the model is sent (default 8,192, the
 	// platform's tool_output_llm_return_max_bytes).
 	ReturnMaxBytes int
-	// MaxArtifactBytes bounds one artifact, in and out (default 32 MB).
+	// MaxArtifactBytes bounds one artifact, in and out (default 32 MB);
+	// a call's input artifacts, and its output files, add up to at most
+	// four times as much.
 	MaxArtifactBytes int64
 	// MaxArtifacts bounds the artifacts one call saves, output files and
 	// data objects together, and the inputs it loads (default 64).

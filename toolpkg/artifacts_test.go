@@ -264,3 +264,83 @@ func TestDirArtifactStoreSymlinkIsRefused(t *testing.T) {
 	_, err = NewDirArtifactStore(filepath.Join(dir, "b"), 0)
 	require.Error(t, err)
 }
+
+// listTool takes a list of artifacts and counts the files it was given.
+const listTool = `#!/bin/sh
+if [ "$1" = "--schema" ]; then
+  echo '{"tools":{"many":{"description":"Read many.","artifact_params":{"docs":{"required":true,"is_list":true}},"parameters":{"type":"object","properties":{"docs":{"type":"array","items":{"type":"string"}}}}}}}'
+  exit 0
+fi
+result=$(sed -n 's/.*"result_file":"\([^"]*\)".*/\1/p' "$1")
+printf '{"result":{"status":"success","message":"%s files"}}' "$(ls "$(dirname "$result")/input" | wc -l)" > "$result"
+`
+
+// The model names what a call loads into its work directory, a host
+// directory: the same large artifact named again and again must not
+// make a call copy MaxArtifacts times MaxArtifactBytes to the host's
+// disk. The inputs of a call together are bounded as its outputs are.
+func TestInputArtifactsNamedManyTimesAreBoundedInTotal(t *testing.T) {
+	forEachMode(t, func(t *testing.T, mode Mode) {
+		s := openStore(t, Options{Sandbox: mode, Artifacts: &ArtifactOptions{MaxArtifactBytes: 1000}})
+		info := upload(t, s, "in", makeZip(t, manifestFile(scriptManifest), zfile{name: "python/bin/greet.sh", data: []byte(listTool), mode: 0o755}))
+		require.Equal(t, StatusReady, info.Status, "%v", info.Errors)
+		run := runWithScope("many-" + string(mode))
+		defer run.End()
+		scope := ArtifactScope{AppName: "app", UserID: "u1", SessionID: "s-many-" + string(mode)}
+		_, err := s.artifacts.Store.Save(context.Background(), scope, ArtifactRef{Name: "big.bin"}, strings.NewReader(strings.Repeat("x", 1000)))
+		require.NoError(t, err)
+		names, _ := json.Marshal(map[string]any{"docs": []string{"big.bin", "big.bin", "big.bin"}})
+		res, err := execIn(t, run, s.Toolset("in", nil), "in__many", string(names))
+		require.NoError(t, err)
+		assert.Equal(t, "3 files", res.(*Result).Message)
+
+		many := make([]string, DefaultMaxArtifacts)
+		for i := range many {
+			many[i] = "big.bin"
+		}
+		names, _ = json.Marshal(map[string]any{"docs": many})
+		_, err = execIn(t, run, s.Toolset("in", nil), "in__many", string(names))
+		var ae *ArtifactError
+		require.ErrorAs(t, err, &ae)
+		assert.Contains(t, ae.ModelText(), "add up to more than 4000 bytes")
+	})
+}
+
+// swapOutputTool replaces its output/ with a symbolic link to the
+// directory it is given.
+const swapOutputTool = `#!/bin/sh
+if [ "$1" = "--schema" ]; then
+  echo '{"tools":{"swap":{"description":"Swap output/.","parameters":{"type":"object","properties":{"target":{"type":"string"}}}}}}'
+  exit 0
+fi
+result=$(sed -n 's/.*"result_file":"\([^"]*\)".*/\1/p' "$1")
+out=$(sed -n 's/.*"output_dir":"\([^"]*\)".*/\1/p' "$1")
+target=$(sed -n 's/.*"target":"\([^"]*\)".*/\1/p' "$1")
+rmdir "$out" && ln -s "$target" "$out"
+printf '{"result":{"status":"success","message":"swapped"}}' > "$result"
+`
+
+// A tool that replaces output/ by a link to a host directory must not
+// make the host list that directory (which the tool's user may not
+// read) and tell the model its file names.
+func TestOutputDirSwappedForASymlinkIsNotListed(t *testing.T) {
+	forEachMode(t, func(t *testing.T, mode Mode) {
+		private := filepath.Join(t.TempDir(), "private")
+		require.NoError(t, os.Mkdir(private, 0o700))
+		const marker = "HOSTFILE-MARKER-91ab.txt"
+		require.NoError(t, os.WriteFile(filepath.Join(private, marker), []byte("host data"), 0o600))
+		s := openStore(t, Options{Sandbox: mode})
+		info := upload(t, s, "sw", makeZip(t, manifestFile(scriptManifest), zfile{name: "python/bin/greet.sh", data: []byte(swapOutputTool), mode: 0o755}))
+		require.Equal(t, StatusReady, info.Status, "%v", info.Errors)
+		run := runWithScope("swap-" + string(mode))
+		defer run.End()
+		res, err := execIn(t, run, s.Toolset("sw", nil), "sw__swap", `{"target":"`+private+`"}`)
+		require.NoError(t, err)
+		text := res.(interface{ ModelText() string }).ModelText()
+		assert.NotContains(t, text, marker)
+		assert.NotContains(t, text, "host data")
+		if mode != ModeBwrap {
+			assert.Contains(t, text, "output directory replaced by the tool")
+		}
+	})
+}

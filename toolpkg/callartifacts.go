@@ -16,6 +16,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gotoolset/toolset"
 )
 
@@ -72,6 +74,9 @@ func (c *call) loadInputs(ctx context.Context, args json.RawMessage, work, workV
 	params := sortedKeys(c.tool.ArtifactParams)
 	used := map[string]bool{}
 	count := 0
+	// The inputs together are bounded as the outputs are: each is
+	// copied to the host's disk, and the model may name one many times.
+	var total int64
 	for _, p := range params {
 		ap := c.tool.ArtifactParams[p]
 		raw, ok := argv[p]
@@ -118,6 +123,9 @@ func (c *call) loadInputs(ctx context.Context, args json.RawMessage, work, workV
 			rc.Close()
 			if err == nil && int64(len(data)) > ao.MaxArtifactBytes {
 				return nil, nil, fail(p, "artifact %s is more than %d bytes", quoteShort(name), ao.MaxArtifactBytes)
+			}
+			if total += int64(len(data)); err == nil && total > ao.MaxArtifactBytes*4 {
+				return nil, nil, fail(p, "the artifacts the call names add up to more than %d bytes", ao.MaxArtifactBytes*4)
 			}
 			if err == nil {
 				err = c.store.writeToolFile(filepath.Join(work, "input", local), data)
@@ -183,6 +191,12 @@ func (c *call) collect(ctx context.Context, r *Result, files []outputFile, fileN
 		}
 		if err := CheckArtifactName(name); err != nil {
 			notes = append(notes, fmt.Sprintf("artifact not saved: %s", strings.TrimPrefix(err.Error(), "toolpkg: ")))
+			return
+		}
+		if c.secrets.text(name) != name {
+			// The model is shown the name (an output file's is the
+			// tool's to choose), and "[secret]" names nothing stored.
+			notes = append(notes, "artifact not saved: its name holds a secret value")
 			return
 		}
 		if int64(len(data)) > ao.MaxArtifactBytes {
@@ -301,18 +315,18 @@ type outputFile struct {
 // tool wrote: no link is followed, no pipe opened, each file and all of
 // them together bounded. What is refused is said in the notes.
 func readOutputFiles(dir string, ao ArtifactOptions) ([]outputFile, []string) {
-	f, err := os.Open(dir)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, []string{"output directory removed by the tool"}
-		}
+	// Not followed: a link the tool put in its place may name a host
+	// directory the tool's user cannot list.
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return nil, []string{"output directory removed by the tool"}
+	case errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR):
+		return nil, []string{"output directory replaced by the tool"}
+	case err != nil:
 		return nil, []string{"output directory unreadable"}
 	}
-	fi, err := f.Stat()
-	if err != nil || !fi.IsDir() {
-		f.Close()
-		return nil, []string{"output directory replaced by the tool"}
-	}
+	f := os.NewFile(uintptr(fd), dir)
 	// Read at most a bounded number of names.
 	names, _ := f.Readdirnames(ao.MaxArtifacts*4 + 1)
 	f.Close()

@@ -191,19 +191,40 @@ func resolveConfig(name string, tools []ToolInfo, c Config) (*resolvedConfig, er
 			}
 			tc.values[f.Key] = cv
 		}
-		if v, where := pick("hil"); v != nil {
-			b, msg := reservedBool(v)
-			if msg != "" {
-				report(where, where+": "+msg)
-			}
-			tc.hil = b
+		// hil and required_scopes are read from both layers: the
+		// agent's overlay may add approval and scopes, never lift those
+		// of the toolset's configuration.
+		type layer struct {
+			v     any
+			where string
 		}
-		if v, where := pick("required_scopes"); v != nil {
-			scopes, msg := reservedScopes(v)
-			if msg != "" {
-				report(where, where+": "+msg)
+		layers := func(k string) []layer {
+			var out []layer
+			if v, ok := c.Toolset[k]; ok && v != nil {
+				out = append(out, layer{v, fmt.Sprintf("%q", k)})
 			}
-			tc.scopes = scopes
+			if v, ok := overlay[k]; ok && v != nil {
+				out = append(out, layer{v, fmt.Sprintf("tool %q: %q", t.Name, k)})
+			}
+			return out
+		}
+		for _, l := range layers("hil") {
+			b, msg := reservedBool(l.v)
+			if msg != "" {
+				report(l.where, l.where+": "+msg)
+			}
+			tc.hil = tc.hil || b
+		}
+		for _, l := range layers("required_scopes") {
+			scopes, msg := reservedScopes(l.v)
+			if msg != "" {
+				report(l.where, l.where+": "+msg)
+			}
+			for _, sc := range scopes {
+				if !contains(tc.scopes, sc) {
+					tc.scopes = append(tc.scopes, sc)
+				}
+			}
 		}
 		if v, where := pick("auth"); v != nil {
 			a, msg := parseAuth(v, sec)

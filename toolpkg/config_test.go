@@ -273,3 +273,35 @@ func TestBadAuthConfigIsRefusedWithoutItsValue(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.NotContains(t, err.Error(), "break-secret")
 }
+
+// An agent's overlay may add approval and scopes to a tool, never lift
+// those the toolset's configuration asks for: hil is on when either asks,
+// and a run needs the scopes of both.
+func TestAgentOverlayCannotLiftTheToolsetsApprovalOrScopes(t *testing.T) {
+	for _, mode := range available(t) {
+		t.Run(string(mode), func(t *testing.T) {
+			s := openStore(t, Options{Sandbox: mode})
+			goToolset(t, s, "demo")
+			ts := s.ToolsetWithConfig("demo", Config{
+				Toolset: map[string]any{"api_key": "k-123456", "hil": true, "required_scopes": "admin"},
+				Tools: map[string]map[string]any{
+					"greet":  {"hil": "false", "required_scopes": ""},
+					"secure": {"hil": false, "required_scopes": []any{"audit"}},
+				},
+			})
+			without := toolset.NewRun("lift-no-"+string(mode), toolset.WithValue(Scopes, []string{"audit"}))
+			defer without.End()
+			_, tools := turnTools(t, without, ts)
+			assert.Empty(t, tools.Names(), "a run without the toolset's scope sees none of its tools")
+
+			with := toolset.NewRun("lift-yes-"+string(mode), toolset.WithValue(Scopes, []string{"admin"}))
+			defer with.End()
+			ctx, tools := turnTools(t, with, ts)
+			assert.Contains(t, tools.Names(), "demo__greet")
+			assert.NotContains(t, tools.Names(), "demo__secure", "secure also needs the overlay's scope")
+			_, err := tools.Execute(ctx, toolset.ToolCall{ID: "c1", Name: "demo__greet", Args: json.RawMessage(`{"name": "Di"}`)})
+			var are *toolset.ApprovalRequiredError
+			require.ErrorAs(t, err, &are, "the toolset's hil holds")
+		})
+	}
+}

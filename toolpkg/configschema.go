@@ -21,7 +21,8 @@ var _ toolset.InstructionsProvider = (*Toolset)(nil)
 // executables are returned as discovered. cfg is extended with the
 // configuration of renamed tools: the executable's values of the keys
 // they declare, and the approval, scopes and credentials of the
-// executable's first configured tool.
+// executable's first configured tool. The configuration's secrets are
+// hidden in what the executable prints.
 func (t *Toolset) configuredTools(ctx context.Context, info Info, cfg *resolvedConfig) ([]ToolInfo, error) {
 	if len(t.config.Toolset) == 0 && len(t.config.Tools) == 0 {
 		return info.Tools, nil
@@ -57,7 +58,7 @@ func (t *Toolset) configuredTools(ctx context.Context, info Info, cfg *resolvedC
 			out = append(out, base...)
 			continue
 		}
-		raw, err := s.schemaOf(ctx, pkgDir, ex, merged)
+		raw, err := s.schemaOf(ctx, pkgDir, ex, merged, cfg.secrets)
 		if errors.Is(err, errNoConfigFlag) {
 			// Built before the format had --config: its tools are as
 			// discovered.

@@ -324,7 +324,8 @@
 // With [Options.LLM], a call's ipc_socket is a Unix socket speaking
 // newline-delimited JSON-RPC 2.0 with one method, llm/call
 // {system_prompt, user_prompt, temperature} -> {text}, answered by the
-// hook under the call's context ([LLMRequest], [LLMFunc]). A request line
+// hook under the call's context ([LLMRequest], [LLMFunc]), with the
+// call's secrets hidden in the prompts (they go to the model). A request line
 // is at most 1 MiB, a call has at most 4 connections at once and 100
 // requests; a malformed request gets a JSON-RPC error, a hook's error
 // its message (cut to 1 KiB). Without the option ipc_socket is empty, and
@@ -370,7 +371,10 @@
 // first built. Secret keys are passed like the others (see Secrets).
 //
 // The reserved keys ([ReservedConfigKeys]), which no tool may declare,
-// are read from the overlay, else the toolset's values, for each tool:
+// are read for each tool: auth from the overlay, else the toolset's
+// values; hil and required_scopes from both, so that an agent's overlay
+// may add approval and scopes but never lift the toolset's (hil is on
+// when either sets it, and a run needs the scopes of both):
 //
 //   - hil (true or false, or their text): the tool requires a human's
 //     approval of each call through the core's approval policy
@@ -405,8 +409,10 @@
 // model passes (or names, for a list; "name:3" for version 3, else the
 // latest) is loaded into <work>/input/ and passed in artifact_paths and
 // artifact_metadata, keyed by the parameter (or "param[i]" for a list).
-// A required artifact that is missing, unnamed, badly named or too large
-// fails the call with an [*ArtifactError] the model sees, before the
+// The artifacts of one call are at most MaxArtifacts, each at most
+// MaxArtifactBytes and all together at most four times that. A required
+// artifact that is missing, unnamed, badly named or too large, and a call
+// whose artifacts add up to more, fails the call with an [*ArtifactError] the model sees, before the
 // tool runs; a missing optional one is left out.
 //
 // Out: after a successful call, the regular files at the top of output/
@@ -565,7 +571,10 @@
 // output reaches the host: in a [*Result] (status, message, data and
 // data_objects, and so [Result.ModelText]), in a [*ToolFailure]'s message,
 // and in a [*ExecError]'s standard error and its preview of a malformed
-// result.json. They are found raw or JSON-escaped (once or twice); in JSON
+// result.json; in what --schema --config prints (the tools' names,
+// descriptions, instructions and parameters, and its standard error when
+// it fails); and an artifact whose name holds one is not saved (the model
+// is shown the names). They are found raw or JSON-escaped (once or twice); in JSON
 // output, a member whose key is secret is hidden whatever its type (a
 // boolean has no text to search for). A secret value never appears in a
 // [*ConfigError], in [ParseConfigValue]'s errors or in the store's log.

@@ -54,12 +54,15 @@ const (
 // ipcServer serves one call's IPC socket: newline-delimited JSON-RPC 2.0,
 // the method llm/call.
 type ipcServer struct {
-	ln      *net.UnixListener
-	dir     string
-	ctx     context.Context
-	cancel  context.CancelFunc
-	hook    LLMFunc
-	req     LLMRequest // Toolset and Tool set
+	ln     *net.UnixListener
+	dir    string
+	ctx    context.Context
+	cancel context.CancelFunc
+	hook   LLMFunc
+	req    LLMRequest // Toolset and Tool set
+	// sec are the call's secrets, hidden in the prompts: they go to the
+	// model.
+	sec     *secrets
 	log     *slog.Logger
 	wg      sync.WaitGroup
 	mu      sync.Mutex
@@ -69,8 +72,9 @@ type ipcServer struct {
 }
 
 // listenIPC makes the socket in a short directory of its own (a socket
-// path has at most 107 bytes), for the user tools run as alone.
-func (s *Store) listenIPC(ctx context.Context, toolsetName, tool string) (*ipcServer, string, error) {
+// path has at most 107 bytes), for the user tools run as alone. sec are
+// the call's secrets, hidden in what the tool asks the model.
+func (s *Store) listenIPC(ctx context.Context, toolsetName, tool string, sec *secrets) (*ipcServer, string, error) {
 	dir, err := os.MkdirTemp("", "tpk-ipc-")
 	if err != nil {
 		return nil, "", err
@@ -102,7 +106,7 @@ func (s *Store) listenIPC(ctx context.Context, toolsetName, tool string) (*ipcSe
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	srv := &ipcServer{ln: ln, dir: dir, ctx: cctx, cancel: cancel, hook: s.opts.LLM, log: s.log,
-		req: LLMRequest{Toolset: toolsetName, Tool: tool}, conns: map[net.Conn]bool{}}
+		req: LLMRequest{Toolset: toolsetName, Tool: tool}, sec: sec, conns: map[net.Conn]bool{}}
 	srv.wg.Add(1)
 	go srv.accept()
 	return srv, p, nil
@@ -255,7 +259,7 @@ func (srv *ipcServer) handle(line []byte) rpcResponse {
 	srv.served++
 	srv.mu.Unlock()
 	lr := srv.req
-	lr.SystemPrompt, lr.UserPrompt, lr.Temperature = p.SystemPrompt, *p.UserPrompt, p.Temperature
+	lr.SystemPrompt, lr.UserPrompt, lr.Temperature = srv.sec.text(p.SystemPrompt), srv.sec.text(*p.UserPrompt), p.Temperature
 	text, err := srv.call(lr)
 	if err != nil {
 		return rpcResponse{ID: req.ID, Error: &rpcError{Code: rpcServerError, Message: cutMessage(err.Error())}}

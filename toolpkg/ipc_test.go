@@ -51,7 +51,7 @@ func TestWithoutLLMHookTheToolHearsLLMCallsAreNotAvailable(t *testing.T) {
 func ipcClient(t *testing.T, hook LLMFunc) (*ipcServer, string) {
 	t.Helper()
 	s := openStore(t, Options{Sandbox: ModeDirect, LLM: hook})
-	srv, p, err := s.listenIPC(context.Background(), "ts", "tool")
+	srv, p, err := s.listenIPC(context.Background(), "ts", "tool", nil)
 	require.NoError(t, err)
 	t.Cleanup(srv.close)
 	return srv, p
@@ -136,4 +136,29 @@ func TestIPCConnectionsAndRequestsAreCapped(t *testing.T) {
 		last = rpc(t, conns[0], r, `{"jsonrpc":"2.0","id":1,"method":"llm/call","params":{"user_prompt":"x"}}`)
 	}
 	assert.Contains(t, last["error"].(map[string]any)["message"], "at most 100")
+}
+
+// What a tool asks the agent's model goes to the model: the secrets the
+// call holds (here the deployer's OAuth token, which the tool is given)
+// are hidden in its prompts as in everything else the tool returns.
+func TestLLMCallPromptsDoNotLeakSecrets(t *testing.T) {
+	forEachMode(t, func(t *testing.T, mode Mode) {
+		const token = "tok-SECRET-4242-zz"
+		var mu sync.Mutex
+		var asked []string
+		hook := func(ctx context.Context, req LLMRequest) (string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			asked = append(asked, req.SystemPrompt, req.UserPrompt)
+			return "ok", nil
+		}
+		s, _ := pyStore(t, mode, Options{LLM: hook})
+		ts := s.ToolsetWithConfig("pyt", Config{Tools: map[string]map[string]any{"ask": {"auth": map[string]any{"oauth_token": token}}}})
+		_, err := callTool(context.Background(), t, ts, "pyt__ask", `{"prompt":"my token is `+token+`"}`)
+		require.NoError(t, err)
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, asked, 2)
+		assert.Equal(t, "my token is [secret]", asked[1])
+	})
 }

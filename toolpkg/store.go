@@ -798,7 +798,7 @@ func (s *Store) discover(ctx context.Context, name, pkgDir string, exes []Execut
 			errs = append(errs, cutProblem(fmt.Sprintf("executable %q: %s %v", ex.Key, ex.File, err)))
 			continue
 		}
-		out, err := s.schemaOf(ctx, pkgDir, ex, nil)
+		out, err := s.schemaOf(ctx, pkgDir, ex, nil, nil)
 		if err != nil {
 			errs = append(errs, cutProblem(fmt.Sprintf("executable %q: %v", ex.Key, err)))
 			continue
@@ -857,7 +857,11 @@ func (s *Store) discover(ctx context.Context, name, pkgDir string, exes []Execut
 // schemaOf runs "<executable> --schema" in the sandbox and returns what it
 // printed. With a config, it runs "<executable> --schema --config FILE",
 // FILE holding the config as a JSON object.
-func (s *Store) schemaOf(ctx context.Context, pkgDir string, ex Executable, config map[string]any) ([]byte, error) {
+//
+// With a configuration, sec holds its secrets: they are hidden in what the
+// executable prints, on stdout (tool definitions reach the model) and on
+// stderr (an error), before anything reads it.
+func (s *Store) schemaOf(ctx context.Context, pkgDir string, ex Executable, config map[string]any, sec *secrets) ([]byte, error) {
 	callDir, work, err := s.newCallDir("schema-")
 	if err != nil {
 		return nil, err
@@ -868,6 +872,7 @@ func (s *Store) schemaOf(ctx context.Context, pkgDir string, ex Executable, conf
 		return nil, err
 	}
 	l.args = []string{"--schema"}
+	l.stderrMargin = int64(12 * sec.maxLen())
 	if config != nil {
 		data, err := json.Marshal(config)
 		if err != nil {
@@ -888,13 +893,18 @@ func (s *Store) schemaOf(ctx context.Context, pkgDir string, ex Executable, conf
 	case config != nil && res.signal == 0 && res.exitCode == 1:
 		// Exit code 1 is bad usage: an executable that does not know
 		// --config.
-		return nil, fmt.Errorf("%w (exit code 1)%s", errNoConfigFlag, stderrSuffix(res.stderrText(nil)))
+		return nil, fmt.Errorf("%w (exit code 1)%s", errNoConfigFlag, stderrSuffix(res.stderrText(sec)))
 	case res.signal != 0 || res.exitCode != 0:
-		return nil, fmt.Errorf("--schema failed (%s)%s", res.describeExit(l.limits), stderrSuffix(res.stderrText(nil)))
+		return nil, fmt.Errorf("--schema failed (%s)%s", res.describeExit(l.limits), stderrSuffix(res.stderrText(sec)))
 	case res.stdoutN > maxSchemaOutput:
 		return nil, fmt.Errorf("--schema printed %d bytes; at most %d are allowed", res.stdoutN, maxSchemaOutput)
 	}
-	return bytes.TrimSpace(res.stdout), nil
+	out := bytes.TrimSpace(res.stdout)
+	if sec != nil {
+		// Values only: a parameter may share a secret key's name.
+		out = []byte(sec.replaceValues(string(out)))
+	}
+	return out, nil
 }
 
 // errNoConfigFlag is the error of an executable that refuses

@@ -349,7 +349,7 @@ func (c *call) runWith(ctx context.Context, args json.RawMessage, creds Credenti
 		ra.ToolConfig = map[string]any{}
 	}
 	if s.opts.LLM != nil {
-		srv, sock, err := s.listenIPC(ctx, c.toolset, c.tool.Name)
+		srv, sock, err := s.listenIPC(ctx, c.toolset, c.tool.Name, c.secrets)
 		if err != nil {
 			return nil, fmt.Errorf("toolpkg: tool %q: IPC socket: %w", c.tool.Name, unprefixed{err})
 		}
