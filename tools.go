@@ -174,7 +174,8 @@ func (ts *ToolList) Execute(ctx context.Context, call ToolCall) (any, error) {
 		slices.Sort(names)
 		return nil, &UnknownToolError{Name: call.Name, Available: names}
 	}
-	return t.executeIn(ctx, call, rc)
+	res, err := t.executeIn(ctx, call, rc)
+	return rc.saved(ctx, call.Name, res, err)
 }
 
 // sameRun reports whether a and b are the same run, or both none.
