@@ -24,8 +24,12 @@ type NeedsApprovalFunc func(ctx context.Context, t Tool, args json.RawMessage) (
 // arguments that passed validation.
 //
 // A decision holds for one call, and is used up by it: it is bound to the
-// call's ID, name and arguments (in any JSON form of the same value), so it
-// cannot let through another call. Approvals are recorded in the run and
+// call's ID, name and arguments (in any JSON form of the same value), and
+// to the tool's parameter schema as offered when the call asked (see
+// [PendingApproval]), so it cannot let through another call, nor a call
+// of a tool whose schema has changed since: that call asks again. The
+// calls waiting for a decision are listed by [RunContext.PendingApprovals].
+// Approvals are recorded in the run and
 // by call ID, so run such tools under a run (see [NewRun]) with a
 // [ToolCall] whose ID is set: a call without an ID gets an
 // ApprovalRequiredError that says approvals need one, and a call without a

@@ -24,7 +24,10 @@ func (t Tool) Execute(ctx context.Context, call ToolCall) (any, error) {
 	rc := runOf(ctx)
 	rc.bindTool(t)
 	res, err := t.executeIn(ctx, call, rc)
-	return rc.saved(ctx, call.Name, res, err)
+	if rc.hasStore() {
+		return rc.saveAfterCall(ctx, call.Name, res, err)
+	}
+	return res, err
 }
 
 // runUsable returns the error a call under rc fails with, if rc is a run

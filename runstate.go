@@ -346,8 +346,18 @@ func (s *runState) save(ctx context.Context, hold bool) error {
 	d.dirty.Store(false)
 	now := time.Now()
 	s.mu.Lock()
-	st := s.encode(now)
+	st, caches := s.encode()
 	s.mu.Unlock()
+	// Results are encoded outside the run's lock: their encoding is the
+	// application's code.
+	for _, c := range caches {
+		if es := c.store.saved(now); len(es) > 0 {
+			st.Caches = append(st.Caches, savedCache{Tool: c.id.name, Schema: c.id.schema, Entries: es})
+		}
+	}
+	slices.SortFunc(st.Caches, func(a, b savedCache) int {
+		return cmp.Or(cmp.Compare(a.Tool, b.Tool), cmp.Compare(a.Schema, b.Schema))
+	})
 	if hold {
 		st.Holder = &savedHolder{Token: d.token, Until: now.Add(d.lease).UTC()}
 	}
@@ -372,8 +382,15 @@ func (s *runState) save(ctx context.Context, hold bool) error {
 	return nil
 }
 
-// encode returns the run's state. The caller holds s.mu.
-func (s *runState) encode(now time.Time) *savedState {
+// namedCache is a run-scoped cache to save, and the name of its tool.
+type namedCache struct {
+	id    toolID
+	store *resultCache
+}
+
+// encode returns the run's state, but for the entries of its live caches,
+// which it returns to be encoded. The caller holds s.mu.
+func (s *runState) encode() (*savedState, []namedCache) {
 	d := s.durable
 	st := &savedState{Version: runStateVersion, ID: s.id, Step: int(s.step.Load())}
 	for subj, dec := range s.decisions {
@@ -424,22 +441,16 @@ func (s *runState) encode(now time.Time) *savedState {
 	slices.SortFunc(st.Failures, func(a, b savedFailure) int {
 		return cmp.Or(cmp.Compare(a.Tool, b.Tool), cmp.Compare(a.Schema, b.Schema))
 	})
+	var caches []namedCache
 	for c, store := range s.caches {
-		id, ok := d.ids[c]
-		if !ok || !c.cache.policy.Persist {
-			continue
-		}
-		if es := store.saved(now); len(es) > 0 {
-			st.Caches = append(st.Caches, savedCache{Tool: id.name, Schema: id.schema, Entries: es})
+		if id, ok := d.ids[c]; ok && c.cache.policy.Persist {
+			caches = append(caches, namedCache{id, store})
 		}
 	}
 	for id, es := range d.restored.caches {
 		st.Caches = append(st.Caches, savedCache{Tool: id.name, Schema: id.schema, Entries: es})
 	}
-	slices.SortFunc(st.Caches, func(a, b savedCache) int {
-		return cmp.Or(cmp.Compare(a.Tool, b.Tool), cmp.Compare(a.Schema, b.Schema))
-	})
-	return st
+	return st, caches
 }
 
 // restore applies saved state to a run that has just been made.
@@ -572,10 +583,12 @@ func (rc *RunContext) bindRestored(tools []Tool, keep []bool) {
 // bindTool gives t the restored entries saved under its name and schema,
 // for a call of t outside a turn's list.
 func (rc *RunContext) bindTool(t Tool) {
-	s := rc.state()
-	if s == nil || s.durable == nil {
-		return
+	if rc != nil && rc.st != nil && rc.st.durable != nil {
+		rc.st.bindCalled(t)
 	}
+}
+
+func (s *runState) bindCalled(t Tool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.durable.restored.empty() {
@@ -596,12 +609,15 @@ func (s *runState) bindTool(t Tool) {
 	}
 }
 
-// saved saves the state of a run with a store after a call, if the call
-// changed it, and returns the call's outcome, or the error of the save.
-func (rc *RunContext) saved(ctx context.Context, name string, res any, err error) (any, error) {
-	if rc == nil || rc.st == nil || rc.st.durable == nil {
-		return res, err
-	}
+// hasStore reports whether rc is a run with a store.
+func (rc *RunContext) hasStore() bool {
+	return rc != nil && rc.st != nil && rc.st.durable != nil
+}
+
+// saveAfterCall saves the state of a run with a store after a call, if
+// the call changed it, and returns the call's outcome, or the error of
+// the save.
+func (rc *RunContext) saveAfterCall(ctx context.Context, name string, res any, err error) (any, error) {
 	if serr := rc.saveIfDirty(ctx); serr != nil {
 		var ce *RunStateConflictError
 		if errors.As(serr, &ce) {
@@ -684,18 +700,27 @@ func (s *runState) identify(t Tool, name string) {
 
 // saved returns the live entries of the cache, least recently used first.
 func (rc *resultCache) saved(now time.Time) []savedEntry {
+	type entry struct {
+		key     string
+		val     any
+		expires time.Time
+	}
+	var live []entry
 	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	var out []savedEntry
 	for e := rc.tail; e != nil; e = e.prev {
 		if !e.expires.IsZero() && !now.Before(e.expires) || !utf8.Valid(e.key) {
 			continue
 		}
+		live = append(live, entry{string(e.key), e.val, e.expires})
+	}
+	rc.mu.Unlock()
+	var out []savedEntry
+	for _, e := range live {
 		v, err := encodeCached(e.val)
 		if err != nil {
 			continue // not JSON: the entry stays in this process only
 		}
-		se := savedEntry{Key: string(e.key), Value: v}
+		se := savedEntry{Key: e.key, Value: v}
 		if !e.expires.IsZero() {
 			t := e.expires.UTC()
 			se.Expires = &t

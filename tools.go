@@ -175,7 +175,10 @@ func (ts *ToolList) Execute(ctx context.Context, call ToolCall) (any, error) {
 		return nil, &UnknownToolError{Name: call.Name, Available: names}
 	}
 	res, err := t.executeIn(ctx, call, rc)
-	return rc.saved(ctx, call.Name, res, err)
+	if rc.hasStore() {
+		return rc.saveAfterCall(ctx, call.Name, res, err)
+	}
+	return res, err
 }
 
 // sameRun reports whether a and b are the same run, or both none.
