@@ -42,7 +42,9 @@ func WithApprovalRequired(need NeedsApprovalFunc) ToolOption {
 // next attempt of that very call runs: the same ID, name and arguments (in
 // any JSON form of the same value), and the same parameter schema as when
 // the call was asked for (see [PendingApproval]); a call asked for again
-// after its tool's schema changed is not approved by this decision. Given
+// after its tool's schema changed is not approved by this decision (a
+// call approved before it ever asked is approved for the schema it finds).
+// Given
 // [WithEditedArgs], the call runs with the approver's arguments instead,
 // validated against the tool's schema first. RecordApproval does nothing
 // on a run that has ended. For a run made with [ResumeRun], the decision

@@ -24,7 +24,8 @@ import (
 // revealed ([NewToolSearch]), the approval decisions
 // ([RunContext.RecordApproval]) and the run-scoped caches ([CacheRun]).
 //
-// Make one with [NewRun] when the run begins, derive each turn's context
+// Make one with [NewRun] when the run begins (or with [ResumeRun], for a
+// run whose state a [RunStore] keeps between requests), derive each turn's context
 // from it with [RunContext.Turn], and [RunContext.End] it when the run is
 // over:
 //

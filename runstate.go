@@ -191,7 +191,9 @@ func WithRunLease(d time.Duration) RunOption {
 // [CachePolicy.Persist]), or starts afresh when there is none, and claims
 // the run with a compare-and-swap save. opts are as for [NewRun], plus
 // [WithStateTTL] and [WithRunLease]; values, dependencies and the
-// stable-list setting are not saved, so give them again.
+// stable-list setting are not saved, so give them again. Child runs
+// ([RunContext.NewChild]) are not saved: a sub-agent's run lives in the
+// process that runs it.
 //
 // Only one process carries on a run at a time: if another resumed it and
 // holds it (see [WithRunLease]), or resumes it at the same moment and
@@ -204,7 +206,7 @@ func WithRunLease(d time.Duration) RunOption {
 // runs and a crash cannot run it twice. [RunContext.Save] saves at other
 // times (after RecordApproval, say). [RunContext.Suspend] saves and lets
 // the run go, to be resumed in this or another process; [RunContext.End]
-// deletes the saved state. A failed save fails the BuildTools or the call
+// deletes the saved state, waiting for the store for 30 seconds at most. A failed save fails the BuildTools or the call
 // with the store's error; what was saved before stays saved. A save that
 // finds the state changed by another process makes the run unusable here:
 // its Err, BuildTools and calls report the *RunStateConflictError.
