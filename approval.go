@@ -1,9 +1,12 @@
 package toolset
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/gotoolset/toolset/internal/canonjson"
 )
@@ -21,8 +24,12 @@ type NeedsApprovalFunc func(ctx context.Context, t Tool, args json.RawMessage) (
 // arguments that passed validation.
 //
 // A decision holds for one call, and is used up by it: it is bound to the
-// call's ID, name and arguments (in any JSON form of the same value), so it
-// cannot let through another call. Approvals are recorded in the run and
+// call's ID, name and arguments (in any JSON form of the same value), and
+// to the tool's parameter schema as offered when the call asked (see
+// [PendingApproval]), so it cannot let through another call, nor a call
+// of a tool whose schema has changed since: that call asks again. The
+// calls waiting for a decision are listed by [RunContext.PendingApprovals].
+// Approvals are recorded in the run and
 // by call ID, so run such tools under a run (see [NewRun]) with a
 // [ToolCall] whose ID is set: a call without an ID gets an
 // ApprovalRequiredError that says approvals need one, and a call without a
@@ -32,10 +39,24 @@ func WithApprovalRequired(need NeedsApprovalFunc) ToolOption {
 }
 
 // RecordApproval records a human's approval of call in the run, so that the
-// next attempt of that very call (same ID, name and arguments) runs. It does
-// nothing on a run that has ended.
-func (rc *RunContext) RecordApproval(call ToolCall) {
-	rc.decide(subjectOf(call), decision{approved: true})
+// next attempt of that very call runs: the same ID, name and arguments (in
+// any JSON form of the same value), and the same parameter schema as when
+// the call was asked for (see [PendingApproval]); a call asked for again
+// after its tool's schema changed is not approved by this decision (a
+// call approved before it ever asked is approved for the schema it finds).
+// Given
+// [WithEditedArgs], the call runs with the approver's arguments instead,
+// validated against the tool's schema first. RecordApproval does nothing
+// on a run that has ended. For a run made with [ResumeRun], the decision
+// is saved with the run's next save (see [RunContext.Save]).
+func (rc *RunContext) RecordApproval(call ToolCall, opts ...ApprovalOption) {
+	var cfg approvalConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	rc.decide(subjectOf(call), decision{approved: true, edited: cfg.args})
 }
 
 // RecordDenial records a human's refusal of call in the run; the next attempt
@@ -45,9 +66,80 @@ func (rc *RunContext) RecordDenial(call ToolCall, reason string) {
 	rc.decide(subjectOf(call), decision{reason: reason})
 }
 
+// ApprovalOption qualifies an approval; see [RunContext.RecordApproval].
+type ApprovalOption func(*approvalConfig)
+
+type approvalConfig struct {
+	args json.RawMessage
+}
+
+// WithEditedArgs approves the call with the arguments args, edited by the
+// approver, in place of the model's. They are validated against the tool's
+// parameter schema when the call runs: arguments that do not fit fail the
+// call with an [*ArgumentError], and it does not run. args is copied.
+func WithEditedArgs(args json.RawMessage) ApprovalOption {
+	return func(c *approvalConfig) { c.args = append(json.RawMessage{}, args...) }
+}
+
+// PendingApproval is a call waiting for a human's approval, as a user
+// interface lists it; see [RunContext.PendingApprovals].
+type PendingApproval struct {
+	// Tool is the name the call was made under.
+	Tool string
+	// CallID is the call's ID.
+	CallID string
+	// Args are the call's arguments, in canonical JSON (object keys
+	// sorted, no insignificant space, numbers normalised).
+	Args json.RawMessage
+	// SchemaHash names the tool's parameter schema as offered when the
+	// call was asked for: "sha256:" and the hex SHA-256 of its canonical
+	// JSON. An approval holds for this schema only.
+	SchemaHash string
+	// AskedAt is when the call asked for approval (the latest time, if it
+	// asked more than once).
+	AskedAt time.Time
+}
+
+// Call returns the call, to give to [RunContext.RecordApproval] or
+// [RunContext.RecordDenial].
+func (p PendingApproval) Call() ToolCall {
+	return ToolCall{ID: p.CallID, Name: p.Tool, Args: append(json.RawMessage{}, p.Args...)}
+}
+
+// PendingApprovals returns the calls of the run that asked for approval
+// and have no decision yet, oldest first. For a run made with [ResumeRun]
+// they include those of earlier processes, so that a process that only
+// records decisions can list them: resume the run, list, record, and
+// [RunContext.Suspend] it.
+func (rc *RunContext) PendingApprovals() []PendingApproval {
+	s := rc.state()
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	out := make([]PendingApproval, 0, len(s.pending))
+	for subj, p := range s.pending {
+		out = append(out, PendingApproval{Tool: subj.name, CallID: subj.id, Args: json.RawMessage(subj.args), SchemaHash: p.schema, AskedAt: p.asked})
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b PendingApproval) int {
+		return cmp.Or(a.AskedAt.Compare(b.AskedAt), cmp.Compare(a.CallID, b.CallID), cmp.Compare(a.Tool, b.Tool), cmp.Compare(string(a.Args), string(b.Args)))
+	})
+	return out
+}
+
 type decision struct {
 	approved bool
 	reason   string
+	schema   string          // the schema hash the call was asked with; "" for any
+	edited   json.RawMessage // the approver's arguments, or nil
+}
+
+// pendingApproval is a call that asked for approval: its schema hash and
+// when it asked.
+type pendingApproval struct {
+	schema string
+	asked  time.Time
 }
 
 // approvalSubject is what a decision applies to: the call with an ID, a
@@ -66,6 +158,7 @@ func subjectOf(call ToolCall) approvalSubject {
 	return approvalSubject{id: call.ID, name: call.Name, args: string(args)}
 }
 
+// decide records d for subj, bound to the schema the call was asked with.
 func (rc *RunContext) decide(subj approvalSubject, d decision) {
 	s := rc.state()
 	if s == nil {
@@ -76,23 +169,63 @@ func (rc *RunContext) decide(subj approvalSubject, d decision) {
 	if s.ended.Load() {
 		return
 	}
+	if p, ok := s.pending[subj]; ok {
+		d.schema = p.schema
+		delete(s.pending, subj)
+	}
 	if s.decisions == nil {
 		s.decisions = make(map[approvalSubject]decision)
 	}
 	s.decisions[subj] = d
+	s.markDirty()
 }
 
-// takeDecision returns the decision recorded for the call subj, using it
-// up.
-func (rc *RunContext) takeDecision(subj approvalSubject) (decision, bool) {
+// takeDecision returns the decision recorded for the call subj with the
+// schema hash schema, using it up. A decision for another schema is
+// dropped: the call is asked for again.
+func (rc *RunContext) takeDecision(subj approvalSubject, schema string) (decision, bool) {
 	s := rc.st
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d, ok := s.decisions[subj]
 	if ok {
 		delete(s.decisions, subj)
+		s.markDirty()
+	}
+	if ok && d.schema != "" && d.schema != schema {
+		return decision{}, false
 	}
 	return d, ok
+}
+
+// putBack restores a decision taken by takeDecision.
+func (rc *RunContext) putBack(subj approvalSubject, d decision) {
+	s := rc.st
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended.Load() {
+		return
+	}
+	if s.decisions == nil {
+		s.decisions = make(map[approvalSubject]decision)
+	}
+	s.decisions[subj] = d
+	s.markDirty()
+}
+
+// ask records that the call subj waits for approval.
+func (rc *RunContext) ask(subj approvalSubject, schema string) {
+	s := rc.st
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended.Load() {
+		return
+	}
+	if s.pending == nil {
+		s.pending = make(map[approvalSubject]pendingApproval)
+	}
+	s.pending[subj] = pendingApproval{schema: schema, asked: time.Now()}
+	s.markDirty()
 }
 
 // ApprovalRequiredError reports a call that waits for a human's approval.
@@ -109,6 +242,9 @@ type ApprovalRequiredError struct {
 	Call ToolCall
 	// RunID is the ID of the run the call was made in.
 	RunID string
+	// SchemaHash names the tool's parameter schema as offered (see
+	// [PendingApproval]); it is empty for a call without an ID.
+	SchemaHash string
 }
 
 // Error implements error.
@@ -142,33 +278,54 @@ func (e *ApprovalDeniedError) ModelText() string {
 	return msg
 }
 
-// checkApproval applies the approval policy: step 3 of the call path.
-func (c *toolCore) checkApproval(ctx context.Context, t Tool, call ToolCall, rc *RunContext) error {
+// checkApproval applies the approval policy: step 3 of the call path. It
+// returns the call to run: with the approver's arguments, if edited.
+func (c *toolCore) checkApproval(ctx context.Context, t Tool, call ToolCall, rc *RunContext) (ToolCall, error) {
 	need, err := c.askApproval(ctx, t, call)
 	if err != nil {
 		if _, ok := err.(*PanicError); ok {
-			return err // made by askApproval, which names the tool
+			return call, err // made by askApproval, which names the tool
 		}
-		return fmt.Errorf("toolset: tool %q: approval check: %w", call.Name, err)
+		return call, fmt.Errorf("toolset: tool %q: approval check: %w", call.Name, err)
 	}
 	if !need {
-		return nil
+		return call, nil
 	}
 	if rc == nil {
-		return fmt.Errorf("toolset: a call of tool %q needs approval, and approvals are recorded in the run: execute it under a run (NewRun)", call.Name)
+		return call, fmt.Errorf("toolset: a call of tool %q needs approval, and approvals are recorded in the run: execute it under a run (NewRun)", call.Name)
 	}
 	if call.ID == "" {
-		return &ApprovalRequiredError{Call: call, RunID: rc.ID()}
+		return call, &ApprovalRequiredError{Call: call, RunID: rc.ID()}
 	}
-	d, ok := rc.takeDecision(subjectOf(call))
+	schema, err := schemaHash(t)
+	if err != nil {
+		return call, fmt.Errorf("toolset: tool %q: approval: hashing the parameter schema: %w", call.Name, err)
+	}
+	subj := subjectOf(call)
+	d, ok := rc.takeDecision(subj, schema)
 	switch {
 	case !ok:
-		return &ApprovalRequiredError{Call: call, RunID: rc.ID()}
-	case d.approved:
-		return nil
-	default:
-		return &ApprovalDeniedError{Call: call, Reason: d.reason}
+		rc.ask(subj, schema)
+		return call, &ApprovalRequiredError{Call: call, RunID: rc.ID(), SchemaHash: schema}
+	case !d.approved:
+		return call, &ApprovalDeniedError{Call: call, Reason: d.reason}
 	}
+	if d.edited != nil {
+		args := normalizeArgs(d.edited)
+		if err := c.validatorFor(t.Parameters).check(args); err != nil {
+			return call, attributeError(call.Name, err)
+		}
+		call.Args = args
+	}
+	if s := rc.state(); s.durable != nil {
+		// The approval is used up in the store before the call runs, so
+		// that no process runs it again.
+		if err := s.save(ctx, true); err != nil {
+			rc.putBack(subj, d)
+			return call, err
+		}
+	}
+	return call, nil
 }
 
 // askApproval runs the approval predicate. A panic becomes a *PanicError.

@@ -12,3 +12,6 @@ import (
 func inBubble(f func(t *testing.T)) func(t *testing.T) {
 	return func(t *testing.T) { synctest.Test(t, f) }
 }
+
+// synctestRun runs f in a synctest bubble.
+func synctestRun(t *testing.T, f func(t *testing.T)) { synctest.Test(t, f) }

@@ -64,6 +64,7 @@ func BuildTools(ctx context.Context, agent string, entries ...Toolset) (*ToolLis
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("toolset: agent %q: tools not built: %w", agent, err)
 	}
+	rc.bindRestored(s.tools, keep)
 	keep, over := forRun(rc, s, keep)
 	if err := checkNames(s, keep, "", agent, true); err != nil {
 		return nil, err
@@ -76,6 +77,11 @@ func BuildTools(ctx context.Context, agent string, entries ...Toolset) (*ToolLis
 	}
 	if len(missing) > 0 {
 		return nil, &EnvError{Missing: missing}
+	}
+	if st := rc.state(); st != nil && st.durable != nil {
+		if err := st.save(ctx, true); err != nil {
+			return nil, err
+		}
 	}
 	if err := rc.markBuilt(); err != nil {
 		return nil, err

@@ -43,6 +43,14 @@ type CachePolicy struct {
 	// ShouldCache decides whether a successful result is kept; nil keeps
 	// every one. Errors are never cached.
 	ShouldCache func(result any) bool
+	// Persist saves the entries of a run-scoped cache (Scope CacheRun)
+	// with the state of a run that has a store (see [ResumeRun]), so
+	// that they survive the run's moving to another process. Results are
+	// saved as their JSON encoding (a result that has none stays in this
+	// process only), and come back as that JSON, a json.RawMessage, or
+	// as a string for a string result: the same model text, not the same
+	// Go value. Keys must be valid UTF-8 to be saved.
+	Persist bool
 }
 
 const defaultCacheEntries = 1024
@@ -102,7 +110,7 @@ func (c *toolCore) cached(ctx context.Context, t Tool, call ToolCall, rc *RunCon
 	cfg := c.cache
 	store := cfg.process
 	if cfg.policy.Scope == CacheRun {
-		store = rc.runCache(c)
+		store = rc.runCache(t, call.Name)
 		if store == nil {
 			return t.run(ctx, call, clock)
 		}
@@ -407,15 +415,20 @@ func (rc *resultCache) pushFront(e *cacheEntry) {
 	}
 }
 
-// runCache returns the run's cache for c, creating it on first use, or nil
-// without a run or once it has ended.
-func (rc *RunContext) runCache(c *toolCore) *resultCache {
+// runCache returns the run's cache for t, called as name, creating it on
+// first use, or nil without a run or once it has ended.
+func (rc *RunContext) runCache(t Tool, name string) *resultCache {
+	c := t.core
 	s := rc.state()
 	if s == nil {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.durable != nil && c.cache.policy.Persist {
+		s.identify(t, name)
+		s.markDirty()
+	}
 	if store, ok := s.caches[c]; ok {
 		return store
 	}

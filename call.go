@@ -21,7 +21,13 @@ func (t Tool) Execute(ctx context.Context, call ToolCall) (any, error) {
 	if call.Name == "" {
 		call.Name = t.Name
 	}
-	return t.executeIn(ctx, call, runOf(ctx))
+	rc := runOf(ctx)
+	rc.bindTool(t)
+	res, err := t.executeIn(ctx, call, rc)
+	if rc.hasStore() {
+		return rc.saveAfterCall(ctx, call.Name, res, err)
+	}
+	return res, err
 }
 
 // runUsable returns the error a call under rc fails with, if rc is a run
@@ -59,7 +65,7 @@ func (t Tool) executeIn(ctx context.Context, call ToolCall, rc *RunContext) (any
 	call.Args = normalizeArgs(call.Args)
 	res, err := t.validated(ctx, call, rc)
 	if err != nil && c.maxFailures > 0 && countsAsFailure(err) {
-		rc.recordFailure(c)
+		rc.recordFailure(t, call.Name)
 	}
 	return res, err
 }
@@ -71,7 +77,8 @@ func (t Tool) validated(ctx context.Context, call ToolCall, rc *RunContext) (any
 		return nil, attributeError(call.Name, err)
 	}
 	if c.approval != nil {
-		if err := c.checkApproval(ctx, t, call, rc); err != nil {
+		var err error
+		if call, err = c.checkApproval(ctx, t, call, rc); err != nil {
 			return nil, err
 		}
 	}

@@ -147,6 +147,23 @@
 // BuildTools hands to callbacks carry the run themselves, so no context
 // chain is walked and no string hashed per tool.
 //
+// A run can outlive its process. [ResumeRun] begins a run from the state
+// a [RunStore] keeps ([NewMemoryRunStore] in memory, or one shared by
+// every replica) and saves it as versioned JSON as it goes: its step,
+// approval decisions and pending approvals, reveals, failure counts, and
+// the run-scoped cache entries of tools whose [CachePolicy] sets Persist.
+// A run paused for approval is let go with [RunContext.Suspend]; a
+// process that only decides lists [RunContext.PendingApprovals], records
+// the decisions and suspends it again; the next request resumes it,
+// anywhere, and the approved call runs once. Saves are compare-and-swap,
+// so only one process carries a run on at a time; the other gets a
+// [*RunStateConflictError]. Saved state names a tool by the name it was
+// offered under and the hash of its parameter schema, so state never
+// applies to another tool, and an approval given for one schema does not
+// let through a call of a tool whose schema has changed since: it is
+// asked again. Arguments an approver edited ([WithEditedArgs]) are
+// validated before they run.
+//
 // A turn's *ToolList belongs to the run it was built for, since its
 // predicates decided what that run may call: it refuses, with a
 // [*RunMismatchError], a call under the context of another run (or of no
@@ -310,7 +327,8 @@
 //
 //   - Constructors are New<Type>: [NewFunction], [NewPrefixed],
 //     [NewRenamed], [NewFiltered], [NewPrepared], [NewCombined],
-//     [NewDynamic], [NewRun], [NewKey]; those that make a [Tool] are
+//     [NewDynamic], [NewRun], [NewKey], [NewMemoryRunStore] ([ResumeRun]
+//     resumes a run rather than making one); those that make a [Tool] are
 //     New…Tool: [NewTool], [NewRawTool], [NewAgentTool], [NewToolSearch].
 //   - Every pointer toolset type (Function, Prefixed, Renamed, Filtered,
 //     Prepared, Combined, Dynamic, mcptoolset.Toolset, toolpkg.Toolset) has

@@ -72,8 +72,10 @@ func countsAsFailure(err error) (yes bool) {
 	return errors.As(err, &ae) || errors.As(err, &te) || errors.As(err, &pe) || errors.As(err, &to)
 }
 
-// recordFailure counts a failure of c in the run's current step.
-func (rc *RunContext) recordFailure(c *toolCore) {
+// recordFailure counts a failure of t, called as name, in the run's
+// current step.
+func (rc *RunContext) recordFailure(t Tool, name string) {
+	c := t.core
 	s := rc.state()
 	if s == nil {
 		return
@@ -87,6 +89,8 @@ func (rc *RunContext) recordFailure(c *toolCore) {
 	if s.failures == nil {
 		s.failures = make(map[*toolCore]*failureCount)
 	}
+	s.identify(t, name)
+	s.markDirty()
 	f, ok := s.failures[c]
 	if !ok {
 		s.failures[c] = &failureCount{lastStep: step, steps: 1}

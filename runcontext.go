@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 	"weak"
 )
 
@@ -23,7 +24,8 @@ import (
 // revealed ([NewToolSearch]), the approval decisions
 // ([RunContext.RecordApproval]) and the run-scoped caches ([CacheRun]).
 //
-// Make one with [NewRun] when the run begins, derive each turn's context
+// Make one with [NewRun] when the run begins (or with [ResumeRun], for a
+// run whose state a [RunStore] keeps between requests), derive each turn's context
 // from it with [RunContext.Turn], and [RunContext.End] it when the run is
 // over:
 //
@@ -67,7 +69,10 @@ type runState struct {
 	failures  map[*toolCore]*failureCount
 	revealed  map[*toolCore]struct{}
 	decisions map[approvalSubject]decision
+	pending   map[approvalSubject]pendingApproval
 	caches    map[*toolCore]*resultCache
+
+	durable *durability // for a run resumed from a store, or nil
 
 	cleanup runtime.Cleanup // the warning for a run dropped without End
 }
@@ -127,6 +132,9 @@ type runConfig struct {
 	deps   any
 	hasDep bool
 	stable bool
+
+	store           RunStore // set by ResumeRun
+	stateTTL, lease time.Duration
 }
 
 // RunOption configures a run; see [NewRun].
@@ -230,6 +238,9 @@ func newRun(id, parentID string, cfg *runConfig, opts []RunOption) *RunContext {
 		id = "run-" + hex.EncodeToString(b[:])
 	}
 	s := &runState{id: id, parentID: parentID, deps: cfg.deps, stable: cfg.stable}
+	if cfg.store != nil {
+		s.durable = newDurability(cfg)
+	}
 	s.step.Store(-1)
 	if len(cfg.vals) > 0 {
 		s.byName = cfg.vals
@@ -267,13 +278,24 @@ func dropRun(r liveRun) {
 
 // End ends the run: its ID is free for a new run, and its bookkeeping
 // (failures, reveals, approval decisions, run-scoped caches) is dropped.
-// BuildTools and calls under the run's contexts fail with [ErrRunEnded]
-// from now on. End is idempotent, and does nothing on an unusable run
-// (see [RunConflictError]) or a nil one.
+// For a run made with [ResumeRun], End deletes its saved state too
+// (unless another process has taken the run over); a failure to delete
+// is logged through [slog.Default]. Use [RunContext.Suspend] instead to
+// keep it. BuildTools and calls under the run's contexts fail with
+// [ErrRunEnded] from now on. End is idempotent, and does nothing on an
+// unusable run (see [RunConflictError]) or a nil one.
 func (rc *RunContext) End() {
+	rc.end(true)
+}
+
+// end ends the run; forget deletes the saved state of a run with a store.
+func (rc *RunContext) end(forget bool) {
 	s := rc.state()
 	if s == nil || s.ended.Swap(true) {
 		return
+	}
+	if forget && s.durable != nil {
+		s.forget()
 	}
 	s.cleanup.Stop()
 	liveRuns.Lock()
@@ -282,7 +304,7 @@ func (rc *RunContext) End() {
 	}
 	liveRuns.Unlock()
 	s.mu.Lock()
-	s.failures, s.revealed, s.decisions, s.caches = nil, nil, nil, nil
+	s.failures, s.revealed, s.decisions, s.pending, s.caches = nil, nil, nil, nil, nil
 	s.mu.Unlock()
 }
 
@@ -456,6 +478,11 @@ func (rc *RunContext) Err() error {
 	}
 	if rc.st.ended.Load() {
 		return ErrRunEnded
+	}
+	if d := rc.st.durable; d != nil {
+		if e := d.lost.Load(); e != nil {
+			return e
+		}
 	}
 	return nil
 }

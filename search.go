@@ -121,11 +121,11 @@ func (s *searchState) search(ctx context.Context, deferred Toolset, in ToolSearc
 		s.memo.store(ix)
 	}
 	res := ToolSearchResult{Tools: []FoundTool{}}
-	var found []*toolCore
+	var found []Tool
 	for _, i := range ix.rank(in.Query, v.keep, topK) {
 		t := v.snap.tools[i]
 		res.Tools = append(res.Tools, FoundTool{Name: t.Name, Description: t.Description})
-		found = append(found, t.core)
+		found = append(found, t)
 	}
 	rc.reveal(found)
 	if len(found) == 0 {
@@ -276,10 +276,11 @@ func words(text string) []string {
 	return out
 }
 
-// reveal records that this run's search found the tools.
-func (rc *RunContext) reveal(cores []*toolCore) {
+// reveal records that this run's search found the tools, under the names
+// the search showed them by.
+func (rc *RunContext) reveal(tools []Tool) {
 	s := rc.state()
-	if len(cores) == 0 || s == nil {
+	if len(tools) == 0 || s == nil {
 		return
 	}
 	s.mu.Lock()
@@ -290,9 +291,11 @@ func (rc *RunContext) reveal(cores []*toolCore) {
 	if s.revealed == nil {
 		s.revealed = make(map[*toolCore]struct{})
 	}
-	for _, c := range cores {
-		s.revealed[c] = struct{}{}
+	for _, t := range tools {
+		s.revealed[t.core] = struct{}{}
+		s.identify(t, t.Name)
 	}
+	s.markDirty()
 }
 
 func (rc *RunContext) isRevealed(c *toolCore) bool {

@@ -174,7 +174,11 @@ func (ts *ToolList) Execute(ctx context.Context, call ToolCall) (any, error) {
 		slices.Sort(names)
 		return nil, &UnknownToolError{Name: call.Name, Available: names}
 	}
-	return t.executeIn(ctx, call, rc)
+	res, err := t.executeIn(ctx, call, rc)
+	if rc.hasStore() {
+		return rc.saveAfterCall(ctx, call.Name, res, err)
+	}
+	return res, err
 }
 
 // sameRun reports whether a and b are the same run, or both none.
