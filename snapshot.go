@@ -811,11 +811,17 @@ func materializeSplit(ctx context.Context, toolsets []Toolset, inline []bool, vi
 		sc.workers = append(sc.workers, wsc)
 		wg.Go(func() { group(k, wsc) })
 	}
-	// The caller's share splits no further, as the workers' do not.
-	sc.worker = true
-	group(0, sc)
-	sc.worker = false
-	wg.Wait()
+	// The caller's share splits no further, as the workers' do not. A
+	// Goexit in it still waits for the workers: until they are done they
+	// write into scratch that the unwinding turn gives back to the pool.
+	func() {
+		sc.worker = true
+		defer func() {
+			sc.worker = false
+			wg.Wait()
+		}()
+		group(0, sc)
+	}()
 	for _, err := range errs {
 		if err != nil {
 			return errs
