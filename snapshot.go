@@ -464,8 +464,10 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
 // release gives sc back to the pool. Nothing taken from sc may be used
-// after.
+// after. A reservation a Goexit unwound past ends here: the block belongs
+// to the snapshots made from it, not to the next turn.
 func (sc *scratch) release() {
+	sc.block, sc.used, sc.toolHint, sc.worker = nil, 0, 0, false
 	for _, w := range sc.workers {
 		w.worker = false
 		w.release()

@@ -54,3 +54,35 @@ func TestGoexitDuringSplitTurnWaitsForItsGoroutines(t *testing.T) {
 		<-done
 	})
 }
+
+// A Goexit in the first turn of a fresh Combined under GetTools unwinds
+// past the end of its reservation of a block; the scratch given back to
+// the pool keeps none, or every later turn that takes it would lay its
+// copies in that block, and the pool would keep the block alive.
+func TestGoexitInFreshCombinedLeavesNoReservationInThePool(t *testing.T) {
+	tools := make([]Tool, 2*minBlock)
+	for i := range tools {
+		tools[i] = NewRawTool(fmt.Sprint("t", i), "", nil, func(context.Context, json.RawMessage) (any, error) { return nil, nil })
+	}
+	quits := NewFunction(tools...).Prefixed("b").Filtered(func(context.Context, Tool) (bool, error) {
+		runtime.Goexit()
+		return true, nil
+	})
+	c := NewCombined(NewFunction(tools...).Prefixed("a"), quits)
+	var hint, used int
+	var block *toolBlock
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := getScratch()
+		defer func() {
+			sc.release()
+			hint, block, used = sc.toolHint, sc.block, sc.used
+		}()
+		materialize(context.Background(), c, sc)
+	}()
+	<-done
+	if hint != 0 || block != nil || used != 0 {
+		t.Errorf("a released scratch keeps a reservation: hint %d, block %v, used %d", hint, block != nil, used)
+	}
+}
