@@ -100,12 +100,15 @@ func (p *Prepared) view(ctx context.Context, sc *scratch) (view, error) {
 
 // snapshotOf returns a snapshot of the prepared list: a recent one when
 // the list is the same, so that the layers above keep their memo from
-// turn to turn, or a new one.
+// turn to turn, or a new one. A new one holds a copy: the function may
+// return a slice of its own and fill it anew next turn, and a snapshot
+// aliasing it would then match every later result, whatever run it was
+// prepared for.
 func (p *Prepared) snapshotOf(tools []Tool) *snapshot {
 	if s := p.memo.find(func(s *snapshot) bool { return sameTools(s.tools, tools) }); s != nil {
 		return s
 	}
-	s := newSnapshot(tools)
+	s := newSnapshot(append([]Tool(nil), tools...))
 	p.memo.store(s)
 	return s
 }

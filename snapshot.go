@@ -464,8 +464,10 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
 // release gives sc back to the pool. Nothing taken from sc may be used
-// after.
+// after. A reservation a Goexit unwound past ends here: the block belongs
+// to the snapshots made from it, not to the next turn.
 func (sc *scratch) release() {
+	sc.block, sc.used, sc.toolHint, sc.worker = nil, 0, 0, false
 	for _, w := range sc.workers {
 		w.worker = false
 		w.release()
@@ -811,11 +813,17 @@ func materializeSplit(ctx context.Context, toolsets []Toolset, inline []bool, vi
 		sc.workers = append(sc.workers, wsc)
 		wg.Go(func() { group(k, wsc) })
 	}
-	// The caller's share splits no further, as the workers' do not.
-	sc.worker = true
-	group(0, sc)
-	sc.worker = false
-	wg.Wait()
+	// The caller's share splits no further, as the workers' do not. A
+	// Goexit in it still waits for the workers: until they are done they
+	// write into scratch that the unwinding turn gives back to the pool.
+	func() {
+		sc.worker = true
+		defer func() {
+			sc.worker = false
+			wg.Wait()
+		}()
+		group(0, sc)
+	}()
 	for _, err := range errs {
 		if err != nil {
 			return errs

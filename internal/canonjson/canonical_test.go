@@ -2,6 +2,7 @@ package canonjson
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 )
 
@@ -86,4 +87,46 @@ func BenchmarkIsCanonical(b *testing.B) {
 			buf, _ = Append(buf[:0], in)
 		}
 	})
+}
+
+// Near-canonical texts (canonical forms with one byte changed) are where
+// IsCanonical could prove too much: whatever it proves canonical among
+// them, Append leaves unchanged, and encoding/json accepts.
+func FuzzIsCanonicalNearCanonical(f *testing.F) {
+	for _, s := range []string{`{"a":1,"b":[2,-3],"c":"x"}`, `[0,10,"\u00e9",1.5,1e21]`, `{"a":{"b":{}},"aa":null}`, `-12`, `"x y"`} {
+		f.Add([]byte(s), uint16(0), byte('0'))
+	}
+	f.Fuzz(func(t *testing.T, src []byte, at uint16, b byte) {
+		out, err := Append(nil, src)
+		if err != nil {
+			return
+		}
+		for _, m := range [][]byte{out, mutate(out, int(at), b, false), mutate(out, int(at), b, true)} {
+			if !IsCanonical(m) {
+				continue
+			}
+			if !json.Valid(m) {
+				t.Fatalf("IsCanonical(%#q), but encoding/json rejects it", m)
+			}
+			again, err := Append(nil, m)
+			if err != nil || !bytes.Equal(again, m) {
+				t.Fatalf("IsCanonical(%#q), but Append gives %#q, %v", m, again, err)
+			}
+		}
+	})
+}
+
+// mutate returns a copy of b with the byte at at%len(b) replaced by c, or
+// with c inserted before it.
+func mutate(b []byte, at int, c byte, insert bool) []byte {
+	if len(b) == 0 {
+		return []byte{c}
+	}
+	at %= len(b)
+	out := append([]byte(nil), b[:at]...)
+	out = append(out, c)
+	if !insert {
+		at++
+	}
+	return append(out, b[at:]...)
 }
