@@ -227,7 +227,11 @@
 // [ModelError] is for the model, which can act on it: send its message back
 // as the tool result. Such are [*ArgumentError] (every problem with the
 // arguments at once, field by field), [*UnknownToolError] (a name not in
-// this turn's set, listing the names that are), [*UnavailableToolError],
+// this turn's set: it suggests the tools that had the name before a prefix
+// or a rename made them what the set shows, "fs_read_file" for
+// "read_file", then names a few edits away, never one hidden this turn,
+// unrevealed or spent, and lists the names the model may call, at a cost
+// bounded however many tools and however long the name), [*UnavailableToolError],
 // [*MessageError] (a handler's [NewModelError]), [*TimeoutError], [*RateLimitError]
 // and [*ApprovalDeniedError]; an application's own errors may implement it
 // too. Every other error should stop the run: an [*ApprovalRequiredError]
