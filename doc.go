@@ -104,6 +104,15 @@
 // spent ([WithMaxFailures]) leaves the set, or stays in it marked
 // unavailable when the run asked for a stable list ([WithStableToolList]).
 //
+// To see why a tool is or is not in a turn's set, [Explain] the turn: for
+// every tool the entries produced it gives the path it came from
+// (`Combined#0/Filtered#1/Prefixed "db"/Function`), the names it had
+// before prefixes and renames, and each reason that hid it (a filter at a
+// path, its own enabled or prepare function, a Prepared function, no
+// reveal in this run, a spent budget) or fails the turn (a name conflict,
+// an invalid name, missing environment). It is for developers and logs,
+// runs the turn's predicates again, and costs BuildTools nothing.
+//
 // A *ToolList is immutable: [ToolList.All], [ToolList.Tools] and [ToolList.Names] give
 // the tools in the order the model is sent them, [ToolList.Lookup] finds one
 // by name, [ToolList.Execute] runs the model's calls. The
