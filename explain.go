@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Explain materialises a turn of entries as [BuildTools] does and reports,
@@ -248,9 +250,21 @@ func (r Reason) String() string {
 	}
 	if r.Detail != "" {
 		b.WriteString(": ")
-		b.WriteString(r.Detail)
+		b.WriteString(printable(r.Detail))
 	}
 	return b.String()
+}
+
+// printable returns s as it is when it is printable on one line, and
+// quoted otherwise, so that a name or an error from a remote toolset
+// cannot break a report's lines.
+func printable(s string) string {
+	for _, r := range s {
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
 
 // Find returns the explanations of the tools named name: offered under
@@ -298,7 +312,8 @@ func (e *Explanation) String() string {
 	fmt.Fprintf(&b, "agent %q: %d of %d tools shown", e.Agent, shown, len(e.Tools))
 	if e.Err != nil {
 		b.WriteString("; the turn fails: ")
-		b.WriteString(strings.ReplaceAll(strings.TrimPrefix(e.Err.Error(), "toolset: "), "\n", "\n  "))
+		msg := bound(strings.TrimPrefix(errorText(e.Err), "toolset: "), maxErrText)
+		b.WriteString(strings.ReplaceAll(msg, "\n", "\n  "))
 	}
 	for _, t := range e.Tools {
 		b.WriteByte('\n')
@@ -311,7 +326,7 @@ func (e *Explanation) String() string {
 // came from, then a line for each rename and each reason.
 func (t ToolExplanation) String() string {
 	var b strings.Builder
-	b.WriteString(t.Name)
+	b.WriteString(printable(bound(t.Name, maxShownName)))
 	if t.Visible {
 		b.WriteString(": shown")
 	} else {
@@ -322,7 +337,7 @@ func (t ToolExplanation) String() string {
 		b.WriteString(t.Path)
 	}
 	for _, r := range t.Renames {
-		fmt.Fprintf(&b, "\n  - was %q, ", r.From)
+		fmt.Fprintf(&b, "\n  - was %q, ", bound(r.From, maxShownName))
 		if strings.HasSuffix(r.To, r.From) && len(r.To) > len(r.From) {
 			b.WriteString("prefixed")
 		} else {
@@ -392,8 +407,12 @@ func (n *turnNotes) find(i int32) (turnNote, bool) {
 	return turnNote{}, false
 }
 
-// maxReasonText bounds the text of an error a reason quotes.
-const maxReasonText = 200
+// maxReasonText bounds the text of an error a reason quotes, and
+// maxErrText that of the turn's error in a report (Err holds it whole).
+const (
+	maxReasonText = 200
+	maxErrText    = 4 << 10
+)
 
 // element names ts in a path: its type, its position idx among its
 // parent's children (none when idx < 0), and what tells it apart.

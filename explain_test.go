@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -14,7 +15,7 @@ import (
 
 // shownNames returns the names an explanation shows, in order.
 func shownNames(e *toolset.Explanation) []string {
-	var out []string
+	out := []string{}
 	for _, t := range e.Tools {
 		if t.Visible {
 			out = append(out, t.Name)
@@ -170,13 +171,11 @@ func TestExplainRevealedDeferredTool(t *testing.T) {
 	assert.False(t, inv.Visible)
 	assert.Equal(t, []toolset.ReasonKind{toolset.ReasonNotRevealed}, kinds(inv.Reasons))
 
-	_, err = toolset.BuildTools(ctx, "a", toolset.NewCombined(catalog), search)
-	require.NoError(t, err)
 	tools, err := toolset.BuildTools(ctx, "a", toolset.NewCombined(catalog), search)
-	require.Error(t, err, "the turn built its tools")
-	_ = tools
-	tools, err = toolset.BuildTools(nextTurn(ctx), "a", catalog, search)
 	require.NoError(t, err)
+	again, err := toolset.Explain(ctx, "a", toolset.NewCombined(catalog), search)
+	require.NoError(t, err, "a turn that built its tools can still be explained")
+	assert.Equal(t, tools.Names(), shownNames(again))
 	_, err = call(t, ctx, tools, "tool_search", `{"query":"invoice","top_k":1}`)
 	require.NoError(t, err)
 
@@ -296,4 +295,110 @@ func TestExplainUserToolsetAndErrors(t *testing.T) {
 	require.NoError(t, err, "a context of no run")
 	assert.Equal(t, []string{"u1", "u2"}, shownNames(none))
 	assert.True(t, strings.HasPrefix(none.String(), `agent "a": 2 of 2 tools shown`))
+}
+
+func TestExplainReportOfHostileNamesKeepsItsLines(t *testing.T) {
+	remote := listToolset{tools: []toolset.Tool{echoTool("ok\nforged: shown, from nowhere"), echoTool(strings.Repeat("n", 10_000))}}
+	e, err := toolset.Explain(context.Background(), "a", toolset.NewFunction(echoTool("x")).Filtered(
+		func(context.Context, toolset.Tool) (bool, error) { return false, errors.New("bad\nforged line") }), remote)
+	require.NoError(t, err)
+	require.Error(t, e.Err, "the names are invalid")
+	text := e.String()
+	for _, line := range strings.Split(text, "\n") {
+		assert.False(t, strings.HasPrefix(line, "forged"), "a forged line in\n%s", text)
+	}
+	assert.Contains(t, text, `"ok\nforged: shown, from nowhere": shown`)
+	assert.Contains(t, text, `predicate failed: bad\nforged line"`)
+	assert.Less(t, len(text), 6<<10, "long names are cut")
+}
+
+// randomTree builds a random composition of depth at most depth over
+// tools with distinct names, hiding tools by a hash of their names.
+func randomTree(r *rand.Rand, depth int, next *int) toolset.Toolset {
+	leaf := func() toolset.Toolset {
+		var tools []toolset.Tool
+		for range 1 + r.IntN(4) {
+			*next++
+			name := fmt.Sprintf("t%d", *next)
+			var opts []toolset.ToolOption
+			switch r.IntN(5) {
+			case 0:
+				opts = append(opts, toolset.WithEnabled(func(context.Context, toolset.Tool) (bool, error) { return *next%2 == 0, nil }))
+			case 1:
+				opts = append(opts, toolset.WithPrepare(func(_ context.Context, t toolset.Tool) (toolset.Tool, bool, error) {
+					t.Description = "edited"
+					return t, len(t.Name)%2 == 0, nil
+				}))
+			}
+			tools = append(tools, toolset.NewTool(name, "", okHandler, opts...))
+		}
+		return toolset.NewFunction(tools...)
+	}
+	if depth == 0 {
+		return leaf()
+	}
+	inner := func() toolset.Toolset { return randomTree(r, depth-1, next) }
+	switch r.IntN(8) {
+	case 0:
+		return toolset.NewPrefixed(inner(), fmt.Sprintf("p%d", r.IntN(100)))
+	case 1:
+		in := inner()
+		return toolset.NewRenamed(in, map[string]string{fmt.Sprintf("t%d", *next): fmt.Sprintf("r%d", *next)})
+	case 2:
+		k := r.IntN(3) + 2
+		return toolset.NewFiltered(inner(), func(_ context.Context, t toolset.Tool) (bool, error) { return len(t.Name)%k != 0, nil })
+	case 3:
+		return toolset.NewPrepared(inner(), func(_ context.Context, tools []toolset.Tool) ([]toolset.Tool, error) {
+			if len(tools) > 1 {
+				tools = tools[1:]
+			}
+			return tools, nil
+		})
+	case 4:
+		in := inner()
+		return toolset.NewDynamic(func(context.Context) (toolset.Toolset, error) { return in, nil })
+	case 5:
+		return toolset.Wrapper{Wrapped: inner()}
+	default:
+		var children []toolset.Toolset
+		for range 1 + r.IntN(3) {
+			children = append(children, inner())
+		}
+		return toolset.NewCombined(children...)
+	}
+}
+
+func TestExplainShowsWhatBuildToolsShows(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	built, hidden := 0, 0
+	defer func() { t.Logf("%d of 300 turns built, %d tools hidden", built, hidden) }()
+	for i := range 300 {
+		next := 0
+		var entries []toolset.Toolset
+		for range 1 + r.IntN(3) {
+			entries = append(entries, randomTree(r, 4, &next))
+		}
+		ctx := newRun(t, fmt.Sprint("r", i))
+		e, err := toolset.Explain(ctx, "a", entries...)
+		require.NoError(t, err)
+		tools, buildErr := toolset.BuildTools(ctx, "a", entries...)
+		if buildErr != nil {
+			require.Error(t, e.Err, "tree %d: BuildTools failed with %v", i, buildErr)
+			continue
+		}
+		require.NoError(t, e.Err, "tree %d", i)
+		require.Equal(t, tools.Names(), shownNames(e), "tree %d:\n%s", i, e)
+		built++
+		for _, x := range e.Tools {
+			if !x.Visible {
+				hidden++
+				require.NotEmpty(t, x.Reasons, "tree %d: %s is hidden for no reason:\n%s", i, x.Name, e)
+			}
+			if x.Name != x.Original {
+				require.NotEmpty(t, x.Renames, "tree %d: %s", i, x.Name)
+				require.Equal(t, x.Original, x.Renames[0].From)
+				require.Equal(t, x.Name, x.Renames[len(x.Renames)-1].To)
+			}
+		}
+	}
 }
