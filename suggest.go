@@ -155,7 +155,7 @@ func (ts *ToolList) unknownTool(name string) *UnknownToolError {
 	if k > maxListedNames {
 		k = maxListedNames
 	}
-	near := f.nearest(want, k)
+	near, _ := f.nearest(want, k)
 	// Of the names a few edits away, only the nearest are suggested.
 	limit := suggestDistance(len(want))
 	if len(near) > 0 {
@@ -221,13 +221,13 @@ type scoredName struct {
 // nearest returns the k names nearest want, nearest first and then in
 // sorted order, among at most maxScoredNames of them scanned by length:
 // want's length first, then one byte shorter and longer, and so on. The
-// scan ends when no name left can be nearer than the k it holds.
-func (f *unknownFacts) nearest(want string, k int) []scoredName {
+// scan ends when no name left can be nearer than the k it holds. It also
+// returns how many names it scored.
+func (f *unknownFacts) nearest(want string, k int) (top []scoredName, scored int) {
 	d := distancePool.Get().(*distance)
 	defer distancePool.Put(d)
 	d.reset(want)
-	top := make([]scoredName, 0, k+1)
-	scored := 0
+	top = make([]scoredName, 0, k+1)
 	worse := func(a, b scoredName) bool {
 		return a.score > b.score || a.score == b.score && a.rank > b.rank
 	}
@@ -264,7 +264,7 @@ func (f *unknownFacts) nearest(want string, k int) []scoredName {
 			scan(l)
 		}
 	}
-	return top
+	return top, scored
 }
 
 var distancePool = sync.Pool{New: func() any { return new(distance) }}

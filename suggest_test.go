@@ -2,8 +2,10 @@ package toolset_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -214,4 +216,58 @@ func BenchmarkUnknownToolCall(b *testing.B) {
 		}
 		i++
 	}
+}
+
+// FuzzUnknownToolCall calls arbitrary names in a set with hidden tools:
+// the error never suggests or lists a tool the set does not show, and its
+// message stays short.
+func FuzzUnknownToolCall(f *testing.F) {
+	for _, n := range hostileNames() {
+		f.Add(n)
+	}
+	f.Add("read_file")
+	f.Add("drop_table")
+	f.Add("db_drop_tabl")
+	admin := toolset.NewTool("drop_table", "Drop.", okHandler, toolset.WithMetadata(map[string]string{"audience": "admin"}))
+	var many []toolset.Tool
+	for i := range 60 {
+		many = append(many, echoTool(fmt.Sprintf("tool_%d", i*37)))
+	}
+	entries := []toolset.Toolset{
+		toolset.NewFunction(admin, echoTool("select_rows")).Filtered(adminsOnly).Prefixed("db"),
+		toolset.NewFunction(echoTools("read_file", "write_file")...).Prefixed("fs").Renamed(map[string]string{"fs_write_file": "save"}),
+		toolset.NewFunction(many...),
+	}
+	run := toolset.NewRun("fuzz", toolset.WithValue(Role, "guest"))
+	defer run.End()
+	ctx := run.Turn(context.Background())
+	tools, err := toolset.BuildTools(ctx, "a", entries...)
+	if err != nil {
+		f.Fatal(err)
+	}
+	shown := map[string]bool{}
+	for _, n := range tools.Names() {
+		shown[n] = true
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if shown[name] {
+			return
+		}
+		_, err := tools.Execute(ctx, toolset.ToolCall{Name: name, Args: nil})
+		var ue *toolset.UnknownToolError
+		if !errors.As(err, &ue) {
+			t.Fatalf("%q: %v", name, err)
+		}
+		for _, n := range append(slices.Clone(ue.Suggestions), ue.Available...) {
+			if !shown[n] {
+				t.Fatalf("%q: %q is not shown", name, n)
+			}
+		}
+		if len(ue.Suggestions) > 5 || len(ue.Available) > 40 || ue.More+len(ue.Available) != tools.Len() {
+			t.Fatalf("%q: %d suggestions, %d available and %d more", name, len(ue.Suggestions), len(ue.Available), ue.More)
+		}
+		if msg := ue.ModelText(); len(msg) > 4<<10 || strings.Contains(msg, "drop_table\"") && !strings.Contains(name, "drop_table") {
+			t.Fatalf("%q: %s", name, msg)
+		}
+	})
 }
