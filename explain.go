@@ -79,6 +79,7 @@ func Explain(ctx context.Context, agent string, entries ...Toolset) (*Explanatio
 	keep := joinKeep(s, views, nil)
 	at := make([]*explainedTool, len(s.tools))
 	var gone []*explainedTool
+	out := &Explanation{Agent: agent}
 	used := make([]bool, len(entries))
 	for _, seg := range s.segs {
 		if seg.start < seg.end {
@@ -88,6 +89,9 @@ func Explain(ctx context.Context, agent string, entries ...Toolset) (*Explanatio
 	}
 	for i, x := range walked {
 		gone = append(gone, x.gone...)
+		if out.Err == nil && len(x.fails) > 0 {
+			out.Err = x.fails[0]
+		}
 		if !used[i] && len(x.tools) == 1 {
 			t := x.tools[0]
 			t.name = x.v.snap.tools[0].Name
@@ -96,20 +100,9 @@ func Explain(ctx context.Context, agent string, entries ...Toolset) (*Explanatio
 		}
 	}
 	final := explainRun(rc, s, keep, at)
-
-	out := &Explanation{Agent: agent, Tools: make([]ToolExplanation, 0, len(at)+len(gone))}
-	if err := checkNames(s, final, "", agent, true); err != nil {
-		out.Err = err
-	} else {
-		var missing []MissingEnv
-		for _, i := range s.index().env {
-			if final == nil || final[i] {
-				missing = missingEnv(missing, s.tools[i])
-			}
-		}
-		if len(missing) > 0 {
-			out.Err = &EnvError{Missing: missing}
-		}
+	out.Tools = make([]ToolExplanation, 0, len(at)+len(gone))
+	if out.Err == nil {
+		out.Err = turnFailure(s, final, agent)
 	}
 	for i, t := range s.tools {
 		x := at[i]
@@ -119,6 +112,24 @@ func Explain(ctx context.Context, agent string, entries ...Toolset) (*Explanatio
 		out.Tools = append(out.Tools, x.explanation(Tool{Name: x.name, core: x.core}, false))
 	}
 	return out, nil
+}
+
+// turnFailure returns the error BuildTools fails with for the names and
+// the environment of the tools of s that final shows, or nil.
+func turnFailure(s *snapshot, final []bool, agent string) error {
+	if err := checkNames(s, final, "", agent, true); err != nil {
+		return err
+	}
+	var missing []MissingEnv
+	for _, i := range s.index().env {
+		if final == nil || final[i] {
+			missing = missingEnv(missing, s.tools[i])
+		}
+	}
+	if len(missing) > 0 {
+		return &EnvError{Missing: missing}
+	}
+	return nil
 }
 
 // Explanation says why each tool the toolsets of a turn produced is or is
@@ -382,6 +393,7 @@ type explained struct {
 	v     view
 	tools []*explainedTool // by position in v.snap
 	gone  []*explainedTool
+	fails []error // why the turn fails that the layers above cannot change
 }
 
 // turnNotes collects, in an explained turn, why a function hid tools.
@@ -513,6 +525,11 @@ func explainWalk(ctx context.Context, ts Toolset, parent string, idx int) (expla
 			}
 			if len(visible) < 2 {
 				continue
+			}
+			if x.fails == nil {
+				// The turn fails at the first clash, as the Renamed's
+				// view does, whatever the layers above hide.
+				x.fails = append(x.fails, t.clashError(in, d.out, facts.renamed, visible))
 			}
 			for _, i := range visible {
 				var others []string
@@ -719,6 +736,7 @@ func (x *explained) combined(ctx context.Context, c *Combined, path string) erro
 	}
 	for _, w := range walked {
 		x.gone = append(x.gone, w.gone...)
+		x.fails = append(x.fails, w.fails...)
 	}
 	return nil
 }

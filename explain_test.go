@@ -263,6 +263,11 @@ func TestExplainTurnThatFails(t *testing.T) {
 	renamed := e.Find("b")
 	require.Len(t, renamed, 2)
 	assert.Equal(t, toolset.Reason{Kind: toolset.ReasonNameConflict, Path: "Combined#3/Renamed#0", Detail: `renamed onto the name of "b"`}, renamed[0].Reasons[0])
+	assert.Contains(t, e.String(), "; the turn fails: Renamed has tool name conflicts:\n    - \"b\" contributed by: \"a\" (renamed), \"b\"\n",
+		"the Renamed fails the turn first, as in BuildTools")
+
+	e, err = toolset.Explain(ctx, "a", toolset.NewCombined(shared.Prefixed("db"), toolset.NewCombined(shared)), shared, bad)
+	require.NoError(t, err)
 	assert.Contains(t, e.String(), "; the turn fails: agent \"a\" has tool name conflicts and invalid tool names:\n  ")
 }
 
@@ -401,4 +406,20 @@ func TestExplainShowsWhatBuildToolsShows(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestExplainRenameClashHiddenAboveStillFailsTheTurn(t *testing.T) {
+	clash := toolset.NewFunction(echoTools("a", "b")...).Renamed(map[string]string{"a": "b"}).
+		Filtered(func(_ context.Context, t toolset.Tool) (bool, error) { return t.Description != "The a tool.", nil })
+	ctx := newRun(t, "r")
+	_, buildErr := toolset.BuildTools(ctx, "agent", toolset.NewCombined(clash))
+	var want *toolset.NameConflictError
+	require.ErrorAs(t, buildErr, &want, "the Renamed fails before the filter above it hides one")
+
+	e, err := toolset.Explain(ctx, "agent", toolset.NewCombined(clash))
+	require.NoError(t, err)
+	var got *toolset.NameConflictError
+	require.ErrorAs(t, e.Err, &got)
+	assert.Equal(t, want.Conflicts, got.Conflicts)
+	assert.Equal(t, []string{"b"}, shownNames(e))
 }

@@ -46,15 +46,13 @@ type nameHistory struct {
 func (s *snapshot) history() *nameHistory {
 	s.histOnce.Do(func() {
 		h := &nameHistory{byName: make(map[string][]int32)}
+		// A position may be listed under a name more than once, when
+		// several layers gave it that name: formerly skips repeats.
 		add := func(name string, i int32) {
 			if name == s.tools[i].Name {
 				return
 			}
-			ps := h.byName[name]
-			if slices.Contains(ps, i) {
-				return
-			}
-			h.byName[name] = append(ps, i)
+			h.byName[name] = append(h.byName[name], i)
 			h.longest = max(h.longest, len(name))
 		}
 		for i := range s.tools {
@@ -193,20 +191,32 @@ func (ts *ToolList) unknownTool(name string) *UnknownToolError {
 func suggestDistance(n int) int { return min((n+1)/3, 4) }
 
 // formerly returns the names of the tools the model may call that had
-// name before a prefix or a rename, in the order of the set.
+// name before a prefix or a rename, in the order of the set. It reads at
+// most maxScoredNames of the positions that had the name.
 func (ts *ToolList) formerly(name string) []string {
 	h := ts.snap.history()
 	if len(name) > h.longest {
 		return nil
 	}
-	var out []string
-	for _, i := range h.byName[name] {
-		if len(out) == maxSuggestions {
+	var found [maxSuggestions]int32
+	n := 0
+	ps := h.byName[name]
+	for _, i := range ps[:min(len(ps), maxScoredNames)] {
+		if n == maxSuggestions {
 			break
 		}
-		if n := ts.snap.tools[i].Name; ts.callable(i) && !slices.Contains(out, n) {
-			out = append(out, n)
+		if ts.callable(i) && !slices.Contains(found[:n], i) {
+			found[n] = i
+			n++
 		}
+	}
+	if n == 0 {
+		return nil
+	}
+	slices.Sort(found[:n])
+	out := make([]string, n)
+	for k, i := range found[:n] {
+		out[k] = ts.snap.tools[i].Name
 	}
 	return out
 }

@@ -271,3 +271,23 @@ func FuzzUnknownToolCall(f *testing.F) {
 		}
 	})
 }
+
+// TestUnknownToolOfTenThousandCopiesIsBounded calls the original name of
+// a tool of which the set shows 10,000 prefixed copies: indexing the names
+// they had once, and answering each call, stay cheap.
+func TestUnknownToolOfTenThousandCopiesIsBounded(t *testing.T) {
+	f := toolset.NewFunction(echoTool("query"))
+	copies := make([]toolset.Toolset, 10_000)
+	for i := range copies {
+		copies[i] = f.Prefixed(fmt.Sprintf("p%d", i))
+	}
+	ctx := newRun(t, "r")
+	tools, err := toolset.BuildTools(ctx, "a", toolset.NewCombined(copies...))
+	require.NoError(t, err)
+	start := time.Now()
+	for range 1000 {
+		ue := unknownCall(t, ctx, tools, "query")
+		require.Equal(t, []string{"p0_query", "p1_query", "p2_query", "p3_query", "p4_query"}, ue.Suggestions)
+	}
+	assert.Less(t, time.Since(start), 10*time.Second)
+}
