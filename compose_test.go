@@ -271,7 +271,7 @@ func TestUnknownToolMessage(t *testing.T) {
 	_, err = tools.Execute(context.Background(), toolset.ToolCall{Name: "gama", Args: nil})
 	msg, visible := toolset.ErrorText(err)
 	require.True(t, visible)
-	assert.Equal(t, `unknown tool "gama"; available tools: alpha, beta, delta, gamma`, msg)
+	assert.Equal(t, `unknown tool "gama"; did you mean gamma? available tools: alpha, beta, delta, gamma`, msg)
 
 	var empty *toolset.ToolList
 	_, err = empty.Execute(context.Background(), toolset.ToolCall{Name: "x", Args: nil})
@@ -289,7 +289,12 @@ func TestUnknownToolMessageCapsLongLists(t *testing.T) {
 	_, err = tools.Execute(context.Background(), toolset.ToolCall{Name: "tool_aa_", Args: nil})
 	var ue *toolset.UnknownToolError
 	require.ErrorAs(t, err, &ue)
-	assert.Len(t, ue.Available, 100)
+	// The error lists what the message shows, not all 100 names: copying
+	// and sorting every name on each unknown call made a long list
+	// expensive to get wrong.
+	assert.Len(t, ue.Available, 40)
+	assert.Equal(t, 60, ue.More)
+	assert.Equal(t, []string{"tool_aa"}, ue.Suggestions)
 	msg := ue.ModelText()
 	assert.Contains(t, msg, "(and 60 more)")
 	assert.Contains(t, msg, "available tools: tool_aa,", "the closest name comes first")

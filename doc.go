@@ -104,6 +104,15 @@
 // spent ([WithMaxFailures]) leaves the set, or stays in it marked
 // unavailable when the run asked for a stable list ([WithStableToolList]).
 //
+// To see why a tool is or is not in a turn's set, [Explain] the turn: for
+// every tool the entries produced it gives the path it came from
+// (`Combined#0/Filtered#1/Prefixed "db"/Function`), the names it had
+// before prefixes and renames, and each reason that hid it (a filter at a
+// path, its own enabled or prepare function, a Prepared function, no
+// reveal in this run, a spent budget) or fails the turn (a name conflict,
+// an invalid name, missing environment). It is for developers and logs,
+// runs the turn's predicates again, and costs BuildTools nothing.
+//
 // A *ToolList is immutable: [ToolList.All], [ToolList.Tools] and [ToolList.Names] give
 // the tools in the order the model is sent them, [ToolList.Lookup] finds one
 // by name, [ToolList.Execute] runs the model's calls. The
@@ -244,7 +253,11 @@
 // [ModelError] is for the model, which can act on it: send its message back
 // as the tool result. Such are [*ArgumentError] (every problem with the
 // arguments at once, field by field), [*UnknownToolError] (a name not in
-// this turn's set, listing the names that are), [*UnavailableToolError],
+// this turn's set: it suggests the tools that had the name before a prefix
+// or a rename made them what the set shows, "fs_read_file" for
+// "read_file", then names a few edits away, never one hidden this turn,
+// unrevealed or spent, and lists the names the model may call, at a cost
+// bounded however many tools and however long the name), [*UnavailableToolError],
 // [*MessageError] (a handler's [NewModelError]), [*TimeoutError], [*RateLimitError]
 // and [*ApprovalDeniedError]; an application's own errors may implement it
 // too. Every other error should stop the run: an [*ApprovalRequiredError]

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -79,12 +78,26 @@ func (e *ArgumentError) ModelText() string {
 }
 
 // UnknownToolError reports a call to a name that is not in this turn's tool
-// set: a hallucinated name, or a tool that is hidden this turn.
+// set: a hallucinated name, or a tool that is hidden this turn. Its message
+// suggests the names the model likely meant, and lists those it may call.
 type UnknownToolError struct {
 	// Name is the name the model called.
 	Name string
-	// Available lists the names the model may call this turn, sorted.
+	// Suggestions lists the names of this turn's set that the model likely
+	// meant, best first, at most 5: first the tools that had Name before a
+	// prefix or a rename made them what the set shows ("read_file" for
+	// "fs_read_file"), then names a few edits away from it. A tool hidden
+	// this turn, a deferred tool this run has not revealed and a tool
+	// whose failure budget is spent are never suggested.
+	Suggestions []string
+	// Available lists names the model may call this turn: every one of
+	// them, sorted, when there are at most 40; otherwise the 40 closest to
+	// Name, closest first. A tool whose failure budget is spent is not
+	// among them.
 	Available []string
+	// More is how many names the model may call this turn besides those
+	// in Available.
+	More int
 }
 
 // maxListedNames caps how many available names an UnknownToolError shows
@@ -103,13 +116,27 @@ func (e *UnknownToolError) ModelText() string {
 		return fmt.Sprintf("unknown tool %q: no tools are available in this turn", name)
 	}
 	names := e.Available
-	more := 0
+	more := e.More
 	if len(names) > maxListedNames {
-		names = closestNames(name, names, maxListedNames)
-		more = len(e.Available) - len(names)
+		more += len(names) - maxListedNames
+		names = names[:maxListedNames]
+	}
+	size := len(name) + 64
+	for _, n := range names {
+		size += min(len(n), maxShownName) + 2
+	}
+	for _, n := range e.Suggestions[:min(len(e.Suggestions), maxSuggestions)] {
+		size += min(len(n), maxShownName) + 4
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "unknown tool %q; available tools: ", name)
+	b.Grow(size)
+	fmt.Fprintf(&b, "unknown tool %q; ", name)
+	if s := e.Suggestions; len(s) > 0 {
+		b.WriteString("did you mean ")
+		listNames(&b, s[:min(len(s), maxSuggestions)])
+		b.WriteString("? ")
+	}
+	b.WriteString("available tools: ")
 	for i, n := range names {
 		if i > 0 {
 			b.WriteString(", ")
@@ -286,28 +313,6 @@ func bound(s string, n int) string {
 	return s[:cut] + "…"
 }
 
-// closestNames returns up to n of names, the most similar to want first;
-// names equally similar keep their order. Only the first maxNameLen bytes
-// of want are compared (no valid name is longer), so scoring a name costs
-// a step per byte of it, however long want is.
-func closestNames(want string, names []string, n int) []string {
-	type scored struct {
-		name  string
-		score int
-	}
-	s := make([]scored, len(names))
-	d := newDistance(want[:min(len(want), maxNameLen)])
-	for i, name := range names {
-		s[i] = scored{name, d.to(name)}
-	}
-	slices.SortStableFunc(s, func(a, b scored) int { return a.score - b.score })
-	out := make([]string, 0, n)
-	for _, c := range s[:min(n, len(s))] {
-		out = append(out, c.name)
-	}
-	return out
-}
-
 // distance computes the Levenshtein distance, in bytes, from a pattern of
 // at most 64 bytes to other strings, with Myers' bit-parallel algorithm
 // (as formulated by Hyyrö): one step per byte of the other string.
@@ -317,11 +322,18 @@ type distance struct {
 }
 
 func newDistance(pattern string) *distance {
-	d := &distance{m: len(pattern)}
+	d := new(distance)
+	d.reset(pattern)
+	return d
+}
+
+// reset makes pattern, of at most 64 bytes, the pattern of d.
+func (d *distance) reset(pattern string) {
+	d.peq = [256]uint64{}
+	d.m = len(pattern)
 	for i := 0; i < len(pattern); i++ {
 		d.peq[pattern[i]] |= 1 << i
 	}
-	return d
 }
 
 // to returns the distance from the pattern to s.

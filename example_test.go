@@ -206,7 +206,7 @@ func ExampleBuildTools() {
 	// hint: wrap one of the toolsets with .Prefixed(...) or .Renamed(...)
 	// [a_query get_temp b_query]
 	// query
-	// unknown tool "query"; available tools: a_query, b_query, get_temp
+	// unknown tool "query"; did you mean a_query or b_query? available tools: a_query, b_query, get_temp
 }
 
 // The conflict report of the README.

@@ -71,7 +71,7 @@ func (f *Filtered) view(ctx context.Context, sc *scratch) (view, error) {
 		return view{}, err
 	}
 	keep := sc.keep(len(in.snap.tools))
-	if err := f.evaluate(ctx, in, keep); err != nil {
+	if err := f.evaluate(ctx, in, keep, nil); err != nil {
 		return view{}, err
 	}
 	return view{snap: in.snap, keep: keep}, nil
@@ -79,8 +79,9 @@ func (f *Filtered) view(ctx context.Context, sc *scratch) (view, error) {
 
 // evaluate runs the predicate over the visible tools of in, setting keep.
 // One recover serves the whole loop; a panic is blamed on the tool being
-// evaluated.
-func (f *Filtered) evaluate(ctx context.Context, in view, keep []bool) (err error) {
+// evaluated. why, if not nil, is told the predicate's errors (see
+// [Explain]).
+func (f *Filtered) evaluate(ctx context.Context, in view, keep []bool, why *turnNotes) (err error) {
 	tools := in.snap.tools
 	i := 0
 	defer func() {
@@ -96,6 +97,9 @@ func (f *Filtered) evaluate(ctx context.Context, in view, keep []bool) (err erro
 		if err != nil {
 			logError(ctx, "toolset: filter predicate failed; tool hidden this turn",
 				slog.String("tool", tools[i].Name), slog.String("toolset", LabelOf(f)), slog.Any("error", err))
+			if why != nil {
+				why.add(int32(i), ReasonFiltered, err)
+			}
 			continue
 		}
 		keep[i] = ok

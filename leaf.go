@@ -37,13 +37,14 @@ func leafView(ctx context.Context, v view, sc *scratch) (view, error) {
 	if len(positions) == 0 {
 		return v, nil
 	}
-	return applyTurnPolicies(ctx, v, positions, sc)
+	return applyTurnPolicies(ctx, v, positions, sc, nil)
 }
 
 // applyTurnPolicies runs the enabled and prepare functions of the tools at
 // positions. One recover serves the whole loop; a panic is blamed on the
-// tool and the function being run.
-func applyTurnPolicies(ctx context.Context, v view, positions []int32, sc *scratch) (out view, err error) {
+// tool and the function being run. why, if not nil, is told which
+// function hid each tool it hid (see [Explain]).
+func applyTurnPolicies(ctx context.Context, v view, positions []int32, sc *scratch, why *turnNotes) (out view, err error) {
 	var t Tool
 	callback := ""
 	defer func() {
@@ -67,6 +68,9 @@ func applyTurnPolicies(ctx context.Context, v view, positions []int32, sc *scrat
 					slog.String("tool", t.Name), slog.Any("error", err))
 			}
 			show = ok && err == nil
+			if !show && why != nil {
+				why.add(i, ReasonDisabled, err)
+			}
 		}
 		callback = "prepare function"
 		if show && t.core.prepare != nil && !t.prepared {
@@ -85,6 +89,9 @@ func applyTurnPolicies(ctx context.Context, v view, positions []int32, sc *scrat
 				edited[i] = out
 			}
 			show = ok
+			if !show && why != nil {
+				why.add(i, ReasonDroppedByPrepare, nil)
+			}
 		}
 		if !show {
 			if !owned {

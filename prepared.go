@@ -70,6 +70,12 @@ func (p *Prepared) view(ctx context.Context, sc *scratch) (view, error) {
 	if err != nil {
 		return view{}, err
 	}
+	return p.over(ctx, in)
+}
+
+// over runs the prepare function over the visible tools of in, the view of
+// the inner toolset, and checks its result.
+func (p *Prepared) over(ctx context.Context, in view) (view, error) {
 	before := in.tools()
 	byName := make(map[string]*toolCore, len(before))
 	for _, t := range before {

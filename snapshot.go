@@ -108,6 +108,9 @@ type snapshot struct {
 	policyOnce sync.Once
 	policy     *policyFacts
 
+	histOnce sync.Once
+	hist     *nameHistory // names before prefixes and renames, for unknown calls
+
 	joins   memoSlots[joined]  // joins whose first part is this snapshot
 	wrapped memoSlots[wrapped] // middleware copies made by Wrappers
 }

@@ -181,12 +181,17 @@ func (t Tool) view(ctx context.Context, sc *scratch) (view, error) {
 	if err := t.Err(); err != nil {
 		return view{}, err
 	}
+	return leafView(ctx, view{snap: t.soloSnapshot()}, sc)
+}
+
+// soloSnapshot returns the snapshot of the tool as a toolset of one.
+func (t Tool) soloSnapshot() *snapshot {
 	s := t.core.solo.Load()
 	if s == nil || !sameToolValue(s.tools[0], t) {
 		s = newSnapshot([]Tool{t})
 		t.core.solo.Store(s)
 	}
-	return leafView(ctx, view{snap: s}, sc)
+	return s
 }
 
 // sameToolValue reports whether a and b are identical values, comparing

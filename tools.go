@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"sync/atomic"
 )
 
 // ToolList is the set of tools of one turn, made by [BuildTools]: the ordered
@@ -28,6 +29,8 @@ type ToolList struct {
 	keep  []bool         // nil: every tool of snap is in the set
 	over  map[int32]Tool // tools shown differently this turn (marked unavailable)
 	n     int
+
+	unknown atomic.Pointer[unknownFacts] // made by the first call of an unknown name
 }
 
 // at returns the tool at position i as this turn shows it.
@@ -140,7 +143,8 @@ type ToolCall struct {
 // run that has ended fails with [ErrRunEnded], and one under the context of
 // another run than the set's is refused with a [*RunMismatchError]. A name
 // that is not in this turn's set, even one a filter hid this turn, is
-// refused with an [*UnknownToolError] listing the available names, and a
+// refused with an [*UnknownToolError] suggesting the names the model
+// likely meant and listing the available ones, and a
 // deferred tool this run has not revealed, or one whose failure budget is
 // spent, with an [*UnavailableToolError]. The call then goes through the
 // call path in this order: argument validation, approval, cache lookup (a
@@ -170,9 +174,7 @@ func (ts *ToolList) Execute(ctx context.Context, call ToolCall) (any, error) {
 	}
 	t, ok := ts.Lookup(call.Name)
 	if !ok {
-		names := ts.Names()
-		slices.Sort(names)
-		return nil, &UnknownToolError{Name: call.Name, Available: names}
+		return nil, ts.unknownTool(call.Name)
 	}
 	res, err := t.executeIn(ctx, call, rc)
 	if rc.hasStore() {

@@ -125,7 +125,7 @@ func TestRunChatCallsModelErrors(t *testing.T) {
 		assert.Equal(t, id, msgs[i].OfTool.ToolCallID)
 	}
 	assert.Equal(t, "the query is empty; say what to search for", text(0))
-	assert.Equal(t, `unknown tool "serach"; available tools: search`, text(1))
+	assert.Equal(t, `unknown tool "serach"; did you mean search? available tools: search`, text(1))
 	assert.Contains(t, text(2), `invalid arguments for tool "search"`)
 	assert.Equal(t, "found go", text(3))
 }
