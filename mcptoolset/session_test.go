@@ -376,6 +376,7 @@ func TestServedRunSharedBySessionsBegunAtOnceIsRefused(t *testing.T) {
 			return shared, nil
 		}))
 	errs := make([]error, 2)
+	clients := make([]*mcp.ClientSession, 2)
 	var wg sync.WaitGroup
 	for i := range errs {
 		st, ct := mcp.NewInMemoryTransports()
@@ -387,13 +388,20 @@ func TestServedRunSharedBySessionsBegunAtOnceIsRefused(t *testing.T) {
 			// toolset with instructions) begins its run.
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "v1"}, nil).Connect(context.Background(), ct, nil)
 			if err == nil {
+				// Kept open until both are done: a session that ends
+				// ends its run, and the other would then be told that.
+				clients[i] = cs
 				_, err = cs.ListTools(context.Background(), nil)
-				cs.Close()
 			}
 			errs[i] = err
 		})
 	}
 	wg.Wait()
+	for _, cs := range clients {
+		if cs != nil {
+			cs.Close()
+		}
+	}
 	if errs[0] == nil {
 		errs[0], errs[1] = errs[1], errs[0]
 	}
