@@ -22,11 +22,17 @@ type server struct {
 	dir  string
 	port int
 	cmd  *exec.Cmd
+	// durable makes the server write every change to an append-only file
+	// before answering, so that a restart keeps what it had.
+	durable bool
 }
 
 // startServer starts a redis-server for t, stopped when t ends. It skips
 // t when the binary is missing.
-func startServer(t testing.TB) *server {
+func startServer(t testing.TB) *server { t.Helper(); return startServerWith(t, false) }
+
+// startServerWith is startServer, of a durable server if durable.
+func startServerWith(t testing.TB, durable bool) *server {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -38,7 +44,7 @@ func startServer(t testing.TB) *server {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	s := &server{t: t, bin: bin, dir: t.TempDir(), port: port}
+	s := &server{t: t, bin: bin, dir: t.TempDir(), port: port, durable: durable}
 	s.start()
 	t.Cleanup(s.stop)
 	return s
@@ -49,8 +55,11 @@ func (s *server) addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
 // start runs the server and waits until it answers.
 func (s *server) start() {
 	s.t.Helper()
-	s.cmd = exec.Command(s.bin, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", s.dir)
+	args := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", s.dir}
+	if s.durable {
+		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
+	}
+	s.cmd = exec.Command(s.bin, args...)
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("starting redis-server: %v", err)
 	}
