@@ -55,8 +55,9 @@ type CachePolicy struct {
 	// several processes share (a Redis one, say) instead of this
 	// process's memory. Results are stored as their JSON encoding (a
 	// result that has none is not cached) and come back as Persist
-	// says. MaxEntries and MaxBytes bound the in-memory cache only: the
-	// store has its own bounds; TTL is passed to it. Identical calls
+	// says. The store has its own bounds: MaxEntries does not apply, and
+	// MaxBytes, if set, bounds the model text of each result kept; TTL
+	// is passed to the store. Identical calls
 	// running at once in different processes each run the handler. A
 	// store that fails is bypassed: calls run uncached, and one warning is
 	// logged when the failures begin and one when they end. A run-scoped
