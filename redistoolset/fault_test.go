@@ -106,6 +106,7 @@ func TestRedisRestartedMidRun(t *testing.T) {
 	require.Error(t, err, "a run whose state cannot be saved stops")
 	assert.Contains(t, err.Error(), "run-f")
 	assert.Contains(t, err.Error(), "connect")
+	t.Log(err)
 
 	s.start()
 

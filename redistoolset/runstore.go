@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gotoolset/toolset"
@@ -39,7 +40,15 @@ func NewRunStore(client redis.UniversalClient, opts RunStoreOptions) *RunStore {
 
 var _ toolset.RunStore = (*RunStore)(nil)
 
-func (s *RunStore) key(id string) string { return s.prefix + "run:" + id }
+// MaxRunIDBytes bounds the length of a run ID, which is part of a key.
+const MaxRunIDBytes = 1024
+
+func (s *RunStore) key(id string) (string, error) {
+	if len(id) > MaxRunIDBytes {
+		return "", fmt.Errorf("redistoolset: run %q: its ID is %d bytes, over the %d a key may hold", bound(id), len(id), MaxRunIDBytes)
+	}
+	return s.prefix + "run:" + id, nil
+}
 
 // saveScript: KEYS[1] the run's hash; ARGV data, expected version, ttl in
 // milliseconds (0: none). It returns {1, new version} or {0, version found}.
@@ -65,7 +74,11 @@ return {1, v}
 
 // Load implements [toolset.RunStore].
 func (s *RunStore) Load(ctx context.Context, id string) ([]byte, int64, error) {
-	vals, err := s.client.HMGet(ctx, s.key(id), "d", "v").Result()
+	key, err := s.key(id)
+	if err != nil {
+		return nil, 0, err
+	}
+	vals, err := s.client.HMGet(ctx, key, "d", "v").Result()
 	if err != nil {
 		return nil, 0, fmt.Errorf("redistoolset: loading run %q: %w", bound(id), err)
 	}
@@ -87,7 +100,11 @@ func (s *RunStore) Save(ctx context.Context, id string, data []byte, expectVersi
 	if ttl > 0 {
 		ms = max(ttl.Milliseconds(), 1)
 	}
-	res, err := saveScript.Run(ctx, s.client, []string{s.key(id)}, data, expectVersion, ms).Int64Slice()
+	key, err := s.key(id)
+	if err != nil {
+		return 0, err
+	}
+	res, err := saveScript.Run(ctx, s.client, []string{key}, data, expectVersion, ms).Int64Slice()
 	if err != nil {
 		return 0, fmt.Errorf("redistoolset: saving run %q: %w", bound(id), err)
 	}
@@ -102,7 +119,11 @@ func (s *RunStore) Save(ctx context.Context, id string, data []byte, expectVersi
 
 // Delete implements [toolset.RunStore].
 func (s *RunStore) Delete(ctx context.Context, id string) error {
-	if err := s.client.Del(ctx, s.key(id)).Err(); err != nil {
+	key, err := s.key(id)
+	if err != nil {
+		return err
+	}
+	if err := s.client.Del(ctx, key).Err(); err != nil {
 		return fmt.Errorf("redistoolset: deleting run %q: %w", bound(id), err)
 	}
 	return nil
@@ -114,7 +135,7 @@ func bound(s string) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + "…"
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
 // isNil reports whether err is Redis's "no such key".

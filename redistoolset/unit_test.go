@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -160,4 +161,19 @@ func TestUnreachableRedisIsAnError(t *testing.T) {
 	_, _, err = redistoolset.NewResultCache(c, redistoolset.ResultCacheOptions{}).Get(ctx, "k")
 	require.Error(t, err)
 	assert.False(t, errors.Is(err, context.Canceled))
+}
+
+func TestRunStoreRefusesHugeRunID(t *testing.T) {
+	s := startServer(t)
+	c, trips := s.client()
+	store := redistoolset.NewRunStore(c, redistoolset.RunStoreOptions{})
+	id := strings.Repeat("x", redistoolset.MaxRunIDBytes+1)
+	ctx := context.Background()
+	_, _, err := store.Load(ctx, id)
+	require.ErrorContains(t, err, "over the 1024")
+	_, err = store.Save(ctx, id, []byte(`{}`), 0, 0)
+	require.ErrorContains(t, err, "over the 1024")
+	require.ErrorContains(t, store.Delete(ctx, id), "over the 1024")
+	assert.Less(t, len(err.Error()), 200, "the ID is not quoted whole")
+	assert.Zero(t, trips.Load(), "nothing reaches Redis")
 }
