@@ -25,6 +25,10 @@ func benchTool(opts ...toolset.ToolOption) *toolset.ToolList {
 	return tools
 }
 
+// nextID gives each miss arguments no earlier call had, across the runs
+// of a benchmark on one server.
+var nextID atomic.Int64
+
 // benchLoop calls the tool once per iteration, with new arguments each
 // time if fresh, and reports the round trips to Redis per call.
 func benchLoop(b *testing.B, tools *toolset.ToolList, trips *atomic.Int64, fresh bool) {
@@ -35,7 +39,7 @@ func benchLoop(b *testing.B, tools *toolset.ToolList, trips *atomic.Int64, fresh
 	b.ReportAllocs()
 	for b.Loop() {
 		if fresh {
-			args = json.RawMessage(`{"id":` + strconv.Itoa(n+2) + `}`)
+			args = json.RawMessage(`{"id":` + strconv.FormatInt(nextID.Add(1)+1, 10) + `}`)
 		}
 		n++
 		if _, err := tools.Execute(ctx, toolset.ToolCall{Name: "lookup", Args: args}); err != nil {
