@@ -51,6 +51,21 @@ type CachePolicy struct {
 	// as a string for a string result: the same model text, not the same
 	// Go value. Keys must be valid UTF-8 to be saved.
 	Persist bool
+	// Shared keeps the results of a process-scope cache in a store that
+	// several processes share (a Redis one, say) instead of this
+	// process's memory. Results are stored as their JSON encoding (a
+	// result that has none is not cached) and come back as Persist
+	// says. The store has its own bounds: MaxEntries does not apply, and
+	// MaxBytes, if set, bounds the model text of each result kept; TTL
+	// is passed to the store. Identical calls
+	// running at once in different processes each run the handler. A
+	// store that fails is bypassed: calls run uncached, and one warning is
+	// logged when the failures begin and one when they end. A run-scoped
+	// cache cannot be shared.
+	Shared ResultCache
+	// Namespace names the tool's entries in Shared; empty means the
+	// tool's name. Tools with the same Namespace share their entries.
+	Namespace string
 }
 
 const defaultCacheEntries = 1024
@@ -68,6 +83,9 @@ func WithCache(p CachePolicy) ToolOption {
 			p.MaxEntries = defaultCacheEntries
 		}
 		cfg := &cacheConfig{policy: p}
+		if p.Shared != nil && p.Scope != CacheProcess && t.core.err == nil {
+			t.core.err = errNoSharedRunCache
+		}
 		if p.Scope == CacheProcess {
 			cfg.process = newResultCache(&cfg.policy)
 		}
@@ -98,6 +116,7 @@ type cacheConfig struct {
 	policy       CachePolicy
 	process      *resultCache
 	hits, misses atomic.Uint64
+	outage       sharedOutage // of policy.Shared
 }
 
 // keyBuffers holds buffers for canonical keys, so a lookup allocates
@@ -108,6 +127,9 @@ var keyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &
 // around the rest.
 func (c *toolCore) cached(ctx context.Context, t Tool, call ToolCall, rc *RunContext, clock *callClock) (any, error) {
 	cfg := c.cache
+	if cfg.policy.Shared != nil {
+		return c.cachedShared(ctx, t, call, clock)
+	}
 	store := cfg.process
 	if cfg.policy.Scope == CacheRun {
 		store = rc.runCache(t, call.Name)

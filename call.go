@@ -97,6 +97,10 @@ func (t Tool) run(ctx context.Context, call ToolCall, clock *callClock) (any, er
 		if err := c.admit(ctx, call.Name, clock); err != nil {
 			return nil, err
 		}
+	} else if c.rateShared != nil {
+		if err := c.admitShared(ctx, call.Name, clock); err != nil {
+			return nil, err
+		}
 	}
 	if c.timeout > 0 {
 		dc := newDeadlineCtx(ctx, clock.now().Add(c.timeout))

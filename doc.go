@@ -173,6 +173,15 @@
 // asked again. Arguments an approver edited ([WithEditedArgs]) are
 // validated before they run.
 //
+// A tool's rate-limit window and process-scope cache can leave the
+// process too: [RateLimit].Limiter takes a [RateLimiter] and
+// [CachePolicy].Shared a [ResultCache], each shared by every replica
+// (module redistoolset implements them, and [RunStore], in Redis).
+// Without them the tool keeps both in its own memory, on the same path
+// as before. A limiter that fails refuses the call with a
+// [*RateLimiterError] the model sees; a shared cache that fails is
+// bypassed.
+//
 // A turn's *ToolList belongs to the run it was built for, since its
 // predicates decided what that run may call: it refuses, with a
 // [*RunMismatchError], a call under the context of another run (or of no
@@ -340,7 +349,8 @@
 //
 //   - Constructors are New<Type>: [NewFunction], [NewPrefixed],
 //     [NewRenamed], [NewFiltered], [NewPrepared], [NewCombined],
-//     [NewDynamic], [NewRun], [NewKey], [NewMemoryRunStore] ([ResumeRun]
+//     [NewDynamic], [NewRun], [NewKey], [NewMemoryRunStore],
+//     [NewMemoryRateLimiter] ([ResumeRun]
 //     resumes a run rather than making one); those that make a [Tool] are
 //     New…Tool: [NewTool], [NewRawTool], [NewAgentTool], [NewToolSearch].
 //   - Every pointer toolset type (Function, Prefixed, Renamed, Filtered,

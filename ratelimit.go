@@ -22,6 +22,16 @@ type RateLimit struct {
 	// [*RateLimitError] the model sees, saying when to retry. By default the
 	// call waits for its turn, or until its context is done.
 	Reject bool
+	// Limiter keeps the window instead of the tool's own memory: give
+	// every process the same shared limiter (a Redis one, say) for the
+	// limit to hold across them all. A limiter that fails refuses the
+	// call with a [*RateLimiterError], unless it is made to let calls
+	// through when it fails. A call that waits for its turn and gives up
+	// (its context ends) has used its place in the window.
+	Limiter RateLimiter
+	// Key names the window in Limiter; empty means the tool's name. Tools
+	// with the same Key in one Limiter share their window.
+	Key string
 }
 
 // WithRateLimit limits how often the tool runs. The window belongs to the
@@ -37,6 +47,15 @@ func WithRateLimit(l RateLimit) ToolOption {
 		if burst <= 0 {
 			burst = l.Requests
 		}
+		if l.Limiter != nil {
+			l.Burst = burst
+			if l.Key == "" {
+				l.Key = t.core.name
+			}
+			t.core.limiter, t.core.rateShared = nil, &l
+			return
+		}
+		t.core.rateShared = nil
 		t.core.limiter = rate.NewLimiter(rate.Every(l.Interval/time.Duration(l.Requests)), burst)
 		t.core.rateReject = l.Reject
 	}

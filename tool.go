@@ -130,6 +130,7 @@ type policies struct {
 	timeoutAborts bool
 	limiter       *rate.Limiter
 	rateReject    bool
+	rateShared    *RateLimit // a limit kept by its Limiter; then limiter is nil
 	cache         *cacheConfig
 	mw            []Middleware
 	chain         Handler // mw around base, composed once

@@ -6,10 +6,12 @@ require (
 	github.com/gotoolset/toolset v0.0.0-00010101000000-000000000000
 	github.com/gotoolset/toolset/mcptoolset v0.0.0-00010101000000-000000000000
 	github.com/gotoolset/toolset/provider/openaitools v0.0.0-00010101000000-000000000000
+	github.com/gotoolset/toolset/redistoolset v0.0.0-00010101000000-000000000000
 	github.com/gotoolset/toolset/toolpkg v0.0.0-00010101000000-000000000000
 	github.com/invopop/jsonschema v0.14.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/openai/openai-go/v3 v3.98.0
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 )
@@ -17,6 +19,7 @@ require (
 require (
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
 	github.com/buger/jsonparser v1.1.2 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/coder/websocket v1.8.15 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/pb33f/ordered-map/v2 v2.3.1 // indirect
@@ -28,6 +31,7 @@ require (
 	github.com/tidwall/pretty v1.2.1 // indirect
 	github.com/tidwall/sjson v1.2.5 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	go.yaml.in/yaml/v4 v4.0.0-rc.2 // indirect
 	golang.org/x/oauth2 v0.35.0 // indirect
@@ -41,5 +45,6 @@ replace (
 	github.com/gotoolset/toolset => ..
 	github.com/gotoolset/toolset/mcptoolset => ../mcptoolset
 	github.com/gotoolset/toolset/provider/openaitools => ../provider/openaitools
+	github.com/gotoolset/toolset/redistoolset => ../redistoolset
 	github.com/gotoolset/toolset/toolpkg => ../toolpkg
 )
