@@ -143,7 +143,7 @@ func (e *ApprovalDeniedError) ModelText() string {
 }
 
 // checkApproval applies the approval policy: step 3 of the call path.
-func (c *toolCore) checkApproval(ctx context.Context, t Tool, call ToolCall, rc *RunContext) error {
+func (c *toolCore) checkApproval(ctx context.Context, t Tool, call ToolCall, rc *RunContext, ob *callObs) error {
 	need, err := c.askApproval(ctx, t, call)
 	if err != nil {
 		if _, ok := err.(*PanicError); ok {
@@ -154,6 +154,7 @@ func (c *toolCore) checkApproval(ctx context.Context, t Tool, call ToolCall, rc 
 	if !need {
 		return nil
 	}
+	ob.approval(rc, call)
 	if rc == nil {
 		return fmt.Errorf("toolset: a call of tool %q needs approval, and approvals are recorded in the run: execute it under a run (NewRun)", call.Name)
 	}
