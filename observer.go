@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -245,7 +246,17 @@ func ContextWithObserver(ctx context.Context, o Observer) context.Context {
 // runObserver is a run's observer and what it remembers between turns.
 type runObserver struct {
 	o      Observer
-	lastFP atomic.Pointer[string] // the fingerprint of the latest observed turn
+	lastFP atomic.Pointer[string]   // the fingerprint of the latest observed turn
+	memo   atomic.Pointer[turnMemo] // the definitions measured last
+}
+
+// turnMemo is the measure of the definitions of a turn's set: a later
+// turn over the same snapshot and mask sends the same definitions.
+type turnMemo struct {
+	snap *snapshot
+	keep []bool
+	size int
+	fp   string
 }
 
 // observerOf returns the observer of work under ctx, whose run is rc.
@@ -288,10 +299,13 @@ func buildObserved(ctx context.Context, agent string, entries []Toolset, rc *Run
 	} else {
 		ts.obs = &turnObserved{turn}
 		end.Tools = ts.Len()
-		end.DefinitionBytes, end.Fingerprint = fingerprint(ts)
-		end.Unrevealed, end.Spent = hidden.unrevealed, hidden.spent
+		var ro *runObserver
 		if s := rc.state(); s != nil && s.obs != nil && s.obs.o == o {
-			ro := s.obs
+			ro = s.obs
+		}
+		end.DefinitionBytes, end.Fingerprint = measure(ts, ro)
+		end.Unrevealed, end.Spent = hidden.unrevealed, hidden.spent
+		if ro != nil {
 			if prev := ro.lastFP.Swap(&end.Fingerprint); prev != nil {
 				end.PreviousFingerprint = *prev
 			}
@@ -320,6 +334,21 @@ func startTurn(ctx context.Context, o Observer, info TurnInfo) (octx context.Con
 		octx = ctx
 	}
 	return octx, turn
+}
+
+// measure returns the size of the definitions of ts and their
+// fingerprint, reusing the run's last measure when ts shows the same
+// tools of the same snapshot.
+func measure(ts *ToolList, ro *runObserver) (int, string) {
+	if ro == nil || ts.over != nil {
+		return fingerprint(ts)
+	}
+	if m := ro.memo.Load(); m != nil && m.snap == ts.snap && slices.Equal(m.keep, ts.keep) {
+		return m.size, m.fp
+	}
+	size, fp := fingerprint(ts)
+	ro.memo.Store(&turnMemo{snap: ts.snap, keep: slices.Clone(ts.keep), size: size, fp: fp})
+	return size, fp
 }
 
 // fingerprint returns the size of the definitions of the tools of ts and
