@@ -211,7 +211,8 @@ type CallEnd struct {
 	// "approval_denied", "rate_limited", "timeout", "model_error" (a
 	// handler's [NewModelError] or another [ModelError]), "tool_error",
 	// "panic", "abort", "canceled", "deadline_exceeded", "run_ended",
-	// "run_mismatch", "run_conflict", or "_OTHER".
+	// "run_mismatch", "run_conflict", or "_OTHER"; a turn's error may
+	// also be "turn" (a [*TurnError]), "name_conflict" or "missing_env".
 	Err       error
 	ErrorKind string
 	// FailuresLeft is what is left of the tool's failure budget in the
