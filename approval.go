@@ -154,7 +154,7 @@ func (c *toolCore) checkApproval(ctx context.Context, t Tool, call ToolCall, rc 
 	if !need {
 		return nil
 	}
-	ob.approval(rc, call)
+	ob.needApproval()
 	if rc == nil {
 		return fmt.Errorf("toolset: a call of tool %q needs approval, and approvals are recorded in the run: execute it under a run (NewRun)", call.Name)
 	}

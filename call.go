@@ -27,7 +27,12 @@ func (t Tool) Execute(ctx context.Context, call ToolCall) (any, error) {
 			return t.executeObserved(ctx, call, rc, o)
 		}
 	}
-	return t.executeIn(ctx, call, rc, nil)
+	return t.execute(ctx, call, rc, nil)
+}
+
+// execute is Execute for the run rc that ctx carries, observed by ob.
+func (t Tool) execute(ctx context.Context, call ToolCall, rc *RunContext, ob *callObs) (any, error) {
+	return t.executeIn(ctx, call, rc, ob)
 }
 
 // runUsable returns the error a call under rc fails with, if rc is a run
@@ -83,7 +88,9 @@ func (t Tool) validated(ctx context.Context, call ToolCall, rc *RunContext, ob *
 		return nil, attributeError(call.Name, err)
 	}
 	if c.approval != nil {
-		if err := c.checkApproval(ctx, t, call, rc, ob); err != nil {
+		err := c.checkApproval(ctx, t, call, rc, ob)
+		ob.approvalDecided(rc, err)
+		if err != nil {
 			return nil, err
 		}
 	}

@@ -383,9 +383,10 @@ type turnObserved struct{ turn TurnObservation }
 // callObs is the observation of one call, carried down the call path.
 // A nil *callObs observes nothing.
 type callObs struct {
-	ctx          context.Context
-	co           CallObservation
-	failuresLeft int
+	ctx            context.Context
+	co             CallObservation
+	failuresLeft   int
+	approvalNeeded bool
 }
 
 // emit reports e; it does nothing on a nil ob.
@@ -501,12 +502,12 @@ func (t Tool) executeObserved(ctx context.Context, call ToolCall, rc *RunContext
 	}
 	octx, ob := startCall(ctx, o, info)
 	if ob == nil {
-		return t.executeIn(ctx, call, rc, nil)
+		return t.execute(ctx, call, rc, nil)
 	}
 	if octx != ctx {
 		octx = withRun(octx, rc, nil)
 	}
-	res, err := t.executeIn(octx, call, rc, ob)
+	res, err := t.execute(octx, call, rc, ob)
 	ob.end(res, err)
 	return res, err
 }
@@ -580,24 +581,29 @@ func errorKind(err error) (kind string) {
 	return "_OTHER"
 }
 
-// approval reports the approval decision of a call that needs one, before
-// checkApproval uses it up. Two concurrent calls with one ID, name and
-// arguments may both be reported with the decision only one of them uses.
-func (ob *callObs) approval(rc *RunContext, call ToolCall) {
-	if ob == nil {
+// needApproval records that the call needs a human's approval.
+func (ob *callObs) needApproval() {
+	if ob != nil {
+		ob.approvalNeeded = true
+	}
+}
+
+// approvalDecided reports what the approval policy made of a call that
+// needed approval, from the error of checkApproval.
+func (ob *callObs) approvalDecided(rc *RunContext, err error) {
+	if ob == nil || !ob.approvalNeeded {
 		return
 	}
-	kind := EventApprovalAsked
-	if s := rc.state(); s != nil && call.ID != "" {
-		s.mu.Lock()
-		d, ok := s.decisions[subjectOf(call)]
-		s.mu.Unlock()
-		switch {
-		case ok && d.approved:
-			kind = EventApprovalGranted
-		case ok:
-			kind = EventApprovalDenied
+	switch err.(type) {
+	case nil:
+		ob.send(CallEvent{Kind: EventApprovalGranted})
+	case *ApprovalDeniedError:
+		ob.send(CallEvent{Kind: EventApprovalDenied})
+	case *ApprovalRequiredError:
+		ob.send(CallEvent{Kind: EventApprovalAsked})
+	default:
+		if rc == nil { // approvals need a run
+			ob.send(CallEvent{Kind: EventApprovalAsked})
 		}
 	}
-	ob.send(CallEvent{Kind: kind})
 }
