@@ -280,7 +280,7 @@ func (e *ApprovalDeniedError) ModelText() string {
 
 // checkApproval applies the approval policy: step 3 of the call path. It
 // returns the call to run: with the approver's arguments, if edited.
-func (c *toolCore) checkApproval(ctx context.Context, t Tool, call ToolCall, rc *RunContext) (ToolCall, error) {
+func (c *toolCore) checkApproval(ctx context.Context, t Tool, call ToolCall, rc *RunContext, ob *callObs) (ToolCall, error) {
 	need, err := c.askApproval(ctx, t, call)
 	if err != nil {
 		if _, ok := err.(*PanicError); ok {
@@ -291,6 +291,7 @@ func (c *toolCore) checkApproval(ctx context.Context, t Tool, call ToolCall, rc 
 	if !need {
 		return call, nil
 	}
+	ob.needApproval()
 	if rc == nil {
 		return call, fmt.Errorf("toolset: a call of tool %q needs approval, and approvals are recorded in the run: execute it under a run (NewRun)", call.Name)
 	}

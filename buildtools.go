@@ -41,6 +41,17 @@ import (
 // goroutine, as it does anywhere.)
 func BuildTools(ctx context.Context, agent string, entries ...Toolset) (*ToolList, error) {
 	rc := runOf(ctx)
+	if mayObserve(rc) {
+		if o := observerOf(ctx, rc); o != nil {
+			return buildObserved(ctx, agent, entries, rc, o)
+		}
+	}
+	return buildTools(ctx, agent, entries, rc, nil)
+}
+
+// buildTools is BuildTools for the run rc that ctx carries; it counts the
+// tools the run hid in hidden, if not nil, for an observer.
+func buildTools(ctx context.Context, agent string, entries []Toolset, rc *RunContext, hidden *runHidden) (*ToolList, error) {
 	if err := rc.checkTurn(); err != nil {
 		if err == ErrRunEnded {
 			return nil, fmt.Errorf("toolset: agent %q: tools not built in run %q: %w", agent, boundName(rc.ID()), err)
@@ -65,7 +76,10 @@ func BuildTools(ctx context.Context, agent string, entries ...Toolset) (*ToolLis
 		return nil, fmt.Errorf("toolset: agent %q: tools not built: %w", agent, err)
 	}
 	rc.bindRestored(s.tools, keep)
-	keep, over := forRun(rc, s, keep)
+	keep, over, h := forRun(rc, s, keep)
+	if hidden != nil {
+		*hidden = h
+	}
 	if err := checkNames(s, keep, "", agent, true); err != nil {
 		return nil, err
 	}
@@ -133,7 +147,8 @@ func buildSnapshot(ctx context.Context, agent string, entries []Toolset, sc *scr
 // forRun applies what the run itself decides to the turn's set: deferred
 // tools stay hidden until a search of this run revealed them, and tools
 // whose failure budget is spent are dropped, or marked unavailable in over.
-func forRun(rc *RunContext, s *snapshot, keep []bool) ([]bool, map[int32]Tool) {
+// It counts both in hidden.
+func forRun(rc *RunContext, s *snapshot, keep []bool) (_ []bool, _ map[int32]Tool, hidden runHidden) {
 	ix := s.index()
 	visible := func(i int32) bool { return keep == nil || keep[i] }
 	owned := false
@@ -146,6 +161,7 @@ func forRun(rc *RunContext, s *snapshot, keep []bool) ([]bool, map[int32]Tool) {
 	for _, i := range ix.deferred {
 		if visible(i) && !rc.isRevealed(s.tools[i].core) {
 			hide(i)
+			hidden.unrevealed++
 		}
 	}
 	var over map[int32]Tool
@@ -155,6 +171,7 @@ func forRun(rc *RunContext, s *snapshot, keep []bool) ([]bool, map[int32]Tool) {
 			if !visible(i) || !rc.budgetSpent(t.core) {
 				continue
 			}
+			hidden.spent++
 			if !rc.stableList() {
 				hide(i)
 				continue
@@ -166,8 +183,11 @@ func forRun(rc *RunContext, s *snapshot, keep []bool) ([]bool, map[int32]Tool) {
 			over[i] = t
 		}
 	}
-	return keep, over
+	return keep, over, hidden
 }
+
+// runHidden counts the tools forRun hid.
+type runHidden struct{ unrevealed, spent int }
 
 // getTools is the GetTools of every toolset of this package: it
 // materialises ts as the root of a turn, checks that no name is shown twice,

@@ -173,11 +173,13 @@ func (c *toolCore) through(ctx context.Context, t Tool, call ToolCall, store *re
 		if l.hit {
 			if !counted {
 				cfg.hits.Add(1)
+				clock.ob.emit(CallEvent{Kind: EventCacheHit})
 			}
 			return l.val, nil
 		}
 		if !counted {
 			cfg.misses.Add(1)
+			clock.ob.emit(CallEvent{Kind: EventCacheMiss})
 		}
 		switch {
 		case l.wait != nil:

@@ -22,8 +22,18 @@ func (t Tool) Execute(ctx context.Context, call ToolCall) (any, error) {
 		call.Name = t.Name
 	}
 	rc := runOf(ctx)
+	if mayObserve(rc) {
+		if o := observerOf(ctx, rc); o != nil {
+			return t.executeObserved(ctx, call, rc, o)
+		}
+	}
+	return t.execute(ctx, call, rc, nil)
+}
+
+// execute is Execute for the run rc that ctx carries, observed by ob.
+func (t Tool) execute(ctx context.Context, call ToolCall, rc *RunContext, ob *callObs) (any, error) {
 	rc.bindTool(t)
-	res, err := t.executeIn(ctx, call, rc)
+	res, err := t.executeIn(ctx, call, rc, ob)
 	if rc.hasStore() {
 		return rc.saveAfterCall(ctx, call.Name, res, err)
 	}
@@ -44,8 +54,8 @@ func runUsable(name string, rc *RunContext) error {
 }
 
 // executeIn is Execute for a caller that has already found rc, the run
-// ctx carries (or nil).
-func (t Tool) executeIn(ctx context.Context, call ToolCall, rc *RunContext) (any, error) {
+// ctx carries (or nil); ob observes the call, if not nil.
+func (t Tool) executeIn(ctx context.Context, call ToolCall, rc *RunContext, ob *callObs) (any, error) {
 	if err := t.Err(); err != nil {
 		return nil, fmt.Errorf("toolset: %w", err)
 	}
@@ -56,33 +66,41 @@ func (t Tool) executeIn(ctx context.Context, call ToolCall, rc *RunContext) (any
 		return nil, fmt.Errorf("toolset: tool %q not called: %w", call.Name, err)
 	}
 	c := t.core
-	if c.deferred && !rc.isRevealed(c) {
-		return nil, &UnavailableToolError{Tool: call.Name, Reason: "it is not loaded yet; find it with the tool search first"}
+	if c.deferred {
+		if !rc.isRevealed(c) {
+			ob.emit(CallEvent{Kind: EventDeferredUnrevealed})
+			return nil, &UnavailableToolError{Tool: call.Name, Reason: "it is not loaded yet; find it with the tool search first"}
+		}
+		ob.emit(CallEvent{Kind: EventDeferredRevealed})
 	}
 	if c.maxFailures > 0 && rc.budgetSpent(c) {
+		ob.emit(CallEvent{Kind: EventBudgetSpent})
 		return nil, &UnavailableToolError{Tool: call.Name, Reason: fmt.Sprintf("it has failed in %d steps, its budget for this run; do without it", c.maxFailures)}
 	}
 	call.Args = normalizeArgs(call.Args)
-	res, err := t.validated(ctx, call, rc)
+	res, err := t.validated(ctx, call, rc, ob)
 	if err != nil && c.maxFailures > 0 && countsAsFailure(err) {
 		rc.recordFailure(t, call.Name)
+		ob.counted(rc, c)
 	}
 	return res, err
 }
 
 // validated runs steps 2 to 8 of the call path.
-func (t Tool) validated(ctx context.Context, call ToolCall, rc *RunContext) (any, error) {
+func (t Tool) validated(ctx context.Context, call ToolCall, rc *RunContext, ob *callObs) (any, error) {
 	c := t.core
 	if err := c.validatorFor(t.Parameters).check(call.Args); err != nil {
 		return nil, attributeError(call.Name, err)
 	}
 	if c.approval != nil {
 		var err error
-		if call, err = c.checkApproval(ctx, t, call, rc); err != nil {
+		call, err = c.checkApproval(ctx, t, call, rc, ob)
+		ob.approvalDecided(rc, err)
+		if err != nil {
 			return nil, err
 		}
 	}
-	var clock callClock
+	clock := callClock{ob: ob}
 	if c.cache != nil {
 		return c.cached(ctx, t, call, rc, &clock)
 	}
@@ -202,9 +220,11 @@ func (c *toolCore) explain(ctx context.Context, name string, err error) (out err
 }
 
 // callClock reads the clock at most once per call: every policy that needs
-// the time of the call shares one reading.
+// the time of the call shares one reading. It carries the call's
+// observation down the call path too.
 type callClock struct {
-	t time.Time
+	t  time.Time
+	ob *callObs // nil when the call is not observed
 }
 
 func (c *callClock) now() time.Time {

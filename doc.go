@@ -239,6 +239,22 @@
 // with [WithProgress] (a no-op without one). mcptoolset carries them
 // across MCP both ways, as progress notifications.
 //
+// # Observing turns and calls
+//
+// An [Observer] attached to a run ([WithObserver]) sees each turn
+// (its agent, step, tool count, the size of the definitions and a
+// fingerprint of them, so a change that invalidates a provider's prompt
+// cache shows) and each call: its tool, the tool's original name and its
+// path through the composition, every policy decision as the call path
+// makes it (deferred and revealed, budget spent, approval asked, granted
+// or denied, cache hit or miss, rate-limit wait or refusal, failure
+// counted and what is left of the budget), the tool's progress reports,
+// and the outcome with a short error kind. Each Start method returns the
+// context the work goes on under, so a tracing observer's span is the
+// parent of what the tool does. Package oteltoolset is such an observer
+// for OpenTelemetry. Without an observer nothing of this is computed; work
+// of no run is observed through [ContextWithObserver].
+//
 // # Policies
 //
 // Options of [NewTool], [NewRawTool] and [NewAgentTool] belong to the tool's

@@ -746,7 +746,7 @@ func (x *explained) combined(ctx context.Context, c *Combined, path string) erro
 // revealed, spent budgets, missing environment, name conflicts and
 // invalid names. It returns the turn's final mask.
 func explainRun(rc *RunContext, s *snapshot, keep []bool, at []*explainedTool) []bool {
-	final, over := forRun(rc, s, keep)
+	final, over, _ := forRun(rc, s, keep)
 	visible := func(k []bool, i int32) bool { return k == nil || k[i] }
 	ix := s.index()
 	for _, i := range ix.deferred {

@@ -101,10 +101,14 @@ func (c *toolCore) admit(ctx context.Context, name string, clock *callClock) err
 			wait = r.DelayFrom(now)
 			r.CancelAt(now)
 		}
+		clock.ob.emit(CallEvent{Kind: EventRateLimitReject, Wait: wait})
 		return &RateLimitError{Tool: name, RetryAfter: wait}
 	}
 	if err := c.limiter.Wait(ctx); err != nil {
 		return fmt.Errorf("toolset: tool %q: waiting for its rate limit: %w", name, err)
+	}
+	if clock.ob != nil {
+		clock.ob.emit(CallEvent{Kind: EventRateLimitWait, Wait: time.Since(now)})
 	}
 	return nil
 }

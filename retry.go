@@ -126,3 +126,19 @@ func (rc *RunContext) hasFailures() bool {
 	defer s.mu.Unlock()
 	return len(s.failures) > 0
 }
+
+// failuresLeft returns how many failing steps of the run are left of c's
+// budget.
+func (rc *RunContext) failuresLeft(c *toolCore) int {
+	s := rc.state()
+	if s == nil {
+		return -1
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	steps := 0
+	if f, ok := s.failures[c]; ok {
+		steps = f.steps
+	}
+	return max(c.maxFailures-steps, 0)
+}

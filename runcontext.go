@@ -60,6 +60,7 @@ type runState struct {
 	unindexed    bool           // some names of byName have no key yet
 	deps         any
 	stable       bool
+	obs          *runObserver // see WithObserver
 
 	step     atomic.Int64 // the latest turn begun; -1 before the first
 	ended    atomic.Bool
@@ -135,6 +136,7 @@ type runConfig struct {
 
 	store           RunStore // set by ResumeRun
 	stateTTL, lease time.Duration
+	obs             Observer
 }
 
 // RunOption configures a run; see [NewRun].
@@ -219,6 +221,9 @@ func (rc *RunContext) NewChild(id string, opts ...RunOption) *RunContext {
 		parentID = s.id
 		cfg.vals = maps.Clone(s.byName)
 		cfg.deps, cfg.hasDep, cfg.stable = s.deps, true, s.stable
+		if s.obs != nil {
+			cfg.obs = s.obs.o
+		}
 		if id == "" {
 			id = s.id + "/" + strconv.FormatUint(s.children.Add(1), 10)
 		}
@@ -242,6 +247,9 @@ func newRun(id, parentID string, cfg *runConfig, opts []RunOption) *RunContext {
 		s.durable = newDurability(cfg)
 	}
 	s.step.Store(-1)
+	if cfg.obs != nil {
+		s.obs = &runObserver{o: cfg.obs}
+	}
 	if len(cfg.vals) > 0 {
 		s.byName = cfg.vals
 		s.vals, s.unindexed = indexValues(cfg.vals)

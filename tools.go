@@ -31,6 +31,7 @@ type ToolList struct {
 	n     int
 
 	unknown atomic.Pointer[unknownFacts] // made by the first call of an unknown name
+	obs     *turnObserved                // the turn's observation, or nil
 }
 
 // at returns the tool at position i as this turn shows it.
@@ -107,26 +108,35 @@ func (ts *ToolList) Names() []string {
 
 // Lookup returns the tool the model may call by name this turn.
 func (ts *ToolList) Lookup(name string) (Tool, bool) {
+	if i, ok := ts.find(name); ok {
+		return ts.at(i), true
+	}
+	return Tool{}, false
+}
+
+// find returns the position of the tool the model may call by name this
+// turn.
+func (ts *ToolList) find(name string) (int32, bool) {
 	if ts == nil {
-		return Tool{}, false
+		return 0, false
 	}
 	ix := ts.snap.index()
 	i, ok := ix.first.find(ts.snap.tools, name)
 	if !ok {
-		return Tool{}, false
+		return 0, false
 	}
 	if ts.keep == nil || ts.keep[i] {
-		return ts.at(i), true
+		return i, true
 	}
 	// A hidden tool may share its name with a visible one.
 	if g, dup := ix.dupOf[name]; dup {
 		for _, j := range ix.dups[g] {
 			if ts.keep[j] {
-				return ts.at(j), true
+				return j, true
 			}
 		}
 	}
-	return Tool{}, false
+	return 0, false
 }
 
 // ToolCall is one tool call from the model.
@@ -166,6 +176,16 @@ type ToolCall struct {
 // adapters do, to have it reported as a [*PanicError] with [ErrGoexit].
 func (ts *ToolList) Execute(ctx context.Context, call ToolCall) (any, error) {
 	rc := runOf(ctx)
+	if mayObserve(rc) {
+		if o := observerOf(ctx, rc); o != nil {
+			return ts.executeObserved(ctx, call, rc, o)
+		}
+	}
+	return ts.execute(ctx, call, rc, nil)
+}
+
+// execute is Execute for the run rc that ctx carries, observed by ob.
+func (ts *ToolList) execute(ctx context.Context, call ToolCall, rc *RunContext, ob *callObs) (any, error) {
 	if err := runUsable(call.Name, rc); err != nil {
 		return nil, err
 	}
@@ -176,7 +196,7 @@ func (ts *ToolList) Execute(ctx context.Context, call ToolCall) (any, error) {
 	if !ok {
 		return nil, ts.unknownTool(call.Name)
 	}
-	res, err := t.executeIn(ctx, call, rc)
+	res, err := t.executeIn(ctx, call, rc, ob)
 	if rc.hasStore() {
 		return rc.saveAfterCall(ctx, call.Name, res, err)
 	}

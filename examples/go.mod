@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/gotoolset/toolset v0.0.0-00010101000000-000000000000
 	github.com/gotoolset/toolset/mcptoolset v0.0.0-00010101000000-000000000000
+	github.com/gotoolset/toolset/oteltoolset v0.0.0-00010101000000-000000000000
 	github.com/gotoolset/toolset/provider/openaitools v0.0.0-00010101000000-000000000000
 	github.com/gotoolset/toolset/redistoolset v0.0.0-00010101000000-000000000000
 	github.com/gotoolset/toolset/toolpkg v0.0.0-00010101000000-000000000000
@@ -13,6 +14,8 @@ require (
 	github.com/openai/openai-go/v3 v3.98.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/stretchr/testify v1.12.1
+	go.opentelemetry.io/otel/exporters/stdout/stdouttrace v1.47.0
+	go.opentelemetry.io/otel/sdk v1.47.0
 	go.uber.org/goleak v1.3.0
 )
 
@@ -21,7 +24,10 @@ require (
 	github.com/buger/jsonparser v1.1.2 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/coder/websocket v1.8.15 // indirect
+	github.com/go-logr/logr v1.4.4 // indirect
+	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
+	github.com/google/uuid v1.6.0 // indirect
 	github.com/pb33f/ordered-map/v2 v2.3.1 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect
@@ -31,6 +37,11 @@ require (
 	github.com/tidwall/pretty v1.2.1 // indirect
 	github.com/tidwall/sjson v1.2.5 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
+	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
+	go.opentelemetry.io/otel v1.47.0 // indirect
+	go.opentelemetry.io/otel/log v1.47.0 // indirect
+	go.opentelemetry.io/otel/metric v1.47.0 // indirect
+	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	go.yaml.in/yaml/v4 v4.0.0-rc.2 // indirect
@@ -44,6 +55,7 @@ require (
 replace (
 	github.com/gotoolset/toolset => ..
 	github.com/gotoolset/toolset/mcptoolset => ../mcptoolset
+	github.com/gotoolset/toolset/oteltoolset => ../oteltoolset
 	github.com/gotoolset/toolset/provider/openaitools => ../provider/openaitools
 	github.com/gotoolset/toolset/redistoolset => ../redistoolset
 	github.com/gotoolset/toolset/toolpkg => ../toolpkg

@@ -1,0 +1,438 @@
+// Package oteltoolset reports the turns and tool calls of
+// github.com/gotoolset/toolset to OpenTelemetry: a span per tool call and
+// per turn, following the OpenTelemetry semantic conventions for
+// generative AI, and metrics of the calls and their policies.
+//
+// Attach an [Observer] to each run:
+//
+//	obs, err := oteltoolset.New() // the global tracer and meter providers
+//	run := toolset.NewRun(requestID, toolset.WithObserver(obs))
+//
+// # Spans
+//
+// A call is a span "execute_tool {gen_ai.tool.name}" of kind INTERNAL,
+// with gen_ai.operation.name "execute_tool" (set when the span is made, so
+// that samplers see it), gen_ai.tool.name, gen_ai.tool.call.id,
+// gen_ai.tool.description, gen_ai.tool.type ("function") and, when the
+// call fails, error.type (the error's kind, see [toolset.CallEnd]) and an
+// error status. What the library knows of the call beyond the conventions
+// is in attributes of its own namespace, toolset.*:
+//
+//	toolset.run.id, toolset.turn.step     the call's run and turn
+//	toolset.tool.original_name            the name the tool was made with
+//	toolset.tool.path                     where the composition got it: "Combined#0 > toolsets[1] (Prefixed)"
+//	toolset.tool.deferred                 "revealed" or "unrevealed", for a deferred tool
+//	toolset.cache.result                  "hit" or "miss"
+//	toolset.rate_limit.wait               seconds waited for the rate limit
+//	toolset.rate_limit.rejected           true when the rate limit refused the call
+//	toolset.approval.decision             "asked", "granted" or "denied"
+//	toolset.failures_left                 what is left of the tool's failure budget
+//
+// and its progress reports are events "toolset.progress" (the first 32 of
+// a call; toolset.progress.dropped counts the others).
+//
+// A turn is a span "build_tools {gen_ai.agent.name}" of kind INTERNAL,
+// with toolset.turn.tools (the tool count), toolset.turn.definition_bytes
+// and toolset.turn.fingerprint (see [toolset.TurnEnd]). When the
+// fingerprint differs from the run's previous turn, the span has an event
+// "toolset.tools.changed" with toolset.turn.previous_fingerprint: the
+// definitions the model is sent changed, and a provider's prompt cache was
+// just invalidated. A call under the context of the turn that built its
+// list (the context given to BuildTools, or one derived from it without a
+// span of its own) is a child of the turn's span; otherwise it is a child
+// of the span of its context. The turn's span is also the parent of what
+// its toolsets do to list their tools (an MCP server's tools/list, say),
+// and a call's span the parent of what the tool does.
+//
+// # Sensitive data
+//
+// A call's arguments and result hold what users and tools said, so they
+// are recorded only when asked for: [WithArguments] records
+// gen_ai.tool.call.arguments and [WithResults] records
+// gen_ai.tool.call.result and the error's message as the span's status
+// description (an argument error quotes the arguments). Both are cut to
+// [MaxContentBytes]. Without them, the status description is the error's
+// kind only. Tool names that the model made up (an unknown tool) are cut
+// to 64 bytes in spans, and are "_OTHER" in metrics, so that a model
+// cannot grow their cardinality.
+//
+// # Metrics
+//
+//	gen_ai.execute_tool.duration   histogram, s: the call's duration, with gen_ai.operation.name,
+//	                               gen_ai.tool.name, gen_ai.tool.type and error.type
+//	toolset.cache.lookups          counter: with toolset.cache.result ("hit", "miss")
+//	toolset.rate_limit.waits       counter: calls that waited for their rate limit
+//	toolset.rate_limit.rejections  counter: calls the rate limit refused
+//	toolset.approvals              counter: with toolset.approval.decision ("asked", "granted", "denied")
+//
+// each with gen_ai.tool.name. The duration metric is the one the GenAI
+// conventions define for tool execution (gen_ai.execute_tool.duration,
+// in seconds, like gen_ai.client.operation.duration for model calls); the
+// conventions are still in development, and the names here follow them as
+// of OpenTelemetry semantic conventions 1.4x.
+package oteltoolset
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/gotoolset/toolset"
+)
+
+// ScopeName is the instrumentation scope of the tracer and the meter.
+const ScopeName = "github.com/gotoolset/toolset/oteltoolset"
+
+// MaxContentBytes bounds each recorded argument or result; longer ones are
+// cut at a character boundary, and end with "…".
+const MaxContentBytes = 16 << 10
+
+// maxProgressEvents bounds the progress events of one call's span.
+const maxProgressEvents = 32
+
+// maxModelName bounds a tool name the model sent that no tool has.
+const maxModelName = 64
+
+// Attribute keys of the GenAI semantic conventions.
+const (
+	keyOperation   = attribute.Key("gen_ai.operation.name")
+	keyToolName    = attribute.Key("gen_ai.tool.name")
+	keyToolCallID  = attribute.Key("gen_ai.tool.call.id")
+	keyToolDesc    = attribute.Key("gen_ai.tool.description")
+	keyToolType    = attribute.Key("gen_ai.tool.type")
+	keyToolArgs    = attribute.Key("gen_ai.tool.call.arguments")
+	keyToolResult  = attribute.Key("gen_ai.tool.call.result")
+	keyAgentName   = attribute.Key("gen_ai.agent.name")
+	keyErrorType   = attribute.Key("error.type")
+	operationValue = "execute_tool"
+)
+
+// Attribute keys of this library.
+const (
+	KeyRunID           = attribute.Key("toolset.run.id")
+	KeyParentRunID     = attribute.Key("toolset.run.parent_id")
+	KeyStep            = attribute.Key("toolset.turn.step")
+	KeyOriginalName    = attribute.Key("toolset.tool.original_name")
+	KeyPath            = attribute.Key("toolset.tool.path")
+	KeyDeferred        = attribute.Key("toolset.tool.deferred")
+	KeyCacheResult     = attribute.Key("toolset.cache.result")
+	KeyRateLimitWait   = attribute.Key("toolset.rate_limit.wait")
+	KeyRateLimitReject = attribute.Key("toolset.rate_limit.rejected")
+	KeyApproval        = attribute.Key("toolset.approval.decision")
+	KeyFailuresLeft    = attribute.Key("toolset.failures_left")
+	KeyTools           = attribute.Key("toolset.turn.tools")
+	KeyDefinitionBytes = attribute.Key("toolset.turn.definition_bytes")
+	KeyFingerprint     = attribute.Key("toolset.turn.fingerprint")
+	KeyPrevFingerprint = attribute.Key("toolset.turn.previous_fingerprint")
+	KeyUnrevealed      = attribute.Key("toolset.turn.unrevealed")
+	KeySpent           = attribute.Key("toolset.turn.spent")
+	KeyProgressMessage = attribute.Key("toolset.progress.message")
+	KeyProgressFrac    = attribute.Key("toolset.progress.fraction")
+	KeyProgressDropped = attribute.Key("toolset.progress.dropped")
+)
+
+// Event names on spans.
+const (
+	EventToolsChanged = "toolset.tools.changed"
+	EventProgress     = "toolset.progress"
+)
+
+// Option configures an [Observer].
+type Option func(*config)
+
+type config struct {
+	tp            trace.TracerProvider
+	mp            metric.MeterProvider
+	args, results bool
+}
+
+// WithTracerProvider sets the tracer provider; the default is
+// otel.GetTracerProvider().
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) { c.tp = tp }
+}
+
+// WithMeterProvider sets the meter provider; the default is
+// otel.GetMeterProvider().
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) { c.mp = mp }
+}
+
+// WithArguments records each call's arguments (gen_ai.tool.call.arguments).
+// They are sensitive: they hold what the model made of what users said.
+func WithArguments() Option {
+	return func(c *config) { c.args = true }
+}
+
+// WithResults records each call's result (gen_ai.tool.call.result, as
+// JSON) and its error's message. They are sensitive: they hold what the
+// tools returned.
+func WithResults() Option {
+	return func(c *config) { c.results = true }
+}
+
+// Observer is a [toolset.Observer] that reports to OpenTelemetry. It is
+// safe for concurrent use; one may serve every run of a program.
+type Observer struct {
+	tracer        trace.Tracer
+	args, results bool
+
+	duration  metric.Float64Histogram
+	cache     metric.Int64Counter
+	waits     metric.Int64Counter
+	rejects   metric.Int64Counter
+	approvals metric.Int64Counter
+}
+
+var _ toolset.Observer = (*Observer)(nil)
+
+// New returns an Observer. It fails only when the meter provider cannot
+// make an instrument.
+func New(opts ...Option) (*Observer, error) {
+	var c config
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if c.tp == nil {
+		c.tp = otel.GetTracerProvider()
+	}
+	if c.mp == nil {
+		c.mp = otel.GetMeterProvider()
+	}
+	o := &Observer{tracer: c.tp.Tracer(ScopeName), args: c.args, results: c.results}
+	meter := c.mp.Meter(ScopeName)
+	var err error
+	if o.duration, err = meter.Float64Histogram("gen_ai.execute_tool.duration",
+		metric.WithUnit("s"), metric.WithDescription("Duration of a tool execution."),
+		metric.WithExplicitBucketBoundaries(0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)); err != nil {
+		return nil, fmt.Errorf("oteltoolset: %w", err)
+	}
+	counters := []struct {
+		into *metric.Int64Counter
+		name string
+		desc string
+		unit string
+	}{
+		{&o.cache, "toolset.cache.lookups", "Lookups of tool result caches, by result.", "{lookup}"},
+		{&o.waits, "toolset.rate_limit.waits", "Tool calls that waited for their rate limit.", "{call}"},
+		{&o.rejects, "toolset.rate_limit.rejections", "Tool calls refused by their rate limit.", "{call}"},
+		{&o.approvals, "toolset.approvals", "Approval decisions of tool calls: asked, granted, denied.", "{decision}"},
+	}
+	for _, k := range counters {
+		if *k.into, err = meter.Int64Counter(k.name, metric.WithDescription(k.desc), metric.WithUnit(k.unit)); err != nil {
+			return nil, fmt.Errorf("oteltoolset: %w", err)
+		}
+	}
+	return o, nil
+}
+
+// turn is the observation of one turn.
+type turn struct {
+	span   trace.Span
+	parent trace.SpanContext // the span of the context the turn began under
+}
+
+// StartTurn implements [toolset.Observer].
+func (o *Observer) StartTurn(ctx context.Context, info toolset.TurnInfo) (context.Context, toolset.TurnObservation) {
+	attrs := make([]attribute.KeyValue, 0, 4)
+	attrs = append(attrs, keyAgentName.String(info.Agent))
+	if info.RunID != "" {
+		attrs = append(attrs, KeyRunID.String(info.RunID), KeyStep.Int(info.Step))
+	}
+	if info.ParentRunID != "" {
+		attrs = append(attrs, KeyParentRunID.String(info.ParentRunID))
+	}
+	t := &turn{parent: trace.SpanContextFromContext(ctx)}
+	ctx, t.span = o.tracer.Start(ctx, "build_tools "+info.Agent,
+		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+	return ctx, t
+}
+
+// EndTurn implements [toolset.TurnObservation].
+func (t *turn) EndTurn(e toolset.TurnEnd) {
+	if e.Err != nil {
+		t.span.SetAttributes(keyErrorType.String(e.ErrorKind))
+		t.span.SetStatus(codes.Error, e.ErrorKind)
+		t.span.End()
+		return
+	}
+	t.span.SetAttributes(KeyTools.Int(e.Tools), KeyDefinitionBytes.Int(e.DefinitionBytes), KeyFingerprint.String(e.Fingerprint))
+	if e.Unrevealed > 0 {
+		t.span.SetAttributes(KeyUnrevealed.Int(e.Unrevealed))
+	}
+	if e.Spent > 0 {
+		t.span.SetAttributes(KeySpent.Int(e.Spent))
+	}
+	if e.PreviousFingerprint != "" && e.PreviousFingerprint != e.Fingerprint {
+		t.span.AddEvent(EventToolsChanged, trace.WithAttributes(
+			KeyPrevFingerprint.String(e.PreviousFingerprint), KeyFingerprint.String(e.Fingerprint)))
+	}
+	t.span.End()
+}
+
+// call is the observation of one call.
+type call struct {
+	o        *Observer
+	span     trace.Span
+	ctx      context.Context
+	start    time.Time
+	name     string // for metrics: the tool's name, or "_OTHER"
+	attrs    metric.MeasurementOption
+	mu       sync.Mutex
+	progress int
+}
+
+// StartCall implements [toolset.Observer].
+func (o *Observer) StartCall(ctx context.Context, info toolset.CallInfo) (context.Context, toolset.CallObservation) {
+	name, metricName := info.Call.Name, info.Call.Name
+	if !info.Found {
+		name, metricName = cut(name, maxModelName), "_OTHER"
+	}
+	attrs := make([]attribute.KeyValue, 0, 10)
+	attrs = append(attrs, keyOperation.String(operationValue), keyToolName.String(name), keyToolType.String("function"))
+	if info.Call.ID != "" {
+		attrs = append(attrs, keyToolCallID.String(cut(info.Call.ID, maxModelName*2)))
+	}
+	if info.Found {
+		if info.Tool.Description != "" {
+			attrs = append(attrs, keyToolDesc.String(info.Tool.Description))
+		}
+		attrs = append(attrs, KeyOriginalName.String(info.OriginalName))
+		if info.Path != "" {
+			attrs = append(attrs, KeyPath.String(info.Path))
+		}
+	}
+	if info.RunID != "" {
+		attrs = append(attrs, KeyRunID.String(info.RunID), KeyStep.Int(info.Step))
+	}
+	if o.args {
+		attrs = append(attrs, keyToolArgs.String(cut(string(info.Call.Args), MaxContentBytes)))
+	}
+	if t, ok := info.Turn.(*turn); ok && t.parent.Equal(trace.SpanContextFromContext(ctx)) {
+		// Under the turn's own context: a child of the turn.
+		ctx = trace.ContextWithSpan(ctx, t.span)
+	}
+	c := &call{o: o, start: time.Now(), name: metricName}
+	ctx, c.span = o.tracer.Start(ctx, "execute_tool "+name,
+		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+	c.ctx = ctx
+	c.attrs = metric.WithAttributeSet(attribute.NewSet(keyToolName.String(metricName)))
+	return ctx, c
+}
+
+// Event implements [toolset.CallObservation].
+func (c *call) Event(e toolset.CallEvent) {
+	tool := keyToolName.String(c.name)
+	switch e.Kind {
+	case toolset.EventDeferredRevealed:
+		c.span.SetAttributes(KeyDeferred.String("revealed"))
+	case toolset.EventDeferredUnrevealed:
+		c.span.SetAttributes(KeyDeferred.String("unrevealed"))
+	case toolset.EventBudgetSpent:
+		c.span.SetAttributes(KeyFailuresLeft.Int(0))
+	case toolset.EventApprovalAsked:
+		c.approval("asked", tool)
+	case toolset.EventApprovalGranted:
+		c.approval("granted", tool)
+	case toolset.EventApprovalDenied:
+		c.approval("denied", tool)
+	case toolset.EventCacheHit:
+		c.cache("hit", tool)
+	case toolset.EventCacheMiss:
+		c.cache("miss", tool)
+	case toolset.EventRateLimitWait:
+		c.span.SetAttributes(KeyRateLimitWait.Float64(e.Wait.Seconds()))
+		c.o.waits.Add(c.ctx, 1, c.attrs)
+	case toolset.EventRateLimitReject:
+		c.span.SetAttributes(KeyRateLimitReject.Bool(true), KeyRateLimitWait.Float64(0))
+		c.o.rejects.Add(c.ctx, 1, c.attrs)
+	case toolset.EventFailureCounted:
+		c.span.SetAttributes(KeyFailuresLeft.Int(e.FailuresLeft))
+	}
+}
+
+func (c *call) approval(decision string, tool attribute.KeyValue) {
+	c.span.SetAttributes(KeyApproval.String(decision))
+	c.o.approvals.Add(c.ctx, 1, metric.WithAttributes(tool, KeyApproval.String(decision)))
+}
+
+func (c *call) cache(result string, tool attribute.KeyValue) {
+	c.span.SetAttributes(KeyCacheResult.String(result))
+	c.o.cache.Add(c.ctx, 1, metric.WithAttributes(tool, KeyCacheResult.String(result)))
+}
+
+// Progress implements [toolset.CallObservation].
+func (c *call) Progress(p toolset.Progress) {
+	c.mu.Lock()
+	c.progress++
+	n := c.progress
+	c.mu.Unlock()
+	if n > maxProgressEvents {
+		return
+	}
+	c.span.AddEvent(EventProgress, trace.WithAttributes(
+		KeyProgressMessage.String(cut(p.Message, 256)), KeyProgressFrac.Float64(p.Fraction)))
+}
+
+// EndCall implements [toolset.CallObservation].
+func (c *call) EndCall(e toolset.CallEnd) {
+	elapsed := time.Since(c.start)
+	c.mu.Lock()
+	if c.progress > maxProgressEvents {
+		c.span.SetAttributes(KeyProgressDropped.Int(c.progress - maxProgressEvents))
+	}
+	c.mu.Unlock()
+	if e.FailuresLeft >= 0 {
+		c.span.SetAttributes(KeyFailuresLeft.Int(e.FailuresLeft))
+	}
+	metricAttrs := []attribute.KeyValue{keyOperation.String(operationValue), keyToolName.String(c.name), keyToolType.String("function")}
+	if e.Err != nil {
+		c.span.SetAttributes(keyErrorType.String(e.ErrorKind))
+		desc := e.ErrorKind
+		if c.o.results {
+			desc = cut(e.Err.Error(), MaxContentBytes)
+		}
+		c.span.SetStatus(codes.Error, desc)
+		metricAttrs = append(metricAttrs, keyErrorType.String(e.ErrorKind))
+	} else if c.o.results {
+		c.span.SetAttributes(keyToolResult.String(resultText(e.Result)))
+	}
+	c.o.duration.Record(c.ctx, elapsed.Seconds(), metric.WithAttributes(metricAttrs...))
+	c.span.End()
+}
+
+// resultText is a result as the model is sent it: a string as it is,
+// anything else as JSON.
+func resultText(res any) string {
+	if s, ok := res.(string); ok {
+		return cut(s, MaxContentBytes)
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return "(result not encodable as JSON)"
+	}
+	return cut(string(b), MaxContentBytes)
+}
+
+// cut returns s cut to at most n bytes at a character boundary, marked.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	n -= len("…")
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
