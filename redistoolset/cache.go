@@ -68,14 +68,19 @@ func (c *ResultCache) key(key string) string {
 
 // setScript: KEYS the entry and the index; ARGV the value, the ttl in
 // milliseconds (0: none), and the bound on entries.
+//
+// The entry is indexed before it is written: a script stops at its first
+// failing command, keeping what it wrote, so an index of another type
+// must fail the write before the entry exists, or the entry would be
+// outside every bound.
 var setScript = redis.NewScript(`
+local t = redis.call('TIME')
+redis.call('ZADD', KEYS[2], tonumber(t[1]) * 1000000 + tonumber(t[2]), KEYS[1])
 if tonumber(ARGV[2]) > 0 then
 	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 else
 	redis.call('SET', KEYS[1], ARGV[1])
 end
-local t = redis.call('TIME')
-redis.call('ZADD', KEYS[2], tonumber(t[1]) * 1000000 + tonumber(t[2]), KEYS[1])
 local over = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[3])
 if over > 0 then
 	local old = redis.call('ZPOPMIN', KEYS[2], over)
