@@ -402,8 +402,16 @@ func (s *runState) encode() (*savedState, []namedCache) {
 		sd := savedDecision{CallID: subj.id, Tool: subj.name, Args: json.RawMessage(subj.args), Schema: dec.schema, Decision: decisionDenied, Reason: dec.reason}
 		if dec.approved {
 			sd.Decision = decisionApproved
-			if dec.edited != nil && json.Valid(dec.edited) {
-				sd.EditedArgs = dec.edited
+			if dec.edited != nil {
+				// The approver's arguments, as the call would take them.
+				// Arguments that are not JSON fail the call here; saved
+				// without them, the approval would run the model's, so it
+				// is not saved at all: the resumed call asks again.
+				edited := normalizeArgs(dec.edited)
+				if !json.Valid(edited) {
+					continue
+				}
+				sd.EditedArgs = edited
 			}
 		}
 		st.Approvals = append(st.Approvals, sd)
