@@ -519,7 +519,11 @@ func (s *runState) restore(data []byte, version int64) error {
 		default:
 			return fail("approvals[%d]: decision %q is neither %q nor %q", i, boundName(a.Decision), decisionApproved, decisionDenied)
 		}
-		decisions[approvalSubject{id: a.CallID, name: a.Tool, args: args}] = d
+		subj := approvalSubject{id: a.CallID, name: a.Tool, args: args}
+		if _, dup := decisions[subj]; dup {
+			return fail("approvals[%d]: a second decision for call %q of tool %q", i, boundName(a.CallID), boundName(a.Tool))
+		}
+		decisions[subj] = d
 	}
 	pending := make(map[approvalSubject]pendingApproval, len(st.Pending))
 	for i, p := range st.Pending {
@@ -527,7 +531,11 @@ func (s *runState) restore(data []byte, version int64) error {
 		if err != nil || p.Tool == "" {
 			return fail("pending[%d]: no tool, or %v", i, err)
 		}
-		pending[approvalSubject{id: p.CallID, name: p.Tool, args: args}] = pendingApproval{schema: p.Schema, asked: p.AskedAt}
+		subj := approvalSubject{id: p.CallID, name: p.Tool, args: args}
+		if _, dup := pending[subj]; dup {
+			return fail("pending[%d]: call %q of tool %q is listed twice", i, boundName(p.CallID), boundName(p.Tool))
+		}
+		pending[subj] = pendingApproval{schema: p.Schema, asked: p.AskedAt}
 	}
 	r := restoredEntries{names: make(map[string]struct{})}
 	for _, t := range st.Reveals {
@@ -544,10 +552,18 @@ func (s *runState) restore(data []byte, version int64) error {
 		if r.failures == nil {
 			r.failures = make(map[toolID]failureCount)
 		}
+		if _, dup := r.failures[toolID{f.Tool, f.Schema}]; dup {
+			return fail("failures[%d]: tool %q is counted twice", i, boundName(f.Tool))
+		}
 		r.failures[toolID{f.Tool, f.Schema}] = failureCount{steps: f.Steps, lastStep: f.LastStep}
 		r.names[f.Tool] = struct{}{}
 	}
-	for _, c := range st.Caches {
+	seen := make(map[toolID]struct{}, len(st.Caches))
+	for i, c := range st.Caches {
+		if _, dup := seen[toolID{c.Tool, c.Schema}]; dup {
+			return fail("caches[%d]: tool %q has a second cache", i, boundName(c.Tool))
+		}
+		seen[toolID{c.Tool, c.Schema}] = struct{}{}
 		var live []savedEntry
 		for _, e := range c.Entries {
 			if e.Expires == nil || now.Before(*e.Expires) {

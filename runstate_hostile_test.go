@@ -41,3 +41,30 @@ func TestEditedArgsThatAreNotJSONNeverRunTheModelsArgsAfterResume(t *testing.T) 
 		run.End()
 	}
 }
+
+// A state lists each call, and each tool's count and cache, once, as a
+// run saves it; one that lists one twice (two decisions for one call, one
+// approving and one denying, say) is refused, not read in an order that
+// picks one of them.
+func TestResumeRunRefusesDuplicateEntries(t *testing.T) {
+	ctx := context.Background()
+	ok := `{"call_id":"c1","tool":"pay","args":{"to":"bob","amount":5},"decision":"approved"}`
+	no := `{"call_id":"c1","tool":"pay","args":{ "amount":5, "to":"bob" },"decision":"denied"}`
+	ask := `{"call_id":"c1","tool":"pay","args":{},"schema":"s","asked_at":"2026-01-02T15:00:00Z"}`
+	fail := `{"tool":"lookup","schema":"s","steps":1,"last_step":0}`
+	cache := `{"tool":"get_weather","schema":"s","entries":[{"key":"k","value":1}]}`
+	for name, data := range map[string]string{
+		"decisions": `{"version":1,"id":"r","step":0,"approvals":[` + no + `,` + ok + `]}`,
+		"pending":   `{"version":1,"id":"r","step":0,"pending":[` + ask + `,` + ask + `]}`,
+		"failures":  `{"version":1,"id":"r","step":0,"failures":[` + fail + `,` + fail + `]}`,
+		"caches":    `{"version":1,"id":"r","step":0,"caches":[` + cache + `,` + cache + `]}`,
+	} {
+		store := toolset.NewMemoryRunStore()
+		_, err := store.Save(ctx, "r", []byte(data), 0, 0)
+		require.NoError(t, err)
+		run, err := toolset.ResumeRun(ctx, store, "r")
+		require.Error(t, err, name)
+		assert.Nil(t, run, name)
+		assert.Contains(t, err.Error(), `toolset: run "r": saved state`, name)
+	}
+}
