@@ -38,7 +38,7 @@ type ResultCacheOptions struct {
 // MaxEntries, first in, first out; reading an entry does not move it.
 // An entry that expired stays in the index, counting against MaxEntries,
 // until it is pushed out, so MaxEntries bounds the live entries. A read
-// is one GET.
+// is one GETRANGE.
 type ResultCache struct {
 	client     redis.UniversalClient
 	prefix     string
@@ -91,14 +91,21 @@ end
 return over
 `)
 
-// Get implements [toolset.ResultCache].
+// Get implements [toolset.ResultCache]. It reads at most MaxValueBytes
+// and one more of the value (GETRANGE), so a value larger than any this
+// cache writes, put there by another writer, is a miss that costs no
+// more than a hit. An empty value, which no result encodes to, is a miss
+// too: GETRANGE does not tell it from no value.
 func (c *ResultCache) Get(ctx context.Context, key string) ([]byte, bool, error) {
-	v, err := c.client.Get(ctx, c.key(key)).Bytes()
+	v, err := c.client.GetRange(ctx, c.key(key), 0, int64(c.maxValue)).Bytes()
 	if isNil(err) {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("redistoolset: reading the cache: %w", err)
+	}
+	if len(v) == 0 || len(v) > c.maxValue {
+		return nil, false, nil
 	}
 	return v, true, nil
 }

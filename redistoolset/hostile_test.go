@@ -2,7 +2,10 @@ package redistoolset_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -97,4 +100,30 @@ func TestResultCacheBoundHoldsUnderConcurrentWriters(t *testing.T) {
 	zn, err := c.ZCard(ctx, "p:cache:index").Result()
 	require.NoError(t, err)
 	assert.EqualValues(t, 7, zn)
+}
+
+// A value larger than MaxValueBytes, written by another writer, is a
+// miss, and is not read whole.
+func TestResultCacheGetRefusesOversizedValue(t *testing.T) {
+	s := startServer(t)
+	c, trips := s.client()
+	ctx := context.Background()
+	cache := redistoolset.NewResultCache(c, redistoolset.ResultCacheOptions{Prefix: "p:", MaxValueBytes: 16})
+	sum := sha256.Sum256([]byte("k"))
+	require.NoError(t, c.Set(ctx, "p:cache:"+hex.EncodeToString(sum[:]), `"`+strings.Repeat("x", 1<<20)+`"`, 0).Err())
+	v, ok, err := cache.Get(ctx, "k")
+	require.NoError(t, err)
+	assert.False(t, ok)
+	assert.Zero(t, len(v), "nothing of the value is returned")
+
+	require.NoError(t, cache.Set(ctx, "k", []byte(`"0123456789abcd"`), 0))
+	before := trips.Load()
+	v, ok, err = cache.Get(ctx, "k")
+	require.NoError(t, err)
+	assert.True(t, ok, "a value of exactly MaxValueBytes is a hit")
+	assert.Equal(t, `"0123456789abcd"`, string(v))
+	assert.EqualValues(t, 1, trips.Load()-before, "a read is one round trip")
+	_, ok, err = cache.Get(ctx, "absent")
+	require.NoError(t, err)
+	assert.False(t, ok)
 }
