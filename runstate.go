@@ -302,7 +302,10 @@ func (rc *RunContext) let() {
 }
 
 // forget deletes the saved state of a run that ends, if it still holds
-// it. A failure is logged: the state then stays until its TTL, if any.
+// it: the delete compares the version with the one this process saved
+// last, so that a process whose lease ran out does not delete the state
+// of one that resumed the run since. A failure is logged: the state then
+// stays until its TTL, if any.
 func (s *runState) forget() {
 	d := s.durable
 	d.saveMu.Lock()
@@ -312,7 +315,7 @@ func (s *runState) forget() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := d.store.Delete(ctx, s.id); err != nil {
+	if err := d.store.Delete(ctx, s.id, d.version); err != nil {
 		slog.Default().Warn(fmt.Sprintf("toolset: run %q ended, and its saved state could not be deleted", boundName(s.id)), slog.Any("error", err))
 	}
 }

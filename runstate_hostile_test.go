@@ -3,7 +3,9 @@ package toolset_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/gotoolset/toolset"
 	"github.com/stretchr/testify/assert"
@@ -67,4 +69,27 @@ func TestResumeRunRefusesDuplicateEntries(t *testing.T) {
 		assert.Nil(t, run, name)
 		assert.Contains(t, err.Error(), `toolset: run "r": saved state`, name)
 	}
+}
+
+// A process whose lease ran out, and whose run another process resumed
+// since, does not delete that process's state when it ends the run: it
+// no longer holds it.
+func TestStaleProcessEndingARunKeepsTheNewHoldersState(t *testing.T) {
+	ctx := context.Background()
+	store := toolset.NewMemoryRunStore()
+	stale, err := toolset.ResumeRun(ctx, store, "r", toolset.WithRunLease(time.Millisecond))
+	require.NoError(t, err)
+	time.Sleep(5 * time.Millisecond) // the lease runs out; the process does not know
+	// Another process resumes the run, as ResumeRun does there: it loads
+	// the state and claims it with a compare-and-swap save.
+	data, v, err := store.Load(ctx, "r")
+	require.NoError(t, err)
+	theirs := strings.Replace(string(data), `"step":`, `"holder":{"token":"b","until":"`+time.Now().Add(time.Hour).UTC().Format(time.RFC3339)+`"},"step":`, 1)
+	_, err = store.Save(ctx, "r", []byte(theirs), v, 0)
+	require.NoError(t, err)
+
+	stale.End()
+	data, _, err = store.Load(ctx, "r")
+	require.NoError(t, err)
+	assert.Equal(t, theirs, string(data), "the new holder's state is still saved")
 }

@@ -48,3 +48,20 @@ func TestRunStoreKeyOfAnotherKindIsAnError(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"owner": "another app"}, fields, "the foreign hash is untouched")
 }
+
+// Delete, like Save, fails for a key that holds anything but a run's
+// state, and leaves it as it is.
+func TestRunStoreDeleteOfAnotherKindIsAnError(t *testing.T) {
+	s := startServer(t)
+	c, _ := s.client()
+	ctx := context.Background()
+	store := redistoolset.NewRunStore(c, redistoolset.RunStoreOptions{Prefix: "p:"})
+	require.NoError(t, c.Set(ctx, "p:run:str", "x", 0).Err())
+	require.NoError(t, c.HSet(ctx, "p:run:hash", "owner", "another app").Err())
+	for _, id := range []string{"str", "hash"} {
+		assert.Error(t, store.Delete(ctx, id, 0), id)
+	}
+	n, err := c.Exists(ctx, "p:run:str", "p:run:hash").Result()
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, n)
+}

@@ -162,14 +162,44 @@ func (s *RunStore) Save(ctx context.Context, id string, data []byte, expectVersi
 	return res[1], nil
 }
 
+// deleteScript: KEYS[1] the run's hash; ARGV[1] the expected version. It
+// returns {1} when it deleted the state or there was none, or {0, version
+// found}. Like saveScript, it fails for a key that holds anything but a
+// run's state.
+var deleteScript = redis.NewScript(`
+local raw = redis.call('HGET', KEYS[1], 'v')
+if not raw then
+	if redis.call('EXISTS', KEYS[1]) == 1 then
+		return redis.error_reply('its key holds a hash that is not a run state')
+	end
+	return {1}
+end
+local cur = tonumber(raw)
+if not cur then
+	return redis.error_reply('its key holds a version that is not a number')
+end
+if cur ~= tonumber(ARGV[1]) then
+	return {0, cur}
+end
+redis.call('DEL', KEYS[1])
+return {1}
+`)
+
 // Delete implements [toolset.RunStore].
-func (s *RunStore) Delete(ctx context.Context, id string) error {
+func (s *RunStore) Delete(ctx context.Context, id string, expectVersion int64) error {
 	key, err := s.key(id)
 	if err != nil {
 		return err
 	}
-	if err := s.client.Del(ctx, key).Err(); err != nil {
+	res, err := deleteScript.Run(ctx, s.client, []string{key}, expectVersion).Int64Slice()
+	if err != nil {
 		return fmt.Errorf("redistoolset: deleting run %q: %w", bound(id), err)
+	}
+	if len(res) == 2 && res[0] == 0 {
+		return &toolset.RunStateConflictError{ID: id, Expected: expectVersion, Actual: res[1]}
+	}
+	if len(res) != 1 || res[0] != 1 {
+		return fmt.Errorf("redistoolset: deleting run %q: the script answered %v", bound(id), res)
 	}
 	return nil
 }
