@@ -20,6 +20,14 @@ import (
 // [NewMemoryRunStore] is the in-process implementation; one shared by
 // several processes (a database, Redis) implements the same three methods.
 // A RunStore must be safe for concurrent use.
+//
+// The store is trusted as the application's code is. [ResumeRun] bounds
+// the state it loads, checks its form and refuses what no run saves
+// (another run's state, another version, an entry listed twice), but
+// cannot tell an approval a forger wrote from one a human gave: whoever
+// can write a run's state can approve its calls, and fill its cache. Give
+// each application a store of its own (on a shared Redis, its own key
+// prefix and an ACL user limited to it).
 type RunStore interface {
 	// Load returns the saved state of run id and its version. A run with
 	// no saved state (never saved, deleted, or expired) gives nil data,
