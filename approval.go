@@ -77,6 +77,8 @@ type approvalConfig struct {
 // approver, in place of the model's. They are validated against the tool's
 // parameter schema when the call runs: arguments that do not fit fail the
 // call with an [*ArgumentError], and it does not run. args is copied.
+// An approval whose args are not JSON is not saved (see [ResumeRun]): in a
+// resumed run the call asks again, and never runs the model's arguments.
 func WithEditedArgs(args json.RawMessage) ApprovalOption {
 	return func(c *approvalConfig) { c.args = append(json.RawMessage{}, args...) }
 }

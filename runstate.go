@@ -302,7 +302,10 @@ func (rc *RunContext) let() {
 }
 
 // forget deletes the saved state of a run that ends, if it still holds
-// it. A failure is logged: the state then stays until its TTL, if any.
+// it: the delete compares the version with the one this process saved
+// last, so that a process whose lease ran out does not delete the state
+// of one that resumed the run since. A failure is logged: the state then
+// stays until its TTL, if any.
 func (s *runState) forget() {
 	d := s.durable
 	d.saveMu.Lock()
@@ -312,7 +315,7 @@ func (s *runState) forget() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := d.store.Delete(ctx, s.id); err != nil {
+	if err := d.store.Delete(ctx, s.id, d.version); err != nil {
 		slog.Default().Warn(fmt.Sprintf("toolset: run %q ended, and its saved state could not be deleted", boundName(s.id)), slog.Any("error", err))
 	}
 }
@@ -402,8 +405,16 @@ func (s *runState) encode() (*savedState, []namedCache) {
 		sd := savedDecision{CallID: subj.id, Tool: subj.name, Args: json.RawMessage(subj.args), Schema: dec.schema, Decision: decisionDenied, Reason: dec.reason}
 		if dec.approved {
 			sd.Decision = decisionApproved
-			if dec.edited != nil && json.Valid(dec.edited) {
-				sd.EditedArgs = dec.edited
+			if dec.edited != nil {
+				// The approver's arguments, as the call would take them.
+				// Arguments that are not JSON fail the call here; saved
+				// without them, the approval would run the model's, so it
+				// is not saved at all: the resumed call asks again.
+				edited := normalizeArgs(dec.edited)
+				if !json.Valid(edited) {
+					continue
+				}
+				sd.EditedArgs = edited
 			}
 		}
 		st.Approvals = append(st.Approvals, sd)
@@ -511,7 +522,11 @@ func (s *runState) restore(data []byte, version int64) error {
 		default:
 			return fail("approvals[%d]: decision %q is neither %q nor %q", i, boundName(a.Decision), decisionApproved, decisionDenied)
 		}
-		decisions[approvalSubject{id: a.CallID, name: a.Tool, args: args}] = d
+		subj := approvalSubject{id: a.CallID, name: a.Tool, args: args}
+		if _, dup := decisions[subj]; dup {
+			return fail("approvals[%d]: a second decision for call %q of tool %q", i, boundName(a.CallID), boundName(a.Tool))
+		}
+		decisions[subj] = d
 	}
 	pending := make(map[approvalSubject]pendingApproval, len(st.Pending))
 	for i, p := range st.Pending {
@@ -519,7 +534,11 @@ func (s *runState) restore(data []byte, version int64) error {
 		if err != nil || p.Tool == "" {
 			return fail("pending[%d]: no tool, or %v", i, err)
 		}
-		pending[approvalSubject{id: p.CallID, name: p.Tool, args: args}] = pendingApproval{schema: p.Schema, asked: p.AskedAt}
+		subj := approvalSubject{id: p.CallID, name: p.Tool, args: args}
+		if _, dup := pending[subj]; dup {
+			return fail("pending[%d]: call %q of tool %q is listed twice", i, boundName(p.CallID), boundName(p.Tool))
+		}
+		pending[subj] = pendingApproval{schema: p.Schema, asked: p.AskedAt}
 	}
 	r := restoredEntries{names: make(map[string]struct{})}
 	for _, t := range st.Reveals {
@@ -536,10 +555,18 @@ func (s *runState) restore(data []byte, version int64) error {
 		if r.failures == nil {
 			r.failures = make(map[toolID]failureCount)
 		}
+		if _, dup := r.failures[toolID{f.Tool, f.Schema}]; dup {
+			return fail("failures[%d]: tool %q is counted twice", i, boundName(f.Tool))
+		}
 		r.failures[toolID{f.Tool, f.Schema}] = failureCount{steps: f.Steps, lastStep: f.LastStep}
 		r.names[f.Tool] = struct{}{}
 	}
-	for _, c := range st.Caches {
+	seen := make(map[toolID]struct{}, len(st.Caches))
+	for i, c := range st.Caches {
+		if _, dup := seen[toolID{c.Tool, c.Schema}]; dup {
+			return fail("caches[%d]: tool %q has a second cache", i, boundName(c.Tool))
+		}
+		seen[toolID{c.Tool, c.Schema}] = struct{}{}
 		var live []savedEntry
 		for _, e := range c.Entries {
 			if e.Expires == nil || now.Before(*e.Expires) {

@@ -496,7 +496,9 @@ func TestMemoryRunStore(t *testing.T) {
 		data, _, err = s.Load(ctx, "r")
 		require.NoError(t, err)
 		assert.Equal(t, "c", string(data), "no TTL: kept")
-		require.NoError(t, s.Delete(ctx, "r"))
+		var stale *toolset.RunStateConflictError
+		require.ErrorAs(t, s.Delete(ctx, "r", v2), &stale, "a stale version deletes nothing")
+		require.NoError(t, s.Delete(ctx, "r", v3))
 		data, _, err = s.Load(ctx, "r")
 		require.NoError(t, err)
 		assert.Nil(t, data)

@@ -20,6 +20,14 @@ import (
 // [NewMemoryRunStore] is the in-process implementation; one shared by
 // several processes (a database, Redis) implements the same three methods.
 // A RunStore must be safe for concurrent use.
+//
+// The store is trusted as the application's code is. [ResumeRun] bounds
+// the state it loads, checks its form and refuses what no run saves
+// (another run's state, another version, an entry listed twice), but
+// cannot tell an approval a forger wrote from one a human gave: whoever
+// can write a run's state can approve its calls, and fill its cache. Give
+// each application a store of its own (on a shared Redis, its own key
+// prefix and an ACL user limited to it).
 type RunStore interface {
 	// Load returns the saved state of run id and its version. A run with
 	// no saved state (never saved, deleted, or expired) gives nil data,
@@ -33,8 +41,12 @@ type RunStore interface {
 	// that long after this save; zero keeps it until deleted. The store
 	// must not keep data after Save returns.
 	Save(ctx context.Context, id string, data []byte, expectVersion int64, ttl time.Duration) (version int64, err error)
-	// Delete removes the saved state of run id, if any.
-	Delete(ctx context.Context, id string) error
+	// Delete removes the saved state of run id if its version is
+	// expectVersion, so that a process that no longer holds a run cannot
+	// delete the state of the process that resumed it since; otherwise it
+	// removes nothing and returns a [*RunStateConflictError]. With no
+	// saved state it does nothing and returns nil.
+	Delete(ctx context.Context, id string, expectVersion int64) error
 }
 
 // ErrRunStateConflict is what every [*RunStateConflictError] is, for
@@ -135,12 +147,19 @@ func (s *MemoryRunStore) Save(ctx context.Context, id string, data []byte, expec
 }
 
 // Delete implements [RunStore].
-func (s *MemoryRunStore) Delete(ctx context.Context, id string) error {
+func (s *MemoryRunStore) Delete(ctx context.Context, id string, expectVersion int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	r, ok := s.get(id)
+	if !ok {
+		return nil
+	}
+	if r.version != expectVersion {
+		return &RunStateConflictError{ID: id, Expected: expectVersion, Actual: r.version}
+	}
 	delete(s.runs, id)
 	return nil
 }

@@ -92,9 +92,16 @@ func (s *fileRunStore) Save(_ context.Context, id string, data []byte, expect in
 	return version, err
 }
 
-func (s *fileRunStore) Delete(_ context.Context, id string) error {
+func (s *fileRunStore) Delete(_ context.Context, id string, expect int64) error {
 	return s.locked(func() error {
-		err := os.Remove(s.path(id))
+		data, cur, err := s.read(id)
+		if err != nil || data == nil {
+			return err
+		}
+		if cur != expect {
+			return &toolset.RunStateConflictError{ID: id, Expected: expect, Actual: cur}
+		}
+		err = os.Remove(s.path(id))
 		if errors.Is(err, os.ErrNotExist) {
 			return nil
 		}

@@ -112,8 +112,10 @@ func NewMemoryRateLimiter() *MemoryRateLimiter {
 	return &MemoryRateLimiter{windows: make(map[string]*memoryWindow)}
 }
 
-// Reserve implements [RateLimiter]. A key first used with one limit and
-// then with another gets a fresh window for the new one.
+// Reserve implements [RateLimiter]. A key used with one limit and then
+// with another keeps its window, which refills at the new rate up to the
+// new burst from then on: calls that alternate between two limits under
+// one key are limited by both, never given a fresh window each.
 func (m *MemoryRateLimiter) Reserve(ctx context.Context, key string, limit RateLimit, maxWait time.Duration) (time.Duration, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, false, err
@@ -123,14 +125,19 @@ func (m *MemoryRateLimiter) Reserve(ctx context.Context, key string, limit RateL
 	}
 	every := rate.Every(limit.Interval / time.Duration(limit.Requests))
 	burst := max(limit.Burst, 1)
+	now := time.Now()
 	m.mu.Lock()
 	w := m.windows[key]
-	if w == nil || w.limit != every || w.burst != burst {
+	switch {
+	case w == nil:
 		w = &memoryWindow{limit: every, burst: burst, lim: rate.NewLimiter(every, burst)}
 		m.windows[key] = w
+	case w.limit != every || w.burst != burst:
+		w.lim.SetLimitAt(now, every)
+		w.lim.SetBurstAt(now, burst)
+		w.limit, w.burst = every, burst
 	}
 	m.mu.Unlock()
-	now := time.Now()
 	r := w.lim.ReserveN(now, 1)
 	if !r.OK() {
 		return time.Duration(math.MaxInt64), false, nil

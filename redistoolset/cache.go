@@ -38,7 +38,7 @@ type ResultCacheOptions struct {
 // MaxEntries, first in, first out; reading an entry does not move it.
 // An entry that expired stays in the index, counting against MaxEntries,
 // until it is pushed out, so MaxEntries bounds the live entries. A read
-// is one GET.
+// is one GETRANGE.
 type ResultCache struct {
 	client     redis.UniversalClient
 	prefix     string
@@ -68,14 +68,19 @@ func (c *ResultCache) key(key string) string {
 
 // setScript: KEYS the entry and the index; ARGV the value, the ttl in
 // milliseconds (0: none), and the bound on entries.
+//
+// The entry is indexed before it is written: a script stops at its first
+// failing command, keeping what it wrote, so an index of another type
+// must fail the write before the entry exists, or the entry would be
+// outside every bound.
 var setScript = redis.NewScript(`
+local t = redis.call('TIME')
+redis.call('ZADD', KEYS[2], tonumber(t[1]) * 1000000 + tonumber(t[2]), KEYS[1])
 if tonumber(ARGV[2]) > 0 then
 	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 else
 	redis.call('SET', KEYS[1], ARGV[1])
 end
-local t = redis.call('TIME')
-redis.call('ZADD', KEYS[2], tonumber(t[1]) * 1000000 + tonumber(t[2]), KEYS[1])
 local over = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[3])
 if over > 0 then
 	local old = redis.call('ZPOPMIN', KEYS[2], over)
@@ -86,14 +91,21 @@ end
 return over
 `)
 
-// Get implements [toolset.ResultCache].
+// Get implements [toolset.ResultCache]. It reads at most MaxValueBytes
+// and one more of the value (GETRANGE), so a value larger than any this
+// cache writes, put there by another writer, is a miss that costs no
+// more than a hit. An empty value, which no result encodes to, is a miss
+// too: GETRANGE does not tell it from no value.
 func (c *ResultCache) Get(ctx context.Context, key string) ([]byte, bool, error) {
-	v, err := c.client.Get(ctx, c.key(key)).Bytes()
+	v, err := c.client.GetRange(ctx, c.key(key), 0, int64(c.maxValue)).Bytes()
 	if isNil(err) {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("redistoolset: reading the cache: %w", err)
+	}
+	if len(v) == 0 || len(v) > c.maxValue {
+		return nil, false, nil
 	}
 	return v, true, nil
 }

@@ -40,6 +40,11 @@ func NewRunStore(client redis.UniversalClient, opts RunStoreOptions) *RunStore {
 
 var _ toolset.RunStore = (*RunStore)(nil)
 
+// MaxRunStateBytes bounds the saved state Load reads: the bound of the
+// state a run loads (see [toolset.ResumeRun]). A larger state is an
+// error, found before it is read.
+const MaxRunStateBytes = 16 << 20
+
 // MaxRunIDBytes bounds the length of a run ID, which is part of a key.
 const MaxRunIDBytes = 1024
 
@@ -52,8 +57,20 @@ func (s *RunStore) key(id string) (string, error) {
 
 // saveScript: KEYS[1] the run's hash; ARGV data, expected version, ttl in
 // milliseconds (0: none). It returns {1, new version} or {0, version found}.
+// A key that holds anything but a run's state (another type, a hash
+// without a version, a version that is no number) is an error, and is
+// left as it is.
 var saveScript = redis.NewScript(`
-local cur = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
+local raw = redis.call('HGET', KEYS[1], 'v')
+local cur = 0
+if raw then
+	cur = tonumber(raw)
+	if not cur then
+		return redis.error_reply('its key holds a version that is not a number')
+	end
+elseif redis.call('EXISTS', KEYS[1]) == 1 then
+	return redis.error_reply('its key holds a hash that is not a run state')
+end
 if cur ~= tonumber(ARGV[2]) then
 	return {0, cur}
 end
@@ -72,21 +89,49 @@ end
 return {1, v}
 `)
 
-// Load implements [toolset.RunStore].
+// loadScript: KEYS[1] the run's hash; ARGV[1] the most bytes of data
+// to return. It returns {0} for no state, {1} for a key that holds
+// something else, {2, size} for data over the bound (which it does not
+// read), or {3, version, data}. A key of another type fails it.
+var loadScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then
+	return {0}
+end
+local v = redis.call('HGET', KEYS[1], 'v')
+if not v or redis.call('HEXISTS', KEYS[1], 'd') == 0 then
+	return {1}
+end
+local n = redis.call('HSTRLEN', KEYS[1], 'd')
+if n > tonumber(ARGV[1]) then
+	return {2, n}
+end
+return {3, v, redis.call('HGET', KEYS[1], 'd')}
+`)
+
+// Load implements [toolset.RunStore]. A state over [MaxRunStateBytes] is
+// an error, and so is a key that holds anything but a run's state.
 func (s *RunStore) Load(ctx context.Context, id string) ([]byte, int64, error) {
 	key, err := s.key(id)
 	if err != nil {
 		return nil, 0, err
 	}
-	vals, err := s.client.HMGet(ctx, key, "d", "v").Result()
+	res, err := loadScript.Run(ctx, s.client, []string{key}, MaxRunStateBytes).Slice()
 	if err != nil {
 		return nil, 0, fmt.Errorf("redistoolset: loading run %q: %w", bound(id), err)
 	}
-	d, dok := vals[0].(string)
-	v, vok := vals[1].(string)
-	if !dok || !vok {
+	tag, _ := res[0].(int64)
+	switch {
+	case tag == 0 && len(res) == 1:
 		return nil, 0, nil
+	case tag == 1 && len(res) == 1:
+		return nil, 0, fmt.Errorf("redistoolset: loading run %q: its key %q holds a hash that is not a run state", bound(id), bound(key))
+	case tag == 2 && len(res) == 2:
+		return nil, 0, fmt.Errorf("redistoolset: loading run %q: its state is %v bytes, more than the %d a run loads", bound(id), res[1], MaxRunStateBytes)
+	case tag != 3 || len(res) != 3:
+		return nil, 0, fmt.Errorf("redistoolset: loading run %q: the script answered %d values, tagged %d", bound(id), len(res), tag)
 	}
+	v, _ := res[1].(string)
+	d, _ := res[2].(string)
 	version, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || version <= 0 {
 		return nil, 0, fmt.Errorf("redistoolset: loading run %q: its version %q is not a positive integer", bound(id), bound(v))
@@ -117,14 +162,44 @@ func (s *RunStore) Save(ctx context.Context, id string, data []byte, expectVersi
 	return res[1], nil
 }
 
+// deleteScript: KEYS[1] the run's hash; ARGV[1] the expected version. It
+// returns {1} when it deleted the state or there was none, or {0, version
+// found}. Like saveScript, it fails for a key that holds anything but a
+// run's state.
+var deleteScript = redis.NewScript(`
+local raw = redis.call('HGET', KEYS[1], 'v')
+if not raw then
+	if redis.call('EXISTS', KEYS[1]) == 1 then
+		return redis.error_reply('its key holds a hash that is not a run state')
+	end
+	return {1}
+end
+local cur = tonumber(raw)
+if not cur then
+	return redis.error_reply('its key holds a version that is not a number')
+end
+if cur ~= tonumber(ARGV[1]) then
+	return {0, cur}
+end
+redis.call('DEL', KEYS[1])
+return {1}
+`)
+
 // Delete implements [toolset.RunStore].
-func (s *RunStore) Delete(ctx context.Context, id string) error {
+func (s *RunStore) Delete(ctx context.Context, id string, expectVersion int64) error {
 	key, err := s.key(id)
 	if err != nil {
 		return err
 	}
-	if err := s.client.Del(ctx, key).Err(); err != nil {
+	res, err := deleteScript.Run(ctx, s.client, []string{key}, expectVersion).Int64Slice()
+	if err != nil {
 		return fmt.Errorf("redistoolset: deleting run %q: %w", bound(id), err)
+	}
+	if len(res) == 2 && res[0] == 0 {
+		return &toolset.RunStateConflictError{ID: id, Expected: expectVersion, Actual: res[1]}
+	}
+	if len(res) != 1 || res[0] != 1 {
+		return fmt.Errorf("redistoolset: deleting run %q: the script answered %v", bound(id), res)
 	}
 	return nil
 }

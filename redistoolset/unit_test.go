@@ -46,7 +46,9 @@ func TestRunStoreSaveIsCompareAndSwap(t *testing.T) {
 	assert.Equal(t, `{"a":3}`, string(data))
 	assert.Equal(t, v2, v)
 
-	require.NoError(t, store.Delete(ctx, "r"))
+	require.ErrorAs(t, store.Delete(ctx, "r", v1), &conflict, "a stale version deletes nothing")
+	require.NoError(t, store.Delete(ctx, "r", v2))
+	require.NoError(t, store.Delete(ctx, "r", v2), "deleting no state is no error")
 	v3, err := store.Save(ctx, "r", []byte(`{}`), 0, 0)
 	require.NoError(t, err)
 	assert.NotContains(t, []int64{v1, v2}, v3, "a version is never given twice")
@@ -173,7 +175,7 @@ func TestRunStoreRefusesHugeRunID(t *testing.T) {
 	require.ErrorContains(t, err, "over the 1024")
 	_, err = store.Save(ctx, id, []byte(`{}`), 0, 0)
 	require.ErrorContains(t, err, "over the 1024")
-	require.ErrorContains(t, store.Delete(ctx, id), "over the 1024")
+	require.ErrorContains(t, store.Delete(ctx, id, 0), "over the 1024")
 	assert.Less(t, len(err.Error()), 200, "the ID is not quoted whole")
 	assert.Zero(t, trips.Load(), "nothing reaches Redis")
 }
