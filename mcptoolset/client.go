@@ -22,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/tracefields"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -76,6 +77,7 @@ type config struct {
 	callTimeout    time.Duration
 	limits         ListLimits
 	failInvalid    bool
+	trace          toolset.TracePropagator
 }
 
 // Defaults of the options.
@@ -150,6 +152,15 @@ func WithCallTimeout(d time.Duration) Option { return func(c *config) { c.callTi
 // tool over a per-tool limit is refused like a tool whose schema does not
 // compile (see [WithFailOnInvalidTools]).
 func WithListLimits(l ListLimits) Option { return func(c *config) { c.limits = l } }
+
+// WithTracePropagator makes every tools/call carry the trace context of the
+// call's context in its params._meta, as "traceparent" and "tracestate"
+// (see [toolset.TracePropagator]), so that the server's work on the call
+// belongs to the caller's trace; a server made with [WithServerTracePropagator]
+// takes it out. oteltoolset.Propagator makes p from OpenTelemetry.
+func WithTracePropagator(p toolset.TracePropagator) Option {
+	return func(c *config) { c.trace = p }
+}
 
 // WithFailOnInvalidTools makes a listing that holds an invalid tool fail, with
 // a [*ServerError] whose cause joins the [*InvalidToolError] of each. By
@@ -1183,6 +1194,15 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (any
 		token := c.watchProgress(ctx)
 		defer c.unwatchProgress(token)
 		params.SetProgressToken(token)
+	}
+	if parent, state := tracefields.Inject(ctx, c.cfg.trace); parent != "" {
+		if params.Meta == nil {
+			params.Meta = mcp.Meta{}
+		}
+		params.Meta[toolset.TraceparentField] = parent
+		if state != "" {
+			params.Meta[toolset.TracestateField] = state
+		}
 	}
 	res, err := s.CallTool(cctx, params)
 	if err != nil {

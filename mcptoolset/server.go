@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/tracefields"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -32,6 +33,7 @@ type Server struct {
 	instr  bool // the toolset's instructions are sent at initialization
 	logger *slog.Logger
 	runs   sessionRuns
+	trace  toolset.TracePropagator
 }
 
 // Request describes the MCP request that a run context is built for.
@@ -108,6 +110,7 @@ type serverConfig struct {
 	page    int
 	logger  *slog.Logger
 	maxRuns int
+	trace   toolset.TracePropagator
 }
 
 // WithImplementation sets the server's name and version sent to clients;
@@ -146,6 +149,17 @@ func WithServerLogger(l *slog.Logger) ServerOption {
 // log.
 func WithMaxSessionRuns(n int) ServerOption {
 	return func(c *serverConfig) { c.maxRuns = n }
+}
+
+// WithServerTracePropagator makes the server take the trace context a
+// client put in a tools/call's params._meta ("traceparent" and
+// "tracestate", see [WithTracePropagator]) and make it the parent of the
+// call's work: the turn that builds the tools, the call's policies and
+// the tool. A field that is not a string, is too long or has a byte that
+// has no place in it is ignored (see [toolset.MaxTraceparentBytes]), as is
+// a tracestate without a valid traceparent; the call goes on without it.
+func WithServerTracePropagator(p toolset.TracePropagator) ServerOption {
+	return func(c *serverConfig) { c.trace = p }
 }
 
 // WithAgent sets the agent name passed to [toolset.BuildTools] and put in
@@ -222,7 +236,7 @@ func NewServer(ts toolset.Toolset, opts ...ServerOption) *Server {
 		caps.Tools = &mcp.ToolCapabilities{ListChanged: true}
 	}
 	so.Capabilities = caps
-	s := &Server{ts: ts, agent: cfg.agent, runCtx: cfg.runCtx, page: cfg.page, logger: cfg.logger}
+	s := &Server{ts: ts, agent: cfg.agent, runCtx: cfg.runCtx, page: cfg.page, logger: cfg.logger, trace: cfg.trace}
 	if s.logger == nil {
 		s.logger = slog.Default()
 	}
@@ -605,6 +619,11 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "missing params"}
 	}
 	name := req.Params.Name
+	if s.trace != nil {
+		meta := req.Params.Meta
+		parent, state := tracefields.Get(func(k string) (string, bool) { v, ok := meta[k].(string); return v, ok })
+		ctx = tracefields.Extract(ctx, s.trace, parent, state)
+	}
 	ctx, built, done, err := s.context(ctx, "tools/call", req, name)
 	if err != nil {
 		return nil, err
