@@ -3,6 +3,9 @@ package oteltoolset_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -114,4 +117,44 @@ func TestPropagatorRoundTripsTheSpanContext(t *testing.T) {
 	assert.Equal(t, span.SpanContext().TraceID(), got.TraceID())
 	assert.Equal(t, span.SpanContext().SpanID(), got.SpanID())
 	assert.Empty(t, oteltoolset.Propagator(nil).Inject(context.Background()), "no span, no fields")
+}
+
+// serveEnv makes the test binary an MCP server on stdio that serves
+// trace_echo.
+const serveEnv = "OTELTOOLSET_TEST_SERVE_TRACE_ECHO"
+
+// serveTraceEcho serves trace_echo, which answers the trace ID of its
+// context and the span ID of its remote parent, on stdio, with the
+// OpenTelemetry propagator and no tracer: what the tool sees came over
+// the wire.
+func serveTraceEcho() {
+	echo := toolset.NewTool("trace_echo", "Answers its trace context.", func(ctx context.Context, _ struct{}) (string, error) {
+		sc := trace.SpanContextFromContext(ctx)
+		return fmt.Sprintf("%s %s %t", sc.TraceID(), sc.SpanID(), sc.IsRemote()), nil
+	})
+	srv := mcptoolset.NewServer(toolset.NewFunction(echo), mcptoolset.WithServerTracePropagator(oteltoolset.Propagator(nil)))
+	if err := srv.ServeStdio(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// Across two processes, the MCP server's tool runs under the client's
+// call span: same trace ID, and the client's call span as its remote
+// parent.
+func TestTraceCrossesAnMCPServerProcess(t *testing.T) {
+	h := newHarness(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), serveEnv+"=1")
+	remote := mcptoolset.NewCommand(cmd, mcptoolset.WithTracePropagator(oteltoolset.Propagator(nil)))
+	defer func() { require.NoError(t, remote.Close()) }()
+	run := h.run(t, "two-processes")
+	turn := run.Turn(context.Background())
+	tools, err := toolset.BuildTools(turn, "client", remote)
+	require.NoError(t, err)
+	res, err := tools.Execute(turn, toolset.ToolCall{ID: "c1", Name: "trace_echo", Args: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+	call := h.span(t, "execute_tool trace_echo").SpanContext()
+	want := fmt.Sprintf("%s %s true", call.TraceID(), call.SpanID())
+	assert.Equal(t, want, res.(*toolset.Content).ModelText())
 }
