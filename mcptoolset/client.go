@@ -78,6 +78,7 @@ type config struct {
 	limits         ListLimits
 	failInvalid    bool
 	trace          toolset.TracePropagator
+	requests       RequestObserver
 }
 
 // Defaults of the options.
@@ -160,6 +161,12 @@ func WithListLimits(l ListLimits) Option { return func(c *config) { c.limits = l
 // takes it out. oteltoolset.Propagator makes p from OpenTelemetry.
 func WithTracePropagator(p toolset.TracePropagator) Option {
 	return func(c *config) { c.trace = p }
+}
+
+// WithRequestObserver makes o observe every tools/call the Toolset sends
+// (see [RequestObserver]).
+func WithRequestObserver(o RequestObserver) Option {
+	return func(c *config) { c.requests = o }
 }
 
 // WithFailOnInvalidTools makes a listing that holds an invalid tool fail, with
@@ -1181,6 +1188,13 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (any
 	if err != nil {
 		return nil, err // names the server; the core adds the tool's name
 	}
+	ctx, endRequest := startRequest(ctx, c.cfg.requests, c.cfg.logger,
+		RequestInfo{Client: true, Method: "tools/call", Tool: name, Server: c.cfg.name, SessionID: s.ID()})
+	var (
+		res     *mcp.CallToolResult
+		callErr error
+	)
+	defer func() { endRequest(RequestEnd{Err: callErr, ToolError: callErr == nil && res != nil && res.IsError}) }()
 	cctx := ctx
 	if d := c.cfg.callTimeout; d > 0 {
 		var cancel context.CancelFunc
@@ -1204,8 +1218,8 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (any
 			params.Meta[toolset.TracestateField] = state
 		}
 	}
-	res, err := s.CallTool(cctx, params)
-	if err != nil {
+	res, callErr = s.CallTool(cctx, params)
+	if err := callErr; err != nil {
 		if cctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("no answer to tools/call within %v (see WithCallTimeout): %w", c.cfg.callTimeout, err)
 		}

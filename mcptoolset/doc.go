@@ -238,6 +238,11 @@
 // [toolset.MaxTracestateBytes], or hold a byte outside printable ASCII;
 // the call goes on without them.
 //
+// A [RequestObserver], given with [WithRequestObserver] and
+// [WithServerRequestObserver], sees each tools/call start and end on
+// either side, under that trace context; package oteltoolset/otelmcp
+// records them as the spans of the MCP semantic conventions.
+//
 // # Limits
 //
 // Every bound and timeout, with its default. A timeout or delay set to

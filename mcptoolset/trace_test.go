@@ -2,6 +2,7 @@ package mcptoolset_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -175,4 +176,65 @@ type panicPropagator struct{}
 func (panicPropagator) Inject(context.Context) map[string]string { panic("inject") }
 func (panicPropagator) Extract(context.Context, map[string]string) context.Context {
 	panic("extract")
+}
+
+// recordingObserver records the requests it sees and how they end.
+type recordingObserver struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (o *recordingObserver) StartRequest(ctx context.Context, r mcptoolset.RequestInfo) (context.Context, func(mcptoolset.RequestEnd)) {
+	return ctx, func(e mcptoolset.RequestEnd) {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		side := "server"
+		if r.Client {
+			side = "client:" + r.Server
+		}
+		o.seen = append(o.seen, side+" "+r.Method+" "+r.Tool+" tool_error="+strconv.FormatBool(e.ToolError)+" err="+strconv.FormatBool(e.Err != nil))
+	}
+}
+
+// Both sides report each tools/call and how it ended: a tool's error
+// result is a ToolError, not an Err.
+func TestRequestObserverSeesEachCall(t *testing.T) {
+	checkLeaks(t)
+	fail := toolset.NewTool("fail", "Fails.", func(context.Context, struct{}) (string, error) {
+		return "", toolset.NewModelError("no")
+	})
+	co, so := &recordingObserver{}, &recordingObserver{}
+	srv := mcptoolset.NewServer(toolset.NewFunction(echoTrace, fail), mcptoolset.WithServerRequestObserver(so))
+	ts := mcptoolset.NewInMemory("served", srv.MCP(), mcptoolset.WithRequestObserver(co))
+	defer ts.Close()
+	tools, err := toolset.BuildTools(context.Background(), "agent", ts)
+	require.NoError(t, err)
+	_, err = tools.Execute(context.Background(), toolset.ToolCall{Name: "echo_trace"})
+	require.NoError(t, err)
+	_, err = tools.Execute(context.Background(), toolset.ToolCall{Name: "fail"})
+	require.Error(t, err)
+	assert.Equal(t, []string{"client:served tools/call echo_trace tool_error=false err=false", "client:served tools/call fail tool_error=true err=false"}, co.seen)
+	assert.Equal(t, []string{"server tools/call echo_trace tool_error=false err=false", "server tools/call fail tool_error=true err=false"}, so.seen)
+}
+
+// panicObserver panics when a request starts.
+type panicObserver struct{}
+
+func (panicObserver) StartRequest(context.Context, mcptoolset.RequestInfo) (context.Context, func(mcptoolset.RequestEnd)) {
+	panic("observer")
+}
+
+// An observer that panics leaves the call unobserved, and answered.
+func TestPanickingRequestObserverDoesNotFailTheCall(t *testing.T) {
+	checkLeaks(t)
+	log, buf := logBuffer()
+	srv := mcptoolset.NewServer(toolset.NewFunction(echoTrace), mcptoolset.WithServerRequestObserver(panicObserver{}), mcptoolset.WithServerLogger(log))
+	ts := mcptoolset.NewInMemory("served", srv.MCP(), mcptoolset.WithRequestObserver(panicObserver{}), mcptoolset.WithLogger(log))
+	defer ts.Close()
+	tools, err := toolset.BuildTools(context.Background(), "agent", ts)
+	require.NoError(t, err)
+	v, err := tools.Execute(context.Background(), toolset.ToolCall{Name: "echo_trace"})
+	require.NoError(t, err)
+	assert.Equal(t, "|", content(t, v).ModelText())
+	assert.Contains(t, buf.String(), "the RequestObserver panicked")
 }
