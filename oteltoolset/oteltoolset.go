@@ -57,7 +57,9 @@
 // Through MCP the client's call span is the remote parent of the server's
 // turn span, and so the ancestor of its call span; a packaged tool reads
 // its parent from TRACEPARENT. A traceparent the propagator cannot parse
-// is ignored: the other side's spans begin a trace of their own.
+// is ignored: the other side's spans begin a trace of their own. Package
+// otelmcp adds the CLIENT and SERVER spans of each MCP tools/call, per the
+// MCP semantic conventions.
 //
 // # Sensitive data
 //
