@@ -22,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/tracefields"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -76,6 +77,8 @@ type config struct {
 	callTimeout    time.Duration
 	limits         ListLimits
 	failInvalid    bool
+	trace          toolset.TracePropagator
+	requests       RequestObserver
 }
 
 // Defaults of the options.
@@ -150,6 +153,21 @@ func WithCallTimeout(d time.Duration) Option { return func(c *config) { c.callTi
 // tool over a per-tool limit is refused like a tool whose schema does not
 // compile (see [WithFailOnInvalidTools]).
 func WithListLimits(l ListLimits) Option { return func(c *config) { c.limits = l } }
+
+// WithTracePropagator makes every tools/call carry the trace context of the
+// call's context in its params._meta, as "traceparent" and "tracestate"
+// (see [toolset.TracePropagator]), so that the server's work on the call
+// belongs to the caller's trace; a server made with [WithServerTracePropagator]
+// takes it out. oteltoolset.Propagator makes p from OpenTelemetry.
+func WithTracePropagator(p toolset.TracePropagator) Option {
+	return func(c *config) { c.trace = p }
+}
+
+// WithRequestObserver makes o observe every tools/call the Toolset sends
+// (see [RequestObserver]).
+func WithRequestObserver(o RequestObserver) Option {
+	return func(c *config) { c.requests = o }
+}
 
 // WithFailOnInvalidTools makes a listing that holds an invalid tool fail, with
 // a [*ServerError] whose cause joins the [*InvalidToolError] of each. By
@@ -1170,6 +1188,13 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (any
 	if err != nil {
 		return nil, err // names the server; the core adds the tool's name
 	}
+	ctx, endRequest := startRequest(ctx, c.cfg.requests, c.cfg.logger,
+		RequestInfo{Client: true, Method: "tools/call", Tool: name, Server: c.cfg.name, SessionID: s.ID()})
+	var (
+		res     *mcp.CallToolResult
+		callErr error
+	)
+	defer func() { endRequest(RequestEnd{Err: callErr, ToolError: callErr == nil && res != nil && res.IsError}) }()
 	cctx := ctx
 	if d := c.cfg.callTimeout; d > 0 {
 		var cancel context.CancelFunc
@@ -1184,8 +1209,17 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (any
 		defer c.unwatchProgress(token)
 		params.SetProgressToken(token)
 	}
-	res, err := s.CallTool(cctx, params)
-	if err != nil {
+	if parent, state := tracefields.Inject(ctx, c.cfg.trace); parent != "" {
+		if params.Meta == nil {
+			params.Meta = mcp.Meta{}
+		}
+		params.Meta[toolset.TraceparentField] = parent
+		if state != "" {
+			params.Meta[toolset.TracestateField] = state
+		}
+	}
+	res, callErr = s.CallTool(cctx, params)
+	if err := callErr; err != nil {
 		if cctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("no answer to tools/call within %v (see WithCallTimeout): %w", c.cfg.callTimeout, err)
 		}

@@ -224,6 +224,25 @@
 // connected client is told to list the tools again. Tools added to
 // [Server.MCP] with the SDK's AddTool are not listed.
 //
+// # Traces
+//
+// A call through an MCP server can be one trace with its caller. Give the
+// client [WithTracePropagator] and the server [WithServerTracePropagator]
+// (package oteltoolset makes the propagator from OpenTelemetry's): the
+// client puts the call context's W3C "traceparent" and "tracestate" in
+// params._meta of each tools/call, and the server makes them the parent
+// of the call's work, so the server's spans are children of the client's
+// call span. This package depends on no tracing library: the propagator
+// is a [toolset.TracePropagator]. The server ignores trace fields that
+// are not strings, are longer than [toolset.MaxTraceparentBytes] or
+// [toolset.MaxTracestateBytes], or hold a byte outside printable ASCII;
+// the call goes on without them.
+//
+// A [RequestObserver], given with [WithRequestObserver] and
+// [WithServerRequestObserver], sees each tools/call start and end on
+// either side, under that trace context; package oteltoolset/otelmcp
+// records them as the spans of the MCP semantic conventions.
+//
 // # Limits
 //
 // Every bound and timeout, with its default. A timeout or delay set to

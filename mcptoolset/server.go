@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/tracefields"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -24,14 +25,16 @@ import (
 // for any other transport, through the SDK server that [Server.MCP]
 // returns. A Server is safe for concurrent use by any number of sessions.
 type Server struct {
-	srv    *mcp.Server
-	ts     toolset.Toolset
-	agent  string
-	runCtx RunContextFunc
-	page   int
-	instr  bool // the toolset's instructions are sent at initialization
-	logger *slog.Logger
-	runs   sessionRuns
+	srv      *mcp.Server
+	ts       toolset.Toolset
+	agent    string
+	runCtx   RunContextFunc
+	page     int
+	instr    bool // the toolset's instructions are sent at initialization
+	logger   *slog.Logger
+	runs     sessionRuns
+	trace    toolset.TracePropagator
+	requests RequestObserver
 }
 
 // Request describes the MCP request that a run context is built for.
@@ -101,13 +104,15 @@ type RunContextFunc func(ctx context.Context, req *Request) (*toolset.RunContext
 type ServerOption func(*serverConfig)
 
 type serverConfig struct {
-	impl    *mcp.Implementation
-	opts    *mcp.ServerOptions
-	agent   string
-	runCtx  RunContextFunc
-	page    int
-	logger  *slog.Logger
-	maxRuns int
+	impl     *mcp.Implementation
+	opts     *mcp.ServerOptions
+	agent    string
+	runCtx   RunContextFunc
+	page     int
+	logger   *slog.Logger
+	maxRuns  int
+	trace    toolset.TracePropagator
+	requests RequestObserver
 }
 
 // WithImplementation sets the server's name and version sent to clients;
@@ -146,6 +151,24 @@ func WithServerLogger(l *slog.Logger) ServerOption {
 // log.
 func WithMaxSessionRuns(n int) ServerOption {
 	return func(c *serverConfig) { c.maxRuns = n }
+}
+
+// WithServerTracePropagator makes the server take the trace context a
+// client put in a tools/call's params._meta ("traceparent" and
+// "tracestate", see [WithTracePropagator]) and make it the parent of the
+// call's work: the turn that builds the tools, the call's policies and
+// the tool. A field that is not a string, is too long or has a byte that
+// has no place in it is ignored (see [toolset.MaxTraceparentBytes]), as is
+// a tracestate without a valid traceparent; the call goes on without it.
+func WithServerTracePropagator(p toolset.TracePropagator) ServerOption {
+	return func(c *serverConfig) { c.trace = p }
+}
+
+// WithServerRequestObserver makes o observe every tools/call the server
+// answers (see [RequestObserver]), under the trace context the client
+// sent when the server has a [WithServerTracePropagator].
+func WithServerRequestObserver(o RequestObserver) ServerOption {
+	return func(c *serverConfig) { c.requests = o }
 }
 
 // WithAgent sets the agent name passed to [toolset.BuildTools] and put in
@@ -222,7 +245,7 @@ func NewServer(ts toolset.Toolset, opts ...ServerOption) *Server {
 		caps.Tools = &mcp.ToolCapabilities{ListChanged: true}
 	}
 	so.Capabilities = caps
-	s := &Server{ts: ts, agent: cfg.agent, runCtx: cfg.runCtx, page: cfg.page, logger: cfg.logger}
+	s := &Server{ts: ts, agent: cfg.agent, runCtx: cfg.runCtx, page: cfg.page, logger: cfg.logger, trace: cfg.trace, requests: cfg.requests}
 	if s.logger == nil {
 		s.logger = slog.Default()
 	}
@@ -604,6 +627,27 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	if req.Params == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "missing params"}
 	}
+	if s.trace != nil {
+		meta := req.Params.Meta
+		parent, state := tracefields.Get(func(k string) (string, bool) { v, ok := meta[k].(string); return v, ok })
+		ctx = tracefields.Extract(ctx, s.trace, parent, state)
+	}
+	var sessionID string
+	if req.Session != nil {
+		sessionID = req.Session.ID()
+	}
+	ctx, endRequest := startRequest(ctx, s.requests, s.logger, RequestInfo{Method: "tools/call", Tool: req.Params.Name, SessionID: sessionID})
+	var (
+		res *mcp.CallToolResult
+		err error
+	)
+	defer func() { endRequest(RequestEnd{Err: err, ToolError: err == nil && res != nil && res.IsError}) }()
+	res, err = s.call(ctx, req)
+	return res, err
+}
+
+// call answers a tools/call request under the context of its trace.
+func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	name := req.Params.Name
 	ctx, built, done, err := s.context(ctx, "tools/call", req, name)
 	if err != nil {

@@ -44,6 +44,23 @@
 // its toolsets do to list their tools (an MCP server's tools/list, say),
 // and a call's span the parent of what the tool does.
 //
+// # Across processes
+//
+// [Propagator] carries a call's trace context to where its tool runs in
+// another process, so that the work there is in the call's trace:
+//
+//	p := oteltoolset.Propagator(nil) // W3C Trace Context
+//	remote := mcptoolset.NewCommand(cmd, mcptoolset.WithTracePropagator(p))
+//	srv := mcptoolset.NewServer(ts, mcptoolset.WithServerTracePropagator(p))
+//	store, err := toolpkg.Open(dir, &toolpkg.Options{Trace: p})
+//
+// Through MCP the client's call span is the remote parent of the server's
+// turn span, and so the ancestor of its call span; a packaged tool reads
+// its parent from TRACEPARENT. A traceparent the propagator cannot parse
+// is ignored: the other side's spans begin a trace of their own. Package
+// otelmcp adds the CLIENT and SERVER spans of each MCP tools/call, per the
+// MCP semantic conventions.
+//
 // # Sensitive data
 //
 // A call's arguments and result hold what users and tools said, so they

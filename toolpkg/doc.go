@@ -171,7 +171,8 @@
 // HOME (the work directory), TMPDIR, LANG=C.UTF-8 and
 // PYTHONDONTWRITEBYTECODE=1 alone, with PYTHONPATH and the rest for a
 // Python tool (see Python tools) and TOOLPKG_SCRATCH_DIR for one with a
-// scratch directory. The work directory holds empty input/ and output/
+// scratch directory, and TRACEPARENT and TRACESTATE for a call with a
+// trace context (see Traces). The work directory holds empty input/ and output/
 // directories, and for a call the status.pipe FIFO; it is removed when
 // the process ends. Under
 // bwrap the package appears at /toolset/pkg and the work directory at
@@ -330,6 +331,17 @@
 // requests; a malformed request gets a JSON-RPC error, a hook's error
 // its message (cut to 1 KiB). Without the option ipc_socket is empty, and
 // the platform's SDKs tell the tool that LLM calls are not available.
+//
+// # Traces
+//
+// With [Options.Trace] (oteltoolset.Propagator makes one from
+// OpenTelemetry), a call's tool gets the W3C trace context of the call's
+// context in its environment, as OpenTelemetry's environment carriers
+// read it: TRACEPARENT, and TRACESTATE when there is one, in every
+// sandbox mode, so the spans a tool makes join the caller's trace. A
+// field longer than [toolset.MaxTraceparentBytes] or
+// [toolset.MaxTracestateBytes], or with a byte outside printable ASCII,
+// is left out; the host's own TRACEPARENT never reaches a tool.
 //
 // # Scratch directory
 //

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gotoolset/toolset"
 )
 
 // Status is where a toolset is in its lifecycle.
@@ -93,6 +95,13 @@ type Options struct {
 	// empty, and the platform's SDKs tell the tool that LLM calls are
 	// not available.
 	LLM LLMFunc
+	// Trace, when set, gives each tool the trace context of its call
+	// (see [toolset.TracePropagator]): its W3C traceparent in the
+	// TRACEPARENT environment variable and its tracestate, if any, in
+	// TRACESTATE, in every sandbox mode. A field too long, or with a byte
+	// outside printable ASCII, is left out. oteltoolset.Propagator makes
+	// one from OpenTelemetry.
+	Trace toolset.TracePropagator
 }
 
 // DefaultKillGrace is the default of Options.KillGrace.

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/tracefields"
 )
 
 // Toolset is a packaged toolset of a [Store] as a [toolset.Toolset]: its
@@ -330,6 +331,12 @@ func (c *call) runWith(ctx context.Context, args json.RawMessage, creds Credenti
 			dir = inside
 		}
 		l.env = append(l.env, ScratchEnv+"="+dir)
+	}
+	if parent, state := tracefields.Inject(ctx, s.opts.Trace); parent != "" {
+		l.env = append(l.env, TraceparentEnv+"="+parent)
+		if state != "" {
+			l.env = append(l.env, TracestateEnv+"="+state)
+		}
 	}
 	rc := toolset.FromContext(ctx)
 	scope := artifactScope(rc)
