@@ -298,19 +298,12 @@ func newNameTable(n int) nameTable {
 // insert records position i of tools under its name, unless an earlier
 // position has that name: then it returns that one, and true.
 func (t *nameTable) insert(tools []Tool, i int32) (int32, bool) {
-	name := tools[i].Name
-	h := maphash.String(nameSeed, name)
-	tag, mask := uint32(h>>32)|1, uint64(len(t.slots)-1)
-	for j := h & mask; ; j = (j + 1) & mask {
-		s := &t.slots[j]
-		switch {
-		case s.tag == 0:
-			*s = nameSlot{tag: tag, pos: i}
-			return 0, false
-		case s.tag == tag && tools[s.pos].Name == name:
-			return s.pos, true
-		}
+	s, tag, found := t.probe(tools, tools[i].Name)
+	if found {
+		return s.pos, true
 	}
+	*s = nameSlot{tag: tag, pos: i}
+	return 0, false
 }
 
 // find returns the first position of tools that has name.
@@ -318,15 +311,23 @@ func (t *nameTable) find(tools []Tool, name string) (int32, bool) {
 	if len(t.slots) == 0 {
 		return 0, false
 	}
+	s, _, found := t.probe(tools, name)
+	return s.pos, found
+}
+
+// probe returns the slot that holds name (found), or else the empty slot
+// where it would go, and name's tag. The table is at most half full, so
+// an empty slot always ends the search.
+func (t *nameTable) probe(tools []Tool, name string) (s *nameSlot, tag uint32, found bool) {
 	h := maphash.String(nameSeed, name)
 	tag, mask := uint32(h>>32)|1, uint64(len(t.slots)-1)
 	for j := h & mask; ; j = (j + 1) & mask {
-		s := &t.slots[j]
+		s = &t.slots[j]
 		switch {
 		case s.tag == 0:
-			return 0, false
+			return s, tag, false
 		case s.tag == tag && tools[s.pos].Name == name:
-			return s.pos, true
+			return s, tag, true
 		}
 	}
 }
