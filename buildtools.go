@@ -112,21 +112,10 @@ func buildSnapshot(ctx context.Context, agent string, entries []Toolset, sc *scr
 	inline := sc.keep(len(entries))
 	parts := sc.parts(len(entries))
 	for i, e := range entries {
-		if what := nilToolset(e); what != "" {
-			return nil, nil, fmt.Errorf("toolset: agent %q: entries[%d] is %s", agent, i, what)
+		if err := describeEntry(agent, i, e, &parts[i]); err != nil {
+			return nil, nil, err
 		}
 		inline[i] = isInline(e)
-		switch t := e.(type) {
-		case Tool:
-			parts[i].standalone = true
-		case *Tool:
-			parts[i].standalone = t != nil
-		}
-		label, err := labelOf(e)
-		if err != nil {
-			return nil, nil, fmt.Errorf("toolset: agent %q: entries[%d]: %w", agent, i, unprefixed{err})
-		}
-		parts[i].label = label
 	}
 	views, err := materializeAll(ctx, entries, inline, 0, sc, func(i int, err error) error {
 		return &entryError{index: i, label: parts[i].label, err: err}
@@ -204,4 +193,25 @@ func getTools(ctx context.Context, ts Toolset) ([]Tool, error) {
 		return nil, err
 	}
 	return v.tools(), nil
+}
+
+// describeEntry fills in what a turn's entry i says of itself: whether it
+// is a standalone tool, and its label. A nil entry, or a Label that
+// fails, is an error naming the agent and the entry.
+func describeEntry(agent string, i int, e Toolset, p *part) error {
+	if what := nilToolset(e); what != "" {
+		return fmt.Errorf("toolset: agent %q: entries[%d] is %s", agent, i, what)
+	}
+	switch t := e.(type) {
+	case Tool:
+		p.standalone = true
+	case *Tool:
+		p.standalone = t != nil
+	}
+	label, err := labelOf(e)
+	if err != nil {
+		return fmt.Errorf("toolset: agent %q: entries[%d]: %w", agent, i, unprefixed{err})
+	}
+	p.label = label
+	return nil
 }

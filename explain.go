@@ -48,23 +48,12 @@ func Explain(ctx context.Context, agent string, entries ...Toolset) (*Explanatio
 	walked := make([]explained, len(entries))
 	views := make([]view, len(entries))
 	for i, e := range entries {
-		if what := nilToolset(e); what != "" {
-			return nil, fmt.Errorf("toolset: agent %q: entries[%d] is %s", agent, i, what)
+		if err := describeEntry(agent, i, e, &parts[i]); err != nil {
+			return nil, err
 		}
-		switch t := e.(type) {
-		case Tool:
-			parts[i].standalone = true
-		case *Tool:
-			parts[i].standalone = t != nil
-		}
-		label, err := labelOf(e)
-		if err != nil {
-			return nil, fmt.Errorf("toolset: agent %q: entries[%d]: %w", agent, i, unprefixed{err})
-		}
-		parts[i].label = label
 		x, err := explainWalk(ctx, e, "", i)
 		if err != nil {
-			return nil, fmt.Errorf("toolset: agent %q: %w", agent, &entryError{index: i, label: label, err: err})
+			return nil, fmt.Errorf("toolset: agent %q: %w", agent, &entryError{index: i, label: parts[i].label, err: err})
 		}
 		walked[i], views[i] = x, x.v
 		parts[i].snap = x.v.snap
