@@ -146,23 +146,6 @@ func (f *File) Packages() []string {
 	return slices.Compact(names)
 }
 
-// source says what an entry's source is, for messages.
-func (e *Entry) source() string {
-	switch {
-	case e.Local != "":
-		return fmt.Sprintf("local toolset %q", e.Local)
-	case e.Package != nil:
-		return fmt.Sprintf("package %q", e.Package.Name)
-	case e.MCP != nil && e.MCP.Name != "":
-		return fmt.Sprintf("MCP server %q", e.MCP.Name)
-	case e.MCP != nil && e.MCP.URL != "":
-		return "MCP server at " + quote(e.MCP.URL)
-	case e.MCP != nil && len(e.MCP.Command) > 0:
-		return "MCP server " + quote(e.MCP.Command[0])
-	}
-	return "toolset"
-}
-
 // position returns where the part key of the entry is, or the entry's
 // own position.
 func (e *Entry) position(key string) Position {

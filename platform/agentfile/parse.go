@@ -977,8 +977,7 @@ func (p *parser) toolsetConfigs(f *File, n *yaml.Node) {
 			continue
 		}
 		var target *Entry
-		var at map[string]Position
-		at = map[string]Position{}
+		at := map[string]Position{}
 		var values map[string]map[string]any
 		var excluded []string
 		named := false
