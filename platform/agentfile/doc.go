@@ -136,7 +136,8 @@
 // name, each a package whose tools the model sees as <toolset>__<tool>;
 // the agent's configuration of them is a list toolsetConfigs (in spec or
 // at the top level) of {toolset, configValues: {TOOL: {KEY: VALUE}},
-// excludedTools}, merged into the package entries it names:
+// excludedTools}, merged into the first package entry of that name (a
+// key set twice is a problem):
 //
 //	apiVersion: v1
 //	kind: agent

@@ -905,14 +905,14 @@ func (p *parser) value(n *yaml.Node, depth int) (any, bool) {
 		case "!!int":
 			var i int64
 			if err := n.Decode(&i); err != nil {
-				p.add(pos(n), "the number %s does not fit 64 bits", quote(n.Value))
+				p.add(pos(n), "a configuration value is a number that does not fit 64 bits")
 				return nil, false
 			}
 			return i, true
 		case "!!float":
 			var f float64
 			if err := n.Decode(&f); err != nil {
-				p.add(pos(n), "%s is not a number", quote(n.Value))
+				p.add(pos(n), "a configuration value is not a number Go can hold")
 				return nil, false
 			}
 			return f, true

@@ -266,3 +266,13 @@ func TestProblemsBeyondAHundredAreCounted(t *testing.T) {
 		t.Fatalf("%d problems, last %q", len(got), got[len(got)-1])
 	}
 }
+
+// TestConfigValueProblemsNeverQuoteTheValue: a configuration value may
+// be a secret, so a problem with one says where it is, not what it is.
+func TestConfigValueProblemsNeverQuoteTheValue(t *testing.T) {
+	got := problemsOf(t, "name: a\ntoolsets:\n  - package: p\n    config: {api_key: !!int 123456789012345678901234567890}\n")
+	want := []string{"4:23: a configuration value is a number that does not fit 64 bits"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("problems %q, want %q", got, want)
+	}
+}
