@@ -275,6 +275,8 @@ type Store struct {
 	entries map[string]*entry
 	closed  bool
 	busy    sync.WaitGroup // uploads and calls in flight
+	// trashSeq names the old versions moved aside.
+	trashSeq int
 
 	// bgCtx is canceled by Close: it ends the discoveries running in
 	// the background, tracked by bg.
@@ -454,6 +456,7 @@ func (s *Store) load() error {
 		if !de.IsDir() || CheckName(name) != nil {
 			continue
 		}
+		s.removeLeftovers(name)
 		// Read as a file a tool may have written: no link followed, no
 		// pipe waited on, the size capped.
 		data, err := readWorkFile(filepath.Join(s.dir, name), "state.json", maxStateFile)
@@ -529,6 +532,17 @@ func (s *Store) load() error {
 	return nil
 }
 
+// removeLeftovers deletes the temporary files a crash left in a
+// toolset's folder (a configuration's hold secrets).
+func (s *Store) removeLeftovers(name string) {
+	des, _ := os.ReadDir(filepath.Join(s.dir, name))
+	for _, de := range des {
+		if n := de.Name(); !de.IsDir() && (strings.HasPrefix(n, ".config-") || strings.HasPrefix(n, ".state-")) {
+			_ = os.Remove(filepath.Join(s.dir, name, n))
+		}
+	}
+}
+
 // upgrade fills in what a state.json written by an earlier version of
 // this package lacks: the serving version (the current one, when it was
 // ready; none otherwise, as no other was kept) and the history (the
@@ -558,8 +572,10 @@ func (s *Store) resume() {
 		e.up <- struct{}{} // free: nothing else runs yet
 		rec := e.rec
 		s.log.Info("toolpkg: discovering again a toolset left pending", "toolset", name, "version", rec.Version)
-		s.bg.Add(1)
-		go s.discoverInBackground(name, e, rec.Version, rec.candidate(), nil)
+		s.mu.Lock()
+		ctx := s.startDiscoveryLocked(e)
+		s.mu.Unlock()
+		go s.discoverInBackground(ctx, name, e, rec.Version, rec.candidate(), nil)
 	}
 }
 
@@ -859,11 +875,11 @@ func (s *Store) StartUpload(ctx context.Context, name string, r io.ReaderAt, siz
 	}
 	e.setRec(rec)
 	// The previous upload, unless it serves, is gone: it failed.
-	dirs, zips := s.retireLocked(e, prev.Version)
-	s.bg.Add(1)
+	trash := s.retireLocked(name, e, prev.Version)
+	dctx := s.startDiscoveryLocked(e)
 	handed = true
 	s.mu.Unlock()
-	s.deleteVersions(name, dirs, zips)
+	s.deleteVersions(name, trash)
 	s.log.Info("toolpkg: package accepted, discovering", "toolset", name, "version", v)
 	for _, w := range warnings {
 		s.log.Warn("toolpkg: "+w, "toolset", name, "version", v)
@@ -876,24 +892,31 @@ func (s *Store) StartUpload(ctx context.Context, name string, r io.ReaderAt, siz
 			}
 		}
 	}
-	go s.discoverInBackground(name, e, v, exes, kindErrs)
+	go s.discoverInBackground(dctx, name, e, v, exes, kindErrs)
 	return rec.Info.clone(), nil
+}
+
+// startDiscoveryLocked registers a discovery of e about to start and
+// returns its context, which Close and Remove cancel; s.mu is held.
+func (s *Store) startDiscoveryLocked(e *entry) context.Context {
+	ctx, cancel := context.WithCancel(s.bgCtx)
+	e.cancel = cancel
+	s.bg.Add(1)
+	return ctx
 }
 
 // discoverInBackground discovers version v of a toolset, holding e.up,
 // which it releases at the end, under the bound of
 // Options.MaxParallelDiscovery. Canceled (by Close or Remove), it leaves
 // the record as it is: pending.
-func (s *Store) discoverInBackground(name string, e *entry, v int, exes []Executable, kindErrs map[string]error) {
+//
+// The caller made ctx with startDiscovery, and called s.bg.Add(1).
+func (s *Store) discoverInBackground(ctx context.Context, name string, e *entry, v int, exes []Executable, kindErrs map[string]error) {
 	defer s.bg.Done()
 	defer e.unlockUp()
-	ctx, cancel := context.WithCancel(s.bgCtx)
-	defer cancel()
-	s.mu.Lock()
-	e.cancel = cancel
-	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
+		e.cancel()
 		e.cancel = nil
 		s.mu.Unlock()
 	}()
@@ -942,13 +965,13 @@ func (s *Store) discoverInBackground(name string, e *entry, v int, exes []Execut
 		rec.setVersion(VersionInfo{Version: v, Uploaded: rec.Uploaded, Status: StatusReady, Tools: len(tools)})
 	}
 	err := s.persist(rec)
-	var dirs, zips []int
+	var trash []string
 	if err == nil {
 		e.setRec(rec)
-		dirs, zips = s.retireLocked(e, old)
+		trash = s.retireLocked(name, e, old)
 	}
 	s.mu.Unlock()
-	s.deleteVersions(name, dirs, zips)
+	s.deleteVersions(name, trash)
 	switch {
 	case err != nil:
 		s.log.Error("toolpkg: discovery finished, but its result could not be saved; the toolset stays pending", "toolset", name, "version", v, "error", err)
@@ -1077,11 +1100,11 @@ func (s *Store) Remove(name string) error {
 		return err
 	}
 	e.setRec(rec)
-	dirs, zips := s.retireLocked(e, prev.Version, prev.Serving)
+	trash := s.retireLocked(name, e, prev.Version, prev.Serving)
 	e.config = nil
 	e.configGen++
 	s.mu.Unlock()
-	s.deleteVersions(name, dirs, zips)
+	s.deleteVersions(name, trash)
 	if err := os.Remove(s.configPath(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		s.log.Warn("toolpkg: could not delete a removed toolset's configuration", "toolset", name, "error", err)
 	}
@@ -1118,38 +1141,47 @@ func (s *Store) release(name string, v int) {
 	if e.refs[v] <= 0 {
 		delete(e.refs, v)
 	}
-	dirs, zips := s.retireLocked(e, v)
+	trash := s.retireLocked(name, e, v)
 	s.mu.Unlock()
-	s.deleteVersions(name, dirs, zips)
+	s.deleteVersions(name, trash)
 	s.busy.Done()
 }
 
-// retireLocked returns, of the versions vs, those no longer live whose
-// folder no call uses (marked gone) and those whose zip is to be deleted;
-// s.mu is held.
-func (s *Store) retireLocked(e *entry, vs ...int) (dirs, zips []int) {
+// retireLocked retires those of the versions vs that are no longer
+// live: it deletes their zips, and moves the folders no call uses aside
+// (marked gone), to be deleted by deleteVersions once s.mu is released.
+// Done under s.mu, so that whoever sees the new record sees the old
+// versions gone.
+func (s *Store) retireLocked(name string, e *entry, vs ...int) (trash []string) {
 	for _, v := range vs {
 		if v <= 0 || e.rec.live(v) {
 			continue
 		}
-		zips = append(zips, v)
-		if e.refs[v] == 0 && !e.gone[v] {
-			e.gone[v] = true
-			dirs = append(dirs, v)
-		}
-	}
-	return dirs, zips
-}
-
-func (s *Store) deleteVersions(name string, dirs, zips []int) {
-	for _, v := range zips {
 		if err := os.Remove(s.zipPath(name, v)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			s.log.Warn("toolpkg: could not delete an old version's zip", "toolset", name, "version", v, "error", err)
 		}
+		if e.refs[v] > 0 || e.gone[v] {
+			continue
+		}
+		e.gone[v] = true
+		dir := s.versionDir(name, v)
+		s.trashSeq++
+		aside := filepath.Join(s.dir, ".tmp", fmt.Sprintf("old-%s-v%d-%d", name, v, s.trashSeq))
+		if err := os.Rename(dir, aside); err == nil {
+			dir = aside
+		} else if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		trash = append(trash, dir)
 	}
-	for _, v := range dirs {
-		if err := removeAll(s.versionDir(name, v)); err != nil {
-			s.log.Warn("toolpkg: could not delete an old version", "toolset", name, "version", v, "error", err)
+	return trash
+}
+
+// deleteVersions deletes the folders retireLocked moved aside.
+func (s *Store) deleteVersions(name string, trash []string) {
+	for _, dir := range trash {
+		if err := removeAll(dir); err != nil {
+			s.log.Warn("toolpkg: could not delete an old version", "toolset", name, "folder", filepath.Base(dir), "error", err)
 		}
 	}
 }
