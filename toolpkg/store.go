@@ -249,11 +249,13 @@ var ErrNotFound = errors.New("toolpkg: no such toolset")
 var ErrClosed = errors.New("toolpkg: store is closed")
 
 // Store keeps toolset packages in a directory: one folder per toolset,
-// holding state.json (status and discovery results) and one folder per
-// uploaded version. Uploads are extracted into a temporary folder of the
-// store and renamed into place, so a crash mid-upload leaves the previous
-// version intact. A version that is replaced stays on disk until no call
-// uses it.
+// holding state.json (status, discovery results and history),
+// config.json (the stored configuration, see [Store.SetConfig]), and a
+// folder and the zip of its latest and its serving version (v<N>,
+// v<N>.zip). Uploads are extracted into a temporary folder of the store
+// and renamed into place, so a crash mid-upload leaves the previous
+// version intact. A version that is neither latest nor serving stays on
+// disk until no call uses it.
 //
 // A Store is safe for concurrent use. One process at a time owns a store
 // directory (Open takes an exclusive lock); a new process sees what earlier
