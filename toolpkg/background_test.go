@@ -529,3 +529,27 @@ func TestStateOfAnEarlierReleaseLoads(t *testing.T) {
 	assert.Equal(t, 4, info.Version)
 	assert.Equal(t, 4, info.Serving)
 }
+
+// TestRemoveCancelsARunningDiscovery: Remove does not wait for a slow
+// --schema; the process ends and nothing of the toolset stays.
+func TestRemoveCancelsARunningDiscovery(t *testing.T) {
+	s := openStore(t, Options{Sandbox: ModeDirect, KillGrace: -1})
+	g := newGate(t, "g")
+	log := filepath.Join(t.TempDir(), "log")
+	startUpload(t, s, "slow", gatedPackage(t, g, "slow", log, greetSchema))
+	g.await(t)
+	require.NoError(t, s.Remove("slow"))
+	assert.False(t, processWithArg(filepath.Join(s.Dir(), "slow")), "the --schema process ended")
+	info, err := s.Wait(context.Background(), "slow")
+	require.NoError(t, err)
+	assert.Equal(t, StatusRemoved, info.Status)
+	assert.NoDirExists(t, filepath.Join(s.Dir(), "slow", "v1"))
+	assert.NoFileExists(t, filepath.Join(s.Dir(), "slow", "v1.zip"))
+	_, err = s.StartUpload(context.Background(), "x", bytes.NewReader(nil), 0)
+	var ve *ValidationError
+	require.ErrorAs(t, err, &ve)
+	require.NoError(t, s.Close())
+	pkg := scriptPackage(t, schemaEcho(greetSchema))
+	_, err = s.StartUpload(context.Background(), "x", bytes.NewReader(pkg), int64(len(pkg)))
+	assert.ErrorIs(t, err, ErrClosed)
+}
