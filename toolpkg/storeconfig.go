@@ -33,7 +33,7 @@ func (s *Store) configPath(name string) string { return filepath.Join(s.dir, nam
 // loadConfig reads a toolset's stored configuration; nil when there is
 // none or it cannot be read (said in the log, without its content).
 func (s *Store) loadConfig(name string) map[string]any {
-	data, err := readWorkFile(filepath.Join(s.dir, name), configFile, MaxStoredConfigBytes)
+	data, err := readWorkFile(filepath.Join(s.dir, name), configFile, MaxStoredConfigBytes+1) // and its newline
 	if errors.Is(err, errNoFile) {
 		return nil
 	}
@@ -52,6 +52,7 @@ func (s *Store) loadConfig(name string) map[string]any {
 // decodeStoredConfig decodes a JSON object of configuration values,
 // numbers as json.Number, bounded in depth.
 func decodeStoredConfig(data []byte) (map[string]any, error) {
+	data = bytes.TrimSpace(data)
 	if len(data) > MaxStoredConfigBytes {
 		return nil, fmt.Errorf("%d bytes; at most %d are allowed", len(data), MaxStoredConfigBytes)
 	}

@@ -287,3 +287,24 @@ func TestPackageSymlinkIsRefused(t *testing.T) {
 	}
 	require.Error(t, err, "the link is not followed")
 }
+
+func TestStoredConfigAtTheLimitReloads(t *testing.T) {
+	dir := storeDir(t)
+	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.DiscardHandler)}
+	s, err := Open(dir, opts)
+	require.NoError(t, err)
+	readyToolset(t, s, "demo", nil)
+	long := strings.Repeat("x", MaxStoredConfigBytes-len(`{"greeting":""}`))
+	_, err = s.SetConfig("demo", map[string]any{"greeting": long})
+	require.NoError(t, err)
+	_, err = s.SetConfig("demo", map[string]any{"verbose": true})
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce, "one byte more is refused")
+	require.NoError(t, s.Close())
+	s, err = Open(dir, opts)
+	require.NoError(t, err)
+	defer s.Close()
+	got, err := s.Config("demo")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"greeting": long}, got)
+}
