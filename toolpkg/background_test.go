@@ -553,3 +553,30 @@ func TestRemoveCancelsARunningDiscovery(t *testing.T) {
 	_, err = s.StartUpload(context.Background(), "x", bytes.NewReader(pkg), int64(len(pkg)))
 	assert.ErrorIs(t, err, ErrClosed)
 }
+
+// TestUnsavedDiscoveryResultDoesNotHangWait: when state.json cannot be
+// written at the end of a discovery, Wait still returns its result, and
+// the old version's folder, which state.json still names, stays.
+func TestUnsavedDiscoveryResultDoesNotHangWait(t *testing.T) {
+	s := openStore(t, Options{Sandbox: ModeDirect})
+	readyToolset(t, s, "demo", nil)
+	g := newGate(t, "g")
+	log := filepath.Join(t.TempDir(), "log")
+	startUpload(t, s, "demo", gatedPackage(t, g, "v2", log, greetSchema))
+	g.await(t)
+	state := filepath.Join(s.Dir(), "demo", "state.json")
+	saved, err := os.ReadFile(state)
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(state))
+	require.NoError(t, os.MkdirAll(filepath.Join(state, "blocker"), 0o755)) // rename over it fails
+	g.open(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := s.Wait(ctx, "demo")
+	require.NoError(t, err)
+	assert.Equal(t, StatusReady, info.Status)
+	assert.Equal(t, 2, info.Serving)
+	assert.DirExists(t, filepath.Join(s.Dir(), "demo", "v1"))
+	require.NoError(t, os.RemoveAll(state))
+	require.NoError(t, os.WriteFile(state, saved, 0o600))
+}

@@ -966,17 +966,21 @@ func (s *Store) discoverInBackground(ctx context.Context, name string, e *entry,
 		rec.Serving, rec.Tools, rec.Executables, rec.Candidate = v, tools, exes, nil
 		rec.setVersion(VersionInfo{Version: v, Uploaded: rec.Uploaded, Status: StatusReady, Tools: len(tools)})
 	}
+	// Not saved, the result holds in memory all the same, so that no
+	// one waits for ever; on disk the toolset stays pending, and the next
+	// Open discovers it again.
+	// The old version's folder stays while state.json names it.
 	err := s.persist(rec)
+	e.setRec(rec)
 	var trash []string
 	if err == nil {
-		e.setRec(rec)
 		trash = s.retireLocked(name, e, old)
 	}
 	s.mu.Unlock()
 	s.deleteVersions(name, trash)
 	switch {
 	case err != nil:
-		s.log.Error("toolpkg: discovery finished, but its result could not be saved; the toolset stays pending", "toolset", name, "version", v, "error", err)
+		s.log.Error("toolpkg: discovery finished, but its result could not be saved; the next Open discovers the toolset again", "toolset", name, "version", v, "status", string(rec.Status), "error", err)
 	case rec.Status == StatusReady:
 		s.log.Info("toolpkg: toolset ready", "toolset", name, "version", v, "tools", len(tools), "discovery", time.Since(start).Round(time.Millisecond))
 	default:
