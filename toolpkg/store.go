@@ -29,11 +29,14 @@ type Status string
 const (
 	// StatusCreated: the record exists, no package was uploaded yet.
 	StatusCreated Status = "created"
-	// StatusPending: a package was accepted and discovery is running.
+	// StatusPending: a package was accepted and discovery runs, or
+	// waits for its turn (Options.MaxParallelDiscovery). The serving
+	// version, if any, still serves.
 	StatusPending Status = "pending"
 	// StatusReady: every executable was discovered; agents can use it.
 	StatusReady Status = "ready"
-	// StatusFailed: discovery failed; Info.Errors says why.
+	// StatusFailed: discovery of the latest upload failed; Info.Errors
+	// says why. The serving version, if any, still serves.
 	StatusFailed Status = "failed"
 	// StatusRemoved: the toolset was removed.
 	StatusRemoved Status = "removed"
