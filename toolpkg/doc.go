@@ -6,7 +6,8 @@
 //
 // A [Store] keeps packages in a directory. [Store.Upload] checks a zip's
 // structure before anything is extracted ([ValidateZip]), extracts it
-// atomically as the toolset's next version, and runs discovery:
+// atomically as the toolset's next version, and runs discovery
+// ([Store.StartUpload] returns at once and discovers in the background):
 // "<executable> --schema" for each executable, whose JSON output gives
 // each tool's description, parameter schema, configuration schema and
 // timeout. [Store.Toolset] returns a [toolset.Toolset] whose tools are
@@ -369,8 +370,22 @@
 //     key must be declared by that tool;
 //   - Config.Exclude, tools the agent does not get (each must exist).
 //
+// Under both lies the store's own configuration of the toolset, set with
+// [Store.SetConfig] (the platform's PATCH of a toolset's config): flat,
+// the same keys as Config.Toolset, shared by every Toolset of the store,
+// and picked up on the next turn. It is checked when set, against the
+// serving version's config schemas (a key no tool declares, or a value
+// of the wrong type, is a *ConfigError, and nothing changes; before any
+// version is discovered it is kept unchecked), and again when a
+// version's tools are listed. It is bounded ([MaxStoredConfigBytes],
+// [MaxStoredConfigDepth]) and kept in <toolset>/config.json, readable by
+// the store's user alone. [Store.SetConfig] and [Store.Config] return it
+// with each secret value (a key the schemas mark secret, and auth) shown
+// as [RedactedValue]; sent back, that value keeps the stored secret.
+//
 // Each tool gets the keys its own config_schema declares, with the
-// overlay's value, else the toolset's, else the schema's default (a nil
+// overlay's value, else the toolset's, else the store's, else the
+// schema's default (a nil
 // value counts as unset). A value must be of the key's type: an integer
 // may be any Go integer, a json.Number or an integral float64, and text,
 // as forms send it, is converted ("7" for an integer, "true" for a
@@ -380,13 +395,14 @@
 // GetTools fails with a [*ConfigError]. Unknown keys and tools, wrong
 // types and bad reserved values are a *ConfigError too, listing missing
 // values as well. The configuration is checked when a version's tools are
-// first built. Secret keys are passed like the others (see Secrets).
+// first built, and again when the store's configuration changes. Secret keys are passed like the others (see Secrets).
 //
 // The reserved keys ([ReservedConfigKeys]), which no tool may declare,
 // are read for each tool: auth from the overlay, else the toolset's
-// values; hil and required_scopes from both, so that an agent's overlay
-// may add approval and scopes but never lift the toolset's (hil is on
-// when either sets it, and a run needs the scopes of both):
+// values, else the store's; hil and required_scopes from all three, so
+// that an agent may add approval and scopes but never lift those of a
+// lower layer (hil is on when any sets it, and a run needs the scopes of
+// every one):
 //
 //   - hil (true or false, or their text): the tool requires a human's
 //     approval of each call through the core's approval policy
@@ -483,29 +499,51 @@
 //
 //   - created ([StatusCreated]): [Store.Create] made the record, no
 //     package was uploaded yet;
-//   - pending ([StatusPending]): a package was accepted, discovery runs;
+//   - pending ([StatusPending]): a package was accepted, discovery runs
+//     or waits for its turn;
 //   - ready ([StatusReady]): every executable was discovered;
-//   - failed ([StatusFailed]): discovery failed, [Info.Errors] says why;
+//   - failed ([StatusFailed]): discovery of the latest upload failed,
+//     [Info.Errors] says why;
 //   - removed ([StatusRemoved]): [Store.Remove] removed it; [Store.Create]
 //     or an upload may make it again.
 //
-// [Store.Upload] creates the toolset if needed. A package that fails
-// validation changes nothing. Otherwise it becomes the next version
-// (numbers are never reused), and the status goes pending, then ready or
-// failed, which the returned [Info] shows: a failed discovery is not an
-// error of Upload. A re-upload moves a ready or failed toolset back to
-// pending; while it is pending, and if it fails, no tools are offered:
-// the previous version is not kept as a fallback. The previous version stays on disk until the calls using it
-// finish; a tool listed from it and called after it was deleted fails
-// with a [*StaleToolError] that the model sees, and the next turn lists
-// the new version's tools. GetTools fails with a [*NotReadyError] for a
-// toolset that is not ready, and with an error wrapping [ErrNotFound] for
-// a name the store never had.
+// [Store.StartUpload] creates the toolset if needed. A package that
+// fails validation returns a [*ValidationError] and changes nothing.
+// Otherwise it becomes the next version (numbers are never reused), with
+// its zip, and the status goes pending, persisted, before StartUpload
+// returns; discovery runs in the background, at most
+// [Options.MaxParallelDiscovery] toolsets at a time, and the status then
+// goes ready or failed ([Store.Wait] waits for it; [Store.Upload] is
+// StartUpload then Wait, and a failed discovery is not its error).
+// Uploads of one toolset are serialised: the next waits for the
+// previous one's discovery.
+//
+// [Info] tells the latest upload from the version that serves:
+// Version, Uploaded, Status and Errors are the latest upload's;
+// [Info.Serving] is the version whose tools the store's Toolsets list
+// (Info.Tools), the latest one discovered ready. A re-upload of a ready
+// toolset keeps the old version serving while it is pending, and after
+// it failed; once it is ready it serves from the next turn on. GetTools
+// fails with a [*NotReadyError] only when nothing serves (no upload yet,
+// every upload failed or pending, or the toolset removed), and with an
+// error wrapping [ErrNotFound] for a name the store never had.
+// [Info.Versions] keeps the last [MaxVersionHistory] uploads.
+//
+// On disk, a toolset keeps the folders and zips of its latest and its
+// serving version ([Store.Package] exports a zip). The others are
+// deleted once no call uses them; a tool listed from a deleted version
+// fails with a [*StaleToolError] that the model sees, and the next turn
+// lists the serving version's tools. [Store.Remove] deletes the zips and
+// the stored configuration at once, and cancels a discovery running.
 //
 // One process at a time owns a store directory ([Open] takes an
-// exclusive lock). Open cleans up what a crashed process left behind
-// (temporary folders, work directories, versions no longer current) and
-// marks a toolset left pending failed. A damaged state.json (unreadable,
+// exclusive lock). [Store.Close] cancels the discoveries running, which
+// leave their toolsets pending on disk; Open discovers again a toolset
+// left pending (its serving version, if any, serves meanwhile), and
+// cleans up what a crashed process left behind (temporary folders, work
+// directories, versions neither latest nor serving). state.json files of
+// earlier releases load: a ready record serves its version, and the
+// history starts with it. A damaged state.json (unreadable,
 // not JSON, naming files outside its package, holding what discovery
 // would have refused, or naming a version whose folder is missing) does
 // not stop the store from opening: it is logged as an error, the toolset
