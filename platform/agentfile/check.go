@@ -28,7 +28,12 @@ type Options struct {
 	// timeouts, ...), before the file's own (its name, headers, policies).
 	MCP []mcptoolset.Option
 	// LookupEnv finds the variables ${NAME} refers to when Resolve
-	// expands mcp.env and mcp.headers; default os.LookupEnv.
+	// expands mcp.env and mcp.headers. Nil: none is found, so that a file
+	// never reads the resolving process's environment unless the program
+	// says which variables it may: a header of a file a user uploaded
+	// would otherwise carry any of the process's secrets to the server
+	// the file names. Give [AllowEnv] for the variables files may use,
+	// or os.LookupEnv to resolve a file of your own.
 	LookupEnv func(string) (string, bool)
 }
 
@@ -36,7 +41,23 @@ func (o *Options) lookupEnv() func(string) (string, bool) {
 	if o != nil && o.LookupEnv != nil {
 		return o.LookupEnv
 	}
-	return os.LookupEnv
+	return func(string) (string, bool) { return "", false }
+}
+
+// AllowEnv returns an [Options.LookupEnv] that finds only the named
+// variables of the process's environment: each name is a variable's, or
+// a prefix when it ends in "*" ("AGENT_*" allows AGENT_DOCS_TOKEN, not
+// AGENT). Any other variable is as if unset.
+func AllowEnv(names ...string) func(string) (string, bool) {
+	names = slices.Clone(names)
+	return func(name string) (string, bool) {
+		for _, n := range names {
+			if p, ok := strings.CutSuffix(n, "*"); ok && len(name) > len(p) && strings.HasPrefix(name, p) || n == name {
+				return os.LookupEnv(name)
+			}
+		}
+		return "", false
+	}
 }
 
 // Check checks a parsed file against what the deployer has, and returns

@@ -9,6 +9,7 @@
 //	agent, err := agentfile.Load(ctx, "support.yaml", &agentfile.Options{
 //		Local: map[string]toolset.Toolset{"orders": orders},
 //		Store: store,
+//		LookupEnv: agentfile.AllowEnv("FILES_KEY", "DOCS_TOKEN"),
 //	})
 //	if err != nil {
 //		return err // every problem of the file, as FILE:LINE:COL: message lines
@@ -59,9 +60,12 @@
 // Every key is checked: an unknown key, a duplicate key, a value of the
 // wrong type or out of its bounds is a problem. Durations are Go's
 // ("30s", "5m", "1h30m"). A value of mcp.env or mcp.headers may hold
-// ${NAME}, replaced when the agent is resolved by the deployer's
-// environment variable, so that secrets stay out of the file; an unset
-// variable is a problem then. mcp.url must be http or https and may not
+// ${NAME}, replaced when the agent is resolved by a variable the
+// deployer gives in [Options.LookupEnv], so that secrets stay out of the
+// file; an unset variable is a problem then. No variable is given by
+// default: [AllowEnv] names those of the process's environment files may
+// use, since a file that could name any would send the process's secrets
+// to a server of its choosing. mcp.url must be http or https and may not
 // hold credentials.
 //
 // The file is bounded before any work: at most [MaxFileBytes], one YAML
@@ -128,6 +132,14 @@
 // the file says: a platform may run them on documents its users upload.
 // Only [File.Resolve] (and [Load]) makes MCP clients, which start their
 // commands or connect when first used.
+//
+// Resolving a file trusts its author with what its MCP entries do: a
+// command runs as the resolving process, with its environment, and a url
+// is reached from that process's network, internal hosts included. A
+// program that resolves files it did not write (a platform running its
+// users' agents) refuses the entries whose Entry.MCP is set, or resolves
+// them only where their author may run programs and reach hosts, and
+// gives LookupEnv only the variables those authors may read.
 //
 // # The platform's documents
 //
