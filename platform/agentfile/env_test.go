@@ -80,3 +80,39 @@ func TestAllowEnvFindsOnlyTheNamedVariables(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPHeadersAreNotSentWhereTheServerRedirects resolves a file whose
+// server redirects every request to another host: the file's headers,
+// which carry a secret, go only to the URL the file names, never where a
+// redirect points.
+func TestMCPHeadersAreNotSentWhereTheServerRedirects(t *testing.T) {
+	elsewhere, seen := catcher(t)
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirector.Close)
+	file := "name: a\ntoolsets:\n  - mcp:\n      url: " + redirector.URL + "/mcp\n      headers: {Authorization: \"Bearer ${DOCS_TOKEN}\", X-Key: \"${DOCS_TOKEN}\"}\n"
+	f, err := agentfile.Parse([]byte(file), "a.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := f.Resolve(context.Background(), &agentfile.Options{LookupEnv: func(name string) (string, bool) {
+		return "s3cret", name == "DOCS_TOKEN"
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if _, err := toolset.BuildTools(context.Background(), a.Name, a.Toolsets...); err == nil {
+		t.Fatal("BuildTools succeeded against a server that is not an MCP server")
+	}
+	got := seen()
+	if len(got) == 0 {
+		t.Fatal("the redirect was not followed; the test shows nothing")
+	}
+	for _, v := range got {
+		if strings.Contains(v, "s3cret") {
+			t.Fatalf("a header of the file was sent to the host a redirect named: %q", v)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"slices"
@@ -224,20 +225,33 @@ func (a *Agent) mcp(ps *problems, e *Entry, opts *Options) toolset.Toolset {
 		for k, v := range headers {
 			h.Set(k, v)
 		}
-		mopts = append(mopts, mcptoolset.WithHTTPClient(&http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: h}}))
+		u, err := url.Parse(m.URL)
+		if err != nil { // Parse checked it
+			ps.add(at, "mcp.url is not a URL")
+			return nil
+		}
+		mopts = append(mopts, mcptoolset.WithHTTPClient(&http.Client{Transport: &headerTransport{
+			base: http.DefaultTransport, scheme: u.Scheme, host: u.Host, headers: h,
+		}}))
 	}
 	ts := mcptoolset.NewHTTP(m.URL, mopts...)
 	a.closers = append(a.closers, ts)
 	return ts
 }
 
-// headerTransport sends the file's headers with every request.
+// headerTransport sends the file's headers with every request to the
+// file's URL's scheme and host, and only there: a redirect elsewhere
+// does not get them, since they hold the deployer's secrets.
 type headerTransport struct {
-	base    http.RoundTripper
-	headers http.Header
+	base         http.RoundTripper
+	scheme, host string
+	headers      http.Header
 }
 
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Scheme != t.scheme || !strings.EqualFold(r.URL.Host, t.host) {
+		return t.base.RoundTrip(r)
+	}
 	r = r.Clone(r.Context())
 	for k, v := range t.headers {
 		r.Header[k] = v
