@@ -69,7 +69,9 @@
 // hold credentials.
 //
 // The file is bounded before any work: at most [MaxFileBytes], one YAML
-// document of UTF-8 text, at most [MaxNodes] nodes walked (an alias is
+// document of UTF-8 text of at most 50 000 YAML tokens (names, values
+// and punctuation, counted before the YAML library builds its tree of
+// them), at most [MaxNodes] nodes walked (an alias is
 // walked at each use, so an alias bomb stops there), configuration
 // values nested at most [MaxDepth] deep, at most [MaxItems] entries in
 // any list or map and [MaxToolsets] toolsets. Keys must be strings; YAML
