@@ -118,7 +118,7 @@ func (f *File) Resolve(ctx context.Context, opts *Options) (*Agent, error) {
 		}
 		ts := src
 		if e.hasPolicies() && e.MCP == nil {
-			ts = &withPolicies{inner: ts, opts: e.toolOptions(), made: map[string]madeTool{}}
+			ts = &withPolicies{inner: ts, view: toolset.NewCombined(ts), opts: e.toolOptions(), made: map[string]madeTool{}}
 		}
 		if len(e.Rename) > 0 {
 			ts = toolset.NewRenamed(ts, e.Rename)
@@ -270,7 +270,12 @@ func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // makes new tools.
 type withPolicies struct {
 	inner toolset.Toolset
-	opts  []toolset.ToolOption
+	// view is inner as the library gives its tools to a turn: with the
+	// tools' own enabled and prepare functions applied, which a made tool
+	// does not carry, so that a policy never shows a tool its owner hides
+	// from the turn.
+	view toolset.Toolset
+	opts []toolset.ToolOption
 
 	mu   sync.Mutex
 	made map[string]madeTool
@@ -282,7 +287,7 @@ type madeTool struct {
 
 // GetTools implements toolset.Toolset.
 func (w *withPolicies) GetTools(ctx context.Context) ([]toolset.Tool, error) {
-	tools, err := w.inner.GetTools(ctx)
+	tools, err := w.view.GetTools(ctx)
 	if err != nil {
 		return nil, err
 	}
