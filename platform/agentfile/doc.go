@@ -116,7 +116,11 @@
 // same name, description and schemas and the entry's policies, calling
 // the original through its whole call path; the made tool lasts as long
 // as the original stays the same, so a cache or a rate-limit window
-// lasts from turn to turn.
+// lasts from turn to turn. The original keeps its own guards: it is
+// shown to the turns its own enabled checks allow (a package's
+// required_scopes), a call it has a human approve is neither answered
+// nor kept by the entry's cache, and the entry's approval does not ask
+// again for a call the original asks for itself.
 //
 // # Checking
 //

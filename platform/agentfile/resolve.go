@@ -118,7 +118,7 @@ func (f *File) Resolve(ctx context.Context, opts *Options) (*Agent, error) {
 		}
 		ts := src
 		if e.hasPolicies() && e.MCP == nil {
-			ts = &withPolicies{inner: ts, view: toolset.NewCombined(ts), opts: e.toolOptions(), made: map[string]madeTool{}}
+			ts = &withPolicies{inner: ts, view: toolset.NewCombined(ts), policies: e.policies(), made: map[string]madeTool{}}
 		}
 		if len(e.Rename) > 0 {
 			ts = toolset.NewRenamed(ts, e.Rename)
@@ -274,8 +274,8 @@ type withPolicies struct {
 	// tools' own enabled and prepare functions applied, which a made tool
 	// does not carry, so that a policy never shows a tool its owner hides
 	// from the turn.
-	view toolset.Toolset
-	opts []toolset.ToolOption
+	view     toolset.Toolset
+	policies policies
 
 	mu   sync.Mutex
 	made map[string]madeTool
@@ -299,7 +299,7 @@ func (w *withPolicies) GetTools(ctx context.Context) ([]toolset.Tool, error) {
 			out[i] = m.outer
 			continue
 		}
-		outer := wrapTool(t, w.opts)
+		outer := wrapTool(t, w.policies.options(&t))
 		w.made[t.Name] = madeTool{inner: t, outer: outer}
 		out[i] = outer
 	}

@@ -3,6 +3,7 @@ package agentfile_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -61,6 +62,76 @@ func testEntryPolicyHides(t *testing.T, local string) {
 	if _, err := tools.Execute(turn, call); err == nil {
 		t.Error("a run without the scope called the tool")
 	}
+}
+
+// TestEntryCacheDoesNotAnswerForACallThatNeedsApproval caches the
+// results of a tool whose every call waits for a human: a second run's
+// call with the same arguments must wait for its own approval, not get
+// the first run's result.
+func TestEntryCacheDoesNotAnswerForACallThatNeedsApproval(t *testing.T) {
+	var runs atomic.Int32
+	a := resolve(t, "name: a\ntoolsets:\n  - local: payments\n    cache: true\n", &agentfile.Options{Local: guarded(&runs)})
+	scopes := toolset.WithValue(toolset.NewKey[[]string]("scopes"), []string{"payouts"})
+	call := toolset.ToolCall{ID: "1", Name: "payout", Args: json.RawMessage(`{"id":"7"}`)}
+
+	first := toolset.NewRun("first", scopes)
+	defer first.End()
+	turn := first.Turn(context.Background())
+	tools, err := toolset.BuildTools(turn, a.Name, a.Toolsets...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ar *toolset.ApprovalRequiredError
+	if _, err := tools.Execute(turn, call); !errors.As(err, &ar) {
+		t.Fatalf("first call: %v, want an *ApprovalRequiredError", err)
+	}
+	first.RecordApproval(ar.Call)
+	if res, err := tools.Execute(turn, call); err != nil || text(res) != "paid 7" {
+		t.Fatalf("approved call: %v, %v", text(res), err)
+	}
+
+	second := toolset.NewRun("second", scopes)
+	defer second.End()
+	turn = second.Turn(context.Background())
+	tools, err = toolset.BuildTools(turn, a.Name, a.Toolsets...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tools.Execute(turn, call)
+	if !errors.As(err, &ar) {
+		t.Errorf("another run's call without approval: %v, %v", text(res), err)
+	}
+}
+
+// TestEntryApprovalOfAToolThatAsksItselfIsGivenOnce asks approval in the
+// file for a tool that asks for it too: one recorded approval lets the
+// call run, instead of each asking in turn forever.
+func TestEntryApprovalOfAToolThatAsksItselfIsGivenOnce(t *testing.T) {
+	var runs atomic.Int32
+	a := resolve(t, "name: a\ntoolsets:\n  - local: payments\n    approval: true\n", &agentfile.Options{Local: guarded(&runs)})
+	run := toolset.NewRun("twice", toolset.WithValue(toolset.NewKey[[]string]("scopes"), []string{"payouts"}))
+	defer run.End()
+	turn := run.Turn(context.Background())
+	tools, err := toolset.BuildTools(turn, a.Name, a.Toolsets...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := toolset.ToolCall{ID: "1", Name: "payout", Args: json.RawMessage(`{"id":"7"}`)}
+	for i := range 3 {
+		res, err := tools.Execute(turn, call)
+		var ar *toolset.ApprovalRequiredError
+		if !errors.As(err, &ar) {
+			if err != nil || text(res) != "paid 7" {
+				t.Fatalf("call %d: %v, %v", i, text(res), err)
+			}
+			if i != 1 {
+				t.Errorf("the call ran after %d approvals, want 1", i)
+			}
+			return
+		}
+		run.RecordApproval(ar.Call)
+	}
+	t.Fatal("the call never ran")
 }
 
 // TestEntryPolicyKeepsAPackagesRequiredScopes gives a policy to a
