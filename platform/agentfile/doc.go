@@ -129,7 +129,9 @@
 // packages the store lacks or that are not ready (a platform refuses to
 // deploy such an agent), configuration keys the package's tools do not
 // take or values of the wrong type, excluded and renamed tools the
-// package lacks, a prefix that makes a name longer than 64 bytes. Both
+// package lacks, a prefix that makes a name longer than 64 bytes, a
+// rename or a second entry of a package that offers a run the same tool
+// name twice (entries shown to different roles may share names). Both
 // return every problem at once in a [*CheckError], one [Problem] each
 // with its line and column, sorted; at most 100, the rest counted. What
 // the options do not give is not checked.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -158,5 +160,57 @@ func TestEntryPolicyKeepsAPackagesRequiredScopes(t *testing.T) {
 	}
 	if tools.Len() == 0 {
 		t.Error("a run with the scope is shown no tool")
+	}
+}
+
+// TestCheckReportsToolNamesOfferedTwice checks a file whose entries give
+// the model the same tool name twice, which no turn of the agent could
+// build: the same package twice, and a rename onto a name the package
+// has. Entries shown to different roles may share names.
+func TestCheckReportsToolNamesOfferedTwice(t *testing.T) {
+	s := openStore(t)
+	upload(t, s, "finance", demoPackage(t, nil))
+	file := `name: a
+toolsets:
+  - package: finance
+    roles: [staff]
+  - package: finance
+    roles: [admin]
+  - package: finance
+    rename: {finance__echo: finance__fail}
+    roles: [guest]
+  - package: finance
+    roles: [staff, guest]
+    exclude: [echo]
+`
+	f, err := agentfile.Parse([]byte(file), "a.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := lines(t, agentfile.Check(context.Background(), f, &agentfile.Options{Store: s}))
+	want := []string{
+		`8:14: rename makes two tools named "finance__fail"`,
+		`10:14: the tool name "finance__big" is offered twice, here and by the toolset at line 3; give one a prefix`,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("problems:\n%s", strings.Join(got, "\n"))
+	}
+
+	// The library agrees: those turns cannot be built, the others can.
+	a, err := f.Resolve(context.Background(), &agentfile.Options{Store: s})
+	if err == nil {
+		t.Fatal("Resolve accepted what Check refuses")
+	}
+	f.Toolsets = f.Toolsets[:2]
+	if a, err = f.Resolve(context.Background(), &agentfile.Options{Store: s}); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	for _, role := range []string{"staff", "admin"} {
+		run := toolset.NewRun(role, toolset.WithValue(agentfile.Role, role))
+		if _, err := toolset.BuildTools(run.Turn(context.Background()), a.Name, a.Toolsets...); err != nil {
+			t.Errorf("role %s: %v", role, err)
+		}
+		run.End()
 	}
 }
