@@ -228,9 +228,19 @@ func kind(n *yaml.Node) string {
 		case "!!null":
 			return "nothing"
 		}
-		return "a " + strings.TrimPrefix(n.Tag, "!!")
+		return "a " + tagName(n.Tag)
 	}
 	return "an alias"
+}
+
+// tagName names a YAML tag for a message: a standard one by its name
+// ("binary"), any other quoted and cut short, since a file's own tags
+// may be long and decode to any bytes.
+func tagName(tag string) string {
+	if name, ok := strings.CutPrefix(tag, "!!"); ok && len(name) <= 16 && strings.Trim(name, "abcdefghijklmnopqrstuvwxyz") == "" {
+		return name
+	}
+	return "value tagged " + quote(tag)
 }
 
 // field is one key of a mapping and its value.
@@ -969,7 +979,7 @@ func (p *parser) value(n *yaml.Node, depth int) (any, bool) {
 		case "!!null":
 			return nil, true
 		}
-		p.add(pos(n), "a configuration value of type %s is not supported; quote it to make it a string", strings.TrimPrefix(n.Tag, "!!"))
+		p.add(pos(n), "a configuration value of type %s is not supported; quote it to make it a string", tagName(n.Tag))
 		return nil, false
 	case yaml.SequenceNode:
 		if len(n.Content) > MaxItems {

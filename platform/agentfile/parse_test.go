@@ -277,3 +277,23 @@ func TestConfigValueProblemsNeverQuoteTheValue(t *testing.T) {
 		t.Fatalf("problems %q, want %q", got, want)
 	}
 }
+
+// TestLongOrOddTagsAreQuotedShort tags values with tags of a hundred
+// kilobytes, and one whose escapes decode to a terminal's control
+// sequence: a problem names the tag quoted and cut short.
+func TestLongOrOddTagsAreQuotedShort(t *testing.T) {
+	long := strings.Repeat("a", 100_000)
+	for _, data := range []string{
+		"name: !" + long + " x\n",
+		"name: a\ntoolsets:\n  - package: p\n    config: {k: !" + long + " x}\n",
+		"name: a\ntoolsets:\n  - package: p\n    config: {k: !<tag:%1b%5b31m> x}\n",
+	} {
+		_, err := agentfile.Parse([]byte(data), "a.yaml")
+		if err == nil {
+			t.Fatal("accepted")
+		}
+		if msg := err.Error(); len(msg) > 300 || strings.ContainsAny(msg, "\x1b\x00") {
+			t.Errorf("problem of %d bytes: %q", len(msg), msg[:min(len(msg), 200)])
+		}
+	}
+}
