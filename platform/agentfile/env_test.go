@@ -2,14 +2,18 @@ package agentfile_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/mcptoolset"
 	"github.com/gotoolset/toolset/platform/agentfile"
 )
 
@@ -114,5 +118,57 @@ func TestMCPHeadersAreNotSentWhereTheServerRedirects(t *testing.T) {
 		if strings.Contains(v, "s3cret") {
 			t.Fatalf("a header of the file was sent to the host a redirect named: %q", v)
 		}
+	}
+}
+
+// guard is a program's egress transport: it counts the requests it is
+// given and lets through only those to allowed hosts.
+type guard struct {
+	allowed string
+	seen    atomic.Int32
+}
+
+func (g *guard) RoundTrip(r *http.Request) (*http.Response, error) {
+	g.seen.Add(1)
+	if r.URL.Host != g.allowed {
+		return nil, errors.New("egress refused")
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestFileHeadersDoNotReplaceTheProgramsHTTPClient resolves a file with
+// headers for a program whose MCP clients go out through its egress
+// guard: the file's headers must not swap the guard for a client of
+// their own, whether the program gives it as an MCP option or as
+// Options.HTTPClient, which also carries the headers.
+func TestFileHeadersDoNotReplaceTheProgramsHTTPClient(t *testing.T) {
+	internal, seen := catcher(t)
+	file := "name: a\ntoolsets:\n  - mcp:\n      url: " + internal + "/mcp\n      headers: {X-Key: \"k\"}\n"
+	f, err := agentfile.Parse([]byte(file), "a.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := func(opts *agentfile.Options) {
+		t.Helper()
+		a, err := f.Resolve(context.Background(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		if _, err := toolset.BuildTools(context.Background(), a.Name, a.Toolsets...); err == nil {
+			t.Fatal("BuildTools succeeded")
+		}
+	}
+
+	g := &guard{allowed: "mcp.example.com"}
+	build(&agentfile.Options{MCP: []mcptoolset.Option{mcptoolset.WithHTTPClient(&http.Client{Transport: g})}})
+	if g.seen.Load() == 0 || len(seen()) != 0 {
+		t.Fatalf("the guard saw %d requests, the internal host %d", g.seen.Load(), len(seen()))
+	}
+
+	g = &guard{allowed: strings.TrimPrefix(internal, "http://")}
+	build(&agentfile.Options{HTTPClient: &http.Client{Transport: g}})
+	if g.seen.Load() == 0 || !slices.Contains(seen(), "k") {
+		t.Fatalf("the guard saw %d requests; the server got %q", g.seen.Load(), seen())
 	}
 }

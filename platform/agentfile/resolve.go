@@ -182,7 +182,7 @@ func (a *Agent) mcp(ps *problems, e *Entry, opts *Options) toolset.Toolset {
 	m := e.MCP
 	at := e.position("mcp")
 	lookup := opts.lookupEnv()
-	mopts := slices.Clone(opts.MCP)
+	var mopts []mcptoolset.Option
 	if m.Name != "" {
 		mopts = append(mopts, mcptoolset.WithName(m.Name))
 	}
@@ -212,7 +212,7 @@ func (a *Agent) mcp(ps *problems, e *Entry, opts *Options) toolset.Toolset {
 		for _, k := range sortedKeys(env) {
 			cmd.Env = append(cmd.Env, k+"="+env[k])
 		}
-		ts := mcptoolset.NewCommand(cmd, mopts...)
+		ts := mcptoolset.NewCommand(cmd, append(mopts, opts.MCP...)...)
 		a.closers = append(a.closers, ts)
 		return ts
 	}
@@ -230,11 +230,20 @@ func (a *Agent) mcp(ps *problems, e *Entry, opts *Options) toolset.Toolset {
 			ps.add(at, "mcp.url is not a URL")
 			return nil
 		}
-		mopts = append(mopts, mcptoolset.WithHTTPClient(&http.Client{Transport: &headerTransport{
-			base: http.DefaultTransport, scheme: u.Scheme, host: u.Host, headers: h,
-		}}))
+		hc := http.Client{}
+		if opts.HTTPClient != nil {
+			hc = *opts.HTTPClient
+		}
+		base := hc.Transport
+		if base == nil {
+			base = http.DefaultTransport
+		}
+		hc.Transport = &headerTransport{base: base, scheme: u.Scheme, host: u.Host, headers: h}
+		mopts = append(mopts, mcptoolset.WithHTTPClient(&hc))
+	} else if opts.HTTPClient != nil {
+		mopts = append(mopts, mcptoolset.WithHTTPClient(opts.HTTPClient))
 	}
-	ts := mcptoolset.NewHTTP(m.URL, mopts...)
+	ts := mcptoolset.NewHTTP(m.URL, append(mopts, opts.MCP...)...)
 	a.closers = append(a.closers, ts)
 	return ts
 }

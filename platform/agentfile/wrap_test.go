@@ -214,3 +214,29 @@ toolsets:
 		run.End()
 	}
 }
+
+// TestEntryRateLimitOfAPackageHoldsFromTurnToTurn limits a package's
+// tools to one call an hour: a new turn, or a new run, must not start a
+// new window.
+func TestEntryRateLimitOfAPackageHoldsFromTurnToTurn(t *testing.T) {
+	s := openStore(t)
+	upload(t, s, "finance", demoPackage(t, nil))
+	a := resolve(t, "name: a\ntoolsets:\n  - package: finance\n    rateLimit: {calls: 1, per: 1h, reject: true}\n", &agentfile.Options{Store: s})
+	call := toolset.ToolCall{ID: "1", Name: "finance__echo", Args: json.RawMessage(`{"text":"hi"}`)}
+	for i := range 3 {
+		run := toolset.NewRun("limited")
+		turn := run.Turn(context.Background())
+		tools, err := toolset.BuildTools(turn, a.Name, a.Toolsets...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = tools.Execute(turn, call)
+		run.End()
+		if i == 0 && err != nil {
+			t.Fatalf("first call: %v", err)
+		}
+		if i > 0 && err == nil {
+			t.Fatalf("call %d in a new run was not limited", i+1)
+		}
+	}
+}
