@@ -73,6 +73,13 @@ func Load(ctx context.Context, path string, opts *Options) (*Agent, error) {
 // ReadFile reads an agent file, at most MaxFileBytes of it and one byte
 // more, so that Parse reports a bigger one.
 func ReadFile(path string) ([]byte, error) {
+	// Not opened unless it is a regular file: opening a named pipe waits
+	// for a writer, a device may do anything.
+	if st, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("agentfile: %w", err)
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("agentfile: %s is not a regular file", path)
+	}
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("agentfile: %w", err)
