@@ -107,7 +107,10 @@
 //
 // Each policy is the library's, per tool: timeout is
 // [toolset.WithTimeout] (told to the model), cache [toolset.WithCache]
-// (scope process, the default, or run; cache: true for no TTL),
+// (scope process, the default, or run; cache: true for no TTL; a process
+// cache gives one run's result to every run that makes the same call, so
+// a tool whose results depend on the run's user, such as a package tool
+// with auth, needs scope run),
 // rateLimit [toolset.WithRateLimit], approval [toolset.WithApprovalRequired]
 // for every call, maxFailures [toolset.WithMaxFailures], deferred
 // [toolset.WithDeferred]. An MCP server's tools get them as they are made
