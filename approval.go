@@ -331,6 +331,20 @@ func (c *toolCore) checkApproval(ctx context.Context, t Tool, call ToolCall, rc 
 	return call, nil
 }
 
+// NeedsApproval reports whether a call of the tool with args waits for a
+// human's approval: the answer of its [WithApprovalRequired] function
+// for a call under ctx, false for a tool without one. A panic of the
+// function is a [*PanicError]. A program that offers the tool through a
+// tool of its own, whose handler calls [Tool.Execute], asks it so that
+// its own policies in front (a result cache, an approval of its own) do
+// not answer for a call the tool has a human approve, nor ask twice.
+func (t Tool) NeedsApproval(ctx context.Context, args json.RawMessage) (bool, error) {
+	if t.core == nil || t.core.approval == nil {
+		return false, nil
+	}
+	return t.core.askApproval(ctx, t, ToolCall{Name: t.Name, Args: normalizeArgs(args)})
+}
+
 // askApproval runs the approval predicate. A panic becomes a *PanicError.
 func (c *toolCore) askApproval(ctx context.Context, t Tool, call ToolCall) (need bool, err error) {
 	defer func() {

@@ -125,3 +125,36 @@ func TestApprovalBindsToTheCall(t *testing.T) {
 	_, visible := toolset.ErrorText(err)
 	assert.False(t, visible)
 }
+
+// TestNeedsApprovalAsksTheToolsFunction asks a tool whether a call would
+// wait for approval, as a tool offering it again through Execute does:
+// the tool's own function answers, a tool without one needs none, and a
+// panic of the function is an error naming the tool.
+func TestNeedsApprovalAsksTheToolsFunction(t *testing.T) {
+	big := toolset.NewTool("transfer", "", func(_ context.Context, in lookupArgs) (string, error) { return "", nil },
+		toolset.WithApprovalRequired(func(_ context.Context, _ toolset.Tool, args json.RawMessage) (bool, error) {
+			var in lookupArgs
+			err := json.Unmarshal(args, &in)
+			return in.ID > 100, err
+		}))
+	for args, want := range map[string]bool{`{"id": 7}`: false, `{"id": 700}`: true} {
+		got, err := big.NeedsApproval(context.Background(), json.RawMessage(args))
+		require.NoError(t, err)
+		assert.Equal(t, want, got, args)
+	}
+	plain := toolset.NewTool("lookup", "", func(_ context.Context, in lookupArgs) (string, error) { return "", nil })
+	got, err := plain.NeedsApproval(context.Background(), json.RawMessage(`{"id": 700}`))
+	require.NoError(t, err)
+	assert.False(t, got)
+	var zero toolset.Tool
+	got, err = zero.NeedsApproval(context.Background(), nil)
+	assert.NoError(t, err)
+	assert.False(t, got)
+
+	panics := toolset.NewTool("boom", "", func(_ context.Context, in lookupArgs) (string, error) { return "", nil },
+		toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { panic("no") }))
+	_, err = panics.NeedsApproval(context.Background(), json.RawMessage(`{}`))
+	var pe *toolset.PanicError
+	require.ErrorAs(t, err, &pe)
+	assert.Contains(t, err.Error(), "boom")
+}

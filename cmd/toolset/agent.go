@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/platform/agentfile"
@@ -154,7 +155,9 @@ func cmdAgentTools(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if store != nil {
 		defer store.Close()
 	}
-	a, err := withoutLocal(f, stderr).Resolve(ctx, &agentfile.Options{Store: store})
+	// The file is the user's own, as are the commands it runs: its
+	// ${NAME} references read this process's environment.
+	a, err := withoutLocal(f, stderr).Resolve(ctx, &agentfile.Options{Store: store, LookupEnv: os.LookupEnv})
 	if err != nil {
 		return printProblems(pos[0], err, stdout)
 	}

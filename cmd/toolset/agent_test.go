@@ -103,6 +103,18 @@ toolsets:
 		assert.Equal(t, "wx_say", tools[0].Name)
 		assert.Contains(t, tools[0].Parameters["properties"], "text")
 	})
+	t.Run("tools with the environment", func(t *testing.T) {
+		t.Setenv("AGENT_CLI_TEST_NAME", "weather")
+		withEnv := writeFile(t, dir, "env.yaml", `name: env
+toolsets:
+  - mcp:
+      command: [`+bin+`, serve, `+zip+`, --sandbox, direct, --name, weather]
+      env: {TOOLSET_TEST_UNUSED: "${AGENT_CLI_TEST_NAME}"}
+`)
+		code, stdout, stderr := runBinary(t, bin, "agent", "tools", withEnv)
+		require.Equal(t, 0, code, stderr)
+		assert.Contains(t, stdout, "\nweather__echo\n")
+	})
 	t.Run("tools without the store", func(t *testing.T) {
 		code, stdout, stderr := runBinary(t, bin, "agent", "tools", agent)
 		assert.Equal(t, 1, code)

@@ -59,9 +59,9 @@ Commands:
         against the store in DIR, which no other process may hold open.
         Starts nothing: MCP servers are not contacted
   agent tools FILE [--role ROLE] [--store DIR] [--sandbox MODE] [--json]
-        resolve the agent, starting its MCP servers, and print the tools
-        the model sees in a run of role ROLE: names and descriptions, with
-        --json their parameters too
+        resolve the agent, starting its MCP servers (their ${NAME} from
+        this environment), and print the tools the model sees in a run of
+        role ROLE: names and descriptions, with --json their parameters too
         Local toolsets are registered by the Go program that runs an agent:
         both agent commands leave them out, with a note on stderr
 

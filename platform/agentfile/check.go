@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -25,10 +26,23 @@ type Options struct {
 	// them.
 	Store *toolpkg.Store
 	// MCP are options given to every MCP client Resolve makes (a logger,
-	// timeouts, ...), before the file's own (its name, headers, policies).
+	// timeouts, ...), after the file's own (its name, headers, policies),
+	// so that the program's win where both set the same: a
+	// mcptoolset.WithHTTPClient here is used as it is, without the file's
+	// headers (give HTTPClient instead), and a mcptoolset.WithToolOptions
+	// here replaces the file's policies.
 	MCP []mcptoolset.Option
+	// HTTPClient is the client the file's MCP urls are reached with; nil:
+	// http.DefaultClient. The file's headers are sent by a copy of it
+	// whose Transport adds them, to the file's URL's host only.
+	HTTPClient *http.Client
 	// LookupEnv finds the variables ${NAME} refers to when Resolve
-	// expands mcp.env and mcp.headers; default os.LookupEnv.
+	// expands mcp.env and mcp.headers. Nil: none is found, so that a file
+	// never reads the resolving process's environment unless the program
+	// says which variables it may: a header of a file a user uploaded
+	// would otherwise carry any of the process's secrets to the server
+	// the file names. Give [AllowEnv] for the variables files may use,
+	// or os.LookupEnv to resolve a file of your own.
 	LookupEnv func(string) (string, bool)
 }
 
@@ -36,7 +50,23 @@ func (o *Options) lookupEnv() func(string) (string, bool) {
 	if o != nil && o.LookupEnv != nil {
 		return o.LookupEnv
 	}
-	return os.LookupEnv
+	return func(string) (string, bool) { return "", false }
+}
+
+// AllowEnv returns an [Options.LookupEnv] that finds only the named
+// variables of the process's environment: each name is a variable's, or
+// a prefix when it ends in "*" ("AGENT_*" allows AGENT_DOCS_TOKEN, not
+// AGENT). Any other variable is as if unset.
+func AllowEnv(names ...string) func(string) (string, bool) {
+	names = slices.Clone(names)
+	return func(name string) (string, bool) {
+		for _, n := range names {
+			if p, ok := strings.CutSuffix(n, "*"); ok && len(name) > len(p) && strings.HasPrefix(name, p) || n == name {
+				return os.LookupEnv(name)
+			}
+		}
+		return "", false
+	}
 }
 
 // Check checks a parsed file against what the deployer has, and returns
@@ -45,7 +75,8 @@ func (o *Options) lookupEnv() func(string) (string, bool) {
 // ready (deploying such an agent is refused), configuration the package's
 // tools do not declare or of the wrong type, an excluded or renamed tool
 // the package does not have, a prefix or rename that makes a tool name
-// longer than 64 bytes. What opts does not give (no registry, no store)
+// longer than 64 bytes, and package tools offered to a run under the
+// same name twice, which no turn of such a run could build. What opts does not give (no registry, no store)
 // is not checked. MCP servers are not checked: Check, like [Parse],
 // starts no process and opens no connection; it only reads the store's
 // records.
@@ -57,6 +88,7 @@ func Check(ctx context.Context, f *File, opts *Options) error {
 		opts = &Options{}
 	}
 	ps := &problems{file: f.Filename}
+	offered := map[string][]*Entry{}
 	for i := range f.Toolsets {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("agentfile: checking %s: %w", f.Filename, err)
@@ -68,10 +100,33 @@ func Check(ctx context.Context, f *File, opts *Options) error {
 				ps.add(e.position("local"), "unknown local toolset %s; this program has %s", quote(e.Local), known(opts.Local))
 			}
 		case e.Package != nil && opts.Store != nil:
-			checkPackage(ps, e, opts.Store)
+		names:
+			for _, name := range checkPackage(ps, e, opts.Store) {
+				for _, other := range offered[name] {
+					if sharesRuns(e, other) {
+						ps.add(e.position("package"), "the tool name %s is offered twice, here and by the toolset at line %d; give one a prefix",
+							quote(name), other.Pos.Line)
+						break names
+					}
+				}
+				offered[name] = append(offered[name], e)
+			}
 		}
 	}
 	return ps.err()
+}
+
+// sharesRuns says whether some run is shown the tools of both entries.
+func sharesRuns(a, b *Entry) bool {
+	if len(a.Roles) == 0 || len(b.Roles) == 0 {
+		return true
+	}
+	for _, r := range a.Roles {
+		if slices.Contains(b.Roles, r) {
+			return true
+		}
+	}
+	return false
 }
 
 // known lists a registry's names for a message, bounded.
@@ -92,13 +147,15 @@ func known(m map[string]toolset.Toolset) string {
 	return strings.Join(names, ", ") + more
 }
 
-// checkPackage checks a package entry against the store's record of it.
-func checkPackage(ps *problems, e *Entry, store *toolpkg.Store) {
+// checkPackage checks a package entry against the store's record of it,
+// and returns the names the model is offered its tools under, when they
+// are known and valid.
+func checkPackage(ps *problems, e *Entry, store *toolpkg.Store) []string {
 	name := e.Package.Name
 	info, err := store.Info(name)
 	if err != nil {
 		ps.add(e.position("package"), "unknown package %s: the store has no toolset of that name", quote(name))
-		return
+		return nil
 	}
 	if info.Status != toolpkg.StatusReady {
 		msg := fmt.Sprintf("package %s is not ready (status %s); an agent is deployed only with ready toolsets", quote(name), info.Status)
@@ -109,7 +166,7 @@ func checkPackage(ps *problems, e *Entry, store *toolpkg.Store) {
 			}
 		}
 		ps.add(e.position("package"), "%s", msg)
-		return
+		return nil
 	}
 	tools := map[string]toolpkg.ToolInfo{}
 	declared := map[string][]toolpkg.ConfigField{}
@@ -167,31 +224,55 @@ func checkPackage(ps *problems, e *Entry, store *toolpkg.Store) {
 	// The names the model sees: <package>__<tool>, renamed, prefixed.
 	exposed := map[string]bool{}
 	for _, t := range info.Tools {
-		exposed[name+"__"+t.Name] = true
+		if !slices.Contains(cfg.Exclude, t.Name) {
+			exposed[name+"__"+t.Name] = true
+		}
 	}
 	for _, from := range sortedKeys(e.Rename) {
-		if !exposed[from] {
+		if tool, ok := strings.CutPrefix(from, name+"__"); !ok || !slices.Contains(names, tool) {
 			ps.add(e.position("rename:"+from), "rename: package %s has no tool %s (its tools are named %s__TOOL)", quote(name), quote(from), name)
 		}
 	}
-	checkNames(ps, e, exposed)
+	return checkNames(ps, e, exposed)
 }
 
 // checkNames reports the tool names the entry's rename and prefix would
-// make invalid.
-func checkNames(ps *problems, e *Entry, exposed map[string]bool) {
-	if e.Prefix == "" {
-		return
-	}
+// make invalid or the same, and returns the names, or nil if some are.
+func checkNames(ps *problems, e *Entry, exposed map[string]bool) []string {
+	out := make([]string, 0, len(exposed))
+	seen := make(map[string]bool, len(exposed))
 	for _, n := range sortedKeys(exposed) {
+		from := n
 		if to, ok := e.Rename[n]; ok {
 			n = to
 		}
-		if full := e.prefixed(n); !toolNameRE.MatchString(full) {
+		full := e.prefixed(n)
+		if !toolNameRE.MatchString(full) {
 			ps.add(e.position("prefix"), "prefix %s makes the tool name %s, longer than 64 bytes", quote(e.Prefix), quote(full))
-			return
+			return nil
+		}
+		if seen[full] {
+			at := e.position("rename:" + from)
+			if _, ok := e.Rename[from]; !ok {
+				at = e.position("rename:" + renamedTo(e.Rename, n))
+			}
+			ps.add(at, "rename makes two tools named %s", quote(full))
+			return nil
+		}
+		seen[full] = true
+		out = append(out, full)
+	}
+	return out
+}
+
+// renamedTo returns the source name rename maps to to.
+func renamedTo(rename map[string]string, to string) string {
+	for from, t := range rename {
+		if t == to {
+			return from
 		}
 	}
+	return ""
 }
 
 // typeProblem says how v does not fit the field's type, as the store

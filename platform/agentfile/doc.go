@@ -9,6 +9,7 @@
 //	agent, err := agentfile.Load(ctx, "support.yaml", &agentfile.Options{
 //		Local: map[string]toolset.Toolset{"orders": orders},
 //		Store: store,
+//		LookupEnv: agentfile.AllowEnv("FILES_KEY", "DOCS_TOKEN"),
 //	})
 //	if err != nil {
 //		return err // every problem of the file, as FILE:LINE:COL: message lines
@@ -59,13 +60,18 @@
 // Every key is checked: an unknown key, a duplicate key, a value of the
 // wrong type or out of its bounds is a problem. Durations are Go's
 // ("30s", "5m", "1h30m"). A value of mcp.env or mcp.headers may hold
-// ${NAME}, replaced when the agent is resolved by the deployer's
-// environment variable, so that secrets stay out of the file; an unset
-// variable is a problem then. mcp.url must be http or https and may not
+// ${NAME}, replaced when the agent is resolved by a variable the
+// deployer gives in [Options.LookupEnv], so that secrets stay out of the
+// file; an unset variable is a problem then. No variable is given by
+// default: [AllowEnv] names those of the process's environment files may
+// use, since a file that could name any would send the process's secrets
+// to a server of its choosing. mcp.url must be http or https and may not
 // hold credentials.
 //
 // The file is bounded before any work: at most [MaxFileBytes], one YAML
-// document of UTF-8 text, at most [MaxNodes] nodes walked (an alias is
+// document of UTF-8 text of at most 50 000 YAML tokens (names, values
+// and punctuation, counted before the YAML library builds its tree of
+// them), at most [MaxNodes] nodes walked (an alias is
 // walked at each use, so an alias bomb stops there), configuration
 // values nested at most [MaxDepth] deep, at most [MaxItems] entries in
 // any list or map and [MaxToolsets] toolsets. Keys must be strings; YAML
@@ -101,7 +107,10 @@
 //
 // Each policy is the library's, per tool: timeout is
 // [toolset.WithTimeout] (told to the model), cache [toolset.WithCache]
-// (scope process, the default, or run; cache: true for no TTL),
+// (scope process, the default, or run; cache: true for no TTL; a process
+// cache gives one run's result to every run that makes the same call, so
+// a tool whose results depend on the run's user, such as a package tool
+// with auth, needs scope run),
 // rateLimit [toolset.WithRateLimit], approval [toolset.WithApprovalRequired]
 // for every call, maxFailures [toolset.WithMaxFailures], deferred
 // [toolset.WithDeferred]. An MCP server's tools get them as they are made
@@ -110,7 +119,11 @@
 // same name, description and schemas and the entry's policies, calling
 // the original through its whole call path; the made tool lasts as long
 // as the original stays the same, so a cache or a rate-limit window
-// lasts from turn to turn.
+// lasts from turn to turn. The original keeps its own guards: it is
+// shown to the turns its own enabled checks allow (a package's
+// required_scopes), a call it has a human approve is neither answered
+// nor kept by the entry's cache, and the entry's approval does not ask
+// again for a call the original asks for itself.
 //
 // # Checking
 //
@@ -119,7 +132,9 @@
 // packages the store lacks or that are not ready (a platform refuses to
 // deploy such an agent), configuration keys the package's tools do not
 // take or values of the wrong type, excluded and renamed tools the
-// package lacks, a prefix that makes a name longer than 64 bytes. Both
+// package lacks, a prefix that makes a name longer than 64 bytes, a
+// rename or a second entry of a package that offers a run the same tool
+// name twice (entries shown to different roles may share names). Both
 // return every problem at once in a [*CheckError], one [Problem] each
 // with its line and column, sorted; at most 100, the rest counted. What
 // the options do not give is not checked.
@@ -128,6 +143,14 @@
 // the file says: a platform may run them on documents its users upload.
 // Only [File.Resolve] (and [Load]) makes MCP clients, which start their
 // commands or connect when first used.
+//
+// Resolving a file trusts its author with what its MCP entries do: a
+// command runs as the resolving process, with its environment, and a url
+// is reached from that process's network, internal hosts included. A
+// program that resolves files it did not write (a platform running its
+// users' agents) refuses the entries whose Entry.MCP is set, or resolves
+// them only where their author may run programs and reach hosts, and
+// gives LookupEnv only the variables those authors may read.
 //
 // # The platform's documents
 //

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/canonjson"
 	"github.com/gotoolset/toolset/toolpkg"
 )
 
@@ -160,32 +163,109 @@ func (e *Entry) hasPolicies() bool {
 	return e.Deferred || e.Timeout > 0 || e.Cache != nil || e.RateLimit != nil || e.Approval || e.MaxFailures > 0
 }
 
-// toolOptions are the entry's policies as the library's tool options.
-func (e *Entry) toolOptions() []toolset.ToolOption {
+// toolOptions are the entry's policies as the library's tool options,
+// for the tools of a source that makes them with these options (an MCP
+// server's).
+func (e *Entry) toolOptions() []toolset.ToolOption { return e.policies().options(nil) }
+
+// policies returns a copy of the entry's policies, which a later change
+// of the entry does not reach.
+func (e *Entry) policies() policies {
+	p := policies{deferred: e.Deferred, timeout: e.Timeout, approval: e.Approval, maxFailures: e.MaxFailures}
+	if e.Cache != nil {
+		c := *e.Cache
+		p.cache = &c
+	}
+	if e.RateLimit != nil {
+		r := *e.RateLimit
+		p.rateLimit = &r
+	}
+	return p
+}
+
+// policies are an entry's policies.
+type policies struct {
+	deferred    bool
+	timeout     time.Duration
+	cache       *Cache
+	rateLimit   *RateLimit
+	approval    bool
+	maxFailures int
+}
+
+// options are the policies as the library's tool options. For a tool
+// offered in front of inner, a tool made elsewhere that its handler
+// calls, they step aside where inner's approval would ask a human: the
+// approval asks only for the calls inner does not have approved itself
+// (a run records one decision for a call, which two askers would each
+// take in turn, forever), and the cache neither answers nor keeps a call
+// inner has approved, since it stands before inner's approval and would
+// otherwise give one run's approved result to any later call.
+func (p policies) options(inner *toolset.Tool) []toolset.ToolOption {
 	var opts []toolset.ToolOption
-	if e.Deferred {
+	if p.deferred {
 		opts = append(opts, toolset.WithDeferred())
 	}
-	if e.Timeout > 0 {
-		opts = append(opts, toolset.WithTimeout(e.Timeout, toolset.TimeoutTellModel))
+	if p.timeout > 0 {
+		opts = append(opts, toolset.WithTimeout(p.timeout, toolset.TimeoutTellModel))
 	}
-	if c := e.Cache; c != nil {
-		opts = append(opts, toolset.WithCache(toolset.CachePolicy{Scope: c.Scope, TTL: c.TTL, MaxEntries: c.MaxEntries}))
+	if c := p.cache; c != nil {
+		policy := toolset.CachePolicy{Scope: c.Scope, TTL: c.TTL, MaxEntries: c.MaxEntries}
+		if inner != nil {
+			policy.Key = approvedKey(*inner)
+		}
+		opts = append(opts, toolset.WithCache(policy))
 	}
-	if r := e.RateLimit; r != nil {
+	if r := p.rateLimit; r != nil {
 		opts = append(opts, toolset.WithRateLimit(toolset.RateLimit{Requests: r.Calls, Interval: r.Per, Burst: r.Burst, Reject: r.Reject}))
 	}
-	if e.Approval {
-		opts = append(opts, toolset.WithApprovalRequired(always))
+	if p.approval {
+		need := always
+		if inner != nil {
+			need = unlessAsked(*inner)
+		}
+		opts = append(opts, toolset.WithApprovalRequired(need))
 	}
-	if e.MaxFailures > 0 {
-		opts = append(opts, toolset.WithMaxFailures(e.MaxFailures))
+	if p.maxFailures > 0 {
+		opts = append(opts, toolset.WithMaxFailures(p.maxFailures))
 	}
 	return opts
 }
 
 // always asks for approval of every call.
 func always(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }
+
+// unlessAsked asks for approval of the calls inner does not ask for.
+func unlessAsked(inner toolset.Tool) toolset.NeedsApprovalFunc {
+	return func(ctx context.Context, _ toolset.Tool, args json.RawMessage) (bool, error) {
+		asks, err := inner.NeedsApproval(ctx, args)
+		return !asks, err
+	}
+}
+
+// uncached numbers the cache keys that are never looked up again.
+var uncached atomic.Uint64
+
+// approvedKey is a cache key function that keys a call by its canonical
+// arguments, as the library does, unless inner has the call approved:
+// then the key is one of its own, never looked up again, so that the
+// cache neither answers it nor keeps its result for another call.
+func approvedKey(inner toolset.Tool) func(context.Context, json.RawMessage) (string, error) {
+	return func(ctx context.Context, args json.RawMessage) (string, error) {
+		asks, err := inner.NeedsApproval(ctx, args)
+		if err != nil {
+			return "", err
+		}
+		if asks {
+			return "\x00approved " + strconv.FormatUint(uncached.Add(1), 10), nil
+		}
+		key, err := canonjson.Append(nil, args)
+		if err != nil {
+			return "", err
+		}
+		return string(key), nil
+	}
+}
 
 // prefixed returns name under the entry's prefix.
 func (e *Entry) prefixed(name string) string {

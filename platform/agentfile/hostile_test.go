@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -68,5 +70,36 @@ func TestParseAndCheckStartNoProcessAndOpenNoConnection(t *testing.T) {
 	}
 	if conns.Load() == 0 {
 		t.Error("using the resolved agent did not connect to its server")
+	}
+}
+
+// TestManySmallNodesAreRefusedBeforeTheTreeIsBuilt parses files of a
+// mebibyte made of the smallest YAML nodes there are. The YAML library
+// builds a node of a few hundred bytes for each before any of Parse's
+// own bounds can count them, so a file must be refused before it gets
+// there: each may cost only a few megabytes.
+func TestManySmallNodesAreRefusedBeforeTheTreeIsBuilt(t *testing.T) {
+	const n = agentfile.MaxFileBytes - 16
+	for name, data := range map[string]string{
+		"flow list":   "[" + strings.Repeat("a,", n/2-1) + "a]",
+		"block list":  strings.Repeat("- a\n", n/4),
+		"empty keys":  strings.Repeat("? \n", n/3),
+		"flow keys":   "[" + strings.Repeat("? a,", n/4-1) + "]",
+		"empty lists": "[" + strings.Repeat("[],", n/3-1) + "]",
+		"aliases":     "a: &a b\nc: [" + strings.Repeat("*a,", n/3-8) + "*a]\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			_, err := agentfile.Parse([]byte(data), "small.yaml")
+			runtime.ReadMemStats(&after)
+			if err == nil || !strings.Contains(err.Error(), "YAML tokens") {
+				t.Fatalf("error %v", err)
+			}
+			if used := after.TotalAlloc - before.TotalAlloc; used > 8<<20 {
+				t.Errorf("Parse allocated %d MB for a %d KB file", used>>20, len(data)>>10)
+			}
+		})
 	}
 }

@@ -79,6 +79,10 @@ func (p *parser) parse(data []byte) *File {
 		p.add(invalidUTF8(data), "the file is not valid UTF-8 text")
 		return nil
 	}
+	if at, over := tooManyTokens(data); over {
+		p.add(at, "the file has more than %d YAML tokens (names, values and punctuation); reading stopped", maxTokens)
+		return nil
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -103,6 +107,46 @@ func (p *parser) parse(data []byte) *File {
 		return nil
 	}
 	return p.file(p.resolve(doc.Content[0]))
+}
+
+// maxTokens bounds the YAML tokens of a file, counted before the YAML
+// library reads it: the tree it builds holds a node for about each token
+// (a few hundred bytes), all made before MaxNodes is counted, so a file
+// of a mebibyte of "[a,a,a,..." would otherwise cost a hundred megabytes
+// and most of a second. A file as big as an agent file is likely to be
+// (long instructions, hundreds of toolsets) has a few thousand.
+const maxTokens = 50_000
+
+// yamlIndicators are the bytes that are a YAML token, or begin one, by
+// themselves.
+const yamlIndicators = "-?:,[]{}#&*!|>'\"%@`"
+
+// tooManyTokens counts, from above, the YAML tokens of data: each
+// indicator byte and each run of other bytes between blanks and
+// indicators. It reports where the count passes maxTokens.
+func tooManyTokens(data []byte) (Position, bool) {
+	n, line, inWord := 0, 1, false
+	for _, c := range data {
+		switch {
+		case c == '\n':
+			line++
+			inWord = false
+			continue
+		case c == ' ' || c == '\t' || c == '\r':
+			inWord = false
+			continue
+		case strings.IndexByte(yamlIndicators, c) >= 0:
+			inWord = false
+		case inWord:
+			continue
+		default:
+			inWord = true
+		}
+		if n++; n > maxTokens {
+			return Position{Line: line}, true
+		}
+	}
+	return Position{}, false
 }
 
 // invalidUTF8 returns the position of the first byte of data that is not
@@ -184,9 +228,19 @@ func kind(n *yaml.Node) string {
 		case "!!null":
 			return "nothing"
 		}
-		return "a " + strings.TrimPrefix(n.Tag, "!!")
+		return "a " + tagName(n.Tag)
 	}
 	return "an alias"
+}
+
+// tagName names a YAML tag for a message: a standard one by its name
+// ("binary"), any other quoted and cut short, since a file's own tags
+// may be long and decode to any bytes.
+func tagName(tag string) string {
+	if name, ok := strings.CutPrefix(tag, "!!"); ok && len(name) <= 16 && strings.Trim(name, "abcdefghijklmnopqrstuvwxyz") == "" {
+		return name
+	}
+	return "value tagged " + quote(tag)
 }
 
 // field is one key of a mapping and its value.
@@ -925,7 +979,7 @@ func (p *parser) value(n *yaml.Node, depth int) (any, bool) {
 		case "!!null":
 			return nil, true
 		}
-		p.add(pos(n), "a configuration value of type %s is not supported; quote it to make it a string", strings.TrimPrefix(n.Tag, "!!"))
+		p.add(pos(n), "a configuration value of type %s is not supported; quote it to make it a string", tagName(n.Tag))
 		return nil, false
 	case yaml.SequenceNode:
 		if len(n.Content) > MaxItems {

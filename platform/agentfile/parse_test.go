@@ -194,7 +194,8 @@ func TestHostileFilesFailQuickly(t *testing.T) {
 		"deep.yaml":           "a configuration value is nested more than 32 levels deep",
 		"deep-flow.yaml":      "not valid YAML: exceeded max depth of 10000",
 		"many-toolsets.yaml":  "the agent has 5000 toolsets; at most 256 are allowed",
-		"huge-list.yaml":      "roles has 100000 items; at most 1000 are allowed",
+		"huge-list.yaml":      "the file has more than 50000 YAML tokens (names, values and punctuation); reading stopped",
+		"long-roles.yaml":     "roles has 1001 items; at most 1000 are allowed",
 		"nonstring-keys.yaml": "a key of the agent file must be a string, not a list",
 		"int-keys.yaml":       "a key of a toolset must be a string, not a number",
 		"duplicate-keys.yaml": `duplicate key "name" in the agent file`,
@@ -274,5 +275,25 @@ func TestConfigValueProblemsNeverQuoteTheValue(t *testing.T) {
 	want := []string{"4:23: a configuration value is a number that does not fit 64 bits"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("problems %q, want %q", got, want)
+	}
+}
+
+// TestLongOrOddTagsAreQuotedShort tags values with tags of a hundred
+// kilobytes, and one whose escapes decode to a terminal's control
+// sequence: a problem names the tag quoted and cut short.
+func TestLongOrOddTagsAreQuotedShort(t *testing.T) {
+	long := strings.Repeat("a", 100_000)
+	for _, data := range []string{
+		"name: !" + long + " x\n",
+		"name: a\ntoolsets:\n  - package: p\n    config: {k: !" + long + " x}\n",
+		"name: a\ntoolsets:\n  - package: p\n    config: {k: !<tag:%1b%5b31m> x}\n",
+	} {
+		_, err := agentfile.Parse([]byte(data), "a.yaml")
+		if err == nil {
+			t.Fatal("accepted")
+		}
+		if msg := err.Error(); len(msg) > 300 || strings.ContainsAny(msg, "\x1b\x00") {
+			t.Errorf("problem of %d bytes: %q", len(msg), msg[:min(len(msg), 200)])
+		}
 	}
 }

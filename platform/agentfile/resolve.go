@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"slices"
@@ -72,6 +73,13 @@ func Load(ctx context.Context, path string, opts *Options) (*Agent, error) {
 // ReadFile reads an agent file, at most MaxFileBytes of it and one byte
 // more, so that Parse reports a bigger one.
 func ReadFile(path string) ([]byte, error) {
+	// Not opened unless it is a regular file: opening a named pipe waits
+	// for a writer, a device may do anything.
+	if st, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("agentfile: %w", err)
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("agentfile: %s is not a regular file", path)
+	}
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("agentfile: %w", err)
@@ -117,7 +125,7 @@ func (f *File) Resolve(ctx context.Context, opts *Options) (*Agent, error) {
 		}
 		ts := src
 		if e.hasPolicies() && e.MCP == nil {
-			ts = &withPolicies{inner: ts, opts: e.toolOptions(), made: map[string]madeTool{}}
+			ts = &withPolicies{inner: ts, view: toolset.NewCombined(ts), policies: e.policies(), made: map[string]madeTool{}}
 		}
 		if len(e.Rename) > 0 {
 			ts = toolset.NewRenamed(ts, e.Rename)
@@ -181,7 +189,7 @@ func (a *Agent) mcp(ps *problems, e *Entry, opts *Options) toolset.Toolset {
 	m := e.MCP
 	at := e.position("mcp")
 	lookup := opts.lookupEnv()
-	mopts := slices.Clone(opts.MCP)
+	var mopts []mcptoolset.Option
 	if m.Name != "" {
 		mopts = append(mopts, mcptoolset.WithName(m.Name))
 	}
@@ -211,7 +219,7 @@ func (a *Agent) mcp(ps *problems, e *Entry, opts *Options) toolset.Toolset {
 		for _, k := range sortedKeys(env) {
 			cmd.Env = append(cmd.Env, k+"="+env[k])
 		}
-		ts := mcptoolset.NewCommand(cmd, mopts...)
+		ts := mcptoolset.NewCommand(cmd, append(mopts, opts.MCP...)...)
 		a.closers = append(a.closers, ts)
 		return ts
 	}
@@ -224,20 +232,42 @@ func (a *Agent) mcp(ps *problems, e *Entry, opts *Options) toolset.Toolset {
 		for k, v := range headers {
 			h.Set(k, v)
 		}
-		mopts = append(mopts, mcptoolset.WithHTTPClient(&http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: h}}))
+		u, err := url.Parse(m.URL)
+		if err != nil { // Parse checked it
+			ps.add(at, "mcp.url is not a URL")
+			return nil
+		}
+		hc := http.Client{}
+		if opts.HTTPClient != nil {
+			hc = *opts.HTTPClient
+		}
+		base := hc.Transport
+		if base == nil {
+			base = http.DefaultTransport
+		}
+		hc.Transport = &headerTransport{base: base, scheme: u.Scheme, host: u.Host, headers: h}
+		mopts = append(mopts, mcptoolset.WithHTTPClient(&hc))
+	} else if opts.HTTPClient != nil {
+		mopts = append(mopts, mcptoolset.WithHTTPClient(opts.HTTPClient))
 	}
-	ts := mcptoolset.NewHTTP(m.URL, mopts...)
+	ts := mcptoolset.NewHTTP(m.URL, append(mopts, opts.MCP...)...)
 	a.closers = append(a.closers, ts)
 	return ts
 }
 
-// headerTransport sends the file's headers with every request.
+// headerTransport sends the file's headers with every request to the
+// file's URL's scheme and host, and only there: a redirect elsewhere
+// does not get them, since they hold the deployer's secrets.
 type headerTransport struct {
-	base    http.RoundTripper
-	headers http.Header
+	base         http.RoundTripper
+	scheme, host string
+	headers      http.Header
 }
 
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Scheme != t.scheme || !strings.EqualFold(r.URL.Host, t.host) {
+		return t.base.RoundTrip(r)
+	}
 	r = r.Clone(r.Context())
 	for k, v := range t.headers {
 		r.Header[k] = v
@@ -256,7 +286,12 @@ func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // makes new tools.
 type withPolicies struct {
 	inner toolset.Toolset
-	opts  []toolset.ToolOption
+	// view is inner as the library gives its tools to a turn: with the
+	// tools' own enabled and prepare functions applied, which a made tool
+	// does not carry, so that a policy never shows a tool its owner hides
+	// from the turn.
+	view     toolset.Toolset
+	policies policies
 
 	mu   sync.Mutex
 	made map[string]madeTool
@@ -268,7 +303,7 @@ type madeTool struct {
 
 // GetTools implements toolset.Toolset.
 func (w *withPolicies) GetTools(ctx context.Context) ([]toolset.Tool, error) {
-	tools, err := w.inner.GetTools(ctx)
+	tools, err := w.view.GetTools(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -280,7 +315,7 @@ func (w *withPolicies) GetTools(ctx context.Context) ([]toolset.Tool, error) {
 			out[i] = m.outer
 			continue
 		}
-		outer := wrapTool(t, w.opts)
+		outer := wrapTool(t, w.policies.options(&t))
 		w.made[t.Name] = madeTool{inner: t, outer: outer}
 		out[i] = outer
 	}
