@@ -5,6 +5,7 @@
 //	toolset validate ZIP
 //	toolset inspect ZIP [--json] [--sandbox MODE]
 //	toolset call ZIP TOOL 'JSON' [--config KEY=VALUE]... [--sandbox MODE]
+//	toolset platform --store DIR [--listen ADDR] [--token-file FILE] [--insecure-no-auth]
 //
 // Exit codes: 0 success, 1 failure, 2 bad usage. Errors go to stderr.
 package main
@@ -51,6 +52,10 @@ Commands:
         run one tool with the JSON arguments and print its result
   serve ZIP [--config KEY=VALUE]... [--sandbox MODE] [--name NAME]
         serve the package's tools as an MCP server over stdin and stdout
+  platform --store DIR [--listen ADDR] [--token-file FILE] [--insecure-no-auth] [--sandbox MODE]
+        serve the platform: its JSON API under /api/v1/platform/ and its
+        status page at /, for the store in DIR, until SIGINT or SIGTERM;
+        the bearer token comes from FILE or $TOOLSET_PLATFORM_TOKEN
 
 Sandbox modes: auto (default: the strongest that works here), bwrap, prlimit, direct.
 Exit codes: 0 success, 1 failure, 2 bad usage.
@@ -94,6 +99,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"inspect":  cmdInspect,
 		"call":     cmdCall,
 		"serve":    cmdServe,
+		"platform": cmdPlatform,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {
