@@ -87,7 +87,10 @@ type resolvedConfig struct {
 // wrong type are a *ConfigError. A tool missing a required value is left
 // out, the others stay; when every tool is left out, that is a
 // *ConfigError too.
-func resolveConfig(name string, tools []ToolInfo, c Config) (*resolvedConfig, error) {
+//
+// stored is the store's configuration of the toolset: the lowest layer,
+// under c.Toolset, checked the same way.
+func resolveConfig(name string, tools []ToolInfo, c Config, stored map[string]any) (*resolvedConfig, error) {
 	var probs []string
 	declared := map[string]ConfigField{}
 	byTool := map[string]ToolInfo{}
@@ -104,6 +107,16 @@ func resolveConfig(name string, tools []ToolInfo, c Config) (*resolvedConfig, er
 		}
 	}
 	rc := &resolvedConfig{tools: map[string]*toolConfig{}, unavailable: map[string]string{}, excluded: map[string]bool{}, secrets: sec}
+	for _, k := range sortedKeys(stored) {
+		_, ok := declared[k]
+		switch {
+		case contains(ReservedConfigKeys, k):
+		case !ok:
+			probs = append(probs, fmt.Sprintf("the store's configuration: %s is not a configuration key of any tool; known keys: %s", quoteShort(k), knownKeys(declared)))
+		case sec.keys[k]:
+			sec.add(stored[k])
+		}
+	}
 	for _, k := range sortedKeys(c.Toolset) {
 		_, ok := declared[k]
 		switch {
@@ -161,6 +174,9 @@ func resolveConfig(name string, tools []ToolInfo, c Config) (*resolvedConfig, er
 			if v, ok := c.Toolset[k]; ok && v != nil {
 				return v, fmt.Sprintf("%q", k)
 			}
+			if v, ok := stored[k]; ok && v != nil {
+				return v, fmt.Sprintf("the store's configuration: %q", k)
+			}
 			return nil, ""
 		}
 		tc := &toolConfig{values: map[string]any{}}
@@ -200,6 +216,9 @@ func resolveConfig(name string, tools []ToolInfo, c Config) (*resolvedConfig, er
 		}
 		layers := func(k string) []layer {
 			var out []layer
+			if v, ok := stored[k]; ok && v != nil {
+				out = append(out, layer{v, fmt.Sprintf("the store's configuration: %q", k)})
+			}
 			if v, ok := c.Toolset[k]; ok && v != nil {
 				out = append(out, layer{v, fmt.Sprintf("%q", k)})
 			}

@@ -23,16 +23,16 @@ var _ toolset.InstructionsProvider = (*Toolset)(nil)
 // they declare, and the approval, scopes and credentials of the
 // executable's first configured tool. The configuration's secrets are
 // hidden in what the executable prints.
-func (t *Toolset) configuredTools(ctx context.Context, info Info, cfg *resolvedConfig) ([]ToolInfo, error) {
-	if len(t.config.Toolset) == 0 && len(t.config.Tools) == 0 {
+func (t *Toolset) configuredTools(ctx context.Context, info Info, cfg *resolvedConfig, stored bool) ([]ToolInfo, error) {
+	if len(t.config.Toolset) == 0 && len(t.config.Tools) == 0 && !stored {
 		return info.Tools, nil
 	}
 	s := t.store
-	pkgDir, ok := s.acquire(t.name, info.Version)
+	pkgDir, ok := s.acquire(t.name, info.Serving)
 	if !ok {
 		return nil, &NotReadyError{Toolset: t.name, Status: StatusRemoved}
 	}
-	defer s.release(t.name, info.Version)
+	defer s.release(t.name, info.Serving)
 	var out []ToolInfo
 	for _, ex := range info.Executables {
 		merged := map[string]any{}
@@ -63,7 +63,7 @@ func (t *Toolset) configuredTools(ctx context.Context, info Info, cfg *resolvedC
 			// Built before the format had --config: its tools are as
 			// discovered.
 			warnOnce(s.log, fmt.Sprintf("toolpkg: toolset %q version %d: executable %q refuses --schema --config; its tools are shown as discovered without configuration",
-				t.name, info.Version, ex.Key))
+				t.name, info.Serving, ex.Key))
 			out = append(out, base...)
 			continue
 		}

@@ -41,8 +41,9 @@ const (
 
 // Defaults of the store's options.
 const (
-	DefaultDiscoveryTimeout = 30 * time.Second
-	DefaultMaxOutputBytes   = 102400
+	DefaultDiscoveryTimeout     = 30 * time.Second
+	DefaultMaxOutputBytes       = 102400
+	DefaultMaxParallelDiscovery = 4
 )
 
 // maxSchemaOutput caps what --schema may print.
@@ -57,6 +58,9 @@ type Options struct {
 	Sandbox Mode
 	// DiscoveryTimeout bounds each "<executable> --schema" (default 30 s).
 	DiscoveryTimeout time.Duration
+	// MaxParallelDiscovery is how many toolsets discover at once (default
+	// DefaultMaxParallelDiscovery); the others wait, pending, for a turn.
+	MaxParallelDiscovery int
 	// MaxOutputBytes caps the text of a result, or of a tool's error, that
 	// reaches the model (default 102,400 bytes).
 	MaxOutputBytes int
@@ -108,30 +112,71 @@ type Options struct {
 const DefaultKillGrace = 3 * time.Second
 
 // Info is the record of one toolset.
+//
+// Version, Uploaded, Status, Errors and Warnings describe the latest
+// upload; Serving, Executables and Tools the version the store's Toolsets
+// list, which a pending or failed re-upload leaves in place.
 type Info struct {
 	Name   string `json:"name"`
 	Status Status `json:"status"`
 	// Version counts the packages uploaded under this name; 0 before the
-	// first.
+	// first. It is the latest upload, whatever its status.
 	Version int `json:"version"`
-	// Executables are the manifest's entries of the current version.
+	// Serving is the version whose tools the store's Toolsets list: the
+	// latest one discovered ready; 0 when none is (nothing was uploaded,
+	// every upload failed, or the toolset was removed).
+	Serving int `json:"serving"`
+	// Uploaded is when Version was uploaded.
+	Uploaded time.Time `json:"uploaded,omitzero"`
+	// Executables are the manifest's entries of the serving version, or
+	// of Version when nothing serves.
 	Executables []Executable `json:"executables,omitempty"`
-	// Tools are the tools discovered in the current version.
+	// Tools are the tools discovered in the serving version.
 	Tools []ToolInfo `json:"tools,omitempty"`
-	// Errors are the discovery errors when Status is failed.
+	// Errors are the discovery errors of Version when Status is failed.
 	Errors []string `json:"errors,omitempty"`
-	// Warnings are what the current version's manifest holds that this
-	// runtime ignored (unknown keys, each with its line).
+	// Warnings are what the manifest of Version holds that this runtime
+	// ignored (unknown keys, each with its line).
 	Warnings []string `json:"warnings,omitempty"`
+	// Versions are the latest uploads, newest first: at most
+	// MaxVersionHistory.
+	Versions []VersionInfo `json:"versions,omitempty"`
 	// Updated is when the record last changed.
 	Updated time.Time `json:"updated"`
 }
+
+// VersionInfo is one upload of a toolset, in [Info.Versions].
+type VersionInfo struct {
+	Version  int       `json:"version"`
+	Uploaded time.Time `json:"uploaded,omitzero"`
+	// Status is pending, ready or failed.
+	Status Status `json:"status"`
+	// Tools is how many tools discovery found (0 unless ready).
+	Tools int `json:"tools"`
+	// Errors are the discovery errors of a failed upload: at most
+	// MaxVersionErrors, each cut to a bounded length.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// Bounds of [Info.Versions].
+const (
+	// MaxVersionHistory is how many uploads Info.Versions keeps.
+	MaxVersionHistory = 20
+	// MaxVersionErrors is how many errors a VersionInfo keeps.
+	MaxVersionErrors = 5
+)
 
 func (i Info) clone() Info {
 	i.Executables = append([]Executable(nil), i.Executables...)
 	i.Tools = append([]ToolInfo(nil), i.Tools...)
 	i.Errors = append([]string(nil), i.Errors...)
 	i.Warnings = append([]string(nil), i.Warnings...)
+	vs := make([]VersionInfo, len(i.Versions))
+	for j, v := range i.Versions {
+		v.Errors = append([]string(nil), v.Errors...)
+		vs[j] = v
+	}
+	i.Versions = vs
 	return i
 }
 
@@ -141,6 +186,60 @@ type record struct {
 	// LastVersion is the highest version number ever used, so numbers are
 	// never reused.
 	LastVersion int `json:"last_version"`
+	// Candidate holds the manifest's entries of Version while it is not
+	// the serving version (pending or failed).
+	Candidate []Executable `json:"candidate,omitempty"`
+}
+
+// live reports whether version v must stay: it is the latest upload or
+// the serving one.
+func (r *record) live(v int) bool {
+	return v > 0 && r.Status != StatusRemoved && (v == r.Version || v == r.Serving)
+}
+
+// candidate returns the manifest's entries of Version.
+func (r *record) candidate() []Executable {
+	if r.Version == r.Serving {
+		return r.Executables
+	}
+	if r.Candidate == nil && r.Serving == 0 {
+		return r.Executables
+	}
+	return r.Candidate
+}
+
+// setVersion records what is known of version v in the history.
+func (r *record) setVersion(vi VersionInfo) {
+	errs := vi.Errors
+	vi.Errors = nil
+	for i, e := range errs {
+		if i == MaxVersionErrors {
+			vi.Errors = append(vi.Errors, fmt.Sprintf("and %d more", len(errs)-MaxVersionErrors))
+			break
+		}
+		vi.Errors = append(vi.Errors, cutText(e, maxVersionErrorBytes))
+	}
+	for i := range r.Versions {
+		if r.Versions[i].Version == vi.Version {
+			r.Versions[i] = vi
+			return
+		}
+	}
+	r.Versions = append([]VersionInfo{vi}, r.Versions...)
+	if len(r.Versions) > MaxVersionHistory {
+		r.Versions = r.Versions[:MaxVersionHistory]
+	}
+}
+
+// maxVersionErrorBytes bounds an error of [VersionInfo.Errors].
+const maxVersionErrorBytes = 512
+
+// cutText cuts s to at most n bytes, at a UTF-8 boundary, saying so.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "..."
 }
 
 // ErrNotFound is returned for a toolset name the store does not know.
@@ -176,14 +275,67 @@ type Store struct {
 	entries map[string]*entry
 	closed  bool
 	busy    sync.WaitGroup // uploads and calls in flight
+
+	// bgCtx is canceled by Close: it ends the discoveries running in
+	// the background, tracked by bg.
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
+	done     chan struct{} // closed by Close
+	bg       sync.WaitGroup
+	// discovering holds a token for each discovery running.
+	discovering chan struct{}
 }
 
 type entry struct {
-	upMu sync.Mutex // serialises uploads and removal of this toolset
-	rec  record     // guarded by Store.mu
+	// up is held (a token in it) by an upload from its start to the end
+	// of its discovery, and by Remove: it serialises them.
+	up chan struct{}
+	// The rest is guarded by Store.mu.
+	rec  record
 	refs map[int]int
 	gone map[int]bool
+	// changed is closed, and replaced, when rec changes.
+	changed chan struct{}
+	// cancel cancels the discovery running, if any.
+	cancel context.CancelFunc
+	// config is the stored configuration; configGen counts its changes.
+	config    map[string]any
+	configGen uint64
 }
+
+func newEntry(rec record) *entry {
+	return &entry{up: make(chan struct{}, 1), rec: rec, refs: map[int]int{}, gone: map[int]bool{}, changed: make(chan struct{})}
+}
+
+// setRec changes the record in memory and wakes those waiting for it;
+// s.mu is held.
+func (e *entry) setRec(rec record) {
+	e.rec = rec
+	close(e.changed)
+	e.changed = make(chan struct{})
+}
+
+// lockUp takes e.up, waiting for the upload or removal holding it; ctx
+// and Close end the wait.
+func (s *Store) lockUp(ctx context.Context, e *entry) error {
+	select {
+	case e.up <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.done:
+		return ErrClosed
+	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		<-e.up
+		return ErrClosed
+	}
+	return nil
+}
+
+func (e *entry) unlockUp() { <-e.up }
 
 var namePattern = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_-]{0,63}$`)
 
@@ -198,7 +350,9 @@ func CheckName(name string) error {
 
 // Open opens (creating it if needed) the store in dir. It cleans up what a
 // crashed process left behind: temporary folders, work directories, and
-// versions no longer current; a toolset left pending is marked failed.
+// versions neither latest nor serving. A toolset left pending (the
+// process stopped during its discovery) is discovered again, in the
+// background.
 func Open(dir string, opts *Options) (*Store, error) {
 	var o Options
 	if opts != nil {
@@ -217,6 +371,9 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if o.KillGrace == 0 {
 		o.KillGrace = DefaultKillGrace
 	}
+	if o.MaxParallelDiscovery <= 0 {
+		o.MaxParallelDiscovery = DefaultMaxParallelDiscovery
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("toolpkg: store %s: %w", dir, unprefixed{err})
@@ -232,8 +389,11 @@ func Open(dir string, opts *Options) (*Store, error) {
 		lock.Close()
 		return nil, fmt.Errorf("toolpkg: store %s is in use by another process (or another Store): %w", dir, unprefixed{err})
 	}
-	s := &Store{dir: abs, opts: o, log: o.Logger, lock: lock, entries: map[string]*entry{}}
+	s := &Store{dir: abs, opts: o, log: o.Logger, lock: lock, entries: map[string]*entry{},
+		done: make(chan struct{}), discovering: make(chan struct{}, o.MaxParallelDiscovery)}
+	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
 	fail := func(err error) (*Store, error) {
+		s.bgCancel()
 		lock.Close()
 		return nil, err
 	}
@@ -279,6 +439,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if err := s.load(); err != nil {
 		return fail(err)
 	}
+	s.resume()
 	return s, nil
 }
 
@@ -305,14 +466,23 @@ func (s *Store) load() error {
 			err = json.Unmarshal(data, &rec)
 		}
 		if err == nil {
-			err = rec.check()
+			rec.upgrade()
 		}
-		if err == nil && rec.Version > 0 && rec.Status != StatusRemoved {
-			// Its version must be there, or the others would be deleted
+		if err == nil && rec.Status != StatusRemoved {
+			// Its versions must be there, or they would be deleted
 			// below as old.
-			if fi, serr := os.Lstat(s.versionDir(name, rec.Version)); serr != nil || !fi.IsDir() {
-				err = fmt.Errorf("version %d has no folder", rec.Version)
+			for _, v := range []int{rec.Version, rec.Serving} {
+				if v <= 0 {
+					continue
+				}
+				if fi, serr := os.Lstat(s.versionDir(name, v)); serr != nil || !fi.IsDir() {
+					err = fmt.Errorf("version %d has no folder", v)
+					break
+				}
 			}
+		}
+		if err == nil {
+			err = rec.check()
 		}
 		if err != nil {
 			// One damaged record must not take the store down: the
@@ -324,7 +494,9 @@ func (s *Store) load() error {
 					Errors: []string{fmt.Sprintf("the toolset's state.json cannot be read (%v); upload the package again", err)}},
 				LastVersion: s.highestVersion(name),
 			}
-			s.entries[name] = &entry{rec: rec, refs: map[int]int{}, gone: map[int]bool{}}
+			e := newEntry(rec)
+			e.config = s.loadConfig(name)
+			s.entries[name] = e
 			continue
 		}
 		rec.Name = name
@@ -336,19 +508,18 @@ func (s *Store) load() error {
 				}
 			}
 		}
-		if rec.Status == StatusPending {
-			rec.Status = StatusFailed
-			rec.Errors = []string{"discovery did not finish: the process stopped during the upload; upload the package again"}
-			rec.Updated = time.Now().UTC()
-			if err := s.persist(rec); err != nil {
-				return err
-			}
+		e := newEntry(rec)
+		if rec.Status != StatusRemoved {
+			e.config = s.loadConfig(name)
 		}
-		e := &entry{rec: rec, refs: map[int]int{}, gone: map[int]bool{}}
 		s.entries[name] = e
 		vs, _ := os.ReadDir(filepath.Join(s.dir, name))
 		for _, v := range vs {
-			if n, ok := versionNumber(v.Name()); ok && (n != rec.Version || rec.Status == StatusRemoved) {
+			n, ok := versionNumber(v.Name())
+			if !ok {
+				n, ok = zipNumber(v.Name())
+			}
+			if ok && !rec.live(n) {
 				if err := removeAll(filepath.Join(s.dir, name, v.Name())); err != nil {
 					return err
 				}
@@ -358,6 +529,40 @@ func (s *Store) load() error {
 	return nil
 }
 
+// upgrade fills in what a state.json written by an earlier version of
+// this package lacks: the serving version (the current one, when it was
+// ready; none otherwise, as no other was kept) and the history (the
+// current version alone).
+func (r *record) upgrade() {
+	if r.Serving == 0 && r.Status == StatusReady && r.Version > 0 {
+		r.Serving = r.Version
+	}
+	if r.Version != r.Serving && r.Candidate == nil && r.Serving == 0 {
+		r.Candidate = r.Executables
+	}
+	if r.Uploaded.IsZero() && r.Version > 0 {
+		r.Uploaded = r.Updated
+	}
+	if r.Versions == nil && r.Version > 0 && r.Status != StatusRemoved {
+		r.setVersion(VersionInfo{Version: r.Version, Uploaded: r.Uploaded, Status: r.Status, Tools: len(r.Tools), Errors: r.Errors})
+	}
+}
+
+// resume discovers again, in the background, the toolsets left pending.
+func (s *Store) resume() {
+	for _, name := range sortedKeys(s.entries) {
+		e := s.entries[name]
+		if e.rec.Status != StatusPending || e.rec.Version == 0 {
+			continue
+		}
+		e.up <- struct{}{} // free: nothing else runs yet
+		rec := e.rec
+		s.log.Info("toolpkg: discovering again a toolset left pending", "toolset", name, "version", rec.Version)
+		s.bg.Add(1)
+		go s.discoverInBackground(name, e, rec.Version, rec.candidate(), nil)
+	}
+}
+
 // maxStateFile caps the size of a state.json.
 const maxStateFile = 64 << 20
 
@@ -365,26 +570,15 @@ const maxStateFile = 64 << 20
 // holds what discovery would never have accepted: the record is on disk,
 // where it may have been damaged or tampered with.
 func (r record) check() error {
+	if err := checkExecutables(r.Candidate, false); err != nil {
+		return err
+	}
+	if err := checkExecutables(r.Executables, r.Serving > 0 || r.Status == StatusReady); err != nil {
+		return err
+	}
 	keys := map[string]bool{}
 	for _, ex := range r.Executables {
-		if !keyPattern.MatchString(ex.Key) {
-			return fmt.Errorf("executable key %s is invalid", quoteShort(ex.Key))
-		}
 		keys[ex.Key] = true
-		switch {
-		case ex.Runtime != "" && ex.Runtime != RuntimeGo && ex.Runtime != RuntimePython:
-			return fmt.Errorf("executable %q: runtime %s is unknown", ex.Key, quoteShort(string(ex.Runtime)))
-		case ex.Profile != Restrictive && ex.Profile != Standard && ex.Profile != Permissive:
-			return fmt.Errorf("executable %q: sandbox profile %s is unknown", ex.Key, quoteShort(string(ex.Profile)))
-		case ex.Kind != "" && ex.Kind != KindNative && ex.Kind != KindPython && ex.Kind != KindScript:
-			return fmt.Errorf("executable %q: kind %s is unknown", ex.Key, quoteShort(string(ex.Kind)))
-		}
-		if clean, msg := cleanPackagePath(ex.Path); msg != "" || clean != ex.Path {
-			return fmt.Errorf("executable %q: path %s is not a path inside the package", ex.Key, quoteShort(ex.Path))
-		}
-		if r.Status == StatusReady && !contains(ex.Candidates(), ex.File) {
-			return fmt.Errorf("executable %q: file %s is not where the executable is looked up", ex.Key, quoteShort(ex.File))
-		}
 	}
 	for _, t := range r.Tools {
 		if !toolNamePattern.MatchString(t.Name) {
@@ -399,6 +593,38 @@ func (r record) check() error {
 	}
 	if r.Version < 0 || r.LastVersion < r.Version {
 		return fmt.Errorf("version %d and last version %d do not go together", r.Version, r.LastVersion)
+	}
+	if r.Serving < 0 || r.Serving > r.Version || (r.Status == StatusReady && r.Serving != r.Version) {
+		return fmt.Errorf("serving version %d and version %d (status %s) do not go together", r.Serving, r.Version, r.Status)
+	}
+	if len(r.Versions) > MaxVersionHistory {
+		return fmt.Errorf("the history holds %d versions; at most %d are kept", len(r.Versions), MaxVersionHistory)
+	}
+	return nil
+}
+
+// checkExecutables checks the manifest entries of a record; discovered
+// says their files were found (a file named must be where the executable
+// is looked up in any case: a pending version is discovered again).
+func checkExecutables(exes []Executable, discovered bool) error {
+	for _, ex := range exes {
+		if !keyPattern.MatchString(ex.Key) {
+			return fmt.Errorf("executable key %s is invalid", quoteShort(ex.Key))
+		}
+		switch {
+		case ex.Runtime != "" && ex.Runtime != RuntimeGo && ex.Runtime != RuntimePython:
+			return fmt.Errorf("executable %q: runtime %s is unknown", ex.Key, quoteShort(string(ex.Runtime)))
+		case ex.Profile != Restrictive && ex.Profile != Standard && ex.Profile != Permissive:
+			return fmt.Errorf("executable %q: sandbox profile %s is unknown", ex.Key, quoteShort(string(ex.Profile)))
+		case ex.Kind != "" && ex.Kind != KindNative && ex.Kind != KindPython && ex.Kind != KindScript:
+			return fmt.Errorf("executable %q: kind %s is unknown", ex.Key, quoteShort(string(ex.Kind)))
+		}
+		if clean, msg := cleanPackagePath(ex.Path); msg != "" || clean != ex.Path {
+			return fmt.Errorf("executable %q: path %s is not a path inside the package", ex.Key, quoteShort(ex.Path))
+		}
+		if (discovered || ex.File != "") && !contains(ex.Candidates(), ex.File) {
+			return fmt.Errorf("executable %q: file %s is not where the executable is looked up", ex.Key, quoteShort(ex.File))
+		}
 	}
 	return nil
 }
@@ -416,8 +642,10 @@ func (s *Store) highestVersion(name string) int {
 	return highest
 }
 
-// Close waits for uploads and calls in flight, then releases the store's
-// directory. Closing twice is safe.
+// Close cancels the discoveries running in the background (their
+// toolsets stay pending on disk, and are discovered again by the next
+// Open), waits for them, for uploads and for calls in flight, then
+// releases the store's directory. Closing twice is safe.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -425,8 +653,11 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	close(s.done)
 	s.mu.Unlock()
+	s.bgCancel()
 	s.busy.Wait()
+	s.bg.Wait()
 	return s.lock.Close()
 }
 
@@ -450,8 +681,7 @@ func (s *Store) begin() error {
 func (s *Store) entry(name string) *entry {
 	e := s.entries[name]
 	if e == nil {
-		e = &entry{refs: map[int]int{}, gone: map[int]bool{}}
-		e.rec.Name = name
+		e = newEntry(record{Info: Info{Name: name}})
 		s.entries[name] = e
 	}
 	return e
@@ -474,11 +704,12 @@ func (s *Store) Create(name string) (Info, error) {
 	}
 	e := s.entry(name)
 	rec := e.rec
-	rec.Info = Info{Name: name, Status: StatusCreated, Updated: time.Now().UTC()}
+	rec.Info = Info{Name: name, Status: StatusCreated, Updated: time.Now().UTC(), Versions: rec.Versions}
+	rec.Candidate = nil
 	if err := s.persist(rec); err != nil {
 		return Info{}, err
 	}
-	e.rec = rec
+	e.setRec(rec)
 	return rec.Info.clone(), nil
 }
 
@@ -497,14 +728,35 @@ func (s *Store) UploadFile(ctx context.Context, name, path string) (Info, error)
 }
 
 // Upload validates the package (a zip of size bytes read through r),
-// stores it as the toolset's next version and runs discovery, creating the
-// toolset if needed. A package that fails validation returns a
+// stores it as the toolset's next version and discovers its tools,
+// creating the toolset if needed: it is [Store.StartUpload], then
+// [Store.Wait]. A package that fails validation returns a
 // *ValidationError and changes nothing. Otherwise the status is pending
 // while discovery runs, then ready or failed, which the returned Info
 // shows (a failed discovery is not an error of Upload: Info.Errors says
-// what went wrong). The previous version stays on disk until the calls
-// using it finish.
+// what went wrong, and the previous version, if any, keeps serving).
+// Canceling ctx ends the wait, not the discovery.
 func (s *Store) Upload(ctx context.Context, name string, r io.ReaderAt, size int64) (Info, error) {
+	if _, err := s.StartUpload(ctx, name, r, size); err != nil {
+		return Info{}, err
+	}
+	return s.Wait(ctx, name)
+}
+
+// StartUpload validates the package (a zip of size bytes read through r)
+// and stores it as the toolset's next version, creating the toolset if
+// needed, then returns its record, status pending, while discovery runs
+// in the background. A package that fails validation returns a
+// *ValidationError and changes nothing.
+//
+// Uploads of one toolset are serialised: while an earlier upload's
+// discovery runs, StartUpload waits for it to end; canceling ctx ends
+// the wait with an error wrapping ctx.Err(), and nothing changes. Once
+// StartUpload returns, ctx no longer matters: discovery ends with
+// [Store.Close] or [Store.Remove] only. At most
+// [Options.MaxParallelDiscovery] toolsets discover at once; the others
+// wait, pending. [Store.Wait] waits for the result.
+func (s *Store) StartUpload(ctx context.Context, name string, r io.ReaderAt, size int64) (Info, error) {
 	if err := CheckName(name); err != nil {
 		return Info{}, err
 	}
@@ -519,28 +771,45 @@ func (s *Store) Upload(ctx context.Context, name string, r io.ReaderAt, size int
 	s.mu.Lock()
 	e := s.entry(name)
 	s.mu.Unlock()
-	e.upMu.Lock()
-	defer e.upMu.Unlock()
+	if err := s.lockUp(ctx, e); err != nil {
+		return Info{}, fmt.Errorf("toolpkg: upload %q: waiting for the previous upload's discovery: %w", name, unprefixed{err})
+	}
+	// From here on, e.up is held: released on failure, or handed to
+	// the discovery.
+	handed := false
+	defer func() {
+		if !handed {
+			e.unlockUp()
+		}
+	}()
 
 	tmp, err := os.MkdirTemp(filepath.Join(s.dir, ".tmp"), name+"-")
 	if err != nil {
 		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, unprefixed{err})
 	}
 	defer removeAll(tmp)
-	if err := extract(c, tmp, s.opts.Limits); err != nil {
+	pkgTmp := filepath.Join(tmp, "package")
+	if err := os.Mkdir(pkgTmp, 0o755); err != nil {
+		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, unprefixed{err})
+	}
+	if err := extract(c, pkgTmp, s.opts.Limits); err != nil {
 		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, unprefixed{err})
 	}
 	// The tools may run as another user, who must read the package.
-	if err := chmodDirs(tmp, 0o755); err != nil {
+	if err := chmodDirs(pkgTmp, 0o755); err != nil {
 		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, unprefixed{err})
+	}
+	zipTmp := filepath.Join(tmp, "package.zip")
+	if err := copyZip(zipTmp, r, size); err != nil {
+		return Info{}, fmt.Errorf("toolpkg: upload %q: keeping the zip: %w", name, unprefixed{err})
 	}
 	exes := make([]Executable, len(c.manifest.Executables))
 	// What each executable is; one this runtime cannot run fails
-	// discovery, below.
+	// discovery.
 	kindErrs := map[string]error{}
 	for i, ex := range c.manifest.Executables {
 		ex.File, _ = c.lookup(ex)
-		if kind, err := inspectExecutable(filepath.Join(tmp, filepath.FromSlash(ex.File)), ex.Runtime); err != nil {
+		if kind, err := inspectExecutable(filepath.Join(pkgTmp, filepath.FromSlash(ex.File)), ex.Runtime); err != nil {
 			kindErrs[ex.Key] = err
 		} else {
 			ex.Kind = kind
@@ -559,28 +828,42 @@ func (s *Store) Upload(ctx context.Context, name string, r io.ReaderAt, size int
 	prev := e.rec
 	v := prev.LastVersion + 1
 	pkgDir := s.versionDir(name, v)
-	if err := os.Rename(tmp, pkgDir); err != nil {
+	if err := os.Rename(pkgTmp, pkgDir); err != nil {
 		s.mu.Unlock()
+		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, unprefixed{err})
+	}
+	if err := os.Rename(zipTmp, s.zipPath(name, v)); err != nil {
+		s.mu.Unlock()
+		removeAll(pkgDir)
 		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, unprefixed{err})
 	}
 	var warnings []string
 	for _, w := range c.manifest.Warnings {
 		warnings = append(warnings, ManifestName+": "+w.String())
 	}
-	rec := record{LastVersion: v, Info: Info{Name: name, Status: StatusPending, Version: v, Executables: exes, Warnings: warnings, Updated: time.Now().UTC()}}
+	now := time.Now().UTC()
+	rec := prev
+	rec.LastVersion = v
+	rec.Name, rec.Status, rec.Version, rec.Uploaded, rec.Updated = name, StatusPending, v, now, now
+	rec.Errors, rec.Warnings, rec.Candidate = nil, warnings, exes
+	if prev.Status == StatusRemoved || prev.Status == StatusCreated || prev.Serving == 0 {
+		rec.Serving, rec.Tools, rec.Executables = 0, nil, exes
+	}
+	rec.Versions = append([]VersionInfo(nil), prev.Versions...)
+	rec.setVersion(VersionInfo{Version: v, Uploaded: now, Status: StatusPending})
 	if err := s.persist(rec); err != nil {
 		s.mu.Unlock()
 		removeAll(pkgDir)
+		os.Remove(s.zipPath(name, v))
 		return Info{}, err
 	}
-	e.rec = rec
-	// The previous version stays until discovery is over, so that calls
-	// from turns listed before the upload still run.
-	old := prev.Version
-	if old > 0 && prev.Status != StatusRemoved {
-		e.refs[old]++
-	}
+	e.setRec(rec)
+	// The previous upload, unless it serves, is gone: it failed.
+	dirs, zips := s.retireLocked(e, prev.Version)
+	s.bg.Add(1)
+	handed = true
 	s.mu.Unlock()
+	s.deleteVersions(name, dirs, zips)
 	s.log.Info("toolpkg: package accepted, discovering", "toolset", name, "version", v)
 	for _, w := range warnings {
 		s.log.Warn("toolpkg: "+w, "toolset", name, "version", v)
@@ -593,36 +876,134 @@ func (s *Store) Upload(ctx context.Context, name string, r io.ReaderAt, size int
 			}
 		}
 	}
+	go s.discoverInBackground(name, e, v, exes, kindErrs)
+	return rec.Info.clone(), nil
+}
 
+// discoverInBackground discovers version v of a toolset, holding e.up,
+// which it releases at the end, under the bound of
+// Options.MaxParallelDiscovery. Canceled (by Close or Remove), it leaves
+// the record as it is: pending.
+func (s *Store) discoverInBackground(name string, e *entry, v int, exes []Executable, kindErrs map[string]error) {
+	defer s.bg.Done()
+	defer e.unlockUp()
+	ctx, cancel := context.WithCancel(s.bgCtx)
+	defer cancel()
+	s.mu.Lock()
+	e.cancel = cancel
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		e.cancel = nil
+		s.mu.Unlock()
+	}()
+	select {
+	case s.discovering <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	pkgDir := s.versionDir(name, v)
+	if kindErrs == nil {
+		// Discovered again after a restart: what each executable is was
+		// not kept when this runtime cannot run it.
+		kindErrs = map[string]error{}
+		for _, ex := range exes {
+			if ex.Kind != "" {
+				continue
+			}
+			if _, err := inspectExecutable(filepath.Join(pkgDir, filepath.FromSlash(ex.File)), ex.Runtime); err != nil {
+				kindErrs[ex.Key] = err
+			}
+		}
+	}
 	start := time.Now()
 	tools, errs := s.discover(ctx, name, pkgDir, exes, kindErrs)
-	rec.Tools, rec.Errors = tools, errs
-	rec.Status = StatusReady
-	if len(errs) > 0 {
-		rec.Status, rec.Tools = StatusFailed, nil
+	<-s.discovering
+	if ctx.Err() != nil {
+		s.log.Info("toolpkg: discovery canceled; the toolset stays pending", "toolset", name, "version", v)
+		return
 	}
-	rec.Updated = time.Now().UTC()
 
 	s.mu.Lock()
-	err = s.persist(rec)
-	if err == nil {
-		e.rec = rec
+	rec := e.rec
+	if rec.Version != v || rec.Status != StatusPending {
+		s.mu.Unlock()
+		return
 	}
-	var drop []int
-	if old > 0 && prev.Status != StatusRemoved {
-		drop = s.releaseLocked(name, e, old)
+	old := rec.Serving
+	rec.Updated = time.Now().UTC()
+	rec.Versions = append([]VersionInfo(nil), rec.Versions...)
+	if len(errs) > 0 {
+		rec.Status, rec.Errors = StatusFailed, errs
+		rec.setVersion(VersionInfo{Version: v, Uploaded: rec.Uploaded, Status: StatusFailed, Errors: errs})
+	} else {
+		rec.Status, rec.Errors = StatusReady, nil
+		rec.Serving, rec.Tools, rec.Executables, rec.Candidate = v, tools, exes, nil
+		rec.setVersion(VersionInfo{Version: v, Uploaded: rec.Uploaded, Status: StatusReady, Tools: len(tools)})
+	}
+	err := s.persist(rec)
+	var dirs, zips []int
+	if err == nil {
+		e.setRec(rec)
+		dirs, zips = s.retireLocked(e, old)
 	}
 	s.mu.Unlock()
-	s.deleteVersions(name, drop)
-	if err != nil {
-		return Info{}, err
-	}
-	if rec.Status == StatusReady {
+	s.deleteVersions(name, dirs, zips)
+	switch {
+	case err != nil:
+		s.log.Error("toolpkg: discovery finished, but its result could not be saved; the toolset stays pending", "toolset", name, "version", v, "error", err)
+	case rec.Status == StatusReady:
 		s.log.Info("toolpkg: toolset ready", "toolset", name, "version", v, "tools", len(tools), "discovery", time.Since(start).Round(time.Millisecond))
-	} else {
-		s.log.Warn("toolpkg: discovery failed", "toolset", name, "version", v, "errors", errs)
+	default:
+		s.log.Warn("toolpkg: discovery failed", "toolset", name, "version", v, "serving", rec.Serving, "errors", errs)
 	}
-	return rec.Info.clone(), nil
+}
+
+// Wait waits until the toolset is not pending and returns its record.
+// Canceling ctx ends the wait with ctx.Err(); closing the store, with
+// ErrClosed.
+func (s *Store) Wait(ctx context.Context, name string) (Info, error) {
+	for {
+		s.mu.Lock()
+		e, ok := s.entries[name]
+		if !ok {
+			s.mu.Unlock()
+			return Info{}, fmt.Errorf("%w: %q", ErrNotFound, name)
+		}
+		if e.rec.Status != StatusPending {
+			info := e.rec.Info.clone()
+			s.mu.Unlock()
+			return info, nil
+		}
+		changed := e.changed
+		s.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return Info{}, fmt.Errorf("toolpkg: waiting for the discovery of %q: %w", name, ctx.Err())
+		case <-s.done:
+			return Info{}, fmt.Errorf("toolpkg: waiting for the discovery of %q: %w", name, ErrClosed)
+		}
+	}
+}
+
+// copyZip writes the size bytes of r to a new file at p.
+func copyZip(p string, r io.ReaderAt, size int64) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	n, err := io.Copy(f, io.NewSectionReader(r, 0, size))
+	if err == nil && n != size {
+		err = fmt.Errorf("read %d of %d bytes", n, size)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Info returns the record of a toolset; ErrNotFound if the store has
@@ -664,9 +1045,10 @@ func (s *Store) List() []Info {
 	return out
 }
 
-// Remove removes a toolset: its status becomes removed and its tools are
-// gone from the next turn on. Calls already running finish first on their
-// version, which is deleted afterwards.
+// Remove removes a toolset: its status becomes removed, its tools are
+// gone from the next turn on, and its stored configuration and zips are
+// deleted. A discovery running is canceled. Calls already running finish
+// first on their version, which is deleted afterwards.
 func (s *Store) Remove(name string) error {
 	if err := s.begin(); err != nil {
 		return err
@@ -674,28 +1056,35 @@ func (s *Store) Remove(name string) error {
 	defer s.busy.Done()
 	s.mu.Lock()
 	e, ok := s.entries[name]
+	if ok && e.cancel != nil {
+		e.cancel()
+	}
 	s.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrNotFound, name)
 	}
-	e.upMu.Lock()
-	defer e.upMu.Unlock()
+	if err := s.lockUp(context.Background(), e); err != nil {
+		return fmt.Errorf("toolpkg: remove %q: %w", name, unprefixed{err})
+	}
+	defer e.unlockUp()
 	s.mu.Lock()
 	rec := e.rec
-	old := rec.Version
-	rec.Info = Info{Name: name, Status: StatusRemoved, Updated: time.Now().UTC()}
+	prev := rec.Info
+	rec.Info = Info{Name: name, Status: StatusRemoved, Updated: time.Now().UTC(), Versions: prev.Versions}
+	rec.Candidate = nil
 	if err := s.persist(rec); err != nil {
 		s.mu.Unlock()
 		return err
 	}
-	e.rec = rec
-	var drop []int
-	if old > 0 && e.refs[old] == 0 {
-		e.gone[old] = true
-		drop = []int{old}
-	}
+	e.setRec(rec)
+	dirs, zips := s.retireLocked(e, prev.Version, prev.Serving)
+	e.config = nil
+	e.configGen++
 	s.mu.Unlock()
-	s.deleteVersions(name, drop)
+	s.deleteVersions(name, dirs, zips)
+	if err := os.Remove(s.configPath(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		s.log.Warn("toolpkg: could not delete a removed toolset's configuration", "toolset", name, "error", err)
+	}
 	if err := removeAll(s.scratchDir(name)); err != nil {
 		s.log.Warn("toolpkg: could not delete a removed toolset's scratch directory", "toolset", name, "error", err)
 	}
@@ -712,8 +1101,7 @@ func (s *Store) acquire(name string, v int) (string, bool) {
 	if !ok || s.closed || e.gone[v] {
 		return "", false
 	}
-	live := e.refs[v] > 0 || (v == e.rec.Version && e.rec.Status != StatusRemoved)
-	if !live {
+	if e.refs[v] == 0 && !e.rec.live(v) {
 		return "", false
 	}
 	e.refs[v]++
@@ -725,31 +1113,59 @@ func (s *Store) acquire(name string, v int) (string, bool) {
 // and no one uses it.
 func (s *Store) release(name string, v int) {
 	s.mu.Lock()
-	drop := s.releaseLocked(name, s.entries[name], v)
+	e := s.entries[name]
+	e.refs[v]--
+	if e.refs[v] <= 0 {
+		delete(e.refs, v)
+	}
+	dirs, zips := s.retireLocked(e, v)
 	s.mu.Unlock()
-	s.deleteVersions(name, drop)
+	s.deleteVersions(name, dirs, zips)
 	s.busy.Done()
 }
 
-func (s *Store) releaseLocked(name string, e *entry, v int) []int {
-	e.refs[v]--
-	if e.refs[v] > 0 {
-		return nil
+// retireLocked returns, of the versions vs, those no longer live whose
+// folder no call uses (marked gone) and those whose zip is to be deleted;
+// s.mu is held.
+func (s *Store) retireLocked(e *entry, vs ...int) (dirs, zips []int) {
+	for _, v := range vs {
+		if v <= 0 || e.rec.live(v) {
+			continue
+		}
+		zips = append(zips, v)
+		if e.refs[v] == 0 && !e.gone[v] {
+			e.gone[v] = true
+			dirs = append(dirs, v)
+		}
 	}
-	delete(e.refs, v)
-	if v == e.rec.Version && e.rec.Status != StatusRemoved {
-		return nil
-	}
-	e.gone[v] = true
-	return []int{v}
+	return dirs, zips
 }
 
-func (s *Store) deleteVersions(name string, vs []int) {
-	for _, v := range vs {
+func (s *Store) deleteVersions(name string, dirs, zips []int) {
+	for _, v := range zips {
+		if err := os.Remove(s.zipPath(name, v)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			s.log.Warn("toolpkg: could not delete an old version's zip", "toolset", name, "version", v, "error", err)
+		}
+	}
+	for _, v := range dirs {
 		if err := removeAll(s.versionDir(name, v)); err != nil {
 			s.log.Warn("toolpkg: could not delete an old version", "toolset", name, "version", v, "error", err)
 		}
 	}
+}
+
+// zipPath is where the zip of version v is kept.
+func (s *Store) zipPath(name string, v int) string {
+	return filepath.Join(s.dir, name, "v"+strconv.Itoa(v)+".zip")
+}
+
+// zipNumber returns the version of a kept zip's file name.
+func zipNumber(file string) (int, bool) {
+	base, ok := strings.CutSuffix(file, ".zip")
+	if !ok {
+		return 0, false
+	}
+	return versionNumber(base)
 }
 
 func (s *Store) versionDir(name string, v int) string {

@@ -18,9 +18,11 @@ import (
 
 // Toolset is a packaged toolset of a [Store] as a [toolset.Toolset]: its
 // tools are named <toolset>__<tool> and run in the store's sandbox with the
-// configuration given to [Store.Toolset]. It follows the store: a
-// re-upload is picked up on the next turn, and while the toolset is not
-// ready GetTools fails with a *NotReadyError. Safe for concurrent use.
+// configuration given to [Store.Toolset] over the store's configuration
+// of the toolset ([Store.SetConfig]). It follows the store: the serving
+// version (a re-upload once it is ready) and a new stored configuration
+// are picked up on the next turn; while nothing serves, GetTools fails
+// with a *NotReadyError. Safe for concurrent use.
 type Toolset struct {
 	store  *Store
 	name   string
@@ -30,9 +32,10 @@ type Toolset struct {
 	built *built
 }
 
-// built caches the tools of one version.
+// built caches the tools of one version and stored configuration.
 type built struct {
 	version      int
+	configGen    uint64
 	tools        []toolset.Tool
 	unavailable  map[string]string
 	instructions string
@@ -99,7 +102,9 @@ func (t *Toolset) Label() string {
 // errNilToolset is what the methods of a nil *Toolset return.
 var errNilToolset = errors.New("toolpkg: nil *Toolset")
 
-// NotReadyError is returned by GetTools while a toolset is not ready.
+// NotReadyError is returned by GetTools while no version of a toolset
+// serves: nothing was uploaded, discovery is running or failed for every
+// upload so far, or the toolset was removed.
 type NotReadyError struct {
 	Toolset string
 	Status  Status
@@ -137,18 +142,19 @@ func (t *Toolset) GetTools(ctx context.Context) ([]toolset.Tool, error) {
 		// The one error of Info, said in the words of a toolset's error.
 		return nil, fmt.Errorf("toolpkg: toolset %q: %w", t.name, unprefixed{ErrNotFound})
 	}
-	if info.Status != StatusReady {
+	if info.Serving == 0 || info.Status == StatusRemoved {
 		return nil, &NotReadyError{Toolset: t.name, Status: info.Status, Errors: info.Errors}
 	}
+	stored, gen := t.store.storedConfig(t.name)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.built == nil || t.built.version != info.Version {
-		tools, unavailable, instr, err := t.build(ctx, info)
+	if t.built == nil || t.built.version != info.Serving || t.built.configGen != gen {
+		tools, unavailable, instr, err := t.build(ctx, info, stored)
 		if err != nil && ctx.Err() != nil {
 			// Canceled: the next turn tries again.
 			return nil, err
 		}
-		t.built = &built{version: info.Version, tools: tools, unavailable: unavailable, instructions: instr, err: err}
+		t.built = &built{version: info.Serving, configGen: gen, tools: tools, unavailable: unavailable, instructions: instr, err: err}
 	}
 	if t.built.err != nil {
 		return nil, t.built.err
@@ -156,17 +162,18 @@ func (t *Toolset) GetTools(ctx context.Context) ([]toolset.Tool, error) {
 	return append([]toolset.Tool(nil), t.built.tools...), nil
 }
 
-// build makes the tools of one ready version.
-func (t *Toolset) build(ctx context.Context, info Info) ([]toolset.Tool, map[string]string, string, error) {
-	cfg, err := resolveConfig(t.name, info.Tools, t.config)
+// build makes the tools of the serving version, with the store's
+// configuration of the toolset under the agent's.
+func (t *Toolset) build(ctx context.Context, info Info, stored map[string]any) ([]toolset.Tool, map[string]string, string, error) {
+	cfg, err := resolveConfig(t.name, info.Tools, t.config, stored)
 	if err != nil {
 		return nil, nil, "", err
 	}
-	if info.Tools, err = t.configuredTools(ctx, info, cfg); err != nil {
+	if info.Tools, err = t.configuredTools(ctx, info, cfg, len(stored) > 0); err != nil {
 		return nil, nil, "", err
 	}
 	for _, tool := range sortedKeys(cfg.unavailable) {
-		t.store.log.Warn("toolpkg: tool left out: "+cfg.unavailable[tool], "toolset", t.name, "version", info.Version)
+		t.store.log.Warn("toolpkg: tool left out: "+cfg.unavailable[tool], "toolset", t.name, "version", info.Serving)
 	}
 	exes := map[string]Executable{}
 	for _, ex := range info.Executables {
@@ -184,13 +191,13 @@ func (t *Toolset) build(ctx context.Context, info Info) ([]toolset.Tool, map[str
 			return nil, nil, "", fmt.Errorf("toolpkg: toolset %q: tool %q: parameters: %w", t.name, ti.Name, unprefixed{err})
 		}
 		c := &call{
-			store: t.store, toolset: t.name, version: info.Version, tool: ti,
+			store: t.store, toolset: t.name, version: info.Serving, tool: ti,
 			exe: exes[ti.Executable], config: tc.values, auth: tc.auth, secrets: cfg.secrets,
 		}
 		opts := []toolset.ToolOption{toolset.WithMetadata(map[string]string{
 			"toolpkg.toolset": t.name,
 			"toolpkg.tool":    ti.Name,
-			"toolpkg.version": strconv.Itoa(info.Version),
+			"toolpkg.version": strconv.Itoa(info.Serving),
 		})}
 		if tc.hil {
 			opts = append(opts, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) {

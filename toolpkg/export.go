@@ -1,0 +1,50 @@
+package toolpkg
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Package returns the zip uploaded as version of the toolset (0: the
+// latest, Info.Version) and its size. The store keeps the zips of the
+// latest and the serving version; for any other, or a toolset removed or
+// unknown, the error wraps [ErrNotFound]. The caller closes the file;
+// what it reads stays whole even if the version is replaced meanwhile.
+func (s *Store) Package(name string, version int) (io.ReadSeekCloser, int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[name]
+	if !ok || e.rec.Status == StatusRemoved {
+		return nil, 0, fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	if version == 0 {
+		version = e.rec.Version
+	}
+	if !e.rec.live(version) || e.gone[version] {
+		return nil, 0, fmt.Errorf("%w: %q has no package of version %d (the store keeps the latest and the serving version's)", ErrNotFound, name, version)
+	}
+	// Opened under s.mu, so that a version retired meanwhile is not
+	// deleted between the check and the open; no link is followed.
+	fd, err := unix.Open(s.zipPath(name, version), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, 0, fmt.Errorf("%w: the package of %q version %d was not kept (uploaded before this store kept zips)", ErrNotFound, name, version)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("toolpkg: opening the package of %q version %d: %w", name, version, err)
+	}
+	f := os.NewFile(uintptr(fd), s.zipPath(name, version))
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("toolpkg: opening the package of %q version %d: %w", name, version, unprefixed{err})
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, 0, fmt.Errorf("toolpkg: the package of %q version %d is not a regular file", name, version)
+	}
+	return f, fi.Size(), nil
+}

@@ -1,0 +1,333 @@
+package toolpkg
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// Bounds of a toolset's stored configuration ([Store.SetConfig]).
+const (
+	// MaxStoredConfigBytes bounds the stored configuration, and a patch,
+	// as JSON.
+	MaxStoredConfigBytes = 64 << 10
+	// MaxStoredConfigDepth bounds how deep values nest (a flat object of
+	// strings is depth 1; auth's headers are depth 3).
+	MaxStoredConfigDepth = 8
+)
+
+// RedactedValue replaces each secret value in what [Store.SetConfig] and
+// [Store.Config] return. Given back in a patch for a secret key, it
+// keeps the stored value.
+const RedactedValue = "<REDACTED>"
+
+// configFile is the stored configuration's file in a toolset's folder.
+const configFile = "config.json"
+
+func (s *Store) configPath(name string) string { return filepath.Join(s.dir, name, configFile) }
+
+// loadConfig reads a toolset's stored configuration; nil when there is
+// none or it cannot be read (said in the log, without its content).
+func (s *Store) loadConfig(name string) map[string]any {
+	data, err := readWorkFile(filepath.Join(s.dir, name), configFile, MaxStoredConfigBytes)
+	if errors.Is(err, errNoFile) {
+		return nil
+	}
+	var cfg map[string]any
+	if err == nil {
+		cfg, err = decodeStoredConfig(data)
+	}
+	if err != nil {
+		// The error may quote the file, which holds secrets: not logged.
+		s.log.Error("toolpkg: the stored configuration cannot be read and is ignored until it is set again", "toolset", name, "file", configFile)
+		return nil
+	}
+	return cfg
+}
+
+// decodeStoredConfig decodes a JSON object of configuration values,
+// numbers as json.Number, bounded in depth.
+func decodeStoredConfig(data []byte) (map[string]any, error) {
+	if len(data) > MaxStoredConfigBytes {
+		return nil, fmt.Errorf("%d bytes; at most %d are allowed", len(data), MaxStoredConfigBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var cfg map[string]any
+	if err := dec.Decode(&cfg); err != nil {
+		return nil, errors.New("not a JSON object")
+	}
+	if dec.More() {
+		return nil, errors.New("more than one JSON value")
+	}
+	if d := depth(cfg, MaxStoredConfigDepth+1); d > MaxStoredConfigDepth {
+		return nil, fmt.Errorf("values nest deeper than %d levels", MaxStoredConfigDepth)
+	}
+	return cfg, nil
+}
+
+// depth returns how deep v nests (a scalar is 0), stopping at limit.
+func depth(v any, limit int) int {
+	if limit <= 0 {
+		return 0
+	}
+	d := 0
+	switch x := v.(type) {
+	case map[string]any:
+		for _, e := range x {
+			d = max(d, depth(e, limit-1))
+			if d >= limit-1 {
+				break
+			}
+		}
+		return d + 1
+	case []any:
+		for _, e := range x {
+			d = max(d, depth(e, limit-1))
+			if d >= limit-1 {
+				break
+			}
+		}
+		return d + 1
+	case map[string]string, []string:
+		return 1
+	}
+	return 0
+}
+
+// SetConfig applies a JSON merge patch (RFC 7386, on a flat object: a
+// nil value removes its key, any other replaces it whole, objects
+// included) to the toolset's stored configuration and returns the
+// result, each secret value replaced by [RedactedValue]. A patch giving
+// RedactedValue for a secret key keeps the stored value, so that what
+// [Store.Config] returned can be sent back.
+//
+// The result is checked against the config schemas of the serving
+// version's tools: a key no tool declares (other than the reserved
+// hil, required_scopes and auth) or a value of the wrong type is a
+// *[ConfigError] listing every problem, and nothing changes. Before any
+// version was discovered, keys are kept unchecked (every value counts as
+// secret then), and checked when a version's tools are listed. The
+// patch and the result are bounded: [MaxStoredConfigBytes] of JSON and
+// [MaxStoredConfigDepth] levels. The configuration is kept in a file
+// only the store's user can read.
+//
+// Every [Toolset] of the store uses the stored configuration as its
+// lowest configured layer (see the package documentation,
+// Configuration), from its next GetTools on. A secret never appears in
+// an error or in the log.
+func (s *Store) SetConfig(name string, patch map[string]any) (map[string]any, error) {
+	if err := s.begin(); err != nil {
+		return nil, err
+	}
+	defer s.busy.Done()
+	if d := depth(patch, MaxStoredConfigDepth+2); d > MaxStoredConfigDepth+1 {
+		return nil, &ConfigError{Toolset: name, Problems: []string{fmt.Sprintf("the patch's values nest deeper than %d levels", MaxStoredConfigDepth)}}
+	}
+	data, err := json.Marshal(patch)
+	if err != nil {
+		// The error may show a value: not quoted.
+		return nil, &ConfigError{Toolset: name, Problems: []string{"the patch cannot be encoded as JSON: values must be strings, numbers, booleans, lists, objects or nil"}}
+	}
+	if len(data) > MaxStoredConfigBytes {
+		return nil, &ConfigError{Toolset: name, Problems: []string{fmt.Sprintf("the patch is %d bytes of JSON; at most %d are allowed", len(data), MaxStoredConfigBytes)}}
+	}
+	patch, err = decodeStoredConfig(data)
+	if err != nil {
+		return nil, &ConfigError{Toolset: name, Problems: []string{"the patch: " + err.Error()}}
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[name]
+	if !ok || e.rec.Status == StatusRemoved {
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	secret, known := storedSecretKeys(e.rec)
+	cfg := make(map[string]any, len(e.config)+len(patch))
+	for k, v := range e.config {
+		cfg[k] = v
+	}
+	for _, k := range sortedKeys(patch) {
+		v := patch[k]
+		switch {
+		case v == nil:
+			delete(cfg, k)
+		case isRedacted(v) && (!known || secret[k]):
+			// What Config showed: the stored value stays.
+		default:
+			cfg[k] = v
+		}
+	}
+	if known {
+		if probs := checkStoredConfig(e.rec.Tools, cfg); len(probs) > 0 {
+			return nil, &ConfigError{Toolset: name, Problems: probs}
+		}
+	}
+	out, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("toolpkg: toolset %q: encoding the configuration: %w", name, unprefixed{err})
+	}
+	if len(out) > MaxStoredConfigBytes {
+		return nil, &ConfigError{Toolset: name, Problems: []string{fmt.Sprintf("the configuration would be %d bytes of JSON; at most %d are allowed", len(out), MaxStoredConfigBytes)}}
+	}
+	if d := depth(cfg, MaxStoredConfigDepth+1); d > MaxStoredConfigDepth {
+		return nil, &ConfigError{Toolset: name, Problems: []string{fmt.Sprintf("the configuration's values nest deeper than %d levels", MaxStoredConfigDepth)}}
+	}
+	if err := s.writeConfig(name, out); err != nil {
+		return nil, err
+	}
+	e.config = cfg
+	e.configGen++
+	return redactStored(cfg, secret, known), nil
+}
+
+// Config returns the toolset's stored configuration, each secret value
+// replaced by [RedactedValue] (see [Store.SetConfig]); an empty map when
+// none was set.
+func (s *Store) Config(name string) (map[string]any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[name]
+	if !ok || e.rec.Status == StatusRemoved {
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	secret, known := storedSecretKeys(e.rec)
+	return redactStored(e.config, secret, known), nil
+}
+
+// storedConfig returns the stored configuration and its generation.
+func (s *Store) storedConfig(name string) (map[string]any, uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[name]
+	if !ok {
+		return nil, 0
+	}
+	return e.config, e.configGen
+}
+
+// storedSecretKeys returns the secret keys of the serving version's
+// tools, and auth; known is false when no version serves, and every key
+// counts as secret.
+func storedSecretKeys(rec record) (secret map[string]bool, known bool) {
+	secret = map[string]bool{"auth": true}
+	if rec.Serving == 0 {
+		return secret, false
+	}
+	for _, t := range rec.Tools {
+		for _, f := range t.Config {
+			if f.Secret {
+				secret[f.Key] = true
+			}
+		}
+	}
+	return secret, true
+}
+
+// isRedacted reports whether v is RedactedValue.
+func isRedacted(v any) bool {
+	s, ok := v.(string)
+	return ok && s == RedactedValue
+}
+
+// redactStored copies cfg with each secret value replaced.
+func redactStored(cfg map[string]any, secret map[string]bool, known bool) map[string]any {
+	out := make(map[string]any, len(cfg))
+	for k, v := range cfg {
+		if !known || secret[k] {
+			v = RedactedValue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// checkStoredConfig checks a stored configuration against the config
+// schemas of tools: every key must be declared by one (or be reserved),
+// every value of its type. The problems, sorted, never show a secret.
+func checkStoredConfig(tools []ToolInfo, cfg map[string]any) []string {
+	declared := map[string][]ConfigField{}
+	secret := map[string]bool{}
+	for _, t := range tools {
+		for _, f := range t.Config {
+			declared[f.Key] = append(declared[f.Key], f)
+			secret[f.Key] = secret[f.Key] || f.Secret
+		}
+	}
+	known := map[string]ConfigField{}
+	for k, fs := range declared {
+		known[k] = fs[0]
+	}
+	var probs []string
+	sec := &secrets{keys: map[string]bool{}}
+	for _, k := range sortedKeys(cfg) {
+		v := cfg[k]
+		switch k {
+		case "hil":
+			if _, msg := reservedBool(v); msg != "" {
+				probs = append(probs, fmt.Sprintf("%q: %s", k, msg))
+			}
+			continue
+		case "required_scopes":
+			if _, msg := reservedScopes(v); msg != "" {
+				probs = append(probs, fmt.Sprintf("%q: %s", k, msg))
+			}
+			continue
+		case "auth":
+			if _, msg := parseAuth(v, sec); msg != "" {
+				probs = append(probs, fmt.Sprintf("%q: %s", k, msg))
+			}
+			continue
+		}
+		fs, ok := declared[k]
+		if !ok {
+			probs = append(probs, fmt.Sprintf("%s is not a configuration key of any tool; known keys: %s", quoteShort(k), knownKeys(known)))
+			continue
+		}
+		for _, f := range fs {
+			f.Secret = secret[k]
+			if _, msg := coerceConfigValue(f, v); msg != "" {
+				probs = append(probs, fmt.Sprintf("%q: %s", k, msg))
+				break
+			}
+		}
+	}
+	sort.Strings(probs)
+	return probs
+}
+
+// writeConfig writes a toolset's configuration file atomically, readable
+// by the store's user alone.
+func (s *Store) writeConfig(name string, data []byte) error {
+	dir := filepath.Join(s.dir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("toolpkg: saving the configuration of %q: %w", name, unprefixed{err})
+	}
+	f, err := os.CreateTemp(dir, ".config-*.json")
+	if err != nil {
+		return fmt.Errorf("toolpkg: saving the configuration of %q: %w", name, unprefixed{err})
+	}
+	err = f.Chmod(0o600)
+	if err == nil {
+		_, err = f.Write(append(data, '\n'))
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), s.configPath(name))
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("toolpkg: saving the configuration of %q: %w", name, unprefixed{err})
+	}
+	return nil
+}
