@@ -3,6 +3,7 @@ package platform
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -13,8 +14,18 @@ import (
 // The platform only parses and checks agent files: it never starts what
 // one names (an MCP server's command would run on this host).
 
+// parseAgent parses an agent file stored under name; the name the file
+// gives the agent, if any, must be that one.
 func parseAgent(data []byte, name string) (*agentfile.File, error) {
-	return agentfile.Parse(data, name+agentExt)
+	f, err := agentfile.Parse(data, name+agentExt)
+	if err != nil {
+		return nil, err
+	}
+	if f.Name != "" && f.Name != name {
+		return nil, &agentfile.CheckError{Problems: []agentfile.Problem{{File: f.Filename,
+			Message: fmt.Sprintf("the file names the agent %s, but it is stored as %q: the names must match", quotePath(f.Name), name)}}}
+	}
+	return f, nil
 }
 
 func agentPackages(f *agentfile.File) []string {
@@ -24,7 +35,7 @@ func agentPackages(f *agentfile.File) []string {
 // checkAgent checks the file against the store's toolsets: each package
 // it names must exist and be ready.
 func checkAgent(ctx context.Context, f *agentfile.File, store *toolpkg.Store) error {
-	return agentfile.Check(ctx, f, &agentfile.CheckOptions{Store: store})
+	return agentfile.Check(ctx, f, &agentfile.Options{Store: store})
 }
 
 // agentError answers 422 InvalidAgent with every problem of an agent
@@ -37,7 +48,7 @@ func agentError(w http.ResponseWriter, err error) {
 	}
 	probs := make([]Problem, len(ce.Problems))
 	for i, p := range ce.Problems {
-		probs[i] = Problem{Line: p.Line, Message: cut(p.Message)}
+		probs[i] = Problem{Line: p.Line, Column: p.Column, Message: cut(p.Message)}
 	}
 	writeProblems(w, http.StatusUnprocessableEntity, "InvalidAgent", "the agent file is invalid ("+strconv.Itoa(len(probs))+" problems)", probs)
 }

@@ -2,6 +2,7 @@ package platform
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,8 +43,7 @@ type ToolsetDetail struct {
 	ToolsetSummary
 	// Tools are the serving tools (never null).
 	Tools []ToolDetail `json:"tools"`
-	// Versions are the versions the store keeps a record of, oldest
-	// first (never null).
+	// Versions are the latest uploads, newest first (never null).
 	Versions []VersionSummary `json:"versions"`
 	// Config is the toolset-level configuration, secrets shown as
 	// "<REDACTED>" (never null).
@@ -406,13 +406,24 @@ func (s *Server) putPackage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.unspool(f)
-	info, err := s.store.StartUpload(s.ctx, name, f, size)
+	info, err := s.startUpload(r, name, f, size)
 	if err != nil {
 		s.storeError(w, r, err)
 		return
 	}
 	w.Header().Set("Location", apiPrefix+"toolsets/"+name)
 	writeJSON(w, http.StatusAccepted, s.detail(info))
+}
+
+// startUpload hands a spooled package to the store. The store waits for
+// an earlier upload of the toolset to be discovered; the wait ends with
+// the request or the server.
+func (s *Server) startUpload(r *http.Request, name string, f *os.File, size int64) (toolpkg.Info, error) {
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel)
+	defer stop()
+	return s.store.StartUpload(ctx, name, f, size)
 }
 
 // uploadSlot waits for one of the MaxConcurrentUploads slots.

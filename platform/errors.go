@@ -22,10 +22,11 @@ type ErrorDetail struct {
 }
 
 // Problem is one thing wrong with an input: its message and, for a file
-// with lines (an agent file), the line it is on (1-based; 0 or absent
-// when it concerns no line).
+// with lines (an agent file), where it is (1-based line and column;
+// absent when not known or when it concerns the whole input).
 type Problem struct {
 	Line    int    `json:"line,omitempty"`
+	Column  int    `json:"column,omitempty"`
 	Message string `json:"message"`
 }
 

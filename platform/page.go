@@ -240,7 +240,7 @@ func (s *Server) pageUpload(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusConflict, fmt.Sprintf("Toolset %q is used by the agents %s: tick \"update every agent\" to upload anyway.", name, strings.Join(users, ", ")), nil)
 		return
 	}
-	if _, err := s.store.StartUpload(s.ctx, name, pkg, size); err != nil {
+	if _, err := s.startUpload(r, name, pkg, size); err != nil {
 		var ve *toolpkg.ValidationError
 		if errors.As(err, &ve) {
 			probs := make([]Problem, len(ve.Problems))
