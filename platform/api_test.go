@@ -79,14 +79,14 @@ func TestCreateListGetDelete(t *testing.T) {
 func TestCreateRefusesBadBodies(t *testing.T) {
 	e := newEnv(t, nil)
 	for body, code := range map[string]string{
-		``:                            "InvalidRequest",
-		`{`:                           "InvalidRequest",
-		`{"name":"a","extra":1}`:      "InvalidRequest",
-		`{"name":"a"} {"name":"b"}`:   "InvalidRequest",
-		`["a"]`:                       "InvalidRequest",
-		`{"name":"../x"}`:             "InvalidName",
-		`{"name":""}`:                 "InvalidName",
-		`{"name":"buildTarget"}`:      "InvalidName",
+		``:                          "InvalidRequest",
+		`{`:                         "InvalidRequest",
+		`{"name":"a","extra":1}`:    "InvalidRequest",
+		`{"name":"a"} {"name":"b"}`: "InvalidRequest",
+		`["a"]`:                     "InvalidRequest",
+		`{"name":"../x"}`:           "InvalidName",
+		`{"name":""}`:               "InvalidName",
+		`{"name":"buildTarget"}`:    "InvalidName",
 		`{"name":"` + strings.Repeat("a", 65) + `"}`: "InvalidName",
 	} {
 		r := e.do("POST", "/api/v1/platform/toolsets", []byte(body))
@@ -363,4 +363,3 @@ func TestUnknownRoutesAndMethodsAreJSON(t *testing.T) {
 	assert.Equal(t, http.StatusMethodNotAllowed, r.status)
 	assert.Equal(t, "MethodNotAllowed", r.errCode(t))
 }
-
