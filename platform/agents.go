@@ -195,7 +195,7 @@ func (s *Server) putAgent(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxAgentBytes))
+	data, err := io.ReadAll(bodyLimit(w, r, s.opts.MaxAgentBytes))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		WriteError(w, http.StatusRequestEntityTooLarge, "RequestTooLarge", fmt.Sprintf("the agent file is larger than %d bytes", s.opts.MaxAgentBytes))

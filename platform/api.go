@@ -164,7 +164,7 @@ func intQuery(w http.ResponseWriter, r *http.Request, key string, def, lo, hi in
 // one value, no unknown field, nothing after it. On failure it has
 // answered.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxJSONBody))
+	data, err := io.ReadAll(bodyLimit(w, r, MaxJSONBody))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		WriteError(w, http.StatusRequestEntityTooLarge, "RequestTooLarge", fmt.Sprintf("the JSON body is larger than %d bytes", MaxJSONBody))
@@ -400,7 +400,7 @@ func (s *Server) putPackage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	f, size, err := s.spool(http.MaxBytesReader(w, r.Body, max), max)
+	f, size, err := s.spool(bodyLimit(w, r, max), max)
 	if err != nil {
 		spoolError(w, err, max)
 		return
@@ -472,6 +472,8 @@ func (s *Server) unspool(f *os.File) {
 }
 
 func tooLarge(w http.ResponseWriter, max int64) {
+	// What is left of the body is not read.
+	w.Header().Set("Connection", "close")
 	WriteError(w, http.StatusRequestEntityTooLarge, "PackageTooLarge", fmt.Sprintf("the package is larger than the limit of %d bytes", max))
 }
 

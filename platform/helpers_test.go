@@ -152,6 +152,13 @@ func newEnv(t testing.TB, opts *Options) *testEnv {
 // the test (or earlier by close).
 func openEnv(t testing.TB, dir string, opts *Options) *testEnv {
 	t.Helper()
+	return openEnvWith(t, dir, opts, nil)
+}
+
+// openEnvWith is openEnv with the store's options (its sandbox, logger
+// and discovery timeout are set unless given).
+func openEnvWith(t testing.TB, dir string, opts *Options, storeOpts *toolpkg.Options) *testEnv {
+	t.Helper()
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -164,7 +171,20 @@ func openEnv(t testing.TB, dir string, opts *Options) *testEnv {
 	if o.Logger == nil {
 		o.Logger = logger
 	}
-	store, err := toolpkg.Open(dir, &toolpkg.Options{Sandbox: toolpkg.ModeDirect, Logger: logger, DiscoveryTimeout: 20 * time.Second})
+	var so toolpkg.Options
+	if storeOpts != nil {
+		so = *storeOpts
+	}
+	if so.Sandbox == "" {
+		so.Sandbox = toolpkg.ModeDirect
+	}
+	if so.Logger == nil {
+		so.Logger = logger
+	}
+	if so.DiscoveryTimeout == 0 {
+		so.DiscoveryTimeout = 20 * time.Second
+	}
+	store, err := toolpkg.Open(dir, &so)
 	require.NoError(t, err)
 	srv, err := New(store, &o)
 	if err != nil {

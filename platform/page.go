@@ -159,6 +159,10 @@ const maxFormField = 1024
 // page, or the problems.
 func (s *Server) pageUpload(w http.ResponseWriter, r *http.Request) {
 	fail := func(status int, msg string, probs []Problem) {
+		if status == http.StatusRequestEntityTooLarge {
+			// What is left of the body is not read.
+			w.Header().Set("Connection", "close")
+		}
 		s.render(w, r, status, "error", &pageData{Title: "Upload refused", Error: msg, Problems: probs, Back: "/"})
 	}
 	max := s.opts.MaxPackageBytes
@@ -166,7 +170,7 @@ func (s *Server) pageUpload(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("The package is larger than the limit of %d bytes.", max), nil)
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, max+64<<10)
+	r.Body = bodyLimit(w, r, max+64<<10)
 	mr, err := r.MultipartReader()
 	if err != nil {
 		fail(http.StatusBadRequest, "The form is not a multipart upload.", nil)

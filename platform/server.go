@@ -306,8 +306,26 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 			}
 			WriteError(w, http.StatusInternalServerError, "InternalError", "the server failed to handle the request; its log says why")
 		}()
-		next.ServeHTTP(rw, r)
+		// The handlers bound bodies through the server's own writer,
+		// which a wrapper would hide (see bodyLimit).
+		next.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), rawWriterKey{}, w)))
 	})
+}
+
+// rawWriterKey keys the server's own ResponseWriter in a request's
+// context.
+type rawWriterKey struct{}
+
+// bodyLimit bounds r's body to n bytes like http.MaxBytesReader, given
+// the server's own writer: only that one learns that the limit was hit,
+// so that the connection is closed after the answer instead of the rest
+// of the body being read first (which a client still sending would make
+// wait for ever).
+func bodyLimit(w http.ResponseWriter, r *http.Request, n int64) io.ReadCloser {
+	if raw, ok := r.Context().Value(rawWriterKey{}).(http.ResponseWriter); ok {
+		w = raw
+	}
+	return http.MaxBytesReader(w, r.Body, n)
 }
 
 // trackingWriter notes whether the answer has begun.

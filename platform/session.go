@@ -102,7 +102,7 @@ func (s *Server) pageLoginPost(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxLoginForm)
+	r.Body = bodyLimit(w, r, maxLoginForm)
 	if err := r.ParseForm(); err != nil {
 		s.render(w, r, http.StatusBadRequest, "login", &pageData{Title: "Log in", Error: "The form could not be read."})
 		return
