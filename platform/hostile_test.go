@@ -91,10 +91,10 @@ func TestPathTrickNamesAreRefused(t *testing.T) {
 	tricks := []string{
 		"..", "%2e%2e", "%2E%2E", ".", "%2e", "..%2f..%2fetc", "a%2Fb", "a%2fb", "%2Fetc",
 		"a%00b", "%00", "a%5Cb", "..%5C..", ".hidden", "-flag", "_x",
-		"%D0%B0dmin",        // Cyrillic а
-		"%EF%BD%97eather",   // fullwidth w
-		"caf%C3%A9",         // é
-		"a%E2%80%8Bb",       // zero-width space
+		"%D0%B0dmin",      // Cyrillic а
+		"%EF%BD%97eather", // fullwidth w
+		"caf%C3%A9",       // é
+		"a%E2%80%8Bb",     // zero-width space
 		"a%20b", "a+b", "a;b", "a:b", "a*b",
 		strings.Repeat("a", 65), strings.Repeat("a", 4000),
 	}

@@ -15,6 +15,7 @@ require (
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
 	github.com/buger/jsonparser v1.1.2 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
+	github.com/gotoolset/toolset/platform v0.0.0-00010101000000-000000000000
 	github.com/invopop/jsonschema v0.14.0 // indirect
 	github.com/pb33f/ordered-map/v2 v2.3.1 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
@@ -35,3 +36,5 @@ replace (
 	github.com/gotoolset/toolset/mcptoolset => ../../mcptoolset
 	github.com/gotoolset/toolset/toolpkg => ../../toolpkg
 )
+
+replace github.com/gotoolset/toolset/platform => ../../platform
