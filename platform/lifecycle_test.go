@@ -118,3 +118,42 @@ func TestConcurrentReadsDuringUploads(t *testing.T) {
 	r := e.do("GET", "/api/v1/platform/toolsets", nil)
 	assert.Equal(t, float64(uploads+1), r.json(t)["meta"].(map[string]any)["total"], "nothing lost")
 }
+
+// Upload bodies are read MaxConcurrentUploads at a time: another waits
+// for a slot, and Close ends the wait with 503 Unavailable.
+func TestUploadsWaitForASlot(t *testing.T) {
+	e := newEnv(t, &Options{MaxConcurrentUploads: 1})
+	pkg := goodPackage(t, "greet", "x", 0)
+	put := func(name string) <-chan int {
+		done := make(chan int, 1)
+		go func() {
+			req, _ := http.NewRequest("PUT", e.hs.URL+"/api/v1/platform/toolsets/"+name+"/package", bytes.NewReader(pkg))
+			req.Header.Set("Authorization", "Bearer "+testToken)
+			res, err := e.client.Do(req)
+			if err != nil {
+				done <- 0
+				return
+			}
+			res.Body.Close()
+			done <- res.StatusCode
+		}()
+		return done
+	}
+	e.srv.uploads <- struct{}{} // the one slot, taken
+	done := put("first")
+	select {
+	case code := <-done:
+		t.Fatalf("served without a slot: %d", code)
+	case <-time.After(300 * time.Millisecond):
+	}
+	<-e.srv.uploads
+	assert.Equal(t, http.StatusAccepted, <-done)
+	e.settle("first")
+
+	e.srv.uploads <- struct{}{}
+	done = put("second")
+	time.Sleep(100 * time.Millisecond) // let it reach the wait
+	require.NoError(t, e.srv.Close())
+	assert.Equal(t, http.StatusServiceUnavailable, <-done)
+	<-e.srv.uploads
+}
