@@ -1,10 +1,103 @@
 // Package platform serves the toolset platform: an HTTP service through
 // which teams upload packaged toolsets (see package toolpkg), watch their
-// discovery, configure them and attach them to agents.
+// discovery, configure them and declare the agents that use them (see
+// package agentfile). A [Server] serves a [toolpkg.Store]; the command
+// "toolset platform" runs one.
+//
+//	store, err := toolpkg.Open(dir, nil)
+//	...
+//	srv, err := platform.New(store, &platform.Options{Token: token})
+//	...
+//	http.ListenAndServe(addr, srv) // with timeouts: see the command
+//
+// # The API
+//
+// The JSON API lives under /api/v1/platform/. Every answer is JSON, and
+// every error is {"error": {"code", "message"}} with a stable code (see
+// [WriteError] and [ErrorDetail]); InvalidPackage, InvalidConfig and
+// InvalidAgent add "problems": [{"line", "column", "message"}], every
+// problem at once.
+//
+//	POST   /toolsets                {"name"}     201 ToolsetSummary (created); 409 Conflict
+//	GET    /toolsets?page=&pageSize=             200 {"data": [ToolsetSummary], "meta": {"page", "pageSize", "total"}}
+//	GET    /toolsets/buildTarget                 200 {"os", "arch"} that packages are built for
+//	GET    /toolsets/{name}                      200 ToolsetDetail
+//	PUT    /toolsets/{name}/package[?force=true] (body: the zip) 202 ToolsetDetail (pending)
+//	GET    /toolsets/{name}/package[?version=N]  200 application/zip, the package as uploaded
+//	PATCH  /toolsets/{name}/config  (merge patch) 200 {"name", "config"}
+//	GET    /toolsets/{name}/config               200 {"name", "config"}
+//	DELETE /toolsets/{name}[?force=true]         200 ToolsetSummary (removed)
+//	GET    /agents?page=&pageSize=               200 {"data": [AgentSummary], "meta": {...}}
+//	PUT    /agents/{name}           (body: YAML) 201 (new) or 200 AgentDetail; 422 InvalidAgent
+//	GET    /agents/{name}                        200 AgentDetail
+//	DELETE /agents/{name}                        204
+//
+// A toolset is in use while a stored agent names it: uploading its
+// package again or removing it answers 409 PackageInUse, naming the
+// agents, unless ?force=true. The codes: InvalidName, InvalidRequest
+// (400); Unauthorized (401); CrossOriginRequest (403); NotFound (404);
+// MethodNotAllowed (405); Conflict, PackageInUse (409); PackageTooLarge,
+// RequestTooLarge (413); InvalidPackage, InvalidConfig, InvalidAgent
+// (422); InternalError (500); Unavailable (503).
+//
+// # The lifecycle
+//
+// A toolset is created (by POST, or by its first upload), then each
+// upload makes it pending while the store discovers its tools in the
+// background, then ready or failed. A failed re-upload leaves the previous
+// version serving: servingVersion says which. DELETE makes it removed.
+// Uploads of one toolset are serialised and discovery is bounded by the
+// store; the server bounds how many upload bodies it reads at once
+// (Options.MaxConcurrentUploads). Everything is kept in the store's
+// directory: the store's records, versions and configuration, and the
+// server's agents under <store>/.platform/agents. A restart loses
+// nothing, and a toolset pending when the process stopped is discovered
+// again when the store opens.
+//
+// The platform only parses and checks agent files: it never starts what
+// one names (an MCP server's command would run on the platform's host).
+// An agent naming a package that is not ready is refused.
 //
 // # Authentication
 //
-// Every request must carry a bearer token ([RequireToken]); [LoadToken]
-// reads it from a file or the TOOLSET_PLATFORM_TOKEN environment variable.
-// Errors are JSON: {"error": {"code", "message"}} ([WriteError]).
+// Every API request must carry "Authorization: Bearer <token>"
+// ([RequireToken]); [LoadToken] reads the token from a file or the
+// TOOLSET_PLATFORM_TOKEN environment variable. A session cookie does not
+// open the API. Options.InsecureNoAuth serves everything without
+// authentication, for local use only: the server logs a warning and the
+// page shows a banner.
+//
+// # The page
+//
+// At / the server renders a status page with html/template (every text a
+// package gives is escaped), one embedded stylesheet, no script and
+// nothing from elsewhere: the toolsets with a coloured dot for their
+// status, a page per toolset with its tools and their parameters,
+// discovery errors, versions, configuration (secrets redacted) and the
+// agents using it, and an upload form. A page showing a pending toolset
+// reloads itself every Options.RefreshInterval until it settles.
+//
+// A person logs in by pasting the token into the login form. The session
+// cookie is HttpOnly, SameSite=Strict, Secure over TLS, and holds no
+// token: it is an issue time signed with HMAC under a key drawn at random
+// by each process, so sessions end with Options.SessionLifetime and with
+// the process. Form posts from another origin are refused
+// ([http.CrossOriginProtection]). Every answer carries a strict
+// Content-Security-Policy (no script, frame-ancestors 'none'),
+// X-Content-Type-Options: nosniff, X-Frame-Options: DENY and
+// Referrer-Policy: no-referrer.
+//
+// # Limits
+//
+// A package is bounded by Options.MaxPackageBytes while its body is read:
+// 413 PackageTooLarge comes as soon as the limit is passed (at once when
+// a Content-Length says so), and the body is spooled to a temporary file
+// under <store>/.platform/tmp, cleaned when a server starts. JSON bodies
+// are bounded by MaxJSONBody and decoded strictly (no unknown field,
+// nothing after the value); agent files by Options.MaxAgentBytes. Names
+// of toolsets and agents are checked with [toolpkg.CheckName] (1 to 64
+// letters, digits, '_' or '-'); a path that is not in its clean form
+// ("..", "//", even percent-encoded) is not found rather than redirected.
+// A handler's panic is logged and answered 500 InternalError, never shown
+// to the client. The command sets the http.Server's timeouts.
 package platform

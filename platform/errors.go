@@ -13,16 +13,33 @@ type ErrorBody struct {
 
 // ErrorDetail says what went wrong: Code is a stable word a client can
 // branch on (NotFound, Conflict, PackageInUse, ...), Message is for
-// people.
+// people. Problems, when the input had several, lists each
+// (InvalidPackage, InvalidConfig, InvalidAgent).
 type ErrorDetail struct {
-	Code    string `json:"code"`
+	Code     string    `json:"code"`
+	Message  string    `json:"message"`
+	Problems []Problem `json:"problems,omitempty"`
+}
+
+// Problem is one thing wrong with an input: its message and, for a file
+// with lines (an agent file), where it is (1-based line and column;
+// absent when not known or when it concerns the whole input).
+type Problem struct {
+	Line    int    `json:"line,omitempty"`
+	Column  int    `json:"column,omitempty"`
 	Message string `json:"message"`
 }
 
 // WriteError answers status with the JSON error body for code and message.
 func WriteError(w http.ResponseWriter, status int, code, message string) {
-	body, _ := json.Marshal(ErrorBody{Error: ErrorDetail{Code: code, Message: message}})
+	writeProblems(w, status, code, message, nil)
+}
+
+func writeProblems(w http.ResponseWriter, status int, code, message string, problems []Problem) {
+	body, _ := json.Marshal(ErrorBody{Error: ErrorDetail{Code: code, Message: message, Problems: problems}})
 	h := w.Header()
+	h.Del("Content-Length")
+	h.Del("Content-Disposition")
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-store")

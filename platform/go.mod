@@ -9,10 +9,12 @@ replace (
 )
 
 require (
+	github.com/chromedp/chromedp v0.23.0
 	github.com/gotoolset/toolset v0.0.0-00010101000000-000000000000
 	github.com/gotoolset/toolset/mcptoolset v0.0.0-00010101000000-000000000000
 	github.com/gotoolset/toolset/toolpkg v0.0.0-00010101000000-000000000000
 	github.com/modelcontextprotocol/go-sdk v1.8.0
+	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.6
 )
@@ -20,6 +22,8 @@ require (
 require (
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
 	github.com/buger/jsonparser v1.1.2 // indirect
+	github.com/chromedp/cdproto v0.159.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/invopop/jsonschema v0.14.0 // indirect
 	github.com/pb33f/ordered-map/v2 v2.3.1 // indirect

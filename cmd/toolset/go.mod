@@ -34,6 +34,7 @@ require (
 replace (
 	github.com/gotoolset/toolset => ../..
 	github.com/gotoolset/toolset/mcptoolset => ../../mcptoolset
-	github.com/gotoolset/toolset/platform => ../../platform
 	github.com/gotoolset/toolset/toolpkg => ../../toolpkg
 )
+
+replace github.com/gotoolset/toolset/platform => ../../platform

@@ -7,6 +7,7 @@
 //	toolset call ZIP TOOL 'JSON' [--config KEY=VALUE]... [--sandbox MODE]
 //	toolset agent check FILE [--store DIR]
 //	toolset agent tools FILE [--role ROLE] [--store DIR] [--json]
+//	toolset platform --store DIR [--listen ADDR] [--token-file FILE] [--insecure-no-auth]
 //
 // Exit codes: 0 success, 1 failure, 2 bad usage. Errors go to stderr.
 package main
@@ -64,6 +65,10 @@ Commands:
         role ROLE: names and descriptions, with --json their parameters too
         Local toolsets are registered by the Go program that runs an agent:
         both agent commands leave them out, with a note on stderr
+  platform --store DIR [--listen ADDR] [--token-file FILE] [--insecure-no-auth] [--sandbox MODE]
+        serve the platform: its JSON API under /api/v1/platform/ and its
+        status page at /, for the store in DIR, until SIGINT or SIGTERM;
+        the bearer token comes from FILE or $TOOLSET_PLATFORM_TOKEN
 
 Sandbox modes: auto (default: the strongest that works here), bwrap, prlimit, direct.
 Exit codes: 0 success, 1 failure, 2 bad usage.
@@ -108,6 +113,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"call":     cmdCall,
 		"serve":    cmdServe,
 		"agent":    cmdAgent,
+		"platform": cmdPlatform,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {

@@ -1,0 +1,277 @@
+package platform
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gotoolset/toolset/toolpkg"
+)
+
+// AgentSummary is an agent as GET /api/v1/platform/agents lists it.
+type AgentSummary struct {
+	Name string `json:"name"`
+	// Packages are the platform toolsets the agent file names (never
+	// null).
+	Packages  []string  `json:"packages"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// AgentDetail is an agent as GET /api/v1/platform/agents/{name} returns
+// it: its summary and the agent file as stored.
+type AgentDetail struct {
+	AgentSummary
+	Source string `json:"source"`
+}
+
+// agentStore keeps the agent files in a directory, one <name>.yaml each,
+// and indexes the toolsets each uses.
+type agentStore struct {
+	dir string
+	max int64
+	log *slog.Logger
+
+	// mu guards agents; uploads and removals of toolsets hold it for
+	// reading while they check who uses the toolset, so that no agent
+	// starts using it in between.
+	mu     sync.RWMutex
+	agents map[string]agentRec
+}
+
+type agentRec struct {
+	packages []string
+	updated  time.Time
+}
+
+const agentExt = ".yaml"
+
+func openAgents(dir string, max int64, log *slog.Logger) (*agentStore, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("platform: agents: %w", err)
+	}
+	a := &agentStore{dir: dir, max: max, log: log, agents: map[string]agentRec{}}
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("platform: agents: %w", err)
+	}
+	for _, de := range des {
+		base, ok := strings.CutSuffix(de.Name(), agentExt)
+		if !ok || toolpkg.CheckName(base) != nil || !de.Type().IsRegular() {
+			if !strings.HasPrefix(de.Name(), ".") {
+				log.Warn("platform: ignoring a file in the agents folder", "dir", dir, "file", de.Name())
+			}
+			continue
+		}
+		data, mod, err := a.read(base)
+		if err != nil {
+			log.Error("platform: cannot read a stored agent", "agent", base, "error", err)
+			continue
+		}
+		f, err := parseAgent(data, base)
+		if err != nil {
+			// Kept, and listed, so that it can be replaced or deleted;
+			// it names no toolset the platform can tell.
+			log.Error("platform: a stored agent no longer parses", "agent", base, "error", err)
+			a.agents[base] = agentRec{packages: []string{}, updated: mod}
+			continue
+		}
+		a.agents[base] = agentRec{packages: agentPackages(f), updated: mod}
+	}
+	return a, nil
+}
+
+func (a *agentStore) path(name string) string { return filepath.Join(a.dir, name+agentExt) }
+
+// read returns a stored agent file: never through a link, never more than
+// the limit.
+func (a *agentStore) read(name string) ([]byte, time.Time, error) {
+	f, err := os.OpenFile(a.path(name), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, time.Time{}, fmt.Errorf("%s is not a regular file", f.Name())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, a.max+1))
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if int64(len(data)) > a.max {
+		return nil, time.Time{}, fmt.Errorf("%s is larger than %d bytes", f.Name(), a.max)
+	}
+	return data, fi.ModTime().UTC(), nil
+}
+
+// save writes an agent file atomically; the caller holds mu.
+func (a *agentStore) save(name string, data []byte, packages []string) (agentRec, error) {
+	f, err := os.CreateTemp(a.dir, ".agent-*")
+	if err != nil {
+		return agentRec{}, err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), a.path(name))
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return agentRec{}, err
+	}
+	rec := agentRec{packages: packages, updated: time.Now().UTC()}
+	a.agents[name] = rec
+	return rec, nil
+}
+
+// usedBy returns the agents that name the toolset, sorted.
+func (a *agentStore) usedBy(toolset string) []string {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.usedByLocked(toolset)
+}
+
+func (a *agentStore) usedByLocked(toolset string) []string {
+	var out []string
+	for name, rec := range a.agents {
+		if slices.Contains(rec.packages, toolset) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func summaryOf(name string, rec agentRec) AgentSummary {
+	return AgentSummary{Name: name, Packages: orEmpty(rec.packages), UpdatedAt: rec.updated}
+}
+
+// GET /api/v1/platform/agents?page=&pageSize= → 200 List[AgentSummary].
+func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
+	page, ok := intQuery(w, r, "page", 1, 1, 1<<30)
+	if !ok {
+		return
+	}
+	size, ok := intQuery(w, r, "pageSize", defaultPageSize, 1, maxPageSize)
+	if !ok {
+		return
+	}
+	s.agents.mu.RLock()
+	all := make([]AgentSummary, 0, len(s.agents.agents))
+	for name, rec := range s.agents.agents {
+		all = append(all, summaryOf(name, rec))
+	}
+	s.agents.mu.RUnlock()
+	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+	out := List[AgentSummary]{Data: []AgentSummary{}, Meta: ListMeta{Page: page, PageSize: size, Total: len(all)}}
+	if start := (page - 1) * size; start < len(all) {
+		out.Data = all[start:min(start+size, len(all))]
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// PUT /api/v1/platform/agents/{name} (body: the agent file) → 201 (new)
+// or 200 (replaced) AgentDetail; 422 InvalidAgent with every problem.
+func (s *Server) putAgent(w http.ResponseWriter, r *http.Request) {
+	name, ok := pathName(w, r)
+	if !ok {
+		return
+	}
+	data, err := io.ReadAll(bodyLimit(w, r, s.opts.MaxAgentBytes))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		WriteError(w, http.StatusRequestEntityTooLarge, "RequestTooLarge", fmt.Sprintf("the agent file is larger than %d bytes", s.opts.MaxAgentBytes))
+		return
+	}
+	if err != nil {
+		WriteError(w, http.StatusBadRequest, "InvalidRequest", "reading the agent file: "+cut(err.Error()))
+		return
+	}
+	f, err := parseAgent(data, name)
+	if err != nil {
+		agentError(w, err)
+		return
+	}
+	s.agents.mu.Lock()
+	defer s.agents.mu.Unlock()
+	// Checked under the lock: no toolset the agent names can be removed
+	// between the check and the save.
+	if err := checkAgent(r.Context(), f, s.store); err != nil {
+		agentError(w, err)
+		return
+	}
+	_, existed := s.agents.agents[name]
+	rec, err := s.agents.save(name, data, agentPackages(f))
+	if err != nil {
+		s.log.Error("platform: saving an agent failed", "agent", name, "error", err)
+		WriteError(w, http.StatusInternalServerError, "InternalError", "the agent could not be saved; the server's log says why")
+		return
+	}
+	status := http.StatusOK
+	if !existed {
+		status = http.StatusCreated
+	}
+	w.Header().Set("Location", apiPrefix+"agents/"+name)
+	writeJSON(w, status, AgentDetail{AgentSummary: summaryOf(name, rec), Source: string(data)})
+}
+
+// GET /api/v1/platform/agents/{name} → 200 AgentDetail.
+func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
+	name, ok := pathName(w, r)
+	if !ok {
+		return
+	}
+	s.agents.mu.RLock()
+	defer s.agents.mu.RUnlock()
+	rec, ok := s.agents.agents[name]
+	if !ok {
+		WriteError(w, http.StatusNotFound, "NotFound", "no such agent: "+quotePath(name))
+		return
+	}
+	data, _, err := s.agents.read(name)
+	if err != nil {
+		s.log.Error("platform: reading an agent failed", "agent", name, "error", err)
+		WriteError(w, http.StatusInternalServerError, "InternalError", "the agent could not be read; the server's log says why")
+		return
+	}
+	writeJSON(w, http.StatusOK, AgentDetail{AgentSummary: summaryOf(name, rec), Source: string(data)})
+}
+
+// DELETE /api/v1/platform/agents/{name} → 204.
+func (s *Server) deleteAgent(w http.ResponseWriter, r *http.Request) {
+	name, ok := pathName(w, r)
+	if !ok {
+		return
+	}
+	s.agents.mu.Lock()
+	defer s.agents.mu.Unlock()
+	if _, ok := s.agents.agents[name]; !ok {
+		WriteError(w, http.StatusNotFound, "NotFound", "no such agent: "+quotePath(name))
+		return
+	}
+	if err := os.Remove(s.agents.path(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		s.log.Error("platform: deleting an agent failed", "agent", name, "error", err)
+		WriteError(w, http.StatusInternalServerError, "InternalError", "the agent could not be deleted; the server's log says why")
+		return
+	}
+	delete(s.agents.agents, name)
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,159 @@
+package platform
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A restart loses nothing: records, versions, configuration, agents and
+// statuses are kept, and a toolset pending when the server stopped is
+// discovered again when it starts.
+func TestRestartDuringDiscoveryLosesNothing(t *testing.T) {
+	dir := storeDir(t)
+	e := openEnv(t, dir, nil)
+	e.upload("kept", goodPackage(t, "greet", "Greets someone.", 0))
+	require.Equal(t, "ready", e.settle("kept")["discoveryStatus"])
+	r := e.do("PATCH", "/api/v1/platform/toolsets/kept/config", []byte(`{"greeting":"hi","api_key":"s3cr3t"}`))
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	r = e.do("PUT", "/api/v1/platform/agents/support", []byte(agentYAML("support", "kept")))
+	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+	r = e.do("POST", "/api/v1/platform/toolsets", []byte(`{"name":"fresh"}`))
+	require.Equal(t, http.StatusCreated, r.status)
+	before := e.do("GET", "/api/v1/platform/toolsets/kept", nil).json(t)
+
+	// A slow discovery, under way when everything stops.
+	m := e.upload("slow", goodPackage(t, "slowtool", "Takes its time.", 2*time.Second))
+	require.Equal(t, "pending", m["discoveryStatus"])
+	e.close()
+
+	e = openEnv(t, dir, nil)
+	after := e.do("GET", "/api/v1/platform/toolsets/kept", nil).json(t)
+	assert.Equal(t, before, after, "the ready toolset is as it was")
+	assert.Equal(t, map[string]any{"greeting": "hi", "api_key": "<REDACTED>"}, after["config"])
+	assert.Equal(t, []any{"support"}, after["usedBy"])
+	assert.Equal(t, "created", e.do("GET", "/api/v1/platform/toolsets/fresh", nil).json(t)["discoveryStatus"])
+	r = e.do("GET", "/api/v1/platform/agents/support", nil)
+	require.Equal(t, http.StatusOK, r.status)
+
+	m = e.settle("slow")
+	require.Equal(t, "ready", m["discoveryStatus"], "discovered again: %v", m["discoveryErrors"])
+	assert.Equal(t, 1.0, m["version"])
+	assert.Equal(t, "slowtool", m["tools"].([]any)[0].(map[string]any)["toolName"])
+}
+
+// 200 concurrent reads while 5 uploads run: every answer is whole and
+// valid, and every upload ends ready.
+func TestConcurrentReadsDuringUploads(t *testing.T) {
+	e := newEnv(t, &Options{MaxConcurrentUploads: 2})
+	e.upload("base", goodPackage(t, "greet", "x", 0))
+	require.Equal(t, "ready", e.settle("base")["discoveryStatus"])
+
+	const uploads, readers = 5, 200
+	var wg sync.WaitGroup
+	errs := make(chan error, uploads+readers)
+	pkgs := make([][]byte, uploads)
+	for i := range pkgs {
+		pkgs[i] = goodPackage(t, "tool", fmt.Sprintf("Tool %d", i), 200*time.Millisecond)
+	}
+	for i := range uploads {
+		wg.Go(func() {
+			name := fmt.Sprintf("up%d", i)
+			data := pkgs[i]
+			req, _ := http.NewRequest("PUT", e.hs.URL+"/api/v1/platform/toolsets/"+name+"/package", bytes.NewReader(data))
+			req.Header.Set("Authorization", "Bearer "+testToken)
+			res, err := e.client.Do(req)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer res.Body.Close()
+			var m map[string]any
+			if err := json.NewDecoder(res.Body).Decode(&m); err != nil || res.StatusCode != http.StatusAccepted {
+				errs <- fmt.Errorf("upload %s: status %d, %v, %v", name, res.StatusCode, err, m)
+			}
+		})
+	}
+	paths := []string{"/api/v1/platform/toolsets", "/api/v1/platform/toolsets/base", "/api/v1/platform/agents", "/api/v1/platform/toolsets/up0"}
+	for i := range readers {
+		wg.Go(func() {
+			p := paths[i%len(paths)]
+			req, _ := http.NewRequest("GET", e.hs.URL+p, nil)
+			req.Header.Set("Authorization", "Bearer "+testToken)
+			res, err := e.client.Do(req)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer res.Body.Close()
+			var m map[string]any
+			err = json.NewDecoder(res.Body).Decode(&m)
+			switch {
+			case err != nil:
+				errs <- fmt.Errorf("GET %s: invalid JSON: %v", p, err)
+			case res.StatusCode == http.StatusNotFound && p == "/api/v1/platform/toolsets/up0":
+				// Not uploaded yet.
+			case res.StatusCode != http.StatusOK:
+				errs <- fmt.Errorf("GET %s: status %d: %v", p, res.StatusCode, m)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for i := range uploads {
+		m := e.settle(fmt.Sprintf("up%d", i))
+		assert.Equal(t, "ready", m["discoveryStatus"], "%v", m["discoveryErrors"])
+		assert.Equal(t, 1.0, m["toolCount"])
+	}
+	r := e.do("GET", "/api/v1/platform/toolsets", nil)
+	assert.Equal(t, float64(uploads+1), r.json(t)["meta"].(map[string]any)["total"], "nothing lost")
+}
+
+// Upload bodies are read MaxConcurrentUploads at a time: another waits
+// for a slot, and Close ends the wait with 503 Unavailable.
+func TestUploadsWaitForASlot(t *testing.T) {
+	e := newEnv(t, &Options{MaxConcurrentUploads: 1})
+	pkg := goodPackage(t, "greet", "x", 0)
+	put := func(name string) <-chan int {
+		done := make(chan int, 1)
+		go func() {
+			req, _ := http.NewRequest("PUT", e.hs.URL+"/api/v1/platform/toolsets/"+name+"/package", bytes.NewReader(pkg))
+			req.Header.Set("Authorization", "Bearer "+testToken)
+			res, err := e.client.Do(req)
+			if err != nil {
+				done <- 0
+				return
+			}
+			res.Body.Close()
+			done <- res.StatusCode
+		}()
+		return done
+	}
+	e.srv.uploads <- struct{}{} // the one slot, taken
+	done := put("first")
+	select {
+	case code := <-done:
+		t.Fatalf("served without a slot: %d", code)
+	case <-time.After(300 * time.Millisecond):
+	}
+	<-e.srv.uploads
+	assert.Equal(t, http.StatusAccepted, <-done)
+	e.settle("first")
+
+	e.srv.uploads <- struct{}{}
+	done = put("second")
+	time.Sleep(100 * time.Millisecond) // let it reach the wait
+	require.NoError(t, e.srv.Close())
+	assert.Equal(t, http.StatusServiceUnavailable, <-done)
+	<-e.srv.uploads
+}

@@ -1,0 +1,143 @@
+package platform
+
+import (
+	"bytes"
+	"mime/multipart"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// page GETs a page with a session.
+func (e *testEnv) page(path string) response {
+	e.t.Helper()
+	return e.doToken("", "GET", path, nil, "Cookie", sessionCookie+"="+e.srv.newSession(time.Now()))
+}
+
+// uploadForm posts the page's upload form.
+func (e *testEnv) uploadForm(name string, data []byte, force bool) response {
+	e.t.Helper()
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	require.NoError(e.t, mw.WriteField("name", name))
+	if force {
+		require.NoError(e.t, mw.WriteField("force", "true"))
+	}
+	fw, err := mw.CreateFormFile("package", name+".zip")
+	require.NoError(e.t, err)
+	_, err = fw.Write(data)
+	require.NoError(e.t, err)
+	require.NoError(e.t, mw.Close())
+	req, err := http.NewRequest("POST", e.hs.URL+"/upload", &buf)
+	require.NoError(e.t, err)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.AddCookie(&http.Cookie{Name: sessionCookie, Value: e.srv.newSession(time.Now())})
+	res, err := noRedirect(e, nil).Do(req)
+	require.NoError(e.t, err)
+	return response{status: res.StatusCode, header: res.Header, body: readBody(e.t, res)}
+}
+
+// Every text a package gives is escaped: a tool's description, its
+// parameters' names and descriptions, discovery errors.
+func TestPageEscapesHostileText(t *testing.T) {
+	e := newEnv(t, nil)
+	const evil = `<script>alert("x")</script><img src=x onerror=alert(1)>`
+	e.upload("evil", goodPackage(t, "greet", evil, 0))
+	require.Equal(t, "ready", e.settle("evil")["discoveryStatus"])
+	for _, p := range []string{"/", "/toolsets/evil"} {
+		r := e.page(p)
+		require.Equal(t, http.StatusOK, r.status)
+		assert.NotContains(t, string(r.body), "<script>", p)
+		assert.NotContains(t, string(r.body), "<img", p)
+	}
+	r := e.page("/toolsets/evil")
+	assert.Contains(t, string(r.body), "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;")
+	assert.Equal(t, "text/html; charset=utf-8", r.header.Get("Content-Type"))
+
+	e.upload("evil2", makeZip(t, zfile{name: "manifest.yaml", data: []byte(scriptManifest)},
+		zfile{name: "python/bin/greet.sh", data: []byte("#!/bin/sh\necho '<script>alert(2)</script>' >&2\nexit 1\n"), mode: 0o755}))
+	require.Equal(t, "failed", e.settle("evil2")["discoveryStatus"])
+	r = e.page("/toolsets/evil2")
+	assert.NotContains(t, string(r.body), "<script>")
+	assert.Contains(t, string(r.body), "&lt;script&gt;alert(2)")
+}
+
+func TestPageListAndDetail(t *testing.T) {
+	e := newEnv(t, nil)
+	r := e.page("/")
+	require.Equal(t, http.StatusOK, r.status)
+	assert.Contains(t, string(r.body), "No toolsets yet")
+	assert.NotContains(t, string(r.body), `http-equiv="refresh"`)
+
+	e.upload("greeter", goodPackage(t, "greet", "Greets someone.", 0))
+	require.Equal(t, "ready", e.settle("greeter")["discoveryStatus"])
+	require.Equal(t, http.StatusCreated, e.do("PUT", "/api/v1/platform/agents/support", []byte(agentYAML("support", "greeter"))).status)
+	r = e.page("/")
+	body := string(r.body)
+	assert.Contains(t, body, `data-toolset="greeter" data-status="ready"`)
+	assert.Contains(t, body, `class="dot dot-ready"`)
+	assert.Contains(t, body, "support")
+	assert.NotContains(t, body, `http-equiv="refresh"`)
+
+	r = e.page("/toolsets/greeter")
+	require.Equal(t, http.StatusOK, r.status)
+	body = string(r.body)
+	assert.Contains(t, body, `data-tool="greet"`)
+	assert.Contains(t, body, "Greets someone.")
+	assert.Contains(t, body, "<code>who</code>")
+	assert.Contains(t, body, "whom to greet")
+	assert.Contains(t, body, "v1")
+
+	r = e.page("/toolsets/nosuch")
+	assert.Equal(t, http.StatusNotFound, r.status)
+	r = e.page("/toolsets/a%2Fb")
+	assert.Equal(t, http.StatusBadRequest, r.status)
+}
+
+func TestPagePendingRefreshesItself(t *testing.T) {
+	e := newEnv(t, &Options{RefreshInterval: time.Second})
+	e.upload("slow", goodPackage(t, "greet", "x", 1500*time.Millisecond))
+	for _, p := range []string{"/", "/toolsets/slow"} {
+		r := e.page(p)
+		assert.Contains(t, string(r.body), `<meta http-equiv="refresh" content="1">`, p)
+		assert.Contains(t, string(r.body), "dot-pending", p)
+	}
+	require.Equal(t, "ready", e.settle("slow")["discoveryStatus"])
+	r := e.page("/toolsets/slow")
+	assert.NotContains(t, string(r.body), `http-equiv="refresh"`)
+}
+
+func TestPageUploadForm(t *testing.T) {
+	e := newEnv(t, &Options{MaxPackageBytes: 256 << 10})
+	r := e.uploadForm("greeter", goodPackage(t, "greet", "Greets someone.", 0), false)
+	require.Equal(t, http.StatusSeeOther, r.status, "%s", r.body)
+	assert.Equal(t, "/toolsets/greeter", r.header.Get("Location"))
+	require.Equal(t, "ready", e.settle("greeter")["discoveryStatus"])
+
+	r = e.uploadForm("bad", []byte("not a zip"), false)
+	assert.Equal(t, http.StatusUnprocessableEntity, r.status)
+	assert.Contains(t, string(r.body), `id="problems"`)
+
+	r = e.uploadForm("../x", goodPackage(t, "greet", "x", 0), false)
+	assert.Equal(t, http.StatusBadRequest, r.status)
+	r = e.uploadForm("big", bytes.Repeat([]byte("x"), 300<<10), false)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, r.status)
+	assert.Contains(t, string(r.body), "larger than the limit")
+
+	require.Equal(t, http.StatusCreated, e.do("PUT", "/api/v1/platform/agents/support", []byte(agentYAML("support", "greeter"))).status)
+	r = e.uploadForm("greeter", goodPackage(t, "greet", "v2", 0), false)
+	assert.Equal(t, http.StatusConflict, r.status)
+	assert.Contains(t, string(r.body), "support")
+	r = e.uploadForm("greeter", goodPackage(t, "greet", "v2", 0), true)
+	assert.Equal(t, http.StatusSeeOther, r.status)
+
+	// Without a session the form is refused.
+	r = e.doToken("", "POST", "/upload", []byte("x"), "Content-Type", "multipart/form-data; boundary=x")
+	assert.NotEqual(t, http.StatusSeeOther, r.status)
+	assert.True(t, strings.Contains(string(r.body), "Log in"), "sent to the login page")
+	assert.Equal(t, 2.0, e.settle("greeter")["version"])
+}

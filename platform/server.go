@@ -1,0 +1,368 @@
+package platform
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gotoolset/toolset/toolpkg"
+)
+
+// Defaults of the server's options.
+const (
+	// DefaultMaxConcurrentUploads is the default of
+	// Options.MaxConcurrentUploads.
+	DefaultMaxConcurrentUploads = 4
+	// DefaultMaxAgentBytes is the default of Options.MaxAgentBytes.
+	DefaultMaxAgentBytes = 1 << 20
+	// DefaultRefreshInterval is the default of Options.RefreshInterval.
+	DefaultRefreshInterval = 2 * time.Second
+	// DefaultSessionLifetime is the default of Options.SessionLifetime.
+	DefaultSessionLifetime = 12 * time.Hour
+	// MaxJSONBody bounds the JSON body of a request (POST and PATCH).
+	MaxJSONBody = 64 << 10
+)
+
+// Options configure a [Server].
+type Options struct {
+	// Token is the bearer token every API request must carry, and which a
+	// person pastes into the page's login form. It is required (at least
+	// MinTokenLength printable ASCII bytes, see [LoadToken]) unless
+	// InsecureNoAuth is set.
+	Token string
+	// InsecureNoAuth serves everything without authentication: for local
+	// use only. The server logs a warning and the page shows a banner.
+	InsecureNoAuth bool
+	// MaxPackageBytes bounds an uploaded package, enforced while the body
+	// is read (default: toolpkg.DefaultMaxZipBytes, the store's default
+	// zip limit; the store refuses what is above its own limit anyway).
+	MaxPackageBytes int64
+	// MaxConcurrentUploads bounds the uploads whose bodies are read and
+	// handed to the store at the same time (default
+	// DefaultMaxConcurrentUploads); further uploads wait for a slot as
+	// long as their request lasts. Discovery is bounded by the store.
+	MaxConcurrentUploads int
+	// MaxAgentBytes bounds an agent file (default DefaultMaxAgentBytes).
+	MaxAgentBytes int64
+	// RefreshInterval is how often a page showing a pending toolset
+	// reloads itself (default DefaultRefreshInterval).
+	RefreshInterval time.Duration
+	// SessionLifetime is how long a login to the page lasts (default
+	// DefaultSessionLifetime). Sessions end with the process too.
+	SessionLifetime time.Duration
+	// Logger receives the server's logs (default slog.Default()). The
+	// token never reaches it.
+	Logger *slog.Logger
+}
+
+// Server serves the platform's JSON API under /api/v1/platform/ and its
+// status page at /. It is an [http.Handler]; see the package
+// documentation for the routes.
+type Server struct {
+	store *toolpkg.Store
+	opts  Options
+	log   *slog.Logger
+	// tokenSum is the SHA-256 of the token (zero with InsecureNoAuth).
+	tokenSum [sha256.Size]byte
+	// sessionKey signs the page's session cookies; random per process.
+	sessionKey [32]byte
+
+	tmpDir string
+	agents *agentStore
+	// uploads holds one token per upload slot.
+	uploads chan struct{}
+
+	// ctx is canceled by Close; uploads hand it to the store.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	handler http.Handler
+	mux     *http.ServeMux
+
+	closeOnce sync.Once
+}
+
+// New returns a server for the store. The store stays the caller's: Close
+// the server first, then the store. New cleans the server's temporary
+// folder (<store>/.platform/tmp) and loads the agents stored in
+// <store>/.platform/agents.
+func New(store *toolpkg.Store, opts *Options) (*Server, error) {
+	if store == nil {
+		return nil, errors.New("platform: New needs a store")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.InsecureNoAuth {
+		if o.Token != "" {
+			return nil, errors.New("platform: a token and InsecureNoAuth together: choose one")
+		}
+	} else {
+		if o.Token == "" {
+			return nil, errors.New("platform: a bearer token is required (Options.Token), unless InsecureNoAuth is set for local use")
+		}
+		if err := checkToken(o.Token); err != nil {
+			return nil, err
+		}
+	}
+	if o.MaxPackageBytes <= 0 {
+		o.MaxPackageBytes = toolpkg.DefaultMaxZipBytes
+	}
+	if o.MaxConcurrentUploads <= 0 {
+		o.MaxConcurrentUploads = DefaultMaxConcurrentUploads
+	}
+	if o.MaxAgentBytes <= 0 {
+		o.MaxAgentBytes = DefaultMaxAgentBytes
+	}
+	if o.RefreshInterval <= 0 {
+		o.RefreshInterval = DefaultRefreshInterval
+	}
+	if o.SessionLifetime <= 0 {
+		o.SessionLifetime = DefaultSessionLifetime
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	s := &Server{store: store, opts: o, log: o.Logger, uploads: make(chan struct{}, o.MaxConcurrentUploads)}
+	if !o.InsecureNoAuth {
+		s.tokenSum = sha256.Sum256([]byte(o.Token))
+	}
+	if _, err := rand.Read(s.sessionKey[:]); err != nil {
+		return nil, fmt.Errorf("platform: session key: %w", err)
+	}
+	base := filepath.Join(store.Dir(), ".platform")
+	s.tmpDir = filepath.Join(base, "tmp")
+	if err := os.RemoveAll(s.tmpDir); err != nil {
+		return nil, fmt.Errorf("platform: cleaning %s: %w", s.tmpDir, err)
+	}
+	if err := os.MkdirAll(s.tmpDir, 0o700); err != nil {
+		return nil, fmt.Errorf("platform: %w", err)
+	}
+	agents, err := openAgents(filepath.Join(base, "agents"), o.MaxAgentBytes, s.log)
+	if err != nil {
+		return nil, err
+	}
+	s.agents = agents
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if o.InsecureNoAuth {
+		s.log.Warn("platform: serving WITHOUT AUTHENTICATION (insecure-no-auth): anyone who reaches this address can upload packages and run their discovery; use it only locally")
+	}
+	s.routes()
+	return s, nil
+}
+
+// Close stops accepting uploads and ends those waiting for a slot. It
+// does not close the store; discovery already started finishes (or is
+// picked up again) there. Closing twice is safe.
+func (s *Server) Close() error {
+	s.closeOnce.Do(s.cancel)
+	return nil
+}
+
+// ServeHTTP implements [http.Handler].
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.handler.ServeHTTP(w, r)
+}
+
+const apiPrefix = "/api/v1/platform/"
+
+func (s *Server) routes() {
+	api := http.NewServeMux()
+	api.HandleFunc("POST /api/v1/platform/toolsets", s.createToolset)
+	api.HandleFunc("GET /api/v1/platform/toolsets", s.listToolsets)
+	api.HandleFunc("GET /api/v1/platform/toolsets/buildTarget", s.buildTarget)
+	api.HandleFunc("GET /api/v1/platform/toolsets/{name}", s.getToolset)
+	api.HandleFunc("DELETE /api/v1/platform/toolsets/{name}", s.deleteToolset)
+	api.HandleFunc("PUT /api/v1/platform/toolsets/{name}/package", s.putPackage)
+	api.HandleFunc("GET /api/v1/platform/toolsets/{name}/package", s.getPackage)
+	api.HandleFunc("PATCH /api/v1/platform/toolsets/{name}/config", s.patchConfig)
+	api.HandleFunc("GET /api/v1/platform/toolsets/{name}/config", s.getConfig)
+	api.HandleFunc("GET /api/v1/platform/agents", s.listAgents)
+	api.HandleFunc("PUT /api/v1/platform/agents/{name}", s.putAgent)
+	api.HandleFunc("GET /api/v1/platform/agents/{name}", s.getAgent)
+	api.HandleFunc("DELETE /api/v1/platform/agents/{name}", s.deleteAgent)
+
+	var apiH http.Handler = jsonFallback(api)
+	if !s.opts.InsecureNoAuth {
+		apiH = RequireToken(s.opts.Token, apiH)
+	}
+
+	page := http.NewServeMux()
+	page.Handle("GET /{$}", s.requireSession(s.pageList))
+	page.Handle("GET /toolsets/{name}", s.requireSession(s.pageToolset))
+	page.Handle("POST /upload", s.requireSession(s.pageUpload))
+	page.HandleFunc("GET /style.css", s.pageStyle)
+	page.HandleFunc("GET /login", s.pageLogin)
+	page.HandleFunc("POST /login", s.pageLoginPost)
+	page.HandleFunc("POST /logout", s.pageLogout)
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, http.StatusForbidden, "CrossOriginRequest", "a cross-origin form post was refused")
+	}))
+	pageH := cop.Handler(jsonFallback(page))
+
+	s.mux = http.NewServeMux()
+	s.mux.Handle(apiPrefix, apiH)
+	s.mux.Handle("/", pageH)
+	s.handler = securityHeaders(s.recoverer(canonicalPath(s.mux)))
+}
+
+// jsonFallback answers what mux has no route for with a JSON error: 404
+// NotFound, or 405 MethodNotAllowed (with its Allow header).
+func jsonFallback(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		probe := &statusProbe{header: http.Header{}}
+		h.ServeHTTP(probe, r)
+		if probe.code == http.StatusMethodNotAllowed {
+			w.Header().Set("Allow", probe.header.Get("Allow"))
+			WriteError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", fmt.Sprintf("%s is not allowed on %s", quoteMethod(r.Method), quotePath(r.URL.Path)))
+			return
+		}
+		WriteError(w, http.StatusNotFound, "NotFound", "no such route: "+quotePath(r.URL.Path))
+	})
+}
+
+// statusProbe records what the mux's own 404 or 405 handler answers.
+type statusProbe struct {
+	header http.Header
+	code   int
+}
+
+func (p *statusProbe) Header() http.Header         { return p.header }
+func (p *statusProbe) Write(b []byte) (int, error) { return len(b), nil }
+func (p *statusProbe) WriteHeader(code int)        { p.code = code }
+
+// canonicalPath answers 404 to a path that is not in its clean form
+// ("..", ".", "//" segments, even percent-encoded), instead of
+// redirecting it to somewhere else.
+func canonicalPath(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		clean := path.Clean(p)
+		if strings.HasSuffix(p, "/") && clean != "/" {
+			clean += "/"
+		}
+		if p == "" || p != clean || strings.ContainsRune(p, 0) {
+			WriteError(w, http.StatusNotFound, "NotFound", "the path is not in canonical form: "+quotePath(p))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// contentSecurityPolicy allows nothing from elsewhere, no script at all,
+// and only the page's own stylesheet and forms.
+const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// securityHeaders sets the headers every answer carries.
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		h.Set("Cross-Origin-Resource-Policy", "same-origin")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// recoverer turns a handler's panic into 500 InternalError: the panic and
+// its stack are logged, the client learns nothing of them.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rw := &trackingWriter{ResponseWriter: w}
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error("platform: a handler panicked", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			if rw.wrote {
+				// The answer has begun: all that can be done is cutting it.
+				panic(http.ErrAbortHandler)
+			}
+			WriteError(w, http.StatusInternalServerError, "InternalError", "the server failed to handle the request; its log says why")
+		}()
+		// The handlers bound bodies through the server's own writer,
+		// which a wrapper would hide (see bodyLimit).
+		next.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), rawWriterKey{}, w)))
+	})
+}
+
+// rawWriterKey keys the server's own ResponseWriter in a request's
+// context.
+type rawWriterKey struct{}
+
+// bodyLimit bounds r's body to n bytes like http.MaxBytesReader, given
+// the server's own writer: only that one learns that the limit was hit,
+// so that the connection is closed after the answer instead of the rest
+// of the body being read first (which a client still sending would make
+// wait for ever).
+func bodyLimit(w http.ResponseWriter, r *http.Request, n int64) io.ReadCloser {
+	if raw, ok := r.Context().Value(rawWriterKey{}).(http.ResponseWriter); ok {
+		w = raw
+	}
+	return http.MaxBytesReader(w, r.Body, n)
+}
+
+// trackingWriter notes whether the answer has begun.
+type trackingWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (t *trackingWriter) WriteHeader(code int) {
+	if code >= 200 {
+		t.wrote = true
+	}
+	t.ResponseWriter.WriteHeader(code)
+}
+
+func (t *trackingWriter) Write(b []byte) (int, error) {
+	t.wrote = true
+	return t.ResponseWriter.Write(b)
+}
+
+func (t *trackingWriter) ReadFrom(r io.Reader) (int64, error) {
+	t.wrote = true
+	return io.Copy(t.ResponseWriter, r)
+}
+
+// Unwrap lets http.ResponseController reach the real writer.
+func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
+
+// maxQuoted bounds the untrusted text quoted in a message.
+const maxQuoted = 128
+
+// quotePath quotes a path or name for a message, cut to maxQuoted bytes.
+func quotePath(p string) string {
+	if len(p) > maxQuoted {
+		return fmt.Sprintf("%q... (%d bytes)", strings.ToValidUTF8(p[:maxQuoted], ""), len(p))
+	}
+	return fmt.Sprintf("%q", p)
+}
+
+func quoteMethod(m string) string { return quotePath(m) }
