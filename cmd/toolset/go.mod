@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/gotoolset/toolset v0.0.0-00010101000000-000000000000
 	github.com/gotoolset/toolset/mcptoolset v0.0.0-00010101000000-000000000000
+	github.com/gotoolset/toolset/platform v0.0.0-00010101000000-000000000000
 	github.com/gotoolset/toolset/toolpkg v0.0.0-00010101000000-000000000000
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/stretchr/testify v1.12.1
@@ -33,5 +34,6 @@ require (
 replace (
 	github.com/gotoolset/toolset => ../..
 	github.com/gotoolset/toolset/mcptoolset => ../../mcptoolset
+	github.com/gotoolset/toolset/platform => ../../platform
 	github.com/gotoolset/toolset/toolpkg => ../../toolpkg
 )

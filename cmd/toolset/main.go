@@ -519,12 +519,18 @@ func (s *session) config(cfg configFlags) (map[string]any, error) {
 }
 
 // cmdServe serves the package's tools as an MCP server on stdio, until the
-// client disconnects or the process is interrupted. Logs go to stderr, since
-// stdout carries the protocol.
+// client disconnects or the process is interrupted, or with --http over
+// streamable HTTP (see serveHTTP). Logs go to stderr, since stdout carries
+// the protocol.
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	pf := packageFlags(fs)
+	hf := addHTTPFlags(fs)
 	pos, err := parse(fs, args, 1, "ZIP")
+	if err != nil {
+		return err
+	}
+	token, err := hf.token()
 	if err != nil {
 		return err
 	}
@@ -545,6 +551,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	srv := mcptoolset.NewServer(ts,
 		mcptoolset.WithImplementation(&mcp.Implementation{Name: s.name, Version: fmt.Sprint(s.info.Version)}),
 		mcptoolset.WithAgent(s.name))
+	if hf.addr != "" {
+		return serveHTTP(ctx, &httpServer{srv: srv, token: token, callBound: longestTimeout(s.info), logger: warnLogger(stderr)}, hf, stderr)
+	}
 	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
 	if ctx.Err() != nil {
 		return nil // interrupted: a normal way to stop serving
