@@ -5,8 +5,47 @@
 //	toolset validate ZIP
 //	toolset inspect ZIP [--json] [--sandbox MODE]
 //	toolset call ZIP TOOL 'JSON' [--config KEY=VALUE]... [--sandbox MODE]
+//	toolset serve ZIP [--config KEY=VALUE]... [--sandbox MODE] [--http ADDR [--token-file FILE | --insecure-no-auth]]
 //
 // Exit codes: 0 success, 1 failure, 2 bad usage. Errors go to stderr.
+//
+// # Serving over HTTP
+//
+// toolset serve --http ADDR serves a package's tools as an MCP server over
+// streamable HTTP at http://ADDR/mcp, so that the tools can run on runner
+// machines apart from the agents, behind any HTTP load balancer. Every
+// request to /mcp must carry "Authorization: Bearer TOKEN", the token read
+// from --token-file or $TOOLSET_PLATFORM_TOKEN (at least 16 bytes); others
+// get 401 with a JSON error. Without a token the command refuses to start,
+// unless --insecure-no-auth (for local use only) says to serve without
+// one. GET /healthz answers "ok" without a token, for load balancers' health
+// checks. Once listening, the command prints "listening on http://HOST:PORT/mcp"
+// on stderr (so --http 127.0.0.1:0 picks a free port).
+//
+// The endpoint is stateless: it issues no Mcp-Session-Id, and each request
+// is handled on its own, so any runner can answer any request of a client
+// and the balancer needs no sticky sessions. What that costs: each request
+// is its own run (see mcptoolset.RunContextFunc), so nothing a run keeps
+// (tools a tool search revealed, failure budgets, run-scoped caches) lasts
+// from one request to the next; the server cannot send requests to the
+// client (sampling, elicitation); progress notifications reach the client
+// on the response to its call, and tools/list_changed only on a
+// subscriptions/listen stream, from the runner that holds it.
+//
+// Requests are bounded: the header (64 KiB, 10 s), the body (4 MiB, else
+// 413; 30 s), 1024 at once (else 503), and the response by the longest tool
+// timeout and a minute. On SIGINT or SIGTERM the command stops accepting,
+// gives the calls in flight --shutdown-timeout (default 10s) to finish,
+// then cancels them, which ends their tools' processes, and removes its
+// store.
+//
+// Agents reach the runners with mcptoolset.NewHTTP and
+// mcptoolset.WithHTTPClient, giving it an http.Client whose Transport sets
+// the Authorization header on each request (a RoundTripper that clones
+// the request, sets the header and calls http.DefaultTransport), so that a
+// token can also be rotated without a new client:
+//
+//	tools := mcptoolset.NewHTTP("https://runners.example.com/mcp", mcptoolset.WithHTTPClient(hc))
 package main
 
 import (
@@ -50,7 +89,11 @@ Commands:
   call ZIP TOOL JSON [--config KEY=VALUE]... [--sandbox MODE] [--name NAME]
         run one tool with the JSON arguments and print its result
   serve ZIP [--config KEY=VALUE]... [--sandbox MODE] [--name NAME]
-        serve the package's tools as an MCP server over stdin and stdout
+        [--http ADDR [--token-file FILE | --insecure-no-auth] [--shutdown-timeout D]]
+        serve the package's tools as an MCP server over stdin and stdout, or
+        with --http over streamable HTTP at http://ADDR/mcp, stateless, for
+        clients sending Authorization: Bearer TOKEN (TOKEN from --token-file
+        or $TOOLSET_PLATFORM_TOKEN); GET /healthz needs no token
 
 Sandbox modes: auto (default: the strongest that works here), bwrap, prlimit, direct.
 Exit codes: 0 success, 1 failure, 2 bad usage.
