@@ -6,6 +6,8 @@
 //	toolset inspect ZIP [--json] [--sandbox MODE]
 //	toolset call ZIP TOOL 'JSON' [--config KEY=VALUE]... [--sandbox MODE]
 //	toolset serve ZIP [--config KEY=VALUE]... [--sandbox MODE] [--http ADDR [--token-file FILE | --insecure-no-auth]]
+//	toolset agent check FILE [--store DIR]
+//	toolset agent tools FILE [--role ROLE] [--store DIR] [--json]
 //
 // Exit codes: 0 success, 1 failure, 2 bad usage. Errors go to stderr.
 //
@@ -94,6 +96,17 @@ Commands:
         with --http over streamable HTTP at http://ADDR/mcp, stateless, for
         clients sending Authorization: Bearer TOKEN (TOKEN from --token-file
         or $TOOLSET_PLATFORM_TOKEN); GET /healthz needs no token
+  agent check FILE [--store DIR]
+        check an agent file (see package platform/agentfile) and print each
+        problem as FILE:LINE:COL: message; with --store, its packages
+        against the store in DIR, which no other process may hold open.
+        Starts nothing: MCP servers are not contacted
+  agent tools FILE [--role ROLE] [--store DIR] [--sandbox MODE] [--json]
+        resolve the agent, starting its MCP servers, and print the tools
+        the model sees in a run of role ROLE: names and descriptions, with
+        --json their parameters too
+        Local toolsets are registered by the Go program that runs an agent:
+        both agent commands leave them out, with a note on stderr
 
 Sandbox modes: auto (default: the strongest that works here), bwrap, prlimit, direct.
 Exit codes: 0 success, 1 failure, 2 bad usage.
@@ -137,6 +150,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"inspect":  cmdInspect,
 		"call":     cmdCall,
 		"serve":    cmdServe,
+		"agent":    cmdAgent,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {

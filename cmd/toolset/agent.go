@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/platform/agentfile"
+	"github.com/gotoolset/toolset/toolpkg"
+)
+
+func cmdAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usagef("expected check or tools")
+	}
+	switch args[0] {
+	case "check":
+		return cmdAgentCheck(ctx, args[1:], stdout, stderr)
+	case "tools":
+		return cmdAgentTools(ctx, args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		return flag.ErrHelp
+	}
+	return usagef("unknown agent command %q: expected check or tools", args[0])
+}
+
+// problemsError reports an agent file with problems, which are printed
+// already.
+type problemsError struct {
+	file string
+	n    int
+}
+
+func (e *problemsError) Error() string {
+	if e.n == 1 {
+		return fmt.Sprintf("%s: 1 problem", e.file)
+	}
+	return fmt.Sprintf("%s: %d problems", e.file, e.n)
+}
+
+// printProblems prints the problems of err, if it is a *CheckError, one a
+// line, and returns the error to exit with.
+func printProblems(file string, err error, stdout io.Writer) error {
+	var ce *agentfile.CheckError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	for _, p := range ce.Problems {
+		fmt.Fprintln(stdout, printable(p.String()))
+	}
+	return &problemsError{file: file, n: len(ce.Problems)}
+}
+
+// readAgent reads and parses an agent file, printing its problems.
+func readAgent(path string, stdout io.Writer) (*agentfile.File, error) {
+	data, err := agentfile.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := agentfile.Parse(data, path)
+	if err != nil {
+		return nil, printProblems(path, err, stdout)
+	}
+	return f, nil
+}
+
+// withoutLocal returns f without its local entries, noting each on
+// stderr: a local toolset is registered by a program, so this command
+// cannot know it.
+func withoutLocal(f *agentfile.File, stderr io.Writer) *agentfile.File {
+	out := *f
+	out.Toolsets = nil
+	for _, e := range f.Toolsets {
+		if e.Local != "" {
+			fmt.Fprintf(stderr, "%s:%d:%d: note: local toolset %q is registered by the program that runs the agent; left out here\n",
+				printable(f.Filename), e.Pos.Line, e.Pos.Column, printable(e.Local))
+			continue
+		}
+		out.Toolsets = append(out.Toolsets, e)
+	}
+	return &out
+}
+
+// openAgentStore opens the store in dir, or returns nil for "".
+func openAgentStore(dir, mode string) (*toolpkg.Store, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	m, err := toolpkg.ParseMode(mode)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	return toolpkg.Open(dir, &toolpkg.Options{Sandbox: m, Logger: slog.New(slog.DiscardHandler)})
+}
+
+func cmdAgentCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("agent check", flag.ContinueOnError)
+	storeDir := fs.String("store", "", "the store the agent's packages come from")
+	pos, err := parse(fs, args, 1, "FILE")
+	if err != nil {
+		return err
+	}
+	f, err := readAgent(pos[0], stdout)
+	if err != nil {
+		return err
+	}
+	// Checking runs no tool: the plain mode needs no sandbox probe.
+	store, err := openAgentStore(*storeDir, string(toolpkg.ModeDirect))
+	if err != nil {
+		return err
+	}
+	if store != nil {
+		defer store.Close()
+	} else if len(f.Packages()) > 0 {
+		fmt.Fprintf(stderr, "%s: note: packages not checked: give --store DIR\n", printable(f.Filename))
+	}
+	if err := agentfile.Check(ctx, withoutLocal(f, stderr), &agentfile.Options{Store: store}); err != nil {
+		return printProblems(pos[0], err, stdout)
+	}
+	fmt.Fprintln(stdout, "ok")
+	return nil
+}
+
+// agentTool is one tool as --json prints it.
+type agentTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+func cmdAgentTools(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("agent tools", flag.ContinueOnError)
+	storeDir := fs.String("store", "", "the store the agent's packages come from")
+	mode := fs.String("sandbox", "auto", "sandbox mode of the store's tools")
+	role := fs.String("role", "", "the role of the run (agentfile.Role)")
+	asJSON := fs.Bool("json", false, "print the tools as JSON, with their parameters")
+	pos, err := parse(fs, args, 1, "FILE")
+	if err != nil {
+		return err
+	}
+	f, err := readAgent(pos[0], stdout)
+	if err != nil {
+		return err
+	}
+	store, err := openAgentStore(*storeDir, *mode)
+	if err != nil {
+		return err
+	}
+	if store != nil {
+		defer store.Close()
+	}
+	a, err := withoutLocal(f, stderr).Resolve(ctx, &agentfile.Options{Store: store})
+	if err != nil {
+		return printProblems(pos[0], err, stdout)
+	}
+	defer a.Close()
+	var opts []toolset.RunOption
+	if *role != "" {
+		opts = append(opts, toolset.WithValue(agentfile.Role, *role))
+	}
+	run := toolset.NewRun("toolset-agent-tools", opts...)
+	defer run.End()
+	tools, err := toolset.BuildTools(run.Turn(ctx), a.Name, a.Toolsets...)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		list := []agentTool{}
+		for t := range tools.All() {
+			params, err := t.ParametersJSON()
+			if err != nil {
+				return err
+			}
+			list = append(list, agentTool{Name: t.Name, Description: t.Description, Parameters: params})
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(list)
+	}
+	fmt.Fprintf(stdout, "agent %q: %d tool(s)\n", printable(a.Name), tools.Len())
+	for t := range tools.All() {
+		fmt.Fprintf(stdout, "\n%s\n  %s\n", t.Name, printable(t.Description))
+	}
+	return nil
+}

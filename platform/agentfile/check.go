@@ -1,0 +1,261 @@
+package agentfile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/mcptoolset"
+	"github.com/gotoolset/toolset/toolpkg"
+)
+
+// Options say what the deployer has to resolve an agent file with.
+type Options struct {
+	// Local are the Go toolsets the program registers, by name, for the
+	// file's local entries. Nil: [Check] leaves local entries unchecked
+	// and [File.Resolve] refuses them; an empty map knows none.
+	Local map[string]toolset.Toolset
+	// Store holds the packaged toolsets of the file's package entries.
+	// Nil: Check leaves package entries unchecked and Resolve refuses
+	// them.
+	Store *toolpkg.Store
+	// MCP are options given to every MCP client Resolve makes (a logger,
+	// timeouts, ...), before the file's own (its name, headers, policies).
+	MCP []mcptoolset.Option
+	// LookupEnv finds the variables ${NAME} refers to when Resolve
+	// expands mcp.env and mcp.headers; default os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+}
+
+func (o *Options) lookupEnv() func(string) (string, bool) {
+	if o != nil && o.LookupEnv != nil {
+		return o.LookupEnv
+	}
+	return os.LookupEnv
+}
+
+// Check checks a parsed file against what the deployer has, and returns
+// every problem at once as a *CheckError: a local toolset the registry
+// does not have, a package the store does not have or whose status is not
+// ready (deploying such an agent is refused), configuration the package's
+// tools do not declare or of the wrong type, an excluded or renamed tool
+// the package does not have, a prefix or rename that makes a tool name
+// longer than 64 bytes. What opts does not give (no registry, no store)
+// is not checked. MCP servers are not checked: Check, like [Parse],
+// starts no process and opens no connection; it only reads the store's
+// records.
+func Check(ctx context.Context, f *File, opts *Options) error {
+	if f == nil {
+		return errors.New("agentfile: Check of a nil *File")
+	}
+	if opts == nil {
+		opts = &Options{}
+	}
+	ps := &problems{file: f.Filename}
+	for i := range f.Toolsets {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("agentfile: checking %s: %w", f.Filename, err)
+		}
+		e := &f.Toolsets[i]
+		switch {
+		case e.Local != "" && opts.Local != nil:
+			if ts, ok := opts.Local[e.Local]; !ok || ts == nil {
+				ps.add(e.position("local"), "unknown local toolset %s; this program has %s", quote(e.Local), known(opts.Local))
+			}
+		case e.Package != nil && opts.Store != nil:
+			checkPackage(ps, e, opts.Store)
+		}
+	}
+	return ps.err()
+}
+
+// known lists a registry's names for a message, bounded.
+func known(m map[string]toolset.Toolset) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	more := ""
+	if len(names) > 20 {
+		more = fmt.Sprintf(" and %d more", len(names)-20)
+		names = names[:20]
+	}
+	return strings.Join(names, ", ") + more
+}
+
+// checkPackage checks a package entry against the store's record of it.
+func checkPackage(ps *problems, e *Entry, store *toolpkg.Store) {
+	name := e.Package.Name
+	info, err := store.Info(name)
+	if err != nil {
+		ps.add(e.position("package"), "unknown package %s: the store has no toolset of that name", quote(name))
+		return
+	}
+	if info.Status != toolpkg.StatusReady {
+		msg := fmt.Sprintf("package %s is not ready (status %s); an agent is deployed only with ready toolsets", quote(name), info.Status)
+		if info.Status == toolpkg.StatusFailed && len(info.Errors) > 0 {
+			msg += fmt.Sprintf("; its discovery failed: %s", quote(info.Errors[0]))
+			if len(info.Errors) > 1 {
+				msg += fmt.Sprintf(" and %d more errors", len(info.Errors)-1)
+			}
+		}
+		ps.add(e.position("package"), "%s", msg)
+		return
+	}
+	tools := map[string]toolpkg.ToolInfo{}
+	declared := map[string][]toolpkg.ConfigField{}
+	var names []string
+	for _, t := range info.Tools {
+		tools[t.Name] = t
+		names = append(names, t.Name)
+		for _, cf := range t.Config {
+			declared[cf.Key] = append(declared[cf.Key], cf)
+		}
+	}
+	toolList := strings.Join(names, ", ")
+	cfg := e.Package.Config
+	for _, k := range sortedKeys(cfg.Toolset) {
+		if contains(toolpkg.ReservedConfigKeys, k) {
+			continue
+		}
+		fields, ok := declared[k]
+		if !ok {
+			ps.add(e.position("config:"+k), "package %s: no tool takes the configuration key %s", quote(name), quote(k))
+			continue
+		}
+		for _, cf := range fields {
+			if msg := typeProblem(cf, cfg.Toolset[k]); msg != "" {
+				ps.add(e.position("config:"+k), "package %s: %s %s", quote(name), quote(k), msg)
+				break
+			}
+		}
+	}
+	for _, tool := range sortedKeys(cfg.Tools) {
+		t, ok := tools[tool]
+		if !ok {
+			ps.add(e.position("tools:"+tool), "package %s has no tool %s; its tools: %s", quote(name), quote(tool), toolList)
+			continue
+		}
+		for _, k := range sortedKeys(cfg.Tools[tool]) {
+			if contains(toolpkg.ReservedConfigKeys, k) {
+				continue
+			}
+			i := slices.IndexFunc(t.Config, func(cf toolpkg.ConfigField) bool { return cf.Key == k })
+			if i < 0 {
+				ps.add(e.position("tools:"+tool+":"+k), "package %s: tool %s takes no configuration key %s", quote(name), quote(tool), quote(k))
+				continue
+			}
+			if msg := typeProblem(t.Config[i], cfg.Tools[tool][k]); msg != "" {
+				ps.add(e.position("tools:"+tool+":"+k), "package %s: tool %s: %s %s", quote(name), quote(tool), quote(k), msg)
+			}
+		}
+	}
+	for _, tool := range cfg.Exclude {
+		if _, ok := tools[tool]; !ok {
+			ps.add(e.position("exclude:"+tool), "package %s has no tool %s to exclude; its tools: %s", quote(name), quote(tool), toolList)
+		}
+	}
+	// The names the model sees: <package>__<tool>, renamed, prefixed.
+	exposed := map[string]bool{}
+	for _, t := range info.Tools {
+		exposed[name+"__"+t.Name] = true
+	}
+	for _, from := range sortedKeys(e.Rename) {
+		if !exposed[from] {
+			ps.add(e.position("rename:"+from), "rename: package %s has no tool %s (its tools are named %s__TOOL)", quote(name), quote(from), name)
+		}
+	}
+	checkNames(ps, e, exposed)
+}
+
+// checkNames reports the tool names the entry's rename and prefix would
+// make invalid.
+func checkNames(ps *problems, e *Entry, exposed map[string]bool) {
+	if e.Prefix == "" {
+		return
+	}
+	for _, n := range sortedKeys(exposed) {
+		if to, ok := e.Rename[n]; ok {
+			n = to
+		}
+		if full := e.prefixed(n); !toolNameRE.MatchString(full) {
+			ps.add(e.position("prefix"), "prefix %s makes the tool name %s, longer than 64 bytes", quote(e.Prefix), quote(full))
+			return
+		}
+	}
+}
+
+// typeProblem says how v does not fit the field's type, as the store
+// would coerce it (text for integers and booleans is parsed), or "". It
+// never shows the value.
+func typeProblem(f toolpkg.ConfigField, v any) string {
+	if s, ok := v.(string); ok && f.Type != "string" {
+		if _, err := toolpkg.ParseConfigValue(f, s); err != nil {
+			return fmt.Sprintf("must be %s, and the string given is not one", article(f.Type))
+		}
+		return ""
+	}
+	ok := false
+	switch f.Type {
+	case "string":
+		_, ok = v.(string)
+	case "boolean":
+		_, ok = v.(bool)
+	case "integer":
+		switch x := v.(type) {
+		case int64:
+			ok = true
+		case float64:
+			ok = x == math.Trunc(x) && math.Abs(x) < 1<<53
+		}
+	default:
+		return ""
+	}
+	if ok {
+		return ""
+	}
+	return fmt.Sprintf("must be %s, not %s", article(f.Type), goKind(v))
+}
+
+func article(t string) string {
+	if t == "integer" {
+		return "an integer"
+	}
+	return "a " + t
+}
+
+func goKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "nothing"
+	case string:
+		return "a string"
+	case int64, float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a map"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

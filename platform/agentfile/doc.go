@@ -1,0 +1,161 @@
+// Package agentfile declares agents in YAML: an agent's name, its
+// instructions and its toolsets, each taken from a source (a Go toolset
+// the program registers, an MCP server, a packaged toolset of a
+// [toolpkg.Store]) and given the library's composition and policies.
+//
+// A program loads a file with its registry of local toolsets and its
+// store, and builds each turn's tools from the agent's toolsets:
+//
+//	agent, err := agentfile.Load(ctx, "support.yaml", &agentfile.Options{
+//		Local: map[string]toolset.Toolset{"orders": orders},
+//		Store: store,
+//	})
+//	if err != nil {
+//		return err // every problem of the file, as FILE:LINE:COL: message lines
+//	}
+//	defer agent.Close() // stops the MCP servers it started
+//
+//	run := toolset.NewRun(requestID, toolset.WithValue(agentfile.Role, "staff"))
+//	defer run.End()
+//	turn := run.Turn(ctx)
+//	tools, err := toolset.BuildTools(turn, agent.Name, agent.Toolsets...)
+//
+// # The format
+//
+// A complete file, every key shown:
+//
+//	name: support                  # required: 1 to 128 bytes, one line
+//	instructions: |                # optional: system-prompt text
+//	  Answer the customer's questions about their orders.
+//	toolsets:                      # in the order the model is sent the tools
+//	  - local: orders              # a Go toolset the program registers
+//	    prefix: orders             # tools become orders_<name>
+//	    rename: {lookup: find}     # before the prefix: orders_find
+//	    roles: [staff, admin]      # only runs whose role is one of these
+//	    timeout: 30s               # each call; the model is told when it runs out
+//	    maxFailures: 3             # failing steps per run, then the tool is gone
+//	  - mcp:                       # an MCP server over stdio...
+//	      name: files              # optional: its name in labels and errors
+//	      command: [mcp-server-filesystem, /srv/docs]
+//	      env: {LOG_LEVEL: warn, API_KEY: "${FILES_KEY}"}
+//	    deferred: true             # behind the agent's tool search
+//	  - mcp:                       # ...or over streamable HTTP
+//	      url: https://mcp.example.com/mcp
+//	      headers: {Authorization: "Bearer ${DOCS_TOKEN}"}
+//	    cache: {ttl: 5m, scope: run, maxEntries: 100}
+//	    rateLimit: {calls: 10, per: 1m, burst: 2, reject: true}
+//	  - package: finance           # a packaged toolset: finance__<tool>
+//	    config: {region: eu}       # toolset-level values
+//	    tools:                     # values by tool (its name in the package)
+//	      quote: {currency: EUR}
+//	    exclude: [refund]          # tools of the package this agent does not get
+//	    approval: true             # every call waits for a human
+//	  - weather                    # a package by name alone
+//	toolsetConfigs:                # the platform's per-agent configuration
+//	  - toolset: weather
+//	    configValues: {forecast: {units: metric}}
+//	    excludedTools: [alerts]
+//
+// Every key is checked: an unknown key, a duplicate key, a value of the
+// wrong type or out of its bounds is a problem. Durations are Go's
+// ("30s", "5m", "1h30m"). A value of mcp.env or mcp.headers may hold
+// ${NAME}, replaced when the agent is resolved by the deployer's
+// environment variable, so that secrets stay out of the file; an unset
+// variable is a problem then. mcp.url must be http or https and may not
+// hold credentials.
+//
+// The file is bounded before any work: at most [MaxFileBytes], one YAML
+// document of UTF-8 text, at most [MaxNodes] nodes walked (an alias is
+// walked at each use, so an alias bomb stops there), configuration
+// values nested at most [MaxDepth] deep, at most [MaxItems] entries in
+// any list or map and [MaxToolsets] toolsets. Keys must be strings; YAML
+// merge keys (<<) are refused.
+//
+// # Sources
+//
+// Each toolset has exactly one source:
+//
+//   - local: NAME, a Go toolset the program gives in [Options.Local]. It
+//     belongs to the program: [Agent.Close] leaves it open.
+//   - mcp: a server started as a command (command: [PROGRAM, ARG...],
+//     with the deployer's environment plus env) or reached at url (with
+//     headers), through package mcptoolset; it connects on first use.
+//   - package: NAME (or NAME alone in the list), a toolset of
+//     [Options.Store] as Store.ToolsetWithConfig(NAME, config), whose
+//     tools are named NAME__TOOL. It follows the store: a re-upload is
+//     used from the agent's next turn, with no change to the agent.
+//     config holds the toolset-level values, tools the values by tool,
+//     exclude the tools left out: a [toolpkg.Config].
+//
+// # Composition
+//
+// An entry's tools are given its policies, then renamed (rename maps the
+// source's names to new ones), then prefixed (prefix, followed by "_"
+// unless it ends in "_" or "-"), then filtered by roles: with roles, the
+// toolset shows only in runs whose [Role] value is one of them. A
+// deferred entry's tools stay out of the model's list until the agent's
+// tool search ("tool_search", appended to [Agent.Toolsets] when any entry
+// is deferred) finds them in the run.
+//
+// # Policies
+//
+// Each policy is the library's, per tool: timeout is
+// [toolset.WithTimeout] (told to the model), cache [toolset.WithCache]
+// (scope process, the default, or run; cache: true for no TTL),
+// rateLimit [toolset.WithRateLimit], approval [toolset.WithApprovalRequired]
+// for every call, maxFailures [toolset.WithMaxFailures], deferred
+// [toolset.WithDeferred]. An MCP server's tools get them as they are made
+// ([mcptoolset.WithToolOptions]). A local or packaged toolset's tools are
+// made by someone else, so each is offered as a tool of its own with the
+// same name, description and schemas and the entry's policies, calling
+// the original through its whole call path; the made tool lasts as long
+// as the original stays the same, so a cache or a rate-limit window
+// lasts from turn to turn.
+//
+// # Checking
+//
+// [Parse] checks syntax and shape, and [Check] checks a parsed file
+// against what the deployer has: local toolsets the registry lacks,
+// packages the store lacks or that are not ready (a platform refuses to
+// deploy such an agent), configuration keys the package's tools do not
+// take or values of the wrong type, excluded and renamed tools the
+// package lacks, a prefix that makes a name longer than 64 bytes. Both
+// return every problem at once in a [*CheckError], one [Problem] each
+// with its line and column, sorted; at most 100, the rest counted. What
+// the options do not give is not checked.
+//
+// Parse and Check never start a process nor open a connection, whatever
+// the file says: a platform may run them on documents its users upload.
+// Only [File.Resolve] (and [Load]) makes MCP clients, which start their
+// commands or connect when first used.
+//
+// # The platform's documents
+//
+// Agent documents in the reference platform's shape load too: kind:
+// agent, metadata.name, and a spec with instructions and toolsets by
+// name, each a package whose tools the model sees as <toolset>__<tool>;
+// the agent's configuration of them is a list toolsetConfigs (in spec or
+// at the top level) of {toolset, configValues: {TOOL: {KEY: VALUE}},
+// excludedTools}, merged into the first package entry of that name (a
+// key set twice is a problem):
+//
+//	apiVersion: v1
+//	kind: agent
+//	metadata:
+//	  name: finance-assistant
+//	  labels: {team: finance}
+//	spec:
+//	  description: Answers questions about invoices.
+//	  instructions: You help the finance team.
+//	  toolsets: [finance, weather]
+//	  toolsetConfigs:
+//	    - toolset: finance
+//	      configValues:
+//	        quote: {currency: EUR}
+//	      excludedTools: [refund]
+//
+// A file with apiVersion, kind, metadata or spec at its top level is read
+// in this shape; its spec.toolsets may hold entries of the full format
+// too. [File.Packages] lists the packages a file uses, which is what a
+// platform counts to tell whether a package is in use.
+package agentfile

@@ -1,0 +1,350 @@
+package agentfile
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/mcptoolset"
+)
+
+// Role is the run value an entry's roles are matched against: give a run
+// toolset.WithValue(agentfile.Role, "staff"). Its name is "role", so any
+// toolset.NewKey[string]("role") reads and sets the same value.
+var Role = toolset.NewKey[string]("role")
+
+// Agent is a resolved agent file: its toolsets, ready for
+// toolset.BuildTools(turn, agent.Name, agent.Toolsets...).
+type Agent struct {
+	// Name is the agent's name.
+	Name string
+	// Instructions is the file's instructions; the toolsets' own are
+	// gathered with toolset.Instructions(ctx, agent.Toolsets...).
+	Instructions string
+	// Toolsets are the file's toolsets in order, composed and with their
+	// policies, then the tool search of the deferred ones if any. Close
+	// the Agent, not these: a local toolset belongs to the program.
+	Toolsets []toolset.Toolset
+
+	closers []io.Closer
+}
+
+// Close ends the MCP clients the agent started (a command server is
+// stopped). Local toolsets and the store are left alone.
+func (a *Agent) Close() error {
+	if a == nil {
+		return nil
+	}
+	var errs []error
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		errs = append(errs, a.closers[i].Close())
+	}
+	a.closers = nil
+	return errors.Join(errs...)
+}
+
+// Load reads, parses, checks and resolves the agent file at path. The
+// caller closes the Agent.
+func Load(ctx context.Context, path string, opts *Options) (*Agent, error) {
+	data, err := ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := Parse(data, path)
+	if err != nil {
+		return nil, err
+	}
+	return f.Resolve(ctx, opts)
+}
+
+// ReadFile reads an agent file, at most MaxFileBytes of it and one byte
+// more, so that Parse reports a bigger one.
+func ReadFile(path string) ([]byte, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("agentfile: %w", err)
+	}
+	defer fh.Close()
+	if st, err := fh.Stat(); err == nil && !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("agentfile: %s is not a regular file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(fh, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("agentfile: reading %s: %w", path, err)
+	}
+	return data, nil
+}
+
+// Resolve checks the file ([Check]) and makes its toolsets: local ones
+// from opts.Local, MCP clients (which connect, and start a command, on
+// first use), packages from opts.Store as
+// opts.Store.ToolsetWithConfig(name, config), which follow the store so
+// that a re-upload is used from the agent's next turn. Each entry is then
+// given its policies, renamed, prefixed and filtered by roles, in this
+// order. A local entry without opts.Local, a package entry without
+// opts.Store and an unset ${NAME} are problems in the returned
+// *CheckError.
+func (f *File) Resolve(ctx context.Context, opts *Options) (*Agent, error) {
+	if f == nil {
+		return nil, errors.New("agentfile: Resolve of a nil *File")
+	}
+	if opts == nil {
+		opts = &Options{}
+	}
+	if err := Check(ctx, f, opts); err != nil {
+		return nil, err
+	}
+	ps := &problems{file: f.Filename}
+	a := &Agent{Name: f.Name, Instructions: f.Instructions}
+	var deferred []toolset.Toolset
+	for i := range f.Toolsets {
+		e := &f.Toolsets[i]
+		src := a.source(ps, e, opts)
+		if src == nil {
+			continue
+		}
+		ts := src
+		if e.hasPolicies() && e.MCP == nil {
+			ts = &withPolicies{inner: ts, opts: e.toolOptions(), made: map[string]madeTool{}}
+		}
+		if len(e.Rename) > 0 {
+			ts = toolset.NewRenamed(ts, e.Rename)
+		}
+		if e.Prefix != "" {
+			if strings.HasSuffix(e.Prefix, "_") || strings.HasSuffix(e.Prefix, "-") {
+				ts = toolset.NewPrefixed(ts, e.Prefix, toolset.WithSeparator(""))
+			} else {
+				ts = toolset.NewPrefixed(ts, e.Prefix)
+			}
+		}
+		if len(e.Roles) > 0 {
+			ts = toolset.NewFiltered(ts, hasRole(slices.Clone(e.Roles)))
+		}
+		a.Toolsets = append(a.Toolsets, ts)
+		if e.Deferred {
+			deferred = append(deferred, ts)
+		}
+	}
+	if err := ps.err(); err != nil {
+		_ = a.Close()
+		return nil, err
+	}
+	if len(deferred) > 0 {
+		a.Toolsets = append(a.Toolsets, toolset.NewToolSearch(toolset.NewCombined(deferred...)))
+	}
+	return a, nil
+}
+
+// hasRole shows a toolset to runs whose Role is one of roles.
+func hasRole(roles []string) toolset.Predicate {
+	return func(ctx context.Context, _ toolset.Tool) (bool, error) {
+		return slices.Contains(roles, Role.Get(ctx)), nil
+	}
+}
+
+// source makes the entry's source toolset, or reports why it cannot.
+func (a *Agent) source(ps *problems, e *Entry, opts *Options) toolset.Toolset {
+	switch {
+	case e.Local != "":
+		if opts.Local == nil {
+			ps.add(e.position("local"), "local toolset %s: this program registers no local toolsets", quote(e.Local))
+			return nil
+		}
+		return opts.Local[e.Local] // Check made sure it is there
+	case e.Package != nil:
+		if opts.Store == nil {
+			ps.add(e.position("package"), "package %s: no store to take it from", quote(e.Package.Name))
+			return nil
+		}
+		return opts.Store.ToolsetWithConfig(e.Package.Name, e.Package.Config)
+	case e.MCP != nil:
+		return a.mcp(ps, e, opts)
+	}
+	ps.add(e.Pos, "a toolset without a source")
+	return nil
+}
+
+// mcp makes the entry's MCP client.
+func (a *Agent) mcp(ps *problems, e *Entry, opts *Options) toolset.Toolset {
+	m := e.MCP
+	at := e.position("mcp")
+	lookup := opts.lookupEnv()
+	mopts := slices.Clone(opts.MCP)
+	if m.Name != "" {
+		mopts = append(mopts, mcptoolset.WithName(m.Name))
+	}
+	if e.hasPolicies() {
+		to := e.toolOptions()
+		mopts = append(mopts, mcptoolset.WithToolOptions(func(*mcp.Tool) []toolset.ToolOption { return to }))
+	}
+	expandAll := func(what string, in map[string]string) (map[string]string, bool) {
+		out := make(map[string]string, len(in))
+		for _, k := range sortedKeys(in) {
+			v, bad := expand(in[k], lookup)
+			if bad != "" {
+				ps.add(at, "%s %s: %s", what, quote(k), bad)
+				return nil, false
+			}
+			out[k] = v
+		}
+		return out, true
+	}
+	if len(m.Command) > 0 {
+		env, ok := expandAll("mcp.env", m.Env)
+		if !ok {
+			return nil
+		}
+		cmd := exec.Command(m.Command[0], m.Command[1:]...)
+		cmd.Env = os.Environ()
+		for _, k := range sortedKeys(env) {
+			cmd.Env = append(cmd.Env, k+"="+env[k])
+		}
+		ts := mcptoolset.NewCommand(cmd, mopts...)
+		a.closers = append(a.closers, ts)
+		return ts
+	}
+	headers, ok := expandAll("mcp.headers", m.Headers)
+	if !ok {
+		return nil
+	}
+	if len(headers) > 0 {
+		h := http.Header{}
+		for k, v := range headers {
+			h.Set(k, v)
+		}
+		mopts = append(mopts, mcptoolset.WithHTTPClient(&http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: h}}))
+	}
+	ts := mcptoolset.NewHTTP(m.URL, mopts...)
+	a.closers = append(a.closers, ts)
+	return ts
+}
+
+// headerTransport sends the file's headers with every request.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers http.Header
+}
+
+func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range t.headers {
+		r.Header[k] = v
+	}
+	return t.base.RoundTrip(r)
+}
+
+// withPolicies gives the tools of a toolset whose tools are made
+// elsewhere (a local toolset, a package) the entry's policies. The
+// library sets policies when a tool is made, so each tool is offered as
+// a tool of its own with the same name, description and schemas and
+// those policies, whose handler calls the original (with its own
+// policies, if it has any). A made tool is kept while the original stays
+// the same tool with the same definition, so its cache, rate-limit window
+// and failure budget last from turn to turn; a new version of a package
+// makes new tools.
+type withPolicies struct {
+	inner toolset.Toolset
+	opts  []toolset.ToolOption
+
+	mu   sync.Mutex
+	made map[string]madeTool
+}
+
+type madeTool struct {
+	inner, outer toolset.Tool
+}
+
+// GetTools implements toolset.Toolset.
+func (w *withPolicies) GetTools(ctx context.Context) ([]toolset.Tool, error) {
+	tools, err := w.inner.GetTools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]toolset.Tool, len(tools))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, t := range tools {
+		if m, ok := w.made[t.Name]; ok && sameDefinition(m.inner, t) {
+			out[i] = m.outer
+			continue
+		}
+		outer := wrapTool(t, w.opts)
+		w.made[t.Name] = madeTool{inner: t, outer: outer}
+		out[i] = outer
+	}
+	if len(w.made) > 2*len(tools)+64 {
+		keep := make(map[string]bool, len(tools))
+		for _, t := range tools {
+			keep[t.Name] = true
+		}
+		for name := range w.made {
+			if !keep[name] {
+				delete(w.made, name)
+			}
+		}
+	}
+	return out, nil
+}
+
+// sameDefinition says whether b is a and offered as a was.
+func sameDefinition(a, b toolset.Tool) bool {
+	if !a.Same(b) || a.Description != b.Description {
+		return false
+	}
+	if a.Parameters == b.Parameters && a.Returns == b.Returns {
+		return true
+	}
+	pa, errA := a.ParametersJSON()
+	pb, errB := b.ParametersJSON()
+	if errA != nil || errB != nil || !bytes.Equal(pa, pb) {
+		return false
+	}
+	ra, _ := json.Marshal(a.Returns)
+	rb, _ := json.Marshal(b.Returns)
+	return bytes.Equal(ra, rb)
+}
+
+// wrapTool offers inner as a tool of its own with the options opts.
+func wrapTool(inner toolset.Tool, opts []toolset.ToolOption) toolset.Tool {
+	unreachable := func(context.Context, json.RawMessage) (any, error) {
+		return nil, errors.New("agentfile: tool called past its middleware")
+	}
+	call := func(toolset.Handler) toolset.Handler {
+		return func(ctx context.Context, c toolset.ToolCall) (any, error) {
+			res, err := inner.Execute(ctx, c)
+			// The outer tool names the error once.
+			var te *toolset.ToolError
+			if errors.As(err, &te) && te.Tool == c.Name && te.Err != nil && err == error(te) {
+				return res, te.Err
+			}
+			return res, err
+		}
+	}
+	all := append([]toolset.ToolOption{
+		toolset.WithMetadata(inner.Metadata),
+		toolset.WithReturns(inner.Returns),
+		toolset.WithMiddleware(call),
+	}, opts...)
+	return toolset.NewRawTool(inner.Name, inner.Description, inner.Parameters, unreachable, all...)
+}
+
+// Label implements toolset.Labeler, forwarding the inner toolset's.
+func (w *withPolicies) Label() string { return toolset.LabelOf(w.inner) }
+
+// Instructions implements toolset.InstructionsProvider, forwarding the
+// inner toolset's.
+func (w *withPolicies) Instructions(ctx context.Context) (string, error) {
+	return toolset.Instructions(ctx, w.inner)
+}
