@@ -6,6 +6,7 @@
 //	toolset inspect ZIP [--json] [--sandbox MODE]
 //	toolset call ZIP TOOL 'JSON' [--config KEY=VALUE]... [--sandbox MODE]
 //	toolset serve ZIP [--config KEY=VALUE]... [--sandbox MODE] [--http ADDR [--token-file FILE | --insecure-no-auth]]
+//	toolset serve --agent FILE [--store DIR] [--role ROLE] [--http ADDR ...]
 //	toolset agent check FILE [--store DIR]
 //	toolset agent tools FILE [--role ROLE] [--store DIR] [--json]
 //
@@ -13,9 +14,11 @@
 //
 // # Serving over HTTP
 //
-// toolset serve --http ADDR serves a package's tools as an MCP server over
-// streamable HTTP at http://ADDR/mcp, so that the tools can run on runner
-// machines apart from the agents, behind any HTTP load balancer. Every
+// toolset serve --http ADDR serves a package's tools (or, with --agent
+// FILE, the toolsets of an agent file, see package platform/agentfile) as
+// an MCP server over streamable HTTP at http://ADDR/mcp, so that the tools
+// can run on runner machines apart from the agents, behind any HTTP load
+// balancer. Every
 // request to /mcp must carry "Authorization: Bearer TOKEN", the token read
 // from --token-file or $TOOLSET_PLATFORM_TOKEN (at least 16 bytes); others
 // get 401 with a JSON error. Without a token the command refuses to start,
@@ -96,6 +99,10 @@ Commands:
         with --http over streamable HTTP at http://ADDR/mcp, stateless, for
         clients sending Authorization: Bearer TOKEN (TOKEN from --token-file
         or $TOOLSET_PLATFORM_TOKEN); GET /healthz needs no token
+  serve --agent FILE [--store DIR] [--role ROLE] [--sandbox MODE] [--http ADDR ...]
+        serve the toolsets of an agent file (packages from the store in DIR,
+        MCP servers, composed as the file says) instead of one ZIP; every
+        request's run has role ROLE
   agent check FILE [--store DIR]
         check an agent file (see package platform/agentfile) and print each
         problem as FILE:LINE:COL: message; with --store, its packages
@@ -223,7 +230,8 @@ func unsafeRune(r rune) bool {
 }
 
 // parse parses flags that may come before, between or after the
-// positional arguments, and checks the number of positional arguments.
+// positional arguments, and checks the number of positional arguments
+// (unless want is negative).
 func parse(fs *flag.FlagSet, args []string, want int, names string) ([]string, error) {
 	fs.SetOutput(io.Discard)
 	var pos []string
@@ -245,7 +253,7 @@ func parse(fs *flag.FlagSet, args []string, want int, names string) ([]string, e
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
-	if len(pos) != want {
+	if want >= 0 && len(pos) != want {
 		return nil, usagef("expected %s, got %d argument(s)", names, len(pos))
 	}
 	return pos, nil
@@ -583,13 +591,20 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	pf := packageFlags(fs)
 	hf := addHTTPFlags(fs)
-	pos, err := parse(fs, args, 1, "ZIP")
+	af := addAgentFlags(fs)
+	pos, err := parse(fs, args, -1, "ZIP")
 	if err != nil {
 		return err
 	}
 	token, err := hf.token()
 	if err != nil {
 		return err
+	}
+	if af.file != "" {
+		return serveAgent(ctx, pos, af, pf, hf, token, stdout, stderr)
+	}
+	if len(pos) != 1 {
+		return usagef("expected ZIP (or --agent FILE), got %d argument(s)", len(pos))
 	}
 	s, err := openPackage(ctx, pos[0], *pf.name, *pf.mode, stderr)
 	if err != nil {
@@ -608,10 +623,15 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	srv := mcptoolset.NewServer(ts,
 		mcptoolset.WithImplementation(&mcp.Implementation{Name: s.name, Version: fmt.Sprint(s.info.Version)}),
 		mcptoolset.WithAgent(s.name))
+	return serveMCP(ctx, srv, hf, token, longestTimeout(s.info), stdout, stderr)
+}
+
+// serveMCP serves srv on stdio, or over HTTP with --http.
+func serveMCP(ctx context.Context, srv *mcptoolset.Server, hf *httpFlags, token string, callBound time.Duration, stdout, stderr io.Writer) error {
 	if hf.addr != "" {
-		return serveHTTP(ctx, &httpServer{srv: srv, token: token, callBound: longestTimeout(s.info), logger: warnLogger(stderr)}, hf, stderr)
+		return serveHTTP(ctx, &httpServer{srv: srv, token: token, callBound: callBound, logger: warnLogger(stderr)}, hf, stderr)
 	}
-	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+	err := srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
 	if ctx.Err() != nil {
 		return nil // interrupted: a normal way to stop serving
 	}

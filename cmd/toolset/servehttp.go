@@ -14,8 +14,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/mcptoolset"
 	"github.com/gotoolset/toolset/platform"
+	"github.com/gotoolset/toolset/platform/agentfile"
 	"github.com/gotoolset/toolset/toolpkg"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -278,4 +280,80 @@ func longestTimeout(info toolpkg.Info) time.Duration {
 // warnLogger logs warnings and errors to w.
 func warnLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// agentCallBound bounds a call of an agent file's toolsets, whose tools
+// come from packages and MCP servers: the store's default bound on a
+// package tool's timeout (toolpkg.Limits.MaxTimeoutSeconds).
+const agentCallBound = time.Hour
+
+// agentFlags are the flags of serve --agent.
+type agentFlags struct {
+	file, store, role string
+}
+
+func addAgentFlags(fs *flag.FlagSet) *agentFlags {
+	af := &agentFlags{}
+	fs.StringVar(&af.file, "agent", "", "serve the toolsets of this agent file (see package platform/agentfile) instead of a ZIP")
+	fs.StringVar(&af.store, "store", "", "with --agent: the store its packages come from")
+	fs.StringVar(&af.role, "role", "", "with --agent: the role of every request's run (agentfile.Role)")
+	return af
+}
+
+// serveAgent serves the toolsets of an agent file: its packages from the
+// store, its MCP servers, composed and with their policies as the file
+// says. Local toolsets are registered by the program that runs an agent,
+// so they are left out, with a note.
+func serveAgent(ctx context.Context, pos []string, af *agentFlags, pf *pkgFlags, hf *httpFlags, token string, stdout, stderr io.Writer) error {
+	if len(pos) != 0 {
+		return usagef("--agent FILE serves the file's toolsets: give no ZIP (got %d argument(s))", len(pos))
+	}
+	if len(pf.config) > 0 || *pf.name != "" {
+		return usagef("--config and --name go with a ZIP; an agent file says its packages' configuration")
+	}
+	f, err := readAgent(af.file, stderr) // stdout may carry the protocol
+	if err != nil {
+		return err
+	}
+	store, err := openAgentStore(af.store, *pf.mode)
+	if err != nil {
+		return err
+	}
+	if store != nil {
+		defer store.Close()
+	}
+	a, err := withoutLocal(f, stderr).Resolve(ctx, &agentfile.Options{Store: store, MCP: []mcptoolset.Option{mcptoolset.WithLogger(warnLogger(stderr))}})
+	if err != nil {
+		return printProblems(af.file, err, stderr)
+	}
+	defer a.Close()
+	if hf.addr != "" {
+		for _, e := range f.Toolsets {
+			if e.Deferred {
+				fmt.Fprintf(stderr, "toolset serve: warning: %s:%d: a deferred toolset: over stateless HTTP each request is a run of its own, so a tool the tool search reveals is not listed at the client's next request\n",
+					printable(f.Filename), e.Pos.Line)
+				break
+			}
+		}
+	}
+	ts := toolset.NewCombined(a.Toolsets...)
+	runCtx := func(context.Context, *mcptoolset.Request) (*toolset.RunContext, error) {
+		var opts []toolset.RunOption
+		if af.role != "" {
+			opts = append(opts, toolset.WithValue(agentfile.Role, af.role))
+		}
+		return toolset.NewRun("", opts...), nil
+	}
+	// Check the toolsets now rather than on the client's first request.
+	run, _ := runCtx(ctx, nil)
+	_, err = toolset.BuildTools(run.Turn(ctx), a.Name, ts)
+	run.End()
+	if err != nil {
+		return err
+	}
+	srv := mcptoolset.NewServer(ts,
+		mcptoolset.WithImplementation(&mcp.Implementation{Name: a.Name, Version: "v0"}),
+		mcptoolset.WithAgent(a.Name),
+		mcptoolset.WithRunContext(runCtx))
+	return serveMCP(ctx, srv, hf, token, agentCallBound, stdout, stderr)
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -26,6 +27,7 @@ import (
 	"github.com/gotoolset/toolset/internal/proctest"
 	"github.com/gotoolset/toolset/mcptoolset"
 	"github.com/gotoolset/toolset/platform"
+	"github.com/gotoolset/toolset/toolpkg"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -62,13 +64,17 @@ type runner struct {
 
 var listening = regexp.MustCompile(`listening on (http://\S+)/mcp\n`)
 
-// startRunner starts `bin serve zip --http 127.0.0.1:0 --sandbox direct
-// args...` with the token in its environment unless token is "", and
-// waits until it listens.
+// startRunner starts `bin serve --http 127.0.0.1:0 --sandbox direct zip
+// args...` (without zip if it is "") with the token in its environment
+// unless token is "", and waits until it listens.
 func startRunner(t *testing.T, bin, zip, token string, args ...string) *runner {
 	t.Helper()
 	r := &runner{tmp: t.TempDir(), stderr: &lockedBuffer{}, done: make(chan error, 1)}
-	r.cmd = exec.Command(bin, append([]string{"serve", zip, "--http", "127.0.0.1:0", "--sandbox", "direct"}, args...)...)
+	cmdline := []string{"serve", "--http", "127.0.0.1:0", "--sandbox", "direct"}
+	if zip != "" {
+		cmdline = append(cmdline, zip)
+	}
+	r.cmd = exec.Command(bin, append(cmdline, args...)...)
 	r.cmd.Env = runnerEnv(r.tmp, token)
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM} // none left if the test dies
 	pr, pw := io.Pipe()
@@ -470,6 +476,59 @@ func TestServeHTTP(t *testing.T) {
 		assert.Empty(t, proctest.WithArg("sleep\x00"+m), "the tool's child outlived the runner")
 		assert.Empty(t, r.toolProcesses(), "the tool outlived the runner")
 	})
+}
+
+// TestServeAgentFileOverHTTP serves the toolsets of an agent file, with
+// its package from a store, its composition and its roles.
+func TestServeAgentFileOverHTTP(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "toolset")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	ctx := context.Background()
+	storeDir := t.TempDir()
+	st, err := toolpkg.Open(storeDir, &toolpkg.Options{Sandbox: toolpkg.ModeDirect, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	info, err := st.UploadFile(ctx, "demo", packaged(t))
+	require.NoError(t, err)
+	require.Equal(t, toolpkg.StatusReady, info.Status, info.Errors)
+	require.NoError(t, st.Close())
+	agent := filepath.Join(t.TempDir(), "agent.yaml")
+	require.NoError(t, os.WriteFile(agent, []byte(`name: runner-agent
+toolsets:
+  - package: demo
+    prefix: remote
+    roles: [staff]
+    config: {greeting: hi}
+  - local: orders
+`), 0o644))
+
+	r := startRunner(t, bin, "", testToken, "--agent", agent, "--store", storeDir, "--role", "staff")
+	assert.Contains(t, r.stderr.String(), `local toolset "orders" is registered by the program`)
+	tools, err := toolset.BuildTools(ctx, "agent", client(t, r.base+"/mcp", testToken))
+	require.NoError(t, err)
+	assert.Contains(t, tools.Names(), "remote_demo__echo")
+	text, err := callText(ctx, tools, "remote_demo__echo", `{"text":"from the agent's package"}`)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(text, "hi, from the agent's package"), text)
+	require.NoError(t, r.terminate(t, 10*time.Second))
+
+	// Without the role the package's tools are hidden, as the file says.
+	r = startRunner(t, bin, "", testToken, "--agent", agent, "--store", storeDir)
+	tools, err = toolset.BuildTools(ctx, "agent", client(t, r.base+"/mcp", testToken))
+	require.NoError(t, err)
+	assert.NotContains(t, tools.Names(), "remote_demo__echo")
+
+	for _, args := range [][]string{
+		{"serve", "--agent", agent, "--store", storeDir, "--http", "127.0.0.1:0", "some.zip"},
+		{"serve", "--agent", agent, "--store", storeDir, "--http", "127.0.0.1:0", "--config", "greeting=x"},
+	} {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = runnerEnv(t.TempDir(), testToken)
+		err := cmd.Run()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, "%v", args)
+		assert.Equal(t, 2, ee.ExitCode(), "%v", args)
+	}
 }
 
 // withToken writes a token file.
