@@ -27,8 +27,6 @@ const (
 	// maxRequestBody bounds the body of a request to /mcp: one JSON-RPC
 	// message (or batch), read whole before it is handled.
 	maxRequestBody = 4 << 20
-	// bodyReadTimeout bounds the time a client may take to send the body.
-	bodyReadTimeout = 30 * time.Second
 	// readHeaderTimeout bounds the time a client may take to send the
 	// request line and header.
 	readHeaderTimeout = 10 * time.Second
@@ -36,15 +34,22 @@ const (
 	idleTimeout = 2 * time.Minute
 	// maxHeaderBytes bounds the request line and header.
 	maxHeaderBytes = 64 << 10
-	// maxInFlight bounds the requests handled at once; beyond it the
-	// runner answers 503, so that a load balancer tries another.
-	maxInFlight = 1024
 	// defaultShutdownTimeout is how long in-flight requests may go on
 	// after SIGINT or SIGTERM, by default.
 	defaultShutdownTimeout = 10 * time.Second
 	// writeMargin is added to the longest tool timeout to bound the time
 	// a response may take to write.
 	writeMargin = time.Minute
+)
+
+// Bounds of serve --http that the tests lower.
+var (
+	// bodyReadTimeout bounds the time a client may take to send the body.
+	bodyReadTimeout = 30 * time.Second
+	// maxInFlight bounds the calls handled at once, and the
+	// subscriptions/listen streams held open; beyond it the runner
+	// answers 503, so that a load balancer tries another.
+	maxInFlight int64 = 1024
 )
 
 // httpFlags are the flags of serve --http.
@@ -138,22 +143,30 @@ func (h *httpServer) handler() http.Handler {
 }
 
 // boundBody reads the request body whole before next sees it: at most
-// maxRequestBody bytes (413 beyond) within bodyReadTimeout. The read
-// deadline is cleared once the body is read, since the connection's read
-// deadline, once past, would cancel the request's context while a tool
-// runs (which is why the server has no ReadTimeout). The context of a
-// subscriptions/listen request ends when drain does.
+// maxRequestBody bytes (413 beyond) before the read deadline that
+// serveHTTP set for every request (bodyReadTimeout from its start).
+// Once the body is read the deadline is cleared: once past, the
+// connection's read deadline would fail net/http's background read, which
+// cancels the request's context while its call or listen stream goes on
+// (which is also why the server has no ReadTimeout). A request whose
+// body fails keeps it, so that the server's discarding of the rest cannot
+// wait for ever either, and closes the connection.
+//
+// Then it bounds the requests handled at once: maxInFlight calls and as
+// many subscriptions/listen streams, counted apart since a client holds
+// one of these open as long as it lives; a request beyond is answered
+// 503. The context of a listen stream ends when drain does.
 func boundBody(next http.Handler, drain context.Context) http.Handler {
+	var calls, listens atomic.Int64
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > maxRequestBody {
+			w.Header().Set("Connection", "close")
 			platform.WriteError(w, http.StatusRequestEntityTooLarge, "TooLarge", fmt.Sprintf("the request body is over %d bytes", maxRequestBody))
 			return
 		}
-		rc := http.NewResponseController(w)
-		_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
-		_ = rc.SetReadDeadline(time.Time{})
 		if err != nil {
+			w.Header().Set("Connection", "close")
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
 				platform.WriteError(w, http.StatusRequestEntityTooLarge, "TooLarge", fmt.Sprintf("the request body is over %d bytes", maxRequestBody))
@@ -162,8 +175,20 @@ func boundBody(next http.Handler, drain context.Context) http.Handler {
 			platform.WriteError(w, http.StatusBadRequest, "BadRequest", "reading the request body failed (or took over "+bodyReadTimeout.String()+")")
 			return
 		}
+		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if drain != nil && isListen(body) {
+		count := &calls
+		listen := drain != nil && isListen(body)
+		if listen {
+			count = &listens
+		}
+		defer count.Add(-1)
+		if count.Add(1) > maxInFlight {
+			w.Header().Set("Retry-After", "1")
+			platform.WriteError(w, http.StatusServiceUnavailable, "Busy", fmt.Sprintf("the runner is handling %d requests already; try again", maxInFlight))
+			return
+		}
+		if listen {
 			// A subscriptions/listen stream lasts as long as the client
 			// wants: it ends when the runner begins to shut down, rather
 			// than holding the shutdown up.
@@ -212,12 +237,12 @@ func serveHTTP(ctx context.Context, h *httpServer, hf *httpFlags, stderr io.Writ
 	var inflight atomic.Int64
 	handler := h.handler()
 	counted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inflight.Add(1)
 		defer inflight.Add(-1)
-		if inflight.Add(1) > maxInFlight {
-			w.Header().Set("Retry-After", "1")
-			platform.WriteError(w, http.StatusServiceUnavailable, "Busy", fmt.Sprintf("the runner is handling %d requests already; try again", maxInFlight))
-			return
-		}
+		// Bounds the body's read (see boundBody) and, until boundBody
+		// clears it, whatever else reads the request: the server's
+		// discarding of a body that no handler read.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
 		handler.ServeHTTP(w, r)
 	})
 	ln, err := net.Listen("tcp", hf.addr)
@@ -227,8 +252,8 @@ func serveHTTP(ctx context.Context, h *httpServer, hf *httpFlags, stderr io.Writ
 	hs := &http.Server{
 		Handler:           counted,
 		ReadHeaderTimeout: readHeaderTimeout,
-		// No ReadTimeout: boundBody bounds the body's read, and a read
-		// deadline past would cancel calls in flight.
+		// No ReadTimeout: serveHTTP and boundBody bound the body's read,
+		// and a read deadline past would cancel the request's context.
 		WriteTimeout:   h.callBound + writeMargin,
 		IdleTimeout:    idleTimeout,
 		MaxHeaderBytes: maxHeaderBytes,
