@@ -137,20 +137,31 @@ func TestSlowBodyIsCut(t *testing.T) {
 	defer func(d time.Duration) { bodyReadTimeout = d }(bodyReadTimeout)
 	bodyReadTimeout = 200 * time.Millisecond
 	base := serveInProcess(t, testToken, boundsToolset(nil, nil))
-	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
-	require.NoError(t, err)
-	defer conn.Close()
-	// 10 bytes of the 1000 promised, and then nothing.
-	_, err = fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\"", strings.TrimPrefix(base, "http://"), testToken)
-	require.NoError(t, err)
-	start := time.Now()
-	require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	require.NoError(t, err, "the runner waited for the body for ever")
-	defer resp.Body.Close()
-	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
-	assert.Equal(t, "BadRequest", jsonError(t, resp).Code)
-	assert.Less(t, time.Since(start), 3*time.Second)
+	host := strings.TrimPrefix(base, "http://")
+	for _, tc := range []struct {
+		auth, code string
+		status     int
+	}{
+		{"Bearer " + testToken, "BadRequest", http.StatusBadRequest},
+		// Refused before its body is read: the server then discards
+		// the body, within the same deadline.
+		{"", "Unauthorized", http.StatusUnauthorized},
+	} {
+		conn, err := net.Dial("tcp", host)
+		require.NoError(t, err)
+		defer conn.Close()
+		// 10 bytes of the 1000 promised, and then nothing.
+		_, err = fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\"", host, tc.auth)
+		require.NoError(t, err)
+		start := time.Now()
+		require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		require.NoError(t, err, "the runner waited for the body for ever (Authorization %q)", tc.auth)
+		defer resp.Body.Close()
+		assert.Equal(t, tc.status, resp.StatusCode)
+		assert.Equal(t, tc.code, jsonError(t, resp).Code)
+		assert.Less(t, time.Since(start), 3*time.Second)
+	}
 }
 
 func TestTooManyRequestsAre503(t *testing.T) {
