@@ -25,7 +25,11 @@
 // unless --insecure-no-auth (for local use only) says to serve without
 // one. GET /healthz answers "ok" without a token, for load balancers' health
 // checks. Once listening, the command prints "listening on http://HOST:PORT/mcp"
-// on stderr (so --http 127.0.0.1:0 picks a free port).
+// on stderr (so --http 127.0.0.1:0 picks a free port). A runner listening
+// on a loopback address refuses (403) a request whose Host header is not a
+// loopback one, as the MCP SDK guards against DNS rebinding: a proxy on the
+// same machine must pass the runner's own host, or the runner listen on
+// another address.
 //
 // The endpoint is stateless: it issues no Mcp-Session-Id, and each request
 // is handled on its own, so any runner can answer any request of a client
@@ -41,8 +45,8 @@
 // 413; 30 s), 1024 calls at once and 1024 subscriptions/listen streams
 // (else 503), and the response by the longest tool timeout and a minute. On SIGINT or SIGTERM the command stops accepting,
 // gives the calls in flight --shutdown-timeout (default 10s) to finish,
-// then cancels them, which ends their tools' processes, and removes its
-// store.
+// then cancels them, which ends their tools' processes, and closes its
+// store (a ZIP's temporary store is removed).
 //
 // Agents reach the runners with mcptoolset.NewHTTP and
 // mcptoolset.WithHTTPClient, giving it an http.Client whose Transport sets
