@@ -116,9 +116,9 @@ type httpServer struct {
 // The MCP endpoint is stateless (mcp.StreamableHTTPOptions.Stateless):
 // each POST is handled on its own, with no Mcp-Session-Id, so that any
 // runner behind a load balancer without sticky sessions can answer any
-// request. Each request is then its own run, and notifications reach the
-// client only on the response to the request they belong to (progress
-// does, tools/list_changed does not).
+// request. Each request is then its own run; progress reaches the client
+// on the response to its call, and tools/list_changed on the client's
+// subscriptions/listen stream, if the runner that holds it sends one.
 func (h *httpServer) handler() http.Handler {
 	mcpHandler := h.srv.HTTPHandler(&mcp.StreamableHTTPOptions{
 		Stateless:           true,
