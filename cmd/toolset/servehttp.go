@@ -27,9 +27,6 @@ const (
 	// maxRequestBody bounds the body of a request to /mcp: one JSON-RPC
 	// message (or batch), read whole before it is handled.
 	maxRequestBody = 4 << 20
-	// readHeaderTimeout bounds the time a client may take to send the
-	// request line and header.
-	readHeaderTimeout = 10 * time.Second
 	// idleTimeout closes a keep-alive connection idle for that long.
 	idleTimeout = 2 * time.Minute
 	// maxHeaderBytes bounds the request line and header.
@@ -44,6 +41,9 @@ const (
 
 // Bounds of serve --http that the tests lower.
 var (
+	// readHeaderTimeout bounds the time a client may take to send the
+	// request line and header.
+	readHeaderTimeout = 10 * time.Second
 	// bodyReadTimeout bounds the time a client may take to send the body.
 	bodyReadTimeout = 30 * time.Second
 	// maxInFlight bounds the calls handled at once, and the
@@ -143,14 +143,9 @@ func (h *httpServer) handler() http.Handler {
 }
 
 // boundBody reads the request body whole before next sees it: at most
-// maxRequestBody bytes (413 beyond) before the read deadline that
-// serveHTTP set for every request (bodyReadTimeout from its start).
-// Once the body is read the deadline is cleared: once past, the
-// connection's read deadline would fail net/http's background read, which
-// cancels the request's context while its call or listen stream goes on
-// (which is also why the server has no ReadTimeout). A request whose
-// body fails keeps it, so that the server's discarding of the rest cannot
-// wait for ever either, and closes the connection.
+// maxRequestBody bytes (413 beyond) within the server's ReadTimeout. A
+// body that fails closes the connection, rather than have the server
+// discard the rest of it.
 //
 // Then it bounds the requests handled at once: maxInFlight calls and as
 // many subscriptions/listen streams, counted apart since a client holds
@@ -175,7 +170,6 @@ func boundBody(next http.Handler, drain context.Context) http.Handler {
 			platform.WriteError(w, http.StatusBadRequest, "BadRequest", "reading the request body failed (or took over "+bodyReadTimeout.String()+")")
 			return
 		}
-		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		count := &calls
 		listen := drain != nil && isListen(body)
@@ -239,10 +233,6 @@ func serveHTTP(ctx context.Context, h *httpServer, hf *httpFlags, stderr io.Writ
 	counted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		inflight.Add(1)
 		defer inflight.Add(-1)
-		// Bounds the body's read (see boundBody) and, until boundBody
-		// clears it, whatever else reads the request: the server's
-		// discarding of a body that no handler read.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
 		handler.ServeHTTP(w, r)
 	})
 	ln, err := net.Listen("tcp", hf.addr)
@@ -252,8 +242,10 @@ func serveHTTP(ctx context.Context, h *httpServer, hf *httpFlags, stderr io.Writ
 	hs := &http.Server{
 		Handler:           counted,
 		ReadHeaderTimeout: readHeaderTimeout,
-		// No ReadTimeout: serveHTTP and boundBody bound the body's read,
-		// and a read deadline past would cancel the request's context.
+		// The header and the body must come within ReadTimeout; net/http
+		// lifts the read deadline once the body is read, so a call or a
+		// listen stream may then last (within WriteTimeout).
+		ReadTimeout:    readHeaderTimeout + bodyReadTimeout,
 		WriteTimeout:   h.callBound + writeMargin,
 		IdleTimeout:    idleTimeout,
 		MaxHeaderBytes: maxHeaderBytes,

@@ -89,8 +89,8 @@ func serveServer(t *testing.T, token string, srv *mcptoolset.Server) string {
 }
 
 func TestListenStreamOutlastsTheBodyReadDeadline(t *testing.T) {
-	defer func(d time.Duration) { bodyReadTimeout = d }(bodyReadTimeout)
-	bodyReadTimeout = 100 * time.Millisecond
+	defer func(h, b time.Duration) { readHeaderTimeout, bodyReadTimeout = h, b }(readHeaderTimeout, bodyReadTimeout)
+	readHeaderTimeout, bodyReadTimeout = 50*time.Millisecond, 50*time.Millisecond
 	srv := mcptoolset.NewServer(boundsToolset(nil, nil))
 	base := serveServer(t, testToken, srv)
 	ctx := context.Background()
@@ -112,7 +112,7 @@ func TestListenStreamOutlastsTheBodyReadDeadline(t *testing.T) {
 	// Past the body's read deadline, the client's subscriptions/listen
 	// stream still carries tools/list_changed: a deadline left on the
 	// connection would have ended it.
-	time.Sleep(3 * bodyReadTimeout)
+	time.Sleep(3 * (readHeaderTimeout + bodyReadTimeout))
 	srv.ToolsChanged()
 	select {
 	case <-changed:
@@ -122,8 +122,8 @@ func TestListenStreamOutlastsTheBodyReadDeadline(t *testing.T) {
 }
 
 func TestCallOutlastsTheBodyReadDeadline(t *testing.T) {
-	defer func(d time.Duration) { bodyReadTimeout = d }(bodyReadTimeout)
-	bodyReadTimeout = 100 * time.Millisecond
+	defer func(h, b time.Duration) { readHeaderTimeout, bodyReadTimeout = h, b }(readHeaderTimeout, bodyReadTimeout)
+	readHeaderTimeout, bodyReadTimeout = 50*time.Millisecond, 50*time.Millisecond
 	base := serveInProcess(t, testToken, boundsToolset(nil, nil))
 	ctx := context.Background()
 	tools, err := toolset.BuildTools(ctx, "agent", client(t, base+"/mcp", testToken))
@@ -134,8 +134,8 @@ func TestCallOutlastsTheBodyReadDeadline(t *testing.T) {
 }
 
 func TestSlowBodyIsCut(t *testing.T) {
-	defer func(d time.Duration) { bodyReadTimeout = d }(bodyReadTimeout)
-	bodyReadTimeout = 200 * time.Millisecond
+	defer func(h, b time.Duration) { readHeaderTimeout, bodyReadTimeout = h, b }(readHeaderTimeout, bodyReadTimeout)
+	readHeaderTimeout, bodyReadTimeout = 100*time.Millisecond, 100*time.Millisecond
 	base := serveInProcess(t, testToken, boundsToolset(nil, nil))
 	host := strings.TrimPrefix(base, "http://")
 	for _, tc := range []struct {
