@@ -100,7 +100,13 @@ func startRunner(t *testing.T, bin, zip, token string, args ...string) *runner {
 		pw.Close()
 		r.done <- err
 	}()
-	t.Cleanup(func() { r.stop(t) })
+	t.Cleanup(func() {
+		r.stop(t)
+		// A test that failed may leave a tool running: end it.
+		for _, pid := range r.toolProcesses() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
 	select {
 	case r.base = <-base:
 	case err := <-r.done:
