@@ -5,11 +5,57 @@
 //	toolset validate ZIP
 //	toolset inspect ZIP [--json] [--sandbox MODE]
 //	toolset call ZIP TOOL 'JSON' [--config KEY=VALUE]... [--sandbox MODE]
+//	toolset serve ZIP [--config KEY=VALUE]... [--sandbox MODE] [--http ADDR [--token-file FILE | --insecure-no-auth]]
+//	toolset serve --agent FILE [--store DIR] [--role ROLE] [--http ADDR ...]
 //	toolset agent check FILE [--store DIR]
 //	toolset agent tools FILE [--role ROLE] [--store DIR] [--json]
 //	toolset platform --store DIR [--listen ADDR] [--token-file FILE] [--insecure-no-auth]
 //
 // Exit codes: 0 success, 1 failure, 2 bad usage. Errors go to stderr.
+//
+// # Serving over HTTP
+//
+// toolset serve --http ADDR serves a package's tools (or, with --agent
+// FILE, the toolsets of an agent file, see package platform/agentfile) as
+// an MCP server over streamable HTTP at http://ADDR/mcp, so that the tools
+// can run on runner machines apart from the agents, behind any HTTP load
+// balancer. Every
+// request to /mcp must carry "Authorization: Bearer TOKEN", the token read
+// from --token-file or $TOOLSET_PLATFORM_TOKEN (at least 16 bytes); others
+// get 401 with a JSON error. Without a token the command refuses to start,
+// unless --insecure-no-auth (for local use only) says to serve without
+// one. GET /healthz answers "ok" without a token, for load balancers' health
+// checks. Once listening, the command prints "listening on http://HOST:PORT/mcp"
+// on stderr (so --http 127.0.0.1:0 picks a free port). A runner listening
+// on a loopback address refuses (403) a request whose Host header is not a
+// loopback one, as the MCP SDK guards against DNS rebinding: a proxy on the
+// same machine must pass the runner's own host, or the runner listen on
+// another address.
+//
+// The endpoint is stateless: it issues no Mcp-Session-Id, and each request
+// is handled on its own, so any runner can answer any request of a client
+// and the balancer needs no sticky sessions. What that costs: each request
+// is its own run (see mcptoolset.RunContextFunc), so nothing a run keeps
+// (tools a tool search revealed, failure budgets, run-scoped caches) lasts
+// from one request to the next; the server cannot send requests to the
+// client (sampling, elicitation); progress notifications reach the client
+// on the response to its call, and tools/list_changed only on a
+// subscriptions/listen stream, from the runner that holds it.
+//
+// Requests are bounded: the header (64 KiB, 10 s), the body (4 MiB, else
+// 413; 30 s), 1024 calls at once and 1024 subscriptions/listen streams
+// (else 503), and the response by the longest tool timeout and a minute. On SIGINT or SIGTERM the command stops accepting,
+// gives the calls in flight --shutdown-timeout (default 10s) to finish,
+// then cancels them, which ends their tools' processes, and closes its
+// store (a ZIP's temporary store is removed).
+//
+// Agents reach the runners with mcptoolset.NewHTTP and
+// mcptoolset.WithHTTPClient, giving it an http.Client whose Transport sets
+// the Authorization header on each request (a RoundTripper that clones
+// the request, sets the header and calls http.DefaultTransport), so that a
+// token can also be rotated without a new client:
+//
+//	tools := mcptoolset.NewHTTP("https://runners.example.com/mcp", mcptoolset.WithHTTPClient(hc))
 package main
 
 import (
@@ -53,7 +99,15 @@ Commands:
   call ZIP TOOL JSON [--config KEY=VALUE]... [--sandbox MODE] [--name NAME]
         run one tool with the JSON arguments and print its result
   serve ZIP [--config KEY=VALUE]... [--sandbox MODE] [--name NAME]
-        serve the package's tools as an MCP server over stdin and stdout
+        [--http ADDR [--token-file FILE | --insecure-no-auth] [--shutdown-timeout D]]
+        serve the package's tools as an MCP server over stdin and stdout, or
+        with --http over streamable HTTP at http://ADDR/mcp, stateless, for
+        clients sending Authorization: Bearer TOKEN (TOKEN from --token-file
+        or $TOOLSET_PLATFORM_TOKEN); GET /healthz needs no token
+  serve --agent FILE [--store DIR] [--role ROLE] [--sandbox MODE] [--http ADDR ...]
+        serve the toolsets of an agent file (packages from the store in DIR,
+        MCP servers, composed as the file says) instead of one ZIP; every
+        request's run has role ROLE
   agent check FILE [--store DIR]
         check an agent file (see package platform/agentfile) and print each
         problem as FILE:LINE:COL: message; with --store, its packages
@@ -186,7 +240,8 @@ func unsafeRune(r rune) bool {
 }
 
 // parse parses flags that may come before, between or after the
-// positional arguments, and checks the number of positional arguments.
+// positional arguments, and checks the number of positional arguments
+// (unless want is negative).
 func parse(fs *flag.FlagSet, args []string, want int, names string) ([]string, error) {
 	fs.SetOutput(io.Discard)
 	var pos []string
@@ -208,7 +263,7 @@ func parse(fs *flag.FlagSet, args []string, want int, names string) ([]string, e
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
-	if len(pos) != want {
+	if want >= 0 && len(pos) != want {
 		return nil, usagef("expected %s, got %d argument(s)", names, len(pos))
 	}
 	return pos, nil
@@ -539,14 +594,27 @@ func (s *session) config(cfg configFlags) (map[string]any, error) {
 }
 
 // cmdServe serves the package's tools as an MCP server on stdio, until the
-// client disconnects or the process is interrupted. Logs go to stderr, since
-// stdout carries the protocol.
+// client disconnects or the process is interrupted, or with --http over
+// streamable HTTP (see serveHTTP). Logs go to stderr, since stdout carries
+// the protocol.
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	pf := packageFlags(fs)
-	pos, err := parse(fs, args, 1, "ZIP")
+	hf := addHTTPFlags(fs)
+	af := addAgentFlags(fs)
+	pos, err := parse(fs, args, -1, "ZIP")
 	if err != nil {
 		return err
+	}
+	token, err := hf.token()
+	if err != nil {
+		return err
+	}
+	if af.file != "" {
+		return serveAgent(ctx, pos, af, pf, hf, token, stdout, stderr)
+	}
+	if len(pos) != 1 {
+		return usagef("expected ZIP (or --agent FILE), got %d argument(s)", len(pos))
 	}
 	s, err := openPackage(ctx, pos[0], *pf.name, *pf.mode, stderr)
 	if err != nil {
@@ -565,7 +633,15 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	srv := mcptoolset.NewServer(ts,
 		mcptoolset.WithImplementation(&mcp.Implementation{Name: s.name, Version: fmt.Sprint(s.info.Version)}),
 		mcptoolset.WithAgent(s.name))
-	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+	return serveMCP(ctx, srv, hf, token, longestTimeout(s.info), stdout, stderr)
+}
+
+// serveMCP serves srv on stdio, or over HTTP with --http.
+func serveMCP(ctx context.Context, srv *mcptoolset.Server, hf *httpFlags, token string, callBound time.Duration, stdout, stderr io.Writer) error {
+	if hf.addr != "" {
+		return serveHTTP(ctx, &httpServer{srv: srv, token: token, callBound: callBound, logger: warnLogger(stderr)}, hf, stderr)
+	}
+	err := srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
 	if ctx.Err() != nil {
 		return nil // interrupted: a normal way to stop serving
 	}

@@ -1,0 +1,376 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/mcptoolset"
+	"github.com/gotoolset/toolset/platform"
+	"github.com/gotoolset/toolset/platform/agentfile"
+	"github.com/gotoolset/toolset/toolpkg"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Bounds of serve --http.
+const (
+	// maxRequestBody bounds the body of a request to /mcp: one JSON-RPC
+	// message (or batch), read whole before it is handled.
+	maxRequestBody = 4 << 20
+	// idleTimeout closes a keep-alive connection idle for that long.
+	idleTimeout = 2 * time.Minute
+	// maxHeaderBytes bounds the request line and header.
+	maxHeaderBytes = 64 << 10
+	// defaultShutdownTimeout is how long in-flight requests may go on
+	// after SIGINT or SIGTERM, by default.
+	defaultShutdownTimeout = 10 * time.Second
+	// writeMargin is added to the longest tool timeout to bound the time
+	// a response may take to write.
+	writeMargin = time.Minute
+)
+
+// Bounds of serve --http that the tests lower.
+var (
+	// readHeaderTimeout bounds the time a client may take to send the
+	// request line and header.
+	readHeaderTimeout = 10 * time.Second
+	// bodyReadTimeout bounds the time a client may take to send the body.
+	bodyReadTimeout = 30 * time.Second
+	// maxInFlight bounds the calls handled at once, and the
+	// subscriptions/listen streams held open; beyond it the runner
+	// answers 503, so that a load balancer tries another.
+	maxInFlight int64 = 1024
+)
+
+// httpFlags are the flags of serve --http.
+type httpFlags struct {
+	addr      string
+	tokenFile string
+	insecure  bool
+	shutdown  time.Duration
+}
+
+func addHTTPFlags(fs *flag.FlagSet) *httpFlags {
+	hf := &httpFlags{}
+	fs.StringVar(&hf.addr, "http", "", "serve MCP over streamable HTTP at ADDR (host:port) instead of stdio")
+	fs.StringVar(&hf.tokenFile, "token-file", "", "the file holding the bearer token clients must send (default: $"+platform.TokenEnv+")")
+	fs.BoolVar(&hf.insecure, "insecure-no-auth", false, "serve over HTTP without a bearer token (local use only)")
+	fs.DurationVar(&hf.shutdown, "shutdown-timeout", defaultShutdownTimeout, "how long calls in flight may go on after SIGINT or SIGTERM")
+	return hf
+}
+
+// token checks the flags and returns the bearer token that clients must
+// send, or "" for --insecure-no-auth. It is called before the package is
+// loaded, so that a runner without a token refuses to start at once.
+func (hf *httpFlags) token() (string, error) {
+	if hf.addr == "" {
+		if hf.tokenFile != "" || hf.insecure {
+			return "", usagef("--token-file and --insecure-no-auth go with --http ADDR")
+		}
+		return "", nil
+	}
+	if hf.shutdown <= 0 {
+		return "", usagef("--shutdown-timeout must be positive, got %v", hf.shutdown)
+	}
+	if hf.insecure {
+		if hf.tokenFile != "" {
+			return "", usagef("--insecure-no-auth and --token-file contradict each other: give one")
+		}
+		return "", nil
+	}
+	tok, err := platform.LoadToken(hf.tokenFile)
+	if errors.Is(err, platform.ErrNoToken) {
+		return "", fmt.Errorf("refusing to serve over HTTP without authentication: set %s or give --token-file FILE (or, for local use only, --insecure-no-auth)", platform.TokenEnv)
+	}
+	if err != nil {
+		return "", err
+	}
+	return tok, nil
+}
+
+// httpServer is what serveHTTP serves.
+type httpServer struct {
+	srv   *mcptoolset.Server
+	token string // "" for no authentication
+	// callBound bounds the time a tools/call takes: the longest timeout
+	// of the tools served.
+	callBound time.Duration
+	logger    *slog.Logger
+	// drain ends when the server begins to shut down; nil for never.
+	drain context.Context
+}
+
+// handler returns the handler of the runner's endpoints: the MCP server
+// at /mcp, behind the bearer token, and /healthz for load balancers.
+//
+// The MCP endpoint is stateless (mcp.StreamableHTTPOptions.Stateless):
+// each POST is handled on its own, with no Mcp-Session-Id, so that any
+// runner behind a load balancer without sticky sessions can answer any
+// request. Each request is then its own run; progress reaches the client
+// on the response to its call, and tools/list_changed on the client's
+// subscriptions/listen stream, if the runner that holds it sends one.
+func (h *httpServer) handler() http.Handler {
+	mcpHandler := h.srv.HTTPHandler(&mcp.StreamableHTTPOptions{
+		Stateless:           true,
+		MaxRequestBodyBytes: maxRequestBody,
+		Logger:              h.logger,
+	})
+	var protected http.Handler = boundBody(mcpHandler, h.drain)
+	if h.token != "" {
+		protected = platform.RequireToken(h.token, protected)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", protected)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		platform.WriteError(w, http.StatusNotFound, "NotFound", "no such endpoint: the MCP server is at /mcp")
+	})
+	return mux
+}
+
+// boundBody reads the request body whole before next sees it: at most
+// maxRequestBody bytes (413 beyond) within the server's ReadTimeout. A
+// body that fails closes the connection, rather than have the server
+// discard the rest of it.
+//
+// Then it bounds the requests handled at once: maxInFlight calls and as
+// many subscriptions/listen streams, counted apart since a client holds
+// one of these open as long as it lives; a request beyond is answered
+// 503. The context of a listen stream ends when drain does.
+func boundBody(next http.Handler, drain context.Context) http.Handler {
+	var calls, listens atomic.Int64
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > maxRequestBody {
+			w.Header().Set("Connection", "close")
+			platform.WriteError(w, http.StatusRequestEntityTooLarge, "TooLarge", fmt.Sprintf("the request body is over %d bytes", maxRequestBody))
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
+		if err != nil {
+			w.Header().Set("Connection", "close")
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				platform.WriteError(w, http.StatusRequestEntityTooLarge, "TooLarge", fmt.Sprintf("the request body is over %d bytes", maxRequestBody))
+				return
+			}
+			platform.WriteError(w, http.StatusBadRequest, "BadRequest", "reading the request body failed (or took over "+bodyReadTimeout.String()+")")
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		count := &calls
+		listen := drain != nil && isListen(body)
+		if listen {
+			count = &listens
+		}
+		defer count.Add(-1)
+		if count.Add(1) > maxInFlight {
+			w.Header().Set("Retry-After", "1")
+			platform.WriteError(w, http.StatusServiceUnavailable, "Busy", fmt.Sprintf("the runner is handling %d requests already; try again", maxInFlight))
+			return
+		}
+		if listen {
+			// A subscriptions/listen stream lasts as long as the client
+			// wants: it ends when the runner begins to shut down, rather
+			// than holding the shutdown up.
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			defer context.AfterFunc(drain, cancel)()
+			r = r.WithContext(ctx)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// isListen reports whether body is a subscriptions/listen request: the
+// long-lived stream on which a client of a stateless server receives
+// notifications such as notifications/tools/list_changed.
+func isListen(body []byte) bool {
+	if !bytes.Contains(body, []byte("subscriptions/listen")) {
+		return false
+	}
+	var msg struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(body, &msg) == nil && msg.Method == "subscriptions/listen"
+}
+
+// serveHTTP serves h on hf.addr until ctx ends (SIGINT or SIGTERM), then
+// shuts down: it stops accepting, lets requests in flight finish for at
+// most hf.shutdown, then cancels those left (which ends their tools'
+// processes) and returns once every handler has returned.
+func serveHTTP(ctx context.Context, h *httpServer, hf *httpFlags, stderr io.Writer) error {
+	// Every request's context, and so every tool call's, ends when hard is
+	// cancelled: when the shutdown's grace is over.
+	hard, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	h.srv.MCP().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			ctx, stop := context.WithCancel(ctx)
+			defer stop()
+			defer context.AfterFunc(hard, stop)()
+			return next(ctx, method, req)
+		}
+	})
+	drain, drained := context.WithCancel(context.Background())
+	defer drained()
+	h.drain = drain
+	var inflight atomic.Int64
+	handler := h.handler()
+	counted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inflight.Add(1)
+		defer inflight.Add(-1)
+		handler.ServeHTTP(w, r)
+	})
+	ln, err := net.Listen("tcp", hf.addr)
+	if err != nil {
+		return fmt.Errorf("--http %s: %w", hf.addr, err)
+	}
+	hs := &http.Server{
+		Handler:           counted,
+		ReadHeaderTimeout: readHeaderTimeout,
+		// The header and the body must come within ReadTimeout; net/http
+		// lifts the read deadline once the body is read, so a call or a
+		// listen stream may then last (within WriteTimeout).
+		ReadTimeout:    readHeaderTimeout + bodyReadTimeout,
+		WriteTimeout:   h.callBound + writeMargin,
+		IdleTimeout:    idleTimeout,
+		MaxHeaderBytes: maxHeaderBytes,
+		BaseContext:    func(net.Listener) context.Context { return hard },
+		ErrorLog:       slog.NewLogLogger(h.logger.Handler(), slog.LevelWarn),
+	}
+	hs.RegisterOnShutdown(drained)
+	if h.token == "" {
+		fmt.Fprintf(stderr, "toolset serve: warning: serving without authentication (--insecure-no-auth): anyone who reaches %s can run these tools\n", ln.Addr())
+	}
+	fmt.Fprintf(stderr, "toolset serve: listening on http://%s/mcp\n", ln.Addr())
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serving HTTP: %w", err)
+	case <-ctx.Done():
+	}
+	fmt.Fprintf(stderr, "toolset serve: shutting down: calls in flight have %v to finish\n", hf.shutdown)
+	sctx, scancel := context.WithTimeout(context.Background(), hf.shutdown)
+	defer scancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		fmt.Fprintln(stderr, "toolset serve: calls still in flight: cancelling them")
+		cancel()
+		// Wait for the handlers, now that their contexts are done, so
+		// that none is left running when the store is closed.
+		deadline := time.Now().Add(hf.shutdown)
+		for inflight.Load() > 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if inflight.Load() > 0 {
+			fmt.Fprintln(stderr, "toolset serve: calls did not end when cancelled: closing their connections")
+		}
+		_ = hs.Close()
+	}
+	<-served // http.ErrServerClosed
+	return nil
+}
+
+// longestTimeout returns the longest timeout of the package's tools.
+func longestTimeout(info toolpkg.Info) time.Duration {
+	var d time.Duration
+	for _, t := range info.Tools {
+		d = max(d, t.Timeout())
+	}
+	return d
+}
+
+// warnLogger logs warnings and errors to w.
+func warnLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// agentCallBound bounds a call of an agent file's toolsets, whose tools
+// come from packages and MCP servers: the store's default bound on a
+// package tool's timeout (toolpkg.Limits.MaxTimeoutSeconds).
+const agentCallBound = time.Hour
+
+// agentFlags are the flags of serve --agent.
+type agentFlags struct {
+	file, store, role string
+}
+
+func addAgentFlags(fs *flag.FlagSet) *agentFlags {
+	af := &agentFlags{}
+	fs.StringVar(&af.file, "agent", "", "serve the toolsets of this agent file (see package platform/agentfile) instead of a ZIP")
+	fs.StringVar(&af.store, "store", "", "with --agent: the store its packages come from")
+	fs.StringVar(&af.role, "role", "", "with --agent: the role of every request's run (agentfile.Role)")
+	return af
+}
+
+// serveAgent serves the toolsets of an agent file: its packages from the
+// store, its MCP servers, composed and with their policies as the file
+// says. Local toolsets are registered by the program that runs an agent,
+// so they are left out, with a note.
+func serveAgent(ctx context.Context, pos []string, af *agentFlags, pf *pkgFlags, hf *httpFlags, token string, stdout, stderr io.Writer) error {
+	if len(pos) != 0 {
+		return usagef("--agent FILE serves the file's toolsets: give no ZIP (got %d argument(s))", len(pos))
+	}
+	if len(pf.config) > 0 || *pf.name != "" {
+		return usagef("--config and --name go with a ZIP; an agent file says its packages' configuration")
+	}
+	f, err := readAgent(af.file, stderr) // stdout may carry the protocol
+	if err != nil {
+		return err
+	}
+	store, err := openAgentStore(af.store, *pf.mode)
+	if err != nil {
+		return err
+	}
+	if store != nil {
+		defer store.Close()
+	}
+	a, err := withoutLocal(f, stderr).Resolve(ctx, &agentfile.Options{Store: store, MCP: []mcptoolset.Option{mcptoolset.WithLogger(warnLogger(stderr))}})
+	if err != nil {
+		return printProblems(af.file, err, stderr)
+	}
+	defer a.Close()
+	if hf.addr != "" {
+		for _, e := range f.Toolsets {
+			if e.Deferred {
+				fmt.Fprintf(stderr, "toolset serve: warning: %s:%d: a deferred toolset: over stateless HTTP each request is a run of its own, so a tool the tool search reveals is not listed at the client's next request\n",
+					printable(f.Filename), e.Pos.Line)
+				break
+			}
+		}
+	}
+	ts := toolset.NewCombined(a.Toolsets...)
+	runCtx := func(context.Context, *mcptoolset.Request) (*toolset.RunContext, error) {
+		var opts []toolset.RunOption
+		if af.role != "" {
+			opts = append(opts, toolset.WithValue(agentfile.Role, af.role))
+		}
+		return toolset.NewRun("", opts...), nil
+	}
+	// Check the toolsets now rather than on the client's first request.
+	run, _ := runCtx(ctx, nil)
+	_, err = toolset.BuildTools(run.Turn(ctx), a.Name, ts)
+	run.End()
+	if err != nil {
+		return err
+	}
+	srv := mcptoolset.NewServer(ts,
+		mcptoolset.WithImplementation(&mcp.Implementation{Name: a.Name, Version: "v0"}),
+		mcptoolset.WithAgent(a.Name),
+		mcptoolset.WithRunContext(runCtx))
+	return serveMCP(ctx, srv, hf, token, agentCallBound, stdout, stderr)
+}

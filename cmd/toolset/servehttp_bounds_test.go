@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/mcptoolset"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The bounds of serve --http, tested on serveHTTP in this process with
+// Go tools, the bounds lowered.
+
+type waitArgs struct {
+	MS int `json:"ms"`
+}
+
+// boundsToolset has a tool that waits, one that holds until released
+// (sending on held as it begins), and one that reports progress.
+func boundsToolset(held chan<- struct{}, release <-chan struct{}) toolset.Toolset {
+	return toolset.NewFunction(
+		toolset.NewTool("hold", "Hold until released.", func(ctx context.Context, _ struct{}) (string, error) {
+			held <- struct{}{}
+			select {
+			case <-release:
+				return "released", nil
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}),
+		toolset.NewTool("wait", "Wait ms milliseconds.", func(ctx context.Context, in waitArgs) (string, error) {
+			select {
+			case <-time.After(time.Duration(in.MS) * time.Millisecond):
+				return "waited", nil
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}),
+		toolset.NewTool("progress", "Report progress.", func(ctx context.Context, _ struct{}) (string, error) {
+			toolset.ReportProgress(ctx, toolset.Progress{Message: "half way", Fraction: 0.5})
+			toolset.ReportProgress(ctx, toolset.Progress{Message: "almost", Fraction: 0.9})
+			return "done", nil
+		}),
+	)
+}
+
+// serveInProcess runs serveHTTP on loopback until the test ends, and
+// returns its base URL.
+func serveInProcess(t *testing.T, token string, ts toolset.Toolset) string {
+	t.Helper()
+	return serveServer(t, token, mcptoolset.NewServer(ts))
+}
+
+// serveServer runs serveHTTP for srv on loopback until the test ends, and
+// returns its base URL.
+func serveServer(t *testing.T, token string, srv *mcptoolset.Server) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	hf := &httpFlags{addr: "127.0.0.1:0", shutdown: time.Second}
+	done := make(chan error, 1)
+	go func() {
+		done <- serveHTTP(ctx, &httpServer{srv: srv, token: token, callBound: time.Minute, logger: warnLogger(io.Discard)}, hf, pw)
+		pw.Close()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		if m := listening.FindStringSubmatch(sc.Text() + "\n"); m != nil {
+			go func() { _, _ = io.Copy(io.Discard, pr) }()
+			return m[1]
+		}
+	}
+	t.Fatal("serveHTTP did not listen")
+	return ""
+}
+
+func TestListenStreamOutlastsTheBodyReadDeadline(t *testing.T) {
+	defer func(h, b time.Duration) { readHeaderTimeout, bodyReadTimeout = h, b }(readHeaderTimeout, bodyReadTimeout)
+	readHeaderTimeout, bodyReadTimeout = 50*time.Millisecond, 50*time.Millisecond
+	srv := mcptoolset.NewServer(boundsToolset(nil, nil))
+	base := serveServer(t, testToken, srv)
+	ctx := context.Background()
+	changed := make(chan struct{}, 1)
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+	})
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint:   base + "/mcp",
+		HTTPClient: &http.Client{Transport: bearer{testToken, http.DefaultTransport}},
+	}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	// Past the body's read deadline, the client's subscriptions/listen
+	// stream still carries tools/list_changed: a deadline left on the
+	// connection would have ended it.
+	time.Sleep(3 * (readHeaderTimeout + bodyReadTimeout))
+	srv.ToolsChanged()
+	select {
+	case <-changed:
+	case <-time.After(3 * time.Second):
+		t.Fatal("no notifications/tools/list_changed on the listen stream")
+	}
+}
+
+func TestCallOutlastsTheBodyReadDeadline(t *testing.T) {
+	defer func(h, b time.Duration) { readHeaderTimeout, bodyReadTimeout = h, b }(readHeaderTimeout, bodyReadTimeout)
+	readHeaderTimeout, bodyReadTimeout = 50*time.Millisecond, 50*time.Millisecond
+	base := serveInProcess(t, testToken, boundsToolset(nil, nil))
+	ctx := context.Background()
+	tools, err := toolset.BuildTools(ctx, "agent", client(t, base+"/mcp", testToken))
+	require.NoError(t, err)
+	text, err := callText(ctx, tools, "wait", `{"ms":500}`)
+	require.NoError(t, err)
+	assert.Equal(t, "waited", text)
+}
+
+func TestSlowBodyIsCut(t *testing.T) {
+	defer func(h, b time.Duration) { readHeaderTimeout, bodyReadTimeout = h, b }(readHeaderTimeout, bodyReadTimeout)
+	readHeaderTimeout, bodyReadTimeout = 100*time.Millisecond, 100*time.Millisecond
+	base := serveInProcess(t, testToken, boundsToolset(nil, nil))
+	host := strings.TrimPrefix(base, "http://")
+	for _, tc := range []struct {
+		auth, code string
+		status     int
+	}{
+		{"Bearer " + testToken, "BadRequest", http.StatusBadRequest},
+		// Refused before its body is read: the server then discards
+		// the body, within the same deadline.
+		{"", "Unauthorized", http.StatusUnauthorized},
+	} {
+		conn, err := net.Dial("tcp", host)
+		require.NoError(t, err)
+		defer conn.Close()
+		// 10 bytes of the 1000 promised, and then nothing.
+		_, err = fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\"", host, tc.auth)
+		require.NoError(t, err)
+		start := time.Now()
+		require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		require.NoError(t, err, "the runner waited for the body for ever (Authorization %q)", tc.auth)
+		defer resp.Body.Close()
+		assert.Equal(t, tc.status, resp.StatusCode)
+		assert.Equal(t, tc.code, jsonError(t, resp).Code)
+		assert.Less(t, time.Since(start), 3*time.Second)
+	}
+}
+
+func TestTooManyRequestsAre503(t *testing.T) {
+	defer func(n int64) { maxInFlight = n }(maxInFlight)
+	maxInFlight = 1
+	held, release := make(chan struct{}, 1), make(chan struct{})
+	base := serveInProcess(t, testToken, boundsToolset(held, release))
+	ctx := context.Background()
+	tools, err := toolset.BuildTools(ctx, "agent", client(t, base+"/mcp", testToken))
+	require.NoError(t, err)
+	got := make(chan error, 1)
+	go func() {
+		_, err := callText(ctx, tools, "hold", `{}`)
+		got <- err
+	}()
+	<-held
+	// The call is the one call the runner takes (the client's listen
+	// stream is counted apart): the next is refused at once.
+	resp := rawCall(t, base+"/mcp", "Bearer "+testToken, "wait", `{"ms":0}`)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+	assert.Equal(t, "Busy", jsonError(t, resp).Code)
+	close(release)
+	require.NoError(t, <-got)
+	assert.Eventually(t, func() bool {
+		return rawCall(t, base+"/mcp", "Bearer "+testToken, "wait", `{"ms":0}`).StatusCode == http.StatusOK
+	}, 2*time.Second, 10*time.Millisecond)
+}
+
+func TestProgressReachesTheClientOverStatelessHTTP(t *testing.T) {
+	base := serveInProcess(t, testToken, boundsToolset(nil, nil))
+	ctx := context.Background()
+	got := make(chan string, 10)
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			got <- req.Params.Message
+		},
+	})
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint:   base + "/mcp",
+		HTTPClient: &http.Client{Transport: bearer{testToken, http.DefaultTransport}},
+	}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	params := &mcp.CallToolParams{Name: "progress", Arguments: map[string]any{}}
+	params.SetProgressToken("p1")
+	res, err := cs.CallTool(ctx, params)
+	require.NoError(t, err)
+	require.False(t, res.IsError)
+	for _, want := range []string{"half way", "almost"} {
+		select {
+		case msg := <-got:
+			assert.Equal(t, want, msg)
+		case <-time.After(2 * time.Second):
+			t.Fatalf("no progress notification %q", want)
+		}
+	}
+}
