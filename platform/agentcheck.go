@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/gotoolset/toolset/platform/agentfile"
 	"github.com/gotoolset/toolset/toolpkg"
@@ -51,4 +52,25 @@ func agentError(w http.ResponseWriter, err error) {
 		probs[i] = Problem{Line: p.Line, Column: p.Column, Message: cut(p.Message)}
 	}
 	writeProblems(w, http.StatusUnprocessableEntity, "InvalidAgent", "the agent file is invalid ("+strconv.Itoa(len(probs))+" problems)", probs)
+}
+
+// POST /api/v1/platform/agents/{name}/check (body: the agent file) → 200
+// AgentDetail as a PUT would store it; 422 InvalidAgent with every
+// problem, as the PUT answers them. Nothing is stored, so the check does
+// not make the agent's packages in use. A route of its own rather than a
+// PUT parameter: a server that does not know it answers 404 instead of
+// storing the agent.
+func (s *Server) postAgentCheck(w http.ResponseWriter, r *http.Request) {
+	s.acceptAgent(w, r, true)
+}
+
+// answerCheck checks a parsed agent file against the store and answers
+// what a PUT would store.
+func (s *Server) answerCheck(w http.ResponseWriter, r *http.Request, name string, data []byte, f *agentfile.File) {
+	if err := checkAgent(r.Context(), f, s.store); err != nil {
+		agentError(w, err)
+		return
+	}
+	rec := agentRec{packages: agentPackages(f), updated: time.Now().UTC()}
+	writeJSON(w, http.StatusOK, AgentDetail{AgentSummary: summaryOf(name, rec), Source: string(data)})
 }

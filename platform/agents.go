@@ -191,6 +191,13 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 // PUT /api/v1/platform/agents/{name} (body: the agent file) → 201 (new)
 // or 200 (replaced) AgentDetail; 422 InvalidAgent with every problem.
 func (s *Server) putAgent(w http.ResponseWriter, r *http.Request) {
+	s.acceptAgent(w, r, false)
+}
+
+// acceptAgent reads, parses and checks the agent file of a PUT and stores
+// it; with dryRun (POST .../check) it answers what it would store
+// instead, storing nothing.
+func (s *Server) acceptAgent(w http.ResponseWriter, r *http.Request, dryRun bool) {
 	name, ok := pathName(w, r)
 	if !ok {
 		return
@@ -208,6 +215,10 @@ func (s *Server) putAgent(w http.ResponseWriter, r *http.Request) {
 	f, err := parseAgent(data, name)
 	if err != nil {
 		agentError(w, err)
+		return
+	}
+	if dryRun {
+		s.answerCheck(w, r, name, data, f)
 		return
 	}
 	s.agents.mu.Lock()

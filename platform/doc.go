@@ -29,6 +29,7 @@
 //	DELETE /toolsets/{name}[?force=true]         200 ToolsetSummary (removed)
 //	GET    /agents?page=&pageSize=               200 {"data": [AgentSummary], "meta": {...}}
 //	PUT    /agents/{name}           (body: YAML) 201 (new) or 200 AgentDetail; 422 InvalidAgent
+//	POST   /agents/{name}/check     (body: YAML) 200 AgentDetail, storing nothing; 422 InvalidAgent
 //	GET    /agents/{name}                        200 AgentDetail
 //	DELETE /agents/{name}                        204
 //
@@ -57,6 +58,12 @@
 // The platform only parses and checks agent files: it never starts what
 // one names (an MCP server's command would run on the platform's host).
 // An agent naming a package that is not ready is refused.
+//
+// POST /agents/{name}/check is a dry run of the PUT: it parses and checks
+// the file exactly as the PUT does, answering the same 422 InvalidAgent,
+// or 200 with what the PUT would store (updatedAt: now), but it stores
+// nothing and puts no package in use ("toolset agent check --platform"
+// calls it, since a running platform holds its store's lock).
 //
 // # Authentication
 //

@@ -192,6 +192,7 @@ func (s *Server) routes() {
 	api.HandleFunc("GET /api/v1/platform/toolsets/{name}/config", s.getConfig)
 	api.HandleFunc("GET /api/v1/platform/agents", s.listAgents)
 	api.HandleFunc("PUT /api/v1/platform/agents/{name}", s.putAgent)
+	api.HandleFunc("POST /api/v1/platform/agents/{name}/check", s.postAgentCheck)
 	api.HandleFunc("GET /api/v1/platform/agents/{name}", s.getAgent)
 	api.HandleFunc("DELETE /api/v1/platform/agents/{name}", s.deleteAgent)
 

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/platform"
 	"github.com/gotoolset/toolset/platform/agentfile"
 	"github.com/gotoolset/toolset/toolpkg"
 )
@@ -59,15 +61,21 @@ func printProblems(file string, err error, stdout io.Writer) error {
 
 // readAgent reads and parses an agent file, printing its problems.
 func readAgent(path string, stdout io.Writer) (*agentfile.File, error) {
+	f, _, err := readAgentData(path, stdout)
+	return f, err
+}
+
+// readAgentData is readAgent that returns the file's bytes too.
+func readAgentData(path string, stdout io.Writer) (*agentfile.File, []byte, error) {
 	data, err := agentfile.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	f, err := agentfile.Parse(data, path)
 	if err != nil {
-		return nil, printProblems(path, err, stdout)
+		return nil, nil, printProblems(path, err, stdout)
 	}
-	return f, nil
+	return f, data, nil
 }
 
 // withoutLocal returns f without its local entries, noting each on
@@ -102,13 +110,33 @@ func openAgentStore(dir, mode string) (*toolpkg.Store, error) {
 func cmdAgentCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("agent check", flag.ContinueOnError)
 	storeDir := fs.String("store", "", "the store the agent's packages come from")
+	platformAddr := fs.String("platform", "", "the URL of a running platform to check the agent on")
+	tokenFile := fs.String("token-file", "", "with --platform: a file holding the bearer token (default: $"+platform.TokenEnv+")")
 	pos, err := parse(fs, args, 1, "FILE")
 	if err != nil {
 		return err
 	}
-	f, err := readAgent(pos[0], stdout)
+	var base *url.URL
+	switch {
+	case *platformAddr != "" && *storeDir != "":
+		return usagef("--platform and --store together: choose one")
+	case *tokenFile != "" && *platformAddr == "":
+		return usagef("--token-file is for --platform")
+	case *platformAddr != "":
+		if base, err = platformURL(*platformAddr); err != nil {
+			return err
+		}
+	}
+	// A file that does not parse is reported here, the platform not
+	// contacted.
+	f, data, err := readAgentData(pos[0], stdout)
 	if err != nil {
 		return err
+	}
+	if base != nil {
+		// The platform leaves local entries unchecked too.
+		withoutLocal(f, stderr)
+		return checkOnPlatform(ctx, base, *tokenFile, f, data, stdout)
 	}
 	// Checking runs no tool: the plain mode needs no sandbox probe.
 	store, err := openAgentStore(*storeDir, string(toolpkg.ModeDirect))
@@ -118,7 +146,7 @@ func cmdAgentCheck(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if store != nil {
 		defer store.Close()
 	} else if len(f.Packages()) > 0 {
-		fmt.Fprintf(stderr, "%s: note: packages not checked: give --store DIR\n", printable(f.Filename))
+		fmt.Fprintf(stderr, "%s: note: packages not checked: give --store DIR or --platform URL\n", printable(f.Filename))
 	}
 	if err := agentfile.Check(ctx, withoutLocal(f, stderr), &agentfile.Options{Store: store}); err != nil {
 		return printProblems(pos[0], err, stdout)

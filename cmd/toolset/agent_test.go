@@ -131,7 +131,7 @@ toolsets:
 		code, stdout, stderr := runBinary(t, bin, "agent", "check", agent)
 		require.Equal(t, 0, code, stderr)
 		assert.Equal(t, "ok\n", stdout)
-		assert.Contains(t, stderr, agent+": note: packages not checked: give --store DIR\n")
+		assert.Contains(t, stderr, agent+": note: packages not checked: give --store DIR or --platform URL\n")
 	})
 	t.Run("check reports every problem", func(t *testing.T) {
 		bad := writeFile(t, dir, "bad.yaml", `name: bad

@@ -7,7 +7,7 @@
 //	toolset call ZIP TOOL 'JSON' [--config KEY=VALUE]... [--sandbox MODE]
 //	toolset serve ZIP [--config KEY=VALUE]... [--sandbox MODE] [--http ADDR [--token-file FILE | --insecure-no-auth]]
 //	toolset serve --agent FILE [--store DIR] [--role ROLE] [--http ADDR ...]
-//	toolset agent check FILE [--store DIR]
+//	toolset agent check FILE [--store DIR | --platform URL [--token-file FILE]]
 //	toolset agent tools FILE [--role ROLE] [--store DIR] [--json]
 //	toolset platform --store DIR [--listen ADDR] [--token-file FILE] [--insecure-no-auth]
 //
@@ -108,11 +108,14 @@ Commands:
         serve the toolsets of an agent file (packages from the store in DIR,
         MCP servers, composed as the file says) instead of one ZIP; every
         request's run has role ROLE
-  agent check FILE [--store DIR]
+  agent check FILE [--store DIR | --platform URL [--token-file FILE]]
         check an agent file (see package platform/agentfile) and print each
         problem as FILE:LINE:COL: message; with --store, its packages
-        against the store in DIR, which no other process may hold open.
-        Starts nothing: MCP servers are not contacted
+        against the store in DIR, which no other process may hold open;
+        with --platform, on the running platform at URL, which checks it
+        as it would deploy it but stores nothing (the bearer token comes
+        from FILE or $TOOLSET_PLATFORM_TOKEN). Starts nothing: MCP servers
+        are not contacted
   agent tools FILE [--role ROLE] [--store DIR] [--sandbox MODE] [--json]
         resolve the agent, starting its MCP servers (their ${NAME} from
         this environment), and print the tools the model sees in a run of
