@@ -16,6 +16,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,6 +73,7 @@ type config struct {
 	impl           *mcp.Implementation
 	clientOpts     *mcp.ClientOptions
 	httpClient     *http.Client
+	httpHeader     http.Header
 	toolOpts       func(*mcp.Tool) []toolset.ToolOption
 	listTimeout    time.Duration
 	callTimeout    time.Duration
@@ -190,6 +192,21 @@ func WithClient(impl *mcp.Implementation, opts *mcp.ClientOptions) Option {
 // answer of any size.
 func WithHTTPClient(hc *http.Client) Option { return func(c *config) { c.httpClient = hc } }
 
+// WithHTTPHeader adds a header to the requests [NewHTTP] sends to its
+// endpoint's origin (scheme, host and port), for example
+// WithHTTPHeader("Authorization", "Bearer "+token). The header is not
+// sent to any other origin, so a redirect elsewhere does not carry a
+// credential along. Headers add up; a later value for a key replaces an
+// earlier one. The HTTP client ([WithHTTPClient]) is kept as it is.
+func WithHTTPHeader(key, value string) Option {
+	return func(c *config) {
+		if c.httpHeader == nil {
+			c.httpHeader = http.Header{}
+		}
+		c.httpHeader.Set(key, value)
+	}
+}
+
 // WithToolOptions sets a function that picks the core's tool options
 // (timeout, approval, cache, rate limit, retries, middleware, ...) for each
 // of the server's tools, from its definition: for example an approval for
@@ -305,9 +322,39 @@ func NewHTTP(endpoint string, opts ...Option) *Toolset {
 		if u.Scheme != "http" && u.Scheme != "https" {
 			return nil, fmt.Errorf("invalid URL %q: the scheme must be http or https", endpoint)
 		}
-		return &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: boundedClient(ts.c.cfg.httpClient)}, nil
+		hc := boundedClient(ts.c.cfg.httpClient)
+		if len(ts.c.cfg.httpHeader) > 0 {
+			hc.Transport = originHeaders{base: hc.Transport, scheme: u.Scheme, host: u.Host, header: ts.c.cfg.httpHeader}
+		}
+		return &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc}, nil
 	}
 	return ts
+}
+
+// originHeaders adds its headers to the requests for one origin.
+type originHeaders struct {
+	base         http.RoundTripper
+	scheme, host string
+	header       http.Header
+}
+
+func (t originHeaders) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme != t.scheme || !strings.EqualFold(req.URL.Host, t.host) {
+		return t.base.RoundTrip(req)
+	}
+	req = req.Clone(req.Context()) // a RoundTripper must not change the request it is given
+	for k, v := range t.header {
+		req.Header[k] = v
+	}
+	return t.base.RoundTrip(req)
+}
+
+// CloseIdleConnections closes the idle connections of the transport
+// wrapped.
+func (t originHeaders) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
 }
 
 // maxResponseBytes bounds an HTTP response body that holds one message

@@ -1046,3 +1046,53 @@ func TestCommandServerCrashingInARequestReportsExitStatusAndStderr(t *testing.T)
 		})
 	}
 }
+
+// WithHTTPHeader's header reaches the endpoint with every request, and
+// not a server the endpoint redirects to: a credential stays with the
+// origin it was given for.
+func TestHTTPHeaderGoesOnlyToTheEndpointsOrigin(t *testing.T) {
+	checkLeaks(t)
+	ctx := context.Background()
+	server := fixture.SDKServer("web")
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	var mu sync.Mutex
+	seen := map[string][]string{}
+	record := func(who string, h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			seen[who] = append(seen[who], r.Header.Get("Authorization"))
+			mu.Unlock()
+			h.ServeHTTP(w, r)
+		})
+	}
+	direct := httptest.NewServer(record("direct", mcpHandler))
+	defer direct.Close()
+	elsewhere := httptest.NewServer(record("elsewhere", mcpHandler))
+	defer elsewhere.Close()
+	redirecting := httptest.NewServer(record("redirecting", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	})))
+	defer redirecting.Close()
+
+	for _, endpoint := range []string{direct.URL, redirecting.URL} {
+		ts := mcptoolset.NewHTTP(endpoint, mcptoolset.WithHTTPHeader("Authorization", "Bearer first"),
+			mcptoolset.WithHTTPHeader("Authorization", "Bearer s3cret"))
+		tools, err := toolset.BuildTools(ctx, "agent", ts)
+		require.NoError(t, err)
+		_, err = tools.Execute(ctx, toolset.ToolCall{Name: "read_file", Args: json.RawMessage(`{"path":"index.html"}`)})
+		require.NoError(t, err)
+		ts.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, who := range []string{"direct", "redirecting"} {
+		require.NotEmpty(t, seen[who], who)
+		for _, got := range seen[who] {
+			assert.Equal(t, "Bearer s3cret", got, "%s: every request to the endpoint carries the header, the later value winning", who)
+		}
+	}
+	require.NotEmpty(t, seen["elsewhere"], "the redirect was followed")
+	for _, got := range seen["elsewhere"] {
+		assert.Empty(t, got, "the header does not follow a redirect to another origin")
+	}
+}

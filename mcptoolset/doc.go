@@ -34,7 +34,7 @@
 //
 //	fs := mcptoolset.NewCommand(exec.Command("mcp-server-filesystem", dir)) // a subprocess over stdio
 //	gh := mcptoolset.NewHTTP("https://mcp.example.com/mcp",                  // streamable HTTP
-//		mcptoolset.WithName("github"), mcptoolset.WithHTTPClient(authClient))
+//		mcptoolset.WithName("github"), mcptoolset.WithHTTPHeader("Authorization", "Bearer "+token))
 //	db := mcptoolset.New(session)                      // a connected *mcp.ClientSession
 //	notes := mcptoolset.NewInMemory("notes", sdkServer) // an SDK server in this process
 //	custom := mcptoolset.NewTransport("custom", dial)  // any mcp.Transport

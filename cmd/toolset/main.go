@@ -49,13 +49,11 @@
 // then cancels them, which ends their tools' processes, and closes its
 // store (a ZIP's temporary store is removed).
 //
-// Agents reach the runners with mcptoolset.NewHTTP and
-// mcptoolset.WithHTTPClient, giving it an http.Client whose Transport sets
-// the Authorization header on each request (a RoundTripper that clones
-// the request, sets the header and calls http.DefaultTransport), so that a
-// token can also be rotated without a new client:
+// Agents reach the runners with mcptoolset.NewHTTP and the token in
+// mcptoolset.WithHTTPHeader (sent to the runners' origin only):
 //
-//	tools := mcptoolset.NewHTTP("https://runners.example.com/mcp", mcptoolset.WithHTTPClient(hc))
+//	tools := mcptoolset.NewHTTP("https://runners.example.com/mcp",
+//		mcptoolset.WithHTTPHeader("Authorization", "Bearer "+token))
 package main
 
 import (

@@ -28,13 +28,14 @@ type Options struct {
 	// MCP are options given to every MCP client Resolve makes (a logger,
 	// timeouts, ...), after the file's own (its name, headers, policies),
 	// so that the program's win where both set the same: a
-	// mcptoolset.WithHTTPClient here is used as it is, without the file's
-	// headers (give HTTPClient instead), and a mcptoolset.WithToolOptions
-	// here replaces the file's policies.
+	// mcptoolset.WithHTTPHeader here replaces the file's header of that
+	// name, and a mcptoolset.WithToolOptions here replaces the file's
+	// policies.
 	MCP []mcptoolset.Option
 	// HTTPClient is the client the file's MCP urls are reached with; nil:
-	// http.DefaultClient. The file's headers are sent by a copy of it
-	// whose Transport adds them, to the file's URL's host only.
+	// http.DefaultClient. The file's headers are added to it with
+	// mcptoolset.WithHTTPHeader, which sends them to the URL's origin
+	// only.
 	HTTPClient *http.Client
 	// LookupEnv finds the variables ${NAME} refers to when Resolve
 	// expands mcp.env and mcp.headers. Nil: none is found, so that a file

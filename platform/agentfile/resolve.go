@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"slices"
@@ -227,52 +225,15 @@ func (a *Agent) mcp(ps *problems, e *Entry, opts *Options) toolset.Toolset {
 	if !ok {
 		return nil
 	}
-	if len(headers) > 0 {
-		h := http.Header{}
-		for k, v := range headers {
-			h.Set(k, v)
-		}
-		u, err := url.Parse(m.URL)
-		if err != nil { // Parse checked it
-			ps.add(at, "mcp.url is not a URL")
-			return nil
-		}
-		hc := http.Client{}
-		if opts.HTTPClient != nil {
-			hc = *opts.HTTPClient
-		}
-		base := hc.Transport
-		if base == nil {
-			base = http.DefaultTransport
-		}
-		hc.Transport = &headerTransport{base: base, scheme: u.Scheme, host: u.Host, headers: h}
-		mopts = append(mopts, mcptoolset.WithHTTPClient(&hc))
-	} else if opts.HTTPClient != nil {
+	for _, k := range sortedKeys(headers) {
+		mopts = append(mopts, mcptoolset.WithHTTPHeader(k, headers[k]))
+	}
+	if opts.HTTPClient != nil {
 		mopts = append(mopts, mcptoolset.WithHTTPClient(opts.HTTPClient))
 	}
 	ts := mcptoolset.NewHTTP(m.URL, append(mopts, opts.MCP...)...)
 	a.closers = append(a.closers, ts)
 	return ts
-}
-
-// headerTransport sends the file's headers with every request to the
-// file's URL's scheme and host, and only there: a redirect elsewhere
-// does not get them, since they hold the deployer's secrets.
-type headerTransport struct {
-	base         http.RoundTripper
-	scheme, host string
-	headers      http.Header
-}
-
-func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.URL.Scheme != t.scheme || !strings.EqualFold(r.URL.Host, t.host) {
-		return t.base.RoundTrip(r)
-	}
-	r = r.Clone(r.Context())
-	for k, v := range t.headers {
-		r.Header[k] = v
-	}
-	return t.base.RoundTrip(r)
 }
 
 // withPolicies gives the tools of a toolset whose tools are made
