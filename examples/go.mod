@@ -6,6 +6,7 @@ require (
 	github.com/gotoolset/toolset v0.0.0-00010101000000-000000000000
 	github.com/gotoolset/toolset/mcptoolset v0.0.0-00010101000000-000000000000
 	github.com/gotoolset/toolset/oteltoolset v0.0.0-00010101000000-000000000000
+	github.com/gotoolset/toolset/platform v0.0.0-00010101000000-000000000000
 	github.com/gotoolset/toolset/provider/openaitools v0.0.0-00010101000000-000000000000
 	github.com/gotoolset/toolset/redistoolset v0.0.0-00010101000000-000000000000
 	github.com/gotoolset/toolset/toolpkg v0.0.0-00010101000000-000000000000
@@ -56,6 +57,7 @@ replace (
 	github.com/gotoolset/toolset => ..
 	github.com/gotoolset/toolset/mcptoolset => ../mcptoolset
 	github.com/gotoolset/toolset/oteltoolset => ../oteltoolset
+	github.com/gotoolset/toolset/platform => ../platform
 	github.com/gotoolset/toolset/provider/openaitools => ../provider/openaitools
 	github.com/gotoolset/toolset/redistoolset => ../redistoolset
 	github.com/gotoolset/toolset/toolpkg => ../toolpkg
