@@ -36,7 +36,8 @@
 // package again or removing it answers 409 PackageInUse, naming the
 // agents, unless ?force=true. The codes: InvalidName, InvalidRequest
 // (400); Unauthorized (401); CrossOriginRequest (403); NotFound (404);
-// MethodNotAllowed (405); Conflict, PackageInUse (409); PackageTooLarge,
+// MethodNotAllowed (405); Conflict, PackageInUse (409);
+// MisdirectedRequest (421); PackageTooLarge,
 // RequestTooLarge (413); InvalidPackage, InvalidConfig, InvalidAgent
 // (422); InternalError (500); Unavailable (503).
 //
@@ -65,7 +66,11 @@
 // TOOLSET_PLATFORM_TOKEN environment variable. A session cookie does not
 // open the API. Options.InsecureNoAuth serves everything without
 // authentication, for local use only: the server logs a warning and the
-// page shows a banner.
+// page shows a banner, and it answers only requests whose Host is an IP
+// address or localhost (421 MisdirectedRequest otherwise), so that a web
+// page cannot reach it by DNS rebinding. Whatever the mode, a request a
+// browser marks as cross-site is refused unless it is safe (GET, HEAD,
+// OPTIONS): 403 CrossOriginRequest.
 //
 // # The page
 //

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path"
 	"path/filepath"
@@ -43,7 +45,9 @@ type Options struct {
 	// InsecureNoAuth is set.
 	Token string
 	// InsecureNoAuth serves everything without authentication: for local
-	// use only. The server logs a warning and the page shows a banner.
+	// use only. The server logs a warning and the page shows a banner,
+	// and it answers only requests whose Host is an IP address or
+	// localhost: a web page cannot reach it by DNS rebinding.
 	InsecureNoAuth bool
 	// MaxPackageBytes bounds an uploaded package, enforced while the body
 	// is read (default: toolpkg.DefaultMaxZipBytes, the store's default
@@ -195,10 +199,18 @@ func (s *Server) routes() {
 	api.HandleFunc("GET /api/v1/platform/agents/{name}", s.getAgent)
 	api.HandleFunc("DELETE /api/v1/platform/agents/{name}", s.deleteAgent)
 
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, http.StatusForbidden, "CrossOriginRequest", "a cross-origin request was refused")
+	}))
+
 	var apiH http.Handler = jsonFallback(api)
 	if !s.opts.InsecureNoAuth {
 		apiH = RequireToken(s.opts.Token, apiH)
 	}
+	// A browser's cross-site request that needs no preflight (a POST of
+	// text/plain) is refused: without a token it would reach the API.
+	apiH = cop.Handler(apiH)
 
 	page := http.NewServeMux()
 	page.Handle("GET /{$}", s.requireSession(s.pageList))
@@ -208,16 +220,46 @@ func (s *Server) routes() {
 	page.HandleFunc("GET /login", s.pageLogin)
 	page.HandleFunc("POST /login", s.pageLoginPost)
 	page.HandleFunc("POST /logout", s.pageLogout)
-	cop := http.NewCrossOriginProtection()
-	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		WriteError(w, http.StatusForbidden, "CrossOriginRequest", "a cross-origin form post was refused")
-	}))
 	pageH := cop.Handler(jsonFallback(page))
 
 	s.mux = http.NewServeMux()
 	s.mux.Handle(apiPrefix, apiH)
 	s.mux.Handle("/", pageH)
-	s.handler = securityHeaders(s.recoverer(canonicalPath(s.mux)))
+	var h http.Handler = canonicalPath(s.mux)
+	if s.opts.InsecureNoAuth {
+		h = localHostOnly(h)
+	}
+	s.handler = securityHeaders(s.recoverer(h))
+}
+
+// localHostOnly answers 421 MisdirectedRequest to a request whose Host is
+// a name other than localhost. Without authentication, a web page could
+// otherwise reach a platform on loopback by DNS rebinding: its own name,
+// resolved to 127.0.0.1, makes its requests same-origin, and their Host
+// is that name. An IP address cannot be rebound and is accepted.
+func localHostOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !localHost(r.Host) {
+			WriteError(w, http.StatusMisdirectedRequest, "MisdirectedRequest",
+				"without authentication the platform answers only requests to an IP address or localhost, not to "+quotePath(r.Host))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// localHost reports whether a Host header names an IP address or
+// localhost (RFC 6761: localhost and its subdomains are loopback).
+func localHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if _, err := netip.ParseAddr(host); err == nil {
+		return true
+	}
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	return host == "localhost" || strings.HasSuffix(host, ".localhost")
 }
 
 // jsonFallback answers what mux has no route for with a JSON error: 404
