@@ -402,7 +402,7 @@ func (s *Server) putPackage(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	f, size, err := s.spool(bodyLimit(w, r, max), max)
 	if err != nil {
-		spoolError(w, err, max)
+		s.spoolError(w, r, err, max)
 		return
 	}
 	defer s.unspool(f)
@@ -442,20 +442,47 @@ func (s *Server) uploadSlot(w http.ResponseWriter, r *http.Request) (func(), boo
 // errTooLarge is a body above the limit.
 var errTooLarge = errors.New("too large")
 
+// spoolFault is a failure of the server's own to keep a body (its
+// temporary folder, its disk): the client is not told its details.
+type spoolFault struct{ err error }
+
+func (f *spoolFault) Error() string { return "spooling an upload: " + f.err.Error() }
+func (f *spoolFault) Unwrap() error { return f.err }
+
+// readTracker notes the error reading its source gave, to tell it from
+// one writing to the spool.
+type readTracker struct {
+	r   io.Reader
+	err error
+}
+
+func (t *readTracker) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if err != nil && err != io.EOF {
+		t.err = err
+	}
+	return n, err
+}
+
 // spool copies at most max bytes of r into a new temporary file and
-// returns it with its size; errTooLarge as soon as r gives more.
+// returns it with its size; errTooLarge as soon as r gives more, a
+// *spoolFault when the server could not keep it.
 func (s *Server) spool(r io.Reader, max int64) (*os.File, int64, error) {
 	f, err := os.CreateTemp(s.tmpDir, "upload-*.zip")
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, &spoolFault{err}
 	}
-	n, err := io.Copy(f, io.LimitReader(r, max+1))
+	src := &readTracker{r: io.LimitReader(r, max+1)}
+	n, err := io.Copy(f, src)
 	if err == nil && n > max {
 		err = errTooLarge
 	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		err = errTooLarge
+	}
+	if err != nil && src.err == nil && !errors.Is(err, errTooLarge) {
+		err = &spoolFault{err}
 	}
 	if err != nil {
 		s.unspool(f)
@@ -477,9 +504,15 @@ func tooLarge(w http.ResponseWriter, max int64) {
 	WriteError(w, http.StatusRequestEntityTooLarge, "PackageTooLarge", fmt.Sprintf("the package is larger than the limit of %d bytes", max))
 }
 
-func spoolError(w http.ResponseWriter, err error, max int64) {
+func (s *Server) spoolError(w http.ResponseWriter, r *http.Request, err error, max int64) {
 	if errors.Is(err, errTooLarge) {
 		tooLarge(w, max)
+		return
+	}
+	var sf *spoolFault
+	if errors.As(err, &sf) {
+		s.log.Error("platform: an upload could not be spooled", "method", r.Method, "path", r.URL.Path, "error", err)
+		WriteError(w, http.StatusInternalServerError, "InternalError", "the server could not keep the upload; its log says why")
 		return
 	}
 	WriteError(w, http.StatusBadRequest, "InvalidRequest", "reading the package: "+cut(err.Error()))

@@ -156,3 +156,23 @@ func TestPanickingHandlerIs500(t *testing.T) {
 	r = e.do("GET", "/api/v1/platform/toolsets", nil)
 	assert.Equal(t, http.StatusOK, r.status)
 }
+
+// A failure to spool an upload is the server's, not the client's: 500,
+// and the message names no path of the server's.
+func TestSpoolFailureLeaksNoServerPath(t *testing.T) {
+	e := newEnv(t, nil)
+	tmp := filepath.Join(e.dir, ".platform", "tmp")
+	require.NoError(t, os.RemoveAll(tmp))
+	require.NoError(t, os.WriteFile(tmp, nil, 0o600)) // no folder to spool into
+	r := e.do("PUT", "/api/v1/platform/toolsets/x/package", goodPackage(t, "greet", "x", 0))
+	assert.Equal(t, http.StatusInternalServerError, r.status, "%s", r.body)
+	assert.Equal(t, "InternalError", r.errCode(t))
+	assert.NotContains(t, string(r.body), e.dir)
+	assert.NotContains(t, string(r.body), ".platform")
+	assert.Contains(t, e.logs.String(), "tmp", "the log says why")
+
+	r = e.uploadForm("x", goodPackage(t, "greet", "x", 0), false)
+	assert.Equal(t, http.StatusInternalServerError, r.status, "%s", r.body)
+	assert.NotContains(t, string(r.body), e.dir)
+	assert.NotContains(t, string(r.body), ".platform")
+}

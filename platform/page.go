@@ -218,9 +218,14 @@ func (s *Server) pageUpload(w http.ResponseWriter, r *http.Request) {
 			pkg, size, err = s.spool(p, max)
 			if err != nil {
 				pkg = nil
-				if errors.Is(err, errTooLarge) {
+				var sf *spoolFault
+				switch {
+				case errors.Is(err, errTooLarge):
 					fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("The package is larger than the limit of %d bytes.", max), nil)
-				} else {
+				case errors.As(err, &sf):
+					s.log.Error("platform: an upload from the page could not be spooled", "error", err)
+					fail(http.StatusInternalServerError, "The server could not keep the upload; its log says why.", nil)
+				default:
 					fail(http.StatusBadRequest, "The package could not be read.", nil)
 				}
 				return
