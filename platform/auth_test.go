@@ -269,3 +269,41 @@ func readBody(t testing.TB, res *http.Response) []byte {
 	require.NoError(t, err)
 	return b
 }
+
+// A session cookie captured before its owner logged out (a shared
+// machine, a proxy's log) opens nothing afterwards.
+func TestSessionReplayAfterLogoutIsRefused(t *testing.T) {
+	e := newEnv(t, nil)
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	c := noRedirect(e, jar)
+	res, err := c.PostForm(e.hs.URL+"/login", url.Values{"token": {testToken}})
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	require.Len(t, res.Cookies(), 1)
+	stolen := res.Cookies()[0].Value
+
+	get := func(value string) int {
+		req, _ := http.NewRequest("GET", e.hs.URL+"/", nil)
+		req.AddCookie(&http.Cookie{Name: sessionCookie, Value: value})
+		res, err := noRedirect(e, nil).Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	require.Equal(t, http.StatusOK, get(stolen))
+	res, err = c.PostForm(e.hs.URL+"/logout", nil)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	assert.Equal(t, http.StatusSeeOther, get(stolen), "the session ended with the logout")
+
+	// Another login is another session, unaffected by the first's end.
+	res, err = c.PostForm(e.hs.URL+"/login", url.Values{"token": {testToken}})
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Len(t, res.Cookies(), 1)
+	assert.NotEqual(t, stolen, res.Cookies()[0].Value)
+	assert.Equal(t, http.StatusOK, get(res.Cookies()[0].Value))
+}

@@ -84,9 +84,10 @@
 //
 // A person logs in by pasting the token into the login form. The session
 // cookie is HttpOnly, SameSite=Strict, Secure over TLS, and holds no
-// token: it is an issue time signed with HMAC under a key drawn at random
-// by each process, so sessions end with Options.SessionLifetime and with
-// the process. Form posts from another origin are refused
+// token: it is an issue time and a random id signed with HMAC under a key
+// drawn at random by each process, and the process remembers the ids it
+// issued, so sessions end with logging out (a copy of the cookie opens
+// nothing after), with Options.SessionLifetime and with the process. Form posts from another origin are refused
 // ([http.CrossOriginProtection]). Every answer carries a strict
 // Content-Security-Policy (no script, frame-ancestors 'none'),
 // X-Content-Type-Options: nosniff, X-Frame-Options: DENY and

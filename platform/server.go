@@ -82,6 +82,9 @@ type Server struct {
 	tokenSum [sha256.Size]byte
 	// sessionKey signs the page's session cookies; random per process.
 	sessionKey [32]byte
+	// sessions are the page's live sessions: id → issue time.
+	sessMu   sync.Mutex
+	sessions map[string]time.Time
 
 	tmpDir string
 	agents *agentStore
@@ -140,7 +143,7 @@ func New(store *toolpkg.Store, opts *Options) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	s := &Server{store: store, opts: o, log: o.Logger, uploads: make(chan struct{}, o.MaxConcurrentUploads)}
+	s := &Server{store: store, opts: o, log: o.Logger, uploads: make(chan struct{}, o.MaxConcurrentUploads), sessions: map[string]time.Time{}}
 	if !o.InsecureNoAuth {
 		s.tokenSum = sha256.Sum256([]byte(o.Token))
 	}
