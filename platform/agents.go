@@ -46,6 +46,10 @@ type agentStore struct {
 	// starts using it in between.
 	mu     sync.RWMutex
 	agents map[string]agentRec
+	// uploading counts the uploads of each toolset between their in-use
+	// check and the store's taking them: no agent may start using the
+	// toolset meanwhile, or the check would be bypassed.
+	uploading map[string]int
 }
 
 type agentRec struct {
@@ -59,7 +63,7 @@ func openAgents(dir string, max int64, log *slog.Logger) (*agentStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("platform: agents: %w", err)
 	}
-	a := &agentStore{dir: dir, max: max, log: log, agents: map[string]agentRec{}}
+	a := &agentStore{dir: dir, max: max, log: log, agents: map[string]agentRec{}, uploading: map[string]int{}}
 	des, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("platform: agents: %w", err)
@@ -160,6 +164,25 @@ func (a *agentStore) usedByLocked(toolset string) []string {
 	return out
 }
 
+// beginUpload checks that an upload of the toolset may proceed (no agent
+// uses it, or force) and, if so, holds agents off it until the returned
+// function is called. It reports the agents in the way.
+func (a *agentStore) beginUpload(toolset string, force bool) (end func(), users []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if users := a.usedByLocked(toolset); len(users) > 0 && !force {
+		return nil, users
+	}
+	a.uploading[toolset]++
+	return func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.uploading[toolset]--; a.uploading[toolset] <= 0 {
+			delete(a.uploading, toolset)
+		}
+	}, nil
+}
+
 func summaryOf(name string, rec agentRec) AgentSummary {
 	return AgentSummary{Name: name, Packages: orEmpty(rec.packages), UpdatedAt: rec.updated}
 }
@@ -213,7 +236,13 @@ func (s *Server) putAgent(w http.ResponseWriter, r *http.Request) {
 	s.agents.mu.Lock()
 	defer s.agents.mu.Unlock()
 	// Checked under the lock: no toolset the agent names can be removed
-	// between the check and the save.
+	// between the check and the save, nor start being replaced.
+	for _, p := range agentPackages(f) {
+		if s.agents.uploading[p] > 0 {
+			WriteError(w, http.StatusConflict, "Conflict", fmt.Sprintf("toolset %q is being uploaded; put the agent again once its discovery has settled", p))
+			return
+		}
+	}
 	if err := checkAgent(r.Context(), f, s.store); err != nil {
 		agentError(w, err)
 		return

@@ -339,10 +339,14 @@ func (s *Server) inUse(w http.ResponseWriter, r *http.Request, name, what string
 		return true
 	}
 	if users := s.agents.usedByLocked(name); len(users) > 0 && !force {
-		WriteError(w, http.StatusConflict, "PackageInUse", fmt.Sprintf("toolset %q is used by the agents %s; %s with ?force=true to change it for all of them", name, strings.Join(users, ", "), what))
+		packageInUse(w, name, users, what)
 		return true
 	}
 	return false
+}
+
+func packageInUse(w http.ResponseWriter, name string, users []string, what string) {
+	WriteError(w, http.StatusConflict, "PackageInUse", fmt.Sprintf("toolset %q is used by the agents %s; %s with ?force=true to change it for all of them", name, strings.Join(users, ", "), what))
 }
 
 // DELETE /api/v1/platform/toolsets/{name}[?force=true] → 200
@@ -384,12 +388,19 @@ func (s *Server) putPackage(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusBadRequest, "InvalidName", fmt.Sprintf("the name %q is reserved", name))
 		return
 	}
-	s.agents.mu.RLock()
-	refused := s.inUse(w, r, name, "upload")
-	s.agents.mu.RUnlock()
-	if refused {
+	force, ok := boolQuery(w, r, "force")
+	if !ok {
 		return
 	}
+	// Held until the store has the upload (and the toolset is pending):
+	// an agent put meanwhile is refused rather than slipping in after
+	// the check.
+	end, users := s.agents.beginUpload(name, force)
+	if end == nil {
+		packageInUse(w, name, users, "upload")
+		return
+	}
+	defer end()
 	max := s.opts.MaxPackageBytes
 	if r.ContentLength > max {
 		tooLarge(w, max)

@@ -28,13 +28,16 @@
 //	GET    /toolsets/{name}/config               200 {"name", "config"}
 //	DELETE /toolsets/{name}[?force=true]         200 ToolsetSummary (removed)
 //	GET    /agents?page=&pageSize=               200 {"data": [AgentSummary], "meta": {...}}
-//	PUT    /agents/{name}           (body: YAML) 201 (new) or 200 AgentDetail; 422 InvalidAgent
+//	PUT    /agents/{name}           (body: YAML) 201 (new) or 200 AgentDetail; 422 InvalidAgent; 409 Conflict
 //	GET    /agents/{name}                        200 AgentDetail
 //	DELETE /agents/{name}                        204
 //
 // A toolset is in use while a stored agent names it: uploading its
 // package again or removing it answers 409 PackageInUse, naming the
-// agents, unless ?force=true. The codes: InvalidName, InvalidRequest
+// agents, unless ?force=true; while an upload of a toolset is under way
+// (its body arriving, or waiting for the store), an agent naming it is
+// refused 409 Conflict, so that no agent slips in between the upload's
+// check and the package's replacement. The codes: InvalidName, InvalidRequest
 // (400); Unauthorized (401); CrossOriginRequest (403); NotFound (404);
 // MethodNotAllowed (405); Conflict, PackageInUse (409);
 // MisdirectedRequest (421); PackageTooLarge,

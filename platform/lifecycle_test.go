@@ -1,10 +1,13 @@
 package platform
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -156,4 +159,41 @@ func TestUploadsWaitForASlot(t *testing.T) {
 	require.NoError(t, e.srv.Close())
 	assert.Equal(t, http.StatusServiceUnavailable, <-done)
 	<-e.srv.uploads
+}
+
+// An agent PUT while a re-upload's body is still arriving cannot slip in
+// between the upload's in-use check and the package's replacement: one
+// of the two is refused.
+func TestAgentRacingAnUploadCannotBypassPackageInUse(t *testing.T) {
+	e := newEnv(t, nil)
+	e.upload("greeter", goodPackage(t, "greet", "v1", 0))
+	require.Equal(t, "ready", e.settle("greeter")["discoveryStatus"])
+
+	pkg := goodPackage(t, "greet", "v2", 0)
+	conn, err := net.Dial("tcp", e.hs.Listener.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(20*time.Second)))
+	bw := bufio.NewWriter(conn)
+	fmt.Fprintf(bw, "PUT /api/v1/platform/toolsets/greeter/package HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n", testToken, len(pkg))
+	bw.Write(pkg[:len(pkg)/2])
+	require.NoError(t, bw.Flush())
+	time.Sleep(200 * time.Millisecond) // the upload is past its check, spooling
+
+	agent := e.do("PUT", "/api/v1/platform/agents/support", []byte(agentYAML("support", "greeter")))
+
+	bw.Write(pkg[len(pkg)/2:])
+	require.NoError(t, bw.Flush())
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	body := readBody(t, res)
+	if agent.status == http.StatusCreated {
+		assert.Equal(t, http.StatusConflict, res.StatusCode, "the agent came first, yet the upload went through: %s", body)
+	} else {
+		assert.Equal(t, http.StatusConflict, agent.status, "%s", agent.body)
+		assert.Equal(t, "Conflict", agent.errCode(t))
+		assert.True(t, strings.Contains(string(agent.body), "greeter"), "%s", agent.body)
+		assert.Equal(t, http.StatusAccepted, res.StatusCode, "%s", body)
+	}
+	e.settle("greeter")
 }

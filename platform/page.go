@@ -242,13 +242,12 @@ func (s *Server) pageUpload(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "Choose a package (a zip file) to upload.", nil)
 		return
 	}
-	s.agents.mu.RLock()
-	users := s.agents.usedByLocked(name)
-	s.agents.mu.RUnlock()
-	if len(users) > 0 && force == "" {
+	end, users := s.agents.beginUpload(name, force != "")
+	if end == nil {
 		fail(http.StatusConflict, fmt.Sprintf("Toolset %q is used by the agents %s: tick \"update every agent\" to upload anyway.", name, strings.Join(users, ", ")), nil)
 		return
 	}
+	defer end()
 	if _, err := s.startUpload(r, name, pkg, size); err != nil {
 		var ve *toolpkg.ValidationError
 		if errors.As(err, &ve) {
