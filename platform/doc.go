@@ -37,11 +37,11 @@
 // agents, unless ?force=true; while an upload of a toolset is under way
 // (its body arriving, or waiting for the store), an agent naming it is
 // refused 409 Conflict, so that no agent slips in between the upload's
-// check and the package's replacement. The codes: InvalidName, InvalidRequest
-// (400); Unauthorized (401); CrossOriginRequest (403); NotFound (404);
-// MethodNotAllowed (405); Conflict, PackageInUse (409);
-// MisdirectedRequest (421); PackageTooLarge,
-// RequestTooLarge (413); InvalidPackage, InvalidConfig, InvalidAgent
+// check and the package's replacement. The codes: InvalidName,
+// InvalidRequest (400); Unauthorized (401); CrossOriginRequest (403);
+// NotFound (404); MethodNotAllowed (405); Conflict, PackageInUse (409);
+// PackageTooLarge, RequestTooLarge (413); MisdirectedRequest (421);
+// InvalidPackage, InvalidConfig, InvalidAgent
 // (422); InternalError (500); Unavailable (503).
 //
 // # The lifecycle
