@@ -218,10 +218,14 @@ func (s *Server) putAgent(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	data, err := io.ReadAll(bodyLimit(w, r, s.opts.MaxAgentBytes))
+	data, err := io.ReadAll(s.bodyLimit(w, r, s.opts.MaxAgentBytes))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		WriteError(w, http.StatusRequestEntityTooLarge, "RequestTooLarge", fmt.Sprintf("the agent file is larger than %d bytes", s.opts.MaxAgentBytes))
+		return
+	}
+	if timedOut(err) {
+		s.requestTimeout(w)
 		return
 	}
 	if err != nil {

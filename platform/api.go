@@ -163,15 +163,19 @@ func intQuery(w http.ResponseWriter, r *http.Request, key string, def, lo, hi in
 // decodeJSON decodes a JSON body of at most MaxJSONBody bytes into v:
 // one value, no unknown field, nothing after it. On failure it has
 // answered.
-func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	data, err := io.ReadAll(bodyLimit(w, r, MaxJSONBody))
+func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	data, err := io.ReadAll(s.bodyLimit(w, r, MaxJSONBody))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		WriteError(w, http.StatusRequestEntityTooLarge, "RequestTooLarge", fmt.Sprintf("the JSON body is larger than %d bytes", MaxJSONBody))
 		return false
 	}
+	if timedOut(err) {
+		s.requestTimeout(w)
+		return false
+	}
 	if err != nil {
-		WriteError(w, http.StatusBadRequest, "InvalidRequest", "reading the body: "+err.Error())
+		WriteError(w, http.StatusBadRequest, "InvalidRequest", "reading the body: "+cut(err.Error()))
 		return false
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -268,7 +272,7 @@ func (s *Server) createToolset(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Name string `json:"name"`
 	}
-	if !decodeJSON(w, r, &req) {
+	if !s.decodeJSON(w, r, &req) {
 		return
 	}
 	if err := checkName(req.Name); err != nil {
@@ -411,7 +415,7 @@ func (s *Server) putPackage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	f, size, err := s.spool(bodyLimit(w, r, max), max)
+	f, size, err := s.spool(s.bodyLimit(w, r, max), max)
 	if err != nil {
 		s.spoolError(w, r, err, max)
 		return
@@ -520,6 +524,10 @@ func (s *Server) spoolError(w http.ResponseWriter, r *http.Request, err error, m
 		tooLarge(w, max)
 		return
 	}
+	if timedOut(err) {
+		s.requestTimeout(w)
+		return
+	}
 	var sf *spoolFault
 	if errors.As(err, &sf) {
 		s.log.Error("platform: an upload could not be spooled", "method", r.Method, "path", r.URL.Path, "error", err)
@@ -572,7 +580,7 @@ func (s *Server) patchConfig(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var patch map[string]any
-	if !decodeJSON(w, r, &patch) {
+	if !s.decodeJSON(w, r, &patch) {
 		return
 	}
 	if patch == nil {

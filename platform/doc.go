@@ -39,9 +39,9 @@
 // refused 409 Conflict, so that no agent slips in between the upload's
 // check and the package's replacement. The codes: InvalidName,
 // InvalidRequest (400); Unauthorized (401); CrossOriginRequest (403);
-// NotFound (404); MethodNotAllowed (405); Conflict, PackageInUse (409);
-// PackageTooLarge, RequestTooLarge (413); MisdirectedRequest (421);
-// InvalidPackage, InvalidConfig, InvalidAgent
+// NotFound (404); MethodNotAllowed (405); RequestTimeout (408); Conflict,
+// PackageInUse (409); PackageTooLarge, RequestTooLarge (413);
+// MisdirectedRequest (421); InvalidPackage, InvalidConfig, InvalidAgent
 // (422); InternalError (500); Unavailable (503).
 //
 // # The lifecycle
@@ -103,7 +103,10 @@
 // a Content-Length says so), and the body is spooled to a temporary file
 // under <store>/.platform/tmp, cleaned when a server starts. JSON bodies
 // are bounded by MaxJSONBody and decoded strictly (no unknown field,
-// nothing after the value); agent files by Options.MaxAgentBytes. Names
+// nothing after the value); agent files by Options.MaxAgentBytes. Reading
+// any body waits at most Options.BodyIdleTimeout for the next bytes: a
+// client that stalls is answered 408 RequestTimeout and its upload slot
+// freed, even on an http.Server without timeouts. Names
 // of toolsets and agents are checked with [toolpkg.CheckName] (1 to 64
 // letters, digits, '_' or '-'); a path that is not in its clean form
 // ("..", "//", even percent-encoded) is not found rather than redirected.

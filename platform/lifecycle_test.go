@@ -197,3 +197,48 @@ func TestAgentRacingAnUploadCannotBypassPackageInUse(t *testing.T) {
 	}
 	e.settle("greeter")
 }
+
+// An upload whose client stops sending mid-body is cut off after
+// BodyIdleTimeout, even on an http.Server without timeouts: its slot is
+// freed for the next upload instead of being held for ever.
+func TestStalledUploadReleasesItsSlot(t *testing.T) {
+	e := newEnv(t, &Options{MaxConcurrentUploads: 1, BodyIdleTimeout: 300 * time.Millisecond})
+	pkg := goodPackage(t, "greet", "x", 0)
+	conn, err := net.Dial("tcp", e.hs.Listener.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(20*time.Second)))
+	fmt.Fprintf(conn, "PUT /api/v1/platform/toolsets/stalled/package HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n", testToken, len(pkg))
+	_, err = conn.Write(pkg[:len(pkg)/2])
+	require.NoError(t, err)
+	// ...and nothing more: the answer comes all the same.
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	body := readBody(t, res)
+	assert.Equal(t, http.StatusRequestTimeout, res.StatusCode, "%s", body)
+	assert.Contains(t, string(body), "RequestTimeout")
+
+	r := e.do("PUT", "/api/v1/platform/toolsets/next/package", pkg)
+	assert.Equal(t, http.StatusAccepted, r.status, "the slot is free: %s", r.body)
+	e.settle("next")
+	_, err = e.store.Info("stalled")
+	assert.Error(t, err, "nothing stored of the stalled upload")
+
+	// A JSON body and an agent file that stall are cut off too, and so
+	// is the login form, which needs no token.
+	for _, head := range []string{
+		"POST /api/v1/platform/toolsets HTTP/1.1\r\nAuthorization: Bearer " + testToken + "\r\n",
+		"PUT /api/v1/platform/agents/a HTTP/1.1\r\nAuthorization: Bearer " + testToken + "\r\n",
+		"POST /login HTTP/1.1\r\nContent-Type: application/x-www-form-urlencoded\r\n",
+	} {
+		conn, err := net.Dial("tcp", e.hs.Listener.Addr().String())
+		require.NoError(t, err)
+		defer conn.Close()
+		require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+		fmt.Fprintf(conn, "%sHost: x\r\nContent-Length: 100\r\n\r\n{", head)
+		res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		require.NoError(t, err, "%s", head)
+		res.Body.Close()
+		assert.Contains(t, []int{http.StatusRequestTimeout, http.StatusBadRequest}, res.StatusCode, "%s", head)
+	}
+}

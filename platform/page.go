@@ -159,7 +159,7 @@ const maxFormField = 1024
 // page, or the problems.
 func (s *Server) pageUpload(w http.ResponseWriter, r *http.Request) {
 	fail := func(status int, msg string, probs []Problem) {
-		if status == http.StatusRequestEntityTooLarge {
+		if status == http.StatusRequestEntityTooLarge || status == http.StatusRequestTimeout {
 			// What is left of the body is not read.
 			w.Header().Set("Connection", "close")
 		}
@@ -170,7 +170,7 @@ func (s *Server) pageUpload(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("The package is larger than the limit of %d bytes.", max), nil)
 		return
 	}
-	r.Body = bodyLimit(w, r, max+64<<10)
+	r.Body = s.bodyLimit(w, r, max+64<<10)
 	mr, err := r.MultipartReader()
 	if err != nil {
 		fail(http.StatusBadRequest, "The form is not a multipart upload.", nil)
@@ -222,6 +222,8 @@ func (s *Server) pageUpload(w http.ResponseWriter, r *http.Request) {
 				switch {
 				case errors.Is(err, errTooLarge):
 					fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("The package is larger than the limit of %d bytes.", max), nil)
+				case timedOut(err):
+					fail(http.StatusRequestTimeout, fmt.Sprintf("The upload stalled: nothing arrived for %s.", s.opts.BodyIdleTimeout), nil)
 				case errors.As(err, &sf):
 					s.log.Error("platform: an upload from the page could not be spooled", "error", err)
 					fail(http.StatusInternalServerError, "The server could not keep the upload; its log says why.", nil)
@@ -233,6 +235,12 @@ func (s *Server) pageUpload(w http.ResponseWriter, r *http.Request) {
 		default:
 			_, _ = io.Copy(io.Discard, io.LimitReader(p, maxFormField))
 		}
+	}
+	// What follows the last part is read, so that the body's end, not
+	// its idle deadline, is what the connection last waits for.
+	if _, err := io.Copy(io.Discard, r.Body); timedOut(err) {
+		fail(http.StatusRequestTimeout, fmt.Sprintf("The upload stalled: nothing arrived for %s.", s.opts.BodyIdleTimeout), nil)
+		return
 	}
 	if err := checkName(name); err != nil || reservedNames[name] {
 		fail(http.StatusBadRequest, "Give the toolset a name of 1 to 64 letters, digits, '_' or '-', starting with a letter or digit.", nil)

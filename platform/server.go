@@ -31,6 +31,8 @@ const (
 	DefaultMaxAgentBytes = 1 << 20
 	// DefaultRefreshInterval is the default of Options.RefreshInterval.
 	DefaultRefreshInterval = 2 * time.Second
+	// DefaultBodyIdleTimeout is the default of Options.BodyIdleTimeout.
+	DefaultBodyIdleTimeout = 30 * time.Second
 	// DefaultSessionLifetime is the default of Options.SessionLifetime.
 	DefaultSessionLifetime = 12 * time.Hour
 	// MaxJSONBody bounds the JSON body of a request (POST and PATCH).
@@ -63,6 +65,11 @@ type Options struct {
 	// RefreshInterval is how often a page showing a pending toolset
 	// reloads itself (default DefaultRefreshInterval).
 	RefreshInterval time.Duration
+	// BodyIdleTimeout bounds how long reading a request's body may wait
+	// for the next bytes (default DefaultBodyIdleTimeout): a client that
+	// stalls is answered 408 RequestTimeout and its upload slot freed,
+	// whatever the http.Server's own timeouts.
+	BodyIdleTimeout time.Duration
 	// SessionLifetime is how long a login to the page lasts (default
 	// DefaultSessionLifetime). Sessions end with the process too.
 	SessionLifetime time.Duration
@@ -136,6 +143,9 @@ func New(store *toolpkg.Store, opts *Options) (*Server, error) {
 	}
 	if o.RefreshInterval <= 0 {
 		o.RefreshInterval = DefaultRefreshInterval
+	}
+	if o.BodyIdleTimeout <= 0 {
+		o.BodyIdleTimeout = DefaultBodyIdleTimeout
 	}
 	if o.SessionLifetime <= 0 {
 		o.SessionLifetime = DefaultSessionLifetime
@@ -365,12 +375,63 @@ type rawWriterKey struct{}
 // the server's own writer: only that one learns that the limit was hit,
 // so that the connection is closed after the answer instead of the rest
 // of the body being read first (which a client still sending would make
-// wait for ever).
-func bodyLimit(w http.ResponseWriter, r *http.Request, n int64) io.ReadCloser {
+// wait for ever). It bounds the wait for each part of the body too, by
+// Options.BodyIdleTimeout (see idleBody).
+func (s *Server) bodyLimit(w http.ResponseWriter, r *http.Request, n int64) io.ReadCloser {
 	if raw, ok := r.Context().Value(rawWriterKey{}).(http.ResponseWriter); ok {
 		w = raw
 	}
-	return http.MaxBytesReader(w, r.Body, n)
+	b := &idleBody{ReadCloser: http.MaxBytesReader(w, r.Body, n), rc: http.NewResponseController(w), idle: s.opts.BodyIdleTimeout}
+	// The deadline set per read replaces the http.Server's for the
+	// whole request: that one still bounds the body.
+	if hs, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && hs.ReadTimeout > 0 {
+		b.end = time.Now().Add(hs.ReadTimeout)
+	}
+	return b
+}
+
+// idleBody fails a body read that receives nothing for idle, so that a
+// client that stalls (holding an upload slot, say) is cut off whatever
+// the http.Server's timeouts; its error is os.ErrDeadlineExceeded.
+type idleBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	idle time.Duration
+	end  time.Time // when not zero, no deadline is set past it
+	done bool
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	if b.done {
+		return b.ReadCloser.Read(p)
+	}
+	d := time.Now().Add(b.idle)
+	if !b.end.IsZero() && d.After(b.end) {
+		d = b.end
+	}
+	// A writer that cannot set deadlines (not a net/http server's)
+	// leaves the body unbounded in time, as before.
+	_ = b.rc.SetReadDeadline(d)
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		// The body is over: the deadline must not outlive it, or it
+		// would end the request (net/http cancels the request's context
+		// when a read of the connection fails).
+		b.done = true
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			_ = b.rc.SetReadDeadline(b.end)
+		}
+	}
+	return n, err
+}
+
+// timedOut reports whether a body read failed for want of data.
+func timedOut(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
+
+// requestTimeout answers 408 to a client whose body stalled.
+func (s *Server) requestTimeout(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	WriteError(w, http.StatusRequestTimeout, "RequestTimeout", fmt.Sprintf("the body stalled: nothing arrived for %s", s.opts.BodyIdleTimeout))
 }
 
 // trackingWriter notes whether the answer has begun.

@@ -143,7 +143,7 @@ func (s *Server) pageLoginPost(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
-	r.Body = bodyLimit(w, r, maxLoginForm)
+	r.Body = s.bodyLimit(w, r, maxLoginForm)
 	if err := r.ParseForm(); err != nil {
 		s.render(w, r, http.StatusBadRequest, "login", &pageData{Title: "Log in", Error: "The form could not be read."})
 		return
