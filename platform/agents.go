@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -46,6 +45,8 @@ type agentStore struct {
 	// starts using it in between.
 	mu     sync.RWMutex
 	agents map[string]agentRec
+	// users indexes agents by the toolsets they name: toolset → agents.
+	users map[string]map[string]struct{}
 	// uploading counts the uploads of each toolset between their in-use
 	// check and the store's taking them: no agent may start using the
 	// toolset meanwhile, or the check would be bypassed.
@@ -63,7 +64,7 @@ func openAgents(dir string, max int64, log *slog.Logger) (*agentStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("platform: agents: %w", err)
 	}
-	a := &agentStore{dir: dir, max: max, log: log, agents: map[string]agentRec{}, uploading: map[string]int{}}
+	a := &agentStore{dir: dir, max: max, log: log, agents: map[string]agentRec{}, users: map[string]map[string]struct{}{}, uploading: map[string]int{}}
 	des, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("platform: agents: %w", err)
@@ -86,10 +87,10 @@ func openAgents(dir string, max int64, log *slog.Logger) (*agentStore, error) {
 			// Kept, and listed, so that it can be replaced or deleted;
 			// it names no toolset the platform can tell.
 			log.Error("platform: a stored agent no longer parses", "agent", base, "error", err)
-			a.agents[base] = agentRec{packages: []string{}, updated: mod}
+			a.set(base, agentRec{packages: []string{}, updated: mod})
 			continue
 		}
-		a.agents[base] = agentRec{packages: agentPackages(f), updated: mod}
+		a.set(base, agentRec{packages: agentPackages(f), updated: mod})
 	}
 	return a, nil
 }
@@ -142,8 +143,40 @@ func (a *agentStore) save(name string, data []byte, packages []string) (agentRec
 		return agentRec{}, err
 	}
 	rec := agentRec{packages: packages, updated: time.Now().UTC()}
-	a.agents[name] = rec
+	a.set(name, rec)
 	return rec, nil
+}
+
+// set records an agent and indexes the toolsets it names; the caller
+// holds mu.
+func (a *agentStore) set(name string, rec agentRec) {
+	a.remove(name)
+	a.agents[name] = rec
+	for _, p := range rec.packages {
+		u := a.users[p]
+		if u == nil {
+			u = map[string]struct{}{}
+			a.users[p] = u
+		}
+		u[name] = struct{}{}
+	}
+}
+
+// remove forgets an agent; the caller holds mu.
+func (a *agentStore) remove(name string) {
+	rec, ok := a.agents[name]
+	if !ok {
+		return
+	}
+	for _, p := range rec.packages {
+		if u := a.users[p]; u != nil {
+			delete(u, name)
+			if len(u) == 0 {
+				delete(a.users, p)
+			}
+		}
+	}
+	delete(a.agents, name)
 }
 
 // usedBy returns the agents that name the toolset, sorted.
@@ -154,11 +187,13 @@ func (a *agentStore) usedBy(toolset string) []string {
 }
 
 func (a *agentStore) usedByLocked(toolset string) []string {
-	var out []string
-	for name, rec := range a.agents {
-		if slices.Contains(rec.packages, toolset) {
-			out = append(out, name)
-		}
+	u := a.users[toolset]
+	if len(u) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(u))
+	for name := range u {
+		out = append(out, name)
 	}
 	sort.Strings(out)
 	return out
@@ -305,6 +340,6 @@ func (s *Server) deleteAgent(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusInternalServerError, "InternalError", "the agent could not be deleted; the server's log says why")
 		return
 	}
-	delete(s.agents.agents, name)
+	s.agents.remove(name)
 	w.WriteHeader(http.StatusNoContent)
 }
