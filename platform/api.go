@@ -550,6 +550,10 @@ func (s *Server) getPackage(w http.ResponseWriter, r *http.Request) {
 	}
 	rc, _, err := s.store.Package(name, v)
 	if err != nil {
+		if _, ierr := s.store.Info(name); v > 0 && ierr == nil && errors.Is(err, toolpkg.ErrNotFound) {
+			WriteError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("toolset %q keeps no package of version %d (the store keeps the latest and the serving version's)", name, v))
+			return
+		}
 		s.storeError(w, r, err)
 		return
 	}

@@ -237,6 +237,9 @@ func (s *Server) routes() {
 
 	s.mux = http.NewServeMux()
 	s.mux.Handle(apiPrefix, apiH)
+	// Not redirected to the prefix (the mux would answer 307 with HTML):
+	// the API answers it, 401 or 404 in JSON.
+	s.mux.Handle(strings.TrimSuffix(apiPrefix, "/"), apiH)
 	s.mux.Handle("/", pageH)
 	var h http.Handler = canonicalPath(s.mux)
 	if s.opts.InsecureNoAuth {
