@@ -40,15 +40,15 @@ func checkAgent(ctx context.Context, f *agentfile.File, store *toolpkg.Store) er
 
 // agentError answers 422 InvalidAgent with every problem of an agent
 // file.
-func agentError(w http.ResponseWriter, err error) {
+func (s *Server) agentError(w http.ResponseWriter, err error) {
 	var ce *agentfile.CheckError
 	if !errors.As(err, &ce) {
-		writeProblems(w, http.StatusUnprocessableEntity, "InvalidAgent", "the agent file is invalid", []Problem{{Message: cut(err.Error())}})
+		writeProblems(w, http.StatusUnprocessableEntity, "InvalidAgent", "the agent file is invalid", []Problem{{Message: cut(s.scrub(err.Error()))}})
 		return
 	}
 	probs := make([]Problem, len(ce.Problems))
 	for i, p := range ce.Problems {
-		probs[i] = Problem{Line: p.Line, Column: p.Column, Message: cut(p.Message)}
+		probs[i] = Problem{Line: p.Line, Column: p.Column, Message: cut(s.scrub(p.Message))}
 	}
 	writeProblems(w, http.StatusUnprocessableEntity, "InvalidAgent", "the agent file is invalid ("+strconv.Itoa(len(probs))+" problems)", probs)
 }

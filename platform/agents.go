@@ -269,7 +269,7 @@ func (s *Server) putAgent(w http.ResponseWriter, r *http.Request) {
 	}
 	f, err := parseAgent(data, name)
 	if err != nil {
-		agentError(w, err)
+		s.agentError(w, err)
 		return
 	}
 	s.agents.mu.Lock()
@@ -283,7 +283,7 @@ func (s *Server) putAgent(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err := checkAgent(r.Context(), f, s.store); err != nil {
-		agentError(w, err)
+		s.agentError(w, err)
 		return
 	}
 	_, existed := s.agents.agents[name]

@@ -211,13 +211,13 @@ func (s *Server) storeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &ve):
 		probs := make([]Problem, len(ve.Problems))
 		for i, p := range ve.Problems {
-			probs[i] = Problem{Message: p.String()}
+			probs[i] = Problem{Message: s.scrub(p.String())}
 		}
 		writeProblems(w, http.StatusUnprocessableEntity, "InvalidPackage", fmt.Sprintf("the package is invalid (%d problems)", len(probs)), probs)
 	case errors.As(err, &ce):
 		probs := make([]Problem, len(ce.Problems))
 		for i, p := range ce.Problems {
-			probs[i] = Problem{Message: p}
+			probs[i] = Problem{Message: s.scrub(p)}
 		}
 		writeProblems(w, http.StatusUnprocessableEntity, "InvalidConfig", fmt.Sprintf("the configuration is invalid (%d problems)", len(probs)), probs)
 	default:
@@ -230,7 +230,7 @@ func (s *Server) summary(info toolpkg.Info) ToolsetSummary {
 	sum := ToolsetSummary{
 		Name:            info.Name,
 		DiscoveryStatus: info.Status,
-		DiscoveryErrors: orEmpty(info.Errors),
+		DiscoveryErrors: s.scrubAll(info.Errors),
 		Version:         info.Version,
 		ServingVersion:  info.Serving,
 		ToolCount:       len(info.Tools),
@@ -244,12 +244,15 @@ func (s *Server) summary(info toolpkg.Info) ToolsetSummary {
 }
 
 func (s *Server) detail(info toolpkg.Info) ToolsetDetail {
-	d := ToolsetDetail{ToolsetSummary: s.summary(info), Tools: []ToolDetail{}, Versions: []VersionSummary{}, Warnings: info.Warnings}
+	d := ToolsetDetail{ToolsetSummary: s.summary(info), Tools: []ToolDetail{}, Versions: []VersionSummary{}}
+	if info.Warnings != nil {
+		d.Warnings = s.scrubAll(info.Warnings)
+	}
 	for _, t := range info.Tools {
 		d.Tools = append(d.Tools, ToolDetail{ToolName: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
 	for _, v := range info.Versions {
-		d.Versions = append(d.Versions, VersionSummary{Version: v.Version, UploadedAt: v.Uploaded, DiscoveryStatus: v.Status, ToolCount: v.Tools, DiscoveryErrors: orEmpty(v.Errors)})
+		d.Versions = append(d.Versions, VersionSummary{Version: v.Version, UploadedAt: v.Uploaded, DiscoveryStatus: v.Status, ToolCount: v.Tools, DiscoveryErrors: s.scrubAll(v.Errors)})
 	}
 	d.Config = map[string]any{}
 	if info.Status != toolpkg.StatusRemoved {

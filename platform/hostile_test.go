@@ -176,3 +176,28 @@ func TestSpoolFailureLeaksNoServerPath(t *testing.T) {
 	assert.NotContains(t, string(r.body), e.dir)
 	assert.NotContains(t, string(r.body), ".platform")
 }
+
+// A discovery that fails to start names the executable's path on the
+// server; what a client is shown (the API, the page, an agent's
+// problems) names the store's folder "<store>" instead.
+func TestDiscoveryErrorsDoNotNameTheStoreFolder(t *testing.T) {
+	e := newEnv(t, nil)
+	e.upload("broken", makeZip(t, zfile{name: "manifest.yaml", data: []byte(scriptManifest)},
+		zfile{name: "python/bin/greet.sh", data: []byte("#!/nonexistent/interpreter\n"), mode: 0o755}))
+	m := e.settle("broken")
+	require.Equal(t, "failed", m["discoveryStatus"])
+	info, err := e.store.Info("broken")
+	require.NoError(t, err)
+	require.Contains(t, strings.Join(info.Errors, "\n"), e.dir, "the store's own error names the path")
+
+	for _, r := range []response{
+		e.do("GET", "/api/v1/platform/toolsets/broken", nil),
+		e.do("GET", "/api/v1/platform/toolsets", nil),
+		e.page("/toolsets/broken"),
+		e.do("PUT", "/api/v1/platform/agents/a", []byte(agentYAML("a", "broken"))),
+	} {
+		assert.NotContains(t, string(r.body), e.dir)
+		assert.NotContains(t, string(r.body), filepath.Dir(e.dir), "not even cut short")
+		assert.Regexp(t, `&lt;store&gt;|\\u003cstore\\u003e`, string(r.body), "%d: %.300s", r.status, r.body)
+	}
+}

@@ -261,7 +261,7 @@ func (s *Server) pageUpload(w http.ResponseWriter, r *http.Request) {
 		if errors.As(err, &ve) {
 			probs := make([]Problem, len(ve.Problems))
 			for i, p := range ve.Problems {
-				probs[i] = Problem{Message: p.String()}
+				probs[i] = Problem{Message: s.scrub(p.String())}
 			}
 			fail(http.StatusUnprocessableEntity, "The package is invalid:", probs)
 			return

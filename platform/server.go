@@ -94,7 +94,10 @@ type Server struct {
 	sessions map[string]time.Time
 
 	tmpDir string
-	agents *agentStore
+	// storeDirs are the store's folder as given and as resolved, which
+	// messages shown to clients name "<store>" instead (see scrub).
+	storeDirs []string
+	agents    *agentStore
 	// uploads holds one token per upload slot.
 	uploads chan struct{}
 
@@ -159,6 +162,10 @@ func New(store *toolpkg.Store, opts *Options) (*Server, error) {
 	}
 	if _, err := rand.Read(s.sessionKey[:]); err != nil {
 		return nil, fmt.Errorf("platform: session key: %w", err)
+	}
+	s.storeDirs = []string{store.Dir()}
+	if real, err := filepath.EvalSymlinks(store.Dir()); err == nil && real != store.Dir() {
+		s.storeDirs = append(s.storeDirs, real)
 	}
 	base := filepath.Join(store.Dir(), ".platform")
 	s.tmpDir = filepath.Join(base, "tmp")
@@ -462,6 +469,55 @@ func (t *trackingWriter) ReadFrom(r io.Reader) (int64, error) {
 
 // Unwrap lets http.ResponseController reach the real writer.
 func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
+
+// scrub replaces the store's folder in a message the store made (a
+// discovery error, a problem of a package) by "<store>": where the
+// server keeps its files is none of a client's business.
+func (s *Server) scrub(msg string) string {
+	for _, d := range s.storeDirs {
+		if len(d) < 2 {
+			continue
+		}
+		msg = strings.ReplaceAll(msg, d, "<store>")
+		msg = scrubCut(msg, d)
+	}
+	return msg
+}
+
+// scrubCut replaces the start of dir where a message quoting a bounded
+// part of another cut it short: `"... /srv/sto"...`.
+func scrubCut(msg, dir string) string {
+	const cutMark = `"...`
+	var b strings.Builder
+	for {
+		i := strings.Index(msg, cutMark)
+		if i < 0 {
+			b.WriteString(msg)
+			return b.String()
+		}
+		head := msg[:i]
+		for k := min(len(dir)-1, len(head)); k >= 2; k-- {
+			if strings.HasSuffix(head, dir[:k]) {
+				head = head[:len(head)-k] + "<store>"
+				break
+			}
+		}
+		b.WriteString(head)
+		b.WriteString(cutMark)
+		msg = msg[i+len(cutMark):]
+	}
+}
+
+func (s *Server) scrubAll(msgs []string) []string {
+	if msgs == nil {
+		return []string{}
+	}
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = s.scrub(m)
+	}
+	return out
+}
 
 // maxQuoted bounds the untrusted text quoted in a message.
 const maxQuoted = 128
