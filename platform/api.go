@@ -22,7 +22,10 @@ type ToolsetSummary struct {
 	Name string `json:"name"`
 	// DiscoveryStatus is created, pending, ready, failed or removed.
 	DiscoveryStatus toolpkg.Status `json:"discoveryStatus"`
-	// DiscoveryErrors say why the latest upload failed (never null).
+	// DiscoveryErrors say why the latest upload failed (never null). A
+	// listing gives at most the first MaxListedErrors, each cut to
+	// MaxListedErrorBytes, and says how many more there are; the
+	// toolset's own answer has them all.
 	DiscoveryErrors []string `json:"discoveryErrors"`
 	// Version is the latest version uploaded; 0 before the first.
 	Version int `json:"version"`
@@ -87,6 +90,32 @@ type ListMeta struct {
 type BuildTarget struct {
 	OS   string `json:"os"`
 	Arch string `json:"arch"`
+}
+
+// Bounds of the discovery errors of each toolset in a listing: a
+// toolset's errors may come to hundreds of kilobytes, a page of a
+// listing holds hundreds of toolsets.
+const (
+	MaxListedErrors     = 3
+	MaxListedErrorBytes = 1024
+)
+
+// listed is a summary for a listing: its discovery errors bounded.
+func (s *Server) listed(info toolpkg.Info) ToolsetSummary {
+	errs := info.Errors
+	var out []string
+	for i, e := range errs {
+		if i == MaxListedErrors {
+			out = append(out, fmt.Sprintf("and %d more: see the toolset's detail", len(errs)-i))
+			break
+		}
+		if len(e) > MaxListedErrorBytes {
+			e = strings.ToValidUTF8(e[:MaxListedErrorBytes], "") + "... (cut: see the toolset's detail)"
+		}
+		out = append(out, e)
+	}
+	info.Errors = out
+	return s.summary(info)
 }
 
 // Paging bounds.
@@ -313,7 +342,7 @@ func (s *Server) listToolsets(w http.ResponseWriter, r *http.Request) {
 	out := List[ToolsetSummary]{Data: []ToolsetSummary{}, Meta: ListMeta{Page: page, PageSize: size, Total: len(all)}}
 	if start := (page - 1) * size; start < len(all) {
 		for _, info := range all[start:min(start+size, len(all))] {
-			out.Data = append(out.Data, s.summary(info))
+			out.Data = append(out.Data, s.listed(info))
 		}
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -106,7 +106,9 @@
 // nothing after the value); agent files by Options.MaxAgentBytes. Reading
 // any body waits at most Options.BodyIdleTimeout for the next bytes: a
 // client that stalls is answered 408 RequestTimeout and its upload slot
-// freed, even on an http.Server without timeouts. Names
+// freed, even on an http.Server without timeouts. A listing shows at
+// most [MaxListedErrors] discovery errors of each toolset, each cut to
+// [MaxListedErrorBytes] (a toolset's own answer has them all). Names
 // of toolsets and agents are checked with [toolpkg.CheckName] (1 to 64
 // letters, digits, '_' or '-'); a path that is not in its clean form
 // ("..", "//", even percent-encoded) is not found rather than redirected.

@@ -201,3 +201,30 @@ func TestDiscoveryErrorsDoNotNameTheStoreFolder(t *testing.T) {
 		assert.Regexp(t, `&lt;store&gt;|\\u003cstore\\u003e`, string(r.body), "%d: %.300s", r.status, r.body)
 	}
 }
+
+// A package whose every executable fails with a long stderr gives its
+// toolset hundreds of kilobytes of discovery errors; a listing, which
+// holds up to 500 toolsets, bounds what it shows of each.
+func TestListingBoundsEachToolsetsDiscoveryErrors(t *testing.T) {
+	e := newEnv(t, nil)
+	var man strings.Builder
+	man.WriteString("version: 1\ntools:\n")
+	var files []zfile
+	for i := range 20 {
+		fmt.Fprintf(&man, "  t%d:\n    runtime: python\n    executable: t%d.sh\n    timeout_seconds: 5\n", i, i)
+		files = append(files, zfile{name: fmt.Sprintf("python/bin/t%d.sh", i), data: []byte("#!/bin/sh\nhead -c 6000 /dev/zero | tr '\\0' x >&2\nexit 1\n"), mode: 0o755})
+	}
+	files = append(files, zfile{name: "manifest.yaml", data: []byte(man.String())})
+	e.upload("loud", makeZip(t, files...))
+	m := e.settle("loud")
+	require.Equal(t, "failed", m["discoveryStatus"])
+	require.Equal(t, 20, len(m["discoveryErrors"].([]any)), "the detail has every error")
+
+	r := e.do("GET", "/api/v1/platform/toolsets", nil)
+	require.Equal(t, http.StatusOK, r.status)
+	assert.Less(t, len(r.body), 8<<10, "the listing's entry is bounded")
+	errs := r.json(t)["data"].([]any)[0].(map[string]any)["discoveryErrors"].([]any)
+	require.Equal(t, MaxListedErrors+1, len(errs))
+	assert.Contains(t, errs[MaxListedErrors], "17 more")
+	assert.Contains(t, errs[0], "cut")
+}

@@ -121,7 +121,7 @@ func (s *Server) refreshSeconds() int {
 func (s *Server) pageList(w http.ResponseWriter, r *http.Request) {
 	d := &pageData{Title: "Toolsets"}
 	for _, info := range s.store.List() {
-		d.Toolsets = append(d.Toolsets, s.summary(info))
+		d.Toolsets = append(d.Toolsets, s.listed(info))
 		if info.Status == toolpkg.StatusPending {
 			d.Refresh = s.refreshSeconds()
 		}
