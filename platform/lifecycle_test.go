@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -241,4 +243,28 @@ func TestStalledUploadReleasesItsSlot(t *testing.T) {
 		res.Body.Close()
 		assert.Contains(t, []int{http.StatusRequestTimeout, http.StatusBadRequest}, res.StatusCode, "%s", head)
 	}
+}
+
+// A client that hangs up mid-body leaves no spooled file behind, and a
+// spooled file a crash left is gone when the next server starts.
+func TestSpooledUploadsAreCleanedUp(t *testing.T) {
+	dir := storeDir(t)
+	e := openEnv(t, dir, nil)
+	tmp := filepath.Join(dir, ".platform", "tmp")
+	pkg := goodPackage(t, "greet", "x", 0)
+	conn, err := net.Dial("tcp", e.hs.Listener.Addr().String())
+	require.NoError(t, err)
+	fmt.Fprintf(conn, "PUT /api/v1/platform/toolsets/gone/package HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n", testToken, len(pkg))
+	_, err = conn.Write(pkg[:len(pkg)/2])
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { des, _ := os.ReadDir(tmp); return len(des) == 1 }, 5*time.Second, 10*time.Millisecond, "the body is being spooled")
+	conn.Close()
+	require.Eventually(t, func() bool { des, _ := os.ReadDir(tmp); return len(des) == 0 }, 5*time.Second, 10*time.Millisecond, "the spooled part is deleted")
+
+	e.close()
+	require.NoError(t, os.WriteFile(filepath.Join(tmp, "upload-123.zip"), pkg, 0o600))
+	openEnv(t, dir, nil)
+	des, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	assert.Empty(t, des)
 }
