@@ -237,6 +237,12 @@ func (s *Server) storeError(w http.ResponseWriter, r *http.Request, err error) {
 		WriteError(w, http.StatusNotFound, "NotFound", "no such toolset: "+quotePath(r.PathValue("name")))
 	case errors.Is(err, toolpkg.ErrClosed):
 		WriteError(w, http.StatusServiceUnavailable, "Unavailable", "the store is closed: the server is shutting down")
+	case s.ctx.Err() != nil && errors.Is(err, context.Canceled):
+		WriteError(w, http.StatusServiceUnavailable, "Unavailable", "the server is shutting down")
+	case r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+		// The client is gone: nobody reads this, and nothing failed.
+		s.log.Info("platform: a request ended before the store was done", "method", r.Method, "path", r.URL.Path)
+		WriteError(w, http.StatusServiceUnavailable, "Unavailable", "the request ended before the store was done")
 	case errors.As(err, &ve):
 		probs := make([]Problem, len(ve.Problems))
 		for i, p := range ve.Problems {

@@ -268,3 +268,20 @@ func TestSpooledUploadsAreCleanedUp(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, des)
 }
+
+// An upload waiting for the previous upload's discovery when the server
+// closes is told the server is shutting down (503), not that the store
+// failed (500, logged as an error).
+func TestUploadWaitingWhenTheServerClosesIs503(t *testing.T) {
+	e := newEnv(t, nil)
+	e.upload("slow", goodPackage(t, "greet", "x", 2*time.Second))
+	done := make(chan response, 1)
+	go func() { done <- e.do("PUT", "/api/v1/platform/toolsets/slow/package", goodPackage(t, "greet", "y", 0)) }()
+	time.Sleep(300 * time.Millisecond) // let it reach the store's wait
+	require.NoError(t, e.srv.Close())
+	r := <-done
+	assert.Equal(t, http.StatusServiceUnavailable, r.status, "%s", r.body)
+	assert.Equal(t, "Unavailable", r.errCode(t))
+	assert.NotContains(t, e.logs.String(), "level=ERROR")
+	e.settle("slow")
+}

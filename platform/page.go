@@ -2,6 +2,7 @@ package platform
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -265,6 +266,13 @@ func (s *Server) pageUpload(w http.ResponseWriter, r *http.Request) {
 			}
 			fail(http.StatusUnprocessableEntity, "The package is invalid:", probs)
 			return
+		}
+		if errors.Is(err, toolpkg.ErrClosed) || (s.ctx.Err() != nil && errors.Is(err, context.Canceled)) {
+			fail(http.StatusServiceUnavailable, "The server is shutting down; upload again once it is back.", nil)
+			return
+		}
+		if r.Context().Err() != nil {
+			return // the browser is gone
 		}
 		s.log.Error("platform: an upload from the page failed", "toolset", name, "error", err)
 		fail(http.StatusInternalServerError, "The store failed; the server's log says why.", nil)
