@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gotoolset/toolset/toolpkg"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -284,4 +287,52 @@ func TestUploadWaitingWhenTheServerClosesIs503(t *testing.T) {
 	assert.Equal(t, "Unavailable", r.errCode(t))
 	assert.NotContains(t, e.logs.String(), "level=ERROR")
 	e.settle("slow")
+}
+
+// A client that trickles its body, never idle for BodyIdleTimeout, is
+// still cut off by the http.Server's ReadTimeout: the deadline set per
+// read never goes past it.
+func TestTrickledBodyIsCutOffByTheReadTimeout(t *testing.T) {
+	store, err := toolpkg.Open(storeDir(t), &toolpkg.Options{Sandbox: toolpkg.ModeDirect, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	defer store.Close()
+	srv, err := New(store, &Options{Token: testToken, BodyIdleTimeout: 10 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	defer srv.Close()
+	hs := httptest.NewUnstartedServer(srv)
+	hs.Config.ReadTimeout = time.Second
+	hs.Start()
+	defer hs.Close()
+
+	conn, err := net.Dial("tcp", hs.Listener.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+	fmt.Fprintf(conn, "PUT /api/v1/platform/toolsets/trickle/package HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: 100000\r\n\r\n", testToken)
+	start := time.Now()
+	answered := make(chan int, 1)
+	go func() {
+		res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			answered <- 0
+			return
+		}
+		res.Body.Close()
+		answered <- res.StatusCode
+	}()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case code := <-answered:
+			assert.Less(t, time.Since(start), 3*time.Second, "cut off near the ReadTimeout")
+			assert.Contains(t, []int{http.StatusRequestTimeout, 0}, code)
+			return
+		case <-tick.C:
+			if _, err := conn.Write([]byte("x")); err != nil && time.Since(start) > 5*time.Second {
+				t.Fatal("no answer")
+			}
+			require.Less(t, time.Since(start), 6*time.Second, "the trickle was never cut off")
+		}
+	}
 }

@@ -224,7 +224,7 @@ func (s *Server) pageUpload(w http.ResponseWriter, r *http.Request) {
 				case errors.Is(err, errTooLarge):
 					fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("The package is larger than the limit of %d bytes.", max), nil)
 				case timedOut(err):
-					fail(http.StatusRequestTimeout, fmt.Sprintf("The upload stalled: nothing arrived for %s.", s.opts.BodyIdleTimeout), nil)
+					fail(http.StatusRequestTimeout, fmt.Sprintf("The upload did not arrive in time (nothing for %s, or longer than the server allows).", s.opts.BodyIdleTimeout), nil)
 				case errors.As(err, &sf):
 					s.log.Error("platform: an upload from the page could not be spooled", "error", err)
 					fail(http.StatusInternalServerError, "The server could not keep the upload; its log says why.", nil)
@@ -240,7 +240,7 @@ func (s *Server) pageUpload(w http.ResponseWriter, r *http.Request) {
 	// What follows the last part is read, so that the body's end, not
 	// its idle deadline, is what the connection last waits for.
 	if _, err := io.Copy(io.Discard, r.Body); timedOut(err) {
-		fail(http.StatusRequestTimeout, fmt.Sprintf("The upload stalled: nothing arrived for %s.", s.opts.BodyIdleTimeout), nil)
+		fail(http.StatusRequestTimeout, fmt.Sprintf("The upload did not arrive in time (nothing for %s, or longer than the server allows).", s.opts.BodyIdleTimeout), nil)
 		return
 	}
 	if err := checkName(name); err != nil || reservedNames[name] {

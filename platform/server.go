@@ -441,7 +441,7 @@ func timedOut(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
 // requestTimeout answers 408 to a client whose body stalled.
 func (s *Server) requestTimeout(w http.ResponseWriter) {
 	w.Header().Set("Connection", "close")
-	WriteError(w, http.StatusRequestTimeout, "RequestTimeout", fmt.Sprintf("the body stalled: nothing arrived for %s", s.opts.BodyIdleTimeout))
+	WriteError(w, http.StatusRequestTimeout, "RequestTimeout", fmt.Sprintf("the body did not arrive in time: nothing came for %s, or it took longer than the server allows a request", s.opts.BodyIdleTimeout))
 }
 
 // trackingWriter notes whether the answer has begun.
