@@ -307,3 +307,14 @@ func TestSessionReplayAfterLogoutIsRefused(t *testing.T) {
 	assert.NotEqual(t, stolen, res.Cookies()[0].Value)
 	assert.Equal(t, http.StatusOK, get(res.Cookies()[0].Value))
 }
+
+// Anyone can post the login form: a flood of wrong tokens is logged as
+// a count, not a line each.
+func TestWrongLoginFloodDoesNotFloodTheLog(t *testing.T) {
+	e := newEnv(t, nil)
+	for range 50 {
+		r := e.doToken("", "POST", "/login", []byte("token=wrong-token-0123456789abcdef"), "Content-Type", "application/x-www-form-urlencoded")
+		require.Equal(t, http.StatusUnauthorized, r.status)
+	}
+	assert.Equal(t, 1, strings.Count(e.logs.String(), "wrong token"), "%s", e.logs.String())
+}

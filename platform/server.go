@@ -92,6 +92,10 @@ type Server struct {
 	// sessions are the page's live sessions: id → issue time.
 	sessMu   sync.Mutex
 	sessions map[string]time.Time
+	// loginFails counts the wrong logins since loginLogged, when the
+	// last was logged (see loginFailed); guarded by sessMu.
+	loginFails  int
+	loginLogged time.Time
 
 	tmpDir string
 	// storeDirs are the store's folder as given and as resolved, which

@@ -150,12 +150,28 @@ func (s *Server) pageLoginPost(w http.ResponseWriter, r *http.Request) {
 	}
 	got := sha256.Sum256([]byte(strings.TrimSpace(r.PostForm.Get("token"))))
 	if subtle.ConstantTimeCompare(got[:], s.tokenSum[:]) != 1 {
-		s.log.Warn("platform: a login with a wrong token", "remote", r.RemoteAddr)
+		s.loginFailed(r)
 		s.render(w, r, http.StatusUnauthorized, "login", &pageData{Title: "Log in", Error: "That is not the platform's token."})
 		return
 	}
 	s.setSession(w, r, s.newSession(time.Now()), int(s.opts.SessionLifetime/time.Second))
 	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// loginLogEvery bounds how often wrong logins are logged: anyone can
+// post the form, and a line each would let them fill the log.
+const loginLogEvery = 10 * time.Second
+
+// loginFailed logs a wrong login: the first, then at most one line every
+// loginLogEvery, counting those it did not log.
+func (s *Server) loginFailed(r *http.Request) {
+	s.sessMu.Lock()
+	defer s.sessMu.Unlock()
+	s.loginFails++
+	if now := time.Now(); now.Sub(s.loginLogged) >= loginLogEvery {
+		s.log.Warn("platform: logins with a wrong token", "count", s.loginFails, "lastRemote", r.RemoteAddr)
+		s.loginFails, s.loginLogged = 0, now
+	}
 }
 
 // POST /logout → 303 to /login, the session ended and its cookie
