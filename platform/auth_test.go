@@ -184,6 +184,22 @@ func TestSecureCookieOverTLS(t *testing.T) {
 	assert.True(t, res.Cookies()[0].Secure)
 }
 
+// Behind a proxy that ends TLS, the session cookie is Secure all the
+// same: sent over the proxy's HTTPS only.
+func TestSecureCookieBehindATLSProxy(t *testing.T) {
+	e := newEnv(t, nil)
+	req, err := http.NewRequest("POST", e.hs.URL+"/login", strings.NewReader("token="+testToken))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Forwarded-Proto", "https")
+	res, err := noRedirect(e, nil).Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	require.Len(t, res.Cookies(), 1)
+	assert.True(t, res.Cookies()[0].Secure)
+}
+
 // A form posted from another site is refused, whatever cookie the
 // browser sends with it.
 func TestCrossSiteFormPostIsRefused(t *testing.T) {

@@ -86,7 +86,8 @@
 // reloads itself every Options.RefreshInterval until it settles.
 //
 // A person logs in by pasting the token into the login form. The session
-// cookie is HttpOnly, SameSite=Strict, Secure over TLS, and holds no
+// cookie is HttpOnly, SameSite=Strict, Secure over TLS (or behind a proxy
+// that says X-Forwarded-Proto: https), and holds no
 // token: it is an issue time and a random id signed with HMAC under a key
 // drawn at random by each process, and the process remembers the ids it
 // issued, so sessions end with logging out (a copy of the cookie opens

@@ -122,9 +122,17 @@ func (s *Server) setSession(w http.ResponseWriter, r *http.Request, value string
 		Path:     "/",
 		MaxAge:   maxAge,
 		HttpOnly: true,
-		Secure:   r.TLS != nil,
+		Secure:   overHTTPS(r),
 		SameSite: http.SameSiteStrictMode,
 	})
+}
+
+// overHTTPS reports whether the browser reached the page over HTTPS:
+// directly, or through a proxy that ends TLS and says so. Believing a
+// forged X-Forwarded-Proto costs nothing: a Secure cookie is only one a
+// browser keeps off plain HTTP.
+func overHTTPS(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
 // GET /login: the login form.
