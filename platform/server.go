@@ -276,8 +276,12 @@ func localHostOnly(next http.Handler) http.Handler {
 }
 
 // localHost reports whether a Host header names an IP address or
-// localhost (RFC 6761: localhost and its subdomains are loopback).
+// localhost (RFC 6761: localhost and its subdomains are loopback), or is
+// absent (an HTTP/1.0 client's: no browser's).
 func localHost(host string) bool {
+	if host == "" {
+		return true
+	}
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
