@@ -40,17 +40,16 @@ type agentStore struct {
 	max int64
 	log *slog.Logger
 
-	// mu guards agents; uploads and removals of toolsets hold it for
-	// reading while they check who uses the toolset, so that no agent
-	// starts using it in between.
+	// mu guards agents, users and changing.
 	mu     sync.RWMutex
 	agents map[string]agentRec
 	// users indexes agents by the toolsets they name: toolset → agents.
 	users map[string]map[string]struct{}
-	// uploading counts the uploads of each toolset between their in-use
-	// check and the store's taking them: no agent may start using the
-	// toolset meanwhile, or the check would be bypassed.
-	uploading map[string]int
+	// changing counts the uploads and removals of each toolset between
+	// their in-use check and the store's being done with them (see
+	// reserve): no agent may start using the toolset meanwhile, or the
+	// check would be bypassed.
+	changing map[string]int
 }
 
 type agentRec struct {
@@ -64,7 +63,7 @@ func openAgents(dir string, max int64, log *slog.Logger) (*agentStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("platform: agents: %w", err)
 	}
-	a := &agentStore{dir: dir, max: max, log: log, agents: map[string]agentRec{}, users: map[string]map[string]struct{}{}, uploading: map[string]int{}}
+	a := &agentStore{dir: dir, max: max, log: log, agents: map[string]agentRec{}, users: map[string]map[string]struct{}{}, changing: map[string]int{}}
 	des, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("platform: agents: %w", err)
@@ -199,21 +198,22 @@ func (a *agentStore) usedByLocked(toolset string) []string {
 	return out
 }
 
-// beginUpload checks that an upload of the toolset may proceed (no agent
-// uses it, or force) and, if so, holds agents off it until the returned
-// function is called. It reports the agents in the way.
-func (a *agentStore) beginUpload(toolset string, force bool) (end func(), users []string) {
+// reserve checks that an upload or a removal of the toolset may proceed
+// (no agent uses it, or force) and, if so, holds agents off it until the
+// returned function is called; else it returns the agents in the way.
+// The lock is not held meanwhile: the store's work may take long.
+func (a *agentStore) reserve(toolset string, force bool) (end func(), users []string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if users := a.usedByLocked(toolset); len(users) > 0 && !force {
 		return nil, users
 	}
-	a.uploading[toolset]++
+	a.changing[toolset]++
 	return func() {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		if a.uploading[toolset]--; a.uploading[toolset] <= 0 {
-			delete(a.uploading, toolset)
+		if a.changing[toolset]--; a.changing[toolset] <= 0 {
+			delete(a.changing, toolset)
 		}
 	}, nil
 }
@@ -277,8 +277,8 @@ func (s *Server) putAgent(w http.ResponseWriter, r *http.Request) {
 	// Checked under the lock: no toolset the agent names can be removed
 	// between the check and the save, nor start being replaced.
 	for _, p := range agentPackages(f) {
-		if s.agents.uploading[p] > 0 {
-			WriteError(w, http.StatusConflict, "Conflict", fmt.Sprintf("toolset %q is being uploaded; put the agent again once its discovery has settled", p))
+		if s.agents.changing[p] > 0 {
+			WriteError(w, http.StatusConflict, "Conflict", fmt.Sprintf("toolset %q is being uploaded or removed; put the agent again once that is done", p))
 			return
 		}
 	}

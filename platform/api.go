@@ -373,20 +373,6 @@ func (s *Server) getToolset(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.detail(info))
 }
 
-// inUse answers 409 PackageInUse when agents use the toolset and force is
-// not set; the caller holds s.agents.mu.
-func (s *Server) inUse(w http.ResponseWriter, r *http.Request, name, what string) bool {
-	force, ok := boolQuery(w, r, "force")
-	if !ok {
-		return true
-	}
-	if users := s.agents.usedByLocked(name); len(users) > 0 && !force {
-		packageInUse(w, name, users, what)
-		return true
-	}
-	return false
-}
-
 func packageInUse(w http.ResponseWriter, name string, users []string, what string) {
 	WriteError(w, http.StatusConflict, "PackageInUse", fmt.Sprintf("toolset %q is used by the agents %s; %s with ?force=true to change it for all of them", name, strings.Join(users, ", "), what))
 }
@@ -398,11 +384,19 @@ func (s *Server) deleteToolset(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.agents.mu.RLock()
-	defer s.agents.mu.RUnlock()
-	if s.inUse(w, r, name, "remove it") {
+	force, ok := boolQuery(w, r, "force")
+	if !ok {
 		return
 	}
+	// Held until the store is done: an agent put meanwhile is refused
+	// rather than slipping in after the check. The removal may wait for
+	// a discovery; the agents' lock is not held meanwhile.
+	end, users := s.agents.reserve(name, force)
+	if end == nil {
+		packageInUse(w, name, users, "remove it")
+		return
+	}
+	defer end()
 	if info, err := s.store.Info(name); err != nil || info.Status == toolpkg.StatusRemoved {
 		WriteError(w, http.StatusNotFound, "NotFound", "no such toolset: "+quotePath(name))
 		return
@@ -437,7 +431,7 @@ func (s *Server) putPackage(w http.ResponseWriter, r *http.Request) {
 	// Held until the store has the upload (and the toolset is pending):
 	// an agent put meanwhile is refused rather than slipping in after
 	// the check.
-	end, users := s.agents.beginUpload(name, force)
+	end, users := s.agents.reserve(name, force)
 	if end == nil {
 		packageInUse(w, name, users, "upload")
 		return

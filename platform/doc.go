@@ -34,10 +34,10 @@
 //
 // A toolset is in use while a stored agent names it: uploading its
 // package again or removing it answers 409 PackageInUse, naming the
-// agents, unless ?force=true; while an upload of a toolset is under way
-// (its body arriving, or waiting for the store), an agent naming it is
-// refused 409 Conflict, so that no agent slips in between the upload's
-// check and the package's replacement. The codes: InvalidName,
+// agents, unless ?force=true; while an upload or a removal of a toolset
+// is under way (its body arriving, or waiting for the store), an agent
+// naming it is refused 409 Conflict, so that no agent slips in between
+// the check and the change. The codes: InvalidName,
 // InvalidRequest (400); Unauthorized (401); CrossOriginRequest (403);
 // NotFound (404); MethodNotAllowed (405); RequestTimeout (408); Conflict,
 // PackageInUse (409); PackageTooLarge, RequestTooLarge (413);

@@ -251,7 +251,7 @@ func (s *Server) pageUpload(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "Choose a package (a zip file) to upload.", nil)
 		return
 	}
-	end, users := s.agents.beginUpload(name, force != "")
+	end, users := s.agents.reserve(name, force != "")
 	if end == nil {
 		fail(http.StatusConflict, fmt.Sprintf("Toolset %q is used by the agents %s: tick \"update every agent\" to upload anyway.", name, strings.Join(users, ", ")), nil)
 		return
