@@ -41,15 +41,15 @@ func checkAgent(ctx context.Context, f *agentfile.File, store *toolpkg.Store) er
 
 // agentError answers 422 InvalidAgent with every problem of an agent
 // file.
-func agentError(w http.ResponseWriter, err error) {
+func (s *Server) agentError(w http.ResponseWriter, err error) {
 	var ce *agentfile.CheckError
 	if !errors.As(err, &ce) {
-		writeProblems(w, http.StatusUnprocessableEntity, "InvalidAgent", "the agent file is invalid", []Problem{{Message: cut(err.Error())}})
+		writeProblems(w, http.StatusUnprocessableEntity, "InvalidAgent", "the agent file is invalid", []Problem{{Message: cut(s.scrub(err.Error()))}})
 		return
 	}
 	probs := make([]Problem, len(ce.Problems))
 	for i, p := range ce.Problems {
-		probs[i] = Problem{Line: p.Line, Column: p.Column, Message: cut(p.Message)}
+		probs[i] = Problem{Line: p.Line, Column: p.Column, Message: cut(s.scrub(p.Message))}
 	}
 	writeProblems(w, http.StatusUnprocessableEntity, "InvalidAgent", "the agent file is invalid ("+strconv.Itoa(len(probs))+" problems)", probs)
 }
@@ -68,7 +68,7 @@ func (s *Server) postAgentCheck(w http.ResponseWriter, r *http.Request) {
 // what a PUT would store.
 func (s *Server) answerCheck(w http.ResponseWriter, r *http.Request, name string, data []byte, f *agentfile.File) {
 	if err := checkAgent(r.Context(), f, s.store); err != nil {
-		agentError(w, err)
+		s.agentError(w, err)
 		return
 	}
 	rec := agentRec{packages: agentPackages(f), updated: time.Now().UTC()}

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -41,11 +40,16 @@ type agentStore struct {
 	max int64
 	log *slog.Logger
 
-	// mu guards agents; uploads and removals of toolsets hold it for
-	// reading while they check who uses the toolset, so that no agent
-	// starts using it in between.
+	// mu guards agents, users and changing.
 	mu     sync.RWMutex
 	agents map[string]agentRec
+	// users indexes agents by the toolsets they name: toolset → agents.
+	users map[string]map[string]struct{}
+	// changing counts the uploads and removals of each toolset between
+	// their in-use check and the store's being done with them (see
+	// reserve): no agent may start using the toolset meanwhile, or the
+	// check would be bypassed.
+	changing map[string]int
 }
 
 type agentRec struct {
@@ -59,7 +63,7 @@ func openAgents(dir string, max int64, log *slog.Logger) (*agentStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("platform: agents: %w", err)
 	}
-	a := &agentStore{dir: dir, max: max, log: log, agents: map[string]agentRec{}}
+	a := &agentStore{dir: dir, max: max, log: log, agents: map[string]agentRec{}, users: map[string]map[string]struct{}{}, changing: map[string]int{}}
 	des, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("platform: agents: %w", err)
@@ -82,10 +86,10 @@ func openAgents(dir string, max int64, log *slog.Logger) (*agentStore, error) {
 			// Kept, and listed, so that it can be replaced or deleted;
 			// it names no toolset the platform can tell.
 			log.Error("platform: a stored agent no longer parses", "agent", base, "error", err)
-			a.agents[base] = agentRec{packages: []string{}, updated: mod}
+			a.set(base, agentRec{packages: []string{}, updated: mod})
 			continue
 		}
-		a.agents[base] = agentRec{packages: agentPackages(f), updated: mod}
+		a.set(base, agentRec{packages: agentPackages(f), updated: mod})
 	}
 	return a, nil
 }
@@ -138,8 +142,40 @@ func (a *agentStore) save(name string, data []byte, packages []string) (agentRec
 		return agentRec{}, err
 	}
 	rec := agentRec{packages: packages, updated: time.Now().UTC()}
-	a.agents[name] = rec
+	a.set(name, rec)
 	return rec, nil
+}
+
+// set records an agent and indexes the toolsets it names; the caller
+// holds mu.
+func (a *agentStore) set(name string, rec agentRec) {
+	a.remove(name)
+	a.agents[name] = rec
+	for _, p := range rec.packages {
+		u := a.users[p]
+		if u == nil {
+			u = map[string]struct{}{}
+			a.users[p] = u
+		}
+		u[name] = struct{}{}
+	}
+}
+
+// remove forgets an agent; the caller holds mu.
+func (a *agentStore) remove(name string) {
+	rec, ok := a.agents[name]
+	if !ok {
+		return
+	}
+	for _, p := range rec.packages {
+		if u := a.users[p]; u != nil {
+			delete(u, name)
+			if len(u) == 0 {
+				delete(a.users, p)
+			}
+		}
+	}
+	delete(a.agents, name)
 }
 
 // usedBy returns the agents that name the toolset, sorted.
@@ -150,14 +186,36 @@ func (a *agentStore) usedBy(toolset string) []string {
 }
 
 func (a *agentStore) usedByLocked(toolset string) []string {
-	var out []string
-	for name, rec := range a.agents {
-		if slices.Contains(rec.packages, toolset) {
-			out = append(out, name)
-		}
+	u := a.users[toolset]
+	if len(u) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(u))
+	for name := range u {
+		out = append(out, name)
 	}
 	sort.Strings(out)
 	return out
+}
+
+// reserve checks that an upload or a removal of the toolset may proceed
+// (no agent uses it, or force) and, if so, holds agents off it until the
+// returned function is called; else it returns the agents in the way.
+// The lock is not held meanwhile: the store's work may take long.
+func (a *agentStore) reserve(toolset string, force bool) (end func(), users []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if users := a.usedByLocked(toolset); len(users) > 0 && !force {
+		return nil, users
+	}
+	a.changing[toolset]++
+	return func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.changing[toolset]--; a.changing[toolset] <= 0 {
+			delete(a.changing, toolset)
+		}
+	}, nil
 }
 
 func summaryOf(name string, rec agentRec) AgentSummary {
@@ -202,10 +260,14 @@ func (s *Server) acceptAgent(w http.ResponseWriter, r *http.Request, dryRun bool
 	if !ok {
 		return
 	}
-	data, err := io.ReadAll(bodyLimit(w, r, s.opts.MaxAgentBytes))
+	data, err := io.ReadAll(s.bodyLimit(w, r, s.opts.MaxAgentBytes))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		WriteError(w, http.StatusRequestEntityTooLarge, "RequestTooLarge", fmt.Sprintf("the agent file is larger than %d bytes", s.opts.MaxAgentBytes))
+		return
+	}
+	if timedOut(err) {
+		s.requestTimeout(w)
 		return
 	}
 	if err != nil {
@@ -214,7 +276,7 @@ func (s *Server) acceptAgent(w http.ResponseWriter, r *http.Request, dryRun bool
 	}
 	f, err := parseAgent(data, name)
 	if err != nil {
-		agentError(w, err)
+		s.agentError(w, err)
 		return
 	}
 	if dryRun {
@@ -224,9 +286,15 @@ func (s *Server) acceptAgent(w http.ResponseWriter, r *http.Request, dryRun bool
 	s.agents.mu.Lock()
 	defer s.agents.mu.Unlock()
 	// Checked under the lock: no toolset the agent names can be removed
-	// between the check and the save.
+	// between the check and the save, nor start being replaced.
+	for _, p := range agentPackages(f) {
+		if s.agents.changing[p] > 0 {
+			WriteError(w, http.StatusConflict, "Conflict", fmt.Sprintf("toolset %q is being uploaded or removed; put the agent again once that is done", p))
+			return
+		}
+	}
 	if err := checkAgent(r.Context(), f, s.store); err != nil {
-		agentError(w, err)
+		s.agentError(w, err)
 		return
 	}
 	_, existed := s.agents.agents[name]
@@ -283,6 +351,6 @@ func (s *Server) deleteAgent(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusInternalServerError, "InternalError", "the agent could not be deleted; the server's log says why")
 		return
 	}
-	delete(s.agents.agents, name)
+	s.agents.remove(name)
 	w.WriteHeader(http.StatusNoContent)
 }

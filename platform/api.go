@@ -22,7 +22,10 @@ type ToolsetSummary struct {
 	Name string `json:"name"`
 	// DiscoveryStatus is created, pending, ready, failed or removed.
 	DiscoveryStatus toolpkg.Status `json:"discoveryStatus"`
-	// DiscoveryErrors say why the latest upload failed (never null).
+	// DiscoveryErrors say why the latest upload failed (never null). A
+	// listing gives at most the first MaxListedErrors, each cut to
+	// MaxListedErrorBytes, and says how many more there are; the
+	// toolset's own answer has them all.
 	DiscoveryErrors []string `json:"discoveryErrors"`
 	// Version is the latest version uploaded; 0 before the first.
 	Version int `json:"version"`
@@ -87,6 +90,32 @@ type ListMeta struct {
 type BuildTarget struct {
 	OS   string `json:"os"`
 	Arch string `json:"arch"`
+}
+
+// Bounds of the discovery errors of each toolset in a listing: a
+// toolset's errors may come to hundreds of kilobytes, a page of a
+// listing holds hundreds of toolsets.
+const (
+	MaxListedErrors     = 3
+	MaxListedErrorBytes = 1024
+)
+
+// listed is a summary for a listing: its discovery errors bounded.
+func (s *Server) listed(info toolpkg.Info) ToolsetSummary {
+	errs := info.Errors
+	var out []string
+	for i, e := range errs {
+		if i == MaxListedErrors {
+			out = append(out, fmt.Sprintf("and %d more: see the toolset's detail", len(errs)-i))
+			break
+		}
+		if len(e) > MaxListedErrorBytes {
+			e = strings.ToValidUTF8(e[:MaxListedErrorBytes], "") + "... (cut: see the toolset's detail)"
+		}
+		out = append(out, e)
+	}
+	info.Errors = out
+	return s.summary(info)
 }
 
 // Paging bounds.
@@ -163,15 +192,19 @@ func intQuery(w http.ResponseWriter, r *http.Request, key string, def, lo, hi in
 // decodeJSON decodes a JSON body of at most MaxJSONBody bytes into v:
 // one value, no unknown field, nothing after it. On failure it has
 // answered.
-func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	data, err := io.ReadAll(bodyLimit(w, r, MaxJSONBody))
+func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	data, err := io.ReadAll(s.bodyLimit(w, r, MaxJSONBody))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		WriteError(w, http.StatusRequestEntityTooLarge, "RequestTooLarge", fmt.Sprintf("the JSON body is larger than %d bytes", MaxJSONBody))
 		return false
 	}
+	if timedOut(err) {
+		s.requestTimeout(w)
+		return false
+	}
 	if err != nil {
-		WriteError(w, http.StatusBadRequest, "InvalidRequest", "reading the body: "+err.Error())
+		WriteError(w, http.StatusBadRequest, "InvalidRequest", "reading the body: "+cut(err.Error()))
 		return false
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -204,16 +237,22 @@ func (s *Server) storeError(w http.ResponseWriter, r *http.Request, err error) {
 		WriteError(w, http.StatusNotFound, "NotFound", "no such toolset: "+quotePath(r.PathValue("name")))
 	case errors.Is(err, toolpkg.ErrClosed):
 		WriteError(w, http.StatusServiceUnavailable, "Unavailable", "the store is closed: the server is shutting down")
+	case s.ctx.Err() != nil && errors.Is(err, context.Canceled):
+		WriteError(w, http.StatusServiceUnavailable, "Unavailable", "the server is shutting down")
+	case r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+		// The client is gone: nobody reads this, and nothing failed.
+		s.log.Info("platform: a request ended before the store was done", "method", r.Method, "path", r.URL.Path)
+		WriteError(w, http.StatusServiceUnavailable, "Unavailable", "the request ended before the store was done")
 	case errors.As(err, &ve):
 		probs := make([]Problem, len(ve.Problems))
 		for i, p := range ve.Problems {
-			probs[i] = Problem{Message: p.String()}
+			probs[i] = Problem{Message: s.scrub(p.String())}
 		}
 		writeProblems(w, http.StatusUnprocessableEntity, "InvalidPackage", fmt.Sprintf("the package is invalid (%d problems)", len(probs)), probs)
 	case errors.As(err, &ce):
 		probs := make([]Problem, len(ce.Problems))
 		for i, p := range ce.Problems {
-			probs[i] = Problem{Message: p}
+			probs[i] = Problem{Message: s.scrub(p)}
 		}
 		writeProblems(w, http.StatusUnprocessableEntity, "InvalidConfig", fmt.Sprintf("the configuration is invalid (%d problems)", len(probs)), probs)
 	default:
@@ -226,7 +265,7 @@ func (s *Server) summary(info toolpkg.Info) ToolsetSummary {
 	sum := ToolsetSummary{
 		Name:            info.Name,
 		DiscoveryStatus: info.Status,
-		DiscoveryErrors: orEmpty(info.Errors),
+		DiscoveryErrors: s.scrubAll(info.Errors),
 		Version:         info.Version,
 		ServingVersion:  info.Serving,
 		ToolCount:       len(info.Tools),
@@ -240,12 +279,15 @@ func (s *Server) summary(info toolpkg.Info) ToolsetSummary {
 }
 
 func (s *Server) detail(info toolpkg.Info) ToolsetDetail {
-	d := ToolsetDetail{ToolsetSummary: s.summary(info), Tools: []ToolDetail{}, Versions: []VersionSummary{}, Warnings: info.Warnings}
+	d := ToolsetDetail{ToolsetSummary: s.summary(info), Tools: []ToolDetail{}, Versions: []VersionSummary{}}
+	if info.Warnings != nil {
+		d.Warnings = s.scrubAll(info.Warnings)
+	}
 	for _, t := range info.Tools {
 		d.Tools = append(d.Tools, ToolDetail{ToolName: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
 	for _, v := range info.Versions {
-		d.Versions = append(d.Versions, VersionSummary{Version: v.Version, UploadedAt: v.Uploaded, DiscoveryStatus: v.Status, ToolCount: v.Tools, DiscoveryErrors: orEmpty(v.Errors)})
+		d.Versions = append(d.Versions, VersionSummary{Version: v.Version, UploadedAt: v.Uploaded, DiscoveryStatus: v.Status, ToolCount: v.Tools, DiscoveryErrors: s.scrubAll(v.Errors)})
 	}
 	d.Config = map[string]any{}
 	if info.Status != toolpkg.StatusRemoved {
@@ -268,7 +310,7 @@ func (s *Server) createToolset(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Name string `json:"name"`
 	}
-	if !decodeJSON(w, r, &req) {
+	if !s.decodeJSON(w, r, &req) {
 		return
 	}
 	if err := checkName(req.Name); err != nil {
@@ -306,7 +348,7 @@ func (s *Server) listToolsets(w http.ResponseWriter, r *http.Request) {
 	out := List[ToolsetSummary]{Data: []ToolsetSummary{}, Meta: ListMeta{Page: page, PageSize: size, Total: len(all)}}
 	if start := (page - 1) * size; start < len(all) {
 		for _, info := range all[start:min(start+size, len(all))] {
-			out.Data = append(out.Data, s.summary(info))
+			out.Data = append(out.Data, s.listed(info))
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -331,18 +373,8 @@ func (s *Server) getToolset(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.detail(info))
 }
 
-// inUse answers 409 PackageInUse when agents use the toolset and force is
-// not set; the caller holds s.agents.mu.
-func (s *Server) inUse(w http.ResponseWriter, r *http.Request, name, what string) bool {
-	force, ok := boolQuery(w, r, "force")
-	if !ok {
-		return true
-	}
-	if users := s.agents.usedByLocked(name); len(users) > 0 && !force {
-		WriteError(w, http.StatusConflict, "PackageInUse", fmt.Sprintf("toolset %q is used by the agents %s; %s with ?force=true to change it for all of them", name, strings.Join(users, ", "), what))
-		return true
-	}
-	return false
+func packageInUse(w http.ResponseWriter, name string, users []string, what string) {
+	WriteError(w, http.StatusConflict, "PackageInUse", fmt.Sprintf("toolset %q is used by the agents %s; %s with ?force=true to change it for all of them", name, strings.Join(users, ", "), what))
 }
 
 // DELETE /api/v1/platform/toolsets/{name}[?force=true] → 200
@@ -352,11 +384,19 @@ func (s *Server) deleteToolset(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.agents.mu.RLock()
-	defer s.agents.mu.RUnlock()
-	if s.inUse(w, r, name, "remove it") {
+	force, ok := boolQuery(w, r, "force")
+	if !ok {
 		return
 	}
+	// Held until the store is done: an agent put meanwhile is refused
+	// rather than slipping in after the check. The removal may wait for
+	// a discovery; the agents' lock is not held meanwhile.
+	end, users := s.agents.reserve(name, force)
+	if end == nil {
+		packageInUse(w, name, users, "remove it")
+		return
+	}
+	defer end()
 	if info, err := s.store.Info(name); err != nil || info.Status == toolpkg.StatusRemoved {
 		WriteError(w, http.StatusNotFound, "NotFound", "no such toolset: "+quotePath(name))
 		return
@@ -384,12 +424,19 @@ func (s *Server) putPackage(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusBadRequest, "InvalidName", fmt.Sprintf("the name %q is reserved", name))
 		return
 	}
-	s.agents.mu.RLock()
-	refused := s.inUse(w, r, name, "upload")
-	s.agents.mu.RUnlock()
-	if refused {
+	force, ok := boolQuery(w, r, "force")
+	if !ok {
 		return
 	}
+	// Held until the store has the upload (and the toolset is pending):
+	// an agent put meanwhile is refused rather than slipping in after
+	// the check.
+	end, users := s.agents.reserve(name, force)
+	if end == nil {
+		packageInUse(w, name, users, "upload")
+		return
+	}
+	defer end()
 	max := s.opts.MaxPackageBytes
 	if r.ContentLength > max {
 		tooLarge(w, max)
@@ -400,9 +447,9 @@ func (s *Server) putPackage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	f, size, err := s.spool(bodyLimit(w, r, max), max)
+	f, size, err := s.spool(s.bodyLimit(w, r, max), max)
 	if err != nil {
-		spoolError(w, err, max)
+		s.spoolError(w, r, err, max)
 		return
 	}
 	defer s.unspool(f)
@@ -442,20 +489,47 @@ func (s *Server) uploadSlot(w http.ResponseWriter, r *http.Request) (func(), boo
 // errTooLarge is a body above the limit.
 var errTooLarge = errors.New("too large")
 
+// spoolFault is a failure of the server's own to keep a body (its
+// temporary folder, its disk): the client is not told its details.
+type spoolFault struct{ err error }
+
+func (f *spoolFault) Error() string { return "spooling an upload: " + f.err.Error() }
+func (f *spoolFault) Unwrap() error { return f.err }
+
+// readTracker notes the error reading its source gave, to tell it from
+// one writing to the spool.
+type readTracker struct {
+	r   io.Reader
+	err error
+}
+
+func (t *readTracker) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if err != nil && err != io.EOF {
+		t.err = err
+	}
+	return n, err
+}
+
 // spool copies at most max bytes of r into a new temporary file and
-// returns it with its size; errTooLarge as soon as r gives more.
+// returns it with its size; errTooLarge as soon as r gives more, a
+// *spoolFault when the server could not keep it.
 func (s *Server) spool(r io.Reader, max int64) (*os.File, int64, error) {
 	f, err := os.CreateTemp(s.tmpDir, "upload-*.zip")
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, &spoolFault{err}
 	}
-	n, err := io.Copy(f, io.LimitReader(r, max+1))
+	src := &readTracker{r: io.LimitReader(r, max+1)}
+	n, err := io.Copy(f, src)
 	if err == nil && n > max {
 		err = errTooLarge
 	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		err = errTooLarge
+	}
+	if err != nil && src.err == nil && !errors.Is(err, errTooLarge) {
+		err = &spoolFault{err}
 	}
 	if err != nil {
 		s.unspool(f)
@@ -477,9 +551,19 @@ func tooLarge(w http.ResponseWriter, max int64) {
 	WriteError(w, http.StatusRequestEntityTooLarge, "PackageTooLarge", fmt.Sprintf("the package is larger than the limit of %d bytes", max))
 }
 
-func spoolError(w http.ResponseWriter, err error, max int64) {
+func (s *Server) spoolError(w http.ResponseWriter, r *http.Request, err error, max int64) {
 	if errors.Is(err, errTooLarge) {
 		tooLarge(w, max)
+		return
+	}
+	if timedOut(err) {
+		s.requestTimeout(w)
+		return
+	}
+	var sf *spoolFault
+	if errors.As(err, &sf) {
+		s.log.Error("platform: an upload could not be spooled", "method", r.Method, "path", r.URL.Path, "error", err)
+		WriteError(w, http.StatusInternalServerError, "InternalError", "the server could not keep the upload; its log says why")
 		return
 	}
 	WriteError(w, http.StatusBadRequest, "InvalidRequest", "reading the package: "+cut(err.Error()))
@@ -498,6 +582,10 @@ func (s *Server) getPackage(w http.ResponseWriter, r *http.Request) {
 	}
 	rc, _, err := s.store.Package(name, v)
 	if err != nil {
+		if _, ierr := s.store.Info(name); v > 0 && ierr == nil && errors.Is(err, toolpkg.ErrNotFound) {
+			WriteError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("toolset %q keeps no package of version %d (the store keeps the latest and the serving version's)", name, v))
+			return
+		}
 		s.storeError(w, r, err)
 		return
 	}
@@ -528,7 +616,7 @@ func (s *Server) patchConfig(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var patch map[string]any
-	if !decodeJSON(w, r, &patch) {
+	if !s.decodeJSON(w, r, &patch) {
 		return
 	}
 	if patch == nil {

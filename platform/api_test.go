@@ -363,3 +363,38 @@ func TestUnknownRoutesAndMethodsAreJSON(t *testing.T) {
 	assert.Equal(t, http.StatusMethodNotAllowed, r.status)
 	assert.Equal(t, "MethodNotAllowed", r.errCode(t))
 }
+
+// The API's root without its slash is the API's, in JSON, not a
+// redirect of the mux's.
+func TestAPIRootWithoutSlashIsNotRedirected(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, tok := range []string{"", testToken} {
+		req, err := http.NewRequest("GET", e.hs.URL+"/api/v1/platform", nil)
+		require.NoError(t, err)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		res, err := noRedirect(e, nil).Do(req)
+		require.NoError(t, err)
+		r := response{status: res.StatusCode, header: res.Header, body: readBody(t, res)}
+		want := map[string]int{"": http.StatusUnauthorized, testToken: http.StatusNotFound}[tok]
+		assert.Equal(t, want, r.status, "%s", r.body)
+		assert.Equal(t, "application/json", r.header.Get("Content-Type"))
+		assert.NotEmpty(t, r.errCode(t))
+	}
+}
+
+// Asking for a version the store does not keep says so, not that the
+// toolset does not exist.
+func TestExportOfAMissingVersionNamesTheVersion(t *testing.T) {
+	e := newEnv(t, nil)
+	e.upload("greeter", goodPackage(t, "greet", "x", 0))
+	e.settle("greeter")
+	r := e.do("GET", "/api/v1/platform/toolsets/greeter/package?version=7", nil)
+	assert.Equal(t, http.StatusNotFound, r.status)
+	assert.Equal(t, "NotFound", r.errCode(t))
+	assert.Contains(t, string(r.body), "version 7")
+	r = e.do("GET", "/api/v1/platform/toolsets/nosuch/package?version=1", nil)
+	assert.Equal(t, http.StatusNotFound, r.status)
+	assert.Contains(t, string(r.body), "no such toolset")
+}

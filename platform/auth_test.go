@@ -184,6 +184,22 @@ func TestSecureCookieOverTLS(t *testing.T) {
 	assert.True(t, res.Cookies()[0].Secure)
 }
 
+// Behind a proxy that ends TLS, the session cookie is Secure all the
+// same: sent over the proxy's HTTPS only.
+func TestSecureCookieBehindATLSProxy(t *testing.T) {
+	e := newEnv(t, nil)
+	req, err := http.NewRequest("POST", e.hs.URL+"/login", strings.NewReader("token="+testToken))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Forwarded-Proto", "https")
+	res, err := noRedirect(e, nil).Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	require.Len(t, res.Cookies(), 1)
+	assert.True(t, res.Cookies()[0].Secure)
+}
+
 // A form posted from another site is refused, whatever cookie the
 // browser sends with it.
 func TestCrossSiteFormPostIsRefused(t *testing.T) {
@@ -268,4 +284,53 @@ func readBody(t testing.TB, res *http.Response) []byte {
 	b, err := io.ReadAll(res.Body)
 	require.NoError(t, err)
 	return b
+}
+
+// A session cookie captured before its owner logged out (a shared
+// machine, a proxy's log) opens nothing afterwards.
+func TestSessionReplayAfterLogoutIsRefused(t *testing.T) {
+	e := newEnv(t, nil)
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	c := noRedirect(e, jar)
+	res, err := c.PostForm(e.hs.URL+"/login", url.Values{"token": {testToken}})
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	require.Len(t, res.Cookies(), 1)
+	stolen := res.Cookies()[0].Value
+
+	get := func(value string) int {
+		req, _ := http.NewRequest("GET", e.hs.URL+"/", nil)
+		req.AddCookie(&http.Cookie{Name: sessionCookie, Value: value})
+		res, err := noRedirect(e, nil).Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	require.Equal(t, http.StatusOK, get(stolen))
+	res, err = c.PostForm(e.hs.URL+"/logout", nil)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	assert.Equal(t, http.StatusSeeOther, get(stolen), "the session ended with the logout")
+
+	// Another login is another session, unaffected by the first's end.
+	res, err = c.PostForm(e.hs.URL+"/login", url.Values{"token": {testToken}})
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Len(t, res.Cookies(), 1)
+	assert.NotEqual(t, stolen, res.Cookies()[0].Value)
+	assert.Equal(t, http.StatusOK, get(res.Cookies()[0].Value))
+}
+
+// Anyone can post the login form: a flood of wrong tokens is logged as
+// a count, not a line each.
+func TestWrongLoginFloodDoesNotFloodTheLog(t *testing.T) {
+	e := newEnv(t, nil)
+	for range 50 {
+		r := e.doToken("", "POST", "/login", []byte("token=wrong-token-0123456789abcdef"), "Content-Type", "application/x-www-form-urlencoded")
+		require.Equal(t, http.StatusUnauthorized, r.status)
+	}
+	assert.Equal(t, 1, strings.Count(e.logs.String(), "wrong token"), "%s", e.logs.String())
 }

@@ -28,17 +28,21 @@
 //	GET    /toolsets/{name}/config               200 {"name", "config"}
 //	DELETE /toolsets/{name}[?force=true]         200 ToolsetSummary (removed)
 //	GET    /agents?page=&pageSize=               200 {"data": [AgentSummary], "meta": {...}}
-//	PUT    /agents/{name}           (body: YAML) 201 (new) or 200 AgentDetail; 422 InvalidAgent
+//	PUT    /agents/{name}           (body: YAML) 201 (new) or 200 AgentDetail; 422 InvalidAgent; 409 Conflict
 //	POST   /agents/{name}/check     (body: YAML) 200 AgentDetail, storing nothing; 422 InvalidAgent
 //	GET    /agents/{name}                        200 AgentDetail
 //	DELETE /agents/{name}                        204
 //
 // A toolset is in use while a stored agent names it: uploading its
 // package again or removing it answers 409 PackageInUse, naming the
-// agents, unless ?force=true. The codes: InvalidName, InvalidRequest
-// (400); Unauthorized (401); CrossOriginRequest (403); NotFound (404);
-// MethodNotAllowed (405); Conflict, PackageInUse (409); PackageTooLarge,
-// RequestTooLarge (413); InvalidPackage, InvalidConfig, InvalidAgent
+// agents, unless ?force=true; while an upload or a removal of a toolset
+// is under way (its body arriving, or waiting for the store), an agent
+// naming it is refused 409 Conflict, so that no agent slips in between
+// the check and the change. The codes: InvalidName,
+// InvalidRequest (400); Unauthorized (401); CrossOriginRequest (403);
+// NotFound (404); MethodNotAllowed (405); RequestTimeout (408); Conflict,
+// PackageInUse (409); PackageTooLarge, RequestTooLarge (413);
+// MisdirectedRequest (421); InvalidPackage, InvalidConfig, InvalidAgent
 // (422); InternalError (500); Unavailable (503).
 //
 // # The lifecycle
@@ -72,7 +76,11 @@
 // TOOLSET_PLATFORM_TOKEN environment variable. A session cookie does not
 // open the API. Options.InsecureNoAuth serves everything without
 // authentication, for local use only: the server logs a warning and the
-// page shows a banner.
+// page shows a banner, and it answers only requests whose Host is an IP
+// address or localhost (421 MisdirectedRequest otherwise), so that a web
+// page cannot reach it by DNS rebinding. Whatever the mode, a request a
+// browser marks as cross-site is refused unless it is safe (GET, HEAD,
+// OPTIONS): 403 CrossOriginRequest.
 //
 // # The page
 //
@@ -85,10 +93,12 @@
 // reloads itself every Options.RefreshInterval until it settles.
 //
 // A person logs in by pasting the token into the login form. The session
-// cookie is HttpOnly, SameSite=Strict, Secure over TLS, and holds no
-// token: it is an issue time signed with HMAC under a key drawn at random
-// by each process, so sessions end with Options.SessionLifetime and with
-// the process. Form posts from another origin are refused
+// cookie is HttpOnly, SameSite=Strict, Secure over TLS (or behind a proxy
+// that says X-Forwarded-Proto: https), and holds no
+// token: it is an issue time and a random id signed with HMAC under a key
+// drawn at random by each process, and the process remembers the ids it
+// issued, so sessions end with logging out (a copy of the cookie opens
+// nothing after), with Options.SessionLifetime and with the process. Form posts from another origin are refused
 // ([http.CrossOriginProtection]). Every answer carries a strict
 // Content-Security-Policy (no script, frame-ancestors 'none'),
 // X-Content-Type-Options: nosniff, X-Frame-Options: DENY and
@@ -101,7 +111,12 @@
 // a Content-Length says so), and the body is spooled to a temporary file
 // under <store>/.platform/tmp, cleaned when a server starts. JSON bodies
 // are bounded by MaxJSONBody and decoded strictly (no unknown field,
-// nothing after the value); agent files by Options.MaxAgentBytes. Names
+// nothing after the value); agent files by Options.MaxAgentBytes. Reading
+// any body waits at most Options.BodyIdleTimeout for the next bytes: a
+// client that stalls is answered 408 RequestTimeout and its upload slot
+// freed, even on an http.Server without timeouts. A listing shows at
+// most [MaxListedErrors] discovery errors of each toolset, each cut to
+// [MaxListedErrorBytes] (a toolset's own answer has them all). Names
 // of toolsets and agents are checked with [toolpkg.CheckName] (1 to 64
 // letters, digits, '_' or '-'); a path that is not in its clean form
 // ("..", "//", even percent-encoded) is not found rather than redirected.

@@ -156,3 +156,75 @@ func TestPanickingHandlerIs500(t *testing.T) {
 	r = e.do("GET", "/api/v1/platform/toolsets", nil)
 	assert.Equal(t, http.StatusOK, r.status)
 }
+
+// A failure to spool an upload is the server's, not the client's: 500,
+// and the message names no path of the server's.
+func TestSpoolFailureLeaksNoServerPath(t *testing.T) {
+	e := newEnv(t, nil)
+	tmp := filepath.Join(e.dir, ".platform", "tmp")
+	require.NoError(t, os.RemoveAll(tmp))
+	require.NoError(t, os.WriteFile(tmp, nil, 0o600)) // no folder to spool into
+	r := e.do("PUT", "/api/v1/platform/toolsets/x/package", goodPackage(t, "greet", "x", 0))
+	assert.Equal(t, http.StatusInternalServerError, r.status, "%s", r.body)
+	assert.Equal(t, "InternalError", r.errCode(t))
+	assert.NotContains(t, string(r.body), e.dir)
+	assert.NotContains(t, string(r.body), ".platform")
+	assert.Contains(t, e.logs.String(), "tmp", "the log says why")
+
+	r = e.uploadForm("x", goodPackage(t, "greet", "x", 0), false)
+	assert.Equal(t, http.StatusInternalServerError, r.status, "%s", r.body)
+	assert.NotContains(t, string(r.body), e.dir)
+	assert.NotContains(t, string(r.body), ".platform")
+}
+
+// A discovery that fails to start names the executable's path on the
+// server; what a client is shown (the API, the page, an agent's
+// problems) names the store's folder "<store>" instead.
+func TestDiscoveryErrorsDoNotNameTheStoreFolder(t *testing.T) {
+	e := newEnv(t, nil)
+	e.upload("broken", makeZip(t, zfile{name: "manifest.yaml", data: []byte(scriptManifest)},
+		zfile{name: "python/bin/greet.sh", data: []byte("#!/nonexistent/interpreter\n"), mode: 0o755}))
+	m := e.settle("broken")
+	require.Equal(t, "failed", m["discoveryStatus"])
+	info, err := e.store.Info("broken")
+	require.NoError(t, err)
+	require.Contains(t, strings.Join(info.Errors, "\n"), e.dir, "the store's own error names the path")
+
+	for _, r := range []response{
+		e.do("GET", "/api/v1/platform/toolsets/broken", nil),
+		e.do("GET", "/api/v1/platform/toolsets", nil),
+		e.page("/toolsets/broken"),
+		e.do("PUT", "/api/v1/platform/agents/a", []byte(agentYAML("a", "broken"))),
+	} {
+		assert.NotContains(t, string(r.body), e.dir)
+		assert.NotContains(t, string(r.body), filepath.Dir(e.dir), "not even cut short")
+		assert.Regexp(t, `&lt;store&gt;|\\u003cstore\\u003e`, string(r.body), "%d: %.300s", r.status, r.body)
+	}
+}
+
+// A package whose every executable fails with a long stderr gives its
+// toolset hundreds of kilobytes of discovery errors; a listing, which
+// holds up to 500 toolsets, bounds what it shows of each.
+func TestListingBoundsEachToolsetsDiscoveryErrors(t *testing.T) {
+	e := newEnv(t, nil)
+	var man strings.Builder
+	man.WriteString("version: 1\ntools:\n")
+	var files []zfile
+	for i := range 20 {
+		fmt.Fprintf(&man, "  t%d:\n    runtime: python\n    executable: t%d.sh\n    timeout_seconds: 5\n", i, i)
+		files = append(files, zfile{name: fmt.Sprintf("python/bin/t%d.sh", i), data: []byte("#!/bin/sh\nhead -c 6000 /dev/zero | tr '\\0' x >&2\nexit 1\n"), mode: 0o755})
+	}
+	files = append(files, zfile{name: "manifest.yaml", data: []byte(man.String())})
+	e.upload("loud", makeZip(t, files...))
+	m := e.settle("loud")
+	require.Equal(t, "failed", m["discoveryStatus"])
+	require.Equal(t, 20, len(m["discoveryErrors"].([]any)), "the detail has every error")
+
+	r := e.do("GET", "/api/v1/platform/toolsets", nil)
+	require.Equal(t, http.StatusOK, r.status)
+	assert.Less(t, len(r.body), 8<<10, "the listing's entry is bounded")
+	errs := r.json(t)["data"].([]any)[0].(map[string]any)["discoveryErrors"].([]any)
+	require.Equal(t, MaxListedErrors+1, len(errs))
+	assert.Contains(t, errs[MaxListedErrors], "17 more")
+	assert.Contains(t, errs[0], "cut")
+}

@@ -2,6 +2,7 @@ package platform
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -121,7 +122,7 @@ func (s *Server) refreshSeconds() int {
 func (s *Server) pageList(w http.ResponseWriter, r *http.Request) {
 	d := &pageData{Title: "Toolsets"}
 	for _, info := range s.store.List() {
-		d.Toolsets = append(d.Toolsets, s.summary(info))
+		d.Toolsets = append(d.Toolsets, s.listed(info))
 		if info.Status == toolpkg.StatusPending {
 			d.Refresh = s.refreshSeconds()
 		}
@@ -159,7 +160,7 @@ const maxFormField = 1024
 // page, or the problems.
 func (s *Server) pageUpload(w http.ResponseWriter, r *http.Request) {
 	fail := func(status int, msg string, probs []Problem) {
-		if status == http.StatusRequestEntityTooLarge {
+		if status == http.StatusRequestEntityTooLarge || status == http.StatusRequestTimeout {
 			// What is left of the body is not read.
 			w.Header().Set("Connection", "close")
 		}
@@ -170,7 +171,7 @@ func (s *Server) pageUpload(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("The package is larger than the limit of %d bytes.", max), nil)
 		return
 	}
-	r.Body = bodyLimit(w, r, max+64<<10)
+	r.Body = s.bodyLimit(w, r, max+64<<10)
 	mr, err := r.MultipartReader()
 	if err != nil {
 		fail(http.StatusBadRequest, "The form is not a multipart upload.", nil)
@@ -218,9 +219,16 @@ func (s *Server) pageUpload(w http.ResponseWriter, r *http.Request) {
 			pkg, size, err = s.spool(p, max)
 			if err != nil {
 				pkg = nil
-				if errors.Is(err, errTooLarge) {
+				var sf *spoolFault
+				switch {
+				case errors.Is(err, errTooLarge):
 					fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("The package is larger than the limit of %d bytes.", max), nil)
-				} else {
+				case timedOut(err):
+					fail(http.StatusRequestTimeout, fmt.Sprintf("The upload did not arrive in time (nothing for %s, or longer than the server allows).", s.opts.BodyIdleTimeout), nil)
+				case errors.As(err, &sf):
+					s.log.Error("platform: an upload from the page could not be spooled", "error", err)
+					fail(http.StatusInternalServerError, "The server could not keep the upload; its log says why.", nil)
+				default:
 					fail(http.StatusBadRequest, "The package could not be read.", nil)
 				}
 				return
@@ -228,6 +236,12 @@ func (s *Server) pageUpload(w http.ResponseWriter, r *http.Request) {
 		default:
 			_, _ = io.Copy(io.Discard, io.LimitReader(p, maxFormField))
 		}
+	}
+	// What follows the last part is read, so that the body's end, not
+	// its idle deadline, is what the connection last waits for.
+	if _, err := io.Copy(io.Discard, r.Body); timedOut(err) {
+		fail(http.StatusRequestTimeout, fmt.Sprintf("The upload did not arrive in time (nothing for %s, or longer than the server allows).", s.opts.BodyIdleTimeout), nil)
+		return
 	}
 	if err := checkName(name); err != nil || reservedNames[name] {
 		fail(http.StatusBadRequest, "Give the toolset a name of 1 to 64 letters, digits, '_' or '-', starting with a letter or digit.", nil)
@@ -237,22 +251,28 @@ func (s *Server) pageUpload(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "Choose a package (a zip file) to upload.", nil)
 		return
 	}
-	s.agents.mu.RLock()
-	users := s.agents.usedByLocked(name)
-	s.agents.mu.RUnlock()
-	if len(users) > 0 && force == "" {
+	end, users := s.agents.reserve(name, force != "")
+	if end == nil {
 		fail(http.StatusConflict, fmt.Sprintf("Toolset %q is used by the agents %s: tick \"update every agent\" to upload anyway.", name, strings.Join(users, ", ")), nil)
 		return
 	}
+	defer end()
 	if _, err := s.startUpload(r, name, pkg, size); err != nil {
 		var ve *toolpkg.ValidationError
 		if errors.As(err, &ve) {
 			probs := make([]Problem, len(ve.Problems))
 			for i, p := range ve.Problems {
-				probs[i] = Problem{Message: p.String()}
+				probs[i] = Problem{Message: s.scrub(p.String())}
 			}
 			fail(http.StatusUnprocessableEntity, "The package is invalid:", probs)
 			return
+		}
+		if errors.Is(err, toolpkg.ErrClosed) || (s.ctx.Err() != nil && errors.Is(err, context.Canceled)) {
+			fail(http.StatusServiceUnavailable, "The server is shutting down; upload again once it is back.", nil)
+			return
+		}
+		if r.Context().Err() != nil {
+			return // the browser is gone
 		}
 		s.log.Error("platform: an upload from the page failed", "toolset", name, "error", err)
 		fail(http.StatusInternalServerError, "The store failed; the server's log says why.", nil)

@@ -2,6 +2,7 @@ package platform
 
 import (
 	"bytes"
+	"encoding/json"
 	"mime/multipart"
 	"net/http"
 	"strings"
@@ -140,4 +141,46 @@ func TestPageUploadForm(t *testing.T) {
 	assert.NotEqual(t, http.StatusSeeOther, r.status)
 	assert.True(t, strings.Contains(string(r.body), "Log in"), "sent to the login page")
 	assert.Equal(t, 2.0, e.settle("greeter")["version"])
+}
+
+// Markup a package puts in any text the page shows (a parameter's name
+// and description, the schema, the tool's description, a discovery
+// error) stays text: no element is injected that could leave the page
+// without script (a meta refresh, a form, an image from elsewhere).
+func TestPageEscapesInjectedMarkupInEveryField(t *testing.T) {
+	e := newEnv(t, nil)
+	const (
+		meta = `<meta http-equiv="refresh" content="0;url=https://evil.example/?">`
+		form = `<form action="https://evil.example/"><button>go</button></form>`
+		img  = `<img src="https://evil.example/x.png">`
+	)
+	doc := map[string]any{"tools": map[string]any{"greet": map[string]any{
+		"description": meta + form + img,
+		"parameters": map[string]any{"type": "object", "required": []string{meta},
+			"properties": map[string]any{
+				meta: map[string]any{"type": "string", "description": img},
+				"b":  map[string]any{"type": []any{"string", "null"}, "description": form, "default": meta},
+			}},
+	}}}
+	b, err := json.Marshal(doc)
+	require.NoError(t, err)
+	e.upload("inject", makeZip(t, zfile{name: "manifest.yaml", data: []byte(scriptManifest)},
+		zfile{name: "python/bin/greet.sh", data: []byte(scriptTool("cat <<'EOF'\n" + string(b) + "\nEOF")), mode: 0o755}))
+	m := e.settle("inject")
+	require.Equal(t, "ready", m["discoveryStatus"], "%v", m["discoveryErrors"])
+	e.upload("inject2", makeZip(t, zfile{name: "manifest.yaml", data: []byte(scriptManifest)},
+		zfile{name: "python/bin/greet.sh", data: []byte("#!/bin/sh\necho '" + meta + form + img + "' >&2\nexit 1\n"), mode: 0o755}))
+	require.Equal(t, "failed", e.settle("inject2")["discoveryStatus"])
+	for _, p := range []string{"/", "/toolsets/inject", "/toolsets/inject2"} {
+		r := e.page(p)
+		require.Equal(t, http.StatusOK, r.status, p)
+		body := string(r.body)
+		assert.NotContains(t, body, "evil.example/\"", p)
+		assert.NotContains(t, body, `<meta http-equiv="refresh" content="0`, p)
+		assert.NotContains(t, body, "<img", p)
+		assert.Equal(t, strings.Count(body, `<form class="upload"`)+strings.Count(body, `<form class="logout"`), strings.Count(body, "<form"), "only the page's own forms: %s", p)
+		assert.Contains(t, r.header.Get("Content-Security-Policy"), "form-action 'self'")
+		assert.Contains(t, r.header.Get("Content-Security-Policy"), "img-src 'self'")
+	}
+	assert.Contains(t, string(e.page("/toolsets/inject").body), "&lt;meta http-equiv=")
 }

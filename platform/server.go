@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path"
 	"path/filepath"
@@ -29,6 +31,8 @@ const (
 	DefaultMaxAgentBytes = 1 << 20
 	// DefaultRefreshInterval is the default of Options.RefreshInterval.
 	DefaultRefreshInterval = 2 * time.Second
+	// DefaultBodyIdleTimeout is the default of Options.BodyIdleTimeout.
+	DefaultBodyIdleTimeout = 30 * time.Second
 	// DefaultSessionLifetime is the default of Options.SessionLifetime.
 	DefaultSessionLifetime = 12 * time.Hour
 	// MaxJSONBody bounds the JSON body of a request (POST and PATCH).
@@ -43,7 +47,9 @@ type Options struct {
 	// InsecureNoAuth is set.
 	Token string
 	// InsecureNoAuth serves everything without authentication: for local
-	// use only. The server logs a warning and the page shows a banner.
+	// use only. The server logs a warning and the page shows a banner,
+	// and it answers only requests whose Host is an IP address or
+	// localhost: a web page cannot reach it by DNS rebinding.
 	InsecureNoAuth bool
 	// MaxPackageBytes bounds an uploaded package, enforced while the body
 	// is read (default: toolpkg.DefaultMaxZipBytes, the store's default
@@ -59,6 +65,11 @@ type Options struct {
 	// RefreshInterval is how often a page showing a pending toolset
 	// reloads itself (default DefaultRefreshInterval).
 	RefreshInterval time.Duration
+	// BodyIdleTimeout bounds how long reading a request's body may wait
+	// for the next bytes (default DefaultBodyIdleTimeout): a client that
+	// stalls is answered 408 RequestTimeout and its upload slot freed,
+	// whatever the http.Server's own timeouts.
+	BodyIdleTimeout time.Duration
 	// SessionLifetime is how long a login to the page lasts (default
 	// DefaultSessionLifetime). Sessions end with the process too.
 	SessionLifetime time.Duration
@@ -78,9 +89,19 @@ type Server struct {
 	tokenSum [sha256.Size]byte
 	// sessionKey signs the page's session cookies; random per process.
 	sessionKey [32]byte
+	// sessions are the page's live sessions: id → issue time.
+	sessMu   sync.Mutex
+	sessions map[string]time.Time
+	// loginFails counts the wrong logins since loginLogged, when the
+	// last was logged (see loginFailed); guarded by sessMu.
+	loginFails  int
+	loginLogged time.Time
 
 	tmpDir string
-	agents *agentStore
+	// storeDirs are the store's folder as given and as resolved, which
+	// messages shown to clients name "<store>" instead (see scrub).
+	storeDirs []string
+	agents    *agentStore
 	// uploads holds one token per upload slot.
 	uploads chan struct{}
 
@@ -130,18 +151,25 @@ func New(store *toolpkg.Store, opts *Options) (*Server, error) {
 	if o.RefreshInterval <= 0 {
 		o.RefreshInterval = DefaultRefreshInterval
 	}
+	if o.BodyIdleTimeout <= 0 {
+		o.BodyIdleTimeout = DefaultBodyIdleTimeout
+	}
 	if o.SessionLifetime <= 0 {
 		o.SessionLifetime = DefaultSessionLifetime
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	s := &Server{store: store, opts: o, log: o.Logger, uploads: make(chan struct{}, o.MaxConcurrentUploads)}
+	s := &Server{store: store, opts: o, log: o.Logger, uploads: make(chan struct{}, o.MaxConcurrentUploads), sessions: map[string]time.Time{}}
 	if !o.InsecureNoAuth {
 		s.tokenSum = sha256.Sum256([]byte(o.Token))
 	}
 	if _, err := rand.Read(s.sessionKey[:]); err != nil {
 		return nil, fmt.Errorf("platform: session key: %w", err)
+	}
+	s.storeDirs = []string{store.Dir()}
+	if real, err := filepath.EvalSymlinks(store.Dir()); err == nil && real != store.Dir() {
+		s.storeDirs = append(s.storeDirs, real)
 	}
 	base := filepath.Join(store.Dir(), ".platform")
 	s.tmpDir = filepath.Join(base, "tmp")
@@ -196,10 +224,18 @@ func (s *Server) routes() {
 	api.HandleFunc("GET /api/v1/platform/agents/{name}", s.getAgent)
 	api.HandleFunc("DELETE /api/v1/platform/agents/{name}", s.deleteAgent)
 
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, http.StatusForbidden, "CrossOriginRequest", "a cross-origin request was refused")
+	}))
+
 	var apiH http.Handler = jsonFallback(api)
 	if !s.opts.InsecureNoAuth {
 		apiH = RequireToken(s.opts.Token, apiH)
 	}
+	// A browser's cross-site request that needs no preflight (a POST of
+	// text/plain) is refused: without a token it would reach the API.
+	apiH = cop.Handler(apiH)
 
 	page := http.NewServeMux()
 	page.Handle("GET /{$}", s.requireSession(s.pageList))
@@ -209,16 +245,53 @@ func (s *Server) routes() {
 	page.HandleFunc("GET /login", s.pageLogin)
 	page.HandleFunc("POST /login", s.pageLoginPost)
 	page.HandleFunc("POST /logout", s.pageLogout)
-	cop := http.NewCrossOriginProtection()
-	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		WriteError(w, http.StatusForbidden, "CrossOriginRequest", "a cross-origin form post was refused")
-	}))
 	pageH := cop.Handler(jsonFallback(page))
 
 	s.mux = http.NewServeMux()
 	s.mux.Handle(apiPrefix, apiH)
+	// Not redirected to the prefix (the mux would answer 307 with HTML):
+	// the API answers it, 401 or 404 in JSON.
+	s.mux.Handle(strings.TrimSuffix(apiPrefix, "/"), apiH)
 	s.mux.Handle("/", pageH)
-	s.handler = securityHeaders(s.recoverer(canonicalPath(s.mux)))
+	var h http.Handler = canonicalPath(s.mux)
+	if s.opts.InsecureNoAuth {
+		h = localHostOnly(h)
+	}
+	s.handler = securityHeaders(s.recoverer(h))
+}
+
+// localHostOnly answers 421 MisdirectedRequest to a request whose Host is
+// a name other than localhost. Without authentication, a web page could
+// otherwise reach a platform on loopback by DNS rebinding: its own name,
+// resolved to 127.0.0.1, makes its requests same-origin, and their Host
+// is that name. An IP address cannot be rebound and is accepted.
+func localHostOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !localHost(r.Host) {
+			WriteError(w, http.StatusMisdirectedRequest, "MisdirectedRequest",
+				"without authentication the platform answers only requests to an IP address or localhost, not to "+quotePath(r.Host))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// localHost reports whether a Host header names an IP address or
+// localhost (RFC 6761: localhost and its subdomains are loopback), or is
+// absent (an HTTP/1.0 client's: no browser's).
+func localHost(host string) bool {
+	if host == "" {
+		return true
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if _, err := netip.ParseAddr(host); err == nil {
+		return true
+	}
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	return host == "localhost" || strings.HasSuffix(host, ".localhost")
 }
 
 // jsonFallback answers what mux has no route for with a JSON error: 404
@@ -321,12 +394,63 @@ type rawWriterKey struct{}
 // the server's own writer: only that one learns that the limit was hit,
 // so that the connection is closed after the answer instead of the rest
 // of the body being read first (which a client still sending would make
-// wait for ever).
-func bodyLimit(w http.ResponseWriter, r *http.Request, n int64) io.ReadCloser {
+// wait for ever). It bounds the wait for each part of the body too, by
+// Options.BodyIdleTimeout (see idleBody).
+func (s *Server) bodyLimit(w http.ResponseWriter, r *http.Request, n int64) io.ReadCloser {
 	if raw, ok := r.Context().Value(rawWriterKey{}).(http.ResponseWriter); ok {
 		w = raw
 	}
-	return http.MaxBytesReader(w, r.Body, n)
+	b := &idleBody{ReadCloser: http.MaxBytesReader(w, r.Body, n), rc: http.NewResponseController(w), idle: s.opts.BodyIdleTimeout}
+	// The deadline set per read replaces the http.Server's for the
+	// whole request: that one still bounds the body.
+	if hs, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && hs.ReadTimeout > 0 {
+		b.end = time.Now().Add(hs.ReadTimeout)
+	}
+	return b
+}
+
+// idleBody fails a body read that receives nothing for idle, so that a
+// client that stalls (holding an upload slot, say) is cut off whatever
+// the http.Server's timeouts; its error is os.ErrDeadlineExceeded.
+type idleBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	idle time.Duration
+	end  time.Time // when not zero, no deadline is set past it
+	done bool
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	if b.done {
+		return b.ReadCloser.Read(p)
+	}
+	d := time.Now().Add(b.idle)
+	if !b.end.IsZero() && d.After(b.end) {
+		d = b.end
+	}
+	// A writer that cannot set deadlines (not a net/http server's)
+	// leaves the body unbounded in time, as before.
+	_ = b.rc.SetReadDeadline(d)
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		// The body is over: the deadline must not outlive it, or it
+		// would end the request (net/http cancels the request's context
+		// when a read of the connection fails).
+		b.done = true
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			_ = b.rc.SetReadDeadline(b.end)
+		}
+	}
+	return n, err
+}
+
+// timedOut reports whether a body read failed for want of data.
+func timedOut(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
+
+// requestTimeout answers 408 to a client whose body stalled.
+func (s *Server) requestTimeout(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	WriteError(w, http.StatusRequestTimeout, "RequestTimeout", fmt.Sprintf("the body did not arrive in time: nothing came for %s, or it took longer than the server allows a request", s.opts.BodyIdleTimeout))
 }
 
 // trackingWriter notes whether the answer has begun.
@@ -354,6 +478,55 @@ func (t *trackingWriter) ReadFrom(r io.Reader) (int64, error) {
 
 // Unwrap lets http.ResponseController reach the real writer.
 func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
+
+// scrub replaces the store's folder in a message the store made (a
+// discovery error, a problem of a package) by "<store>": where the
+// server keeps its files is none of a client's business.
+func (s *Server) scrub(msg string) string {
+	for _, d := range s.storeDirs {
+		if len(d) < 2 {
+			continue
+		}
+		msg = strings.ReplaceAll(msg, d, "<store>")
+		msg = scrubCut(msg, d)
+	}
+	return msg
+}
+
+// scrubCut replaces the start of dir where a message quoting a bounded
+// part of another cut it short: `"... /srv/sto"...`.
+func scrubCut(msg, dir string) string {
+	const cutMark = `"...`
+	var b strings.Builder
+	for {
+		i := strings.Index(msg, cutMark)
+		if i < 0 {
+			b.WriteString(msg)
+			return b.String()
+		}
+		head := msg[:i]
+		for k := min(len(dir)-1, len(head)); k >= 2; k-- {
+			if strings.HasSuffix(head, dir[:k]) {
+				head = head[:len(head)-k] + "<store>"
+				break
+			}
+		}
+		b.WriteString(head)
+		b.WriteString(cutMark)
+		msg = msg[i+len(cutMark):]
+	}
+}
+
+func (s *Server) scrubAll(msgs []string) []string {
+	if msgs == nil {
+		return []string{}
+	}
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = s.scrub(m)
+	}
+	return out
+}
 
 // maxQuoted bounds the untrusted text quoted in a message.
 const maxQuoted = 128

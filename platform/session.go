@@ -2,6 +2,7 @@ package platform
 
 import (
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
@@ -17,46 +18,86 @@ const sessionCookie = "toolset_session"
 // maxLoginForm bounds the login form's body.
 const maxLoginForm = 8 << 10
 
-// sessionMAC signs a session's issue time under the per-process key, with
-// the token: the cookie proves the token was given without holding it,
-// and no longer works once the token or the process changes.
-func (s *Server) sessionMAC(issued string) []byte {
+// maxSessions bounds the sessions a server remembers; past it, a login
+// ends the oldest.
+const maxSessions = 1024
+
+// sessionMAC signs a session's issue time and id under the per-process
+// key, with the token: the cookie proves the token was given without
+// holding it, and no longer works once the token or the process changes.
+func (s *Server) sessionMAC(issued, id string) []byte {
 	m := hmac.New(sha256.New, s.sessionKey[:])
 	m.Write([]byte("toolset-platform-session\x00"))
 	m.Write([]byte(issued))
+	m.Write([]byte{0})
+	m.Write([]byte(id))
 	m.Write([]byte{0})
 	m.Write(s.tokenSum[:])
 	return m.Sum(nil)
 }
 
-// newSession returns the value of a new session cookie:
-// <unix seconds>.<base64url HMAC>.
+// newSession starts a session and returns the value of its cookie:
+// <unix seconds>.<random id>.<base64url HMAC>. The server remembers the
+// id until the session ends, by logout or age.
 func (s *Server) newSession(now time.Time) string {
+	var raw [16]byte
+	_, _ = rand.Read(raw[:])
+	id := base64.RawURLEncoding.EncodeToString(raw[:])
 	issued := strconv.FormatInt(now.Unix(), 10)
-	return issued + "." + base64.RawURLEncoding.EncodeToString(s.sessionMAC(issued))
+	s.sessMu.Lock()
+	defer s.sessMu.Unlock()
+	for k, t := range s.sessions {
+		if time.Since(t) > s.opts.SessionLifetime {
+			delete(s.sessions, k)
+		}
+	}
+	if len(s.sessions) >= maxSessions {
+		oldest, first := "", time.Time{}
+		for k, t := range s.sessions {
+			if oldest == "" || t.Before(first) {
+				oldest, first = k, t
+			}
+		}
+		delete(s.sessions, oldest)
+	}
+	s.sessions[id] = now
+	return issued + "." + id + "." + base64.RawURLEncoding.EncodeToString(s.sessionMAC(issued, id))
 }
 
-// validSession reports whether r carries a session cookie this process
-// issued, not older than SessionLifetime.
-func (s *Server) validSession(r *http.Request) bool {
+// session returns the id of the session r's cookie holds: one this
+// process issued, not ended, not older than SessionLifetime.
+func (s *Server) session(r *http.Request) (string, bool) {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil || len(c.Value) > 128 {
-		return false
+		return "", false
 	}
-	issued, mac, ok := strings.Cut(c.Value, ".")
-	if !ok {
-		return false
+	parts := strings.Split(c.Value, ".")
+	if len(parts) != 3 {
+		return "", false
 	}
+	issued, id, mac := parts[0], parts[1], parts[2]
 	got, err := base64.RawURLEncoding.DecodeString(mac)
-	if err != nil || !hmac.Equal(got, s.sessionMAC(issued)) {
-		return false
+	if err != nil || !hmac.Equal(got, s.sessionMAC(issued, id)) {
+		return "", false
 	}
 	sec, err := strconv.ParseInt(issued, 10, 64)
 	if err != nil {
-		return false
+		return "", false
 	}
 	age := time.Since(time.Unix(sec, 0))
-	return age >= -time.Minute && age <= s.opts.SessionLifetime
+	if age < -time.Minute || age > s.opts.SessionLifetime {
+		return "", false
+	}
+	s.sessMu.Lock()
+	_, live := s.sessions[id]
+	s.sessMu.Unlock()
+	return id, live
+}
+
+// validSession reports whether r carries the cookie of a live session.
+func (s *Server) validSession(r *http.Request) bool {
+	_, ok := s.session(r)
+	return ok
 }
 
 // requireSession serves h to requests with a valid session; others are
@@ -81,9 +122,17 @@ func (s *Server) setSession(w http.ResponseWriter, r *http.Request, value string
 		Path:     "/",
 		MaxAge:   maxAge,
 		HttpOnly: true,
-		Secure:   r.TLS != nil,
+		Secure:   overHTTPS(r),
 		SameSite: http.SameSiteStrictMode,
 	})
+}
+
+// overHTTPS reports whether the browser reached the page over HTTPS:
+// directly, or through a proxy that ends TLS and says so. Believing a
+// forged X-Forwarded-Proto costs nothing: a Secure cookie is only one a
+// browser keeps off plain HTTP.
+func overHTTPS(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
 // GET /login: the login form.
@@ -102,14 +151,14 @@ func (s *Server) pageLoginPost(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
-	r.Body = bodyLimit(w, r, maxLoginForm)
+	r.Body = s.bodyLimit(w, r, maxLoginForm)
 	if err := r.ParseForm(); err != nil {
 		s.render(w, r, http.StatusBadRequest, "login", &pageData{Title: "Log in", Error: "The form could not be read."})
 		return
 	}
 	got := sha256.Sum256([]byte(strings.TrimSpace(r.PostForm.Get("token"))))
 	if subtle.ConstantTimeCompare(got[:], s.tokenSum[:]) != 1 {
-		s.log.Warn("platform: a login with a wrong token", "remote", r.RemoteAddr)
+		s.loginFailed(r)
 		s.render(w, r, http.StatusUnauthorized, "login", &pageData{Title: "Log in", Error: "That is not the platform's token."})
 		return
 	}
@@ -117,8 +166,30 @@ func (s *Server) pageLoginPost(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
-// POST /logout → 303 to /login, the cookie cleared.
+// loginLogEvery bounds how often wrong logins are logged: anyone can
+// post the form, and a line each would let them fill the log.
+const loginLogEvery = 10 * time.Second
+
+// loginFailed logs a wrong login: the first, then at most one line every
+// loginLogEvery, counting those it did not log.
+func (s *Server) loginFailed(r *http.Request) {
+	s.sessMu.Lock()
+	defer s.sessMu.Unlock()
+	s.loginFails++
+	if now := time.Now(); now.Sub(s.loginLogged) >= loginLogEvery {
+		s.log.Warn("platform: logins with a wrong token", "count", s.loginFails, "lastRemote", r.RemoteAddr)
+		s.loginFails, s.loginLogged = 0, now
+	}
+}
+
+// POST /logout → 303 to /login, the session ended and its cookie
+// cleared: a copy of the cookie opens nothing any more.
 func (s *Server) pageLogout(w http.ResponseWriter, r *http.Request) {
+	if id, ok := s.session(r); ok {
+		s.sessMu.Lock()
+		delete(s.sessions, id)
+		s.sessMu.Unlock()
+	}
 	s.setSession(w, r, "", -1)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
