@@ -308,6 +308,9 @@ type entry struct {
 	// config is the stored configuration; configGen counts its changes.
 	config    map[string]any
 	configGen uint64
+	// sealed are the keys of config whose value stays hidden, whatever
+	// the serving version declares.
+	sealed map[string]bool
 }
 
 func newEntry(rec record) *entry {
@@ -503,7 +506,7 @@ func (s *Store) load() error {
 				LastVersion: s.highestVersion(name),
 			}
 			e := newEntry(rec)
-			e.config = s.loadConfig(name)
+			e.config, e.sealed = s.loadConfig(name)
 			s.entries[name] = e
 			continue
 		}
@@ -518,7 +521,7 @@ func (s *Store) load() error {
 		}
 		e := newEntry(rec)
 		if rec.Status != StatusRemoved {
-			e.config = s.loadConfig(name)
+			e.config, e.sealed = s.loadConfig(name)
 		}
 		s.entries[name] = e
 		vs, _ := os.ReadDir(filepath.Join(s.dir, name))
@@ -1110,7 +1113,7 @@ func (s *Store) Remove(name string) error {
 	}
 	e.setRec(rec)
 	trash := s.retireLocked(name, e, prev.Version, prev.Serving)
-	e.config = nil
+	e.config, e.sealed = nil, nil
 	e.configGen++
 	s.mu.Unlock()
 	s.deleteVersions(name, trash)

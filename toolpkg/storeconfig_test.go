@@ -193,7 +193,7 @@ func TestStoredSecretNeverShows(t *testing.T) {
 
 // TestConfigSetBeforeAnyVersionIsCheckedWhenListed: keys are kept
 // unchecked (and hidden) until a version is discovered; then a key no
-// tool declares fails GetTools.
+// tool declares fails GetTools, and the values stay hidden.
 func TestConfigSetBeforeAnyVersionIsCheckedWhenListed(t *testing.T) {
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	_, err := s.Create("demo")
@@ -210,8 +210,8 @@ func TestConfigSetBeforeAnyVersionIsCheckedWhenListed(t *testing.T) {
 
 	got, err = s.SetConfig("demo", map[string]any{"colour": nil})
 	require.NoError(t, err)
-	assert.Equal(t, map[string]any{"greeting": "early"}, got)
-	assert.Equal(t, "early", echoConfig(t, s.Toolset("demo", nil))["greeting"])
+	assert.Equal(t, map[string]any{"greeting": RedactedValue}, got, "set while it counted as secret, it stays hidden")
+	assert.Equal(t, "[secret]", echoConfig(t, s.Toolset("demo", nil))["greeting"], "the tool got it, hidden from its result")
 }
 
 func TestDamagedStoredConfigIsIgnoredWithoutShowingIt(t *testing.T) {

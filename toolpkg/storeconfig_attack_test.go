@@ -1,0 +1,123 @@
+package toolpkg
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// tokenPackage is a shell package whose one tool declares the
+// configuration key token as field (a JSON object's members).
+func tokenPackage(t *testing.T, field string) []byte {
+	t.Helper()
+	return scriptPackage(t, schemaEcho(fmt.Sprintf(`{"tools":{"greet":{"description":"Say hello.","config_schema":[%s]}}}`, field)))
+}
+
+// TestSecretStaysHiddenWhenANewVersionNoLongerDeclaresIt: whoever can
+// upload must not read back a secret someone else stored, by uploading a
+// version that declares its key plain, drops it, or gives it a type
+// whose errors quote values.
+func TestSecretStaysHiddenWhenANewVersionNoLongerDeclaresIt(t *testing.T) {
+	const secret = "sk-sealed-secret-9931"
+	for name, field := range map[string]string{
+		"declared plain": `{"key":"token","type":"string"}`,
+		"dropped":        `{"key":"other","type":"string"}`,
+		"now an integer": `{"key":"token","type":"integer"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := openStore(t, Options{Sandbox: ModeDirect})
+			info := upload(t, s, "sec", tokenPackage(t, `{"key":"token","type":"string","secret":true}`))
+			require.Equal(t, StatusReady, info.Status, "%v", info.Errors)
+			_, err := s.SetConfig("sec", map[string]any{"token": secret})
+			require.NoError(t, err)
+
+			info = upload(t, s, "sec", tokenPackage(t, field))
+			require.Equal(t, StatusReady, info.Status, "%v", info.Errors)
+			require.Equal(t, 2, info.Serving)
+
+			got, err := s.Config("sec")
+			require.NoError(t, err)
+			assert.Equal(t, map[string]any{"token": RedactedValue}, got, "Config")
+			shown, err := s.SetConfig("sec", map[string]any{"hil": true})
+			if err == nil {
+				assert.Equal(t, map[string]any{"token": RedactedValue, "hil": true}, shown, "SetConfig's result")
+			} else {
+				assert.NotContains(t, err.Error(), secret, "SetConfig's error")
+			}
+			_, err = s.Toolset("sec", nil).GetTools(context.Background())
+			if err != nil {
+				assert.NotContains(t, err.Error(), secret, "GetTools' error")
+			}
+			// Sent back as shown, the value stays what it was.
+			_, err = s.SetConfig("sec", map[string]any{"token": RedactedValue})
+			if err == nil {
+				data, rerr := os.ReadFile(filepath.Join(s.Dir(), "sec", configFile))
+				require.NoError(t, rerr)
+				assert.Contains(t, string(data), secret)
+			}
+
+			// Written anew while plain, it is plain.
+			if name == "declared plain" {
+				got, err = s.SetConfig("sec", map[string]any{"token": "public"})
+				require.NoError(t, err)
+				assert.Equal(t, "public", got["token"])
+			}
+		})
+	}
+}
+
+// TestSecretSetBeforeAnyVersionStaysHidden: before a version says which
+// keys are secret every value counts as secret, so a version that then
+// declares the key plain must not show it.
+func TestSecretSetBeforeAnyVersionStaysHidden(t *testing.T) {
+	const secret = "sk-early-secret-1207"
+	dir := storeDir(t)
+	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.DiscardHandler)}
+	s, err := Open(dir, opts)
+	require.NoError(t, err)
+	_, err = s.Create("sec")
+	require.NoError(t, err)
+	_, err = s.SetConfig("sec", map[string]any{"token": secret})
+	require.NoError(t, err)
+	upload(t, s, "sec", tokenPackage(t, `{"key":"token","type":"string"}`))
+	got, err := s.Config("sec")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"token": RedactedValue}, got)
+
+	// Sealed across a restart too.
+	require.NoError(t, s.Close())
+	s, err = Open(dir, opts)
+	require.NoError(t, err)
+	defer s.Close()
+	got, err = s.Config("sec")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"token": RedactedValue}, got)
+	shown, _ := json.Marshal(got)
+	assert.NotContains(t, string(shown), secret)
+}
+
+// TestFlatConfigFileIsAllSealed: a config.json of bare values (as an
+// earlier release wrote it) says nothing of which were secret, so none
+// shows.
+func TestFlatConfigFileIsAllSealed(t *testing.T) {
+	dir := storeDir(t)
+	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.DiscardHandler)}
+	s, err := Open(dir, opts)
+	require.NoError(t, err)
+	upload(t, s, "sec", tokenPackage(t, `{"key":"token","type":"string"}`))
+	require.NoError(t, s.Close())
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sec", configFile), []byte(`{"token":"sk-flat-1"}`+"\n"), 0o600))
+	s, err = Open(dir, opts)
+	require.NoError(t, err)
+	defer s.Close()
+	got, err := s.Config("sec")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"token": RedactedValue}, got)
+}
