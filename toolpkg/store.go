@@ -1115,13 +1115,26 @@ func (s *Store) Remove(name string) error {
 	trash := s.retireLocked(name, e, prev.Version, prev.Serving)
 	e.config, e.sealed = nil, nil
 	e.configGen++
-	s.mu.Unlock()
-	s.deleteVersions(name, trash)
+	// The configuration and the scratch directory go under s.mu too: once
+	// it is released, a Create may make them anew for a new toolset of
+	// the same name.
 	if err := os.Remove(s.configPath(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		s.log.Warn("toolpkg: could not delete a removed toolset's configuration", "toolset", name, "error", err)
 	}
-	if err := removeAll(s.scratchDir(name)); err != nil {
-		s.log.Warn("toolpkg: could not delete a removed toolset's scratch directory", "toolset", name, "error", err)
+	s.trashSeq++
+	scratch := filepath.Join(s.dir, ".tmp", fmt.Sprintf("old-%s-scratch-%d", name, s.trashSeq))
+	if err := os.Rename(s.scratchDir(name), scratch); err != nil {
+		scratch = ""
+		if !errors.Is(err, os.ErrNotExist) {
+			s.log.Warn("toolpkg: could not delete a removed toolset's scratch directory", "toolset", name, "error", err)
+		}
+	}
+	s.mu.Unlock()
+	s.deleteVersions(name, trash)
+	if scratch != "" {
+		if err := removeAll(scratch); err != nil {
+			s.log.Warn("toolpkg: could not delete a removed toolset's scratch directory", "toolset", name, "error", err)
+		}
 	}
 	s.log.Info("toolpkg: toolset removed", "toolset", name)
 	return nil

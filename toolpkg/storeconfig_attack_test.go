@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -120,4 +121,40 @@ func TestFlatConfigFileIsAllSealed(t *testing.T) {
 	got, err := s.Config("sec")
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"token": RedactedValue}, got)
+}
+
+// TestConfigSetRightAfterRemoveAndCreateSurvives: Remove deletes the
+// configuration of the toolset it removed, never the one a Create and
+// SetConfig racing its last steps stored for the new toolset.
+func TestConfigSetRightAfterRemoveAndCreateSurvives(t *testing.T) {
+	dir := storeDir(t)
+	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.DiscardHandler)}
+	s, err := Open(dir, opts)
+	require.NoError(t, err)
+	// Many files, so that deleting the removed version takes a while.
+	var extra []zfile
+	for i := range 4000 {
+		extra = append(extra, zfile{name: fmt.Sprintf("data/%d/f.txt", i), data: []byte("x"), store: true})
+	}
+	pkg := demoPackage(t, demoManifest(""), extra...)
+	for round := range 3 {
+		upload(t, s, "demo", pkg)
+		removed := make(chan error, 1)
+		go func() { removed <- s.Remove("demo") }()
+		// Create as soon as the record says removed, then store a value.
+		for {
+			if _, err := s.Create("demo"); err == nil {
+				break
+			}
+			runtime.Gosched()
+		}
+		want := fmt.Sprintf("round-%d", round)
+		_, err = s.SetConfig("demo", map[string]any{"greeting": want})
+		require.NoError(t, err)
+		require.NoError(t, <-removed)
+		data, err := os.ReadFile(filepath.Join(dir, "demo", configFile))
+		require.NoError(t, err, "round %d: the new toolset's configuration is on disk", round)
+		assert.Contains(t, string(data), want)
+	}
+	require.NoError(t, s.Close())
 }
