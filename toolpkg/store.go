@@ -522,6 +522,15 @@ func (s *Store) load() error {
 		e := newEntry(rec)
 		if rec.Status != StatusRemoved {
 			e.config, e.sealed = s.loadConfig(name)
+		} else {
+			// Left by a process that stopped during Remove: the
+			// configuration holds secrets.
+			if err := os.Remove(s.configPath(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				s.log.Warn("toolpkg: could not delete a removed toolset's configuration", "toolset", name, "error", err)
+			}
+			if err := removeAll(s.scratchDir(name)); err != nil {
+				s.log.Warn("toolpkg: could not delete a removed toolset's scratch directory", "toolset", name, "error", err)
+			}
 		}
 		s.entries[name] = e
 		vs, _ := os.ReadDir(filepath.Join(s.dir, name))

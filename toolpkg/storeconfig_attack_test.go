@@ -158,3 +158,30 @@ func TestConfigSetRightAfterRemoveAndCreateSurvives(t *testing.T) {
 	}
 	require.NoError(t, s.Close())
 }
+
+// TestConfigOfARemovedToolsetLeftByACrashIsDeleted: a process that
+// stopped between saving the removed record and deleting the
+// configuration leaves secrets on disk; the next Open deletes them.
+func TestConfigOfARemovedToolsetLeftByACrashIsDeleted(t *testing.T) {
+	dir := storeDir(t)
+	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.DiscardHandler)}
+	s, err := Open(dir, opts)
+	require.NoError(t, err)
+	readyToolset(t, s, "demo", nil)
+	_, err = s.SetConfig("demo", map[string]any{"api_key": "sk-left-behind"})
+	require.NoError(t, err)
+	p := filepath.Join(dir, "demo", configFile)
+	data, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.NoError(t, s.Remove("demo"))
+	require.NoError(t, s.Close())
+	// What the crash left: the record says removed, the file is there.
+	require.NoError(t, os.WriteFile(p, data, 0o600))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "demo", "scratch"), 0o755))
+
+	s, err = Open(dir, opts)
+	require.NoError(t, err)
+	defer s.Close()
+	assert.NoFileExists(t, p)
+	assert.NoDirExists(t, filepath.Join(dir, "demo", "scratch"))
+}
