@@ -305,6 +305,9 @@ type entry struct {
 	changed chan struct{}
 	// cancel cancels the discovery running, if any.
 	cancel context.CancelFunc
+	// removing counts the Removes waiting for e.up: a discovery that
+	// starts meanwhile is canceled at once.
+	removing int
 	// config is the stored configuration; configGen counts its changes.
 	config    map[string]any
 	configGen uint64
@@ -918,6 +921,9 @@ func (s *Store) StartUpload(ctx context.Context, name string, r io.ReaderAt, siz
 func (s *Store) startDiscoveryLocked(e *entry) context.Context {
 	ctx, cancel := context.WithCancel(s.bgCtx)
 	e.cancel = cancel
+	if e.removing > 0 {
+		cancel()
+	}
 	s.bg.Add(1)
 	return ctx
 }
@@ -1100,14 +1106,23 @@ func (s *Store) Remove(name string) error {
 	defer s.busy.Done()
 	s.mu.Lock()
 	e, ok := s.entries[name]
-	if ok && e.cancel != nil {
-		e.cancel()
+	if ok {
+		// An upload storing its package now starts a discovery that
+		// ends at once, not one Remove would wait for.
+		e.removing++
+		if e.cancel != nil {
+			e.cancel()
+		}
 	}
 	s.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrNotFound, name)
 	}
-	if err := s.lockUp(context.Background(), e); err != nil {
+	err := s.lockUp(context.Background(), e)
+	s.mu.Lock()
+	e.removing--
+	s.mu.Unlock()
+	if err != nil {
 		return fmt.Errorf("toolpkg: remove %q: %w", name, unprefixed{err})
 	}
 	defer e.unlockUp()
