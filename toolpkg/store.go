@@ -976,6 +976,14 @@ func (s *Store) discoverInBackground(ctx context.Context, name string, e *entry,
 		s.mu.Unlock()
 		return
 	}
+	if len(errs) == 0 {
+		// Checked here, under s.mu, as SetConfig checks against the
+		// serving version: the stored configuration always fits it.
+		for _, p := range checkStoredConfig(tools, e.config, e.sealed) {
+			errs = append(errs, "the store's configuration of the toolset does not fit this version (change it with SetConfig, then upload again): "+p)
+		}
+		errs = capProblems(errs)
+	}
 	old := rec.Serving
 	rec.Updated = time.Now().UTC()
 	rec.Versions = append([]VersionInfo(nil), rec.Versions...)

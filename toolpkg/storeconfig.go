@@ -162,7 +162,8 @@ func depth(v any, limit int) int {
 // hil, required_scopes and auth) or a value of the wrong type is a
 // *[ConfigError] listing every problem, and nothing changes. Before any
 // version was discovered, keys are kept unchecked (every value counts as
-// secret then), and checked when a version's tools are listed. The
+// secret then). A version the stored configuration does not fit fails
+// its discovery (the previous version serves on). The
 // patch and the result are bounded: [MaxStoredConfigBytes] of JSON and
 // [MaxStoredConfigDepth] levels. The configuration is kept in a file
 // only the store's user can read.

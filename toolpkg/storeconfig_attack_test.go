@@ -39,9 +39,15 @@ func TestSecretStaysHiddenWhenANewVersionNoLongerDeclaresIt(t *testing.T) {
 			_, err := s.SetConfig("sec", map[string]any{"token": secret})
 			require.NoError(t, err)
 
+			// A version the stored value does not fit fails; either way
+			// nothing shows the secret.
 			info = upload(t, s, "sec", tokenPackage(t, field))
-			require.Equal(t, StatusReady, info.Status, "%v", info.Errors)
-			require.Equal(t, 2, info.Serving)
+			if name == "declared plain" {
+				require.Equal(t, StatusReady, info.Status, "%v", info.Errors)
+				require.Equal(t, 2, info.Serving)
+			}
+			infoJSON, _ := json.Marshal(info)
+			assert.NotContains(t, string(infoJSON), secret, "Info")
 
 			got, err := s.Config("sec")
 			require.NoError(t, err)
@@ -184,4 +190,29 @@ func TestConfigOfARemovedToolsetLeftByACrashIsDeleted(t *testing.T) {
 	defer s.Close()
 	assert.NoFileExists(t, p)
 	assert.NoDirExists(t, filepath.Join(dir, "demo", "scratch"))
+}
+
+// TestReuploadThatDoesNotFitTheStoredConfigKeepsServing: a version whose
+// tools no longer declare a stored key (or give it another type) would
+// fail every agent's GetTools once it served; it fails instead, and the
+// previous version serves on.
+func TestReuploadThatDoesNotFitTheStoredConfigKeepsServing(t *testing.T) {
+	s := openStore(t, Options{Sandbox: ModeDirect})
+	ts := readyToolset(t, s, "demo", nil)
+	_, err := s.SetConfig("demo", map[string]any{"greeting": "stored", "api_key": "sk-fit-check-5521"})
+	require.NoError(t, err)
+
+	info := upload(t, s, "demo", tokenPackage(t, `{"key":"api_key","type":"integer"}`))
+	assert.Equal(t, StatusFailed, info.Status)
+	assert.Equal(t, 1, info.Serving)
+	require.Len(t, info.Errors, 2, "%v", info.Errors)
+	assert.Contains(t, info.Errors[0], `"api_key": expected integer, got a secret value (not shown)`)
+	assert.Contains(t, info.Errors[1], `"greeting" is not a configuration key of any tool`)
+	assert.Equal(t, "stored", echoConfig(t, ts)["greeting"], "version 1 serves on")
+
+	// Once the configuration fits, the version is taken.
+	_, err = s.SetConfig("demo", map[string]any{"greeting": nil, "api_key": nil})
+	require.NoError(t, err)
+	info = upload(t, s, "demo", tokenPackage(t, `{"key":"api_key","type":"integer"}`))
+	assert.Equal(t, StatusReady, info.Status, "%v", info.Errors)
 }
