@@ -183,3 +183,45 @@ func TestLifecycleCallsRaceWithoutDamage(t *testing.T) {
 	}
 	require.NoError(t, s.Close())
 }
+
+// TestCanceledDiscoveriesLeakNoSlot: discoveries canceled while they
+// wait for a slot or hold one give it back, so later uploads never hang;
+// and Close ends an upload waiting for its toolset's discovery.
+func TestCanceledDiscoveriesLeakNoSlot(t *testing.T) {
+	s := openStore(t, Options{Sandbox: ModeDirect, MaxParallelDiscovery: 1, KillGrace: -1})
+	ctx := context.Background()
+	log := filepath.Join(t.TempDir(), "log")
+	quick := scriptPackage(t, schemaEcho(greetSchema))
+	for round := range 3 {
+		g := newGate(t, fmt.Sprintf("g%d", round))
+		startUpload(t, s, "holder", gatedPackage(t, g, "holder", log, greetSchema))
+		g.await(t)
+		// Queued behind the holder, then removed: the queue is left.
+		startUpload(t, s, "queued", quick)
+		require.NoError(t, s.Remove("queued"))
+		// Holding the slot, then removed: the slot is given back.
+		require.NoError(t, s.Remove("holder"))
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		info, err := s.Upload(wctx, "after", bytes.NewReader(quick), int64(len(quick)))
+		cancel()
+		require.NoError(t, err, "round %d: the slot is free", round)
+		assert.Equal(t, StatusReady, info.Status)
+	}
+
+	g := newGate(t, "last")
+	startUpload(t, s, "holder", gatedPackage(t, g, "holder", log, greetSchema))
+	g.await(t)
+	waiting := make(chan error, 1)
+	go func() {
+		_, err := s.StartUpload(ctx, "holder", bytes.NewReader(quick), int64(len(quick)))
+		waiting <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // real time: let it wait for the lock
+	require.NoError(t, s.Close())
+	select {
+	case err := <-waiting:
+		assert.ErrorIs(t, err, ErrClosed)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting upload did not end with Close")
+	}
+}
