@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -224,4 +225,46 @@ func TestCanceledDiscoveriesLeakNoSlot(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the waiting upload did not end with Close")
 	}
+}
+
+// TestCallKeepsItsVersionThroughAFailedAndANewUpload: a call running on
+// version 1 keeps its folder while version 2 fails and version 3 takes
+// over; the folder goes after the call.
+func TestCallKeepsItsVersionThroughAFailedAndANewUpload(t *testing.T) {
+	s := openStore(t, Options{Sandbox: ModeDirect})
+	pkg := func(version string) []byte {
+		return demoPackage(t, demoManifest(""), zfile{name: "version.txt", data: []byte(version)})
+	}
+	upload(t, s, "demo", pkg("one"))
+	ctx := context.Background()
+	tools, err := toolset.BuildTools(ctx, "a", s.Toolset("demo", nil))
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	var res any
+	release := filepath.Join(t.TempDir(), "release")
+	go func() {
+		var err error
+		res, err = tools.Execute(ctx, toolset.ToolCall{Name: "demo__slow", Args: []byte(fmt.Sprintf(`{"ms":20000,"until":%q}`, release))})
+		done <- err
+	}()
+	require.Eventually(t, func() bool {
+		des, _ := os.ReadDir(filepath.Join(s.Dir(), ".calls"))
+		return len(des) == 1
+	}, 5*time.Second, 10*time.Millisecond, "the call started")
+
+	info := upload(t, s, "demo", scriptPackage(t, "echo nope"))
+	require.Equal(t, StatusFailed, info.Status)
+	require.Equal(t, 1, info.Serving)
+	info = upload(t, s, "demo", pkg("three"))
+	require.Equal(t, StatusReady, info.Status)
+	require.Equal(t, 3, info.Serving)
+	assert.DirExists(t, filepath.Join(s.Dir(), "demo", "v1"), "the running call's version stays")
+	assert.NoDirExists(t, filepath.Join(s.Dir(), "demo", "v2"), "the failed version went")
+	_, _, err = s.Package("demo", 1)
+	assert.ErrorIs(t, err, ErrNotFound, "its zip is not offered any more")
+
+	require.NoError(t, os.WriteFile(release, nil, 0o644))
+	require.NoError(t, <-done)
+	assert.Equal(t, "one", res.(*Result).Message)
+	assert.NoDirExists(t, filepath.Join(s.Dir(), "demo", "v1"), "deleted after its call")
 }
