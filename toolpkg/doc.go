@@ -569,7 +569,8 @@
 //   - what a package declares is bounded before it is used: [MaxTools]
 //     tools, [MaxDescriptionBytes] per description, [MaxConfigFields]
 //     configuration keys per tool, [MaxSecretBytes] of secret keys
-//     and defaults; a manifest's aliases cannot make checking it costly;
+//     and defaults, [MaxToolDefinitionBytes] of tool definitions; a
+//     manifest's aliases cannot make checking it costly;
 //   - manifest numbers are range-checked, and a store bounds what a
 //     package may ask for ([Limits.MaxTimeoutSeconds],
 //     [Limits.MaxResourceLimits]);

@@ -599,7 +599,8 @@ func (s *Store) resume() {
 	}
 }
 
-// maxStateFile caps the size of a state.json.
+// maxStateFile caps the size of a state.json: the serving version's tool
+// definitions (MaxToolDefinitionBytes) with room for the rest.
 const maxStateFile = 64 << 20
 
 // check refuses a record that names files outside its own package, or
@@ -1336,6 +1337,10 @@ func (s *Store) discover(ctx context.Context, name, pkgDir string, exes []Execut
 	}
 	if len(tools) > MaxTools {
 		errs = append(errs, fmt.Sprintf("the package exposes %d tools; at most %d are allowed", len(tools), MaxTools))
+	}
+	// Each executable's output is bounded, not their number.
+	if data, err := json.Marshal(tools); err != nil || len(data) > MaxToolDefinitionBytes {
+		errs = append(errs, fmt.Sprintf("the tool definitions add up to %d bytes of JSON; at most %d are allowed", len(data), MaxToolDefinitionBytes))
 	}
 	// A key one tool declares secret is secret for all of them.
 	secretKeys := map[string]bool{}
