@@ -1,6 +1,9 @@
 package toolpkg
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -49,4 +52,43 @@ func TestHugeDiscoveredSchemasDoNotLoseTheServingVersion(t *testing.T) {
 	fi, err := os.Stat(filepath.Join(dir, "demo", "state.json"))
 	require.NoError(t, err)
 	assert.Less(t, fi.Size(), int64(maxStateFile))
+}
+
+// failingReader serves a zip until the upload keeps it (the second read
+// of the whole zip; see heldReader), which fails as a disk might.
+type failingReader struct {
+	data  []byte
+	whole int
+}
+
+func (r *failingReader) ReadAt(p []byte, off int64) (int, error) {
+	if off == 0 && len(p) == len(r.data) {
+		if r.whole++; r.whole == 2 {
+			return 0, errors.New("input/output error")
+		}
+	}
+	return bytes.NewReader(r.data).ReadAt(p, off)
+}
+
+// TestUploadFailingAfterItsChecksLeavesNoPhantomToolset: an upload of a
+// new name that passes the checks and then fails (its input cannot be
+// read again, the disk is full) must not leave a toolset behind: listed
+// with no status, configurable into a folder with no record, its name
+// taken for Create.
+func TestUploadFailingAfterItsChecksLeavesNoPhantomToolset(t *testing.T) {
+	s := openStore(t, Options{Sandbox: ModeDirect})
+	pkg := scriptPackage(t, schemaEcho(greetSchema))
+	_, err := s.StartUpload(context.Background(), "ghost", &failingReader{data: pkg}, int64(len(pkg)))
+	require.ErrorContains(t, err, "input/output error")
+
+	_, err = s.Info("ghost")
+	assert.ErrorIs(t, err, ErrNotFound)
+	assert.Empty(t, s.List())
+	_, err = s.Wait(context.Background(), "ghost")
+	assert.ErrorIs(t, err, ErrNotFound)
+	_, err = s.SetConfig("ghost", map[string]any{"x": "y"})
+	assert.ErrorIs(t, err, ErrNotFound)
+	assert.ErrorIs(t, s.Remove("ghost"), ErrNotFound)
+	_, err = s.Create("ghost")
+	assert.NoError(t, err, "the name is free")
 }

@@ -316,6 +316,19 @@ type entry struct {
 	sealed map[string]bool
 }
 
+// known reports whether the toolset was ever created: an upload of a
+// new name makes its entry before it records anything, and may fail.
+func (e *entry) known() bool { return e.rec.Status != "" }
+
+// known returns the entry of a toolset the store has had; s.mu is held.
+func (s *Store) known(name string) (*entry, bool) {
+	e, ok := s.entries[name]
+	if !ok || !e.known() {
+		return nil, false
+	}
+	return e, true
+}
+
 func newEntry(rec record) *entry {
 	return &entry{up: make(chan struct{}, 1), rec: rec, refs: map[int]int{}, gone: map[int]bool{}, changed: make(chan struct{})}
 }
@@ -736,7 +749,7 @@ func (s *Store) Create(name string) (Info, error) {
 	defer s.busy.Done()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e, ok := s.entries[name]; ok && e.rec.Status != StatusRemoved {
+	if e, ok := s.known(name); ok && e.rec.Status != StatusRemoved {
 		return Info{}, fmt.Errorf("toolpkg: toolset %q already exists (status %s)", name, e.rec.Status)
 	}
 	e := s.entry(name)
@@ -1024,7 +1037,7 @@ func (s *Store) discoverInBackground(ctx context.Context, name string, e *entry,
 func (s *Store) Wait(ctx context.Context, name string) (Info, error) {
 	for {
 		s.mu.Lock()
-		e, ok := s.entries[name]
+		e, ok := s.known(name)
 		if !ok {
 			s.mu.Unlock()
 			return Info{}, fmt.Errorf("%w: %q", ErrNotFound, name)
@@ -1070,7 +1083,7 @@ func copyZip(p string, r io.ReaderAt, size int64) error {
 func (s *Store) Info(name string) (Info, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.entries[name]
+	e, ok := s.known(name)
 	if !ok {
 		return Info{}, fmt.Errorf("%w: %q", ErrNotFound, name)
 	}
@@ -1096,7 +1109,7 @@ func (s *Store) List() []Info {
 	defer s.mu.Unlock()
 	var out []Info
 	for _, e := range s.entries {
-		if e.rec.Status != StatusRemoved {
+		if e.known() && e.rec.Status != StatusRemoved {
 			out = append(out, e.rec.Info.clone())
 		}
 	}
@@ -1114,7 +1127,7 @@ func (s *Store) Remove(name string) error {
 	}
 	defer s.busy.Done()
 	s.mu.Lock()
-	e, ok := s.entries[name]
+	e, ok := s.known(name)
 	if ok {
 		// An upload storing its package now starts a discovery that
 		// ends at once, not one Remove would wait for.

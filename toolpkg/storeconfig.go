@@ -195,7 +195,7 @@ func (s *Store) SetConfig(name string, patch map[string]any) (map[string]any, er
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.entries[name]
+	e, ok := s.known(name)
 	if !ok || e.rec.Status == StatusRemoved {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, name)
 	}
@@ -257,7 +257,7 @@ func (s *Store) SetConfig(name string, patch map[string]any) (map[string]any, er
 func (s *Store) Config(name string) (map[string]any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.entries[name]
+	e, ok := s.known(name)
 	if !ok || e.rec.Status == StatusRemoved {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, name)
 	}
