@@ -65,6 +65,8 @@ func TestRemoveDuringUploadDoesNotWaitForItsDiscovery(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "log")
 	pkg := gatedPackage(t, g, "slow", log, greetSchema)
 	require.Less(t, len(pkg), 32<<10)
+	_, err := s.Create("slow")
+	require.NoError(t, err)
 	r := newHeldReader(pkg)
 	uploaded := make(chan error, 1)
 	go func() {
