@@ -301,16 +301,36 @@ func isRedacted(v any) bool {
 	return ok && s == RedactedValue
 }
 
-// redactStored copies cfg with each secret or sealed value replaced.
+// redactStored copies cfg, lists and objects deeply (the caller may
+// change what it gets), with each secret or sealed value replaced.
 func redactStored(cfg map[string]any, secret map[string]bool, known bool, sealed map[string]bool) map[string]any {
 	out := make(map[string]any, len(cfg))
 	for k, v := range cfg {
 		if !known || secret[k] || sealed[k] {
 			v = RedactedValue
 		}
-		out[k] = v
+		out[k] = cloneValue(v)
 	}
 	return out
+}
+
+// cloneValue copies the lists and objects of a decoded JSON value.
+func cloneValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = cloneValue(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = cloneValue(e)
+		}
+		return out
+	}
+	return v
 }
 
 // checkStoredConfig checks a stored configuration against the config

@@ -216,3 +216,20 @@ func TestReuploadThatDoesNotFitTheStoredConfigKeepsServing(t *testing.T) {
 	info = upload(t, s, "demo", tokenPackage(t, `{"key":"api_key","type":"integer"}`))
 	assert.Equal(t, StatusReady, info.Status, "%v", info.Errors)
 }
+
+// TestConfigResultDoesNotAliasTheStoredConfiguration: changing a list in
+// what Config or SetConfig returned must not change the configuration
+// the store applies (here, lift a required scope) behind its checks.
+func TestConfigResultDoesNotAliasTheStoredConfiguration(t *testing.T) {
+	s := openStore(t, Options{Sandbox: ModeDirect})
+	readyToolset(t, s, "demo", nil)
+	set, err := s.SetConfig("demo", map[string]any{"required_scopes": []any{"admin"}})
+	require.NoError(t, err)
+	got, err := s.Config("demo")
+	require.NoError(t, err)
+	set["required_scopes"].([]any)[0] = "changed-by-a-caller"
+	got["required_scopes"].([]any)[0] = "changed-by-a-caller"
+	again, err := s.Config("demo")
+	require.NoError(t, err)
+	assert.Equal(t, []any{"admin"}, again["required_scopes"])
+}
