@@ -77,7 +77,7 @@ func decodeConfigFile(data []byte) (map[string]any, map[string]bool, error) {
 		}
 		sealed := make(map[string]bool, len(cfg))
 		for k := range cfg {
-			sealed[k] = true
+			sealed[k] = sealable(k)
 		}
 		return cfg, sealed, nil
 	}
@@ -204,7 +204,7 @@ func (s *Store) SetConfig(name string, patch map[string]any) (map[string]any, er
 	sealed := make(map[string]bool, len(e.config)+len(patch))
 	for k, v := range e.config {
 		cfg[k] = v
-		sealed[k] = e.sealed[k] || !known || secret[k]
+		sealed[k] = e.sealed[k] || ((!known || secret[k]) && sealable(k))
 	}
 	for _, k := range sortedKeys(patch) {
 		v := patch[k]
@@ -216,7 +216,7 @@ func (s *Store) SetConfig(name string, patch map[string]any) (map[string]any, er
 			// What Config showed: the stored value stays.
 		default:
 			cfg[k] = v
-			sealed[k] = !known || secret[k]
+			sealed[k] = (!known || secret[k]) && sealable(k)
 		}
 	}
 	for k, v := range sealed {
@@ -294,6 +294,10 @@ func storedSecretKeys(rec record) (secret map[string]bool, known bool) {
 	}
 	return secret, true
 }
+
+// sealable reports whether a stored key's value can be sealed: hil and
+// required_scopes are no secrets, and who sets them must see them.
+func sealable(k string) bool { return k != "hil" && k != "required_scopes" }
 
 // isRedacted reports whether v is RedactedValue.
 func isRedacted(v any) bool {

@@ -91,12 +91,14 @@ func TestSecretSetBeforeAnyVersionStaysHidden(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Create("sec")
 	require.NoError(t, err)
-	_, err = s.SetConfig("sec", map[string]any{"token": secret})
+	_, err = s.SetConfig("sec", map[string]any{"token": secret, "hil": true, "required_scopes": []any{"admin"}})
 	require.NoError(t, err)
 	upload(t, s, "sec", tokenPackage(t, `{"key":"token","type":"string"}`))
 	got, err := s.Config("sec")
 	require.NoError(t, err)
-	assert.Equal(t, map[string]any{"token": RedactedValue}, got)
+	// hil and required_scopes are no secrets: once a version says so,
+	// they show.
+	assert.Equal(t, map[string]any{"token": RedactedValue, "hil": true, "required_scopes": []any{"admin"}}, got)
 
 	// Sealed across a restart too.
 	require.NoError(t, s.Close())
@@ -105,7 +107,7 @@ func TestSecretSetBeforeAnyVersionStaysHidden(t *testing.T) {
 	defer s.Close()
 	got, err = s.Config("sec")
 	require.NoError(t, err)
-	assert.Equal(t, map[string]any{"token": RedactedValue}, got)
+	assert.Equal(t, map[string]any{"token": RedactedValue, "hil": true, "required_scopes": []any{"admin"}}, got)
 	shown, _ := json.Marshal(got)
 	assert.NotContains(t, string(shown), secret)
 }
