@@ -384,8 +384,9 @@
 // with each secret value (a key the schemas mark secret, and auth) shown
 // as [RedactedValue]; sent back, that value keeps the stored secret. A
 // value written while its key was secret, or before any version said,
-// stays hidden until it is written again, whatever later versions
-// declare.
+// stays hidden (and is hidden as a secret in what tools return) until
+// it is written again, whatever later versions declare; hil and
+// required_scopes are never hidden once a version serves.
 //
 // Each tool gets the keys its own config_schema declares, with the
 // overlay's value, else the toolset's, else the store's, else the

@@ -155,7 +155,8 @@ func depth(v any, limit int) int {
 // A value written while its key is secret, or before any version said
 // which keys are, stays secret (sealed) until it is written again or
 // removed: a later version that declares the key plain, or no longer
-// declares it, does not show it.
+// declares it, does not show it. hil and required_scopes, no secrets,
+// are never sealed.
 //
 // The result is checked against the config schemas of the serving
 // version's tools: a key no tool declares (other than the reserved
