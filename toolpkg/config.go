@@ -89,8 +89,9 @@ type resolvedConfig struct {
 // *ConfigError too.
 //
 // stored is the store's configuration of the toolset: the lowest layer,
-// under c.Toolset, checked the same way.
-func resolveConfig(name string, tools []ToolInfo, c Config, stored map[string]any) (*resolvedConfig, error) {
+// under c.Toolset, checked the same way; the values of its sealed keys
+// are secrets whatever the tools declare.
+func resolveConfig(name string, tools []ToolInfo, c Config, stored map[string]any, sealed map[string]bool) (*resolvedConfig, error) {
 	var probs []string
 	declared := map[string]ConfigField{}
 	byTool := map[string]ToolInfo{}
@@ -104,6 +105,11 @@ func resolveConfig(name string, tools []ToolInfo, c Config, stored map[string]an
 			if f.Secret {
 				sec.keys[f.Key] = true
 			}
+		}
+	}
+	for k := range sealed {
+		if _, ok := stored[k]; ok {
+			sec.keys[k] = true
 		}
 	}
 	rc := &resolvedConfig{tools: map[string]*toolConfig{}, unavailable: map[string]string{}, excluded: map[string]bool{}, secrets: sec}

@@ -377,11 +377,16 @@
 // serving version's config schemas (a key no tool declares, or a value
 // of the wrong type, is a *ConfigError, and nothing changes; before any
 // version is discovered it is kept unchecked), and again when a
-// version's tools are listed. It is bounded ([MaxStoredConfigBytes],
+// version is discovered: a version it does not fit fails, and the
+// previous one serves on. It is bounded ([MaxStoredConfigBytes],
 // [MaxStoredConfigDepth]) and kept in <toolset>/config.json, readable by
 // the store's user alone. [Store.SetConfig] and [Store.Config] return it
 // with each secret value (a key the schemas mark secret, and auth) shown
-// as [RedactedValue]; sent back, that value keeps the stored secret.
+// as [RedactedValue]; sent back, that value keeps the stored secret. A
+// value written while its key was secret, or before any version said,
+// stays hidden (and is hidden as a secret in what tools return) until
+// it is written again, whatever later versions declare; hil and
+// required_scopes are never hidden once a version serves.
 //
 // Each tool gets the keys its own config_schema declares, with the
 // overlay's value, else the toolset's, else the store's, else the
@@ -565,7 +570,8 @@
 //   - what a package declares is bounded before it is used: [MaxTools]
 //     tools, [MaxDescriptionBytes] per description, [MaxConfigFields]
 //     configuration keys per tool, [MaxSecretBytes] of secret keys
-//     and defaults; a manifest's aliases cannot make checking it costly;
+//     and defaults, [MaxToolDefinitionBytes] of tool definitions; a
+//     manifest's aliases cannot make checking it costly;
 //   - manifest numbers are range-checked, and a store bounds what a
 //     package may ask for ([Limits.MaxTimeoutSeconds],
 //     [Limits.MaxResourceLimits]);

@@ -17,7 +17,7 @@ import (
 func (s *Store) Package(name string, version int) (io.ReadSeekCloser, int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.entries[name]
+	e, ok := s.known(name)
 	if !ok || e.rec.Status == StatusRemoved {
 		return nil, 0, fmt.Errorf("%w: %q", ErrNotFound, name)
 	}

@@ -218,7 +218,7 @@ func TestManySecretDefaultsAreCheap(t *testing.T) {
 		tools = append(tools, ti)
 	}
 	start := time.Now()
-	rc, err := resolveConfig("ts", tools, Config{}, nil)
+	rc, err := resolveConfig("ts", tools, Config{}, nil, nil)
 	require.NoError(t, err)
 	sec := rc.secrets
 	require.Len(t, sec.values, MaxTools*MaxConfigFields)

@@ -82,6 +82,10 @@ const (
 	// defaults, all tools of a package together: each is searched for in
 	// everything the tools return.
 	MaxSecretBytes = 256 << 10
+	// MaxToolDefinitionBytes bounds the definitions of a package's
+	// tools, all executables together, as JSON: the store keeps them in
+	// the toolset's state.json and reads them back at each Open.
+	MaxToolDefinitionBytes = 16 << 20
 )
 
 // schemaDoc is the --schema output.

@@ -305,9 +305,28 @@ type entry struct {
 	changed chan struct{}
 	// cancel cancels the discovery running, if any.
 	cancel context.CancelFunc
+	// removing counts the Removes waiting for e.up: a discovery that
+	// starts meanwhile is canceled at once.
+	removing int
 	// config is the stored configuration; configGen counts its changes.
 	config    map[string]any
 	configGen uint64
+	// sealed are the keys of config whose value stays hidden, whatever
+	// the serving version declares.
+	sealed map[string]bool
+}
+
+// known reports whether the toolset was ever created: an upload of a
+// new name makes its entry before it records anything, and may fail.
+func (e *entry) known() bool { return e.rec.Status != "" }
+
+// known returns the entry of a toolset the store has had; s.mu is held.
+func (s *Store) known(name string) (*entry, bool) {
+	e, ok := s.entries[name]
+	if !ok || !e.known() {
+		return nil, false
+	}
+	return e, true
 }
 
 func newEntry(rec record) *entry {
@@ -503,7 +522,7 @@ func (s *Store) load() error {
 				LastVersion: s.highestVersion(name),
 			}
 			e := newEntry(rec)
-			e.config = s.loadConfig(name)
+			e.config, e.sealed = s.loadConfig(name)
 			s.entries[name] = e
 			continue
 		}
@@ -518,7 +537,16 @@ func (s *Store) load() error {
 		}
 		e := newEntry(rec)
 		if rec.Status != StatusRemoved {
-			e.config = s.loadConfig(name)
+			e.config, e.sealed = s.loadConfig(name)
+		} else {
+			// Left by a process that stopped during Remove: the
+			// configuration holds secrets.
+			if err := os.Remove(s.configPath(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				s.log.Warn("toolpkg: could not delete a removed toolset's configuration", "toolset", name, "error", err)
+			}
+			if err := removeAll(s.scratchDir(name)); err != nil {
+				s.log.Warn("toolpkg: could not delete a removed toolset's scratch directory", "toolset", name, "error", err)
+			}
 		}
 		s.entries[name] = e
 		vs, _ := os.ReadDir(filepath.Join(s.dir, name))
@@ -584,7 +612,8 @@ func (s *Store) resume() {
 	}
 }
 
-// maxStateFile caps the size of a state.json.
+// maxStateFile caps the size of a state.json: the serving version's tool
+// definitions (MaxToolDefinitionBytes) with room for the rest.
 const maxStateFile = 64 << 20
 
 // check refuses a record that names files outside its own package, or
@@ -720,7 +749,7 @@ func (s *Store) Create(name string) (Info, error) {
 	defer s.busy.Done()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e, ok := s.entries[name]; ok && e.rec.Status != StatusRemoved {
+	if e, ok := s.known(name); ok && e.rec.Status != StatusRemoved {
 		return Info{}, fmt.Errorf("toolpkg: toolset %q already exists (status %s)", name, e.rec.Status)
 	}
 	e := s.entry(name)
@@ -906,6 +935,9 @@ func (s *Store) StartUpload(ctx context.Context, name string, r io.ReaderAt, siz
 func (s *Store) startDiscoveryLocked(e *entry) context.Context {
 	ctx, cancel := context.WithCancel(s.bgCtx)
 	e.cancel = cancel
+	if e.removing > 0 {
+		cancel()
+	}
 	s.bg.Add(1)
 	return ctx
 }
@@ -958,6 +990,14 @@ func (s *Store) discoverInBackground(ctx context.Context, name string, e *entry,
 		s.mu.Unlock()
 		return
 	}
+	if len(errs) == 0 {
+		// Checked here, under s.mu, as SetConfig checks against the
+		// serving version: the stored configuration always fits it.
+		for _, p := range checkStoredConfig(tools, e.config, e.sealed) {
+			errs = append(errs, "the store's configuration of the toolset does not fit this version (change it with SetConfig, then upload again): "+p)
+		}
+		errs = capProblems(errs)
+	}
 	old := rec.Serving
 	rec.Updated = time.Now().UTC()
 	rec.Versions = append([]VersionInfo(nil), rec.Versions...)
@@ -997,7 +1037,7 @@ func (s *Store) discoverInBackground(ctx context.Context, name string, e *entry,
 func (s *Store) Wait(ctx context.Context, name string) (Info, error) {
 	for {
 		s.mu.Lock()
-		e, ok := s.entries[name]
+		e, ok := s.known(name)
 		if !ok {
 			s.mu.Unlock()
 			return Info{}, fmt.Errorf("%w: %q", ErrNotFound, name)
@@ -1043,7 +1083,7 @@ func copyZip(p string, r io.ReaderAt, size int64) error {
 func (s *Store) Info(name string) (Info, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.entries[name]
+	e, ok := s.known(name)
 	if !ok {
 		return Info{}, fmt.Errorf("%w: %q", ErrNotFound, name)
 	}
@@ -1069,7 +1109,7 @@ func (s *Store) List() []Info {
 	defer s.mu.Unlock()
 	var out []Info
 	for _, e := range s.entries {
-		if e.rec.Status != StatusRemoved {
+		if e.known() && e.rec.Status != StatusRemoved {
 			out = append(out, e.rec.Info.clone())
 		}
 	}
@@ -1087,15 +1127,24 @@ func (s *Store) Remove(name string) error {
 	}
 	defer s.busy.Done()
 	s.mu.Lock()
-	e, ok := s.entries[name]
-	if ok && e.cancel != nil {
-		e.cancel()
+	e, ok := s.known(name)
+	if ok {
+		// An upload storing its package now starts a discovery that
+		// ends at once, not one Remove would wait for.
+		e.removing++
+		if e.cancel != nil {
+			e.cancel()
+		}
 	}
 	s.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrNotFound, name)
 	}
-	if err := s.lockUp(context.Background(), e); err != nil {
+	err := s.lockUp(context.Background(), e)
+	s.mu.Lock()
+	e.removing--
+	s.mu.Unlock()
+	if err != nil {
 		return fmt.Errorf("toolpkg: remove %q: %w", name, unprefixed{err})
 	}
 	defer e.unlockUp()
@@ -1110,15 +1159,28 @@ func (s *Store) Remove(name string) error {
 	}
 	e.setRec(rec)
 	trash := s.retireLocked(name, e, prev.Version, prev.Serving)
-	e.config = nil
+	e.config, e.sealed = nil, nil
 	e.configGen++
-	s.mu.Unlock()
-	s.deleteVersions(name, trash)
+	// The configuration and the scratch directory go under s.mu too: once
+	// it is released, a Create may make them anew for a new toolset of
+	// the same name.
 	if err := os.Remove(s.configPath(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		s.log.Warn("toolpkg: could not delete a removed toolset's configuration", "toolset", name, "error", err)
 	}
-	if err := removeAll(s.scratchDir(name)); err != nil {
-		s.log.Warn("toolpkg: could not delete a removed toolset's scratch directory", "toolset", name, "error", err)
+	s.trashSeq++
+	scratch := filepath.Join(s.dir, ".tmp", fmt.Sprintf("old-%s-scratch-%d", name, s.trashSeq))
+	if err := os.Rename(s.scratchDir(name), scratch); err != nil {
+		scratch = ""
+		if !errors.Is(err, os.ErrNotExist) {
+			s.log.Warn("toolpkg: could not delete a removed toolset's scratch directory", "toolset", name, "error", err)
+		}
+	}
+	s.mu.Unlock()
+	s.deleteVersions(name, trash)
+	if scratch != "" {
+		if err := removeAll(scratch); err != nil {
+			s.log.Warn("toolpkg: could not delete a removed toolset's scratch directory", "toolset", name, "error", err)
+		}
 	}
 	s.log.Info("toolpkg: toolset removed", "toolset", name)
 	return nil
@@ -1288,6 +1350,10 @@ func (s *Store) discover(ctx context.Context, name, pkgDir string, exes []Execut
 	}
 	if len(tools) > MaxTools {
 		errs = append(errs, fmt.Sprintf("the package exposes %d tools; at most %d are allowed", len(tools), MaxTools))
+	}
+	// Each executable's output is bounded, not their number.
+	if data, err := json.Marshal(tools); err != nil || len(data) > MaxToolDefinitionBytes {
+		errs = append(errs, fmt.Sprintf("the tool definitions add up to %d bytes of JSON; at most %d are allowed", len(data), MaxToolDefinitionBytes))
 	}
 	// A key one tool declares secret is secret for all of them.
 	secretKeys := map[string]bool{}

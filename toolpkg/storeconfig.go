@@ -30,23 +30,68 @@ const configFile = "config.json"
 
 func (s *Store) configPath(name string) string { return filepath.Join(s.dir, name, configFile) }
 
-// loadConfig reads a toolset's stored configuration; nil when there is
-// none or it cannot be read (said in the log, without its content).
-func (s *Store) loadConfig(name string) map[string]any {
-	data, err := readWorkFile(filepath.Join(s.dir, name), configFile, MaxStoredConfigBytes+1) // and its newline
+// configFileData is config.json: the values, and the keys whose value
+// stays hidden whatever the serving version declares (see
+// [Store.SetConfig]).
+type configFileData struct {
+	Values json.RawMessage `json:"values"`
+	Sealed []string        `json:"sealed"`
+}
+
+// maxConfigFile bounds config.json: the values, and at most as many
+// bytes again for the list of their sealed keys.
+const maxConfigFile = 2*MaxStoredConfigBytes + 64
+
+// loadConfig reads a toolset's stored configuration and its sealed keys;
+// nil when there is none or it cannot be read (said in the log, without
+// its content).
+func (s *Store) loadConfig(name string) (map[string]any, map[string]bool) {
+	data, err := readWorkFile(filepath.Join(s.dir, name), configFile, maxConfigFile+1) // and its newline
 	if errors.Is(err, errNoFile) {
-		return nil
+		return nil, nil
 	}
 	var cfg map[string]any
+	var sealed map[string]bool
 	if err == nil {
-		cfg, err = decodeStoredConfig(data)
+		cfg, sealed, err = decodeConfigFile(data)
 	}
 	if err != nil {
 		// The error may quote the file, which holds secrets: not logged.
 		s.log.Error("toolpkg: the stored configuration cannot be read and is ignored until it is set again", "toolset", name, "file", configFile)
-		return nil
+		return nil, nil
 	}
-	return cfg
+	return cfg, sealed
+}
+
+// decodeConfigFile decodes config.json. A file of a flat object of
+// values, as written before keys were sealed, has every key sealed: no
+// one can tell any more which were secret.
+func decodeConfigFile(data []byte) (map[string]any, map[string]bool, error) {
+	var f configFileData
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil || len(f.Values) == 0 || dec.More() {
+		cfg, err := decodeStoredConfig(data)
+		if err != nil {
+			return nil, nil, err
+		}
+		sealed := make(map[string]bool, len(cfg))
+		for k := range cfg {
+			sealed[k] = sealable(k)
+		}
+		return cfg, sealed, nil
+	}
+	cfg, err := decodeStoredConfig(f.Values)
+	if err != nil {
+		return nil, nil, err
+	}
+	sealed := map[string]bool{}
+	for _, k := range f.Sealed {
+		if _, ok := cfg[k]; ok {
+			sealed[k] = true
+		}
+	}
+	return cfg, sealed, nil
 }
 
 // decodeStoredConfig decodes a JSON object of configuration values,
@@ -107,12 +152,19 @@ func depth(v any, limit int) int {
 // RedactedValue for a secret key keeps the stored value, so that what
 // [Store.Config] returned can be sent back.
 //
+// A value written while its key is secret, or before any version said
+// which keys are, stays secret (sealed) until it is written again or
+// removed: a later version that declares the key plain, or no longer
+// declares it, does not show it. hil and required_scopes, no secrets,
+// are never sealed.
+//
 // The result is checked against the config schemas of the serving
 // version's tools: a key no tool declares (other than the reserved
 // hil, required_scopes and auth) or a value of the wrong type is a
 // *[ConfigError] listing every problem, and nothing changes. Before any
 // version was discovered, keys are kept unchecked (every value counts as
-// secret then), and checked when a version's tools are listed. The
+// secret then). A version the stored configuration does not fit fails
+// its discovery (the previous version serves on). The
 // patch and the result are bounded: [MaxStoredConfigBytes] of JSON and
 // [MaxStoredConfigDepth] levels. The configuration is kept in a file
 // only the store's user can read.
@@ -144,28 +196,37 @@ func (s *Store) SetConfig(name string, patch map[string]any) (map[string]any, er
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.entries[name]
+	e, ok := s.known(name)
 	if !ok || e.rec.Status == StatusRemoved {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, name)
 	}
 	secret, known := storedSecretKeys(e.rec)
 	cfg := make(map[string]any, len(e.config)+len(patch))
+	sealed := make(map[string]bool, len(e.config)+len(patch))
 	for k, v := range e.config {
 		cfg[k] = v
+		sealed[k] = e.sealed[k] || ((!known || secret[k]) && sealable(k))
 	}
 	for _, k := range sortedKeys(patch) {
 		v := patch[k]
 		switch {
 		case v == nil:
 			delete(cfg, k)
-		case isRedacted(v) && (!known || secret[k]):
+			delete(sealed, k)
+		case isRedacted(v) && (!known || secret[k] || e.sealed[k]):
 			// What Config showed: the stored value stays.
 		default:
 			cfg[k] = v
+			sealed[k] = (!known || secret[k]) && sealable(k)
+		}
+	}
+	for k, v := range sealed {
+		if !v {
+			delete(sealed, k)
 		}
 	}
 	if known {
-		if probs := checkStoredConfig(e.rec.Tools, cfg); len(probs) > 0 {
+		if probs := checkStoredConfig(e.rec.Tools, cfg, sealed); len(probs) > 0 {
 			return nil, &ConfigError{Toolset: name, Problems: probs}
 		}
 	}
@@ -179,12 +240,16 @@ func (s *Store) SetConfig(name string, patch map[string]any) (map[string]any, er
 	if d := depth(cfg, MaxStoredConfigDepth+1); d > MaxStoredConfigDepth {
 		return nil, &ConfigError{Toolset: name, Problems: []string{fmt.Sprintf("the configuration's values nest deeper than %d levels", MaxStoredConfigDepth)}}
 	}
-	if err := s.writeConfig(name, out); err != nil {
+	file, err := json.Marshal(configFileData{Values: out, Sealed: sortedKeys(sealed)})
+	if err != nil {
+		return nil, fmt.Errorf("toolpkg: toolset %q: encoding the configuration: %w", name, unprefixed{err})
+	}
+	if err := s.writeConfig(name, file); err != nil {
 		return nil, err
 	}
-	e.config = cfg
+	e.config, e.sealed = cfg, sealed
 	e.configGen++
-	return redactStored(cfg, secret, known), nil
+	return redactStored(cfg, secret, known, sealed), nil
 }
 
 // Config returns the toolset's stored configuration, each secret value
@@ -193,23 +258,24 @@ func (s *Store) SetConfig(name string, patch map[string]any) (map[string]any, er
 func (s *Store) Config(name string) (map[string]any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.entries[name]
+	e, ok := s.known(name)
 	if !ok || e.rec.Status == StatusRemoved {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, name)
 	}
 	secret, known := storedSecretKeys(e.rec)
-	return redactStored(e.config, secret, known), nil
+	return redactStored(e.config, secret, known, e.sealed), nil
 }
 
-// storedConfig returns the stored configuration and its generation.
-func (s *Store) storedConfig(name string) (map[string]any, uint64) {
+// storedConfig returns the stored configuration, its sealed keys and
+// its generation.
+func (s *Store) storedConfig(name string) (map[string]any, map[string]bool, uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.entries[name]
 	if !ok {
-		return nil, 0
+		return nil, nil, 0
 	}
-	return e.config, e.configGen
+	return e.config, e.sealed, e.configGen
 }
 
 // storedSecretKeys returns the secret keys of the serving version's
@@ -230,28 +296,53 @@ func storedSecretKeys(rec record) (secret map[string]bool, known bool) {
 	return secret, true
 }
 
+// sealable reports whether a stored key's value can be sealed: hil and
+// required_scopes are no secrets, and who sets them must see them.
+func sealable(k string) bool { return k != "hil" && k != "required_scopes" }
+
 // isRedacted reports whether v is RedactedValue.
 func isRedacted(v any) bool {
 	s, ok := v.(string)
 	return ok && s == RedactedValue
 }
 
-// redactStored copies cfg with each secret value replaced.
-func redactStored(cfg map[string]any, secret map[string]bool, known bool) map[string]any {
+// redactStored copies cfg, lists and objects deeply (the caller may
+// change what it gets), with each secret or sealed value replaced.
+func redactStored(cfg map[string]any, secret map[string]bool, known bool, sealed map[string]bool) map[string]any {
 	out := make(map[string]any, len(cfg))
 	for k, v := range cfg {
-		if !known || secret[k] {
+		if !known || secret[k] || sealed[k] {
 			v = RedactedValue
 		}
-		out[k] = v
+		out[k] = cloneValue(v)
 	}
 	return out
 }
 
+// cloneValue copies the lists and objects of a decoded JSON value.
+func cloneValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = cloneValue(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = cloneValue(e)
+		}
+		return out
+	}
+	return v
+}
+
 // checkStoredConfig checks a stored configuration against the config
 // schemas of tools: every key must be declared by one (or be reserved),
-// every value of its type. The problems, sorted, never show a secret.
-func checkStoredConfig(tools []ToolInfo, cfg map[string]any) []string {
+// every value of its type. The problems, sorted, never show a secret or
+// a sealed value.
+func checkStoredConfig(tools []ToolInfo, cfg map[string]any, sealed map[string]bool) []string {
 	declared := map[string][]ConfigField{}
 	secret := map[string]bool{}
 	for _, t := range tools {
@@ -291,7 +382,7 @@ func checkStoredConfig(tools []ToolInfo, cfg map[string]any) []string {
 			continue
 		}
 		for _, f := range fs {
-			f.Secret = secret[k]
+			f.Secret = secret[k] || sealed[k]
 			if _, msg := coerceConfigValue(f, v); msg != "" {
 				probs = append(probs, fmt.Sprintf("%q: %s", k, msg))
 				break

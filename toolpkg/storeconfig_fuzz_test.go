@@ -49,8 +49,8 @@ func FuzzStoredConfig(f *testing.F) {
 			secret = ""
 		}
 		shown := func(c map[string]any) string {
-			b, _ := json.Marshal(redactStored(c, map[string]bool{"api_key": true, "auth": true}, true))
-			return string(b) + strings.Join(checkStoredConfig(tools, c), "\n")
+			b, _ := json.Marshal(redactStored(c, map[string]bool{"api_key": true, "auth": true}, true, nil))
+			return string(b) + strings.Join(checkStoredConfig(tools, c, nil), "\n")
 		}
 		got, base := shown(cfg), shown(other)
 		if secret != "" && strings.Count(got, secret) > strings.Count(base, secret) {

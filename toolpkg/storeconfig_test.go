@@ -192,8 +192,8 @@ func TestStoredSecretNeverShows(t *testing.T) {
 }
 
 // TestConfigSetBeforeAnyVersionIsCheckedWhenListed: keys are kept
-// unchecked (and hidden) until a version is discovered; then a key no
-// tool declares fails GetTools.
+// unchecked (and hidden) until a version is discovered; a version whose
+// tools do not declare a key fails, and the values stay hidden.
 func TestConfigSetBeforeAnyVersionIsCheckedWhenListed(t *testing.T) {
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	_, err := s.Create("demo")
@@ -202,16 +202,19 @@ func TestConfigSetBeforeAnyVersionIsCheckedWhenListed(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"greeting": RedactedValue, "colour": RedactedValue}, got, "with no schema, every value counts as secret")
 
-	upload(t, s, "demo", demoPackage(t, demoManifest("")))
+	info := upload(t, s, "demo", demoPackage(t, demoManifest("")))
+	assert.Equal(t, StatusFailed, info.Status)
+	assert.Equal(t, []string{`the store's configuration of the toolset does not fit this version (change it with SetConfig, then upload again): "colour" is not a configuration key of any tool; known keys: "api_key", "greeting", "retries", "verbose"`}, info.Errors)
 	_, err = s.Toolset("demo", nil).GetTools(context.Background())
-	var ce *ConfigError
-	require.ErrorAs(t, err, &ce)
-	assert.Equal(t, []string{`the store's configuration: "colour" is not a configuration key of any tool; known keys: "api_key", "greeting", "retries", "verbose"`}, ce.Problems)
+	var nre *NotReadyError
+	require.ErrorAs(t, err, &nre)
 
 	got, err = s.SetConfig("demo", map[string]any{"colour": nil})
 	require.NoError(t, err)
-	assert.Equal(t, map[string]any{"greeting": "early"}, got)
-	assert.Equal(t, "early", echoConfig(t, s.Toolset("demo", nil))["greeting"])
+	assert.Equal(t, map[string]any{"greeting": RedactedValue}, got, "set while it counted as secret, it stays hidden")
+	info = upload(t, s, "demo", demoPackage(t, demoManifest("")))
+	require.Equal(t, StatusReady, info.Status, "%v", info.Errors)
+	assert.Equal(t, "[secret]", echoConfig(t, s.Toolset("demo", nil))["greeting"], "the tool got it, hidden from its result")
 }
 
 func TestDamagedStoredConfigIsIgnoredWithoutShowingIt(t *testing.T) {

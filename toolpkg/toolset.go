@@ -145,11 +145,11 @@ func (t *Toolset) GetTools(ctx context.Context) ([]toolset.Tool, error) {
 	if info.Serving == 0 || info.Status == StatusRemoved {
 		return nil, &NotReadyError{Toolset: t.name, Status: info.Status, Errors: info.Errors}
 	}
-	stored, gen := t.store.storedConfig(t.name)
+	stored, sealed, gen := t.store.storedConfig(t.name)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.built == nil || t.built.version != info.Serving || t.built.configGen != gen {
-		tools, unavailable, instr, err := t.build(ctx, info, stored)
+		tools, unavailable, instr, err := t.build(ctx, info, stored, sealed)
 		if err != nil && ctx.Err() != nil {
 			// Canceled: the next turn tries again.
 			return nil, err
@@ -164,8 +164,8 @@ func (t *Toolset) GetTools(ctx context.Context) ([]toolset.Tool, error) {
 
 // build makes the tools of the serving version, with the store's
 // configuration of the toolset under the agent's.
-func (t *Toolset) build(ctx context.Context, info Info, stored map[string]any) ([]toolset.Tool, map[string]string, string, error) {
-	cfg, err := resolveConfig(t.name, info.Tools, t.config, stored)
+func (t *Toolset) build(ctx context.Context, info Info, stored map[string]any, sealed map[string]bool) ([]toolset.Tool, map[string]string, string, error) {
+	cfg, err := resolveConfig(t.name, info.Tools, t.config, stored, sealed)
 	if err != nil {
 		return nil, nil, "", err
 	}
