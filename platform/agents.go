@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gotoolset/toolset/internal/atomicfile"
 	"github.com/gotoolset/toolset/toolpkg"
 )
 
@@ -123,22 +124,7 @@ func (a *agentStore) read(name string) ([]byte, time.Time, error) {
 
 // save writes an agent file atomically; the caller holds mu.
 func (a *agentStore) save(name string, data []byte, packages []string) (agentRec, error) {
-	f, err := os.CreateTemp(a.dir, ".agent-*")
-	if err != nil {
-		return agentRec{}, err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), a.path(name))
-	}
-	if err != nil {
-		os.Remove(f.Name())
+	if err := atomicfile.Write(a.dir, ".agent-*", name+agentExt, data, 0o600); err != nil {
 		return agentRec{}, err
 	}
 	rec := agentRec{packages: packages, updated: time.Now().UTC()}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/atomicfile"
 )
 
 // Status is where a toolset is in its lifecycle.
@@ -1294,23 +1295,8 @@ func (s *Store) persist(rec record) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("toolpkg: saving the state of %q: %w", rec.Name, unprefixed{err})
 	}
-	f, err := os.CreateTemp(dir, ".state-*.json")
-	if err != nil {
-		return fmt.Errorf("toolpkg: saving the state of %q: %w", rec.Name, unprefixed{err})
-	}
-	_, err = f.Write(append(data, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), filepath.Join(dir, "state.json"))
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("toolpkg: saving the state of %q: %w", rec.Name, unprefixed{err})
+	if err := atomicfile.Write(dir, ".state-*.json", "state.json", append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("toolpkg: saving the state of %q: %w", rec.Name, err)
 	}
 	return nil
 }

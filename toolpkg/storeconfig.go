@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/gotoolset/toolset/internal/atomicfile"
 )
 
 // Bounds of a toolset's stored configuration ([Store.SetConfig]).
@@ -400,26 +402,8 @@ func (s *Store) writeConfig(name string, data []byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("toolpkg: saving the configuration of %q: %w", name, unprefixed{err})
 	}
-	f, err := os.CreateTemp(dir, ".config-*.json")
-	if err != nil {
-		return fmt.Errorf("toolpkg: saving the configuration of %q: %w", name, unprefixed{err})
-	}
-	err = f.Chmod(0o600)
-	if err == nil {
-		_, err = f.Write(append(data, '\n'))
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), s.configPath(name))
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("toolpkg: saving the configuration of %q: %w", name, unprefixed{err})
+	if err := atomicfile.Write(dir, ".config-*.json", configFile, append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("toolpkg: saving the configuration of %q: %w", name, err)
 	}
 	return nil
 }
