@@ -25,7 +25,7 @@ import (
 // Bounds of serve --http.
 const (
 	// maxRequestBody bounds the body of a request to /mcp: one JSON-RPC
-	// message (or batch), read whole before it is handled.
+	// message (a batch is refused), read whole before it is handled.
 	maxRequestBody = 4 << 20
 	// idleTimeout closes a keep-alive connection idle for that long.
 	idleTimeout = 2 * time.Minute
@@ -145,7 +145,7 @@ func (h *httpServer) handler() http.Handler {
 // boundBody reads the request body whole before next sees it: at most
 // maxRequestBody bytes (413 beyond) within the server's ReadTimeout. A
 // body that fails closes the connection, rather than have the server
-// discard the rest of it.
+// discard the rest of it. A JSON-RPC batch is refused (400).
 //
 // Then it bounds the requests handled at once: maxInFlight calls and as
 // many subscriptions/listen streams, counted apart since a client holds
@@ -168,6 +168,14 @@ func boundBody(next http.Handler, drain context.Context) http.Handler {
 				return
 			}
 			platform.WriteError(w, http.StatusBadRequest, "BadRequest", "reading the request body failed (or took over "+bodyReadTimeout.String()+")")
+			return
+		}
+		if isBatch(body) {
+			// Each message of a batch is handled at once, on a goroutine
+			// of its own: one request could run thousands of tools, past
+			// the bound on calls below. Clients of the protocol since
+			// 2025-06-18 send none.
+			platform.WriteError(w, http.StatusBadRequest, "BadRequest", "JSON-RPC batches are not accepted: send one message per request")
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -193,6 +201,12 @@ func boundBody(next http.Handler, drain context.Context) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// isBatch reports whether body is a JSON array: a JSON-RPC batch.
+func isBatch(body []byte) bool {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	return len(trimmed) > 0 && trimmed[0] == '['
 }
 
 // isListen reports whether body is a subscriptions/listen request: the

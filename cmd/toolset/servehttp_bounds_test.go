@@ -220,3 +220,49 @@ func TestProgressReachesTheClientOverStatelessHTTP(t *testing.T) {
 		}
 	}
 }
+
+// rawPost posts body to the endpoint with the Authorization header auth,
+// giving up after 5 s, and returns the response with its body read.
+func rawPost(t *testing.T, endpoint, auth, body string) (*http.Response, string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	return resp, string(data), err
+}
+
+func holdCall(id int) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"hold","arguments":{}}}`, id)
+}
+
+func TestBatchOfCallsIsRefused(t *testing.T) {
+	defer func(n int64) { maxInFlight = n }(maxInFlight)
+	maxInFlight = 1
+	held, release := make(chan struct{}, 10), make(chan struct{})
+	defer close(release)
+	base := serveInProcess(t, testToken, boundsToolset(held, release))
+	// A batch would run each of its calls at once, on the one call the
+	// runner takes: the bound on calls would not bound tools.
+	for _, body := range []string{
+		"[" + holdCall(1) + "," + holdCall(2) + "," + holdCall(3) + "]",
+		" \r\n\t[" + holdCall(4) + "]",
+	} {
+		resp, text, err := rawPost(t, base+"/mcp", "Bearer "+testToken, body)
+		require.NoError(t, err, "no answer: %d tools of the batch are running", len(held))
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", text)
+		assert.Contains(t, text, "batches are not accepted")
+		assert.Empty(t, held, "a tool of the batch ran")
+	}
+}
