@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 	"github.com/gotoolset/toolset/platform"
 	"github.com/gotoolset/toolset/platform/agentfile"
 	"github.com/gotoolset/toolset/toolpkg"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -211,15 +211,17 @@ func isBatch(body []byte) bool {
 
 // isListen reports whether body is a subscriptions/listen request: the
 // long-lived stream on which a client of a stateless server receives
-// notifications such as notifications/tools/list_changed.
+// notifications such as notifications/tools/list_changed. The body is
+// decoded as the SDK decodes it (encoding/json would match "METHOD" too,
+// and take the last of two keys), so that a call is never counted as a
+// listen stream.
 func isListen(body []byte) bool {
 	if !bytes.Contains(body, []byte("subscriptions/listen")) {
 		return false
 	}
-	var msg struct {
-		Method string `json:"method"`
-	}
-	return json.Unmarshal(body, &msg) == nil && msg.Method == "subscriptions/listen"
+	msg, err := jsonrpc.DecodeMessage(body)
+	req, ok := msg.(*jsonrpc.Request)
+	return err == nil && ok && req.Method == "subscriptions/listen"
 }
 
 // serveHTTP serves h on hf.addr until ctx ends (SIGINT or SIGTERM), then

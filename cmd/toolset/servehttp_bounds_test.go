@@ -266,3 +266,30 @@ func TestBatchOfCallsIsRefused(t *testing.T) {
 		assert.Empty(t, held, "a tool of the batch ran")
 	}
 }
+
+func TestCallDisguisedAsListenIsCountedAsACall(t *testing.T) {
+	defer func(n int64) { maxInFlight = n }(maxInFlight)
+	maxInFlight = 1
+	held, release := make(chan struct{}, 10), make(chan struct{})
+	base := serveInProcess(t, testToken, boundsToolset(held, release))
+	got := make(chan error, 1)
+	go func() {
+		_, _, err := rawPost(t, base+"/mcp", "Bearer "+testToken, holdCall(1))
+		got <- err
+	}()
+	<-held
+	// encoding/json matches keys regardless of case, and takes the last
+	// of two; the SDK reads "method" only. A tools/call that the runner
+	// took for a listen stream would take a slot of those, past the
+	// bound on calls.
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","METHOD":"subscriptions/listen","params":{"name":"hold","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":2,"Method":"subscriptions/listen","method":"tools/call","params":{"name":"hold","arguments":{}}}`,
+	} {
+		resp, text, err := rawPost(t, base+"/mcp", "Bearer "+testToken, body)
+		require.NoError(t, err, "no answer: %d calls are running", len(held)+1)
+		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", text)
+	}
+	close(release)
+	require.NoError(t, <-got)
+}
