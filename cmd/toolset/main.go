@@ -30,7 +30,9 @@
 // on a loopback address refuses (403) a request whose Host header is not a
 // loopback one, as the MCP SDK guards against DNS rebinding: a proxy on the
 // same machine must pass the runner's own host, or the runner listen on
-// another address.
+// another address. With --insecure-no-auth, wherever it listens, the
+// runner refuses (403) a request whose Host is not an IP address or
+// localhost, so that a web page cannot reach it by DNS rebinding.
 //
 // The endpoint is stateless: it issues no Mcp-Session-Id, and each request
 // is handled on its own, so any runner can answer any request of a client

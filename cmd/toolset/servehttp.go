@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -128,6 +130,8 @@ func (h *httpServer) handler() http.Handler {
 	var protected http.Handler = boundBody(mcpHandler, h.drain)
 	if h.token != "" {
 		protected = platform.RequireToken(h.token, protected)
+	} else {
+		protected = literalHostOnly(protected)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", protected)
@@ -140,6 +144,28 @@ func (h *httpServer) handler() http.Handler {
 		platform.WriteError(w, http.StatusNotFound, "NotFound", "no such endpoint: the MCP server is at /mcp")
 	})
 	return mux
+}
+
+// literalHostOnly guards a runner without a token against DNS
+// rebinding: a web page at http://attacker.example:PORT, whose name then
+// resolves to the runner's address, would post to the runner as to its
+// own origin and read the answers. The SDK refuses such a Host only on a
+// loopback listener, not in a container or on a LAN address. An IP
+// address or "localhost" is a Host that no DNS answer changes; any other
+// is refused with 403.
+func literalHostOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.Host)
+		if err != nil {
+			host = r.Host
+		}
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+		if _, err := netip.ParseAddr(host); err != nil && !strings.EqualFold(host, "localhost") {
+			platform.WriteError(w, http.StatusForbidden, "Forbidden", "without authentication (--insecure-no-auth) the runner answers only requests whose Host is an IP address or localhost, against DNS rebinding")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // boundBody reads the request body whole before next sees it: at most

@@ -65,9 +65,16 @@ func serveInProcess(t *testing.T, token string, ts toolset.Toolset) string {
 // returns its base URL.
 func serveServer(t *testing.T, token string, srv *mcptoolset.Server) string {
 	t.Helper()
+	return serveAt(t, "127.0.0.1:0", token, srv)
+}
+
+// serveAt runs serveHTTP for srv on addr until the test ends, and returns
+// its base URL.
+func serveAt(t *testing.T, addr, token string, srv *mcptoolset.Server) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
-	hf := &httpFlags{addr: "127.0.0.1:0", shutdown: time.Second}
+	hf := &httpFlags{addr: addr, shutdown: time.Second}
 	done := make(chan error, 1)
 	go func() {
 		done <- serveHTTP(ctx, &httpServer{srv: srv, token: token, callBound: time.Minute, logger: warnLogger(io.Discard)}, hf, pw)
@@ -292,4 +299,56 @@ func TestCallDisguisedAsListenIsCountedAsACall(t *testing.T) {
 	}
 	close(release)
 	require.NoError(t, <-got)
+}
+
+// nonLoopbackIP returns an IPv4 address of this machine that is not a
+// loopback one, or skips the test.
+func nonLoopbackIP(t *testing.T) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	require.NoError(t, err)
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil && ipn.IP.IsGlobalUnicast() {
+			return ipn.IP.String()
+		}
+	}
+	t.Skip("this machine has no address but loopback ones")
+	return ""
+}
+
+func TestDNSRebindingToAnInsecureRunnerIsRefused(t *testing.T) {
+	// A runner without a token in a container, or on a LAN address: the
+	// SDK guards only a loopback listener's Host. A web page at
+	// http://attacker.example:PORT whose name then resolves to the
+	// runner's address posts to it as to its own origin, and reads the
+	// answers.
+	ip := nonLoopbackIP(t)
+	base := serveAt(t, ip+":0", "", mcptoolset.NewServer(boundsToolset(nil, nil)))
+	_, port, err := net.SplitHostPort(strings.TrimPrefix(base, "http://"))
+	require.NoError(t, err)
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wait","arguments":{"ms":0}}}`
+	post := func(host string) (*http.Response, string) {
+		req, err := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(call))
+		require.NoError(t, err)
+		req.Host = host
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+		require.NoError(t, err)
+		return resp, string(data)
+	}
+	for _, host := range []string{"attacker.example:" + port, "attacker.example", "localhost.attacker.example:" + port, "127.0.0.1.nip.io:" + port} {
+		resp, text := post(host)
+		assert.Equal(t, http.StatusForbidden, resp.StatusCode, "Host %s: %s", host, text)
+		assert.NotContains(t, text, "waited", "Host %s", host)
+	}
+	// Addresses and localhost, which no DNS answer changes, are served.
+	for _, host := range []string{ip + ":" + port, ip, "localhost:" + port, "[::1]:" + port} {
+		resp, text := post(host)
+		assert.Equal(t, http.StatusOK, resp.StatusCode, "Host %s: %s", host, text)
+		assert.Contains(t, text, "waited", "Host %s", host)
+	}
 }
