@@ -110,7 +110,8 @@ Commands:
   serve --agent FILE [--store DIR] [--role ROLE] [--sandbox MODE] [--http ADDR ...]
         serve the toolsets of an agent file (packages from the store in DIR,
         MCP servers, composed as the file says) instead of one ZIP; every
-        request's run has role ROLE
+        request's run has role ROLE. The file's ${NAME} and its servers'
+        environment come from this one, but for $TOOLSET_PLATFORM_TOKEN
   agent check FILE [--store DIR]
         check an agent file (see package platform/agentfile) and print each
         problem as FILE:LINE:COL: message; with --store, its packages
