@@ -44,7 +44,8 @@
 // on the response to its call, and tools/list_changed only on a
 // subscriptions/listen stream, from the runner that holds it.
 //
-// Requests are bounded: the header (64 KiB, 10 s), the body (4 MiB, else
+// Requests are bounded: 4096 connections open at once, idle ones included
+// (beyond, new ones wait to be accepted), the header (64 KiB, 10 s), the body (4 MiB, else
 // 413; 30 s) of one JSON-RPC message (a batch, which would run its calls
 // at once, is refused with 400), 1024 calls at once and 1024 subscriptions/listen streams
 // (else 503), and the response by the longest tool timeout and a minute. On SIGINT or SIGTERM the command stops accepting,

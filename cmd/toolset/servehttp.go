@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -53,6 +54,9 @@ var (
 	// subscriptions/listen streams held open; beyond it the runner
 	// answers 503, so that a load balancer tries another.
 	maxInFlight int64 = 1024
+	// maxConns bounds the connections open at once, idle ones included;
+	// beyond it the runner accepts no more until one closes.
+	maxConns = 4096
 )
 
 // httpFlags are the flags of serve --http.
@@ -278,10 +282,11 @@ func serveHTTP(ctx context.Context, h *httpServer, hf *httpFlags, stderr io.Writ
 		defer inflight.Add(-1)
 		handler.ServeHTTP(w, r)
 	})
-	ln, err := net.Listen("tcp", hf.addr)
+	tcp, err := net.Listen("tcp", hf.addr)
 	if err != nil {
 		return fmt.Errorf("--http %s: %w", hf.addr, err)
 	}
+	ln := newLimitListener(tcp, maxConns)
 	hs := &http.Server{
 		Handler:           counted,
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -326,6 +331,55 @@ func serveHTTP(ctx context.Context, h *httpServer, hf *httpFlags, stderr io.Writ
 	}
 	<-served // http.ErrServerClosed
 	return nil
+}
+
+// limitListener accepts at most n connections open at once: beyond,
+// Accept waits until one is closed, and the kernel holds the newcomers in
+// its backlog. Anyone who reaches the runner may open connections, and
+// each held open (idle, or sending its header slowly) holds one of the
+// runner's file descriptors, which its tools need too.
+type limitListener struct {
+	net.Listener
+	slots     chan struct{}
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func newLimitListener(ln net.Listener, n int) *limitListener {
+	return &limitListener{Listener: ln, slots: make(chan struct{}, max(n, 1)), closed: make(chan struct{})}
+}
+
+// Accept waits for a free slot, then for a connection.
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	return &limitConn{Conn: c, release: sync.OnceFunc(func() { <-l.slots })}, nil
+}
+
+// Close closes the listener, ending an Accept that waits for a slot.
+func (l *limitListener) Close() error {
+	l.closeOnce.Do(func() { close(l.closed) })
+	return l.Listener.Close()
+}
+
+// limitConn gives its slot back when closed.
+type limitConn struct {
+	net.Conn
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.release()
+	return err
 }
 
 // longestTimeout returns the longest timeout of the package's tools.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -351,4 +352,42 @@ func TestDNSRebindingToAnInsecureRunnerIsRefused(t *testing.T) {
 		assert.Equal(t, http.StatusOK, resp.StatusCode, "Host %s: %s", host, text)
 		assert.Contains(t, text, "waited", "Host %s", host)
 	}
+}
+
+// openFDs returns the number of this process's open file descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("cannot count file descriptors: %v", err)
+	}
+	return len(fds)
+}
+
+func TestConnectionFloodIsBounded(t *testing.T) {
+	defer func(n int) { maxConns = n }(maxConns)
+	maxConns = 8
+	base := serveInProcess(t, testToken, boundsToolset(nil, nil))
+	host := strings.TrimPrefix(base, "http://")
+	// Anyone who reaches the runner may open connections and send
+	// nothing, each held for the header's timeout; every one would hold
+	// one of the runner's file descriptors, which its tools need too.
+	const flood = 60
+	before := openFDs(t)
+	var conns []net.Conn
+	for range flood {
+		c, err := net.Dial("tcp", host)
+		require.NoError(t, err)
+		conns = append(conns, c)
+	}
+	time.Sleep(300 * time.Millisecond)  // let the runner accept what it will
+	held := openFDs(t) - before - flood // the runner's, beyond the client's
+	assert.LessOrEqual(t, held, maxConns+4, "the runner holds a connection for each of %d", flood)
+	for _, c := range conns {
+		c.Close()
+	}
+	// Once they are gone, the runner serves again.
+	resp, text, err := rawPost(t, base+"/mcp", "Bearer "+testToken, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wait","arguments":{"ms":0}}}`)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "%s", text)
 }
