@@ -44,14 +44,20 @@
 // on the response to its call, and tools/list_changed only on a
 // subscriptions/listen stream, from the runner that holds it.
 //
-// Requests are bounded: 4096 connections open at once, idle ones included
-// (beyond, new ones wait to be accepted), the header (64 KiB, 10 s), the body (4 MiB, else
-// 413; 30 s) of one JSON-RPC message (a batch, which would run its calls
-// at once, is refused with 400), 1024 calls at once and 1024 subscriptions/listen streams
-// (else 503), and the response by the longest tool timeout and a minute. On SIGINT or SIGTERM the command stops accepting,
-// gives the calls in flight --shutdown-timeout (default 10s) to finish,
-// then cancels them, which ends their tools' processes, and closes its
-// store (a ZIP's temporary store is removed).
+// Requests are bounded: 4096 connections open at once, idle ones
+// included (beyond, new ones wait to be accepted); the header (64 KiB,
+// 10 s); the body (4 MiB, else 413; 30 s) of one JSON-RPC message (a
+// batch, which would run its calls at once, is refused with 400); the
+// calls handled at once, each a process, by --max-calls (default 32 per
+// CPU) and the subscriptions/listen streams by 1024 (else 503, with
+// Retry-After, so that a load balancer tries another runner); and the
+// response by the longest tool timeout and a minute. The runner knows no
+// client from another (they share the token), so it cannot share the
+// calls out fairly between them: a load balancer in front of it can. On
+// SIGINT or SIGTERM the command stops accepting, gives the calls in
+// flight --shutdown-timeout (default 10s) to finish, then cancels them,
+// which ends their tools' processes, and closes its store (a ZIP's
+// temporary store is removed).
 //
 // Agents reach the runners with mcptoolset.NewHTTP and
 // mcptoolset.WithHTTPClient, giving it an http.Client whose Transport sets
@@ -103,7 +109,7 @@ Commands:
   call ZIP TOOL JSON [--config KEY=VALUE]... [--sandbox MODE] [--name NAME]
         run one tool with the JSON arguments and print its result
   serve ZIP [--config KEY=VALUE]... [--sandbox MODE] [--name NAME]
-        [--http ADDR [--token-file FILE | --insecure-no-auth] [--shutdown-timeout D]]
+        [--http ADDR [--token-file FILE | --insecure-no-auth] [--shutdown-timeout D] [--max-calls N]]
         serve the package's tools as an MCP server over stdin and stdout, or
         with --http over streamable HTTP at http://ADDR/mcp, stateless, for
         clients sending Authorization: Bearer TOKEN (TOKEN from --token-file
@@ -644,7 +650,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // serveMCP serves srv on stdio, or over HTTP with --http.
 func serveMCP(ctx context.Context, srv *mcptoolset.Server, hf *httpFlags, token string, callBound time.Duration, stdout, stderr io.Writer) error {
 	if hf.addr != "" {
-		return serveHTTP(ctx, &httpServer{srv: srv, token: token, callBound: callBound, logger: warnLogger(stderr)}, hf, stderr)
+		return serveHTTP(ctx, &httpServer{srv: srv, token: token, callBound: callBound, logger: warnLogger(stderr), maxCalls: int64(hf.maxCalls)}, hf, stderr)
 	}
 	err := srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
 	if ctx.Err() != nil {

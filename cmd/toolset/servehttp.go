@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -50,10 +51,13 @@ var (
 	readHeaderTimeout = 10 * time.Second
 	// bodyReadTimeout bounds the time a client may take to send the body.
 	bodyReadTimeout = 30 * time.Second
-	// maxInFlight bounds the calls handled at once, and the
-	// subscriptions/listen streams held open; beyond it the runner
-	// answers 503, so that a load balancer tries another.
-	maxInFlight int64 = 1024
+	// maxListens bounds the subscriptions/listen streams held open;
+	// beyond it the runner answers 503, so that a load balancer tries
+	// another. A stream holds no process, only a connection.
+	maxListens int64 = 1024
+	// callsPerCPU is the default bound on the calls handled at once, by
+	// CPU of the machine: each call of a packaged tool is a process.
+	callsPerCPU = 32
 	// maxConns bounds the connections open at once, idle ones included;
 	// beyond it the runner accepts no more until one closes.
 	maxConns = 4096
@@ -65,6 +69,7 @@ type httpFlags struct {
 	tokenFile string
 	insecure  bool
 	shutdown  time.Duration
+	maxCalls  int
 }
 
 func addHTTPFlags(fs *flag.FlagSet) *httpFlags {
@@ -73,6 +78,7 @@ func addHTTPFlags(fs *flag.FlagSet) *httpFlags {
 	fs.StringVar(&hf.tokenFile, "token-file", "", "the file holding the bearer token clients must send (default: $"+platform.TokenEnv+")")
 	fs.BoolVar(&hf.insecure, "insecure-no-auth", false, "serve over HTTP without a bearer token (local use only)")
 	fs.DurationVar(&hf.shutdown, "shutdown-timeout", defaultShutdownTimeout, "how long calls in flight may go on after SIGINT or SIGTERM")
+	fs.IntVar(&hf.maxCalls, "max-calls", 0, fmt.Sprintf("how many calls the runner handles at once, beyond which it answers 503 (default: %d per CPU)", callsPerCPU))
 	return hf
 }
 
@@ -81,13 +87,16 @@ func addHTTPFlags(fs *flag.FlagSet) *httpFlags {
 // loaded, so that a runner without a token refuses to start at once.
 func (hf *httpFlags) token() (string, error) {
 	if hf.addr == "" {
-		if hf.tokenFile != "" || hf.insecure {
-			return "", usagef("--token-file and --insecure-no-auth go with --http ADDR")
+		if hf.tokenFile != "" || hf.insecure || hf.maxCalls != 0 {
+			return "", usagef("--token-file, --insecure-no-auth and --max-calls go with --http ADDR")
 		}
 		return "", nil
 	}
 	if hf.shutdown <= 0 {
 		return "", usagef("--shutdown-timeout must be positive, got %v", hf.shutdown)
+	}
+	if hf.maxCalls < 0 {
+		return "", usagef("--max-calls must be positive, got %d", hf.maxCalls)
 	}
 	if hf.insecure {
 		if hf.tokenFile != "" {
@@ -115,6 +124,9 @@ type httpServer struct {
 	logger    *slog.Logger
 	// drain ends when the server begins to shut down; nil for never.
 	drain context.Context
+	// maxCalls bounds the calls handled at once; 0 for callsPerCPU by
+	// CPU of the machine.
+	maxCalls int64
 }
 
 // handler returns the handler of the runner's endpoints: the MCP server
@@ -132,7 +144,11 @@ func (h *httpServer) handler() http.Handler {
 		MaxRequestBodyBytes: maxRequestBody,
 		Logger:              h.logger,
 	})
-	var protected http.Handler = boundBody(mcpHandler, h.drain)
+	maxCalls := h.maxCalls
+	if maxCalls <= 0 {
+		maxCalls = int64(callsPerCPU * runtime.NumCPU())
+	}
+	var protected http.Handler = boundBody(mcpHandler, h.drain, maxCalls)
 	if h.token != "" {
 		protected = platform.RequireToken(h.token, protected)
 	} else {
@@ -178,11 +194,11 @@ func literalHostOnly(next http.Handler) http.Handler {
 // body that fails closes the connection, rather than have the server
 // discard the rest of it. A JSON-RPC batch is refused (400).
 //
-// Then it bounds the requests handled at once: maxInFlight calls and as
-// many subscriptions/listen streams, counted apart since a client holds
-// one of these open as long as it lives; a request beyond is answered
-// 503. The context of a listen stream ends when drain does.
-func boundBody(next http.Handler, drain context.Context) http.Handler {
+// Then it bounds the requests handled at once: maxCalls calls and
+// maxListens subscriptions/listen streams, counted apart since a client
+// holds one of these open as long as it lives; a request beyond is
+// answered 503. The context of a listen stream ends when drain does.
+func boundBody(next http.Handler, drain context.Context, maxCalls int64) http.Handler {
 	var calls, listens atomic.Int64
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > maxRequestBody {
@@ -210,15 +226,15 @@ func boundBody(next http.Handler, drain context.Context) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		count := &calls
+		count, bound, what := &calls, maxCalls, "calls"
 		listen := drain != nil && isListen(body)
 		if listen {
-			count = &listens
+			count, bound, what = &listens, maxListens, "subscriptions/listen streams"
 		}
 		defer count.Add(-1)
-		if count.Add(1) > maxInFlight {
+		if count.Add(1) > bound {
 			w.Header().Set("Retry-After", "1")
-			platform.WriteError(w, http.StatusServiceUnavailable, "Busy", fmt.Sprintf("the runner is handling %d requests already; try again", maxInFlight))
+			platform.WriteError(w, http.StatusServiceUnavailable, "Busy", fmt.Sprintf("the runner is handling %d %s already; try again", bound, what))
 			return
 		}
 		if listen {

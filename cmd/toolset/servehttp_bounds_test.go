@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,28 +59,35 @@ func boundsToolset(held chan<- struct{}, release <-chan struct{}) toolset.Toolse
 
 // serveInProcess runs serveHTTP on loopback until the test ends, and
 // returns its base URL.
-func serveInProcess(t *testing.T, token string, ts toolset.Toolset) string {
+func serveInProcess(t *testing.T, token string, ts toolset.Toolset, opts ...func(*httpServer)) string {
 	t.Helper()
-	return serveServer(t, token, mcptoolset.NewServer(ts))
+	return serveServer(t, token, mcptoolset.NewServer(ts), opts...)
 }
+
+// withMaxCalls sets the bound on calls of a runner the test serves.
+func withMaxCalls(n int64) func(*httpServer) { return func(h *httpServer) { h.maxCalls = n } }
 
 // serveServer runs serveHTTP for srv on loopback until the test ends, and
 // returns its base URL.
-func serveServer(t *testing.T, token string, srv *mcptoolset.Server) string {
+func serveServer(t *testing.T, token string, srv *mcptoolset.Server, opts ...func(*httpServer)) string {
 	t.Helper()
-	return serveAt(t, "127.0.0.1:0", token, srv)
+	return serveAt(t, "127.0.0.1:0", token, srv, opts...)
 }
 
 // serveAt runs serveHTTP for srv on addr until the test ends, and returns
 // its base URL.
-func serveAt(t *testing.T, addr, token string, srv *mcptoolset.Server) string {
+func serveAt(t *testing.T, addr, token string, srv *mcptoolset.Server, opts ...func(*httpServer)) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	hf := &httpFlags{addr: addr, shutdown: time.Second}
 	done := make(chan error, 1)
+	h := &httpServer{srv: srv, token: token, callBound: time.Minute, logger: warnLogger(io.Discard)}
+	for _, o := range opts {
+		o(h)
+	}
 	go func() {
-		done <- serveHTTP(ctx, &httpServer{srv: srv, token: token, callBound: time.Minute, logger: warnLogger(io.Discard)}, hf, pw)
+		done <- serveHTTP(ctx, h, hf, pw)
 		pw.Close()
 	}()
 	t.Cleanup(func() {
@@ -173,10 +182,8 @@ func TestSlowBodyIsCut(t *testing.T) {
 }
 
 func TestTooManyRequestsAre503(t *testing.T) {
-	defer func(n int64) { maxInFlight = n }(maxInFlight)
-	maxInFlight = 1
 	held, release := make(chan struct{}, 1), make(chan struct{})
-	base := serveInProcess(t, testToken, boundsToolset(held, release))
+	base := serveInProcess(t, testToken, boundsToolset(held, release), withMaxCalls(1))
 	ctx := context.Background()
 	tools, err := toolset.BuildTools(ctx, "agent", client(t, base+"/mcp", testToken))
 	require.NoError(t, err)
@@ -256,11 +263,9 @@ func holdCall(id int) string {
 }
 
 func TestBatchOfCallsIsRefused(t *testing.T) {
-	defer func(n int64) { maxInFlight = n }(maxInFlight)
-	maxInFlight = 1
 	held, release := make(chan struct{}, 10), make(chan struct{})
 	defer close(release)
-	base := serveInProcess(t, testToken, boundsToolset(held, release))
+	base := serveInProcess(t, testToken, boundsToolset(held, release), withMaxCalls(1))
 	// A batch would run each of its calls at once, on the one call the
 	// runner takes: the bound on calls would not bound tools.
 	for _, body := range []string{
@@ -276,10 +281,8 @@ func TestBatchOfCallsIsRefused(t *testing.T) {
 }
 
 func TestCallDisguisedAsListenIsCountedAsACall(t *testing.T) {
-	defer func(n int64) { maxInFlight = n }(maxInFlight)
-	maxInFlight = 1
 	held, release := make(chan struct{}, 10), make(chan struct{})
-	base := serveInProcess(t, testToken, boundsToolset(held, release))
+	base := serveInProcess(t, testToken, boundsToolset(held, release), withMaxCalls(1))
 	got := make(chan error, 1)
 	go func() {
 		_, _, err := rawPost(t, base+"/mcp", "Bearer "+testToken, holdCall(1))
@@ -390,4 +393,26 @@ func TestConnectionFloodIsBounded(t *testing.T) {
 	resp, text, err := rawPost(t, base+"/mcp", "Bearer "+testToken, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wait","arguments":{"ms":0}}}`)
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "%s", text)
+}
+
+func TestDefaultCallBoundFollowsTheMachine(t *testing.T) {
+	// Each call of a packaged tool is a process: a runner of 2 CPUs
+	// taking 1024 at once is one whose memory and CPU any client holding
+	// the token can exhaust. Beyond its share the runner answers 503, so
+	// that the load balancer tries another.
+	n := 32 * runtime.NumCPU()
+	held, release := make(chan struct{}, n+1), make(chan struct{})
+	base := serveInProcess(t, testToken, boundsToolset(held, release))
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(release)
+	for i := range n {
+		wg.Go(func() { _, _, _ = rawPost(t, base+"/mcp", "Bearer "+testToken, holdCall(i)) })
+	}
+	for range n {
+		<-held
+	}
+	resp, text, err := rawPost(t, base+"/mcp", "Bearer "+testToken, holdCall(n))
+	require.NoError(t, err, "no answer: %d calls are running", n+len(held))
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", text)
 }

@@ -336,6 +336,8 @@ func TestServeHTTP(t *testing.T) {
 			{[]string{"--http", "127.0.0.1:0", "--token-file", withToken(t, "short")}, 1, "at least 16"},
 			{[]string{"--http", "127.0.0.1:0", "--insecure-no-auth", "--token-file", withToken(t, testToken)}, 2, "contradict"},
 			{[]string{"--token-file", withToken(t, testToken)}, 2, "go with --http"},
+			{[]string{"--max-calls", "8"}, 2, "go with --http"},
+			{[]string{"--http", "127.0.0.1:0", "--token-file", withToken(t, testToken), "--max-calls", "-1"}, 2, "--max-calls must be positive"},
 		} {
 			cmd := exec.Command(bin, append([]string{"serve", zip, "--sandbox", "direct"}, tc.args...)...)
 			cmd.Env = runnerEnv(t.TempDir(), "")
