@@ -624,6 +624,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if af.file != "" {
 		return serveAgent(ctx, pos, af, pf, hf, token, stdout, stderr)
 	}
+	if af.role != "" || af.store != "" {
+		// A ZIP's tools know no roles: --role would hide none of them.
+		return usagef("--role and --store go with --agent FILE")
+	}
 	if len(pos) != 1 {
 		return usagef("expected ZIP (or --agent FILE), got %d argument(s)", len(pos))
 	}
