@@ -49,7 +49,8 @@
 // 10 s); the body (4 MiB, else 413; 30 s) of one JSON-RPC message (a
 // batch, which would run its calls at once, is refused with 400); the
 // calls handled at once, each a process, by --max-calls (default 32 per
-// CPU) and the subscriptions/listen streams by 1024 (else 503, with
+// CPU), their bodies by 32 MiB in all, and the subscriptions/listen
+// streams by 1024, with bodies of 64 KiB at most (else 503, with
 // Retry-After, so that a load balancer tries another runner); and the
 // response by the longest tool timeout and a minute. The runner knows no
 // client from another (they share the token), so it cannot share the

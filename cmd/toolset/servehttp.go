@@ -58,6 +58,13 @@ var (
 	// callsPerCPU is the default bound on the calls handled at once, by
 	// CPU of the machine: each call of a packaged tool is a process.
 	callsPerCPU = 32
+	// maxBodiesInFlight bounds the bytes of the bodies of the calls read
+	// or handled at once: decoded, a body of small JSON values takes some
+	// thirty times its size.
+	maxBodiesInFlight int64 = 32 << 20
+	// maxListenBody bounds the body of a subscriptions/listen request,
+	// which the stream holds as long as it lasts.
+	maxListenBody = 64 << 10
 	// maxConns bounds the connections open at once, idle ones included;
 	// beyond it the runner accepts no more until one closes.
 	maxConns = 4096
@@ -196,14 +203,32 @@ func literalHostOnly(next http.Handler) http.Handler {
 //
 // Then it bounds the requests handled at once: maxCalls calls and
 // maxListens subscriptions/listen streams, counted apart since a client
-// holds one of these open as long as it lives; a request beyond is
-// answered 503. The context of a listen stream ends when drain does.
+// holds one of these open as long as it lives, and maxBodiesInFlight
+// bytes of the calls' bodies, counted from before they are read; a
+// request beyond is answered 503. The context of a listen stream ends
+// when drain does.
 func boundBody(next http.Handler, drain context.Context, maxCalls int64) http.Handler {
-	var calls, listens atomic.Int64
+	var calls, listens, bodies atomic.Int64
+	busy := func(w http.ResponseWriter, msg string) {
+		w.Header().Set("Retry-After", "1")
+		platform.WriteError(w, http.StatusServiceUnavailable, "Busy", msg+"; try again")
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > maxRequestBody {
 			w.Header().Set("Connection", "close")
 			platform.WriteError(w, http.StatusRequestEntityTooLarge, "TooLarge", fmt.Sprintf("the request body is over %d bytes", maxRequestBody))
+			return
+		}
+		// The body's bytes are held from before it is read (as many as
+		// it says, or the most it may be) until the call is done.
+		held := r.ContentLength
+		if held < 0 {
+			held = maxRequestBody
+		}
+		defer func() { bodies.Add(-held) }()
+		if bodies.Add(held) > maxBodiesInFlight {
+			w.Header().Set("Connection", "close") // its body unread
+			busy(w, fmt.Sprintf("the runner holds %d bytes of requests already", maxBodiesInFlight))
 			return
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
@@ -225,16 +250,25 @@ func boundBody(next http.Handler, drain context.Context, maxCalls int64) http.Ha
 			platform.WriteError(w, http.StatusBadRequest, "BadRequest", "JSON-RPC batches are not accepted: send one message per request")
 			return
 		}
+		bodies.Add(int64(len(body)) - held)
+		held = int64(len(body))
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		count, bound, what := &calls, maxCalls, "calls"
 		listen := drain != nil && isListen(body)
 		if listen {
+			// A listen stream may last as long as the client: it holds
+			// no share of the bodies' bytes, and may have no big body.
+			if len(body) > maxListenBody {
+				platform.WriteError(w, http.StatusRequestEntityTooLarge, "TooLarge", fmt.Sprintf("a subscriptions/listen request is over %d bytes", maxListenBody))
+				return
+			}
+			bodies.Add(-held)
+			held = 0
 			count, bound, what = &listens, maxListens, "subscriptions/listen streams"
 		}
 		defer count.Add(-1)
 		if count.Add(1) > bound {
-			w.Header().Set("Retry-After", "1")
-			platform.WriteError(w, http.StatusServiceUnavailable, "Busy", fmt.Sprintf("the runner is handling %d %s already; try again", bound, what))
+			busy(w, fmt.Sprintf("the runner is handling %d %s already", bound, what))
 			return
 		}
 		if listen {

@@ -192,7 +192,11 @@ func TestTooManyRequestsAre503(t *testing.T) {
 		_, err := callText(ctx, tools, "hold", `{}`)
 		got <- err
 	}()
-	<-held
+	select {
+	case <-held:
+	case err := <-got:
+		t.Fatalf("the call ended before it held: %v", err)
+	}
 	// The call is the one call the runner takes (the client's listen
 	// stream is counted apart): the next is refused at once.
 	resp := rawCall(t, base+"/mcp", "Bearer "+testToken, "wait", `{"ms":0}`)
@@ -237,10 +241,10 @@ func TestProgressReachesTheClientOverStatelessHTTP(t *testing.T) {
 }
 
 // rawPost posts body to the endpoint with the Authorization header auth,
-// giving up after 5 s, and returns the response with its body read.
+// giving up after 10 s, and returns the response with its body read.
 func rawPost(t *testing.T, endpoint, auth, body string) (*http.Response, string, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
 	require.NoError(t, err)
@@ -256,6 +260,18 @@ func rawPost(t *testing.T, endpoint, auth, body string) (*http.Response, string,
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	return resp, string(data), err
+}
+
+// waitHeld waits until n calls of the hold tool have begun.
+func waitHeld(t *testing.T, held <-chan struct{}, n int) {
+	t.Helper()
+	for i := range n {
+		select {
+		case <-held:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%d of %d calls of hold began", i, n)
+		}
+	}
 }
 
 func holdCall(id int) string {
@@ -288,7 +304,7 @@ func TestCallDisguisedAsListenIsCountedAsACall(t *testing.T) {
 		_, _, err := rawPost(t, base+"/mcp", "Bearer "+testToken, holdCall(1))
 		got <- err
 	}()
-	<-held
+	waitHeld(t, held, 1)
 	// encoding/json matches keys regardless of case, and takes the last
 	// of two; the SDK reads "method" only. A tools/call that the runner
 	// took for a listen stream would take a slot of those, past the
@@ -409,10 +425,38 @@ func TestDefaultCallBoundFollowsTheMachine(t *testing.T) {
 	for i := range n {
 		wg.Go(func() { _, _, _ = rawPost(t, base+"/mcp", "Bearer "+testToken, holdCall(i)) })
 	}
-	for range n {
-		<-held
-	}
+	waitHeld(t, held, n)
 	resp, text, err := rawPost(t, base+"/mcp", "Bearer "+testToken, holdCall(n))
 	require.NoError(t, err, "no answer: %d calls are running", n+len(held))
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", text)
+}
+
+// paddedHold is a call of the hold tool of about n bytes.
+func paddedHold(id, n int) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"hold","arguments":{},"_meta":{"pad":"%s"}}}`, id, strings.Repeat("x", n))
+}
+
+func TestBigBodiesInFlightAreBounded(t *testing.T) {
+	// A 4 MiB body of [] values takes some 120 MB decoded: a client
+	// holding the token could exhaust the runner's memory with a few
+	// dozen calls, well within the bound on calls.
+	defer func(n int64) { maxBodiesInFlight = n }(maxBodiesInFlight)
+	maxBodiesInFlight = 3 << 20
+	held, release := make(chan struct{}, 10), make(chan struct{})
+	base := serveInProcess(t, testToken, boundsToolset(held, release))
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(release)
+	for i := range 2 {
+		wg.Go(func() { _, _, _ = rawPost(t, base+"/mcp", "Bearer "+testToken, paddedHold(i, 1<<20)) })
+	}
+	waitHeld(t, held, 2)
+	resp, text, err := rawPost(t, base+"/mcp", "Bearer "+testToken, paddedHold(3, 1<<20))
+	require.NoError(t, err, "no answer: %d big calls are running", 2+len(held))
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", text)
+	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+	// Small calls go on.
+	resp, text, err = rawPost(t, base+"/mcp", "Bearer "+testToken, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"wait","arguments":{"ms":0}}}`)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "%s", text)
 }
