@@ -39,7 +39,12 @@
 // and the balancer needs no sticky sessions. What that costs: each request
 // is its own run (see mcptoolset.RunContextFunc), so nothing a run keeps
 // (tools a tool search revealed, failure budgets, run-scoped caches) lasts
-// from one request to the next; the server cannot send requests to the
+// from one request to the next, while a cache of scope process (an agent
+// file's default) gives one client's result to every client that makes
+// the same call, the runner knowing no client from another: a tool whose
+// results must not be shared needs cache scope run, or none; every
+// request's run has the one role --role gives, so a token holder gets
+// every tool that role sees; the server cannot send requests to the
 // client (sampling, elicitation); progress notifications reach the client
 // on the response to its call, and tools/list_changed only on a
 // subscriptions/listen stream, from the runner that holds it.

@@ -460,3 +460,34 @@ func TestBigBodiesInFlightAreBounded(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "%s", text)
 }
+
+func TestBrowserSimpleRequestRunsNoTool(t *testing.T) {
+	// A page may post text/plain (or a form) to a runner without a token
+	// on localhost without a preflight, though it cannot read the answer:
+	// the call must not run. Its preflight for application/json gets no
+	// Access-Control-Allow-Origin.
+	held, release := make(chan struct{}, 10), make(chan struct{})
+	defer close(release)
+	base := serveInProcess(t, "", boundsToolset(held, release))
+	for _, ct := range []string{"text/plain", "text/plain; charset=utf-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"} {
+		req, err := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(holdCall(1)))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", ct)
+		req.Header.Set("Origin", "http://attacker.example")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusUnsupportedMediaType, resp.StatusCode, ct)
+		assert.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"), ct)
+	}
+	req, err := http.NewRequest(http.MethodOptions, base+"/mcp", nil)
+	require.NoError(t, err)
+	req.Header.Set("Origin", "http://attacker.example")
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	req.Header.Set("Access-Control-Request-Headers", "content-type")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"))
+	assert.Empty(t, held, "a tool ran")
+}
