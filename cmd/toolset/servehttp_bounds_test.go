@@ -185,12 +185,27 @@ func TestTooManyRequestsAre503(t *testing.T) {
 	held, release := make(chan struct{}, 1), make(chan struct{})
 	base := serveInProcess(t, testToken, boundsToolset(held, release), withMaxCalls(1))
 	ctx := context.Background()
-	tools, err := toolset.BuildTools(ctx, "agent", client(t, base+"/mcp", testToken))
+	// A request's slot is given back once its answer has reached the
+	// client, so that the client's next request may find the one slot
+	// still taken: it tries again.
+	busy := func(err error) bool { return err != nil && strings.Contains(err.Error(), "Service Unavailable") }
+	ts := client(t, base+"/mcp", testToken)
+	tools, err := toolset.BuildTools(ctx, "agent", ts)
+	for deadline := time.Now().Add(5 * time.Second); busy(err) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		tools, err = toolset.BuildTools(ctx, "agent", ts)
+	}
 	require.NoError(t, err)
 	got := make(chan error, 1)
 	go func() {
-		_, err := callText(ctx, tools, "hold", `{}`)
-		got <- err
+		for {
+			_, err := callText(ctx, tools, "hold", `{}`)
+			if !busy(err) {
+				got <- err
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	}()
 	select {
 	case <-held:
