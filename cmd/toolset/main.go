@@ -30,24 +30,40 @@
 // on a loopback address refuses (403) a request whose Host header is not a
 // loopback one, as the MCP SDK guards against DNS rebinding: a proxy on the
 // same machine must pass the runner's own host, or the runner listen on
-// another address.
+// another address. With --insecure-no-auth, wherever it listens, the
+// runner refuses (403) a request whose Host is not an IP address or
+// localhost, so that a web page cannot reach it by DNS rebinding.
 //
 // The endpoint is stateless: it issues no Mcp-Session-Id, and each request
 // is handled on its own, so any runner can answer any request of a client
 // and the balancer needs no sticky sessions. What that costs: each request
 // is its own run (see mcptoolset.RunContextFunc), so nothing a run keeps
 // (tools a tool search revealed, failure budgets, run-scoped caches) lasts
-// from one request to the next; the server cannot send requests to the
+// from one request to the next, while a cache of scope process (an agent
+// file's default) gives one client's result to every client that makes
+// the same call, the runner knowing no client from another: a tool whose
+// results must not be shared needs cache scope run, or none; every
+// request's run has the one role --role gives, so a token holder gets
+// every tool that role sees; the server cannot send requests to the
 // client (sampling, elicitation); progress notifications reach the client
 // on the response to its call, and tools/list_changed only on a
 // subscriptions/listen stream, from the runner that holds it.
 //
-// Requests are bounded: the header (64 KiB, 10 s), the body (4 MiB, else
-// 413; 30 s), 1024 calls at once and 1024 subscriptions/listen streams
-// (else 503), and the response by the longest tool timeout and a minute. On SIGINT or SIGTERM the command stops accepting,
-// gives the calls in flight --shutdown-timeout (default 10s) to finish,
-// then cancels them, which ends their tools' processes, and closes its
-// store (a ZIP's temporary store is removed).
+// Requests are bounded: 4096 connections open at once, idle ones
+// included (beyond, new ones wait to be accepted); the header (64 KiB,
+// 10 s); the body (4 MiB, else 413; 30 s) of one JSON-RPC message (a
+// batch, which would run its calls at once, is refused with 400); the
+// calls handled at once, each a process, by --max-calls (default 32 per
+// CPU), their bodies by 32 MiB in all, and the subscriptions/listen
+// streams by 1024, with bodies of 64 KiB at most (else 503, with
+// Retry-After, so that a load balancer tries another runner); and the
+// response by the longest tool timeout and a minute. The runner knows no
+// client from another (they share the token), so it cannot share the
+// calls out fairly between them: a load balancer in front of it can. On
+// SIGINT or SIGTERM the command stops accepting, gives the calls in
+// flight --shutdown-timeout (default 10s) to finish, then cancels them,
+// which ends their tools' processes, and closes its store (a ZIP's
+// temporary store is removed).
 //
 // Agents reach the runners with mcptoolset.NewHTTP and the token in
 // mcptoolset.WithHTTPHeader (sent to the runners' origin only):
@@ -97,7 +113,7 @@ Commands:
   call ZIP TOOL JSON [--config KEY=VALUE]... [--sandbox MODE] [--name NAME]
         run one tool with the JSON arguments and print its result
   serve ZIP [--config KEY=VALUE]... [--sandbox MODE] [--name NAME]
-        [--http ADDR [--token-file FILE | --insecure-no-auth] [--shutdown-timeout D]]
+        [--http ADDR [--token-file FILE | --insecure-no-auth] [--shutdown-timeout D] [--max-calls N]]
         serve the package's tools as an MCP server over stdin and stdout, or
         with --http over streamable HTTP at http://ADDR/mcp, stateless, for
         clients sending Authorization: Bearer TOKEN (TOKEN from --token-file
@@ -105,7 +121,8 @@ Commands:
   serve --agent FILE [--store DIR] [--role ROLE] [--sandbox MODE] [--http ADDR ...]
         serve the toolsets of an agent file (packages from the store in DIR,
         MCP servers, composed as the file says) instead of one ZIP; every
-        request's run has role ROLE
+        request's run has role ROLE. The file's ${NAME} and its servers'
+        environment come from this one, but for $TOOLSET_PLATFORM_TOKEN
   agent check FILE [--store DIR | --platform URL [--token-file FILE]]
         check an agent file (see package platform/agentfile) and print each
         problem as FILE:LINE:COL: message; with --store, its packages
@@ -614,6 +631,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if af.file != "" {
 		return serveAgent(ctx, pos, af, pf, hf, token, stdout, stderr)
 	}
+	if af.role != "" || af.store != "" {
+		// A ZIP's tools know no roles: --role would hide none of them.
+		return usagef("--role and --store go with --agent FILE")
+	}
 	if len(pos) != 1 {
 		return usagef("expected ZIP (or --agent FILE), got %d argument(s)", len(pos))
 	}
@@ -640,7 +661,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // serveMCP serves srv on stdio, or over HTTP with --http.
 func serveMCP(ctx context.Context, srv *mcptoolset.Server, hf *httpFlags, token string, callBound time.Duration, stdout, stderr io.Writer) error {
 	if hf.addr != "" {
-		return serveHTTP(ctx, &httpServer{srv: srv, token: token, callBound: callBound, logger: warnLogger(stderr)}, hf, stderr)
+		return serveHTTP(ctx, &httpServer{srv: srv, token: token, callBound: callBound, logger: warnLogger(stderr), maxCalls: int64(hf.maxCalls)}, hf, stderr)
 	}
 	err := srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
 	if ctx.Err() != nil {

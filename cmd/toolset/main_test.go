@@ -79,6 +79,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"inspect", "--bogus", "a.zip"}, 2, "flag provided but not defined: -bogus"},
 		{[]string{"serve", "missing.zip"}, 1, "no such file"},
 		{[]string{"serve"}, 2, "ZIP"},
+		{[]string{"serve", "missing.zip", "--role", "staff"}, 2, "--role and --store go with --agent FILE"},
+		{[]string{"serve", "missing.zip", "--store", "dir"}, 2, "--role and --store go with --agent FILE"},
 		{[]string{"validate", "/does/not/exist.zip"}, 1, "no such file or directory"},
 	}
 	for _, tt := range tests {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,6 +10,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,13 +23,14 @@ import (
 	"github.com/gotoolset/toolset/platform"
 	"github.com/gotoolset/toolset/platform/agentfile"
 	"github.com/gotoolset/toolset/toolpkg"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Bounds of serve --http.
 const (
 	// maxRequestBody bounds the body of a request to /mcp: one JSON-RPC
-	// message (or batch), read whole before it is handled.
+	// message (a batch is refused), read whole before it is handled.
 	maxRequestBody = 4 << 20
 	// idleTimeout closes a keep-alive connection idle for that long.
 	idleTimeout = 2 * time.Minute
@@ -46,10 +51,23 @@ var (
 	readHeaderTimeout = 10 * time.Second
 	// bodyReadTimeout bounds the time a client may take to send the body.
 	bodyReadTimeout = 30 * time.Second
-	// maxInFlight bounds the calls handled at once, and the
-	// subscriptions/listen streams held open; beyond it the runner
-	// answers 503, so that a load balancer tries another.
-	maxInFlight int64 = 1024
+	// maxListens bounds the subscriptions/listen streams held open;
+	// beyond it the runner answers 503, so that a load balancer tries
+	// another. A stream holds no process, only a connection.
+	maxListens int64 = 1024
+	// callsPerCPU is the default bound on the calls handled at once, by
+	// CPU of the machine: each call of a packaged tool is a process.
+	callsPerCPU = 32
+	// maxBodiesInFlight bounds the bytes of the bodies of the calls read
+	// or handled at once: decoded, a body of small JSON values takes some
+	// thirty times its size.
+	maxBodiesInFlight int64 = 32 << 20
+	// maxListenBody bounds the body of a subscriptions/listen request,
+	// which the stream holds as long as it lasts.
+	maxListenBody = 64 << 10
+	// maxConns bounds the connections open at once, idle ones included;
+	// beyond it the runner accepts no more until one closes.
+	maxConns = 4096
 )
 
 // httpFlags are the flags of serve --http.
@@ -58,6 +76,7 @@ type httpFlags struct {
 	tokenFile string
 	insecure  bool
 	shutdown  time.Duration
+	maxCalls  int
 }
 
 func addHTTPFlags(fs *flag.FlagSet) *httpFlags {
@@ -66,6 +85,7 @@ func addHTTPFlags(fs *flag.FlagSet) *httpFlags {
 	fs.StringVar(&hf.tokenFile, "token-file", "", "the file holding the bearer token clients must send (default: $"+platform.TokenEnv+")")
 	fs.BoolVar(&hf.insecure, "insecure-no-auth", false, "serve over HTTP without a bearer token (local use only)")
 	fs.DurationVar(&hf.shutdown, "shutdown-timeout", defaultShutdownTimeout, "how long calls in flight may go on after SIGINT or SIGTERM")
+	fs.IntVar(&hf.maxCalls, "max-calls", 0, fmt.Sprintf("how many calls the runner handles at once, beyond which it answers 503 (default: %d per CPU)", callsPerCPU))
 	return hf
 }
 
@@ -74,13 +94,16 @@ func addHTTPFlags(fs *flag.FlagSet) *httpFlags {
 // loaded, so that a runner without a token refuses to start at once.
 func (hf *httpFlags) token() (string, error) {
 	if hf.addr == "" {
-		if hf.tokenFile != "" || hf.insecure {
-			return "", usagef("--token-file and --insecure-no-auth go with --http ADDR")
+		if hf.tokenFile != "" || hf.insecure || hf.maxCalls != 0 {
+			return "", usagef("--token-file, --insecure-no-auth and --max-calls go with --http ADDR")
 		}
 		return "", nil
 	}
 	if hf.shutdown <= 0 {
 		return "", usagef("--shutdown-timeout must be positive, got %v", hf.shutdown)
+	}
+	if hf.maxCalls < 0 {
+		return "", usagef("--max-calls must be positive, got %d", hf.maxCalls)
 	}
 	if hf.insecure {
 		if hf.tokenFile != "" {
@@ -108,6 +131,9 @@ type httpServer struct {
 	logger    *slog.Logger
 	// drain ends when the server begins to shut down; nil for never.
 	drain context.Context
+	// maxCalls bounds the calls handled at once; 0 for callsPerCPU by
+	// CPU of the machine.
+	maxCalls int64
 }
 
 // handler returns the handler of the runner's endpoints: the MCP server
@@ -125,9 +151,15 @@ func (h *httpServer) handler() http.Handler {
 		MaxRequestBodyBytes: maxRequestBody,
 		Logger:              h.logger,
 	})
-	var protected http.Handler = boundBody(mcpHandler, h.drain)
+	maxCalls := h.maxCalls
+	if maxCalls <= 0 {
+		maxCalls = int64(callsPerCPU * runtime.NumCPU())
+	}
+	var protected http.Handler = boundBody(mcpHandler, h.drain, maxCalls)
 	if h.token != "" {
 		protected = platform.RequireToken(h.token, protected)
+	} else {
+		protected = literalHostOnly(protected)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", protected)
@@ -142,21 +174,61 @@ func (h *httpServer) handler() http.Handler {
 	return mux
 }
 
+// literalHostOnly guards a runner without a token against DNS
+// rebinding: a web page at http://attacker.example:PORT, whose name then
+// resolves to the runner's address, would post to the runner as to its
+// own origin and read the answers. The SDK refuses such a Host only on a
+// loopback listener, not in a container or on a LAN address. An IP
+// address or "localhost" is a Host that no DNS answer changes; any other
+// is refused with 403.
+func literalHostOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.Host)
+		if err != nil {
+			host = r.Host
+		}
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+		if _, err := netip.ParseAddr(host); err != nil && !strings.EqualFold(host, "localhost") {
+			platform.WriteError(w, http.StatusForbidden, "Forbidden", "without authentication (--insecure-no-auth) the runner answers only requests whose Host is an IP address or localhost, against DNS rebinding")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // boundBody reads the request body whole before next sees it: at most
 // maxRequestBody bytes (413 beyond) within the server's ReadTimeout. A
 // body that fails closes the connection, rather than have the server
-// discard the rest of it.
+// discard the rest of it. A JSON-RPC batch is refused (400).
 //
-// Then it bounds the requests handled at once: maxInFlight calls and as
-// many subscriptions/listen streams, counted apart since a client holds
-// one of these open as long as it lives; a request beyond is answered
-// 503. The context of a listen stream ends when drain does.
-func boundBody(next http.Handler, drain context.Context) http.Handler {
-	var calls, listens atomic.Int64
+// Then it bounds the requests handled at once: maxCalls calls and
+// maxListens subscriptions/listen streams, counted apart since a client
+// holds one of these open as long as it lives, and maxBodiesInFlight
+// bytes of the calls' bodies, counted from before they are read; a
+// request beyond is answered 503. The context of a listen stream ends
+// when drain does.
+func boundBody(next http.Handler, drain context.Context, maxCalls int64) http.Handler {
+	var calls, listens, bodies atomic.Int64
+	busy := func(w http.ResponseWriter, msg string) {
+		w.Header().Set("Retry-After", "1")
+		platform.WriteError(w, http.StatusServiceUnavailable, "Busy", msg+"; try again")
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > maxRequestBody {
 			w.Header().Set("Connection", "close")
 			platform.WriteError(w, http.StatusRequestEntityTooLarge, "TooLarge", fmt.Sprintf("the request body is over %d bytes", maxRequestBody))
+			return
+		}
+		// The body's bytes are held from before it is read (as many as
+		// it says, or the most it may be) until the call is done.
+		held := r.ContentLength
+		if held < 0 {
+			held = maxRequestBody
+		}
+		defer func() { bodies.Add(-held) }()
+		if bodies.Add(held) > maxBodiesInFlight {
+			w.Header().Set("Connection", "close") // its body unread
+			busy(w, fmt.Sprintf("the runner holds %d bytes of requests already", maxBodiesInFlight))
 			return
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
@@ -170,16 +242,33 @@ func boundBody(next http.Handler, drain context.Context) http.Handler {
 			platform.WriteError(w, http.StatusBadRequest, "BadRequest", "reading the request body failed (or took over "+bodyReadTimeout.String()+")")
 			return
 		}
+		if isBatch(body) {
+			// Each message of a batch is handled at once, on a goroutine
+			// of its own: one request could run thousands of tools, past
+			// the bound on calls below. Clients of the protocol since
+			// 2025-06-18 send none.
+			platform.WriteError(w, http.StatusBadRequest, "BadRequest", "JSON-RPC batches are not accepted: send one message per request")
+			return
+		}
+		bodies.Add(int64(len(body)) - held)
+		held = int64(len(body))
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		count := &calls
+		count, bound, what := &calls, maxCalls, "calls"
 		listen := drain != nil && isListen(body)
 		if listen {
-			count = &listens
+			// A listen stream may last as long as the client: it holds
+			// no share of the bodies' bytes, and may have no big body.
+			if len(body) > maxListenBody {
+				platform.WriteError(w, http.StatusRequestEntityTooLarge, "TooLarge", fmt.Sprintf("a subscriptions/listen request is over %d bytes", maxListenBody))
+				return
+			}
+			bodies.Add(-held)
+			held = 0
+			count, bound, what = &listens, maxListens, "subscriptions/listen streams"
 		}
 		defer count.Add(-1)
-		if count.Add(1) > maxInFlight {
-			w.Header().Set("Retry-After", "1")
-			platform.WriteError(w, http.StatusServiceUnavailable, "Busy", fmt.Sprintf("the runner is handling %d requests already; try again", maxInFlight))
+		if count.Add(1) > bound {
+			busy(w, fmt.Sprintf("the runner is handling %d %s already", bound, what))
 			return
 		}
 		if listen {
@@ -195,17 +284,25 @@ func boundBody(next http.Handler, drain context.Context) http.Handler {
 	})
 }
 
+// isBatch reports whether body is a JSON array: a JSON-RPC batch.
+func isBatch(body []byte) bool {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	return len(trimmed) > 0 && trimmed[0] == '['
+}
+
 // isListen reports whether body is a subscriptions/listen request: the
 // long-lived stream on which a client of a stateless server receives
-// notifications such as notifications/tools/list_changed.
+// notifications such as notifications/tools/list_changed. The body is
+// decoded as the SDK decodes it (encoding/json would match "METHOD" too,
+// and take the last of two keys), so that a call is never counted as a
+// listen stream.
 func isListen(body []byte) bool {
 	if !bytes.Contains(body, []byte("subscriptions/listen")) {
 		return false
 	}
-	var msg struct {
-		Method string `json:"method"`
-	}
-	return json.Unmarshal(body, &msg) == nil && msg.Method == "subscriptions/listen"
+	msg, err := jsonrpc.DecodeMessage(body)
+	req, ok := msg.(*jsonrpc.Request)
+	return err == nil && ok && req.Method == "subscriptions/listen"
 }
 
 // serveHTTP serves h on hf.addr until ctx ends (SIGINT or SIGTERM), then
@@ -235,10 +332,11 @@ func serveHTTP(ctx context.Context, h *httpServer, hf *httpFlags, stderr io.Writ
 		defer inflight.Add(-1)
 		handler.ServeHTTP(w, r)
 	})
-	ln, err := net.Listen("tcp", hf.addr)
+	tcp, err := net.Listen("tcp", hf.addr)
 	if err != nil {
 		return fmt.Errorf("--http %s: %w", hf.addr, err)
 	}
+	ln := newLimitListener(tcp, maxConns)
 	hs := &http.Server{
 		Handler:           counted,
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -283,6 +381,55 @@ func serveHTTP(ctx context.Context, h *httpServer, hf *httpFlags, stderr io.Writ
 	}
 	<-served // http.ErrServerClosed
 	return nil
+}
+
+// limitListener accepts at most n connections open at once: beyond,
+// Accept waits until one is closed, and the kernel holds the newcomers in
+// its backlog. Anyone who reaches the runner may open connections, and
+// each held open (idle, or sending its header slowly) holds one of the
+// runner's file descriptors, which its tools need too.
+type limitListener struct {
+	net.Listener
+	slots     chan struct{}
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func newLimitListener(ln net.Listener, n int) *limitListener {
+	return &limitListener{Listener: ln, slots: make(chan struct{}, max(n, 1)), closed: make(chan struct{})}
+}
+
+// Accept waits for a free slot, then for a connection.
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	return &limitConn{Conn: c, release: sync.OnceFunc(func() { <-l.slots })}, nil
+}
+
+// Close closes the listener, ending an Accept that waits for a slot.
+func (l *limitListener) Close() error {
+	l.closeOnce.Do(func() { close(l.closed) })
+	return l.Listener.Close()
+}
+
+// limitConn gives its slot back when closed.
+type limitConn struct {
+	net.Conn
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.release()
+	return err
 }
 
 // longestTimeout returns the longest timeout of the package's tools.
@@ -339,7 +486,19 @@ func serveAgent(ctx context.Context, pos []string, af *agentFlags, pf *pkgFlags,
 	if store != nil {
 		defer store.Close()
 	}
-	a, err := withoutLocal(f, stderr).Resolve(ctx, &agentfile.Options{Store: store, MCP: []mcptoolset.Option{mcptoolset.WithLogger(warnLogger(stderr))}})
+	// The file is the runner's operator's, as are the commands it runs:
+	// its ${NAME} references read this process's environment, as with
+	// `toolset agent tools`. But not the runner's bearer token, which
+	// lets anyone run the tools of every runner that shares it: neither
+	// ${NAME} nor the environment of an MCP server's command gets it.
+	if err := os.Unsetenv(platform.TokenEnv); err != nil {
+		return err
+	}
+	a, err := withoutLocal(f, stderr).Resolve(ctx, &agentfile.Options{
+		Store:     store,
+		LookupEnv: os.LookupEnv,
+		MCP:       []mcptoolset.Option{mcptoolset.WithLogger(warnLogger(stderr))},
+	})
 	if err != nil {
 		return printProblems(af.file, err, stderr)
 	}
