@@ -184,7 +184,12 @@ func cmdAgentTools(ctx context.Context, args []string, stdout, stderr io.Writer)
 		defer store.Close()
 	}
 	// The file is the user's own, as are the commands it runs: its
-	// ${NAME} references read this process's environment.
+	// ${NAME} references read this process's environment, but for the
+	// platform's bearer token, which neither they nor the MCP servers'
+	// commands get (as with serve --agent).
+	if err := os.Unsetenv(platform.TokenEnv); err != nil {
+		return err
+	}
 	a, err := withoutLocal(f, stderr).Resolve(ctx, &agentfile.Options{Store: store, LookupEnv: os.LookupEnv})
 	if err != nil {
 		return printProblems(pos[0], err, stdout)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gotoolset/toolset/platform"
 	"github.com/gotoolset/toolset/toolpkg"
 )
 
@@ -114,6 +115,19 @@ toolsets:
 		code, stdout, stderr := runBinary(t, bin, "agent", "tools", withEnv)
 		require.Equal(t, 0, code, stderr)
 		assert.Contains(t, stdout, "\nweather__echo\n")
+	})
+	t.Run("tools never give the platform's token", func(t *testing.T) {
+		t.Setenv(platform.TokenEnv, "platform-token-0123456789")
+		leaky := writeFile(t, dir, "leak.yaml", `name: leak
+toolsets:
+  - mcp:
+      command: [`+bin+`, serve, `+zip+`, --sandbox, direct, --name, weather]
+      env: {STOLEN: "${`+platform.TokenEnv+`}"}
+`)
+		code, stdout, _ := runBinary(t, bin, "agent", "tools", leaky)
+		assert.Equal(t, 1, code)
+		assert.Contains(t, stdout, platform.TokenEnv+" is not set")
+		assert.NotContains(t, stdout, "platform-token-0123456789")
 	})
 	t.Run("tools without the store", func(t *testing.T) {
 		code, stdout, stderr := runBinary(t, bin, "agent", "tools", agent)
