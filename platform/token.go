@@ -85,7 +85,7 @@ func RequireToken(token string, next http.Handler) http.Handler {
 	}
 	want := sha256.Sum256([]byte(token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !HasToken(r, want) {
+		if !hasToken(r, want) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolset"`)
 			WriteError(w, http.StatusUnauthorized, "Unauthorized", "a bearer token is required: send the header Authorization: Bearer <token>")
 			return
@@ -94,10 +94,10 @@ func RequireToken(token string, next http.Handler) http.Handler {
 	})
 }
 
-// HasToken reports whether r carries "Authorization: Bearer <token>" for
+// hasToken reports whether r carries "Authorization: Bearer <token>" for
 // the token whose SHA-256 is want. Comparing digests in constant time
 // tells an attacker neither the token's bytes nor its length.
-func HasToken(r *http.Request, want [sha256.Size]byte) bool {
+func hasToken(r *http.Request, want [sha256.Size]byte) bool {
 	h := r.Header.Get("Authorization")
 	scheme, tok, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
