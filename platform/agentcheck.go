@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/gotoolset/toolset/platform/agentfile"
@@ -51,7 +50,7 @@ func (s *Server) agentError(w http.ResponseWriter, err error) {
 	for i, p := range ce.Problems {
 		probs[i] = Problem{Line: p.Line, Column: p.Column, Message: cut(s.scrub(p.Message))}
 	}
-	writeProblems(w, http.StatusUnprocessableEntity, "InvalidAgent", "the agent file is invalid ("+strconv.Itoa(len(probs))+" problems)", probs)
+	writeProblems(w, http.StatusUnprocessableEntity, "InvalidAgent", "the agent file is invalid: "+problemCount(len(probs)), probs)
 }
 
 // POST /api/v1/platform/agents/{name}/check (body: the agent file) → 200

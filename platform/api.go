@@ -128,7 +128,7 @@ const (
 var reservedNames = map[string]bool{"buildTarget": true}
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
+	body, err := marshal(v)
 	if err != nil {
 		WriteError(w, http.StatusInternalServerError, "InternalError", "the answer could not be encoded")
 		return
@@ -137,7 +137,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
+	_, _ = w.Write(body)
 }
 
 // pathName returns the {name} of the route, checked; on a bad one it has
@@ -248,13 +248,13 @@ func (s *Server) storeError(w http.ResponseWriter, r *http.Request, err error) {
 		for i, p := range ve.Problems {
 			probs[i] = Problem{Message: s.scrub(p.String())}
 		}
-		writeProblems(w, http.StatusUnprocessableEntity, "InvalidPackage", fmt.Sprintf("the package is invalid (%d problems)", len(probs)), probs)
+		writeProblems(w, http.StatusUnprocessableEntity, "InvalidPackage", "the package is invalid: "+problemCount(len(probs)), probs)
 	case errors.As(err, &ce):
 		probs := make([]Problem, len(ce.Problems))
 		for i, p := range ce.Problems {
 			probs[i] = Problem{Message: s.scrub(p)}
 		}
-		writeProblems(w, http.StatusUnprocessableEntity, "InvalidConfig", fmt.Sprintf("the configuration is invalid (%d problems)", len(probs)), probs)
+		writeProblems(w, http.StatusUnprocessableEntity, "InvalidConfig", "the configuration is invalid: "+problemCount(len(probs)), probs)
 	default:
 		s.log.Error("platform: store operation failed", "method", r.Method, "path", r.URL.Path, "error", err)
 		WriteError(w, http.StatusInternalServerError, "InternalError", "the store failed; the server's log says why")

@@ -276,6 +276,11 @@ func TestWriteError(t *testing.T) {
 	assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
 	assert.Empty(t, rec.Header().Get("Content-Disposition"))
 	assert.JSONEq(t, `{"error":{"code":"Teapot","message":"short and stout"}}`, rec.Body.String())
+
+	// Read with curl, a message says <token>, not \u003ctoken\u003e.
+	rec = httptest.NewRecorder()
+	WriteError(rec, http.StatusUnauthorized, "Unauthorized", "send Authorization: Bearer <token> & retry")
+	assert.Equal(t, `{"error":{"code":"Unauthorized","message":"send Authorization: Bearer <token> & retry"}}`+"\n", rec.Body.String())
 }
 
 func readBody(t testing.TB, res *http.Response) []byte {

@@ -1,8 +1,10 @@
 package platform
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
+	"strconv"
 )
 
 // ErrorBody is the JSON body of every error the platform answers:
@@ -36,7 +38,7 @@ func WriteError(w http.ResponseWriter, status int, code, message string) {
 }
 
 func writeProblems(w http.ResponseWriter, status int, code, message string, problems []Problem) {
-	body, _ := json.Marshal(ErrorBody{Error: ErrorDetail{Code: code, Message: message, Problems: problems}})
+	body, _ := marshal(ErrorBody{Error: ErrorDetail{Code: code, Message: message, Problems: problems}})
 	h := w.Header()
 	h.Del("Content-Length")
 	h.Del("Content-Disposition")
@@ -44,5 +46,27 @@ func writeProblems(w http.ResponseWriter, status int, code, message string, prob
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
+	_, _ = w.Write(body)
+}
+
+// marshal encodes v as one line of JSON, newline included. Unlike
+// json.Marshal it leaves <, > and & as they are, so that a person reading
+// an answer with curl sees "<REDACTED>" rather than "\u003cREDACTED\u003e";
+// an answer is never HTML (its type is application/json, with nosniff).
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// problemCount words n problems: "1 problem", "3 problems".
+func problemCount(n int) string {
+	if n == 1 {
+		return "1 problem"
+	}
+	return strconv.Itoa(n) + " problems"
 }
