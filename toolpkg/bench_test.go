@@ -3,7 +3,11 @@ package toolpkg
 import (
 	"bytes"
 	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gotoolset/toolset"
 )
@@ -64,5 +68,73 @@ func BenchmarkGetTools(b *testing.B) {
 		if _, err := ts.GetTools(ctx); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkGetToolsWhileWriting measures a turn's GetTools of one
+// toolset while another goroutine keeps saving the stored configuration
+// of another toolset of the store (each save writes and syncs
+// config.json), and without it. Besides ns/op it reports the p99, the
+// p99.9 and the worst latency of a GetTools, and how many saves landed
+// a second.
+func BenchmarkGetToolsWhileWriting(b *testing.B) {
+	for _, writing := range []bool{false, true} {
+		name := "idle"
+		if writing {
+			name = "config-writer"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := openStore(b, Options{Sandbox: ModeDirect})
+			ts := readyToolset(b, s, "demo", map[string]any{"greeting": "hi"})
+			readyToolset(b, s, "other", nil)
+			ctx := context.Background()
+			if _, err := ts.GetTools(ctx); err != nil {
+				b.Fatal(err)
+			}
+			// Latencies of the first calls: allocated before the timer
+			// starts.
+			lat := make([]time.Duration, 0, 1<<20)
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			var writes atomic.Int64
+			if writing {
+				wg.Go(func() {
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						if _, err := s.SetConfig("other", map[string]any{"hil": i%2 == 0}); err != nil {
+							b.Error(err)
+							return
+						}
+						writes.Add(1)
+					}
+				})
+				// The writer is under way before the timer starts.
+				for writes.Load() == 0 {
+					time.Sleep(time.Millisecond)
+				}
+			}
+			start := writes.Load()
+			for b.Loop() {
+				t0 := time.Now()
+				if _, err := ts.GetTools(ctx); err != nil {
+					b.Fatal(err)
+				}
+				if d := time.Since(t0); len(lat) < cap(lat) {
+					lat = append(lat, d)
+				}
+			}
+			b.StopTimer()
+			close(stop)
+			wg.Wait()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+			b.ReportMetric(float64(lat[len(lat)*999/1000].Nanoseconds()), "p99.9-ns")
+			b.ReportMetric(float64(lat[len(lat)-1].Nanoseconds()), "max-ns")
+			b.ReportMetric(float64(writes.Load()-start)/b.Elapsed().Seconds(), "writes/s")
+		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -298,7 +299,17 @@ type entry struct {
 	// up is held (a token in it) by an upload from its start to the end
 	// of its discovery, and by Remove: it serialises them.
 	up chan struct{}
-	// The rest is guarded by Store.mu.
+	// wmu is held by whoever changes rec or config, from reading them to
+	// publishing the change: it writes state.json or config.json with
+	// wmu held and Store.mu released, so that a write of one toolset
+	// holds up no reader of the store, and the writes of one toolset
+	// land on disk in the order they are published. A change is
+	// published, under Store.mu, once its file is written: a reader
+	// never sees a record or a configuration that is not on disk. Taken
+	// after up, before Store.mu.
+	wmu sync.Mutex
+	// The rest is guarded by Store.mu; rec and config are changed only
+	// with wmu held too.
 	rec  record
 	refs map[int]int
 	gone map[int]bool
@@ -749,18 +760,25 @@ func (s *Store) Create(name string) (Info, error) {
 	}
 	defer s.busy.Done()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e, ok := s.known(name); ok && e.rec.Status != StatusRemoved {
+	e := s.entry(name)
+	s.mu.Unlock()
+	e.wmu.Lock()
+	defer e.wmu.Unlock()
+	s.mu.Lock()
+	if e.known() && e.rec.Status != StatusRemoved {
+		s.mu.Unlock()
 		return Info{}, fmt.Errorf("toolpkg: toolset %q already exists (status %s)", name, e.rec.Status)
 	}
-	e := s.entry(name)
 	rec := e.rec
+	s.mu.Unlock()
 	rec.Info = Info{Name: name, Status: StatusCreated, Updated: time.Now().UTC(), Versions: rec.Versions}
 	rec.Candidate = nil
 	if err := s.persist(rec); err != nil {
 		return Info{}, err
 	}
+	s.mu.Lock()
 	e.setRec(rec)
+	s.mu.Unlock()
 	return rec.Info.clone(), nil
 }
 
@@ -875,16 +893,25 @@ func (s *Store) StartUpload(ctx context.Context, name string, r io.ReaderAt, siz
 		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, unprefixed{err})
 	}
 
+	// The new version's folder and zip are moved into place, and the
+	// record written, with e.wmu held and s.mu released: no one uses
+	// version v before the record naming it is published.
+	e.wmu.Lock()
+	wlocked := true
+	defer func() {
+		if wlocked {
+			e.wmu.Unlock()
+		}
+	}()
 	s.mu.Lock()
 	prev := e.rec
+	s.mu.Unlock()
 	v := prev.LastVersion + 1
 	pkgDir := s.versionDir(name, v)
 	if err := os.Rename(pkgTmp, pkgDir); err != nil {
-		s.mu.Unlock()
 		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, unprefixed{err})
 	}
 	if err := os.Rename(zipTmp, s.zipPath(name, v)); err != nil {
-		s.mu.Unlock()
 		removeAll(pkgDir)
 		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, unprefixed{err})
 	}
@@ -903,17 +930,19 @@ func (s *Store) StartUpload(ctx context.Context, name string, r io.ReaderAt, siz
 	rec.Versions = append([]VersionInfo(nil), prev.Versions...)
 	rec.setVersion(VersionInfo{Version: v, Uploaded: now, Status: StatusPending})
 	if err := s.persist(rec); err != nil {
-		s.mu.Unlock()
 		removeAll(pkgDir)
 		os.Remove(s.zipPath(name, v))
 		return Info{}, err
 	}
+	s.mu.Lock()
 	e.setRec(rec)
 	// The previous upload, unless it serves, is gone: it failed.
 	trash := s.retireLocked(name, e, prev.Version)
 	dctx := s.startDiscoveryLocked(e)
 	handed = true
 	s.mu.Unlock()
+	wlocked = false
+	e.wmu.Unlock()
 	s.deleteVersions(name, trash)
 	s.log.Info("toolpkg: package accepted, discovering", "toolset", name, "version", v)
 	for _, w := range warnings {
@@ -985,15 +1014,17 @@ func (s *Store) discoverInBackground(ctx context.Context, name string, e *entry,
 		return
 	}
 
+	e.wmu.Lock()
 	s.mu.Lock()
 	rec := e.rec
+	s.mu.Unlock()
 	if rec.Version != v || rec.Status != StatusPending {
-		s.mu.Unlock()
+		e.wmu.Unlock()
 		return
 	}
 	if len(errs) == 0 {
-		// Checked here, under s.mu, as SetConfig checks against the
-		// serving version: the stored configuration always fits it.
+		// Checked here, with e.wmu held, as SetConfig checks against
+		// the serving version: the stored configuration always fits it.
 		for _, p := range checkStoredConfig(tools, e.config, e.sealed) {
 			errs = append(errs, "the store's configuration of the toolset does not fit this version (change it with SetConfig, then upload again): "+p)
 		}
@@ -1015,12 +1046,14 @@ func (s *Store) discoverInBackground(ctx context.Context, name string, e *entry,
 	// Open discovers it again.
 	// The old version's folder stays while state.json names it.
 	err := s.persist(rec)
+	s.mu.Lock()
 	e.setRec(rec)
 	var trash []string
 	if err == nil {
 		trash = s.retireLocked(name, e, old)
 	}
 	s.mu.Unlock()
+	e.wmu.Unlock()
 	s.deleteVersions(name, trash)
 	switch {
 	case err != nil:
@@ -1149,34 +1182,39 @@ func (s *Store) Remove(name string) error {
 		return fmt.Errorf("toolpkg: remove %q: %w", name, unprefixed{err})
 	}
 	defer e.unlockUp()
+	e.wmu.Lock()
+	defer e.wmu.Unlock()
 	s.mu.Lock()
 	rec := e.rec
+	s.mu.Unlock()
 	prev := rec.Info
 	rec.Info = Info{Name: name, Status: StatusRemoved, Updated: time.Now().UTC(), Versions: prev.Versions}
 	rec.Candidate = nil
 	if err := s.persist(rec); err != nil {
-		s.mu.Unlock()
 		return err
 	}
+	s.mu.Lock()
 	e.setRec(rec)
 	trash := s.retireLocked(name, e, prev.Version, prev.Serving)
 	e.config, e.sealed = nil, nil
 	e.configGen++
-	// The configuration and the scratch directory go under s.mu too: once
-	// it is released, a Create may make them anew for a new toolset of
-	// the same name.
+	s.trashSeq++
+	scratch := filepath.Join(s.dir, ".tmp", fmt.Sprintf("old-%s-scratch-%d", name, s.trashSeq))
+	s.mu.Unlock()
+	// The configuration and the scratch directory go while e.wmu and
+	// e.up are held: once they are released, a Create, a SetConfig or an
+	// upload may make them anew for a new toolset of the same name. A
+	// crash before leaves them to the next Open, which deletes them for
+	// a removed toolset.
 	if err := os.Remove(s.configPath(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		s.log.Warn("toolpkg: could not delete a removed toolset's configuration", "toolset", name, "error", err)
 	}
-	s.trashSeq++
-	scratch := filepath.Join(s.dir, ".tmp", fmt.Sprintf("old-%s-scratch-%d", name, s.trashSeq))
 	if err := os.Rename(s.scratchDir(name), scratch); err != nil {
 		scratch = ""
 		if !errors.Is(err, os.ErrNotExist) {
 			s.log.Warn("toolpkg: could not delete a removed toolset's scratch directory", "toolset", name, "error", err)
 		}
 	}
-	s.mu.Unlock()
 	s.deleteVersions(name, trash)
 	if scratch != "" {
 		if err := removeAll(scratch); err != nil {
@@ -1285,7 +1323,8 @@ func versionNumber(dir string) (int, bool) {
 }
 
 // persist writes a toolset's state.json atomically: a temporary file,
-// synced, then renamed over the old one.
+// synced, then renamed over the old one. The caller holds the entry's
+// wmu, never s.mu.
 func (s *Store) persist(rec record) error {
 	data, err := json.Marshal(rec)
 	if err != nil {
@@ -1295,11 +1334,18 @@ func (s *Store) persist(rec record) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("toolpkg: saving the state of %q: %w", rec.Name, unprefixed{err})
 	}
+	if h := testHookWrite.Load(); h != nil {
+		(*h)(dir, "state.json")
+	}
 	if err := atomicfile.Write(dir, ".state-*.json", "state.json", append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("toolpkg: saving the state of %q: %w", rec.Name, err)
 	}
 	return nil
 }
+
+// testHookWrite, set by tests alone, is called with a toolset's folder
+// and the file's name before state.json or config.json is written.
+var testHookWrite atomic.Pointer[func(dir, file string)]
 
 // discover runs "<executable> --schema" for each executable of a package
 // and returns the tools found and every problem.

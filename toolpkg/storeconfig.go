@@ -197,17 +197,28 @@ func (s *Store) SetConfig(name string, patch map[string]any) (map[string]any, er
 	}
 
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	e, ok := s.known(name)
-	if !ok || e.rec.Status == StatusRemoved {
+	s.mu.Unlock()
+	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, name)
 	}
-	secret, known := storedSecretKeys(e.rec)
-	cfg := make(map[string]any, len(e.config)+len(patch))
-	sealed := make(map[string]bool, len(e.config)+len(patch))
-	for k, v := range e.config {
+	// The new configuration is made and written with e.wmu held, which
+	// every change of the record or the configuration holds, and
+	// published under s.mu once it is on disk.
+	e.wmu.Lock()
+	defer e.wmu.Unlock()
+	s.mu.Lock()
+	rec, stored, storedSealed := e.rec, e.config, e.sealed
+	s.mu.Unlock()
+	if rec.Status == StatusRemoved {
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	secret, known := storedSecretKeys(rec)
+	cfg := make(map[string]any, len(stored)+len(patch))
+	sealed := make(map[string]bool, len(stored)+len(patch))
+	for k, v := range stored {
 		cfg[k] = v
-		sealed[k] = e.sealed[k] || ((!known || secret[k]) && sealable(k))
+		sealed[k] = storedSealed[k] || ((!known || secret[k]) && sealable(k))
 	}
 	for _, k := range sortedKeys(patch) {
 		v := patch[k]
@@ -215,7 +226,7 @@ func (s *Store) SetConfig(name string, patch map[string]any) (map[string]any, er
 		case v == nil:
 			delete(cfg, k)
 			delete(sealed, k)
-		case isRedacted(v) && (!known || secret[k] || e.sealed[k]):
+		case isRedacted(v) && (!known || secret[k] || storedSealed[k]):
 			// What Config showed: the stored value stays.
 		default:
 			cfg[k] = v
@@ -228,7 +239,7 @@ func (s *Store) SetConfig(name string, patch map[string]any) (map[string]any, er
 		}
 	}
 	if known {
-		if probs := checkStoredConfig(e.rec.Tools, cfg, sealed); len(probs) > 0 {
+		if probs := checkStoredConfig(rec.Tools, cfg, sealed); len(probs) > 0 {
 			return nil, &ConfigError{Toolset: name, Problems: probs}
 		}
 	}
@@ -249,8 +260,10 @@ func (s *Store) SetConfig(name string, patch map[string]any) (map[string]any, er
 	if err := s.writeConfig(name, file); err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
 	e.config, e.sealed = cfg, sealed
 	e.configGen++
+	s.mu.Unlock()
 	return redactStored(cfg, secret, known, sealed), nil
 }
 
@@ -396,11 +409,15 @@ func checkStoredConfig(tools []ToolInfo, cfg map[string]any, sealed map[string]b
 }
 
 // writeConfig writes a toolset's configuration file atomically, readable
-// by the store's user alone.
+// by the store's user alone. The caller holds the entry's wmu, never
+// s.mu.
 func (s *Store) writeConfig(name string, data []byte) error {
 	dir := filepath.Join(s.dir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("toolpkg: saving the configuration of %q: %w", name, unprefixed{err})
+	}
+	if h := testHookWrite.Load(); h != nil {
+		(*h)(dir, configFile)
 	}
 	if err := atomicfile.Write(dir, ".config-*.json", configFile, append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("toolpkg: saving the configuration of %q: %w", name, err)

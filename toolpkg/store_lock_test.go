@@ -1,0 +1,238 @@
+package toolpkg
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gotoolset/toolset"
+)
+
+// TestAStalledWriteOfOneToolsetHoldsUpNoOtherToolset: writing and
+// syncing one toolset's state.json or config.json may take long (a busy
+// disk); meanwhile every other toolset of the store must serve its
+// turns and calls, and the change being written must not be seen before
+// it is on disk.
+func TestAStalledWriteOfOneToolsetHoldsUpNoOtherToolset(t *testing.T) {
+	pkg := demoPackage(t, demoManifest(""))
+	ctx := context.Background()
+	cases := []struct {
+		name   string
+		target string // the toolset whose file stalls
+		file   string
+		nth    int // which of its writes stalls
+		op     func(s *Store) error
+		// stalled checks what the store shows while the write stalls;
+		// after, once the operation is done.
+		stalled, after func(t *testing.T, s *Store)
+	}{{
+		name: "SetConfig", target: "b", file: configFile, nth: 1,
+		op: func(s *Store) error {
+			_, err := s.SetConfig("b", map[string]any{"hil": true})
+			return err
+		},
+		stalled: func(t *testing.T, s *Store) {
+			cfg, err := s.Config("b")
+			require.NoError(t, err)
+			assert.NotContains(t, cfg, "hil", "a configuration not yet on disk is shown")
+		},
+		after: func(t *testing.T, s *Store) {
+			cfg, err := s.Config("b")
+			require.NoError(t, err)
+			assert.Equal(t, true, cfg["hil"])
+		},
+	}, {
+		name: "Create", target: "c", file: "state.json", nth: 1,
+		op: func(s *Store) error {
+			_, err := s.Create("c")
+			return err
+		},
+		stalled: func(t *testing.T, s *Store) {
+			_, err := s.Info("c")
+			assert.ErrorIs(t, err, ErrNotFound, "a record not yet on disk is shown")
+		},
+		after: func(t *testing.T, s *Store) {
+			info, err := s.Info("c")
+			require.NoError(t, err)
+			assert.Equal(t, StatusCreated, info.Status)
+		},
+	}, {
+		name: "Upload", target: "b", file: "state.json", nth: 1,
+		op: func(s *Store) error {
+			_, err := s.Upload(ctx, "b", bytes.NewReader(pkg), int64(len(pkg)))
+			return err
+		},
+		stalled: func(t *testing.T, s *Store) {
+			info, err := s.Info("b")
+			require.NoError(t, err)
+			assert.Equal(t, 1, info.Version, "a record not yet on disk is shown")
+			_, _, err = s.Package("b", 2)
+			assert.ErrorIs(t, err, ErrNotFound, "a version not yet recorded on disk is served")
+		},
+		after: func(t *testing.T, s *Store) {
+			info, err := s.Info("b")
+			require.NoError(t, err)
+			assert.Equal(t, StatusReady, info.Status)
+			assert.Equal(t, 2, info.Serving)
+		},
+	}, {
+		name: "Discovery", target: "b", file: "state.json", nth: 2,
+		op: func(s *Store) error {
+			_, err := s.StartUpload(ctx, "b", bytes.NewReader(pkg), int64(len(pkg)))
+			return err
+		},
+		stalled: func(t *testing.T, s *Store) {
+			info, err := s.Info("b")
+			require.NoError(t, err)
+			assert.Equal(t, StatusPending, info.Status, "a discovery result not yet on disk is shown")
+			assert.Equal(t, 1, info.Serving)
+		},
+		after: func(t *testing.T, s *Store) {
+			info, err := s.Wait(ctx, "b")
+			require.NoError(t, err)
+			assert.Equal(t, StatusReady, info.Status)
+			assert.Equal(t, 2, info.Serving)
+		},
+	}, {
+		name: "Remove", target: "b", file: "state.json", nth: 1,
+		op: func(s *Store) error { return s.Remove("b") },
+		stalled: func(t *testing.T, s *Store) {
+			info, err := s.Info("b")
+			require.NoError(t, err)
+			assert.Equal(t, StatusReady, info.Status, "a removal not yet on disk is shown")
+		},
+		after: func(t *testing.T, s *Store) {
+			info, err := s.Info("b")
+			require.NoError(t, err)
+			assert.Equal(t, StatusRemoved, info.Status)
+		},
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := openStore(t, Options{Sandbox: ModeDirect})
+			a := readyToolset(t, s, "a", nil)
+			upload(t, s, "b", pkg)
+			tools, err := toolset.BuildTools(ctx, "tester", a)
+			require.NoError(t, err)
+
+			entered, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			unstall := func() { once.Do(func() { close(release) }) }
+			defer unstall()
+			var mu sync.Mutex
+			n := 0
+			hook := func(dir, file string) {
+				if dir != filepath.Join(s.Dir(), c.target) || file != c.file {
+					return
+				}
+				mu.Lock()
+				n++
+				stall := n == c.nth
+				mu.Unlock()
+				if stall {
+					close(entered)
+					<-release
+				}
+			}
+			testHookWrite.Store(&hook)
+			defer testHookWrite.Store(nil)
+
+			opErr := make(chan error, 1)
+			go func() { opErr <- c.op(s) }()
+			select {
+			case <-entered:
+			case err := <-opErr:
+				if c.nth == 1 {
+					t.Fatalf("the operation ended (%v) without writing %s of %s", err, c.file, c.target)
+				}
+				opErr <- err
+				<-entered
+			case <-time.After(30 * time.Second):
+				t.Fatalf("no write of %s of %s", c.file, c.target)
+			}
+
+			served := make(chan error, 1)
+			go func() {
+				if _, err := a.GetTools(ctx); err != nil {
+					served <- err
+					return
+				}
+				if _, err := s.Info("a"); err != nil {
+					served <- err
+					return
+				}
+				if len(s.List()) == 0 {
+					served <- errors.New("List is empty")
+					return
+				}
+				_, err := tools.Execute(ctx, toolset.ToolCall{Name: "a__echo", Args: []byte(`{"text":"x"}`)})
+				served <- err
+			}()
+			select {
+			case err := <-served:
+				require.NoError(t, err)
+			case <-time.After(10 * time.Second):
+				unstall()
+				<-served
+				t.Fatalf("toolset a's GetTools, Info, List and calls waited for the write of %s of toolset %s", c.file, c.target)
+			}
+			c.stalled(t, s)
+			unstall()
+			require.NoError(t, <-opErr)
+			c.after(t, s)
+		})
+	}
+}
+
+// TestConcurrentWritesOfOneToolsetLandInOrder: saves of one toolset's
+// configuration, racing each other and an upload, land on disk in the
+// order they are published: a new Open shows what the store showed
+// last.
+func TestConcurrentWritesOfOneToolsetLandInOrder(t *testing.T) {
+	dir := storeDir(t)
+	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.DiscardHandler)}
+	s, err := Open(dir, opts)
+	require.NoError(t, err)
+	pkg := demoPackage(t, demoManifest(""))
+	upload(t, s, "b", pkg)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 10 {
+				_, err := s.SetConfig("b", map[string]any{"required_scopes": []any{fmt.Sprintf("s-%d-%d", g, i)}})
+				assert.NoError(t, err)
+			}
+		})
+	}
+	wg.Go(func() {
+		info := upload(t, s, "b", pkg)
+		assert.Equal(t, StatusReady, info.Status)
+	})
+	wg.Wait()
+	cfg, err := s.Config("b")
+	require.NoError(t, err)
+	info, err := s.Info("b")
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	s, err = Open(dir, opts)
+	require.NoError(t, err)
+	defer s.Close()
+	got, err := s.Config("b")
+	require.NoError(t, err)
+	assert.Equal(t, cfg, got)
+	reopened, err := s.Info("b")
+	require.NoError(t, err)
+	assert.Equal(t, info.Version, reopened.Version)
+	assert.Equal(t, info.Serving, reopened.Serving)
+	assert.Equal(t, info.Status, reopened.Status)
+}
