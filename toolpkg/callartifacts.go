@@ -181,13 +181,25 @@ type dataObject struct {
 // inline object and a reference to each saved artifact, and whose
 // Structured value is the *Result (with its Artifacts).
 //
-// The Structured value is kept within the store's MaxOutputBytes (the
-// budget) as JSON (see boundStructured).
+// Everything the model or a client is sent of the result is bounded by
+// the store's MaxOutputBytes (the budget): the text and the inline parts
+// together (an inline object that does not fit is saved instead, a
+// preview that does not fit is left out), and, apart, the Structured
+// value as JSON (see boundStructured).
 func (c *call) collect(ctx context.Context, r *Result, files []outputFile, fileNotes []string, scope ArtifactScope) (any, error) {
 	ao := c.store.artifacts
 	budget := c.store.opts.MaxOutputBytes
 	limit := min(ao.ReturnMaxBytes, budget)
 	full := c.secrets.text(r.render())
+	// The inline parts share what the text part leaves of the budget.
+	inlineLeft := budget - min(len(full), limit)
+	fits := func(n int) bool {
+		if n > inlineLeft {
+			return false
+		}
+		inlineLeft -= n
+		return true
+	}
 	var notes []string
 	var inline []toolset.Part
 	saved := 0
@@ -210,7 +222,7 @@ func (c *call) collect(ctx context.Context, r *Result, files []outputFile, fileN
 			notes = append(notes, fmt.Sprintf("artifact %s not saved: it is %d bytes, more than %d", quoteShort(name), len(data), ao.MaxArtifactBytes))
 			return
 		}
-		ref, err := ao.Store.Save(ctx, scope, ArtifactRef{Name: name, MIMEType: mimeType, Description: desc}, bytes.NewReader(data))
+		ref, err := ao.Store.Save(ctx, scope, ArtifactRef{Name: name, MIMEType: mimeType, Description: cutUTF8(desc, maxDescriptionBytes)}, bytes.NewReader(data))
 		if err != nil {
 			c.store.log.Warn("toolpkg: saving an artifact failed", "toolset", c.toolset, "tool", c.tool.Name, "artifact", name, "err", err)
 			notes = append(notes, fmt.Sprintf("artifact %s not saved: the artifact store failed", quoteShort(name)))
@@ -249,13 +261,17 @@ func (c *call) collect(ctx context.Context, r *Result, files []outputFile, fileN
 		text := !o.IsBinary && isTextMIME(mt)
 		switch disp := o.Disposition; {
 		case disp == "inline" || ((disp == "" || disp == "auto") && len(data) <= ao.SaveThresholdBytes):
+			var t string
 			if text {
-				t, _ := capText(c.secrets.text(string(data)), ao.ReturnMaxBytes)
+				t, _ = capText(c.secrets.text(string(data)), ao.ReturnMaxBytes)
+			}
+			switch {
+			case text && fits(len(t)):
 				inline = append(inline, toolset.Part{Text: t})
-			} else if len(data) <= ao.ReturnMaxBytes {
+			case !text && len(data) <= ao.ReturnMaxBytes && fits(len(data)):
 				inline = append(inline, toolset.Part{MIMEType: mt, Data: data})
-			} else {
-				// Too large to send: saved instead.
+			default:
+				// Too large to send, or past the budget: saved instead.
 				save(o.Name, mt, c.secrets.text(o.Description), data)
 			}
 		case disp == "" || disp == "auto" || disp == "artifact" || disp == "artifact_with_preview":
@@ -267,7 +283,11 @@ func (c *call) collect(ctx context.Context, r *Result, files []outputFile, fileN
 				}
 				if preview != "" {
 					t, _ := capText(c.secrets.text(preview), ao.ReturnMaxBytes)
-					inline = append(inline, toolset.Part{Text: "preview of " + o.Name + ":\n" + t})
+					if t = "preview of " + o.Name + ":\n" + t; fits(len(t)) {
+						inline = append(inline, toolset.Part{Text: t})
+					} else {
+						notes = append(notes, fmt.Sprintf("preview of %s left out: the result is at its size budget", quoteShort(o.Name)))
+					}
 				}
 			}
 		default:
@@ -322,6 +342,10 @@ func (c *call) collect(ctx context.Context, r *Result, files []outputFile, fileN
 	}
 	return &toolset.Content{Parts: parts, Structured: r}, nil
 }
+
+// maxDescriptionBytes bounds the description of an artifact a call
+// saves: the model is shown it in each reference.
+const maxDescriptionBytes = 256
 
 // cutUTF8 cuts s to at most n bytes, at a UTF-8 boundary.
 func cutUTF8(s string, n int) string {

@@ -481,7 +481,13 @@
 // inline parts, previews, descriptions and notes, and the saved whole
 // output), not inside saved files and data objects.
 //
-// The budget: the Structured value, which an MCP server (toolset serve) sends
+// The budget: everything of a result that a model or a client is sent is
+// bounded by [Options.MaxOutputBytes] (100 KB), as the text is. The text
+// part and the inline parts share it: an inline data object that does
+// not fit is saved as an artifact instead (the model sees its
+// reference), a preview that does not fit is left out with a note. An
+// artifact's description, shown in each reference, is cut to 256 bytes.
+// And the Structured value, which an MCP server (toolset serve) sends
 // whole as structuredContent and many clients hand to the model, is at
 // most MaxOutputBytes as JSON. As the platform does with a large output,
 // an oversize result's data gets an artifact the model can name: the

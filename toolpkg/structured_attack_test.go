@@ -143,6 +143,41 @@ func TestOversizeDataObjectsAreNotStructuredWhole(t *testing.T) {
 	assert.Contains(t, c.ModelText(), "note: data_objects (")
 }
 
+// Many inline data objects, each within ReturnMaxBytes, do not add up
+// past the budget: those that do not fit are saved instead.
+func TestManyInlineObjectsStayWithinTheBudget(t *testing.T) {
+	s := openStore(t, Options{Sandbox: ModeDirect})
+	ts := objectsToolset(t, s)
+	res, err := callTool(context.Background(), t, ts, "demo__objects", `{"n": 100, "size": 4000, "disposition": "inline"}`)
+	require.NoError(t, err)
+	c, r, size := structuredOf(t, res)
+	assert.LessOrEqual(t, size, DefaultMaxOutputBytes)
+	inline := 0
+	for _, p := range c.Parts[1:] {
+		if strings.HasPrefix(p.Text, "yyyy") {
+			inline += len(p.Text)
+		}
+	}
+	assert.LessOrEqual(t, inline+len(c.Parts[0].Text), DefaultMaxOutputBytes, "the text and the inline parts share the budget")
+	assert.Greater(t, inline, 0)
+	assert.NotEmpty(t, r.Artifacts, "the objects past the budget are saved")
+	assert.Equal(t, "obj25.txt", r.Artifacts[0].Name)
+}
+
+// An artifact's description, which the model is shown in each
+// reference, is cut.
+func TestHugeArtifactDescriptionIsCut(t *testing.T) {
+	s := openStore(t, Options{Sandbox: ModeDirect})
+	ts := objectsToolset(t, s)
+	res, err := callTool(context.Background(), t, ts, "demo__objects", `{"n": 1, "size": 10, "desc": 1000000, "disposition": "artifact"}`)
+	require.NoError(t, err)
+	c, r, size := structuredOf(t, res)
+	assert.LessOrEqual(t, size, DefaultMaxOutputBytes)
+	require.Len(t, r.Artifacts, 1)
+	assert.Len(t, r.Artifacts[0].Description, maxDescriptionBytes)
+	assert.Less(t, len(c.ModelText()), 2000)
+}
+
 // With a budget too small for even the list of artifacts, the
 // structured result drops it too, and the parts still name each one.
 func TestTinyBudgetBoundsTheStructuredResult(t *testing.T) {
