@@ -500,8 +500,8 @@
 // status longer than 64 bytes is cut. Each omission is said
 // in [Result.Omitted], which the structured result carries, and in a
 // note part the model reads, naming the artifact that holds what was
-// left out, or saying that none does when the whole output could not be
-// saved (too large for MaxArtifactBytes, past MaxArtifacts, or the
+// left out (or the text part, when it was not cut), or saying that none
+// does when the whole output could not be saved (too large for MaxArtifactBytes, past MaxArtifacts, or the
 // artifact store failed). The data is not saved a second time as an
 // artifact of its own: the whole output already holds it. A result whose
 // structured form fits is returned exactly as before, Omitted empty (and
