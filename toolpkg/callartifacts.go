@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"os"
 	"path/filepath"
@@ -179,8 +180,26 @@ type dataObject struct {
 // else, else a *toolset.Content whose parts are the result's text, each
 // inline object and a reference to each saved artifact, and whose
 // Structured value is the *Result (with its Artifacts).
+//
+// Everything the model or a client is sent of the result is bounded by
+// the store's MaxOutputBytes (the budget): the text and the inline parts
+// together (an inline object that does not fit is saved instead, a
+// preview that does not fit is left out), and, apart, the Structured
+// value as JSON (see boundStructured).
 func (c *call) collect(ctx context.Context, r *Result, files []outputFile, fileNotes []string, scope ArtifactScope) (any, error) {
 	ao := c.store.artifacts
+	budget := c.store.opts.MaxOutputBytes
+	limit := min(ao.ReturnMaxBytes, budget)
+	full := c.secrets.text(r.render())
+	// The inline parts share what the text part leaves of the budget.
+	inlineLeft := budget - min(len(full), limit)
+	fits := func(n int) bool {
+		if n > inlineLeft {
+			return false
+		}
+		inlineLeft -= n
+		return true
+	}
 	var notes []string
 	var inline []toolset.Part
 	saved := 0
@@ -203,7 +222,7 @@ func (c *call) collect(ctx context.Context, r *Result, files []outputFile, fileN
 			notes = append(notes, fmt.Sprintf("artifact %s not saved: it is %d bytes, more than %d", quoteShort(name), len(data), ao.MaxArtifactBytes))
 			return
 		}
-		ref, err := ao.Store.Save(ctx, scope, ArtifactRef{Name: name, MIMEType: mimeType, Description: desc}, bytes.NewReader(data))
+		ref, err := ao.Store.Save(ctx, scope, ArtifactRef{Name: name, MIMEType: mimeType, Description: cutUTF8(desc, maxDescriptionBytes)}, bytes.NewReader(data))
 		if err != nil {
 			c.store.log.Warn("toolpkg: saving an artifact failed", "toolset", c.toolset, "tool", c.tool.Name, "artifact", name, "err", err)
 			notes = append(notes, fmt.Sprintf("artifact %s not saved: the artifact store failed", quoteShort(name)))
@@ -242,13 +261,17 @@ func (c *call) collect(ctx context.Context, r *Result, files []outputFile, fileN
 		text := !o.IsBinary && isTextMIME(mt)
 		switch disp := o.Disposition; {
 		case disp == "inline" || ((disp == "" || disp == "auto") && len(data) <= ao.SaveThresholdBytes):
+			var t string
 			if text {
-				t, _ := capText(c.secrets.text(string(data)), ao.ReturnMaxBytes)
+				t, _ = capText(c.secrets.text(string(data)), ao.ReturnMaxBytes)
+			}
+			switch {
+			case text && fits(len(t)):
 				inline = append(inline, toolset.Part{Text: t})
-			} else if len(data) <= ao.ReturnMaxBytes {
+			case !text && len(data) <= ao.ReturnMaxBytes && fits(len(data)):
 				inline = append(inline, toolset.Part{MIMEType: mt, Data: data})
-			} else {
-				// Too large to send: saved instead.
+			default:
+				// Too large to send, or past the budget: saved instead.
 				save(o.Name, mt, c.secrets.text(o.Description), data)
 			}
 		case disp == "" || disp == "auto" || disp == "artifact" || disp == "artifact_with_preview":
@@ -260,7 +283,11 @@ func (c *call) collect(ctx context.Context, r *Result, files []outputFile, fileN
 				}
 				if preview != "" {
 					t, _ := capText(c.secrets.text(preview), ao.ReturnMaxBytes)
-					inline = append(inline, toolset.Part{Text: "preview of " + o.Name + ":\n" + t})
+					if t = "preview of " + o.Name + ":\n" + t; fits(len(t)) {
+						inline = append(inline, toolset.Part{Text: t})
+					} else {
+						notes = append(notes, fmt.Sprintf("preview of %s left out: the result is at its size budget", quoteShort(o.Name)))
+					}
 				}
 			}
 		default:
@@ -274,28 +301,39 @@ func (c *call) collect(ctx context.Context, r *Result, files []outputFile, fileN
 		save(f.name, mimeOf(f.name, f.data), "", f.data)
 	}
 
-	full := c.secrets.text(r.render())
-	limit := min(ao.ReturnMaxBytes, c.store.opts.MaxOutputBytes)
-	savedText := false
-	if len(full) > ao.SaveThresholdBytes {
+	var whole *ArtifactRef
+	content := len(r.Artifacts) > 0 || len(inline) > 0 || len(notes) > 0
+	// The whole output is saved when it is long, and when the
+	// structured result would be over the budget for its message or its
+	// data, which the whole output holds: the data then has a home the
+	// model can name.
+	if len(full) > ao.SaveThresholdBytes || (content && jsonSize(&Result{Status: r.Status, Message: r.Message, Data: r.Data}) > budget) {
 		before := len(r.Artifacts)
 		save(c.tool.Name+"_output.txt", "text/plain", "the whole output of "+c.toolset+"__"+c.tool.Name, []byte(full))
-		savedText = len(r.Artifacts) > before
+		if len(r.Artifacts) > before {
+			whole = &r.Artifacts[len(r.Artifacts)-1]
+		}
 	}
+	if len(r.Artifacts) == 0 && len(inline) == 0 && len(notes) == 0 {
+		// r.text, capped at MaxOutputBytes, as before. A bare *Result
+		// reaches a model, and an MCP client, as that text alone.
+		return r, nil
+	}
+	text, cut := capText(full, limit)
+	if whole != nil {
+		text += fmt.Sprintf("\n[the whole output was saved as artifact %s version %d]", whole.Name, whole.Version)
+	}
+	r.text, r.truncated = text, cut
+	// The parts name every artifact, even when the structured result
+	// has no room for their list.
+	arts := r.Artifacts
+	notes = append(notes, boundStructured(r, budget, whole)...)
 	if len(notes) > 0 {
 		c.store.log.Warn("toolpkg: a tool's output was not all kept", "toolset", c.toolset, "tool", c.tool.Name, "problems", len(notes))
 	}
-	if len(r.Artifacts) == 0 && len(inline) == 0 && len(notes) == 0 {
-		return r, nil // r.text, capped at MaxOutputBytes, as before
-	}
-	text, cut := capText(full, limit)
-	if savedText {
-		text += fmt.Sprintf("\n[the whole output was saved as artifact %s version %d]", r.Artifacts[len(r.Artifacts)-1].Name, r.Artifacts[len(r.Artifacts)-1].Version)
-	}
-	r.text, r.truncated = text, cut
 	parts := []toolset.Part{{Text: text}}
 	parts = append(parts, inline...)
-	for _, a := range r.Artifacts {
+	for _, a := range arts {
 		b, _ := json.Marshal(a)
 		parts = append(parts, toolset.Part{Text: "artifact saved: " + string(b)})
 	}
@@ -303,6 +341,89 @@ func (c *call) collect(ctx context.Context, r *Result, files []outputFile, fileN
 		parts = append(parts, toolset.Part{Text: "note: " + c.secrets.text(n)})
 	}
 	return &toolset.Content{Parts: parts, Structured: r}, nil
+}
+
+// maxDescriptionBytes bounds the description of an artifact a call
+// saves: the model is shown it in each reference.
+const maxDescriptionBytes = 256
+
+// cutUTF8 cuts s to at most n bytes, at a UTF-8 boundary.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// jsonSize is the size of r as JSON, as a client is sent it.
+func jsonSize(r *Result) int {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return math.MaxInt
+	}
+	return len(b)
+}
+
+// maxStatusBytes bounds the status of a structured result over the
+// budget.
+const maxStatusBytes = 64
+
+// boundStructured keeps r, the Structured value of a call's
+// *toolset.Content, within budget bytes as JSON: a client of an MCP
+// server is sent it whole, and many hand it to the model. While it is
+// over, the largest of its data, data_objects, artifact list (which the
+// parts repeat) and message is left out (set to nil or ""), then a long
+// status is cut. Each such change is said in r.Omitted, and returned, to be
+// notes the model reads. whole is the artifact holding the whole output,
+// if one was saved: the data and message left out are there (else in the
+// text part, when r's text was not cut).
+func boundStructured(r *Result, budget int, whole *ArtifactRef) []string {
+	if jsonSize(r) <= budget {
+		return nil
+	}
+	where := "; no artifact holds it"
+	switch {
+	case whole != nil:
+		where = fmt.Sprintf("; the whole output, which holds it, is artifact %s version %d", whole.Name, whole.Version)
+	case !r.truncated:
+		where = "; this result's text holds it"
+	}
+	omit := func(format string, a ...any) {
+		r.Omitted = append(r.Omitted, fmt.Sprintf(format, a...))
+	}
+	for jsonSize(r) > budget {
+		d, o, m := len(r.Data), len(r.DataObjects), len(r.Message)
+		a := 0
+		if len(r.Artifacts) > 0 {
+			b, _ := json.Marshal(r.Artifacts)
+			a = len(b)
+		}
+		switch {
+		case d > 0 && d >= o && d >= m && d >= a:
+			r.Data = nil
+			omit("data (%d bytes) left out of the structured result, which is at most %d bytes%s", d, budget, where)
+		case o > 0 && o >= m && o >= a:
+			r.DataObjects = nil
+			omit("data_objects (%d bytes) left out of the structured result, which is at most %d bytes; its objects are this result's parts and artifacts", o, budget)
+		case a > 0 && a >= m:
+			n := len(r.Artifacts)
+			r.Artifacts = nil
+			omit("the list of the %d artifacts saved left out of the structured result, which is at most %d bytes; this result's parts name them", n, budget)
+		case m > 0:
+			r.Message = ""
+			omit("message (%d bytes) left out of the structured result, which is at most %d bytes%s", m, budget, where)
+		case len(r.Status) > maxStatusBytes:
+			n := len(r.Status)
+			r.Status = cutUTF8(r.Status, maxStatusBytes)
+			omit("status (%d bytes) cut to %d bytes in the structured result", n, len(r.Status))
+		default:
+			return r.Omitted
+		}
+	}
+	return r.Omitted
 }
 
 // outputFile is a regular file a tool left in output/.

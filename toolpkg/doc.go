@@ -292,7 +292,11 @@
 //     the tool again.
 //   - a result with data objects or output files, or longer than
 //     [ArtifactOptions.SaveThresholdBytes], is a [*toolset.Content]
-//     instead of a [*Result] (see Artifacts).
+//     instead of a [*Result] (see Artifacts). A bare [*Result] keeps its
+//     whole Data for the program; a model, and a client of an MCP server
+//     (mcptoolset sends no structured content for a tool without a result
+//     schema, and packaged tools declare none), is sent its ModelText
+//     alone.
 //
 // A tool that exits non-zero or is killed, or exits 0 without writing a
 // result or with one that is not JSON, fails the call with a [*ExecError],
@@ -476,6 +480,32 @@
 // wrote them: secrets are hidden in what the model is sent (the text, the
 // inline parts, previews, descriptions and notes, and the saved whole
 // output), not inside saved files and data objects.
+//
+// The budget: everything of a result that a model or a client is sent is
+// bounded by [Options.MaxOutputBytes] (100 KB), as the text is. The text
+// part and the inline parts share it: an inline data object that does
+// not fit is saved as an artifact instead (the model sees its
+// reference), a preview that does not fit is left out with a note. An
+// artifact's description, shown in each reference, is cut to 256 bytes.
+// And the Structured value, which an MCP server (toolset serve) sends
+// whole as structuredContent and many clients hand to the model, is at
+// most MaxOutputBytes as JSON. As the platform does with a large output,
+// an oversize result's data gets an artifact the model can name: the
+// whole output (status, message and data) is saved as <tool>_output.txt
+// whenever the structured result would be over the budget for them, even
+// below SaveThresholdBytes. Then, while the structured result is over,
+// the largest of its data, data_objects, artifact list and message is
+// left out of it (nil or ""; the data objects are already the result's
+// parts and artifacts, the parts name each artifact), and at last a
+// status longer than 64 bytes is cut. Each omission is said
+// in [Result.Omitted], which the structured result carries, and in a
+// note part the model reads, naming the artifact that holds what was
+// left out (or the text part, when it was not cut), or saying that none
+// does when the whole output could not be saved (too large for MaxArtifactBytes, past MaxArtifacts, or the
+// artifact store failed). The data is not saved a second time as an
+// artifact of its own: the whole output already holds it. A result whose
+// structured form fits is returned exactly as before, Omitted empty (and
+// absent from the JSON).
 //
 // # Writing tools in Go
 //

@@ -67,7 +67,10 @@ type Options struct {
 	// DefaultMaxParallelDiscovery); the others wait, pending, for a turn.
 	MaxParallelDiscovery int
 	// MaxOutputBytes caps the text of a result, or of a tool's error, that
-	// reaches the model (default 102,400 bytes).
+	// reaches the model (default 102,400 bytes). It is the budget of all
+	// of a result a model or client is sent: the text and inline parts
+	// together, and apart the structured result as JSON (see the package
+	// documentation, Artifacts).
 	MaxOutputBytes int
 	// Logger receives the store's logs (default slog.Default()). Secret
 	// configuration values never reach it.

@@ -541,6 +541,12 @@ type Result struct {
 	Artifacts []ArtifactRef
 	// ErrorCode is result.json's error_code, or "" when it had none.
 	ErrorCode string
+	// Omitted says what was left out of this result, and where it is,
+	// when it is the Structured value of a [*toolset.Content] that would
+	// be larger than the store's MaxOutputBytes as JSON: the data, the
+	// data objects, the message (nil or "" then). It is empty otherwise,
+	// and left out of the JSON.
+	Omitted []string `json:",omitempty"`
 
 	text      string
 	truncated bool

@@ -126,6 +126,21 @@ func main() {
 	case "big":
 		n, _ := args["n"].(float64)
 		ok("big", strings.Repeat("x", int(n)))
+	case "objects":
+		// n data objects of size bytes each, of the disposition asked,
+		// with a description of desc bytes (not in the default schema).
+		n, _ := args["n"].(float64)
+		size, _ := args["size"].(float64)
+		desc, _ := args["desc"].(float64)
+		disp, _ := args["disposition"].(string)
+		var objs []any
+		for i := range int(n) {
+			objs = append(objs, map[string]any{
+				"name": fmt.Sprintf("obj%d.txt", i), "content": strings.Repeat("y", int(size)), "mime_type": "text/plain",
+				"disposition": disp, "description": strings.Repeat("d", int(desc)),
+			})
+		}
+		write(ra.ResultFile, result{Result: &toolResult{Schema: "ToolResult", SchemaVersion: "1.0", Status: "success", Message: "objects", Data: map[string]any{"n": n}, DataObjects: objs}})
 	case "slow":
 		ms, _ := args["ms"].(float64)
 		until, _ := args["until"].(string)
