@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -235,4 +236,37 @@ func TestConcurrentWritesOfOneToolsetLandInOrder(t *testing.T) {
 	assert.Equal(t, info.Version, reopened.Version)
 	assert.Equal(t, info.Serving, reopened.Serving)
 	assert.Equal(t, info.Status, reopened.Status)
+}
+
+// TestACallStartedBeforeRemoveMakesNoScratchDirAfterIt: a call takes its
+// version, then makes the toolset's scratch directory before it starts
+// the tool. Removed in between, the toolset must not get a scratch
+// directory back from it: it would outlive the removal, and a new
+// toolset of the same name would find the removed one's state in it.
+func TestACallStartedBeforeRemoveMakesNoScratchDirAfterIt(t *testing.T) {
+	pkg := demoPackage(t, demoManifest(""))
+	for _, recreate := range []bool{false, true} {
+		t.Run(fmt.Sprintf("recreated=%v", recreate), func(t *testing.T) {
+			s := openStore(t, Options{Sandbox: ModeDirect})
+			info := upload(t, s, "b", pkg)
+			require.Equal(t, StatusReady, info.Status)
+			// What a call's runWith does first: the version is its.
+			_, ok := s.acquire("b", info.Serving)
+			require.True(t, ok)
+			defer s.release("b", info.Serving)
+
+			require.NoError(t, s.Remove("b"))
+			if recreate {
+				_, err := s.Create("b")
+				require.NoError(t, err)
+				again := upload(t, s, "b", pkg)
+				require.Equal(t, StatusReady, again.Status)
+				require.Greater(t, again.Serving, info.Serving)
+			}
+			_, err := s.scratch("b", info.Serving)
+			assert.ErrorIs(t, err, ErrNotFound, "a call of a removed toolset got a scratch directory")
+			_, err = os.Lstat(s.scratchDir("b"))
+			assert.ErrorIs(t, err, os.ErrNotExist, "a call of a removed toolset made its scratch directory anew")
+		})
+	}
 }
