@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -267,6 +268,73 @@ func TestACallStartedBeforeRemoveMakesNoScratchDirAfterIt(t *testing.T) {
 			assert.ErrorIs(t, err, ErrNotFound, "a call of a removed toolset got a scratch directory")
 			_, err = os.Lstat(s.scratchDir("b"))
 			assert.ErrorIs(t, err, os.ErrNotExist, "a call of a removed toolset made its scratch directory anew")
+		})
+	}
+}
+
+// TestCloseWaitsForAStalledWrite: Close must not release the store's
+// directory while a write of state.json or config.json is on its way,
+// or the next Open (which deletes the temporary files a crash left)
+// would run alongside it and serve what the write then changes under
+// it.
+func TestCloseWaitsForAStalledWrite(t *testing.T) {
+	for _, file := range []string{"state.json", configFile} {
+		t.Run(file, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				dir := storeDir(t)
+				opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.DiscardHandler)}
+				s, err := Open(dir, opts)
+				require.NoError(t, err)
+				_, err = s.Create("b")
+				require.NoError(t, err)
+
+				entered, release := make(chan struct{}), make(chan struct{})
+				hook := func(d, f string) {
+					if d == filepath.Join(dir, "b") && f == file {
+						close(entered)
+						<-release
+					}
+				}
+				testHookWrite.Store(&hook)
+				defer testHookWrite.Store(nil)
+				opErr := make(chan error, 1)
+				go func() {
+					if file == configFile {
+						_, err := s.SetConfig("b", map[string]any{"hil": true})
+						opErr <- err
+						return
+					}
+					opErr <- s.Remove("b")
+				}()
+				<-entered
+				closed := make(chan error, 1)
+				go func() { closed <- s.Close() }()
+				synctest.Wait()
+				select {
+				case err := <-closed:
+					close(release)
+					t.Fatalf("Close returned (%v) while a write of %s was on its way", err, file)
+				default:
+				}
+				_, err = Open(dir, opts)
+				require.Error(t, err, "a second Open got the directory while a write was on its way")
+				close(release)
+				require.NoError(t, <-opErr)
+				require.NoError(t, <-closed)
+
+				s, err = Open(dir, opts)
+				require.NoError(t, err)
+				defer s.Close()
+				if file == configFile {
+					cfg, err := s.Config("b")
+					require.NoError(t, err)
+					assert.Contains(t, cfg, "hil", "the configuration saved before Close is lost")
+				} else {
+					info, err := s.Info("b")
+					require.NoError(t, err)
+					assert.Equal(t, StatusRemoved, info.Status)
+				}
+			})
 		})
 	}
 }
