@@ -338,3 +338,36 @@ func TestCloseWaitsForAStalledWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestAVersionLeftUnrecordedByACrashIsNotServedNorInTheWay: the folder
+// and the zip of a new version are moved into place before the record
+// naming it is written. A crash in between leaves them with no record:
+// the next Open deletes them, and the next upload, which takes the same
+// number, stores and serves its own package, not the leftover.
+func TestAVersionLeftUnrecordedByACrashIsNotServedNorInTheWay(t *testing.T) {
+	dir, opts := servingStore(t)
+	// What the crash leaves: version 2's folder, holding something the
+	// next upload does not, and its zip.
+	v2 := filepath.Join(dir, "demo", "v2")
+	require.NoError(t, os.Mkdir(v2, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(v2, "leftover"), []byte("x"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "demo", "v2.zip"), []byte("not the upload"), 0o600))
+
+	s, err := Open(dir, opts)
+	require.NoError(t, err)
+	defer s.Close()
+	assert.NoDirExists(t, v2)
+	assert.NoFileExists(t, filepath.Join(dir, "demo", "v2.zip"))
+	_, _, err = s.Package("demo", 2)
+	assert.ErrorIs(t, err, ErrNotFound)
+
+	pkg := scriptPackage(t, schemaEcho(greetSchema))
+	info := upload(t, s, "demo", pkg)
+	require.Equal(t, StatusReady, info.Status, "%v", info.Errors)
+	assert.Equal(t, 2, info.Serving)
+	assert.NoFileExists(t, filepath.Join(v2, "leftover"))
+	f, size, err := s.Package("demo", 2)
+	require.NoError(t, err)
+	defer f.Close()
+	assert.Equal(t, int64(len(pkg)), size, "the zip served is not the one uploaded")
+}
