@@ -371,3 +371,56 @@ func TestAVersionLeftUnrecordedByACrashIsNotServedNorInTheWay(t *testing.T) {
 	defer f.Close()
 	assert.Equal(t, int64(len(pkg)), size, "the zip served is not the one uploaded")
 }
+
+// TestManyGoroutinesChangingAndReadingOneToolsetDoNotDeadlock: every
+// operation that takes the locks of one toolset (its upload lock, its
+// write lock, the store's lock), run at once from many goroutines, with
+// calls taking and releasing versions, ends: no order of them deadlocks,
+// and the store closes after.
+func TestManyGoroutinesChangingAndReadingOneToolsetDoNotDeadlock(t *testing.T) {
+	dir := storeDir(t)
+	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.DiscardHandler)}
+	s, err := Open(dir, opts)
+	require.NoError(t, err)
+	ctx := context.Background()
+	pkg := demoPackage(t, demoManifest(""))
+	upload(t, s, "b", pkg)
+	ops := []func(){
+		func() { _, _ = s.Upload(ctx, "b", bytes.NewReader(pkg), int64(len(pkg))) },
+		func() { _, _ = s.StartUpload(ctx, "b", bytes.NewReader(pkg), int64(len(pkg))) },
+		func() { _, _ = s.SetConfig("b", map[string]any{"required_scopes": []any{"x"}}) },
+		func() { _ = s.Remove("b") },
+		func() { _, _ = s.Create("b") },
+		func() {
+			tools, err := toolset.BuildTools(ctx, "tester", s.Toolset("b", nil))
+			if err == nil {
+				_, _ = tools.Execute(ctx, toolset.ToolCall{Name: "b__echo", Args: []byte(`{"text":"x"}`)})
+			}
+		},
+		func() { _, _ = s.Info("b"); _ = s.List(); _, _ = s.Config("b") },
+		func() {
+			if f, _, err := s.Package("b", 0); err == nil {
+				f.Close()
+			}
+		},
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var wg sync.WaitGroup
+		for g := range 2 * len(ops) {
+			wg.Go(func() {
+				for i := range 4 {
+					ops[(g+i)%len(ops)]()
+				}
+			})
+		}
+		wg.Wait()
+		assert.NoError(t, s.Close())
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the operations of one toolset, run at once, did not end: a deadlock")
+	}
+}
