@@ -53,8 +53,21 @@ func (s *Store) wantsScratch(p Profile) bool {
 
 // scratch makes sure the toolset's scratch directory exists and is what
 // the store made: a directory, not a link, owned by the user tools run
-// as. Its contents are the tools' business; the store never reads them.
-func (s *Store) scratch(name string) (string, error) {
+// as, for a call of version v. Its contents are the tools' business; the
+// store never reads them.
+//
+// A call takes its version before it gets here: the toolset may have
+// been removed meanwhile (and perhaps created anew), and Remove has
+// moved the directory aside, or is about to. The error then wraps
+// [ErrNotFound], and no directory is made: it would outlive the removal,
+// and hand the removed toolset's state to a new one of the same name.
+// Checked and made under s.mu, which Remove publishes the removal under.
+func (s *Store) scratch(name string, v int) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.known(name); !ok || e.rec.Status == StatusRemoved || v <= e.removedUpTo {
+		return "", fmt.Errorf("%w: %q was removed", ErrNotFound, name)
+	}
 	p := s.scratchDir(name)
 	uid, gid, chown := s.sb.owner()
 	if !chown {

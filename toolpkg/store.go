@@ -323,6 +323,10 @@ type entry struct {
 	// removing counts the Removes waiting for e.up: a discovery that
 	// starts meanwhile is canceled at once.
 	removing int
+	// removedUpTo is the last version of the toolset when it was last
+	// removed: a call of a version up to it is a call of the removed
+	// toolset, which gets no scratch directory.
+	removedUpTo int
 	// config is the stored configuration; configGen counts its changes.
 	config    map[string]any
 	configGen uint64
@@ -1198,6 +1202,7 @@ func (s *Store) Remove(name string) error {
 	}
 	s.mu.Lock()
 	e.setRec(rec)
+	e.removedUpTo = rec.LastVersion
 	trash := s.retireLocked(name, e, prev.Version, prev.Serving)
 	e.config, e.sealed = nil, nil
 	e.configGen++

@@ -328,7 +328,10 @@ func (c *call) runWith(ctx context.Context, args json.RawMessage, creds Credenti
 		l.binds = append(l.binds, bind{host: pipe, inside: bwrapWorkDir + "/" + statusPipeName})
 	}
 	if s.wantsScratch(c.exe.Profile) {
-		dir, err := s.scratch(c.toolset)
+		dir, err := s.scratch(c.toolset, c.version)
+		if errors.Is(err, ErrNotFound) {
+			return nil, &StaleToolError{Toolset: c.toolset, Tool: c.tool.Name}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, unprefixed{err})
 		}
