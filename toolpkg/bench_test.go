@@ -138,3 +138,24 @@ func BenchmarkGetToolsWhileWriting(b *testing.B) {
 		})
 	}
 }
+
+// TestGetToolsOfAStandingListAllocatesOnlyItsCopy: a turn whose tools
+// still stand (same serving version, same stored configuration) reads
+// the store under one lock without copying the record, and allocates
+// only the list it returns.
+func TestGetToolsOfAStandingListAllocatesOnlyItsCopy(t *testing.T) {
+	s := openStore(t, Options{Sandbox: ModeDirect})
+	ts := readyToolset(t, s, "demo", map[string]any{"greeting": "hi"})
+	ctx := context.Background()
+	if _, err := ts.GetTools(ctx); err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := ts.GetTools(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 1 {
+		t.Fatalf("GetTools of a standing list allocates %.0f times; want 1 (the copy it returns)", allocs)
+	}
+}

@@ -281,16 +281,32 @@ func (s *Store) Config(name string) (map[string]any, error) {
 	return redactStored(e.config, secret, known, e.sealed), nil
 }
 
-// storedConfig returns the stored configuration, its sealed keys and
-// its generation.
-func (s *Store) storedConfig(name string) (map[string]any, map[string]bool, uint64) {
+// servingKey returns, under one lock, what tells a store Toolset whether
+// the tools it built last still stand: the serving version, the status
+// and the generation of the stored configuration. ok is false for a name
+// the store does not know. It copies nothing, so that a turn whose tools
+// stand costs no allocation here.
+func (s *Store) servingKey(name string) (serving int, status Status, gen uint64, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.entries[name]
+	e, ok := s.known(name)
 	if !ok {
-		return nil, nil, 0
+		return 0, "", 0, false
 	}
-	return e.config, e.sealed, e.configGen
+	return e.rec.Serving, e.rec.Status, e.configGen, true
+}
+
+// servingState returns, under one lock, a toolset's record and the stored
+// configuration that goes with it, so that tools are never built from one
+// version and a configuration published after another.
+func (s *Store) servingState(name string) (Info, map[string]any, map[string]bool, uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.known(name)
+	if !ok {
+		return Info{}, nil, nil, 0, fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	return e.rec.Info.clone(), e.config, e.sealed, e.configGen, nil
 }
 
 // storedSecretKeys returns the secret keys of the serving version's

@@ -137,18 +137,29 @@ func (t *Toolset) GetTools(ctx context.Context) ([]toolset.Tool, error) {
 	if t == nil {
 		return nil, errNilToolset
 	}
-	info, err := t.store.Info(t.name)
-	if err != nil {
+	serving, status, gen, ok := t.store.servingKey(t.name)
+	if !ok {
 		// The one error of Info, said in the words of a toolset's error.
 		return nil, fmt.Errorf("toolpkg: toolset %q: %w", t.name, unprefixed{ErrNotFound})
 	}
-	if info.Serving == 0 || info.Status == StatusRemoved {
-		return nil, &NotReadyError{Toolset: t.name, Status: info.Status, Errors: info.Errors}
+	if serving == 0 || status == StatusRemoved {
+		if err := t.notReady(); err != nil {
+			return nil, err
+		}
 	}
-	stored, sealed, gen := t.store.storedConfig(t.name)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.built == nil || t.built.version != info.Serving || t.built.configGen != gen {
+	if t.built == nil || t.built.version != serving || t.built.configGen != gen {
+		// The record and the configuration are read together: both may
+		// have changed since servingKey, and the tools are built, and
+		// remembered, for what they are now.
+		info, stored, sealed, gen, err := t.store.servingState(t.name)
+		if err != nil {
+			return nil, fmt.Errorf("toolpkg: toolset %q: %w", t.name, unprefixed{ErrNotFound})
+		}
+		if info.Serving == 0 || info.Status == StatusRemoved {
+			return nil, &NotReadyError{Toolset: t.name, Status: info.Status, Errors: info.Errors}
+		}
 		tools, unavailable, instr, err := t.build(ctx, info, stored, sealed)
 		if err != nil && ctx.Err() != nil {
 			// Canceled: the next turn tries again.
@@ -160,6 +171,19 @@ func (t *Toolset) GetTools(ctx context.Context) ([]toolset.Tool, error) {
 		return nil, t.built.err
 	}
 	return append([]toolset.Tool(nil), t.built.tools...), nil
+}
+
+// notReady is the error of a toolset that serves nothing, or nil if it
+// has begun to serve since the caller looked.
+func (t *Toolset) notReady() error {
+	info, err := t.store.Info(t.name)
+	if err != nil {
+		return fmt.Errorf("toolpkg: toolset %q: %w", t.name, unprefixed{ErrNotFound})
+	}
+	if info.Serving == 0 || info.Status == StatusRemoved {
+		return &NotReadyError{Toolset: t.name, Status: info.Status, Errors: info.Errors}
+	}
+	return nil
 }
 
 // build makes the tools of the serving version, with the store's
