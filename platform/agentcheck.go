@@ -41,16 +41,22 @@ func checkAgent(ctx context.Context, f *agentfile.File, store *toolpkg.Store) er
 // agentError answers 422 InvalidAgent with every problem of an agent
 // file.
 func (s *Server) agentError(w http.ResponseWriter, err error) {
+	probs := s.problemsOf(err)
+	writeProblems(w, http.StatusUnprocessableEntity, "InvalidAgent", "the agent file is invalid: "+problemCount(len(probs)), probs)
+}
+
+// problemsOf turns the error of parsing or checking an agent file into
+// its problems, bounded, the store's folder never named.
+func (s *Server) problemsOf(err error) []Problem {
 	var ce *agentfile.CheckError
 	if !errors.As(err, &ce) {
-		writeProblems(w, http.StatusUnprocessableEntity, "InvalidAgent", "the agent file is invalid", []Problem{{Message: cut(s.scrub(err.Error()))}})
-		return
+		return []Problem{{Message: cut(s.scrub(err.Error()))}}
 	}
 	probs := make([]Problem, len(ce.Problems))
 	for i, p := range ce.Problems {
 		probs[i] = Problem{Line: p.Line, Column: p.Column, Message: cut(s.scrub(p.Message))}
 	}
-	writeProblems(w, http.StatusUnprocessableEntity, "InvalidAgent", "the agent file is invalid: "+problemCount(len(probs)), probs)
+	return probs
 }
 
 // POST /api/v1/platform/agents/{name}/check (body: the agent file) → 200
@@ -71,5 +77,5 @@ func (s *Server) answerCheck(w http.ResponseWriter, r *http.Request, name string
 		return
 	}
 	rec := agentRec{packages: agentPackages(f), updated: time.Now().UTC()}
-	writeJSON(w, http.StatusOK, AgentDetail{AgentSummary: summaryOf(name, rec), Source: string(data)})
+	writeJSON(w, http.StatusOK, AgentDetail{AgentSummary: summaryOf(name, rec), Source: string(data), Problems: []Problem{}})
 }

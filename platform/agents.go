@@ -32,6 +32,12 @@ type AgentSummary struct {
 type AgentDetail struct {
 	AgentSummary
 	Source string `json:"source"`
+	// Problems is what checking the stored file against the store finds
+	// now: empty while the agent still checks. An agent is checked when
+	// it is stored, but its packages move on: a re-upload that drops a
+	// tool the agent configures or excludes, or a toolset removed with
+	// force, shows here.
+	Problems []Problem `json:"problems"`
 }
 
 // agentStore keeps the agent files in a directory, one <name>.yaml each,
@@ -295,7 +301,7 @@ func (s *Server) acceptAgent(w http.ResponseWriter, r *http.Request, dryRun bool
 		status = http.StatusCreated
 	}
 	w.Header().Set("Location", apiPrefix+"agents/"+name)
-	writeJSON(w, status, AgentDetail{AgentSummary: summaryOf(name, rec), Source: string(data)})
+	writeJSON(w, status, AgentDetail{AgentSummary: summaryOf(name, rec), Source: string(data), Problems: []Problem{}})
 }
 
 // GET /api/v1/platform/agents/{name} → 200 AgentDetail.
@@ -317,7 +323,15 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusInternalServerError, "InternalError", "the agent could not be read; the server's log says why")
 		return
 	}
-	writeJSON(w, http.StatusOK, AgentDetail{AgentSummary: summaryOf(name, rec), Source: string(data)})
+	problems := []Problem{}
+	f, err := parseAgent(data, name)
+	if err == nil {
+		err = checkAgent(r.Context(), f, s.store)
+	}
+	if err != nil {
+		problems = s.problemsOf(err)
+	}
+	writeJSON(w, http.StatusOK, AgentDetail{AgentSummary: summaryOf(name, rec), Source: string(data), Problems: problems})
 }
 
 // DELETE /api/v1/platform/agents/{name} → 204.

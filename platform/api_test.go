@@ -398,3 +398,30 @@ func TestExportOfAMissingVersionNamesTheVersion(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, r.status)
 	assert.Contains(t, string(r.body), "no such toolset")
 }
+
+// An agent is checked when it is stored, but its package moves on: a
+// forced re-upload that drops the tool the agent configures leaves the
+// agent broken, and its detail says how, where in the file.
+func TestAgentBrokenByAReuploadShowsItsProblems(t *testing.T) {
+	e := newEnv(t, nil)
+	e.upload("greeter", goodPackage(t, "greet", "Greets someone.", 0))
+	require.Equal(t, "ready", e.settle("greeter")["discoveryStatus"])
+	agent := "name: support\ntoolsets:\n  - package: greeter\n    tools:\n      greet: {greeting: hey}\n"
+	r := e.do("PUT", "/api/v1/platform/agents/support", []byte(agent))
+	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+	assert.Equal(t, []any{}, r.json(t)["problems"], "a stored agent checks")
+	r = e.do("GET", "/api/v1/platform/agents/support", nil)
+	require.Equal(t, http.StatusOK, r.status)
+	assert.Equal(t, []any{}, r.json(t)["problems"])
+
+	r = e.do("PUT", "/api/v1/platform/toolsets/greeter/package?force=true", goodPackage(t, "wave", "Waves.", 0))
+	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+	require.Equal(t, "ready", e.settle("greeter")["discoveryStatus"])
+	r = e.do("GET", "/api/v1/platform/agents/support", nil)
+	require.Equal(t, http.StatusOK, r.status)
+	problems, _ := r.json(t)["problems"].([]any)
+	require.NotEmpty(t, problems, "%s", r.body)
+	first := problems[0].(map[string]any)
+	assert.Contains(t, first["message"], "greet", "%s", r.body)
+	assert.Equal(t, float64(5), first["line"], "the problem points at the tool's config: %s", r.body)
+}

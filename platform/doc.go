@@ -30,7 +30,7 @@
 //	GET    /agents?page=&pageSize=               200 {"data": [AgentSummary], "meta": {...}}
 //	PUT    /agents/{name}           (body: YAML) 201 (new) or 200 AgentDetail; 422 InvalidAgent; 409 Conflict
 //	POST   /agents/{name}/check     (body: YAML) 200 AgentDetail, storing nothing; 422 InvalidAgent
-//	GET    /agents/{name}                        200 AgentDetail
+//	GET    /agents/{name}                        200 AgentDetail, with the problems it has against the store now
 //	DELETE /agents/{name}                        204
 //
 // A toolset is in use while a stored agent names it: uploading its
@@ -61,7 +61,9 @@
 //
 // The platform only parses and checks agent files: it never starts what
 // one names (an MCP server's command would run on the platform's host).
-// An agent naming a package that is not ready is refused.
+// An agent naming a package that is not ready is refused. A stored agent
+// is checked again each time it is read: a forced re-upload that drops a
+// tool the agent configures shows in its problems.
 //
 // POST /agents/{name}/check is a dry run of the PUT: it parses and checks
 // the file exactly as the PUT does, answering the same 422 InvalidAgent,
