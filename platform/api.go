@@ -334,7 +334,8 @@ func (s *Server) createToolset(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, s.summary(info))
 }
 
-// GET /api/v1/platform/toolsets?page=&pageSize= → 200 List[ToolsetSummary].
+// GET /api/v1/platform/toolsets?page=&pageSize=[&removed=true] → 200
+// List[ToolsetSummary]; with removed=true the removed toolsets too.
 func (s *Server) listToolsets(w http.ResponseWriter, r *http.Request) {
 	page, ok := intQuery(w, r, "page", 1, 1, 1<<30)
 	if !ok {
@@ -344,7 +345,14 @@ func (s *Server) listToolsets(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	removed, ok := boolQuery(w, r, "removed")
+	if !ok {
+		return
+	}
 	all := s.store.List()
+	if removed {
+		all = s.store.ListAll()
+	}
 	out := List[ToolsetSummary]{Data: []ToolsetSummary{}, Meta: ListMeta{Page: page, PageSize: size, Total: len(all)}}
 	if start := (page - 1) * size; start < len(all) {
 		for _, info := range all[start:min(start+size, len(all))] {

@@ -20,6 +20,7 @@
 //
 //	POST   /toolsets                {"name"}     201 ToolsetSummary (created); 409 Conflict
 //	GET    /toolsets?page=&pageSize=             200 {"data": [ToolsetSummary], "meta": {"page", "pageSize", "total"}}
+//	                                             (&removed=true: the removed toolsets too)
 //	GET    /toolsets/buildTarget                 200 {"os", "arch"} that packages are built for
 //	GET    /toolsets/{name}                      200 ToolsetDetail
 //	PUT    /toolsets/{name}/package[?force=true] (body: the zip) 202 ToolsetDetail (pending)

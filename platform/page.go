@@ -118,10 +118,10 @@ func (s *Server) refreshSeconds() int {
 	return max(1, int((s.opts.RefreshInterval+999_999_999)/1_000_000_000))
 }
 
-// GET /: the toolsets, with their status dots.
+// GET /: the toolsets, with their status dots, the removed ones too.
 func (s *Server) pageList(w http.ResponseWriter, r *http.Request) {
 	d := &pageData{Title: "Toolsets"}
-	for _, info := range s.store.List() {
+	for _, info := range s.store.ListAll() {
 		d.Toolsets = append(d.Toolsets, s.listed(info))
 		if info.Status == toolpkg.StatusPending {
 			d.Refresh = s.refreshSeconds()

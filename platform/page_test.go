@@ -184,3 +184,25 @@ func TestPageEscapesInjectedMarkupInEveryField(t *testing.T) {
 	}
 	assert.Contains(t, string(e.page("/toolsets/inject").body), "&lt;meta http-equiv=")
 }
+
+// A removed toolset stays on the list, with the removed dot, so that
+// whoever looks for it sees what became of it; the API lists it only
+// when asked.
+func TestRemovedToolsetKeepsItsDot(t *testing.T) {
+	e := newEnv(t, nil)
+	e.upload("old", goodPackage(t, "greet", "Greets someone.", 0))
+	require.Equal(t, "ready", e.settle("old")["discoveryStatus"])
+	require.Equal(t, http.StatusOK, e.do("DELETE", "/api/v1/platform/toolsets/old", nil).status)
+
+	body := string(e.page("/").body)
+	assert.Contains(t, body, `data-toolset="old" data-status="removed"`)
+	assert.Contains(t, body, `class="dot dot-removed"`)
+
+	r := e.do("GET", "/api/v1/platform/toolsets", nil)
+	assert.Equal(t, float64(0), r.json(t)["meta"].(map[string]any)["total"], "%s", r.body)
+	r = e.do("GET", "/api/v1/platform/toolsets?removed=true", nil)
+	data := r.json(t)["data"].([]any)
+	require.Len(t, data, 1, "%s", r.body)
+	assert.Equal(t, "removed", data[0].(map[string]any)["discoveryStatus"])
+	assert.Equal(t, http.StatusBadRequest, e.do("GET", "/api/v1/platform/toolsets?removed=maybe", nil).status)
+}

@@ -1145,12 +1145,18 @@ func (s *Store) DiscoveryErrors(name string) ([]string, error) {
 
 // List returns the records of the toolsets that were not removed, sorted
 // by name.
-func (s *Store) List() []Info {
+func (s *Store) List() []Info { return s.list(false) }
+
+// ListAll returns the records of every toolset the store knows, those
+// removed included (status removed, with their history), sorted by name.
+func (s *Store) ListAll() []Info { return s.list(true) }
+
+func (s *Store) list(removed bool) []Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []Info
 	for _, e := range s.entries {
-		if e.known() && e.rec.Status != StatusRemoved {
+		if e.known() && (removed || e.rec.Status != StatusRemoved) {
 			out = append(out, e.rec.Info.clone())
 		}
 	}

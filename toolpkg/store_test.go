@@ -428,3 +428,19 @@ func TestNilToolsetIsAnError(t *testing.T) {
 	require.ErrorContains(t, err, "nil *Toolset")
 	assert.NotContains(t, err.Error(), "panic")
 }
+
+// ListAll is List with the removed toolsets, which keep their record.
+func TestListAllKeepsRemovedToolsets(t *testing.T) {
+	s := openStore(t, Options{Sandbox: ModeDirect})
+	readyToolset(t, s, "kept", nil)
+	readyToolset(t, s, "gone", nil)
+	require.NoError(t, s.Remove("gone"))
+	names := func(infos []Info) (out []string) {
+		for _, i := range infos {
+			out = append(out, i.Name+":"+string(i.Status))
+		}
+		return out
+	}
+	assert.Equal(t, []string{"kept:ready"}, names(s.List()))
+	assert.Equal(t, []string{"gone:removed", "kept:ready"}, names(s.ListAll()))
+}
