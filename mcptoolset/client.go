@@ -20,9 +20,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/textcut"
 	"github.com/gotoolset/toolset/internal/tracefields"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -1338,7 +1338,7 @@ func (c *conn) progress(req *mcp.ProgressNotificationClientRequest) {
 	if w == nil {
 		return
 	}
-	p := toolset.Progress{Message: cutUTF8(req.Params.Message, maxProgressMessage), Fraction: -1}
+	p := toolset.Progress{Message: textcut.Prefix(req.Params.Message, maxProgressMessage), Fraction: -1}
 	if t := req.Params.Total; t > 0 && req.Params.Progress >= 0 && req.Params.Progress <= t {
 		p.Fraction = req.Params.Progress / t
 	}
@@ -1347,15 +1347,4 @@ func (c *conn) progress(req *mcp.ProgressNotificationClientRequest) {
 	if !w.done {
 		toolset.ReportProgress(w.ctx, p)
 	}
-}
-
-// cutUTF8 cuts s to at most n bytes, at a character boundary.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

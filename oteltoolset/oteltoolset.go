@@ -95,7 +95,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -104,6 +103,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/textcut"
 )
 
 // ScopeName is the instrumentation scope of the tracer and the meter.
@@ -447,9 +447,5 @@ func cut(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	n -= len("…")
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return textcut.Prefix(s, n-len("…")) + "…"
 }

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/textcut"
 )
 
 // ArtifactError reports an input artifact a call could not be given: a
@@ -222,7 +223,7 @@ func (c *call) collect(ctx context.Context, r *Result, files []outputFile, fileN
 			notes = append(notes, fmt.Sprintf("artifact %s not saved: it is %d bytes, more than %d", quoteShort(name), len(data), ao.MaxArtifactBytes))
 			return
 		}
-		ref, err := ao.Store.Save(ctx, scope, ArtifactRef{Name: name, MIMEType: mimeType, Description: cutUTF8(desc, maxDescriptionBytes)}, bytes.NewReader(data))
+		ref, err := ao.Store.Save(ctx, scope, ArtifactRef{Name: name, MIMEType: mimeType, Description: textcut.Prefix(desc, maxDescriptionBytes)}, bytes.NewReader(data))
 		if err != nil {
 			c.store.log.Warn("toolpkg: saving an artifact failed", "toolset", c.toolset, "tool", c.tool.Name, "artifact", name, "err", err)
 			notes = append(notes, fmt.Sprintf("artifact %s not saved: the artifact store failed", quoteShort(name)))
@@ -347,17 +348,6 @@ func (c *call) collect(ctx context.Context, r *Result, files []outputFile, fileN
 // saves: the model is shown it in each reference.
 const maxDescriptionBytes = 256
 
-// cutUTF8 cuts s to at most n bytes, at a UTF-8 boundary.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
 // jsonSize is the size of r as JSON, as a client is sent it.
 func jsonSize(r *Result) int {
 	b, err := json.Marshal(r)
@@ -417,7 +407,7 @@ func boundStructured(r *Result, budget int, whole *ArtifactRef) []string {
 			omit("message (%d bytes) left out of the structured result, which is at most %d bytes%s", m, budget, where)
 		case len(r.Status) > maxStatusBytes:
 			n := len(r.Status)
-			r.Status = cutUTF8(r.Status, maxStatusBytes)
+			r.Status = textcut.Prefix(r.Status, maxStatusBytes)
 			omit("status (%d bytes) cut to %d bytes in the structured result", n, len(r.Status))
 		default:
 			return r.Omitted

@@ -34,6 +34,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/gotoolset/toolset/internal/textcut"
 	"github.com/gotoolset/toolset/mcptoolset"
 	"github.com/gotoolset/toolset/oteltoolset"
 )
@@ -69,14 +70,14 @@ func New(tp trace.TracerProvider) *RequestObserver {
 
 // StartRequest starts the request's span.
 func (o *RequestObserver) StartRequest(ctx context.Context, r mcptoolset.RequestInfo) (context.Context, func(mcptoolset.RequestEnd)) {
-	tool := cut(r.Tool, maxToolName)
+	tool := textcut.Prefix(r.Tool, maxToolName)
 	kind := trace.SpanKindServer
 	if r.Client {
 		kind = trace.SpanKindClient
 	}
 	attrs := []attribute.KeyValue{KeyMethod.String(r.Method), keyToolName.String(tool), keyOperation.String("execute_tool")}
 	if r.SessionID != "" {
-		attrs = append(attrs, KeySessionID.String(cut(r.SessionID, maxToolName)))
+		attrs = append(attrs, KeySessionID.String(textcut.Prefix(r.SessionID, maxToolName)))
 	}
 	ctx, span := o.tracer.Start(ctx, r.Method+" "+tool, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
 	return ctx, func(e mcptoolset.RequestEnd) {
@@ -95,15 +96,4 @@ func (o *RequestObserver) StartRequest(ctx context.Context, r mcptoolset.Request
 		}
 		span.End()
 	}
-}
-
-// cut returns s cut to at most n bytes at a character boundary.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xc0 == 0x80 {
-		n--
-	}
-	return s[:n]
 }
