@@ -216,11 +216,7 @@ func summaryOf(name string, rec agentRec) AgentSummary {
 
 // GET /api/v1/platform/agents?page=&pageSize= → 200 List[AgentSummary].
 func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
-	page, ok := intQuery(w, r, "page", 1, 1, 1<<30)
-	if !ok {
-		return
-	}
-	size, ok := intQuery(w, r, "pageSize", defaultPageSize, 1, maxPageSize)
+	pg, ok := pageQuery(w, r)
 	if !ok {
 		return
 	}
@@ -231,10 +227,9 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 	}
 	s.agents.mu.RUnlock()
 	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
-	out := List[AgentSummary]{Data: []AgentSummary{}, Meta: ListMeta{Page: page, PageSize: size, Total: len(all)}}
-	if start := (page - 1) * size; start < len(all) {
-		out.Data = all[start:min(start+size, len(all))]
-	}
+	out := List[AgentSummary]{Data: []AgentSummary{}, Meta: ListMeta{Page: pg.page, PageSize: pg.size, Total: len(all)}}
+	lo, hi := pg.window(len(all))
+	out.Data = all[lo:hi]
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -140,6 +140,27 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(body)
 }
 
+// paging is a listing's page (from 1) and page size.
+type paging struct{ page, size int }
+
+// pageQuery reads ?page= and ?pageSize=; on a bad one it has answered
+// 400 InvalidRequest.
+func pageQuery(w http.ResponseWriter, r *http.Request) (paging, bool) {
+	page, ok := intQuery(w, r, "page", 1, 1, 1<<30)
+	if !ok {
+		return paging{}, false
+	}
+	size, ok := intQuery(w, r, "pageSize", defaultPageSize, 1, maxPageSize)
+	return paging{page, size}, ok
+}
+
+// window returns the bounds of the page in a listing of n items; lo ==
+// hi past the end.
+func (p paging) window(n int) (lo, hi int) {
+	lo = min((p.page-1)*p.size, n)
+	return lo, min(lo+p.size, n)
+}
+
 // pathName returns the {name} of the route, checked; on a bad one it has
 // answered 400 InvalidName.
 func pathName(w http.ResponseWriter, r *http.Request) (string, bool) {
@@ -337,11 +358,7 @@ func (s *Server) createToolset(w http.ResponseWriter, r *http.Request) {
 // GET /api/v1/platform/toolsets?page=&pageSize=[&removed=true] → 200
 // List[ToolsetSummary]; with removed=true the removed toolsets too.
 func (s *Server) listToolsets(w http.ResponseWriter, r *http.Request) {
-	page, ok := intQuery(w, r, "page", 1, 1, 1<<30)
-	if !ok {
-		return
-	}
-	size, ok := intQuery(w, r, "pageSize", defaultPageSize, 1, maxPageSize)
+	pg, ok := pageQuery(w, r)
 	if !ok {
 		return
 	}
@@ -353,11 +370,10 @@ func (s *Server) listToolsets(w http.ResponseWriter, r *http.Request) {
 	if removed {
 		all = s.store.ListAll()
 	}
-	out := List[ToolsetSummary]{Data: []ToolsetSummary{}, Meta: ListMeta{Page: page, PageSize: size, Total: len(all)}}
-	if start := (page - 1) * size; start < len(all) {
-		for _, info := range all[start:min(start+size, len(all))] {
-			out.Data = append(out.Data, s.listed(info))
-		}
+	out := List[ToolsetSummary]{Data: []ToolsetSummary{}, Meta: ListMeta{Page: pg.page, PageSize: pg.size, Total: len(all)}}
+	lo, hi := pg.window(len(all))
+	for _, info := range all[lo:hi] {
+		out.Data = append(out.Data, s.listed(info))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
