@@ -12,6 +12,7 @@ import (
 	"os"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/mcptoolset"
 	"github.com/gotoolset/toolset/platform"
 	"github.com/gotoolset/toolset/platform/agentfile"
 	"github.com/gotoolset/toolset/toolpkg"
@@ -96,6 +97,19 @@ func withoutLocal(f *agentfile.File, stderr io.Writer) *agentfile.File {
 }
 
 // openAgentStore opens the store in dir, or returns nil for "".
+// resolveOwnAgent resolves an agent file that is the user's own, as are
+// the commands it runs: its ${NAME} references read this process's
+// environment, but for the platform's bearer token, which lets anyone
+// run the tools of every runner and platform that shares it: neither
+// ${NAME} nor the environment of an MCP server's command gets it. Local
+// entries are left out, with a note on stderr.
+func resolveOwnAgent(ctx context.Context, f *agentfile.File, store *toolpkg.Store, stderr io.Writer, mcp ...mcptoolset.Option) (*agentfile.Agent, error) {
+	if err := os.Unsetenv(platform.TokenEnv); err != nil {
+		return nil, err
+	}
+	return withoutLocal(f, stderr).Resolve(ctx, &agentfile.Options{Store: store, LookupEnv: os.LookupEnv, MCP: mcp})
+}
+
 func openAgentStore(dir, mode string) (*toolpkg.Store, error) {
 	if dir == "" {
 		return nil, nil
@@ -183,14 +197,7 @@ func cmdAgentTools(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if store != nil {
 		defer store.Close()
 	}
-	// The file is the user's own, as are the commands it runs: its
-	// ${NAME} references read this process's environment, but for the
-	// platform's bearer token, which neither they nor the MCP servers'
-	// commands get (as with serve --agent).
-	if err := os.Unsetenv(platform.TokenEnv); err != nil {
-		return err
-	}
-	a, err := withoutLocal(f, stderr).Resolve(ctx, &agentfile.Options{Store: store, LookupEnv: os.LookupEnv})
+	a, err := resolveOwnAgent(ctx, f, store, stderr)
 	if err != nil {
 		return printProblems(pos[0], err, stdout)
 	}

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -486,19 +485,8 @@ func serveAgent(ctx context.Context, pos []string, af *agentFlags, pf *pkgFlags,
 	if store != nil {
 		defer store.Close()
 	}
-	// The file is the runner's operator's, as are the commands it runs:
-	// its ${NAME} references read this process's environment, as with
-	// `toolset agent tools`. But not the runner's bearer token, which
-	// lets anyone run the tools of every runner that shares it: neither
-	// ${NAME} nor the environment of an MCP server's command gets it.
-	if err := os.Unsetenv(platform.TokenEnv); err != nil {
-		return err
-	}
-	a, err := withoutLocal(f, stderr).Resolve(ctx, &agentfile.Options{
-		Store:     store,
-		LookupEnv: os.LookupEnv,
-		MCP:       []mcptoolset.Option{mcptoolset.WithLogger(warnLogger(stderr))},
-	})
+	// The file is the runner's operator's, as are the commands it runs.
+	a, err := resolveOwnAgent(ctx, f, store, stderr, mcptoolset.WithLogger(warnLogger(stderr)))
 	if err != nil {
 		return printProblems(af.file, err, stderr)
 	}
