@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gotoolset/toolset/internal/argcheck"
+	"github.com/gotoolset/toolset/internal/jsontext"
 	"github.com/invopop/jsonschema"
 	sjs "github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -209,6 +210,9 @@ func (v *validator) check(args []byte) error {
 	if err != nil {
 		return &ArgumentError{Problems: []ArgumentProblem{{Message: jsonSyntaxMessage(args)}}}
 	}
+	if problems := repeatedKeys(args); len(problems) > 0 {
+		return &ArgumentError{Problems: capProblems(problems)}
+	}
 	if problems := hugeNumbers(doc); len(problems) > 0 {
 		return &ArgumentError{Problems: capProblems(problems)}
 	}
@@ -228,6 +232,71 @@ func (v *validator) check(args []byte) error {
 		return err
 	}
 	return &ArgumentError{Problems: problemsOf(ve, doc, v.schema)}
+}
+
+// repeatedKeys reports each object member of args, which is one JSON
+// value, whose key an earlier member of the same object has. JSON leaves
+// the meaning of a repeated key open: the validator, like encoding/json,
+// reads the last value, while a reader of the raw arguments (a raw tool,
+// a package, a server in another language) may act on the first, one that
+// nobody validated or approved. So a repeated key is refused, never passed
+// on.
+func repeatedKeys(args []byte) []ArgumentProblem {
+	l := jsontext.NewLexer(args, jsontext.Limits{})
+	var field fieldStack
+	var out []ArgumentProblem
+	var walk func(t jsontext.Token) error
+	walk = func(t jsontext.Token) error {
+		switch t.Kind {
+		case jsontext.ArrayStart:
+			for i := 0; ; i++ {
+				t, err := l.Next()
+				if err != nil || t.Kind == jsontext.ArrayEnd {
+					return err
+				}
+				field.pushIndex(i)
+				err = walk(t)
+				field.pop()
+				if err != nil {
+					return err
+				}
+			}
+		case jsontext.ObjectStart:
+			var keys map[string]bool
+			for {
+				t, err := l.Next()
+				if err != nil || t.Kind == jsontext.ObjectEnd {
+					return err
+				}
+				key := jsontext.Unquote(args[t.Start+1:t.End-1], t.Flags)
+				if keys == nil {
+					keys = make(map[string]bool)
+				}
+				field.pushKey(key)
+				if keys[key] && len(out) <= maxProblems {
+					out = append(out, ArgumentProblem{Field: field.String(),
+						Message: "is given more than once; send each field once"})
+				}
+				keys[key] = true
+				if t, err = l.Next(); err == nil {
+					err = walk(t)
+				}
+				field.pop()
+				if err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	t, err := l.Next()
+	if err == nil {
+		err = walk(t)
+	}
+	if err != nil {
+		return []ArgumentProblem{{Message: fmt.Sprintf("the arguments cannot be read (%v); send a JSON object", err)}}
+	}
+	return out
 }
 
 // jsonSyntaxMessage explains why args is not one JSON value.

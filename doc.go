@@ -315,7 +315,11 @@
 //   - Arguments are validated against the schema as offered this turn
 //     before any of your code sees them, in time linear in their size;
 //     numbers the handler's Go type cannot hold faithfully are refused, and
-//     an error quotes at most a bounded piece of what the model sent.
+//     an error quotes at most a bounded piece of what the model sent. An
+//     object that gives a key twice is refused: JSON leaves its meaning
+//     open, the validator reads the last value, and a reader of the raw
+//     arguments (a raw tool, a package, a server in another language) may
+//     act on the first, which nobody validated or approved.
 //   - Only this turn's visible tools of this run can be called: a hidden,
 //     unrevealed, spent or unapproved tool is refused by any name, and so is
 //     any call under another run's context. A name from the model is shown,

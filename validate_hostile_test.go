@@ -246,3 +246,43 @@ func TestFloatRoundingOntoABoundIsRefused(t *testing.T) {
 	require.Len(t, seen, 4)
 	assert.Less(t, seen[1].P, 1.0)
 }
+
+// A key given twice is refused, never handed on: the validator reads the
+// last value, while a reader of the raw arguments (a package, an MCP
+// server in another language) may act on the first, which nobody checked.
+func TestRepeatedKeyIsRefused(t *testing.T) {
+	var seen []hostileArgs
+	typed := hostileTool(t, &seen)
+	var raw []string
+	rawTool := toolset.NewRawTool("raw", "", &jsonschema.Schema{Type: "object",
+		Properties: nil, AdditionalProperties: jsonschema.TrueSchema},
+		func(_ context.Context, args json.RawMessage) (any, error) {
+			raw = append(raw, string(args))
+			return "ok", nil
+		})
+	require.NoError(t, rawTool.Err())
+	for _, tc := range []struct{ args, field string }{
+		{`{"n":500,"n":5}`, "n"},              // the first out of range, the last valid
+		{`{"n":5,"\u006e":5}`, "n"},           // the same key spelt with an escape
+		{`{"n":5,"ns":[1],"ns":[2]}`, "ns"},   // a field the schema does not require
+		{`{"n":5,"fs":[1],"x":1,"x":2}`, "x"}, // an unknown key, twice
+	} {
+		p := argumentProblems(t, typed, tc.args)
+		assert.Equal(t, tc.field, p[0].Field, tc.args)
+		assert.Contains(t, p[0].Message, "more than once", tc.args)
+	}
+	assert.Empty(t, seen, "the handler ran on arguments with a repeated key")
+	for _, tc := range []struct{ args, field string }{
+		{`{"cmd":"ls","cmd":"rm -rf /"}`, "cmd"},
+		{`{"a":{"b":1,"b":2}}`, "a.b"},
+		{`{"a":[{"c":1},{"c":1,"c":2}]}`, "a[1].c"},
+	} {
+		p := argumentProblems(t, rawTool, tc.args)
+		assert.Equal(t, tc.field, p[0].Field, tc.args)
+	}
+	assert.Empty(t, raw, "a raw tool was handed a repeated key")
+	// The same keys in different objects are not repeated.
+	_, err := rawTool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"a":{"b":1},"c":{"b":1},"b":[{"b":1},{"b":2}]}`)})
+	require.NoError(t, err)
+	assert.Len(t, raw, 1)
+}

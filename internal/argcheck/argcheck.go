@@ -125,6 +125,7 @@ type field struct {
 	node    *node  // the property's schema when inProps
 	inProps bool   // listed in properties
 	bit     uint64 // the field's bit in reqMask, or 0
+	once    uint64 // the field's own bit, to see it twice; 0 past 64 fields
 }
 
 // lookup returns the field named key, or nil.
@@ -206,22 +207,60 @@ func checkNode(n *node, l *jsontext.Lexer, d []byte, t jsontext.Token, groups bo
 }
 
 // skip reads the rest of the value whose first token is t, which any
-// schema accepts, and reports whether its numbers are all provable.
+// schema accepts, and reports whether its numbers are all provable and
+// the keys of each of its objects plain and distinct.
 func skip(l *jsontext.Lexer, d []byte, t jsontext.Token) bool {
-	if t.Kind == jsontext.Number {
+	switch t.Kind {
+	case jsontext.Number:
 		return provable(d[t.Start:t.End], t.Flags)
-	}
-	if t.Kind != jsontext.ObjectStart && t.Kind != jsontext.ArrayStart {
-		return true
-	}
-	for depth := l.Depth() - 1; l.Depth() > depth; {
-		t, err := l.Next()
-		if err != nil || (t.Kind == jsontext.Number && !provable(d[t.Start:t.End], t.Flags)) {
-			return false
+	case jsontext.ArrayStart:
+		for {
+			t, err := l.Next()
+			if err != nil {
+				return false
+			}
+			if t.Kind == jsontext.ArrayEnd {
+				return true
+			}
+			if !skip(l, d, t) {
+				return false
+			}
+		}
+	case jsontext.ObjectStart:
+		// The caller refuses a key given twice anywhere, so an object is
+		// proven only when its keys are plain and distinct: a few are
+		// compared here, more are left to the caller.
+		var keys [maxSkippedKeys][]byte
+		n := 0
+		for {
+			t, err := l.Next()
+			if err != nil {
+				return false
+			}
+			if t.Kind == jsontext.ObjectEnd {
+				return true
+			}
+			key := d[t.Start+1 : t.End-1]
+			if n == len(keys) || !jsontext.Plain(key, t.Flags) {
+				return false
+			}
+			for _, k := range keys[:n] {
+				if string(k) == string(key) {
+					return false
+				}
+			}
+			keys[n] = key
+			n++
+			if t, err = l.Next(); err != nil || !skip(l, d, t) {
+				return false
+			}
 		}
 	}
 	return true
 }
+
+// maxSkippedKeys bounds the keys of an object that skip compares.
+const maxSkippedKeys = 16
 
 // The caller refuses numbers of magnitude beyond 1e400 (or nonzero below
 // 1e-400) before its validator sees them, so no number of such magnitude
@@ -254,8 +293,11 @@ func provable(tok []byte, flags jsontext.Flags) bool {
 }
 
 func checkObject(n *node, l *jsontext.Lexer, d []byte, start jsontext.Token) bool {
-	var seen uint64
+	var seen, met uint64
 	count := 0
+	// unsure counts keys whose repetition the field bits cannot see:
+	// keys of no field (or past the 64th) and keys with escapes.
+	unsure := 0
 	for {
 		t, err := l.Next()
 		if err != nil {
@@ -270,11 +312,20 @@ func checkObject(n *node, l *jsontext.Lexer, d []byte, start jsontext.Token) boo
 			if n.keySensitive {
 				return false
 			}
+			unsure++
 		} else if f := n.lookup(key); f != nil {
 			seen |= f.bit
+			if f.once == 0 {
+				unsure++
+			} else if met&f.once != 0 {
+				return false // a key given twice: never proven valid
+			}
+			met |= f.once
 			if f.inProps {
 				vn = f.node
 			}
+		} else {
+			unsure++
 		}
 		if t, err = l.Next(); err != nil || !check(vn, l, d, t) {
 			return false
@@ -284,12 +335,24 @@ func checkObject(n *node, l *jsontext.Lexer, d []byte, start jsontext.Token) boo
 	if seen&n.reqMask != n.reqMask {
 		return false
 	}
-	// Duplicate keys collapse when decoded, so count only bounds the
-	// number of properties from above.
+	distinct := -2 // not counted yet
+	if unsure > 0 && count > 1 {
+		// A key given twice is refused by the caller, which decodes
+		// what it hands on: prove that no key repeats.
+		if distinct = distinctKeys(d[start.Start:]); distinct != count {
+			return false
+		}
+	}
 	if n.maxProps >= 0 && count > n.maxProps {
 		return false
 	}
-	return n.minProps <= 0 || (count >= n.minProps && distinctKeys(d[start.Start:]) >= n.minProps)
+	if n.minProps <= 0 {
+		return true
+	}
+	if distinct == -2 {
+		distinct = count // every key was seen once by its field bit
+	}
+	return count >= n.minProps && distinct >= n.minProps
 }
 
 func checkArray(n *node, l *jsontext.Lexer, d []byte, start jsontext.Token) bool {
@@ -401,6 +464,9 @@ func distinctKeys(d []byte) int {
 			return -1
 		}
 		keys[n] = d[t.Start+1 : t.End-1]
+		if !jsontext.Plain(keys[n], t.Flags) {
+			keys[n] = []byte(jsontext.Unquote(keys[n], t.Flags))
+		}
 		n++
 		v, _ := l.Next()
 		skip(&l, d, v) // already checked

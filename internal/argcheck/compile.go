@@ -370,6 +370,11 @@ func compileFields(n *node, props map[string]any, required []any) bool {
 			n.fields = append(n.fields, field{name: name, bit: bit})
 		}
 	}
+	for j := range n.fields {
+		if j < 64 {
+			n.fields[j].once = uint64(1) << j
+		}
+	}
 	if len(n.fields) > manyFields {
 		n.index = make(map[string]int, len(n.fields))
 		for j, f := range n.fields {

@@ -2,6 +2,7 @@ package argcheck
 
 import (
 	"encoding/json"
+	"github.com/gotoolset/toolset/internal/jsontext"
 	"testing"
 
 	sjs "github.com/santhosh-tekuri/jsonschema/v6"
@@ -56,6 +57,9 @@ func FuzzValid(f *testing.F) {
 		if !fullAccepts(p.full, args) {
 			t.Fatalf("schema %d: proved %q, which the full validator rejects", int(k)%len(pairs), args)
 		}
+		if repeated(args) {
+			t.Fatalf("schema %d: proved %q, which repeats a key", int(k)%len(pairs), args)
+		}
 	})
 }
 
@@ -82,6 +86,9 @@ func FuzzSchema(f *testing.F) {
 		if c.Valid(args) && !fullAccepts(full, args) {
 			t.Fatalf("proved %q against %s, which the full validator rejects", args, schema)
 		}
+		if c.Valid(args) && repeated(args) {
+			t.Fatalf("proved %q against %s, which repeats a key", args, schema)
+		}
 	})
 }
 
@@ -98,4 +105,15 @@ func BenchmarkValid(b *testing.B) {
 			b.Fatal("not proven")
 		}
 	}
+}
+
+// repeated reports whether some object of args, valid JSON, has a key
+// twice; the caller refuses such arguments, so they are never proven.
+func repeated(args []byte) bool {
+	found := false
+	p := jsontext.Parser{Duplicate: func(string, int) error { found = true; return nil }}
+	if _, err := p.Parse(args); err != nil {
+		return false
+	}
+	return found
 }

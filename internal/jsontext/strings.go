@@ -117,3 +117,8 @@ func appendQuoted(dst []byte, s string) []byte {
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
+
+// Unquote decodes the inside of a string token (raw, without its quotes,
+// with the token's flags) as encoding/json decodes it: escapes resolved,
+// invalid UTF-8 replaced by U+FFFD.
+func Unquote(raw []byte, flags Flags) string { return unquote(raw, flags) }
