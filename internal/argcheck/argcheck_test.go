@@ -84,7 +84,7 @@ var table = []schemaCases{
 		{`{"city":"Paris","days":3e0}`, unproven},
 		{`{"city":"Paris","days":-0}`, invalid},
 		{`{"city":"Paris","days":03}`, invalid},
-		{`{"city":"Paris","days":3,"days":4}`, unproven}, // a key twice is refused by the caller
+		{`{"city":"Paris","days":3,"days":4}`, unproven},  // a key twice is refused by the caller
 		{`{"city":"Paris","days":30,"days":4}`, unproven}, // the last duplicate wins
 		{"{\"city\":\"Pa\x01ris\",\"days\":3}", invalid},
 		{"{\"city\":\"Pa\xffris\",\"days\":3}", proven},
