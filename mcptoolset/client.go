@@ -322,7 +322,7 @@ func NewHTTP(endpoint string, opts ...Option) *Toolset {
 		if u.Scheme != "http" && u.Scheme != "https" {
 			return nil, fmt.Errorf("invalid URL %q: the scheme must be http or https", endpoint)
 		}
-		hc := boundedClient(ts.c.cfg.httpClient)
+		hc := boundedClient(ts.c.cfg.httpClient, u)
 		if len(ts.c.cfg.httpHeader) > 0 {
 			hc.Transport = originHeaders{base: hc.Transport, scheme: u.Scheme, host: u.Host, header: ts.c.cfg.httpHeader}
 		}
@@ -366,7 +366,7 @@ var maxResponseBytes int64 = mcp.DefaultMaxLineLength
 // response bodies, other than event streams, fail past maxResponseBytes:
 // the SDK reads such a body whole, so a server could otherwise make the
 // process hold any amount of memory.
-func boundedClient(hc *http.Client) *http.Client {
+func boundedClient(hc *http.Client, endpoint *url.URL) *http.Client {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
@@ -376,6 +376,19 @@ func boundedClient(hc *http.Client) *http.Client {
 		base = http.DefaultTransport
 	}
 	c.Transport = boundedTransport{base}
+	next := c.CheckRedirect
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if !sameOrigin(req.URL, endpoint) {
+			return &RedirectError{From: origin(endpoint), To: origin(req.URL)}
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
 	return &c
 }
 

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -1047,52 +1048,81 @@ func TestCommandServerCrashingInARequestReportsExitStatusAndStderr(t *testing.T)
 	}
 }
 
-// WithHTTPHeader's header reaches the endpoint with every request, and
-// not a server the endpoint redirects to: a credential stays with the
-// origin it was given for.
-func TestHTTPHeaderGoesOnlyToTheEndpointsOrigin(t *testing.T) {
+// WithHTTPHeader's header reaches the endpoint with every request.
+func TestHTTPHeaderGoesToTheEndpoint(t *testing.T) {
 	checkLeaks(t)
 	ctx := context.Background()
 	server := fixture.SDKServer("web")
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
 	var mu sync.Mutex
-	seen := map[string][]string{}
-	record := func(who string, h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			seen[who] = append(seen[who], r.Header.Get("Authorization"))
-			mu.Unlock()
-			h.ServeHTTP(w, r)
-		})
-	}
-	direct := httptest.NewServer(record("direct", mcpHandler))
+	var seen []string
+	direct := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Get("Authorization"))
+		mu.Unlock()
+		mcpHandler.ServeHTTP(w, r)
+	}))
 	defer direct.Close()
-	elsewhere := httptest.NewServer(record("elsewhere", mcpHandler))
-	defer elsewhere.Close()
-	redirecting := httptest.NewServer(record("redirecting", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, elsewhere.URL+r.URL.Path, http.StatusTemporaryRedirect)
-	})))
-	defer redirecting.Close()
 
-	for _, endpoint := range []string{direct.URL, redirecting.URL} {
-		ts := mcptoolset.NewHTTP(endpoint, mcptoolset.WithHTTPHeader("Authorization", "Bearer first"),
-			mcptoolset.WithHTTPHeader("Authorization", "Bearer s3cret"))
-		tools, err := toolset.BuildTools(ctx, "agent", ts)
-		require.NoError(t, err)
-		_, err = tools.Execute(ctx, toolset.ToolCall{Name: "read_file", Args: json.RawMessage(`{"path":"index.html"}`)})
-		require.NoError(t, err)
-		ts.Close()
-	}
+	ts := mcptoolset.NewHTTP(direct.URL, mcptoolset.WithHTTPHeader("Authorization", "Bearer first"),
+		mcptoolset.WithHTTPHeader("Authorization", "Bearer s3cret"))
+	defer ts.Close()
+	tools, err := toolset.BuildTools(ctx, "agent", ts)
+	require.NoError(t, err)
+	_, err = tools.Execute(ctx, toolset.ToolCall{Name: "read_file", Args: json.RawMessage(`{"path":"index.html"}`)})
+	require.NoError(t, err)
 	mu.Lock()
 	defer mu.Unlock()
-	for _, who := range []string{"direct", "redirecting"} {
-		require.NotEmpty(t, seen[who], who)
-		for _, got := range seen[who] {
-			assert.Equal(t, "Bearer s3cret", got, "%s: every request to the endpoint carries the header, the later value winning", who)
-		}
+	require.NotEmpty(t, seen)
+	for _, got := range seen {
+		assert.Equal(t, "Bearer s3cret", got, "every request to the endpoint carries the header, the later value winning")
 	}
-	require.NotEmpty(t, seen["elsewhere"], "the redirect was followed")
-	for _, got := range seen["elsewhere"] {
-		assert.Empty(t, got, "the header does not follow a redirect to another origin")
+}
+
+// A server that redirects to another origin is not followed, whatever the
+// status: a 307 would re-send the call with its arguments (and the
+// credential) to an address the program never named, a 303 would turn it
+// into a GET there. The error says why. A redirect within the endpoint's
+// origin is followed.
+func TestRedirectToAnotherOriginIsRefused(t *testing.T) {
+	checkLeaks(t)
+	ctx := context.Background()
+	server := fixture.SDKServer("web")
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	var elsewhereHits atomic.Int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhereHits.Add(1)
+		mcpHandler.ServeHTTP(w, r)
+	}))
+	defer elsewhere.Close()
+	for _, code := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect, http.StatusSeeOther, http.StatusFound} {
+		redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, elsewhere.URL+r.URL.Path, code)
+		}))
+		ts := mcptoolset.NewHTTP(redirecting.URL, mcptoolset.WithHTTPHeader("Authorization", "Bearer s3cret"))
+		_, err := toolset.BuildTools(ctx, "agent", ts)
+		require.Error(t, err, "status %d", code)
+		var re *mcptoolset.RedirectError
+		require.ErrorAs(t, err, &re, "status %d: %v", code, err)
+		assert.Equal(t, strings.TrimSuffix(elsewhere.URL, "/"), re.To)
+		assert.Contains(t, err.Error(), "redirected to another origin")
+		ts.Close()
+		redirecting.Close()
 	}
+	assert.Zero(t, elsewhereHits.Load(), "a request reached the origin redirected to")
+
+	// Within the origin, a redirect is followed.
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcpHandler)
+	mux.HandleFunc("/old", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/mcp", http.StatusPermanentRedirect)
+	})
+	same := httptest.NewServer(mux)
+	defer same.Close()
+	ts := mcptoolset.NewHTTP(same.URL + "/old")
+	defer ts.Close()
+	tools, err := toolset.BuildTools(ctx, "agent", ts)
+	require.NoError(t, err)
+	_, err = tools.Execute(ctx, toolset.ToolCall{Name: "read_file", Args: json.RawMessage(`{"path":"index.html"}`)})
+	require.NoError(t, err)
 }

@@ -268,6 +268,10 @@
 //     and a name of 1 to 64 letters, digits, '_' or '-';
 //   - a message from the server: 16 MiB, over stdio (the SDK's bound) and
 //     over HTTP (this package's, see [WithHTTPClient]);
+//   - redirects: followed only within the endpoint's origin (scheme, host
+//     and port); one to another origin fails with a [*RedirectError], so a
+//     call and its arguments are never re-sent to an address the program
+//     did not name;
 //   - error text quoting the server: 8 KiB in a [*ServerError] or
 //     [*ResultError] (the model gets all of a ResultError's text), 512
 //     bytes for the cause of an [*InvalidToolError], 10 refusals joined

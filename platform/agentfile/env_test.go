@@ -86,9 +86,9 @@ func TestAllowEnvFindsOnlyTheNamedVariables(t *testing.T) {
 }
 
 // TestMCPHeadersAreNotSentWhereTheServerRedirects resolves a file whose
-// server redirects every request to another host: the file's headers,
-// which carry a secret, go only to the URL the file names, never where a
-// redirect points.
+// server redirects every request to another host: nothing reaches it, so
+// the file's headers, which carry a secret, go only to the URL the file
+// names, never where a redirect points.
 func TestMCPHeadersAreNotSentWhereTheServerRedirects(t *testing.T) {
 	elsewhere, seen := catcher(t)
 	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -107,17 +107,12 @@ func TestMCPHeadersAreNotSentWhereTheServerRedirects(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	if _, err := toolset.BuildTools(context.Background(), a.Name, a.Toolsets...); err == nil {
-		t.Fatal("BuildTools succeeded against a server that is not an MCP server")
+	_, err = toolset.BuildTools(context.Background(), a.Name, a.Toolsets...)
+	if err == nil || !strings.Contains(err.Error(), "redirected to another origin") {
+		t.Fatalf("BuildTools against a server that redirects elsewhere: %v, want the redirect refused", err)
 	}
-	got := seen()
-	if len(got) == 0 {
-		t.Fatal("the redirect was not followed; the test shows nothing")
-	}
-	for _, v := range got {
-		if strings.Contains(v, "s3cret") {
-			t.Fatalf("a header of the file was sent to the host a redirect named: %q", v)
-		}
+	if got := seen(); len(got) > 0 {
+		t.Fatalf("a request followed the redirect to another host, with headers %q", got)
 	}
 }
 
