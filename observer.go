@@ -28,7 +28,9 @@ import (
 // request, say); a call's is the one its policies, middleware and handler
 // run under, so a span the observer put there is the parent of whatever
 // the tool does, across an MCP hop too. An observer may return the context
-// it was given, and must return a non-nil observation.
+// it was given. It may return a nil observation: the turn or the call is
+// then not observed further, and costs nothing more (an observer whose
+// spans would not be recorded, say).
 //
 // The methods run on the goroutine of the turn or the call, and must be
 // safe for concurrent use: calls of one run may run in parallel. They
@@ -479,7 +481,7 @@ func (ts *ToolList) executeObserved(ctx context.Context, call ToolCall, rc *RunC
 	}
 	if i, ok := ts.find(call.Name); ok {
 		t := ts.at(i)
-		info.Found, info.Tool, info.Path = true, t, ts.snap.contributor(i, "")
+		info.Found, info.Tool, info.Path = true, t, ts.snap.path(i)
 		info.OriginalName, info.Deferred = t.core.name, t.core.deferred
 	}
 	octx, ob := startCall(ctx, o, info)
@@ -492,6 +494,22 @@ func (ts *ToolList) executeObserved(ctx context.Context, call ToolCall, rc *RunC
 	res, err := ts.execute(octx, call, rc, ob)
 	ob.end(res, err)
 	return res, err
+}
+
+// path is contributor(i, ""), worked out once per tool of the snapshot:
+// an observer is told it on every call.
+func (s *snapshot) path(i int32) string {
+	s.pathMu.Lock()
+	defer s.pathMu.Unlock()
+	p, ok := s.paths[i]
+	if !ok {
+		if s.paths == nil {
+			s.paths = make(map[int32]string)
+		}
+		p = s.contributor(i, "")
+		s.paths[i] = p
+	}
+	return p
 }
 
 // executeObserved is Tool.Execute under the observer o.

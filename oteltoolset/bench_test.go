@@ -16,9 +16,10 @@ import (
 	"github.com/gotoolset/toolset/oteltoolset"
 )
 
-// benchObservers are the three ways a run is observed in the benchmarks:
-// not at all, by an Observer on the no-op providers, and by one on the
-// SDK with the in-memory span recorder and a manual metric reader.
+// benchObservers are the ways a run is observed in the benchmarks: not at
+// all, by an Observer on the no-op providers, by one on the SDK whose
+// sampler drops every span (without metrics), and by one on the SDK with
+// the in-memory span recorder and a manual metric reader.
 func benchObservers(b *testing.B) []struct {
 	name string
 	opts []toolset.RunOption
@@ -39,12 +40,20 @@ func benchObservers(b *testing.B) []struct {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// The SDK with a sampler that drops every span, and no metrics.
+	dropTP := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()), sdktrace.WithSpanProcessor(rec))
+	b.Cleanup(func() { _ = dropTP.Shutdown(context.Background()) })
+	dropObs, err := oteltoolset.New(oteltoolset.WithTracerProvider(dropTP), oteltoolset.WithMeterProvider(noop.NewMeterProvider()))
+	if err != nil {
+		b.Fatal(err)
+	}
 	return []struct {
 		name string
 		opts []toolset.RunOption
 	}{
 		{"none", nil},
 		{"noop", []toolset.RunOption{toolset.WithObserver(noopObs)}},
+		{"dropped", []toolset.RunOption{toolset.WithObserver(dropObs)}},
 		{"sdk", []toolset.RunOption{toolset.WithObserver(sdkObs)}},
 	}
 }

@@ -44,6 +44,16 @@
 // its toolsets do to list their tools (an MCP server's tools/list, say),
 // and a call's span the parent of what the tool does.
 //
+// # Cost
+//
+// What every call of a tool shares (its span's name and the attributes
+// that describe the tool) is made once per tool, and once per agent for
+// turns. On the no-op tracer and meter providers an Observer costs a call
+// or a turn no allocation: it tells the library there is nothing to
+// observe. A span that the sampler drops gets no attributes beyond those
+// made once, and a call whose span is dropped records its metrics only
+// when the meter provider is a real one.
+//
 // # Across processes
 //
 // [Propagator] carries a call's trace context to where its tool runs in
@@ -94,13 +104,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/internal/textcut"
@@ -200,8 +213,14 @@ func WithResults() Option {
 // Observer is a [toolset.Observer] that reports to OpenTelemetry. It is
 // safe for concurrent use; one may serve every run of a program.
 type Observer struct {
-	tracer        trace.Tracer
+	tracer        trace.Tracer // nil for the no-op provider
+	metrics       bool         // false for the no-op provider
 	args, results bool
+
+	tools  sync.Map     // toolKey → *toolAttrs
+	ntools atomic.Int64 // entries of tools
+	turns  sync.Map     // agent name → *turnAttrs
+	nturns atomic.Int64 // entries of turns
 
 	duration  metric.Float64Histogram
 	cache     metric.Int64Counter
@@ -227,7 +246,12 @@ func New(opts ...Option) (*Observer, error) {
 	if c.mp == nil {
 		c.mp = otel.GetMeterProvider()
 	}
-	o := &Observer{tracer: c.tp.Tracer(ScopeName), args: c.args, results: c.results}
+	o := &Observer{args: c.args, results: c.results}
+	if _, noop := c.tp.(tracenoop.TracerProvider); !noop {
+		o.tracer = c.tp.Tracer(ScopeName)
+	}
+	_, noop := c.mp.(metricnoop.MeterProvider)
+	o.metrics = !noop
 	meter := c.mp.Meter(ScopeName)
 	var err error
 	if o.duration, err = meter.Float64Histogram("gen_ai.execute_tool.duration",
@@ -262,17 +286,21 @@ type turn struct {
 
 // StartTurn implements [toolset.Observer].
 func (o *Observer) StartTurn(ctx context.Context, info toolset.TurnInfo) (context.Context, toolset.TurnObservation) {
-	attrs := make([]attribute.KeyValue, 0, 4)
-	attrs = append(attrs, keyAgentName.String(info.Agent))
+	if o.tracer == nil {
+		return ctx, nil // nothing of a turn is measured but its span
+	}
+	ta := o.turnAttrs(info.Agent)
+	t := &turn{parent: trace.SpanContextFromContext(ctx)}
+	ctx, t.span = o.tracer.Start(ctx, ta.spanName, ta.start...)
+	if !t.span.IsRecording() {
+		return ctx, nil
+	}
 	if info.RunID != "" {
-		attrs = append(attrs, KeyRunID.String(info.RunID), KeyStep.Int(info.Step))
+		t.span.SetAttributes(KeyRunID.String(info.RunID), KeyStep.Int(info.Step))
 	}
 	if info.ParentRunID != "" {
-		attrs = append(attrs, KeyParentRunID.String(info.ParentRunID))
+		t.span.SetAttributes(KeyParentRunID.String(info.ParentRunID))
 	}
-	t := &turn{parent: trace.SpanContextFromContext(ctx)}
-	ctx, t.span = o.tracer.Start(ctx, "build_tools "+info.Agent,
-		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 	return ctx, t
 }
 
@@ -302,55 +330,153 @@ func (t *turn) EndTurn(e toolset.TurnEnd) {
 type call struct {
 	o        *Observer
 	span     trace.Span
+	rec      bool // span is recording
 	ctx      context.Context
 	start    time.Time
-	name     string // for metrics: the tool's name, or "_OTHER"
-	attrs    metric.MeasurementOption
+	tool     *toolAttrs
 	mu       sync.Mutex
 	progress int
 }
 
 // StartCall implements [toolset.Observer].
 func (o *Observer) StartCall(ctx context.Context, info toolset.CallInfo) (context.Context, toolset.CallObservation) {
-	name, metricName := info.Call.Name, info.Call.Name
-	if !info.Found {
-		name, metricName = cut(name, maxModelName), "_OTHER"
+	if o.tracer == nil && !o.metrics {
+		return ctx, nil
 	}
-	attrs := make([]attribute.KeyValue, 0, 10)
-	attrs = append(attrs, keyOperation.String(operationValue), keyToolName.String(name), keyToolType.String("function"))
-	if info.Call.ID != "" {
-		attrs = append(attrs, keyToolCallID.String(cut(info.Call.ID, maxModelName*2)))
-	}
-	if info.Found {
-		if info.Tool.Description != "" {
-			attrs = append(attrs, keyToolDesc.String(info.Tool.Description))
+	ta := o.toolAttrs(info)
+	var span trace.Span
+	if o.tracer != nil {
+		if t, ok := info.Turn.(*turn); ok && t.parent.Equal(trace.SpanContextFromContext(ctx)) {
+			// Under the turn's own context: a child of the turn.
+			ctx = trace.ContextWithSpan(ctx, t.span)
 		}
-		attrs = append(attrs, KeyOriginalName.String(info.OriginalName))
-		if info.Path != "" {
-			attrs = append(attrs, KeyPath.String(info.Path))
+		ctx, span = o.tracer.Start(ctx, ta.spanName, ta.start...)
+	}
+	recording := span != nil && span.IsRecording()
+	if !recording && !o.measured(ctx) {
+		return ctx, nil // neither a span nor a metric would be recorded
+	}
+	if recording {
+		attrs := make([]attribute.KeyValue, 0, 4)
+		if info.Call.ID != "" {
+			attrs = append(attrs, keyToolCallID.String(cut(info.Call.ID, maxModelName*2)))
 		}
+		if info.RunID != "" {
+			attrs = append(attrs, KeyRunID.String(info.RunID), KeyStep.Int(info.Step))
+		}
+		if o.args {
+			attrs = append(attrs, keyToolArgs.String(cut(string(info.Call.Args), MaxContentBytes)))
+		}
+		span.SetAttributes(attrs...)
+	} else {
+		span = noSpan
 	}
-	if info.RunID != "" {
-		attrs = append(attrs, KeyRunID.String(info.RunID), KeyStep.Int(info.Step))
-	}
-	if o.args {
-		attrs = append(attrs, keyToolArgs.String(cut(string(info.Call.Args), MaxContentBytes)))
-	}
-	if t, ok := info.Turn.(*turn); ok && t.parent.Equal(trace.SpanContextFromContext(ctx)) {
-		// Under the turn's own context: a child of the turn.
-		ctx = trace.ContextWithSpan(ctx, t.span)
-	}
-	c := &call{o: o, start: time.Now(), name: metricName}
-	ctx, c.span = o.tracer.Start(ctx, "execute_tool "+name,
-		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
-	c.ctx = ctx
-	c.attrs = metric.WithAttributeSet(attribute.NewSet(keyToolName.String(metricName)))
-	return ctx, c
+	return ctx, &call{o: o, span: span, rec: recording, ctx: ctx, start: time.Now(), tool: ta}
 }
+
+// measured reports whether a metric of a call under ctx may be recorded.
+func (o *Observer) measured(ctx context.Context) bool {
+	return o.metrics && o.duration.Enabled(ctx) || o.cache.Enabled(ctx) || o.waits.Enabled(ctx) ||
+		o.rejects.Enabled(ctx) || o.approvals.Enabled(ctx)
+}
+
+// maxCached bounds the tools, and apart the agents, whose attributes an
+// Observer keeps; beyond it they are made for each call or turn.
+const maxCached = 4096
+
+// toolKey names a tool as a call's span describes it.
+type toolKey struct {
+	name, original, path string
+	found                bool
+}
+
+// toolAttrs are what the spans and metrics of a tool's calls share, made
+// once per tool: an unrecorded call then costs no attribute.
+type toolAttrs struct {
+	desc     string // the description start was made with
+	spanName string
+	start    []trace.SpanStartOption
+	metric   metric.MeasurementOption // gen_ai.tool.name
+	okAttrs  metric.MeasurementOption // the duration's, for a call that succeeded
+	name     string                   // for metrics: the tool's name, or "_OTHER"
+}
+
+// toolAttrs returns the shared attributes of the tool info calls.
+func (o *Observer) toolAttrs(info toolset.CallInfo) *toolAttrs {
+	k := toolKey{name: info.Call.Name, found: info.Found}
+	if info.Found {
+		k.original, k.path = info.OriginalName, info.Path
+	} else {
+		k.name = cut(k.name, maxModelName)
+	}
+	if v, ok := o.tools.Load(k); ok {
+		if ta := v.(*toolAttrs); ta.desc == info.Tool.Description {
+			return ta
+		}
+	}
+	ta := newToolAttrs(k, info.Tool.Description)
+	if _, loaded := o.tools.Swap(k, ta); loaded || o.ntools.Add(1) <= maxCached {
+		return ta
+	}
+	o.tools.Delete(k)
+	o.ntools.Add(-1)
+	return ta
+}
+
+func newToolAttrs(k toolKey, desc string) *toolAttrs {
+	metricName := k.name
+	if !k.found {
+		metricName = "_OTHER"
+	}
+	attrs := make([]attribute.KeyValue, 0, 6)
+	attrs = append(attrs, keyOperation.String(operationValue), keyToolName.String(k.name), keyToolType.String("function"))
+	if k.found {
+		if desc != "" {
+			attrs = append(attrs, keyToolDesc.String(desc))
+		}
+		attrs = append(attrs, KeyOriginalName.String(k.original))
+		if k.path != "" {
+			attrs = append(attrs, KeyPath.String(k.path))
+		}
+	}
+	return &toolAttrs{
+		desc:     desc,
+		spanName: "execute_tool " + k.name,
+		start:    []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...)},
+		metric:   metric.WithAttributeSet(attribute.NewSet(keyToolName.String(metricName))),
+		okAttrs: metric.WithAttributeSet(attribute.NewSet(keyOperation.String(operationValue),
+			keyToolName.String(metricName), keyToolType.String("function"))),
+		name: metricName,
+	}
+}
+
+// turnAttrs are what the spans of an agent's turns share.
+type turnAttrs struct {
+	spanName string
+	start    []trace.SpanStartOption
+}
+
+func (o *Observer) turnAttrs(agent string) *turnAttrs {
+	if v, ok := o.turns.Load(agent); ok {
+		return v.(*turnAttrs)
+	}
+	ta := &turnAttrs{spanName: "build_tools " + agent, start: []trace.SpanStartOption{
+		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(keyAgentName.String(agent))}}
+	if o.nturns.Add(1) <= maxCached {
+		if _, loaded := o.turns.LoadOrStore(agent, ta); loaded {
+			o.nturns.Add(-1)
+		}
+	} else {
+		o.nturns.Add(-1)
+	}
+	return ta
+}
+
+// noSpan is the span of a call whose span is not recorded.
+var noSpan = trace.SpanFromContext(context.Background())
 
 // Event implements [toolset.CallObservation].
 func (c *call) Event(e toolset.CallEvent) {
-	tool := keyToolName.String(c.name)
 	switch e.Kind {
 	case toolset.EventDeferredRevealed:
 		c.span.SetAttributes(KeyDeferred.String("revealed"))
@@ -359,38 +485,45 @@ func (c *call) Event(e toolset.CallEvent) {
 	case toolset.EventBudgetSpent:
 		c.span.SetAttributes(KeyFailuresLeft.Int(0))
 	case toolset.EventApprovalAsked:
-		c.approval("asked", tool)
+		c.approval("asked")
 	case toolset.EventApprovalGranted:
-		c.approval("granted", tool)
+		c.approval("granted")
 	case toolset.EventApprovalDenied:
-		c.approval("denied", tool)
+		c.approval("denied")
 	case toolset.EventCacheHit:
-		c.cache("hit", tool)
+		c.cache("hit")
 	case toolset.EventCacheMiss:
-		c.cache("miss", tool)
+		c.cache("miss")
 	case toolset.EventRateLimitWait:
 		c.span.SetAttributes(KeyRateLimitWait.Float64(e.Wait.Seconds()))
-		c.o.waits.Add(c.ctx, 1, c.attrs)
+		c.o.waits.Add(c.ctx, 1, c.tool.metric)
 	case toolset.EventRateLimitReject:
 		c.span.SetAttributes(KeyRateLimitReject.Bool(true), KeyRateLimitWait.Float64(0))
-		c.o.rejects.Add(c.ctx, 1, c.attrs)
+		c.o.rejects.Add(c.ctx, 1, c.tool.metric)
 	case toolset.EventFailureCounted:
 		c.span.SetAttributes(KeyFailuresLeft.Int(e.FailuresLeft))
 	}
 }
 
-func (c *call) approval(decision string, tool attribute.KeyValue) {
+func (c *call) approval(decision string) {
 	c.span.SetAttributes(KeyApproval.String(decision))
-	c.o.approvals.Add(c.ctx, 1, metric.WithAttributes(tool, KeyApproval.String(decision)))
+	if c.o.approvals.Enabled(c.ctx) {
+		c.o.approvals.Add(c.ctx, 1, metric.WithAttributes(keyToolName.String(c.tool.name), KeyApproval.String(decision)))
+	}
 }
 
-func (c *call) cache(result string, tool attribute.KeyValue) {
+func (c *call) cache(result string) {
 	c.span.SetAttributes(KeyCacheResult.String(result))
-	c.o.cache.Add(c.ctx, 1, metric.WithAttributes(tool, KeyCacheResult.String(result)))
+	if c.o.cache.Enabled(c.ctx) {
+		c.o.cache.Add(c.ctx, 1, metric.WithAttributes(keyToolName.String(c.tool.name), KeyCacheResult.String(result)))
+	}
 }
 
 // Progress implements [toolset.CallObservation].
 func (c *call) Progress(p toolset.Progress) {
+	if !c.rec {
+		return
+	}
 	c.mu.Lock()
 	c.progress++
 	n := c.progress
@@ -405,28 +538,36 @@ func (c *call) Progress(p toolset.Progress) {
 // EndCall implements [toolset.CallObservation].
 func (c *call) EndCall(e toolset.CallEnd) {
 	elapsed := time.Since(c.start)
-	c.mu.Lock()
-	if c.progress > maxProgressEvents {
-		c.span.SetAttributes(KeyProgressDropped.Int(c.progress - maxProgressEvents))
-	}
-	c.mu.Unlock()
-	if e.FailuresLeft >= 0 {
-		c.span.SetAttributes(KeyFailuresLeft.Int(e.FailuresLeft))
-	}
-	metricAttrs := []attribute.KeyValue{keyOperation.String(operationValue), keyToolName.String(c.name), keyToolType.String("function")}
-	if e.Err != nil {
-		c.span.SetAttributes(keyErrorType.String(e.ErrorKind))
-		desc := e.ErrorKind
-		if c.o.results {
-			desc = cut(e.Err.Error(), MaxContentBytes)
+	if c.rec {
+		c.mu.Lock()
+		if c.progress > maxProgressEvents {
+			c.span.SetAttributes(KeyProgressDropped.Int(c.progress - maxProgressEvents))
 		}
-		c.span.SetStatus(codes.Error, desc)
-		metricAttrs = append(metricAttrs, keyErrorType.String(e.ErrorKind))
-	} else if c.o.results {
-		c.span.SetAttributes(keyToolResult.String(resultText(e.Result)))
+		c.mu.Unlock()
+		if e.FailuresLeft >= 0 {
+			c.span.SetAttributes(KeyFailuresLeft.Int(e.FailuresLeft))
+		}
+		if e.Err != nil {
+			c.span.SetAttributes(keyErrorType.String(e.ErrorKind))
+			desc := e.ErrorKind
+			if c.o.results {
+				desc = cut(e.Err.Error(), MaxContentBytes)
+			}
+			c.span.SetStatus(codes.Error, desc)
+		} else if c.o.results {
+			c.span.SetAttributes(keyToolResult.String(resultText(e.Result)))
+		}
+		c.span.End()
 	}
-	c.o.duration.Record(c.ctx, elapsed.Seconds(), metric.WithAttributes(metricAttrs...))
-	c.span.End()
+	if !c.o.duration.Enabled(c.ctx) {
+		return
+	}
+	attrs := c.tool.okAttrs
+	if e.Err != nil {
+		attrs = metric.WithAttributes(keyOperation.String(operationValue), keyToolName.String(c.tool.name),
+			keyToolType.String("function"), keyErrorType.String(e.ErrorKind))
+	}
+	c.o.duration.Record(c.ctx, elapsed.Seconds(), attrs)
 }
 
 // resultText is a result as the model is sent it: a string as it is,

@@ -1,0 +1,5 @@
+//go:build !race
+
+package oteltoolset_test
+
+const raceEnabled = false

@@ -1,0 +1,108 @@
+package oteltoolset_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/oteltoolset"
+)
+
+// callAllocs returns the allocations of one call and of one turn of a
+// prefixed tool in a run with opts.
+func callAllocs(t *testing.T, opts ...toolset.RunOption) (call, turn float64) {
+	t.Helper()
+	run := toolset.NewRun("allocs", opts...)
+	defer run.End()
+	ts := toolset.NewFunction(benchTool("get_weather")).Prefixed("w")
+	tc := run.Turn(context.Background())
+	tools, err := toolset.BuildTools(tc, "allocs", ts)
+	require.NoError(t, err)
+	args := json.RawMessage(`{"city":"Paris","days":3}`)
+	call = testing.AllocsPerRun(200, func() {
+		if _, err := tools.Execute(tc, toolset.ToolCall{ID: "c", Name: "w_get_weather", Args: args}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	turn = testing.AllocsPerRun(200, func() {
+		if _, err := toolset.BuildTools(run.Turn(context.Background()), "allocs", ts); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return call, turn
+}
+
+// An observer on the no-op providers costs a call and a turn no
+// allocation: nothing is built for a span or a metric nobody records.
+func TestNoopProvidersAllocateNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts differ under the race detector")
+	}
+	obs, err := oteltoolset.New(oteltoolset.WithTracerProvider(tracenoop.NewTracerProvider()),
+		oteltoolset.WithMeterProvider(noop.NewMeterProvider()))
+	require.NoError(t, err)
+	noneCall, noneTurn := callAllocs(t)
+	call, turn := callAllocs(t, toolset.WithObserver(obs))
+	assert.Equal(t, noneCall, call, "allocations of a call: none observed, then observed on the no-op providers")
+	assert.Equal(t, noneTurn, turn, "allocations of a turn: none observed, then observed on the no-op providers")
+}
+
+// A sampler that drops every span leaves the calls' metrics recorded, and
+// records no span.
+func TestDroppedSpansKeepTheMetrics(t *testing.T) {
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()), sdktrace.WithSpanProcessor(spans))
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() {
+		_ = tp.Shutdown(context.Background())
+		_ = mp.Shutdown(context.Background())
+	})
+	obs, err := oteltoolset.New(oteltoolset.WithTracerProvider(tp), oteltoolset.WithMeterProvider(mp))
+	require.NoError(t, err)
+	h := &harness{spans: spans, reader: reader, tp: tp, obs: obs}
+	run := h.run(t, "dropped")
+	tc := run.Turn(context.Background())
+	tools, err := toolset.BuildTools(tc, "agent", toolset.NewFunction(benchTool("get_weather")))
+	require.NoError(t, err)
+	for range 3 {
+		_, err := tools.Execute(tc, toolset.ToolCall{ID: "c", Name: "get_weather", Args: json.RawMessage(`{"city":"Paris","days":3}`)})
+		require.NoError(t, err)
+	}
+	_, err = tools.Execute(tc, toolset.ToolCall{ID: "c", Name: "get_weather", Args: json.RawMessage(`{"city":"Paris","days":99}`)})
+	require.Error(t, err)
+	assert.Empty(t, spans.Ended(), "spans the sampler dropped")
+	n, unit := h.histogram(t, "gen_ai.execute_tool.duration", attribute.String("gen_ai.tool.name", "get_weather"))
+	assert.Equal(t, uint64(4), n)
+	assert.Equal(t, "s", unit)
+	n, _ = h.histogram(t, "gen_ai.execute_tool.duration", attribute.String("error.type", "invalid_arguments"))
+	assert.Equal(t, uint64(1), n, "the failed call's duration has its error.type")
+}
+
+// The attributes a tool's spans share are made once, and made again when
+// the tool's description changes.
+func TestSpanFollowsAChangedDescription(t *testing.T) {
+	h := newHarness(t)
+	run := h.run(t, "desc")
+	for i, desc := range []string{"First words.", "Second words."} {
+		tool := toolset.NewTool("get_weather", desc, func(_ context.Context, in benchArgs) (string, error) { return in.City, nil })
+		tc := run.Turn(context.Background())
+		tools, err := toolset.BuildTools(tc, "agent", toolset.NewFunction(tool))
+		require.NoError(t, err)
+		_, err = tools.Execute(tc, toolset.ToolCall{ID: "c", Name: "get_weather", Args: json.RawMessage(`{"city":"Paris","days":3}`)})
+		require.NoError(t, err)
+		spans := h.named("execute_tool get_weather")
+		require.Len(t, spans, i+1)
+		assert.Contains(t, spans[i].Attributes(), attribute.String("gen_ai.tool.description", desc))
+	}
+}
