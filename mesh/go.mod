@@ -1,0 +1,26 @@
+module github.com/gotoolset/toolset/mesh
+
+go 1.26.0
+
+replace (
+	github.com/gotoolset/toolset => ..
+	github.com/gotoolset/toolset/mcptoolset => ../mcptoolset
+	github.com/gotoolset/toolset/toolpkg => ../toolpkg
+)
+
+require github.com/gotoolset/toolset/toolpkg v0.0.0-00010101000000-000000000000
+
+require (
+	github.com/bahlo/generic-list-go v0.2.0 // indirect
+	github.com/buger/jsonparser v1.1.2 // indirect
+	github.com/gotoolset/toolset v0.0.0-00010101000000-000000000000 // indirect
+	github.com/invopop/jsonschema v0.14.0 // indirect
+	github.com/pb33f/ordered-map/v2 v2.3.1 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
+	go.yaml.in/yaml/v4 v4.0.0-rc.2 // indirect
+	golang.org/x/sync v0.25.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
+	golang.org/x/time v0.16.0 // indirect
+)
