@@ -125,6 +125,10 @@ func (s Subjects) Sync() string { return s.ns + ".toolset.v1.sync" }
 // report what they synced (a SyncReport).
 func (s Subjects) SyncReport() string { return s.ns + ".toolset.v1.sync_report" }
 
+// SyncReportRequest returns "{ns}.toolset.v1.sync_report_request", on
+// which the platform asks every runtime to send its reports again.
+func (s Subjects) SyncReportRequest() string { return s.ns + ".toolset.v1.sync_report_request" }
+
 // ParseCall splits a response, status or cancel subject of this namespace
 // into its kind ("response", "status" or "cancel"), agent and correlation
 // ID; ok is false for any other subject.
