@@ -186,6 +186,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"serve":    cmdServe,
 		"agent":    cmdAgent,
 		"platform": cmdPlatform,
+		"runtime":  cmdRuntime,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {
