@@ -188,6 +188,9 @@ func (d distributor) Publish(ctx context.Context, name string, version int, pkg 
 		if cur.Version == version && sameConfig(cur.Config, config) {
 			return nil
 		}
+		if cur.Version == version {
+			return fmt.Errorf("the broker's packages take no new configuration for version %d of %q, published already: the runtimes keep the configuration it was published with until the next version", version, name)
+		}
 		if cur.Version > version {
 			return fmt.Errorf("the broker holds version %d of %q, above the store's %d: the store is not the one that published it", cur.Version, name, version)
 		}
