@@ -949,32 +949,24 @@ func (t *Toolset) build(ctx context.Context, version int, gen uint64) (*built, e
 	c := t.client
 	c.mu.RLock()
 	var tools []InitParams
-	var unavailable map[string]string
 	if e := c.catalog[t.name]; e != nil {
 		if v := e.versions[version]; v != nil {
 			tools = v.sorted()
-			unavailable = v.unavailable
 		}
 	}
 	c.mu.RUnlock()
 	b := &built{version: version, gen: gen, unavailable: map[string]string{}}
-	if t.config == nil {
-		for k, r := range unavailable {
-			b.unavailable[k] = r
-		}
-	} else {
-		configured, err := t.initRequests(ctx, tools, version, b.unavailable)
-		if err != nil {
-			b.err = err
-			return b, err
-		}
-		tools = configured
+	// The runtimes resolve the configuration, the agent's (none
+	// included) over the one stored with the package: each tool is asked
+	// for once per version and configuration.
+	configured, err := t.initRequests(ctx, tools, version, b.unavailable)
+	if err != nil {
+		b.err = err
+		return b, err
 	}
+	tools = configured
 	var instr []string
 	for _, ip := range tools {
-		if _, out := b.unavailable[ip.Tool]; out && t.config == nil {
-			continue
-		}
 		tool, err := t.makeTool(ip, version)
 		if err != nil {
 			b.err = err
@@ -989,12 +981,20 @@ func (t *Toolset) build(ctx context.Context, version int, gen uint64) (*built, e
 	return b, nil
 }
 
+// leftOutMarker is in the message of the INIT_ERROR a runtime answers for
+// a tool its configuration leaves out, rather than one it refuses.
+const leftOutMarker = " is not available with this configuration: "
+
 // initRequests asks the runtimes for each tool under t's configuration,
 // in parallel, and returns the configured tools; unavailable gets those
 // left out.
 func (t *Toolset) initRequests(ctx context.Context, tools []InitParams, version int, unavailable map[string]string) ([]InitParams, error) {
+	cfg := t.config
+	if cfg == nil {
+		cfg = &WireConfig{}
+	}
 	excluded := map[string]bool{}
-	for _, x := range t.config.Exclude {
+	for _, x := range cfg.Exclude {
 		excluded[x] = true
 	}
 	known := map[string]bool{}
@@ -1002,12 +1002,12 @@ func (t *Toolset) initRequests(ctx context.Context, tools []InitParams, version 
 		known[ip.Tool] = true
 	}
 	var problems []string
-	for _, x := range t.config.Exclude {
+	for _, x := range cfg.Exclude {
 		if !known[x] {
 			problems = append(problems, fmt.Sprintf("excluded tool %q: no such tool", x))
 		}
 	}
-	for x := range t.config.Tools {
+	for x := range cfg.Tools {
 		if !known[x] {
 			problems = append(problems, fmt.Sprintf("configured tool %q: no such tool", x))
 		}
@@ -1034,13 +1034,17 @@ func (t *Toolset) initRequests(ctx context.Context, tools []InitParams, version 
 				if len(rpc.Data) > 0 {
 					_ = Decode(rpc.Data, MaxMessageBytes, &d)
 				}
-				switch rpc.Code {
-				case CodeInitError, CodeInvalidRequest:
+				switch {
+				case rpc.Code == CodeInitError && strings.Contains(rpc.Message, leftOutMarker) && len(d.Problems) == 1:
+					// A tool the configuration leaves out (a required
+					// value missing): the others stay, as in process.
+					a.left, a.err = cut(d.Problems[0], 1024), nil
+				case rpc.Code == CodeInitError, rpc.Code == CodeInvalidRequest:
 					a.problems, a.err = boundStrings(d.Problems), nil
 					if len(a.problems) == 0 {
 						a.problems = []string{cut(rpc.Message, 1024)}
 					}
-				case CodeToolNotAvailable:
+				case rpc.Code == CodeToolNotAvailable:
 					a.left, a.err = cut(rpc.Message, 1024), nil
 				}
 			}
