@@ -175,7 +175,8 @@ type distributor struct {
 
 // Publish publishes a version, unless the broker holds it already with
 // the same configuration: the platform publishes what it serves at each
-// start.
+// start. The same version with another configuration changes only the
+// configuration the runtimes hold.
 func (d distributor) Publish(ctx context.Context, name string, version int, pkg io.Reader, config map[string]any) error {
 	list, err := d.pk.List(ctx)
 	if err != nil {
@@ -187,9 +188,6 @@ func (d distributor) Publish(ctx context.Context, name string, version int, pkg 
 		}
 		if cur.Version == version && sameConfig(cur.Config, config) {
 			return nil
-		}
-		if cur.Version == version {
-			return fmt.Errorf("the broker's packages take no new configuration for version %d of %q, published already: the runtimes keep the configuration it was published with until the next version", version, name)
 		}
 		if cur.Version > version {
 			return fmt.Errorf("the broker holds version %d of %q, above the store's %d: the store is not the one that published it", cur.Version, name, version)

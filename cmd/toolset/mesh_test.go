@@ -225,6 +225,31 @@ func TestPlatformWithEmbeddedBrokerServesACall(t *testing.T) {
 	require.NoError(t, err, "%s", errOut)
 	assert.True(t, strings.HasPrefix(out, "hello, world"), out)
 
+	// The caller's configuration travels with the call.
+	out, errOut, err = callCLI(t, nil, "--broker", broker, "--config", "greeting=hey", "demo", "echo", `{"text":"world"}`)
+	require.NoError(t, err, "%s", errOut)
+	assert.True(t, strings.HasPrefix(out, "hey, world"), out)
+
+	// The platform's stored configuration reaches the runtime.
+	req, err := http.NewRequest("PATCH", base+"/api/v1/platform/toolsets/demo/config", strings.NewReader(`{"greeting":"ahoy"}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/merge-patch+json")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode, "%s", body)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, errOut, err = callCLI(t, nil, "--broker", broker, "demo", "echo", `{"text":"world"}`)
+		require.NoError(t, err, "%s", errOut)
+		if strings.HasPrefix(out, "ahoy, world") {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the stored configuration did not reach the runtime: %s", out)
+		time.Sleep(100 * time.Millisecond)
+	}
+
 	_, errOut, err = callCLI(t, nil, "--broker", broker, "nosuch", "echo", `{}`)
 	require.Error(t, err)
 	assert.Contains(t, errOut, "nosuch")
