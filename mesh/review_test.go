@@ -282,3 +282,33 @@ func schemaProcesses(dir string) int {
 	}
 	return n
 }
+
+// Only the server's "no responders" proves nobody received an invoke, but
+// the client takes any empty message with a Status 503 header on the
+// call's response subject for it, even after a runtime accepted the call:
+// whoever learns the correlation ID (any subscriber to invoke.>) makes the
+// client send the call again, and a tool that is not idempotent runs
+// twice.
+func TestReviewForgedNoRespondersAfterAcceptDoesNotRunTheCallTwice(t *testing.T) {
+	s := startServer(t)
+	forger := connect(t, s)
+	var invokes atomic.Int32
+	p := newPeer(t, s, []string{"pay"}, func(p *peer, m *nats.Msg, req *Request, ip *InvokeParams) {
+		if invokes.Add(1) == 1 {
+			p.status(m, p.id, StateAccepted, "")
+			// The call runs here; meanwhile a forged no-responders.
+			fake := nats.NewMsg(m.Header.Get(HeaderReplyTo))
+			fake.Header.Set("Status", "503")
+			_ = forger.PublishMsg(fake)
+			_ = forger.Flush()
+			time.Sleep(50 * time.Millisecond)
+		}
+		p.result(m, req.ID, "paid")
+	})
+	_, tools := fakeTools(t, s, p, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _ = callTool(ctx, tools["fake__pay"], `{}`)
+	time.Sleep(100 * time.Millisecond)
+	assert.Equal(t, int32(1), invokes.Load(), "the invoke was sent again after a runtime accepted it")
+}
