@@ -12,6 +12,7 @@ require (
 	github.com/gotoolset/toolset/toolpkg v0.0.0-00010101000000-000000000000
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (
