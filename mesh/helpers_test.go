@@ -272,3 +272,24 @@ func errorData(t testing.TB, resp *Response) ErrorData {
 	}
 	return d
 }
+
+func bytesReader(s string) *bytes.Reader { return bytes.NewReader([]byte(s)) }
+
+// send publishes m and waits for its answer on c: the response, or
+// noResponders when the server said nobody serves m's subject.
+func (c *call) send(t testing.TB, nc *nats.Conn, m *nats.Msg, d time.Duration) (resp *Response, noResponders bool) {
+	t.Helper()
+	require.NoError(t, nc.PublishMsg(m))
+	select {
+	case got := <-c.resp:
+		if len(got.Data) == 0 && got.Header.Get("Status") == "503" {
+			return nil, true
+		}
+		resp, err := DecodeResponse(got.Data)
+		require.NoError(t, err)
+		return resp, false
+	case <-time.After(d):
+		t.Fatalf("no answer within %s", d)
+		return nil, false
+	}
+}

@@ -526,6 +526,11 @@ func (r *Runtime) onInvoke(m *nats.Msg) {
 		r.sendError(t, req.ID, CodeInvalidRequest, fmt.Sprintf("timeout_seconds must be between 0 and %d", MaxTimeoutSeconds), nil)
 		return
 	}
+	if len(p.PreloadedArtifacts) > 0 {
+		// Refused rather than ignored: the tool would run without them.
+		r.sendError(t, req.ID, CodeArtifactError, "this runtime takes input artifacts by reference (artifact_references), not inline", nil)
+		return
+	}
 	if len(p.Args) == 0 {
 		p.Args = json.RawMessage("{}")
 	}
