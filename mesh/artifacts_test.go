@@ -16,8 +16,8 @@ import (
 
 func TestArtifactStoreSaveLoad(t *testing.T) {
 	ctx := context.Background()
-	s := clientBroker(t)
-	a, err := NewArtifactStore(ctx, clientConn(t, s), &ArtifactStoreOptions{Memory: true})
+	s := startServer(t)
+	a, err := NewArtifactStore(ctx, connect(t, s), &ArtifactStoreOptions{Memory: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestArtifactStoreSaveLoad(t *testing.T) {
 		t.Fatalf("second save: %+v, %v", ref, err)
 	}
 	// A second store on another connection sees the same artifacts.
-	b, err := NewArtifactStore(ctx, clientConn(t, s), &ArtifactStoreOptions{Memory: true})
+	b, err := NewArtifactStore(ctx, connect(t, s), &ArtifactStoreOptions{Memory: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,8 +65,8 @@ func TestArtifactStoreSaveLoad(t *testing.T) {
 
 func TestArtifactStoreHostile(t *testing.T) {
 	ctx := context.Background()
-	s := clientBroker(t)
-	nc := clientConn(t, s)
+	s := startServer(t)
+	nc := connect(t, s)
 	a, err := NewArtifactStore(ctx, nc, &ArtifactStoreOptions{Memory: true, MaxArtifactBytes: 1000})
 	if err != nil {
 		t.Fatal(err)
@@ -142,12 +142,12 @@ func TestArtifactStoreHostile(t *testing.T) {
 
 func TestArtifactStoreConcurrentSaves(t *testing.T) {
 	ctx := context.Background()
-	s := clientBroker(t)
+	s := startServer(t)
 	scope := toolpkg.ArtifactScope{SessionID: "s"}
 	var wg sync.WaitGroup
 	versions := make(chan int, 8)
 	for i := range 8 {
-		a, err := NewArtifactStore(ctx, clientConn(t, s), &ArtifactStoreOptions{Memory: true})
+		a, err := NewArtifactStore(ctx, connect(t, s), &ArtifactStoreOptions{Memory: true})
 		if err != nil {
 			t.Fatal(err)
 		}

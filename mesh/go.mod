@@ -9,9 +9,11 @@ replace (
 )
 
 require (
+	github.com/gotoolset/toolset v0.0.0-00010101000000-000000000000
 	github.com/gotoolset/toolset/toolpkg v0.0.0-00010101000000-000000000000
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
+	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 )
 
@@ -20,7 +22,6 @@ require (
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
 	github.com/buger/jsonparser v1.1.2 // indirect
 	github.com/google/go-tpm v0.9.8 // indirect
-	github.com/gotoolset/toolset v0.0.0-00010101000000-000000000000 // indirect
 	github.com/invopop/jsonschema v0.14.0 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/minio/highwayhash v1.0.4 // indirect
@@ -29,8 +30,6 @@ require (
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/pb33f/ordered-map/v2 v2.3.1 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	go.yaml.in/yaml/v4 v4.0.0-rc.2 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
