@@ -382,4 +382,3 @@ func TestFaultsThroughput(t *testing.T) {
 	}
 	t.Logf("served: %v", a.servedBy())
 }
-
