@@ -102,7 +102,9 @@ type PackageInfo struct {
 // Publish stores version of toolset name (a validated zip, at most
 // MaxPackageBytes) with the toolset's stored configuration, replacing the
 // version before, and notifies the runtimes. Versions only go up: a version
-// at or below the current one is refused.
+// below the current one is refused. The current version again changes only
+// its configuration (the platform's SetConfig): zip is not read, and the
+// runtimes apply the configuration without fetching the package.
 func (p *Packages) Publish(ctx context.Context, name string, version int, zip io.Reader, config map[string]any) error {
 	if err := toolpkg.CheckName(name); err != nil {
 		return fmt.Errorf("mesh: publish: %w", err)
@@ -121,8 +123,23 @@ func (p *Packages) Publish(ctx context.Context, name string, version int, zip io
 		}
 	}
 	if cur, err := p.obs.GetInfo(ctx, name); err == nil {
-		if v, _ := strconv.Atoi(cur.Metadata[metaVersion]); v >= version {
-			return fmt.Errorf("mesh: publish %s: version %d is not above the current %d", name, version, v)
+		v, _ := strconv.Atoi(cur.Metadata[metaVersion])
+		switch {
+		case v > version:
+			return fmt.Errorf("mesh: publish %s: version %d is below the current %d", name, version, v)
+		case v == version:
+			// The same version again: only its configuration changes,
+			// and the runtimes apply it without fetching the package.
+			meta := jetstream.ObjectMeta{Name: name, Description: cur.Description,
+				Metadata: map[string]string{metaVersion: strconv.Itoa(version)}}
+			if cfg != nil {
+				meta.Metadata[metaConfig] = string(cfg)
+			}
+			if err := p.obs.UpdateMeta(ctx, name, meta); err != nil {
+				return fmt.Errorf("mesh: publish %s version %d: configuration: %w", name, version, err)
+			}
+			p.notify(SyncNotice{Toolset: name, Version: version, Digest: cur.Digest})
+			return nil
 		}
 	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
 		return fmt.Errorf("mesh: publish %s: %w", name, err)
@@ -495,6 +512,15 @@ func (s *syncer) apply(ctx context.Context, info *jetstream.ObjectInfo) {
 		return
 	}
 	if e, ok := s.entry(pi.Name); ok && e.Version == pi.Version && e.Digest == pi.Digest && s.intact(pi.Name, e) {
+		// The same package: its configuration may have changed.
+		if err := s.setConfig(pi.Name, pi.Config); err != nil {
+			s.logger.Warn("mesh: configuration refused", "toolset", pi.Name, "version", pi.Version, "err", err)
+			e.Status, e.Errors = SyncFailed, []string{"configuration: " + err.Error()}
+			s.mu.Lock()
+			s.state[pi.Name] = &e
+			s.mu.Unlock()
+			s.save()
+		}
 		s.report(pi.Name)
 		s.changed(pi.Name)
 		return

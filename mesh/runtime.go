@@ -688,7 +688,7 @@ func (r *Runtime) execute(ctx context.Context, t replyTarget, p *InvokeParams) (
 }
 
 // wireConfig is the toolpkg.Config of a call: the toolset's configuration
-// when given, with tool_config as the overlay of the called tool.
+// when given, else tool_config as the overlay of the called tool.
 func wireConfig(wc *WireConfig, toolConfig map[string]any, fullName string) toolpkg.Config {
 	var c toolpkg.Config
 	if wc != nil {
@@ -699,7 +699,11 @@ func wireConfig(wc *WireConfig, toolConfig map[string]any, fullName string) tool
 		}
 		c.Exclude = wc.Exclude
 	}
-	if len(toolConfig) > 0 {
+	// A caller of this package sends toolset_config, and tool_config too
+	// (the tool's merged values, for SAM's runtimes): the former holds
+	// all of it, with the precedence in process. tool_config alone is the
+	// per-tool overlay of a SAM peer.
+	if wc == nil && len(toolConfig) > 0 {
 		_, tool, _ := SplitToolName(fullName)
 		if c.Tools == nil {
 			c.Tools = map[string]map[string]any{}

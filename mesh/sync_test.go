@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -202,7 +204,6 @@ func TestPublishRefusesOlderVersionAndBadNames(t *testing.T) {
 	pk, err := OpenPackages(ctx, nc, "")
 	require.NoError(t, err)
 	require.NoError(t, pk.Publish(ctx, "demo", 2, bytesReader("zip"), nil))
-	assert.Error(t, pk.Publish(ctx, "demo", 2, bytesReader("zip"), nil))
 	assert.Error(t, pk.Publish(ctx, "demo", 1, bytesReader("zip"), nil))
 	assert.Error(t, pk.Publish(ctx, "bad.name", 1, bytesReader("zip"), nil))
 	assert.Error(t, pk.Publish(ctx, "demo", 0, bytesReader("zip"), nil))
@@ -226,4 +227,63 @@ func TestRuntimeRefusesInvalidPackage(t *testing.T) {
 	got := rep.waitFor(t, func(r SyncReport) bool { return r.Toolset == "junk" })
 	assert.Equal(t, SyncFailed, got.Status)
 	assert.NotEmpty(t, got.Errors)
+}
+
+// The platform's configuration change republishes the same version: the
+// runtime applies the new configuration to the package it holds, without
+// fetching it again.
+func TestConfigChangeOfTheSameVersionReachesTheRuntime(t *testing.T) {
+	s := startServer(t)
+	nc := connect(t, s)
+	rep := watchReports(t, nc)
+	zipData := meshPackage(t, "")
+	publish(t, nc, "demo", 1, zipData, map[string]any{"api_key": "first"})
+	r := startRuntime(t, nc, "", "cfg", 2)
+	rep.waitFor(t, func(r SyncReport) bool { return r.Toolset == "demo" && r.Status == SyncReady })
+	keyed := func(corr string) string {
+		c := listen(t, nc, "agent1", corr)
+		require.NoError(t, nc.PublishMsg(invokeMsg(t, "", "agent1", corr, "demo__keyed", map[string]any{}, nil)))
+		resp, _ := c.wait(t, 20*time.Second)
+		return result(t, resp).ToolResult.Text
+	}
+	assert.Contains(t, keyed("c1"), "key first")
+	before, _ := r.sync.entry("demo")
+
+	// The zip is not read for the same version: an empty reader will do.
+	publish(t, nc, "demo", 1, nil, map[string]any{"api_key": "second"})
+	require.Eventually(t, func() bool {
+		return strings.Contains(keyed("c2-"+strconv.Itoa(int(time.Now().UnixNano()%1e9))), "key second")
+	},
+		20*time.Second, 100*time.Millisecond, "the new configuration reaches the runtime")
+	after, _ := r.sync.entry("demo")
+	assert.Equal(t, before.Local, after.Local, "the package was not fetched again")
+}
+
+// A caller's toolset-level value goes to the tools that declare its key,
+// as in process, though the tool_config it sends beside it for SAM's
+// runtimes holds it for every tool.
+func TestToolsetConfigGoesToTheToolsThatDeclareIt(t *testing.T) {
+	s := startServer(t)
+	nc := connect(t, s)
+	rep := watchReports(t, nc)
+	publish(t, nc, "demo", 1, meshPackage(t, ""), nil)
+	startRuntime(t, nc, "", "tcfg", 2)
+	rep.waitFor(t, func(r SyncReport) bool { return r.Toolset == "demo" && r.Status == SyncReady })
+	for _, tc := range []struct {
+		tool, corr string
+		args       map[string]any
+		want       string
+	}{
+		{"demo__echo", "t1", map[string]any{"text": "hi"}, "echo: hi"},
+		{"demo__keyed", "t2", map[string]any{}, "key agent"},
+	} {
+		c := listen(t, nc, "agent1", tc.corr)
+		require.NoError(t, nc.PublishMsg(invokeMsg(t, "", "agent1", tc.corr, tc.tool, tc.args, func(p *InvokeParams) {
+			p.ToolsetConfig = &WireConfig{Toolset: map[string]any{"api_key": "agent"}}
+			p.ToolConfig = map[string]any{"api_key": "agent"}
+		})))
+		resp, _ := c.wait(t, 20*time.Second)
+		require.Nil(t, resp.Error, "%s: %+v", tc.tool, resp.Error)
+		assert.Contains(t, result(t, resp).ToolResult.Text, tc.want, tc.tool)
+	}
 }
