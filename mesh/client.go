@@ -1,6 +1,7 @@
 package mesh
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -8,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sort"
 	"strings"
@@ -91,9 +93,9 @@ var ErrClosed = errors.New("mesh: client closed")
 // Client is an agent's side of the mesh: it learns the toolsets the
 // runtimes serve (their init and removed broadcasts, and the catalog they
 // answer), and calls their tools. Its [Toolset]s are toolset.Toolsets
-// whose tools run on the runtimes. One subscription on its response
-// subjects and one on its status subjects serve every call, demultiplexed
-// by correlation ID. Safe for concurrent use.
+// whose tools run on the runtimes. One subscription on its response and
+// status subjects serves every call, demultiplexed by correlation ID.
+// Safe for concurrent use.
 type Client struct {
 	nc    *nats.Conn
 	subj  Subjects
@@ -115,6 +117,9 @@ type Client struct {
 	lastRefresh time.Time
 	subs        []*nats.Subscription
 	done        chan struct{}
+
+	// The decoder of the call subscription's messages.
+	dec msgDecoder
 }
 
 // catalogEntry is what runtimes announced of one toolset.
@@ -198,14 +203,15 @@ func NewClient(ctx context.Context, nc *nats.Conn, o *ClientOptions) (*Client, e
 		pending:      map[string]*pending{}, catalog: map[string]*catalogEntry{}, builds: map[string]*built{},
 		done: make(chan struct{}),
 	}
-	respAll, _ := subj.ResponseAll(c.agent)
-	statusAll, _ := subj.StatusAll(c.agent)
+	// One subscription for the agent's response and status subjects:
+	// "{ns}.a2a.v1.sam_remote_tool.*.{agent}.*", demultiplexed by kind
+	// and correlation ID on one goroutine.
+	calls := strings.TrimSuffix(subj.Catalog(), "catalog") + "*." + c.agent + ".*"
 	for _, s := range []struct {
 		subject string
 		fn      nats.MsgHandler
 	}{
-		{respAll, c.onResponse},
-		{statusAll, c.onStatus},
+		{calls, c.onCall},
 		{subj.InitAll(), c.onInit},
 		{subj.RemovedAll(), c.onRemoved},
 	} {
@@ -216,9 +222,6 @@ func NewClient(ctx context.Context, nc *nats.Conn, o *ClientOptions) (*Client, e
 		}
 		c.subs = append(c.subs, sub)
 	}
-	// A status flood must not crowd out responses: statuses have their
-	// own subscription, and its backlog is bounded.
-	_ = c.subs[1].SetPendingLimits(4096, 8<<20)
 	fctx, fcancel := context.WithTimeout(ctx, opts.RequestTimeout)
 	err = nc.FlushWithContext(fctx)
 	fcancel()
@@ -281,12 +284,12 @@ type pending struct {
 	lastSeen atomic.Int64
 	reports  atomic.Int32
 	progress chan toolset.Progress
-	seen     chan struct{}
 }
 
-// reply is one answer: a decoded response, or the server's
-// no-responders status.
+// reply is one answer: a call's decoded response, another request's
+// bytes, or the server's no-responders status.
 type reply struct {
+	call         *invokeResponse
 	data         []byte
 	noResponders bool
 }
@@ -314,14 +317,21 @@ func (c *Client) lookup(corr string) *pending {
 	return p
 }
 
+// onCall routes a message of the agent's call subjects: a response or a
+// status. Anything else that matches the wildcard (the agent's own
+// cancels, say) is dropped.
+func (c *Client) onCall(m *nats.Msg) {
+	if corr, ok := strings.CutPrefix(m.Subject, c.respPrefix); ok {
+		c.onResponse(m, corr)
+	} else if corr, ok := strings.CutPrefix(m.Subject, c.statusPrefix); ok {
+		c.onStatus(m, corr)
+	}
+}
+
 // onResponse routes an answer to the call, init_request or catalog
 // request it is for. Anything else (an unknown or finished correlation
 // ID, a second answer, a message too large) is dropped.
-func (c *Client) onResponse(m *nats.Msg) {
-	corr, ok := strings.CutPrefix(m.Subject, c.respPrefix)
-	if !ok {
-		return
-	}
+func (c *Client) onResponse(m *nats.Msg, corr string) {
 	p := c.lookup(corr)
 	if p == nil {
 		return
@@ -345,12 +355,22 @@ func (c *Client) onResponse(m *nats.Msg) {
 	}
 	// The answer is checked here, so that a malformed or forged one
 	// does not take the place of the real one.
-	if !validResponse(m.Data, corr) {
-		c.log.Debug("mesh: dropped a malformed response", "subject", m.Subject)
-		return
+	var r reply
+	if p.isCall {
+		r.call = c.dec.invokeResponse(m.Data, corr)
+		if r.call == nil {
+			c.log.Debug("mesh: dropped a malformed response", "subject", m.Subject)
+			return
+		}
+	} else {
+		if !validResponse(m.Data, corr) {
+			c.log.Debug("mesh: dropped a malformed response", "subject", m.Subject)
+			return
+		}
+		r.data = m.Data
 	}
 	if p.taken.CompareAndSwap(false, true) {
-		p.replies <- reply{data: m.Data}
+		p.replies <- r
 	}
 }
 
@@ -374,47 +394,150 @@ func validResponse(data []byte, corr string) bool {
 	return env.JSONRPC == JSONRPCVersion && env.ID == corr && hasResult != hasError
 }
 
+// invokeResponse decodes, in one pass, a response to the call corr; nil
+// when it is not one.
+func (m *msgDecoder) invokeResponse(data []byte, corr string) *invokeResponse {
+	var resp invokeResponse
+	if m.decode(data, &resp) != nil || !resp.JSONRPC.is(JSONRPCVersion) || !resp.ID.is(corr) || (resp.Result == nil) == (resp.Error == nil) {
+		return nil
+	}
+	return &resp
+}
+
+// msgDecoder decodes the messages of one subscription, one at a time (a
+// subscription's handler is never called concurrently), keeping the
+// decoder's buffers from one message to the next.
+type msgDecoder struct {
+	r   msgReader
+	dec *json.Decoder
+	fed int64
+}
+
+// msgReader serves the message being decoded, then io.EOF.
+type msgReader struct{ data []byte }
+
+func (r *msgReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+var errNotOneObject = errors.New("mesh: a message is not one JSON object")
+
+// decode decodes data, one JSON object within the bounds, into v. What
+// it leaves in v aliases the decoder's buffer only through rawTokens,
+// valid until the next message.
+func (m *msgDecoder) decode(data []byte, v any) error {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' || len(data) > MaxMessageBytes {
+		return errNotOneObject
+	}
+	if err := checkDepth(data, MaxJSONDepth); err != nil {
+		return err
+	}
+	if m.dec == nil {
+		m.dec, m.fed = json.NewDecoder(&m.r), 0
+	}
+	m.r.data = data
+	m.fed += int64(len(data))
+	err := m.dec.Decode(v)
+	if err == nil && (m.dec.InputOffset() != m.fed || len(m.r.data) != 0) {
+		err = errNotOneObject
+	}
+	if err != nil {
+		// Whatever went wrong, the next message starts afresh.
+		m.dec, m.r.data = nil, nil
+	}
+	return err
+}
+
+// statusMessage is what a client reads of a status notification.
+type statusMessage struct {
+	JSONRPC rawToken `json:"jsonrpc"`
+	Method  rawToken `json:"method"`
+	Params  struct {
+		StatusText rawToken `json:"status_text"`
+		State      rawToken `json:"state"`
+		Fraction   *float64 `json:"fraction"`
+		Runtime    rawToken `json:"runtime"`
+	} `json:"params"`
+}
+
+// rawToken is a JSON value kept as its bytes, quotes included, for the
+// strings a client compares rather than keeps: decoding one costs no
+// allocation. It aliases the decoder's buffer: it is read before the
+// next message is decoded.
+type rawToken []byte
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (r *rawToken) UnmarshalJSON(data []byte) error {
+	*r = data
+	return nil
+}
+
+// is reports whether r is the JSON string s, written without escapes.
+func (r rawToken) is(s string) bool {
+	return len(r) == len(s)+2 && r[0] == '"' && r[len(r)-1] == '"' && string(r[1:len(r)-1]) == s
+}
+
+// text returns r as a string: "" when r is absent, null or not a string.
+func (r rawToken) text() string {
+	if len(r) < 2 || r[0] != '"' {
+		return ""
+	}
+	if !bytes.ContainsRune(r, '\\') {
+		return string(r[1 : len(r)-1])
+	}
+	var s string
+	_ = json.Unmarshal(r, &s)
+	return s
+}
+
+// token returns r as a subject token, ok false when it is absent or
+// is not one.
+func (r rawToken) token() (string, bool) {
+	if len(r) < 3 || r[0] != '"' || r[len(r)-1] != '"' || badTokenByte(string(r[1:len(r)-1])) >= 0 || len(r)-2 > MaxIDBytes {
+		return "", false
+	}
+	return string(r[1 : len(r)-1]), true
+}
+
 // onStatus records a call's status: the runtime that took it is heard of,
 // and progress goes to the call. A status for an unknown call, or from
 // another runtime than the one that took it, is dropped.
-func (c *Client) onStatus(m *nats.Msg) {
-	corr, ok := strings.CutPrefix(m.Subject, c.statusPrefix)
-	if !ok {
-		return
-	}
+func (c *Client) onStatus(m *nats.Msg, corr string) {
 	p := c.lookup(corr)
 	if p == nil || !p.isCall || len(m.Data) > MaxMessageBytes {
 		return
 	}
-	req, err := DecodeRequest(m.Data, MethodStatus, false)
-	if err != nil {
+	var msg statusMessage
+	if c.dec.decode(m.Data, &msg) != nil || !msg.JSONRPC.is(JSONRPCVersion) || !msg.Method.is(MethodStatus) {
 		return
 	}
-	var st StatusParams
-	if Decode(req.Params, MaxMessageBytes, &st) != nil {
-		return
-	}
-	if st.Runtime != "" {
-		if CheckID("runtime", st.Runtime) != nil {
-			return
-		}
-		if prev := p.runtime.Load(); prev == nil {
-			rt := st.Runtime
+	st := &msg.Params
+	if len(st.Runtime) > 0 && string(st.Runtime) != "null" {
+		if prev := p.runtime.Load(); prev != nil {
+			if !st.Runtime.is(*prev) {
+				return
+			}
+		} else {
+			rt, ok := st.Runtime.token()
+			if !ok {
+				return
+			}
 			if !p.runtime.CompareAndSwap(nil, &rt) && *p.runtime.Load() != rt {
 				return
 			}
-		} else if *prev != st.Runtime {
-			return
 		}
 	}
-	first := p.lastSeen.Swap(time.Now().UnixNano()) == 0
-	if first {
-		close(p.seen)
-	}
-	if st.State == StateAccepted || st.State == StateRunning {
+	p.lastSeen.Store(time.Now().UnixNano())
+	if st.State.is(StateAccepted) || st.State.is(StateRunning) {
 		return
 	}
-	if p.reports.Add(1) > maxStatusReports {
+	if p.progress == nil || p.reports.Add(1) > maxStatusReports {
 		return
 	}
 	frac := -1.0
@@ -422,7 +545,7 @@ func (c *Client) onStatus(m *nats.Msg) {
 		frac = *st.Fraction
 	}
 	select {
-	case p.progress <- toolset.Progress{Message: cut(st.StatusText, MaxStatusTextBytes), Fraction: frac}:
+	case p.progress <- toolset.Progress{Message: cut(st.StatusText.text(), MaxStatusTextBytes), Fraction: frac}:
 	default: // the caller is behind: this report is dropped
 	}
 }
@@ -949,32 +1072,24 @@ func (t *Toolset) build(ctx context.Context, version int, gen uint64) (*built, e
 	c := t.client
 	c.mu.RLock()
 	var tools []InitParams
-	var unavailable map[string]string
 	if e := c.catalog[t.name]; e != nil {
 		if v := e.versions[version]; v != nil {
 			tools = v.sorted()
-			unavailable = v.unavailable
 		}
 	}
 	c.mu.RUnlock()
 	b := &built{version: version, gen: gen, unavailable: map[string]string{}}
-	if t.config == nil {
-		for k, r := range unavailable {
-			b.unavailable[k] = r
-		}
-	} else {
-		configured, err := t.initRequests(ctx, tools, version, b.unavailable)
-		if err != nil {
-			b.err = err
-			return b, err
-		}
-		tools = configured
+	// The runtimes resolve the configuration, the agent's (none
+	// included) over the one stored with the package: each tool is asked
+	// for once per version and configuration.
+	configured, err := t.initRequests(ctx, tools, version, b.unavailable)
+	if err != nil {
+		b.err = err
+		return b, err
 	}
+	tools = configured
 	var instr []string
 	for _, ip := range tools {
-		if _, out := b.unavailable[ip.Tool]; out && t.config == nil {
-			continue
-		}
 		tool, err := t.makeTool(ip, version)
 		if err != nil {
 			b.err = err
@@ -989,12 +1104,20 @@ func (t *Toolset) build(ctx context.Context, version int, gen uint64) (*built, e
 	return b, nil
 }
 
+// leftOutMarker is in the message of the INIT_ERROR a runtime answers for
+// a tool its configuration leaves out, rather than one it refuses.
+const leftOutMarker = " is not available with this configuration: "
+
 // initRequests asks the runtimes for each tool under t's configuration,
 // in parallel, and returns the configured tools; unavailable gets those
 // left out.
 func (t *Toolset) initRequests(ctx context.Context, tools []InitParams, version int, unavailable map[string]string) ([]InitParams, error) {
+	cfg := t.config
+	if cfg == nil {
+		cfg = &WireConfig{}
+	}
 	excluded := map[string]bool{}
-	for _, x := range t.config.Exclude {
+	for _, x := range cfg.Exclude {
 		excluded[x] = true
 	}
 	known := map[string]bool{}
@@ -1002,12 +1125,12 @@ func (t *Toolset) initRequests(ctx context.Context, tools []InitParams, version 
 		known[ip.Tool] = true
 	}
 	var problems []string
-	for _, x := range t.config.Exclude {
+	for _, x := range cfg.Exclude {
 		if !known[x] {
 			problems = append(problems, fmt.Sprintf("excluded tool %q: no such tool", x))
 		}
 	}
-	for x := range t.config.Tools {
+	for x := range cfg.Tools {
 		if !known[x] {
 			problems = append(problems, fmt.Sprintf("configured tool %q: no such tool", x))
 		}
@@ -1034,13 +1157,17 @@ func (t *Toolset) initRequests(ctx context.Context, tools []InitParams, version 
 				if len(rpc.Data) > 0 {
 					_ = Decode(rpc.Data, MaxMessageBytes, &d)
 				}
-				switch rpc.Code {
-				case CodeInitError, CodeInvalidRequest:
+				switch {
+				case rpc.Code == CodeInitError && strings.Contains(rpc.Message, leftOutMarker) && len(d.Problems) == 1:
+					// A tool the configuration leaves out (a required
+					// value missing): the others stay, as in process.
+					a.left, a.err = cut(d.Problems[0], 1024), nil
+				case rpc.Code == CodeInitError, rpc.Code == CodeInvalidRequest:
 					a.problems, a.err = boundStrings(d.Problems), nil
 					if len(a.problems) == 0 {
 						a.problems = []string{cut(rpc.Message, 1024)}
 					}
-				case CodeToolNotAvailable:
+				case rpc.Code == CodeToolNotAvailable:
 					a.left, a.err = cut(rpc.Message, 1024), nil
 				}
 			}

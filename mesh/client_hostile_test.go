@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -73,6 +74,9 @@ func TestClientDropsWhatIsNotItsAnswer(t *testing.T) {
 func TestClientHeartbeatLoss(t *testing.T) {
 	s := startServer(t)
 	var invokes atomic.Int32
+	stop := make(chan struct{})
+	var beating sync.WaitGroup
+	t.Cleanup(func() { close(stop); beating.Wait() })
 	p := newPeer(t, s, []string{"silent", "never", "other"}, func(p *peer, m *nats.Msg, req *Request, ip *InvokeParams) {
 		invokes.Add(1)
 		switch ip.ToolName {
@@ -82,12 +86,16 @@ func TestClientHeartbeatLoss(t *testing.T) {
 		case "fake__other":
 			// Accepted by one runtime, heartbeats from another.
 			p.status(m, p.id, StateAccepted, "")
-			go func() {
+			beating.Go(func() {
 				for range 20 {
-					time.Sleep(50 * time.Millisecond)
+					select {
+					case <-stop:
+						return
+					case <-time.After(50 * time.Millisecond):
+					}
 					p.status(m, "other", StateRunning, "")
 				}
-			}()
+			})
 		}
 	})
 	_, tools := fakeTools(t, s, p, &ClientOptions{HeartbeatTimeout: 300 * time.Millisecond, AcceptTimeout: 400 * time.Millisecond})

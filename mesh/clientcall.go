@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -34,17 +35,31 @@ type remoteTool struct {
 }
 
 func (t *Toolset) makeTool(ip InitParams, version int) (toolset.Tool, error) {
-	c := t.client
-	subject, err := c.subj.InvokeVersion(ip.ToolName, version)
-	if err != nil {
-		return toolset.Tool{}, err
-	}
 	params, err := toolset.ParseSchema(ip.Parameters)
 	if len(ip.Parameters) == 0 {
 		params, err = nil, nil
 	}
 	if err != nil {
 		return toolset.Tool{}, fmt.Errorf("mesh: toolset %q: tool %q: parameters: %w", t.name, ip.Tool, err)
+	}
+	rt, err := t.remoteTool(ip, version)
+	if err != nil {
+		return toolset.Tool{}, err
+	}
+	opts := []toolset.ToolOption{toolset.WithMetadata(map[string]string{
+		"toolpkg.toolset": t.name,
+		"toolpkg.tool":    ip.Tool,
+		"toolpkg.version": strconv.Itoa(version),
+	})}
+	return toolset.NewRawTool(ip.ToolName, ip.Description, params, rt.run, opts...), nil
+}
+
+// remoteTool returns what the calls of tool ip of version need.
+func (t *Toolset) remoteTool(ip InitParams, version int) (*remoteTool, error) {
+	c := t.client
+	subject, err := c.subj.InvokeVersion(ip.ToolName, version)
+	if err != nil {
+		return nil, err
 	}
 	rt := &remoteTool{
 		client: c, toolset: t.name, tool: ip.Tool, wireName: ip.ToolName, version: version,
@@ -58,12 +73,7 @@ func (t *Toolset) makeTool(ip InitParams, version int) (toolset.Tool, error) {
 	if tc := toolConfig(t.config, ip.Tool); tc != nil {
 		rt.toolCfg, _ = json.Marshal(tc)
 	}
-	opts := []toolset.ToolOption{toolset.WithMetadata(map[string]string{
-		"toolpkg.toolset": t.name,
-		"toolpkg.tool":    ip.Tool,
-		"toolpkg.version": strconv.Itoa(version),
-	})}
-	return toolset.NewRawTool(ip.ToolName, ip.Description, params, rt.run, opts...), nil
+	return rt, nil
 }
 
 // invokeWire is an invoke request as this client sends it: InvokeParams'
@@ -92,8 +102,8 @@ type invokeParams struct {
 
 // invokeResponse is a response to an invoke, decoded in one pass.
 type invokeResponse struct {
-	JSONRPC string        `json:"jsonrpc"`
-	ID      string        `json:"id"`
+	JSONRPC rawToken      `json:"jsonrpc"`
+	ID      rawToken      `json:"id"`
 	Result  *InvokeResult `json:"result"`
 	Error   *RPCError     `json:"error"`
 }
@@ -154,7 +164,17 @@ func (rt *remoteTool) run(ctx context.Context, args json.RawMessage) (any, error
 // runtime received it (no responders): only then may it be sent again.
 func (rt *remoteTool) once(ctx context.Context, w *invokeWire, deadline time.Time, own bool) (out any, retry bool, err error) {
 	c := rt.client
-	corr := randomID()
+	// The correlation ID and the call's two subjects, in one string.
+	id := randomID()
+	var sb strings.Builder
+	sb.Grow(len(c.respPrefix) + len(c.statusPrefix) + 2*len(id))
+	sb.WriteString(c.respPrefix)
+	sb.WriteString(id)
+	sb.WriteString(c.statusPrefix)
+	sb.WriteString(id)
+	both := sb.String()
+	resp, status := both[:len(c.respPrefix)+len(id)], both[len(c.respPrefix)+len(id):]
+	corr := resp[len(c.respPrefix):]
 	w.ID = corr
 	if w.Params.TaskID == "" || len(w.Params.TaskID) > MaxIDBytes {
 		w.Params.TaskID = corr
@@ -166,35 +186,35 @@ func (rt *remoteTool) once(ctx context.Context, w *invokeWire, deadline time.Tim
 	if len(data) > MaxMessageBytes {
 		return nil, false, fmt.Errorf("mesh: tool %q: the call is %d bytes, more than %d: %w", rt.wireName, len(data), MaxMessageBytes, ErrTooLarge)
 	}
-	pd := &pending{replies: make(chan reply, 1), isCall: true, progress: make(chan toolset.Progress, 16), seen: make(chan struct{})}
+	pd := &pending{replies: make(chan reply, 1), isCall: true}
+	if toolset.HasProgress(ctx) {
+		pd.progress = make(chan toolset.Progress, 16)
+	}
 	if err := c.register(corr, pd); err != nil {
 		return nil, false, err
 	}
 	defer c.unregister(corr)
-	resp := c.respPrefix + corr
 	m := &nats.Msg{Subject: rt.subject, Reply: resp, Data: data, Header: nats.Header{
-		HeaderReplyTo: []string{resp}, HeaderStatusTo: []string{c.statusPrefix + corr},
+		HeaderReplyTo: []string{resp}, HeaderStatusTo: []string{status},
 	}}
 	if err := c.nc.PublishMsg(m); err != nil {
 		return nil, false, fmt.Errorf("mesh: tool %q: publish invoke: %w", rt.wireName, err)
 	}
 	sent := time.Now()
-	timer := time.NewTimer(min(c.opts.AcceptTimeout, time.Until(deadline)))
-	defer timer.Stop()
-	seen := pd.seen
+	// One timer watches the runtime: until it takes the call (its first
+	// status, within AcceptTimeout), then its heartbeats.
+	timer := getTimer(min(c.opts.HeartbeatTimeout, time.Until(deadline)))
+	defer putTimer(timer)
 	for {
 		select {
 		case r := <-pd.replies:
 			if r.noResponders {
 				return nil, true, nil
 			}
-			out, err := rt.decode(r.data)
+			out, err := rt.decode(r.call)
 			return out, false, err
 		case pr := <-pd.progress:
 			toolset.ReportProgress(ctx, pr)
-		case <-seen:
-			seen = nil
-			timer.Reset(min(c.opts.HeartbeatTimeout, time.Until(deadline)))
 		case <-timer.C:
 			now := time.Now()
 			if !now.Before(deadline) {
@@ -205,6 +225,10 @@ func (rt *remoteTool) once(ctx context.Context, w *invokeWire, deadline time.Tim
 				return nil, false, fmt.Errorf("mesh: tool %q: %w", rt.wireName, context.DeadlineExceeded)
 			}
 			last := pd.lastSeen.Load()
+			if last == 0 && now.Sub(sent) < c.opts.AcceptTimeout {
+				timer.Reset(min(c.opts.HeartbeatTimeout, c.opts.AcceptTimeout-now.Sub(sent), time.Until(deadline)))
+				continue
+			}
 			if last == 0 {
 				rt.cancel(corr)
 				return nil, false, &UnavailableError{Toolset: rt.toolset, Tool: rt.tool, Version: rt.version, MayHaveRun: true,
@@ -231,6 +255,24 @@ func (rt *remoteTool) once(ctx context.Context, w *invokeWire, deadline time.Tim
 	}
 }
 
+var timers sync.Pool
+
+// getTimer returns a stopped-and-drained timer of the pool, set to d.
+func getTimer(d time.Duration) *time.Timer {
+	if t, ok := timers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+// putTimer stops t and puts it back in the pool. Since Go 1.23 a stopped
+// timer's channel holds no stale value.
+func putTimer(t *time.Timer) {
+	t.Stop()
+	timers.Put(t)
+}
+
 // serves reports whether a runtime still announces version of toolset.
 func (c *Client) serves(toolset string, version int) bool {
 	c.mu.RLock()
@@ -252,11 +294,7 @@ func (rt *remoteTool) cancel(corr string) {
 }
 
 // decode turns a runtime's answer into what an in-process call returns.
-func (rt *remoteTool) decode(data []byte) (any, error) {
-	var resp invokeResponse
-	if err := json.Unmarshal(data, &resp); err != nil {
-		return nil, &RemoteError{Toolset: rt.toolset, Tool: rt.tool, Code: CodeInternalError, Message: "malformed response: " + cut(err.Error(), 256)}
-	}
+func (rt *remoteTool) decode(resp *invokeResponse) (any, error) {
 	if resp.Error != nil {
 		return nil, rt.mapError(resp.Error)
 	}
@@ -270,7 +308,7 @@ func (rt *remoteTool) decode(data []byte) (any, error) {
 	}
 	var refs []toolpkg.ArtifactRef
 	for i, a := range res.CreatedArtifacts {
-		if i == DefaultMaxArtifacts || toolpkg.CheckArtifactName(a.Filename) != nil || a.Version <= 0 {
+		if i == maxCreatedArtifacts || toolpkg.CheckArtifactName(a.Filename) != nil || a.Version <= 0 {
 			continue
 		}
 		refs = append(refs, toolpkg.ArtifactRef{Name: a.Filename, Version: a.Version, Size: a.SizeBytes,
@@ -301,8 +339,8 @@ func (rt *remoteTool) decode(data []byte) (any, error) {
 	}
 }
 
-// DefaultMaxArtifacts bounds the created artifacts a result lists.
-const DefaultMaxArtifacts = toolpkg.DefaultMaxArtifacts
+// maxCreatedArtifacts bounds the created artifacts a result lists.
+const maxCreatedArtifacts = toolpkg.DefaultMaxArtifacts
 
 // mapError maps a runtime's error to the error an in-process call gives.
 func (rt *remoteTool) mapError(e *RPCError) error {
@@ -375,7 +413,7 @@ func (rt *remoteTool) artifacts(ctx context.Context, args json.RawMessage, p *in
 			names[param] = one
 		} else if ap.List && json.Unmarshal(raw, &list) == nil {
 			for i, n := range list {
-				if i == DefaultMaxArtifacts {
+				if i == maxCreatedArtifacts {
 					break
 				}
 				names[param+"["+strconv.Itoa(i)+"]"] = n

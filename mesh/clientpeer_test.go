@@ -53,6 +53,19 @@ func newPeer(t testing.TB, s *Server, tools []string, handle func(p *peer, m *na
 		})
 		require.NoError(t, err)
 	}
+	for _, tool := range tools {
+		subject, _ := p.subj.InitRequest("fake__" + tool)
+		_, err := p.nc.Subscribe(subject, func(m *nats.Msg) {
+			req, err := DecodeRequest(m.Data, MethodInitRequest, true)
+			if err != nil {
+				t.Errorf("peer: %v", err)
+				return
+			}
+			data, _ := encodeResult(req.ID, p.initParams(tool))
+			_ = p.nc.Publish(m.Header.Get(HeaderReplyTo), data)
+		})
+		require.NoError(t, err)
+	}
 	_, err := p.nc.ChanSubscribe(p.subj.CancelAll(), p.cancels)
 	require.NoError(t, err)
 	require.NoError(t, p.nc.Flush())
@@ -69,13 +82,17 @@ func (p *peer) announceAll() {
 
 func (p *peer) announce(tool string) {
 	subject, _ := p.subj.Init("fake__" + tool)
-	data, err := encodeRequest("", MethodInit, InitParams{
-		ToolName: "fake__" + tool, Description: "The " + tool + " tool", Parameters: json.RawMessage(`{"type":"object"}`),
-		Toolset: "fake", Tool: tool, Version: 1, Runtime: p.id, TimeoutSeconds: 30,
-	})
+	data, err := encodeRequest("", MethodInit, p.initParams(tool))
 	require.NoError(p.t, err)
 	require.NoError(p.t, p.nc.Publish(subject, data))
 	require.NoError(p.t, p.nc.Flush())
+}
+
+func (p *peer) initParams(tool string) InitParams {
+	return InitParams{
+		ToolName: "fake__" + tool, Description: "The " + tool + " tool", Parameters: json.RawMessage(`{"type":"object"}`),
+		Toolset: "fake", Tool: tool, Version: 1, Runtime: p.id, TimeoutSeconds: 30,
+	}
 }
 
 // status sends a status notification of state for the call m.
