@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/platform/agentfile"
 	"github.com/gotoolset/toolset/toolpkg"
 )
@@ -33,9 +34,20 @@ func agentPackages(f *agentfile.File) []string {
 }
 
 // checkAgent checks the file against the store's toolsets: each package
-// it names must exist and be ready.
-func checkAgent(ctx context.Context, f *agentfile.File, store *toolpkg.Store) error {
-	return agentfile.Check(ctx, f, &agentfile.Options{Store: store})
+// it names must exist and be ready (with a Distributor, confirmed by a
+// runtime).
+func (s *Server) checkAgent(ctx context.Context, f *agentfile.File) error {
+	return agentfile.Check(ctx, f, &agentfile.Options{Packages: serverPackages{s}})
+}
+
+// serverPackages are the store's toolsets as the server shows them, for
+// agentfile.Check.
+type serverPackages struct{ s *Server }
+
+func (p serverPackages) Info(name string) (toolpkg.Info, error) { return p.s.info(name) }
+
+func (p serverPackages) ToolsetWithConfig(name string, cfg toolpkg.Config) toolset.Toolset {
+	return p.s.store.ToolsetWithConfig(name, cfg)
 }
 
 // agentError answers 422 InvalidAgent with every problem of an agent
@@ -72,7 +84,7 @@ func (s *Server) postAgentCheck(w http.ResponseWriter, r *http.Request) {
 // answerCheck checks a parsed agent file against the store and answers
 // what a PUT would store.
 func (s *Server) answerCheck(w http.ResponseWriter, r *http.Request, name string, data []byte, f *agentfile.File) {
-	if err := checkAgent(r.Context(), f, s.store); err != nil {
+	if err := s.checkAgent(r.Context(), f); err != nil {
 		s.agentError(w, err)
 		return
 	}

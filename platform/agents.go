@@ -280,7 +280,7 @@ func (s *Server) acceptAgent(w http.ResponseWriter, r *http.Request, dryRun bool
 			return
 		}
 	}
-	if err := checkAgent(r.Context(), f, s.store); err != nil {
+	if err := s.checkAgent(r.Context(), f); err != nil {
 		s.agentError(w, err)
 		return
 	}
@@ -321,7 +321,7 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
 	problems := []Problem{}
 	f, err := parseAgent(data, name)
 	if err == nil {
-		err = checkAgent(r.Context(), f, s.store)
+		err = s.checkAgent(r.Context(), f)
 	}
 	if err != nil {
 		problems = s.problemsOf(err)

@@ -366,10 +366,7 @@ func (s *Server) listToolsets(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	all := s.store.List()
-	if removed {
-		all = s.store.ListAll()
-	}
+	all := s.list(removed)
 	out := List[ToolsetSummary]{Data: []ToolsetSummary{}, Meta: ListMeta{Page: pg.page, PageSize: pg.size, Total: len(all)}}
 	lo, hi := pg.window(len(all))
 	for _, info := range all[lo:hi] {
@@ -389,7 +386,7 @@ func (s *Server) getToolset(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	info, err := s.store.Info(name)
+	info, err := s.info(name)
 	if err != nil {
 		s.storeError(w, r, err)
 		return
@@ -429,6 +426,7 @@ func (s *Server) deleteToolset(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err)
 		return
 	}
+	s.distribute(name, false)
 	info, err := s.store.Info(name)
 	if err != nil {
 		s.storeError(w, r, err)
@@ -494,7 +492,11 @@ func (s *Server) startUpload(r *http.Request, name string, f *os.File, size int6
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
 	defer stop()
-	return s.store.StartUpload(ctx, name, f, size)
+	info, err := s.store.StartUpload(ctx, name, f, size)
+	if err == nil {
+		s.distribute(name, true)
+	}
+	return info, err
 }
 
 // uploadSlot waits for one of the MaxConcurrentUploads slots.
@@ -652,6 +654,7 @@ func (s *Server) patchConfig(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err)
 		return
 	}
+	s.distribute(name, false)
 	writeJSON(w, http.StatusOK, ConfigBody{Name: name, Config: orEmptyMap(cfg)})
 }
 

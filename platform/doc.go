@@ -72,6 +72,33 @@
 // nothing and puts no package in use ("toolset agent check --platform"
 // calls it, since a running platform holds its store's lock).
 //
+// # Runtimes
+//
+// With Options.Distributor the platform's store only discovers and
+// checks: the tools run on runtimes elsewhere, which the distributor
+// reaches (package mesh, over a broker; the command "toolset platform"
+// wires it). Once the platform's own discovery finds a version ready, it
+// publishes that version's zip with the toolset's stored configuration
+// (secrets in clear, for the runtimes to run the tools with); it
+// publishes again when the configuration changes, withdraws a removed
+// toolset, and at each start publishes what the store serves and
+// withdraws what it removed. A version whose discovery fails here is
+// never published, so the runtimes keep the version that serves. A
+// failed publication is tried again, later and later.
+//
+// Each runtime reports what it made of a version ([SyncReport]). A
+// toolset is ready only when the platform's discovery found it ready and
+// a runtime reported every one of its tools for its latest version:
+// until then it shows pending, and failed, with the runtimes' errors,
+// when the runtimes that reported all failed (one that reports ready
+// without a tool the platform found counts as failed). Reports are
+// untrusted: one on a toolset the platform lacks or on a version not its
+// latest is ignored, and what is kept is bounded ([MaxRuntimesPerToolset]
+// runtimes a toolset, [MaxReportErrors] errors a report). Reports are
+// kept in memory: after a restart a toolset is pending until a runtime
+// reports again, and a runtime that reported and then stopped is not
+// noticed. An agent is checked against these statuses.
+//
 // # Authentication
 //
 // Every API request must carry "Authorization: Bearer <token>"

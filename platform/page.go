@@ -121,7 +121,7 @@ func (s *Server) refreshSeconds() int {
 // GET /: the toolsets, with their status dots, the removed ones too.
 func (s *Server) pageList(w http.ResponseWriter, r *http.Request) {
 	d := &pageData{Title: "Toolsets"}
-	for _, info := range s.store.ListAll() {
+	for _, info := range s.list(true) {
 		d.Toolsets = append(d.Toolsets, s.listed(info))
 		if info.Status == toolpkg.StatusPending {
 			d.Refresh = s.refreshSeconds()
@@ -137,7 +137,7 @@ func (s *Server) pageToolset(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusBadRequest, "error", &pageData{Title: "Invalid name", Error: err.Error(), Back: "/"})
 		return
 	}
-	info, err := s.store.Info(name)
+	info, err := s.info(name)
 	if err != nil {
 		s.render(w, r, http.StatusNotFound, "error", &pageData{Title: "Not found", Error: "There is no toolset " + quotePath(name) + ".", Back: "/"})
 		return

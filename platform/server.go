@@ -76,6 +76,11 @@ type Options struct {
 	// Logger receives the server's logs (default slog.Default()). The
 	// token never reaches it.
 	Logger *slog.Logger
+	// Distributor, when set, hands the toolsets to runtimes that run
+	// their tools elsewhere, and a toolset is ready only once one of them
+	// confirmed every tool of its latest version (see the package
+	// documentation, Runtimes). Nil: the store's status is the toolset's.
+	Distributor Distributor
 }
 
 // Server serves the platform's JSON API under /api/v1/platform/ and its
@@ -102,6 +107,8 @@ type Server struct {
 	// messages shown to clients name "<store>" instead (see scrub).
 	storeDirs []string
 	agents    *agentStore
+	// dist distributes the toolsets; nil without Options.Distributor.
+	dist *distribution
 	// uploads holds one token per upload slot.
 	uploads chan struct{}
 
@@ -185,6 +192,10 @@ func New(store *toolpkg.Store, opts *Options) (*Server, error) {
 	}
 	s.agents = agents
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if o.Distributor != nil {
+		s.dist = newDistribution(s, o.Distributor)
+		s.dist.start()
+	}
 	if o.InsecureNoAuth {
 		s.log.Warn("platform: serving WITHOUT AUTHENTICATION (insecure-no-auth): anyone who reaches this address can upload packages and run their discovery; use it only locally")
 	}
@@ -194,10 +205,52 @@ func New(store *toolpkg.Store, opts *Options) (*Server, error) {
 
 // Close stops accepting uploads and ends those waiting for a slot. It
 // does not close the store; discovery already started finishes (or is
-// picked up again) there. Closing twice is safe.
+// picked up again) there. With a Distributor, it ends what it publishes
+// and its watch of the reports, and waits for them. Closing twice is
+// safe.
 func (s *Server) Close() error {
 	s.closeOnce.Do(s.cancel)
+	if s.dist != nil {
+		s.dist.wait()
+	}
 	return nil
+}
+
+// info is the store's record of a toolset, its status as the runtimes'
+// reports make it (see distribution.gate).
+func (s *Server) info(name string) (toolpkg.Info, error) {
+	info, err := s.store.Info(name)
+	if err != nil || s.dist == nil {
+		return info, err
+	}
+	return s.dist.gate(info), nil
+}
+
+// list is the store's List, or with removed its ListAll, each status as
+// the runtimes' reports make it.
+func (s *Server) list(removed bool) []toolpkg.Info {
+	all := s.store.List()
+	if removed {
+		all = s.store.ListAll()
+	}
+	if s.dist != nil {
+		for i, info := range all {
+			all[i] = s.dist.gate(info)
+		}
+	}
+	return all
+}
+
+// distribute has the distributor, if any, catch up with the store's
+// toolset: at once, or with discoveryEnds once its discovery ends.
+func (s *Server) distribute(name string, discoveryEnds bool) {
+	switch {
+	case s.dist == nil:
+	case discoveryEnds:
+		s.dist.whenDiscovered(name)
+	default:
+		s.dist.enqueue(name)
+	}
 }
 
 // ServeHTTP implements [http.Handler].

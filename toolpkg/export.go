@@ -1,6 +1,7 @@
 package toolpkg
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -47,4 +48,35 @@ func (s *Store) Package(name string, version int) (io.ReadSeekCloser, int64, err
 		return nil, 0, fmt.Errorf("toolpkg: the package of %q version %d is not a regular file", name, version)
 	}
 	return f, fi.Size(), nil
+}
+
+// ExportConfig returns the toolset's stored configuration as it is,
+// secrets in clear (what [Store.Config] shows redacted), for handing the
+// toolset to another store that runs its tools, such as a runtime the
+// platform distributes it to. Its values must never be shown or logged.
+// It is a copy; an empty map when none was set, an error wrapping
+// [ErrNotFound] for a toolset removed or unknown.
+func (s *Store) ExportConfig(name string) (map[string]any, error) {
+	s.mu.Lock()
+	e, ok := s.known(name)
+	ok = ok && e.rec.Status != StatusRemoved
+	var cfg map[string]any
+	if ok {
+		cfg = e.config
+	}
+	s.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	if len(cfg) == 0 {
+		return map[string]any{}, nil
+	}
+	// The stored map is replaced whole by SetConfig, never changed in
+	// place: it is read outside the lock, and copied deeply so that the
+	// caller cannot change it.
+	data, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("toolpkg: toolset %q: encoding the configuration: %w", name, unprefixed{err})
+	}
+	return decodeStoredConfig(data)
 }

@@ -311,3 +311,34 @@ func TestStoredConfigAtTheLimitReloads(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"greeting": long}, got)
 }
+
+// TestExportConfigGivesSecretsInClear: what Config redacts, ExportConfig
+// gives as stored, in a copy the caller may change; a removed toolset
+// has none.
+func TestExportConfigGivesSecretsInClear(t *testing.T) {
+	s := openStore(t, Options{Sandbox: ModeDirect})
+	readyToolset(t, s, "demo", nil)
+	got, err := s.ExportConfig("demo")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{}, got, "nothing stored yet")
+
+	_, err = s.SetConfig("demo", map[string]any{"greeting": "stored", "api_key": "sk-export", "auth": map[string]any{"headers": map[string]any{"X-Key": "h"}}})
+	require.NoError(t, err)
+	shown, err := s.Config("demo")
+	require.NoError(t, err)
+	assert.Equal(t, RedactedValue, shown["api_key"])
+	got, err = s.ExportConfig("demo")
+	require.NoError(t, err)
+	assert.Equal(t, "sk-export", got["api_key"])
+	assert.Equal(t, "stored", got["greeting"])
+	got["auth"].(map[string]any)["headers"].(map[string]any)["X-Key"] = "changed"
+	again, err := s.ExportConfig("demo")
+	require.NoError(t, err)
+	assert.Equal(t, "h", again["auth"].(map[string]any)["headers"].(map[string]any)["X-Key"], "a copy")
+
+	require.NoError(t, s.Remove("demo"))
+	_, err = s.ExportConfig("demo")
+	assert.ErrorIs(t, err, ErrNotFound)
+	_, err = s.ExportConfig("nosuch")
+	assert.ErrorIs(t, err, ErrNotFound)
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/mcptoolset"
+	"github.com/gotoolset/toolset/mesh"
 	"github.com/gotoolset/toolset/platform"
 	"github.com/gotoolset/toolset/platform/agentfile"
 	"github.com/gotoolset/toolset/toolpkg"
@@ -103,11 +104,58 @@ func withoutLocal(f *agentfile.File, stderr io.Writer) *agentfile.File {
 // run the tools of every runner and platform that shares it: neither
 // ${NAME} nor the environment of an MCP server's command gets it. Local
 // entries are left out, with a note on stderr.
-func resolveOwnAgent(ctx context.Context, f *agentfile.File, store *toolpkg.Store, stderr io.Writer, mcp ...mcptoolset.Option) (*agentfile.Agent, error) {
+func resolveOwnAgent(ctx context.Context, f *agentfile.File, src *packageSource, stderr io.Writer, mcp ...mcptoolset.Option) (*agentfile.Agent, error) {
 	if err := os.Unsetenv(platform.TokenEnv); err != nil {
 		return nil, err
 	}
-	return withoutLocal(f, stderr).Resolve(ctx, &agentfile.Options{Store: store, LookupEnv: os.LookupEnv, MCP: mcp})
+	// Nor do the broker's credentials reach them.
+	for _, k := range []string{mesh.EnvBrokerToken, mesh.EnvBrokerPassword, mesh.EnvBrokerCreds, mesh.EnvBrokerNKeySeed, mesh.EnvBrokerKey} {
+		if err := os.Unsetenv(k); err != nil {
+			return nil, err
+		}
+	}
+	o := &agentfile.Options{LookupEnv: os.LookupEnv, MCP: mcp}
+	if src != nil {
+		o.Store = src.store
+		if src.mesh != nil {
+			o.Packages = src.mesh.packages()
+		}
+	}
+	return withoutLocal(f, stderr).Resolve(ctx, o)
+}
+
+// packageSource is where an agent's packages come from: a store of this
+// machine, the runtimes on a broker, or neither.
+type packageSource struct {
+	store *toolpkg.Store
+	mesh  *meshClient
+}
+
+// openPackageSource opens the store in dir, or with --broker a client of
+// the runtimes; neither for "" and no --broker.
+func openPackageSource(ctx context.Context, dir, mode string, bf *brokerFlags, stderr io.Writer) (*packageSource, error) {
+	src := &packageSource{}
+	if bf.url != "" {
+		mc, err := bf.client(ctx, warnLogger(stderr))
+		if err != nil {
+			return nil, err
+		}
+		src.mesh = mc
+		return src, nil
+	}
+	store, err := openAgentStore(dir, mode)
+	if err != nil {
+		return nil, err
+	}
+	src.store = store
+	return src, nil
+}
+
+func (p *packageSource) close() {
+	if p.store != nil {
+		p.store.Close()
+	}
+	p.mesh.close()
 }
 
 func openAgentStore(dir, mode string) (*toolpkg.Store, error) {
@@ -182,22 +230,27 @@ func cmdAgentTools(ctx context.Context, args []string, stdout, stderr io.Writer)
 	mode := fs.String("sandbox", "auto", "sandbox mode of the store's tools")
 	role := fs.String("role", "", "the role of the run (agentfile.Role)")
 	asJSON := fs.Bool("json", false, "print the tools as JSON, with their parameters")
+	bf := addBrokerFlags(fs, "the broker's URL: the agent's packages are the runtimes' there, instead of a store's")
 	pos, err := parse(fs, args, 1, "FILE")
 	if err != nil {
 		return err
+	}
+	if err := checkBrokerUse(fs, bf); err != nil {
+		return err
+	}
+	if bf.url != "" && *storeDir != "" {
+		return usagef("--store and --broker together: choose one")
 	}
 	f, err := readAgent(pos[0], stdout)
 	if err != nil {
 		return err
 	}
-	store, err := openAgentStore(*storeDir, *mode)
+	src, err := openPackageSource(ctx, *storeDir, *mode, bf, stderr)
 	if err != nil {
 		return err
 	}
-	if store != nil {
-		defer store.Close()
-	}
-	a, err := resolveOwnAgent(ctx, f, store, stderr)
+	defer src.close()
+	a, err := resolveOwnAgent(ctx, f, src, stderr)
 	if err != nil {
 		return printProblems(pos[0], err, stdout)
 	}

@@ -5,11 +5,43 @@
 //	toolset validate ZIP
 //	toolset inspect ZIP [--json] [--sandbox MODE]
 //	toolset call ZIP TOOL 'JSON' [--config KEY=VALUE]... [--sandbox MODE]
+//	toolset call --broker URL TOOLSET TOOL 'JSON' [--config KEY=VALUE]...
 //	toolset serve ZIP [--config KEY=VALUE]... [--sandbox MODE] [--http ADDR [--token-file FILE | --insecure-no-auth]]
-//	toolset serve --agent FILE [--store DIR] [--role ROLE] [--http ADDR ...]
+//	toolset serve --agent FILE [--store DIR | --broker URL] [--role ROLE] [--http ADDR ...]
 //	toolset agent check FILE [--store DIR | --platform URL [--token-file FILE]]
-//	toolset agent tools FILE [--role ROLE] [--store DIR] [--json]
+//	toolset agent tools FILE [--role ROLE] [--store DIR | --broker URL] [--json]
 //	toolset platform --store DIR [--listen ADDR] [--token-file FILE] [--insecure-no-auth]
+//		[--broker URL | --broker-listen ADDR] [--no-runtime]
+//	toolset runtime --broker URL [--dir DIR] [--max-calls N] [--sandbox MODE]
+//
+// # The mesh
+//
+// The platform, the runtimes that run the tools and the agents that call
+// them can be processes of their own, on machines of their own, which
+// meet only on a NATS broker (see package mesh). toolset platform runs
+// one by default, embedded (JetStream under DIR/.platform/broker), and a
+// runtime in the same process (its store under DIR/.platform/runtime), so
+// that one command still runs everything; --broker-listen ADDR exposes
+// the embedded broker to other machines, --broker URL uses another broker
+// instead, and --no-runtime leaves the tools to the runtimes elsewhere.
+// The platform hands each toolset its discovery found ready to the
+// runtimes, and shows it ready once one of them confirmed its every tool.
+// toolset runtime adds a runtime (its store under --dir, by default one
+// per broker under the user's cache directory): the runtimes share the
+// calls, so each adds capacity. The agent commands take --broker URL
+// instead of --store DIR to take their packages from the runtimes.
+//
+// The broker's credentials never go on the command line, where other
+// users of the machine read them, nor in the logs: --broker-token-file,
+// --broker-creds (a NATS .creds file), --broker-nkey (a seed file),
+// --broker-ca (TLS), or the environment: TOOLSET_BROKER_TOKEN,
+// TOOLSET_BROKER_USER and TOOLSET_BROKER_PASSWORD, TOOLSET_BROKER_CREDS,
+// TOOLSET_BROKER_NKEY_SEED_FILE, TOOLSET_BROKER_CA, TOOLSET_BROKER_CERT
+// and TOOLSET_BROKER_KEY. A --broker URL with a user or password in it
+// is refused. An embedded broker exposed on an address other than
+// loopback requires a token. On SIGINT or SIGTERM a runtime stops taking
+// calls, gives those running --shutdown-timeout (default 10s), then
+// cancels them.
 //
 // Exit codes: 0 success, 1 failure, 2 bad usage. Errors go to stderr.
 //
@@ -112,15 +144,18 @@ Commands:
         validate, run discovery (<executable> --schema) and print each tool
   call ZIP TOOL JSON [--config KEY=VALUE]... [--sandbox MODE] [--name NAME]
         run one tool with the JSON arguments and print its result
+  call --broker URL TOOLSET TOOL JSON [--config KEY=VALUE]...
+        the same, on a runtime of the broker at URL that serves TOOLSET
   serve ZIP [--config KEY=VALUE]... [--sandbox MODE] [--name NAME]
         [--http ADDR [--token-file FILE | --insecure-no-auth] [--shutdown-timeout D] [--max-calls N]]
         serve the package's tools as an MCP server over stdin and stdout, or
         with --http over streamable HTTP at http://ADDR/mcp, stateless, for
         clients sending Authorization: Bearer TOKEN (TOKEN from --token-file
         or $TOOLSET_PLATFORM_TOKEN); GET /healthz needs no token
-  serve --agent FILE [--store DIR] [--role ROLE] [--sandbox MODE] [--http ADDR ...]
-        serve the toolsets of an agent file (packages from the store in DIR,
-        MCP servers, composed as the file says) instead of one ZIP; every
+  serve --agent FILE [--store DIR | --broker URL] [--role ROLE] [--sandbox MODE] [--http ADDR ...]
+        serve the toolsets of an agent file (packages from the store in DIR
+        or the runtimes on the broker at URL, MCP servers, composed as the
+        file says) instead of one ZIP; every
         request's run has role ROLE. The file's ${NAME} and its servers'
         environment come from this one, but for $TOOLSET_PLATFORM_TOKEN
   agent check FILE [--store DIR | --platform URL [--token-file FILE]]
@@ -131,16 +166,30 @@ Commands:
         as it would deploy it but stores nothing (the bearer token comes
         from FILE or $TOOLSET_PLATFORM_TOKEN). Starts nothing: MCP servers
         are not contacted
-  agent tools FILE [--role ROLE] [--store DIR] [--sandbox MODE] [--json]
+  agent tools FILE [--role ROLE] [--store DIR | --broker URL] [--sandbox MODE] [--json]
         resolve the agent, starting its MCP servers (their ${NAME} from
         this environment), and print the tools the model sees in a run of
         role ROLE: names and descriptions, with --json their parameters too
         Local toolsets are registered by the Go program that runs an agent:
         both agent commands leave them out, with a note on stderr
   platform --store DIR [--listen ADDR] [--token-file FILE] [--insecure-no-auth] [--sandbox MODE]
+        [--broker URL | --broker-listen ADDR] [--no-runtime] [--max-calls N]
         serve the platform: its JSON API under /api/v1/platform/ and its
         status page at /, for the store in DIR, until SIGINT or SIGTERM;
-        the bearer token comes from FILE or $TOOLSET_PLATFORM_TOKEN
+        the bearer token comes from FILE or $TOOLSET_PLATFORM_TOKEN. It
+        hands its toolsets to the runtimes through a broker of its own,
+        embedded (--broker-listen ADDR: reachable from other machines), or
+        the one at URL, and runs a runtime in process unless --no-runtime
+  runtime --broker URL [--dir DIR] [--max-calls N] [--sandbox MODE] [--id ID] [--shutdown-timeout D]
+        run the tools of the toolsets the platform publishes on the broker,
+        for the agents that call them there, until SIGINT or SIGTERM
+
+Broker credentials (with --broker, and for --broker-listen's token), from
+files or the environment only: --broker-token-file FILE, --broker-creds
+FILE, --broker-nkey FILE, --broker-ca FILE; $TOOLSET_BROKER_TOKEN,
+$TOOLSET_BROKER_USER and $TOOLSET_BROKER_PASSWORD, $TOOLSET_BROKER_CREDS,
+$TOOLSET_BROKER_NKEY_SEED_FILE, $TOOLSET_BROKER_CA, _CERT and _KEY.
+--namespace NS (default toolset) names the mesh's subjects.
 
 Sandbox modes: auto (default: the strongest that works here), bwrap, prlimit, direct.
 Exit codes: 0 success, 1 failure, 2 bad usage.
@@ -186,6 +235,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"serve":    cmdServe,
 		"agent":    cmdAgent,
 		"platform": cmdPlatform,
+		"runtime":  cmdRuntime,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {
@@ -537,12 +587,22 @@ func (c *configFlags) Set(v string) error {
 func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("call", flag.ContinueOnError)
 	pf := packageFlags(fs)
-	pos, err := parse(fs, args, 3, "ZIP TOOL JSON")
+	bf := addBrokerFlags(fs, "call a tool of the runtimes on the broker at URL: TOOLSET TOOL JSON instead of ZIP TOOL JSON")
+	pos, err := parse(fs, args, 3, "ZIP TOOL JSON (or --broker URL TOOLSET TOOL JSON)")
 	if err != nil {
+		return err
+	}
+	if err := checkBrokerUse(fs, bf); err != nil {
 		return err
 	}
 	if !json.Valid([]byte(pos[2])) {
 		return usagef("the arguments %q are not valid JSON; quote them, e.g. '{\"city\": \"Paris\"}'", pos[2])
+	}
+	if bf.url != "" {
+		if set := flagsSet(fs); set["sandbox"] || set["name"] {
+			return usagef("--sandbox and --name go with a ZIP: with --broker the runtimes run the tool")
+		}
+		return callOnMesh(ctx, bf, pos[0], pos[1], pos[2], pf.config, stdout, stderr)
 	}
 	s, err := openPackage(ctx, pos[0], *pf.name, *pf.mode, stderr)
 	if err != nil {
@@ -553,23 +613,30 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	tool := pos[1]
-	if !strings.HasPrefix(tool, s.name+"__") {
-		tool = s.name + "__" + tool
+	return callTool(ctx, s.store.Toolset(s.name, config), s.name, pos[1], pos[2], "in the package", stdout)
+}
+
+// callTool calls one tool of the toolset name (TOOL or name__TOOL) with
+// the JSON arguments and prints its result; where says where the tools
+// are, for the error naming a tool that is not there.
+func callTool(ctx context.Context, ts toolset.Toolset, name, tool, args, where string, stdout io.Writer) error {
+	full := tool
+	if !strings.HasPrefix(full, name+"__") {
+		full = name + "__" + tool
 	}
 	run := toolset.NewRun(fmt.Sprintf("cli-%d", time.Now().UnixNano()), toolset.WithValues(map[string]any{"app_name": "toolset-cli"}))
 	defer run.End()
 	ctx = run.Turn(ctx)
-	tools, err := toolset.BuildTools(ctx, "toolset-cli", s.store.Toolset(s.name, config))
+	tools, err := toolset.BuildTools(ctx, "toolset-cli", ts)
 	if err != nil {
 		return err
 	}
-	if _, ok := tools.Lookup(tool); !ok {
+	if _, ok := tools.Lookup(full); !ok {
 		names := tools.Names()
 		sort.Strings(names)
-		return fmt.Errorf("no tool %q in the package; its tools: %s", pos[1], strings.Join(names, ", "))
+		return fmt.Errorf("no tool %q %s; its tools: %s", tool, where, strings.Join(names, ", "))
 	}
-	res, err := tools.Execute(ctx, toolset.ToolCall{Name: tool, Args: json.RawMessage(pos[2])})
+	res, err := tools.Execute(ctx, toolset.ToolCall{Name: full, Args: json.RawMessage(args)})
 	if err != nil {
 		if msg, ok := toolset.ErrorText(err); ok {
 			return fmt.Errorf("the tool returned an error (a model would see it):\n%s", msg)
@@ -588,8 +655,15 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // by the package's config schema; unknown keys are passed on for the
 // toolset to report.
 func (s *session) config(cfg configFlags) (map[string]any, error) {
+	return configValues(s.info.Tools, cfg)
+}
+
+// configValues turns --config KEY=VALUE flags into configuration values,
+// typed by the tools' config schemas; unknown keys are passed on for the
+// toolset to report.
+func configValues(tools []toolpkg.ToolInfo, cfg configFlags) (map[string]any, error) {
 	fields := map[string]toolpkg.ConfigField{}
-	for _, t := range s.info.Tools {
+	for _, t := range tools {
 		for _, f := range t.Config {
 			fields[f.Key] = f
 		}
@@ -628,12 +702,15 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if err := checkBrokerUse(fs, af.broker); err != nil {
+		return err
+	}
 	if af.file != "" {
 		return serveAgent(ctx, pos, af, pf, hf, token, stdout, stderr)
 	}
-	if af.role != "" || af.store != "" {
+	if af.role != "" || af.store != "" || af.broker.url != "" {
 		// A ZIP's tools know no roles: --role would hide none of them.
-		return usagef("--role and --store go with --agent FILE")
+		return usagef("--role, --store and --broker go with --agent FILE")
 	}
 	if len(pos) != 1 {
 		return usagef("expected ZIP (or --agent FILE), got %d argument(s)", len(pos))

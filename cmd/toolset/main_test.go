@@ -22,7 +22,19 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 // runCLI runs the command line in-process.
 func runCLI(args ...string) (code int, stdout, stderr string) {
@@ -79,8 +91,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"inspect", "--bogus", "a.zip"}, 2, "flag provided but not defined: -bogus"},
 		{[]string{"serve", "missing.zip"}, 1, "no such file"},
 		{[]string{"serve"}, 2, "ZIP"},
-		{[]string{"serve", "missing.zip", "--role", "staff"}, 2, "--role and --store go with --agent FILE"},
-		{[]string{"serve", "missing.zip", "--store", "dir"}, 2, "--role and --store go with --agent FILE"},
+		{[]string{"serve", "missing.zip", "--role", "staff"}, 2, "--role, --store and --broker go with --agent FILE"},
+		{[]string{"serve", "missing.zip", "--store", "dir"}, 2, "--role, --store and --broker go with --agent FILE"},
 		{[]string{"validate", "/does/not/exist.zip"}, 1, "no such file or directory"},
 	}
 	for _, tt := range tests {

@@ -9,10 +9,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"time"
 
+	"github.com/gotoolset/toolset/mesh"
 	"github.com/gotoolset/toolset/platform"
 	"github.com/gotoolset/toolset/toolpkg"
+	"github.com/nats-io/nats.go"
 )
 
 // The platform's HTTP server timeouts. Uploads are the slow requests:
@@ -27,9 +30,11 @@ const (
 )
 
 // cmdPlatform serves the platform (package platform) until SIGINT or
-// SIGTERM, then shuts down: requests in flight finish, then the store is
-// closed (discovery in flight finishes, or is picked up at the next
-// start).
+// SIGTERM, then shuts down: requests in flight finish, the in-process
+// runtime's calls finish (within its grace), the broker stops, then the
+// store is closed (discovery in flight finishes, or is picked up at the
+// next start). The platform hands its toolsets to the runtimes through
+// the broker: its own embedded one, unless --broker names another.
 func cmdPlatform(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("platform", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:8080", "the address to listen on")
@@ -37,11 +42,24 @@ func cmdPlatform(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	tokenFile := fs.String("token-file", "", "a file holding the bearer token (default: $"+platform.TokenEnv+")")
 	insecure := fs.Bool("insecure-no-auth", false, "serve without authentication (local use only)")
 	mode := fs.String("sandbox", "auto", "the sandbox mode tools run in")
+	bf := addBrokerFlags(fs, "the broker's URL (nats://host:port): the runtimes and agents meet there (default: a broker of its own, embedded)")
+	brokerListen := fs.String("broker-listen", "", "expose the embedded broker at ADDR (host:port) to runtimes and agents on other machines; a token is then required ($"+mesh.EnvBrokerToken+" or --broker-token-file)")
+	noRuntime := fs.Bool("no-runtime", false, "run no runtime in this process: the tools run on runtimes elsewhere (toolset runtime)")
+	maxCalls := fs.Int("max-calls", 0, "the in-process runtime's calls at once (default: 4 per CPU)")
 	if _, err := parse(fs, args, 0, "no argument"); err != nil {
 		return err
 	}
 	if *dir == "" {
 		return usagef("--store DIR is required")
+	}
+	if err := bf.check(); err != nil {
+		return err
+	}
+	if bf.url != "" && *brokerListen != "" {
+		return usagef("--broker and --broker-listen together: --broker-listen exposes the embedded broker, which --broker replaces")
+	}
+	if *maxCalls < 0 || (*maxCalls > 0 && *noRuntime) {
+		return usagef("--max-calls must be positive, and goes with the in-process runtime (not --no-runtime)")
 	}
 	m, err := toolpkg.ParseMode(*mode)
 	if err != nil {
@@ -62,7 +80,12 @@ func cmdPlatform(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	defer store.Close()
-	srv, err := platform.New(store, &platform.Options{Token: token, InsecureNoAuth: *insecure, Logger: logger})
+	m2, err := startMesh(ctx, &meshSetup{flags: bf, listen: *brokerListen, dir: store.Dir(), runtime: !*noRuntime, maxCalls: *maxCalls, sandbox: m, logger: logger})
+	if err != nil {
+		return err
+	}
+	defer m2.close()
+	srv, err := platform.New(store, &platform.Options{Token: token, InsecureNoAuth: *insecure, Logger: logger, Distributor: distributor{m2.packages}})
 	if err != nil {
 		return err
 	}
@@ -99,9 +122,121 @@ func cmdPlatform(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return fmt.Errorf("shutting down: %w", err)
 	}
+	if err := m2.close(); err != nil {
+		return err
+	}
 	if err := store.Close(); err != nil {
 		return fmt.Errorf("closing the store: %w", err)
 	}
 	logger.Info("toolset platform: stopped")
 	return nil
+}
+
+// meshSetup says what of the mesh "toolset platform" runs.
+type meshSetup struct {
+	flags    *brokerFlags
+	listen   string // --broker-listen
+	dir      string // the store's directory
+	runtime  bool
+	maxCalls int
+	sandbox  toolpkg.Mode
+	logger   *slog.Logger
+}
+
+// platformMesh is the platform's part of the mesh: the embedded broker
+// (unless --broker), its connection, the packages, and the in-process
+// runtime (unless --no-runtime).
+type platformMesh struct {
+	broker   *mesh.Server
+	nc       *nats.Conn
+	packages *mesh.Packages
+	runtime  *mesh.Runtime
+	logger   *slog.Logger
+	closed   bool
+}
+
+// runtimeShutdownTimeout is how long the calls of a runtime may go on
+// after SIGINT or SIGTERM before they are canceled.
+const runtimeShutdownTimeout = 10 * time.Second
+
+func startMesh(ctx context.Context, o *meshSetup) (_ *platformMesh, err error) {
+	pm := &platformMesh{logger: o.logger}
+	defer func() {
+		if err != nil {
+			pm.close()
+		}
+	}()
+	if o.flags.url == "" {
+		so := mesh.ServerOptions{Dir: filepath.Join(o.dir, ".platform", "broker"), Listen: o.listen}
+		if o.listen != "" || o.flags.tokenFile != "" {
+			co, err := o.flags.connOptions("", nil)
+			if err != nil {
+				return nil, err
+			}
+			so.Token = co.Token
+		}
+		if pm.broker, err = mesh.StartServer(so); err != nil {
+			return nil, err
+		}
+		if pm.nc, err = pm.broker.InProcessConn(ctx); err != nil {
+			return nil, err
+		}
+		if o.listen != "" {
+			o.logger.Info("toolset platform: broker listening", "broker", pm.broker.ClientURL())
+		}
+	} else {
+		if pm.nc, err = o.flags.connect(ctx, "toolset-platform", o.logger); err != nil {
+			return nil, err
+		}
+		o.logger.Info("toolset platform: connected to the broker", "broker", pm.nc.ConnectedUrlRedacted())
+	}
+	if pm.packages, err = mesh.OpenPackages(ctx, pm.nc, o.flags.namespace); err != nil {
+		return nil, err
+	}
+	if o.runtime {
+		ro := &mesh.RuntimeOptions{Namespace: o.flags.namespace, Dir: filepath.Join(o.dir, ".platform", "runtime"), MaxCalls: o.maxCalls,
+			Store: &toolpkg.Options{Sandbox: o.sandbox, Logger: o.logger}, Logger: o.logger}
+		if pm.runtime, err = mesh.NewRuntime(ctx, pm.nc, ro); err != nil {
+			return nil, err
+		}
+		o.logger.Info("toolset platform: runtime serving", "runtime", pm.runtime.ID())
+	}
+	return pm, nil
+}
+
+// close stops the runtime (its calls get runtimeShutdownTimeout), the
+// connection and the broker. Closing twice is safe.
+func (pm *platformMesh) close() error {
+	if pm.closed {
+		return nil
+	}
+	pm.closed = true
+	var errs []error
+	if pm.runtime != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), runtimeShutdownTimeout)
+		errs = append(errs, pm.runtime.Close(ctx))
+		cancel()
+	}
+	if pm.nc != nil {
+		if err := pm.nc.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+			errs = append(errs, err)
+		}
+		waitClosed(pm.nc)
+	}
+	if pm.broker != nil {
+		errs = append(errs, pm.broker.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("stopping the mesh: %w", err)
+	}
+	return nil
+}
+
+// waitClosed waits, a little, for a draining connection to close.
+func waitClosed(nc *nats.Conn) {
+	deadline := time.Now().Add(5 * time.Second)
+	for !nc.IsClosed() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	nc.Close()
 }

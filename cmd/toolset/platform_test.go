@@ -37,9 +37,7 @@ func TestPlatformUsage(t *testing.T) {
 // The real binary serves the platform, answers an authenticated request,
 // and exits cleanly on SIGTERM, closing its store.
 func TestPlatformServesAndStopsOnSIGTERM(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "toolset")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := cliBinary(t)
 	dir := t.TempDir()
 	tokenFile := filepath.Join(dir, "token")
 	const token = "cli-test-token-0123456789abcdef"

@@ -453,6 +453,7 @@ const agentCallBound = time.Hour
 // agentFlags are the flags of serve --agent.
 type agentFlags struct {
 	file, store, role string
+	broker            *brokerFlags
 }
 
 func addAgentFlags(fs *flag.FlagSet) *agentFlags {
@@ -460,6 +461,7 @@ func addAgentFlags(fs *flag.FlagSet) *agentFlags {
 	fs.StringVar(&af.file, "agent", "", "serve the toolsets of this agent file (see package platform/agentfile) instead of a ZIP")
 	fs.StringVar(&af.store, "store", "", "with --agent: the store its packages come from")
 	fs.StringVar(&af.role, "role", "", "with --agent: the role of every request's run (agentfile.Role)")
+	af.broker = addBrokerFlags(fs, "with --agent: the broker whose runtimes run its packages, instead of a store's")
 	return af
 }
 
@@ -478,15 +480,16 @@ func serveAgent(ctx context.Context, pos []string, af *agentFlags, pf *pkgFlags,
 	if err != nil {
 		return err
 	}
-	store, err := openAgentStore(af.store, *pf.mode)
+	if af.broker.url != "" && af.store != "" {
+		return usagef("--store and --broker together: choose one")
+	}
+	src, err := openPackageSource(ctx, af.store, *pf.mode, af.broker, stderr)
 	if err != nil {
 		return err
 	}
-	if store != nil {
-		defer store.Close()
-	}
+	defer src.close()
 	// The file is the runner's operator's, as are the commands it runs.
-	a, err := resolveOwnAgent(ctx, f, store, stderr, mcptoolset.WithLogger(warnLogger(stderr)))
+	a, err := resolveOwnAgent(ctx, f, src, stderr, mcptoolset.WithLogger(warnLogger(stderr)))
 	if err != nil {
 		return printProblems(af.file, err, stderr)
 	}

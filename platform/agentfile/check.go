@@ -22,9 +22,13 @@ type Options struct {
 	// and [File.Resolve] refuses them; an empty map knows none.
 	Local map[string]toolset.Toolset
 	// Store holds the packaged toolsets of the file's package entries.
-	// Nil: Check leaves package entries unchecked and Resolve refuses
-	// them.
+	// Nil: Packages gives them instead; without either, Check leaves
+	// package entries unchecked and Resolve refuses them.
 	Store *toolpkg.Store
+	// Packages gives the packaged toolsets when Store is nil: toolsets
+	// whose tools run elsewhere, such as the runtimes of a mesh, which a
+	// client on the broker stands for.
+	Packages Packages
 	// MCP are options given to every MCP client Resolve makes (a logger,
 	// timeouts, ...), after the file's own (its name, headers, policies),
 	// so that the program's win where both set the same: a
@@ -45,6 +49,37 @@ type Options struct {
 	// the file names. Give [AllowEnv] for the variables files may use,
 	// or os.LookupEnv to resolve a file of your own.
 	LookupEnv func(string) (string, bool)
+}
+
+// Packages are packaged toolsets by name, as a [toolpkg.Store] has
+// them: Info is a toolset's record (its status and tools, an error for
+// one it does not have), ToolsetWithConfig the toolset with an agent's
+// configuration, whose tools are named NAME__TOOL and follow new
+// versions from turn to turn.
+type Packages interface {
+	Info(name string) (toolpkg.Info, error)
+	ToolsetWithConfig(name string, cfg toolpkg.Config) toolset.Toolset
+}
+
+// storePackages are a store's toolsets as Packages.
+type storePackages struct{ s *toolpkg.Store }
+
+func (p storePackages) Info(name string) (toolpkg.Info, error) { return p.s.Info(name) }
+
+func (p storePackages) ToolsetWithConfig(name string, cfg toolpkg.Config) toolset.Toolset {
+	return p.s.ToolsetWithConfig(name, cfg)
+}
+
+// packages returns where package entries come from: the Store, else
+// Packages, else nil.
+func (o *Options) packages() Packages {
+	switch {
+	case o.Store != nil:
+		return storePackages{o.Store}
+	case o.Packages != nil:
+		return o.Packages
+	}
+	return nil
 }
 
 func (o *Options) lookupEnv() func(string) (string, bool) {
@@ -89,6 +124,7 @@ func Check(ctx context.Context, f *File, opts *Options) error {
 		opts = &Options{}
 	}
 	ps := &problems{file: f.Filename}
+	pkgs := opts.packages()
 	offered := map[string][]*Entry{}
 	for i := range f.Toolsets {
 		if err := ctx.Err(); err != nil {
@@ -100,9 +136,9 @@ func Check(ctx context.Context, f *File, opts *Options) error {
 			if ts, ok := opts.Local[e.Local]; !ok || ts == nil {
 				ps.add(e.position("local"), "unknown local toolset %s; this program has %s", quote(e.Local), known(opts.Local))
 			}
-		case e.Package != nil && opts.Store != nil:
+		case e.Package != nil && pkgs != nil:
 		names:
-			for _, name := range checkPackage(ps, e, opts.Store) {
+			for _, name := range checkPackage(ps, e, pkgs) {
 				for _, other := range offered[name] {
 					if sharesRuns(e, other) {
 						ps.add(e.position("package"), "the tool name %s is offered twice, here and by the toolset at line %d; give one a prefix",
@@ -148,14 +184,18 @@ func known(m map[string]toolset.Toolset) string {
 	return strings.Join(names, ", ") + more
 }
 
-// checkPackage checks a package entry against the store's record of it,
-// and returns the names the model is offered its tools under, when they
-// are known and valid.
-func checkPackage(ps *problems, e *Entry, store *toolpkg.Store) []string {
+// checkPackage checks a package entry against the record of it, and
+// returns the names the model is offered its tools under, when they are
+// known and valid.
+func checkPackage(ps *problems, e *Entry, pkgs Packages) []string {
 	name := e.Package.Name
-	info, err := store.Info(name)
+	info, err := packageInfo(pkgs, name)
 	if err != nil {
-		ps.add(e.position("package"), "unknown package %s: the store has no toolset of that name", quote(name))
+		if errors.Is(err, toolpkg.ErrNotFound) {
+			ps.add(e.position("package"), "unknown package %s: the store has no toolset of that name", quote(name))
+		} else {
+			ps.add(e.position("package"), "package %s: %s", quote(name), cutText(err.Error()))
+		}
 		return nil
 	}
 	if info.Status != toolpkg.StatusReady {
@@ -235,6 +275,30 @@ func checkPackage(ps *problems, e *Entry, store *toolpkg.Store) []string {
 		}
 	}
 	return checkNames(ps, e, exposed)
+}
+
+// packageInfo calls pkgs.Info, a panic an error: Packages may be the
+// program's own. A record of another toolset is an error too.
+func packageInfo(pkgs Packages, name string) (info toolpkg.Info, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("reading its record panicked: %v", v)
+		}
+	}()
+	info, err = pkgs.Info(name)
+	if err == nil && info.Name != name {
+		err = fmt.Errorf("the record read is of another toolset, %s", quote(info.Name))
+	}
+	return info, err
+}
+
+// cutText bounds an error's text quoted in a problem.
+func cutText(s string) string {
+	const max = 512
+	if len(s) > max {
+		return strings.ToValidUTF8(s[:max], "") + "..."
+	}
+	return s
 }
 
 // checkNames reports the tool names the entry's rename and prefix would

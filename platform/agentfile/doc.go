@@ -90,6 +90,9 @@
 //     [Options.Store] as Store.ToolsetWithConfig(NAME, config), whose
 //     tools are named NAME__TOOL. It follows the store: a re-upload is
 //     used from the agent's next turn, with no change to the agent.
+//     Without a store, [Options.Packages] gives the toolsets the same
+//     way, such as those of runtimes elsewhere that a broker's client
+//     stands for.
 //     config holds the toolset-level values, tools the values by tool,
 //     exclude the tools left out: a [toolpkg.Config].
 //

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/mcptoolset"
+	"github.com/gotoolset/toolset/toolpkg"
 )
 
 // Role is the run value an entry's roles are matched against: give a run
@@ -95,13 +96,13 @@ func ReadFile(path string) ([]byte, error) {
 
 // Resolve checks the file ([Check]) and makes its toolsets: local ones
 // from opts.Local, MCP clients (which connect, and start a command, on
-// first use), packages from opts.Store as
-// opts.Store.ToolsetWithConfig(name, config), which follow the store so
-// that a re-upload is used from the agent's next turn. Each entry is then
+// first use), packages from opts.Store (else opts.Packages) as
+// ToolsetWithConfig(name, config), which follow the store so that a
+// re-upload is used from the agent's next turn. Each entry is then
 // given its policies, renamed, prefixed and filtered by roles, in this
 // order. A local entry without opts.Local, a package entry without
-// opts.Store and an unset ${NAME} are problems in the returned
-// *CheckError.
+// opts.Store or opts.Packages and an unset ${NAME} are problems in the
+// returned *CheckError.
 func (f *File) Resolve(ctx context.Context, opts *Options) (*Agent, error) {
 	if f == nil {
 		return nil, errors.New("agentfile: Resolve of a nil *File")
@@ -170,16 +171,37 @@ func (a *Agent) source(ps *problems, e *Entry, opts *Options) toolset.Toolset {
 		}
 		return opts.Local[e.Local] // Check made sure it is there
 	case e.Package != nil:
-		if opts.Store == nil {
+		pkgs := opts.packages()
+		if pkgs == nil {
 			ps.add(e.position("package"), "package %s: no store to take it from", quote(e.Package.Name))
 			return nil
 		}
-		return opts.Store.ToolsetWithConfig(e.Package.Name, e.Package.Config)
+		ts, err := packageToolset(pkgs, e.Package.Name, e.Package.Config)
+		if err != nil {
+			ps.add(e.position("package"), "package %s: %s", quote(e.Package.Name), cutText(err.Error()))
+			return nil
+		}
+		return ts
 	case e.MCP != nil:
 		return a.mcp(ps, e, opts)
 	}
 	ps.add(e.Pos, "a toolset without a source")
 	return nil
+}
+
+// packageToolset calls pkgs.ToolsetWithConfig, a panic or a nil
+// toolset an error: Packages may be the program's own.
+func packageToolset(pkgs Packages, name string, cfg toolpkg.Config) (ts toolset.Toolset, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			ts, err = nil, fmt.Errorf("making its toolset panicked: %v", v)
+		}
+	}()
+	ts = pkgs.ToolsetWithConfig(name, cfg)
+	if ts == nil {
+		return nil, errors.New("no toolset was made of it")
+	}
+	return ts, nil
 }
 
 // mcp makes the entry's MCP client.
