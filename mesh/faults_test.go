@@ -213,8 +213,16 @@ func TestFaultsKilledRuntimeNeverRunsACallTwice(t *testing.T) {
 		_, err := a.call(ctx, "once", "append", map[string]any{"path": path, "line": "once", "ms": 10000})
 		done <- outcome{err, time.Since(start)}
 	}()
-	require.Eventually(t, func() bool { return len(lines(t, path)) == 1 && a.runtimeOf("once") != "" },
+	ran := assert.Eventually(t, func() bool { return len(lines(t, path)) == 1 && a.runtimeOf("once") != "" },
 		10*time.Second, 10*time.Millisecond, "the call runs")
+	if !ran {
+		select {
+		case o := <-done:
+			t.Fatalf("the call ended: %v (lines %v, runtime %q)", o.err, lines(t, path), a.runtimeOf("once"))
+		default:
+			t.Fatalf("lines %v, runtime %q", lines(t, path), a.runtimeOf("once"))
+		}
+	}
 	victim := a.runtimeOf("once")
 	procs[victim].kill()
 	killed := time.Since(start)

@@ -35,6 +35,12 @@ type Grant struct {
 	Role Role
 	// Publish and Subscribe are NATS subject patterns, sorted.
 	Publish, Subscribe []string
+	// SubscribeDeny are patterns never delivered, even to a subscription
+	// Subscribe allows: an agent may subscribe to
+	// "{R}.*.{agent}.*" (its responses and statuses at once), which
+	// would otherwise also match "{R}.invoke.{tool}.v{N}" when the agent's
+	// name is a tool's.
+	SubscribeDeny []string
 	// InboxPrefix is the prefix of the connection's request inboxes
 	// (nats.CustomInboxPrefix). A connection with the default "_INBOX"
 	// gets no replies: the broker lets it read this subtree alone, so
@@ -170,9 +176,11 @@ func Permissions(role Role, namespace, id string) (Grant, error) {
 		g.Subscribe = append(sub,
 			remote+".response."+id+".>",
 			remote+".status."+id+".>",
+			remote+".*."+id+".*",
 			remote+".init.>",
 			remote+".removed.>",
 		)
+		g.SubscribeDeny = []string{remote + ".invoke.>", remote + ".init_request.>", remote + ".cancel.>"}
 	case RoleRuntime:
 		g.Publish = slices.Concat([]string{
 			remote + ".response.>",
@@ -204,6 +212,7 @@ func Permissions(role Role, namespace, id string) (Grant, error) {
 	}
 	slices.Sort(g.Publish)
 	slices.Sort(g.Subscribe)
+	slices.Sort(g.SubscribeDeny)
 	g.Publish, g.Subscribe = slices.Compact(g.Publish), slices.Compact(g.Subscribe)
 	return g, nil
 }
@@ -217,7 +226,7 @@ const ResponseExpiry = DefaultRequestTimeout
 func (g Grant) Server() *server.Permissions {
 	p := &server.Permissions{
 		Publish:   &server.SubjectPermission{Allow: slices.Clone(g.Publish)},
-		Subscribe: &server.SubjectPermission{Allow: slices.Clone(g.Subscribe)},
+		Subscribe: &server.SubjectPermission{Allow: slices.Clone(g.Subscribe), Deny: slices.Clone(g.SubscribeDeny)},
 	}
 	if g.Responses {
 		p.Response = &server.ResponsePermission{MaxMsgs: 1, Expires: ResponseExpiry}
@@ -262,8 +271,8 @@ func AccountConfig(account string, users ...ConfigUser) (string, error) {
 		}
 		fmt.Fprintf(&b, "      # %s\n", u.Grant.Role)
 		fmt.Fprintf(&b, "      {\n        user: %s\n        password: $%s\n        permissions: {\n", strconv.Quote(u.User), u.PasswordVar)
-		writeList(&b, "publish", u.Grant.Publish)
-		writeList(&b, "subscribe", u.Grant.Subscribe)
+		writeList(&b, "publish", u.Grant.Publish, nil)
+		writeList(&b, "subscribe", u.Grant.Subscribe, u.Grant.SubscribeDeny)
 		if u.Grant.Responses {
 			fmt.Fprintf(&b, "          allow_responses: {max: 1, expires: %q}\n", ResponseExpiry.String())
 		}
@@ -273,12 +282,22 @@ func AccountConfig(account string, users ...ConfigUser) (string, error) {
 	return b.String(), nil
 }
 
-func writeList(b *strings.Builder, key string, subjects []string) {
-	fmt.Fprintf(b, "          %s: {\n            allow: [\n", key)
-	for _, s := range subjects {
-		fmt.Fprintf(b, "              %s\n", strconv.Quote(s))
+func writeList(b *strings.Builder, key string, allow, deny []string) {
+	fmt.Fprintf(b, "          %s: {\n", key)
+	for _, l := range []struct {
+		key      string
+		subjects []string
+	}{{"allow", allow}, {"deny", deny}} {
+		if len(l.subjects) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "            %s: [\n", l.key)
+		for _, s := range l.subjects {
+			fmt.Fprintf(b, "              %s\n", strconv.Quote(s))
+		}
+		b.WriteString("            ]\n")
 	}
-	b.WriteString("            ]\n          }\n")
+	b.WriteString("          }\n")
 }
 
 // checkEnvName reports whether name can name an environment variable in a

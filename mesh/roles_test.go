@@ -54,7 +54,7 @@ func startRoleBroker(t *testing.T) *roleBroker {
 	var users []*server.User
 	for user, role := range map[string]Role{
 		"platform": RolePlatform, "runtime1": RoleRuntime, "runtime2": RoleRuntime,
-		"agent1": RoleAgent, "agent2": RoleAgent,
+		"agent1": RoleAgent, "agent2": RoleAgent, "demo__echo": RoleAgent,
 	} {
 		g, err := Permissions(role, "", user)
 		require.NoError(t, err)
@@ -154,7 +154,7 @@ func TestRolesAllowTheWholeFlow(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	info, err := c.Info("demo")
-	require.NoError(t, err)
+	require.NoError(t, err, "violations: agent %v, runtime %v", av.list(), rv.list())
 	assert.Equal(t, toolpkg.StatusReady, info.Status)
 	tools, err := toolset.BuildTools(ctx, "agent1", c.Toolset("demo", nil))
 	require.NoError(t, err)
@@ -256,6 +256,30 @@ func TestAgentRoleIsConfined(t *testing.T) {
 	require.Eventually(t, func() bool { return len(v1.list()) >= before+4 }, 5*time.Second, 10*time.Millisecond)
 	assert.Empty(t, heard)
 	assert.Empty(t, got, "agent1 answered agent2's call")
+
+	// An agent named like a tool, on the one subscription of its
+	// responses and statuses, gets those and never another's pinned
+	// invoke of that tool.
+	named, nv := rb.conn(t, "demo__echo", "")
+	mine := make(chan *nats.Msg, 4)
+	_, err = named.ChanSubscribe(subj.remote+"*.demo__echo.*", mine)
+	require.NoError(t, err)
+	require.NoError(t, named.Flush())
+	pinned, _ := subj.InvokeVersion("demo__echo", 1)
+	ownResp, _ := subj.Response("demo__echo", "c9")
+	require.NoError(t, a2.Publish(pinned, []byte(`{"secret":"args"}`)))
+	require.NoError(t, rt.Publish(ownResp, []byte(`{}`)))
+	require.NoError(t, a2.Flush())
+	require.NoError(t, rt.Flush())
+	select {
+	case m := <-mine:
+		assert.Equal(t, ownResp, m.Subject)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the agent did not get its own response")
+	}
+	time.Sleep(100 * time.Millisecond)
+	assert.Empty(t, mine, "another agent's invoke reached the agent named like the tool")
+	assert.Empty(t, nv.list())
 
 	// Nor cancel another agent's calls, nor read the sync reports.
 	cancel2, _ := subj.Cancel("agent2", "c1")
