@@ -41,6 +41,13 @@ type faultAgent struct {
 // toolset "fault" and watches which runtime takes each call.
 func newFaultAgent(t *testing.T, url string) *faultAgent {
 	t.Helper()
+	return newFaultAgentWait(t, url, time.Second)
+}
+
+// newFaultAgentWait is newFaultAgent with the client's BusyWait: how long
+// a call waits for a free runtime.
+func newFaultAgentWait(t *testing.T, url string, busyWait time.Duration) *faultAgent {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	nc, err := Connect(ctx, ConnOptions{URL: url, Name: "agent", Logger: quietLogger()})
@@ -48,7 +55,7 @@ func newFaultAgent(t *testing.T, url string) *faultAgent {
 	t.Cleanup(nc.Close)
 	c, err := NewClient(ctx, nc, &ClientOptions{
 		Agent: "agent", Logger: quietLogger(),
-		HeartbeatTimeout: 700 * time.Millisecond, AcceptTimeout: 3 * time.Second, BusyWait: time.Second,
+		HeartbeatTimeout: 700 * time.Millisecond, AcceptTimeout: 3 * time.Second, BusyWait: busyWait,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
@@ -361,7 +368,8 @@ func TestFaultsThroughput(t *testing.T) {
 	for n := 1; n <= 3; n++ {
 		startRuntimeProc(t, broker.url, fmt.Sprintf("rt%d", n), 4)
 		if a == nil {
-			a = newFaultAgent(t, broker.url)
+			// Eight calls at once on four slots: the others wait for one.
+			a = newFaultAgentWait(t, broker.url, 10*time.Second)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		var next atomic.Int32

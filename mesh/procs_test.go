@@ -66,9 +66,11 @@ func runtimeChild(cfg string) int {
 		return 1
 	}
 	defer nc.Close()
+	// prlimit, not bwrap: the fault tests count a tool's runs in a file
+	// of the host, which bwrap's read-only root would hide.
 	r, err := NewRuntime(ctx, nc, &RuntimeOptions{
 		ID: c.ID, Dir: c.Dir, MaxCalls: c.MaxCalls, Heartbeat: c.Heartbeat, Logger: quietLogger(),
-		Store: &toolpkg.Options{DiscoveryTimeout: 30 * time.Second, KillGrace: 200 * time.Millisecond},
+		Store: &toolpkg.Options{Sandbox: toolpkg.ModePrlimit, DiscoveryTimeout: 30 * time.Second, KillGrace: 200 * time.Millisecond},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "runtime child:", err)
