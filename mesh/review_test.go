@@ -313,22 +313,23 @@ func TestReviewForgedNoRespondersAfterAcceptDoesNotRunTheCallTwice(t *testing.T)
 	assert.Equal(t, int32(1), invokes.Load(), "the invoke was sent again after a runtime accepted it")
 }
 
-// toolpkg.CheckName lets a toolset be named "a__b", and a tool's name may
-// hold "__" too, but the runtime finds a call's toolset by splitting the
-// tool name at its first "__" (SplitToolName, which assumes no toolset
-// name holds one): a call of toolset "a__b" looks for toolset "a", so the
-// tools of "a__b" cannot be called, and a toolset "a" with a tool "b__echo"
-// would take the calls (and the tool_config) meant for "a__b"'s "echo".
-func TestReviewToolsetNamedWithSeparatorIsCalledByItsOwnName(t *testing.T) {
-	require.NoError(t, toolpkg.CheckName("a__b"), "the store takes the name")
+// A tool is <toolset>__<tool>, and a tool's own name may hold "__": so a
+// toolset may not be named with "__" (or end with '_'), or "a__b__echo"
+// would be tool "b__echo" of toolset "a" as well as tool "echo" of
+// toolset "a__b", and a call (with its tool_config) for one be served by
+// the other. The name is refused wherever a toolset is named.
+func TestReviewToolsetNamedWithSeparatorIsRefused(t *testing.T) {
+	for _, name := range []string{"a__b", "a_", "a___b"} {
+		err := toolpkg.CheckName(name)
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), "__", name)
+	}
+	require.NoError(t, toolpkg.CheckName("a_b-c"))
 	s := startServer(t)
 	nc := connect(t, s)
-	publish(t, nc, "a__b", 1, meshPackage(t, ""), nil)
-	startRuntime(t, nc, "", "rt1", 2)
-
-	c := listen(t, nc, "agent1", "sep1")
-	resp, noResponders := c.send(t, nc, invokeMsg(t, "", "agent1", "sep1", "a__b__echo", map[string]string{"text": "hi"}, nil), 30*time.Second)
-	require.False(t, noResponders, "the runtime serves a__b__echo")
-	require.Nil(t, resp.Error, "error: %+v", resp.Error)
-	assert.Equal(t, "echo: hi", result(t, resp).ToolResult.Text)
+	pk, err := OpenPackages(context.Background(), nc, "")
+	require.NoError(t, err)
+	err = pk.Publish(context.Background(), "a__b", 1, bytes.NewReader(meshPackage(t, "")), nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "separates")
 }

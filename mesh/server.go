@@ -2,6 +2,8 @@ package mesh
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,9 +31,20 @@ type ServerOptions struct {
 	// Listen is "" for loopback on a free port, or "host:port" to expose
 	// the broker to other machines (which requires Token).
 	Listen string
-	// Token is the token clients must present. Required when Listen is
-	// not a loopback address.
+	// InProcessOnly opens no network listener at all: only
+	// [Server.InProcessConn] reaches the broker, so no other process on
+	// the machine can, whatever its user (Listen is then ignored, and
+	// ClientURL is "").
+	InProcessOnly bool
+	// Token is the token clients must present. When it is "" and the
+	// broker listens, a random one is made ([Server.Token] returns it),
+	// unless NoAuth: a broker on loopback is still reachable by every
+	// user of the machine, and its packages bucket holds each toolset's
+	// stored configuration, secrets included.
 	Token string
+	// NoAuth lets clients connect with no token, on a loopback Listen
+	// only: for local use.
+	NoAuth bool
 	// MaxPayload bounds a message (default DefaultMaxPayload); it may not
 	// be below MaxMessageBytes.
 	MaxPayload int32
@@ -44,11 +57,12 @@ type ServerOptions struct {
 // deployment that runs in one process (SAM's desktop mode), or exposed to
 // others with Listen.
 type Server struct {
-	ns      *server.Server
-	token   string
-	tempDir string
-	once    sync.Once
-	err     error
+	ns        *server.Server
+	token     string
+	inProcess bool
+	tempDir   string
+	once      sync.Once
+	err       error
 }
 
 // StartServer starts the embedded broker and waits until it accepts
@@ -72,6 +86,13 @@ func StartServer(o ServerOptions) (*Server, error) {
 			return nil, fmt.Errorf("mesh: listen address %q is not loopback: a token is required", o.Listen)
 		}
 	}
+	if o.Token == "" && !o.NoAuth && !o.InProcessOnly {
+		var b [24]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, fmt.Errorf("mesh: broker token: %w", err)
+		}
+		o.Token = base64.RawURLEncoding.EncodeToString(b[:])
+	}
 	maxPayload := o.MaxPayload
 	if maxPayload == 0 {
 		maxPayload = DefaultMaxPayload
@@ -79,7 +100,7 @@ func StartServer(o ServerOptions) (*Server, error) {
 	if maxPayload < MaxMessageBytes {
 		return nil, fmt.Errorf("mesh: max payload %d is below %d", maxPayload, MaxMessageBytes)
 	}
-	s := &Server{token: o.Token}
+	s := &Server{token: o.Token, inProcess: o.InProcessOnly}
 	dir := o.Dir
 	if dir == "" {
 		d, err := os.MkdirTemp("", "toolset-broker-")
@@ -101,6 +122,7 @@ func StartServer(o ServerOptions) (*Server, error) {
 		NoLog:         o.Logger == nil,
 		Authorization: o.Token,
 		HTTPPort:      0,
+		DontListen:    o.InProcessOnly,
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
@@ -133,6 +155,9 @@ func isLoopback(host string) bool {
 // ClientURL returns the URL clients connect to (nats://host:port), without
 // the token.
 func (s *Server) ClientURL() string {
+	if s.inProcess {
+		return ""
+	}
 	u := s.ns.ClientURL()
 	if pu, err := url.Parse(u); err == nil {
 		pu.User = nil
@@ -141,7 +166,8 @@ func (s *Server) ClientURL() string {
 	return u
 }
 
-// Token returns the token clients present, "" when none is required.
+// Token returns the token clients present (the one made for the broker
+// when ServerOptions gave none), "" when none is required.
 func (s *Server) Token() string { return s.token }
 
 // InProcessConn returns a connection to the server that uses no socket

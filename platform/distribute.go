@@ -394,7 +394,23 @@ func (dt *distribution) report(r SyncReport) {
 		dt.confirmed[r.Toolset] = c
 	}
 	if _, ok := c.byRuntime[r.Runtime]; !ok && len(c.byRuntime) >= MaxRuntimesPerToolset {
-		return
+		// Full: a failure waits for room, while a confirmation takes
+		// the place of a failure, so that runtimes reporting failures
+		// (forged, or broken) never keep a working one out.
+		if !res.ready {
+			return
+		}
+		evicted := false
+		for id, old := range c.byRuntime {
+			if !old.ready {
+				delete(c.byRuntime, id)
+				evicted = true
+				break
+			}
+		}
+		if !evicted {
+			return
+		}
 	}
 	c.byRuntime[r.Runtime] = res
 }

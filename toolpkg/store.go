@@ -385,10 +385,17 @@ func (e *entry) unlockUp() { <-e.up }
 var namePattern = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_-]{0,63}$`)
 
 // CheckName reports whether name can name a toolset: 1 to 64 letters,
-// digits, '_' or '-', not starting with '_' or '-'.
+// digits, '_' or '-', not starting with '_' or '-', without "__" and not
+// ending with '_'. The model sees a tool as <toolset>__<tool>, so the
+// first "__" of such a name must end the toolset's: "a__b__echo" could
+// otherwise be tool "b__echo" of toolset "a" as well as tool "echo" of
+// toolset "a__b", and a call for one be served by the other.
 func CheckName(name string) error {
 	if !namePattern.MatchString(name) {
 		return fmt.Errorf("toolpkg: invalid toolset name %q: use 1 to 64 letters, digits, '_' or '-', starting with a letter or digit", name)
+	}
+	if strings.Contains(name, "__") || strings.HasSuffix(name, "_") {
+		return fmt.Errorf("toolpkg: invalid toolset name %q: \"__\" separates a toolset's name from its tools' (<toolset>__<tool>), so a toolset name may not hold it, nor end with '_'", name)
 	}
 	return nil
 }

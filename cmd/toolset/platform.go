@@ -80,7 +80,7 @@ func cmdPlatform(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	defer store.Close()
-	m2, err := startMesh(ctx, &meshSetup{flags: bf, listen: *brokerListen, dir: store.Dir(), runtime: !*noRuntime, maxCalls: *maxCalls, sandbox: m, logger: logger})
+	m2, err := startMesh(ctx, &meshSetup{flags: bf, listen: *brokerListen, insecure: *insecure, dir: store.Dir(), runtime: !*noRuntime, maxCalls: *maxCalls, sandbox: m, logger: logger})
 	if err != nil {
 		return err
 	}
@@ -136,6 +136,7 @@ func cmdPlatform(ctx context.Context, args []string, stdout, stderr io.Writer) e
 type meshSetup struct {
 	flags    *brokerFlags
 	listen   string // --broker-listen
+	insecure bool   // --insecure-no-auth
 	dir      string // the store's directory
 	runtime  bool
 	maxCalls int
@@ -167,13 +168,18 @@ func startMesh(ctx context.Context, o *meshSetup) (_ *platformMesh, err error) {
 		}
 	}()
 	if o.flags.url == "" {
-		so := mesh.ServerOptions{Dir: filepath.Join(o.dir, ".platform", "broker"), Listen: o.listen}
-		if o.listen != "" || o.flags.tokenFile != "" {
+		// Unexposed, the broker has no listener: the platform and its
+		// runtime reach it in process, and nothing else can.
+		so := mesh.ServerOptions{Dir: filepath.Join(o.dir, ".platform", "broker"), Listen: o.listen, InProcessOnly: o.listen == ""}
+		if o.listen != "" {
 			co, err := o.flags.connOptions("", nil)
 			if err != nil {
 				return nil, err
 			}
-			so.Token = co.Token
+			if co.Token == "" && !o.insecure {
+				return nil, usagef("--broker-listen exposes the broker, whose packages bucket holds every toolset's stored configuration, secrets included: give it a token ($%s or --broker-token-file), or --insecure-no-auth for local use", mesh.EnvBrokerToken)
+			}
+			so.Token, so.NoAuth = co.Token, co.Token == ""
 		}
 		if pm.broker, err = mesh.StartServer(so); err != nil {
 			return nil, err
