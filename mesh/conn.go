@@ -22,6 +22,9 @@ const (
 	EnvBrokerCA       = "TOOLSET_BROKER_CA"
 	EnvBrokerCert     = "TOOLSET_BROKER_CERT"
 	EnvBrokerKey      = "TOOLSET_BROKER_KEY"
+	// EnvBrokerInboxPrefix is the connection's inbox prefix, for a user
+	// whose grant confines its replies to one (see ROLES.md).
+	EnvBrokerInboxPrefix = "TOOLSET_BROKER_INBOX_PREFIX"
 )
 
 // ConnOptions say how to reach a broker and who to be on it. Secrets are
@@ -46,6 +49,11 @@ type ConnOptions struct {
 	// TOOLSET_BROKER_CERT, TOOLSET_BROKER_KEY): the CA to trust, and a
 	// client certificate with its key.
 	CAFile, CertFile, KeyFile string
+	// InboxPrefix is the prefix of the connection's request inboxes (or
+	// TOOLSET_BROKER_INBOX_PREFIX): a user of a role's grant reads its
+	// replies only under [InboxPrefix] of its role and identity
+	// ([Grant.InboxPrefix]), and gets none under the default "_INBOX".
+	InboxPrefix string
 	// Logger receives connection events (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -70,6 +78,7 @@ func (o ConnOptions) WithEnv(lookup func(string) (string, bool)) ConnOptions {
 	fill(&o.CAFile, EnvBrokerCA)
 	fill(&o.CertFile, EnvBrokerCert)
 	fill(&o.KeyFile, EnvBrokerKey)
+	fill(&o.InboxPrefix, EnvBrokerInboxPrefix)
 	return o
 }
 
@@ -117,6 +126,9 @@ func (o ConnOptions) natsOptions() ([]nats.Option, error) {
 	}
 	if o.Name != "" {
 		opts = append(opts, nats.Name(o.Name))
+	}
+	if o.InboxPrefix != "" {
+		opts = append(opts, nats.CustomInboxPrefix(o.InboxPrefix))
 	}
 	if o.Token != "" {
 		opts = append(opts, nats.Token(o.Token))

@@ -1,6 +1,7 @@
 package mesh
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"os"
@@ -388,4 +389,25 @@ func exampleAccountConfig(t *testing.T) string {
 	conf, err := AccountConfig("TOOLSET", users...)
 	require.NoError(t, err)
 	return conf
+}
+
+// Connect, given a role user's inbox prefix (as the command's
+// $TOOLSET_BROKER_INBOX_PREFIX gives it), reads its JetStream replies:
+// the platform's user publishes and lists packages.
+func TestConnectWithARolesInboxPrefix(t *testing.T) {
+	rb := startRoleBroker(t)
+	g := rb.users["platform"]
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	o := ConnOptions{URL: rb.s.ClientURL(), User: "platform", Password: "pw-platform", Logger: quietLogger()}.
+		WithEnv(func(k string) (string, bool) { return g.InboxPrefix, k == EnvBrokerInboxPrefix })
+	nc, err := Connect(ctx, o)
+	require.NoError(t, err)
+	defer nc.Close()
+	pk, err := OpenPackages(ctx, nc, "")
+	require.NoError(t, err)
+	require.NoError(t, pk.Publish(ctx, "crm", 1, bytes.NewReader(meshPackage(t, "")), nil))
+	list, err := pk.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
 }

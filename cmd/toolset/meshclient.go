@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/mesh"
@@ -20,6 +21,9 @@ type meshClient struct {
 	client *mesh.Client
 }
 
+// envAgentName names the agent on the broker; by default a random name.
+const envAgentName = "TOOLSET_BROKER_AGENT"
+
 // meshClient connects to the broker and asks the runtimes what they
 // serve.
 func (bf *brokerFlags) client(ctx context.Context, logger *slog.Logger) (*meshClient, error) {
@@ -27,7 +31,10 @@ func (bf *brokerFlags) client(ctx context.Context, logger *slog.Logger) (*meshCl
 	if err != nil {
 		return nil, err
 	}
-	c, err := mesh.NewClient(ctx, nc, &mesh.ClientOptions{Namespace: bf.namespace, Logger: logger})
+	// An agent user of a role's grant (see mesh's ROLES.md) is named:
+	// its responses come on subjects that hold its name.
+	agent, _ := os.LookupEnv(envAgentName)
+	c, err := mesh.NewClient(ctx, nc, &mesh.ClientOptions{Namespace: bf.namespace, Agent: agent, Logger: logger})
 	if err != nil {
 		nc.Close()
 		return nil, err
