@@ -164,3 +164,36 @@ func TestInitRequestsAreBounded(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, list.Names(), 6)
 }
+
+// Calls delivered while the one slot is taken wait for it and are woken
+// when it frees: each is answered, one after the other.
+func TestCallsWaitingForASlotAreWoken(t *testing.T) {
+	s := startServer(t)
+	nc := connect(t, s)
+	publish(t, nc, "demo", 1, meshPackage(t, ""), nil)
+	startRuntime(t, nc, "", "rt1", 1)
+	const n = 3
+	calls := make([]*call, n)
+	for i := range n {
+		corr := fmt.Sprintf("w%d", i)
+		calls[i] = listen(t, nc, "raw", corr)
+		require.NoError(t, nc.PublishMsg(invokeMsg(t, "", "raw", corr, "demo__slow", map[string]any{"ms": 50}, nil)))
+	}
+	require.NoError(t, nc.Flush())
+	ran := 0
+	for _, c := range calls {
+		select {
+		case m := <-c.resp:
+			if len(m.Data) == 0 {
+				continue // no responders: the gate was closed before it arrived
+			}
+			resp, err := DecodeResponse(m.Data)
+			require.NoError(t, err)
+			assert.Equal(t, "done", result(t, resp).ToolResult.Text)
+			ran++
+		case <-time.After(20 * time.Second):
+			t.Fatal("a call waiting for a slot was not answered")
+		}
+	}
+	assert.Positive(t, ran)
+}
