@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 
@@ -35,11 +36,10 @@ type ClientOptions struct {
 	Logger *slog.Logger
 	// MaxInlineArtifactBytes bounds an input artifact sent inline with a
 	// call (preloaded_artifacts, at most MaxInlineArtifactLimit); a larger
-	// one goes by reference through the shared artifact store. The
-	// default, 0, sends every input by reference: the runtimes of this
-	// package read a call's inputs from the shared store, and refuse
-	// inline ones rather than run a tool without them. A SAM runtime
-	// takes them inline.
+	// one goes by reference through the shared artifact store (default
+	// DefaultMaxInlineArtifactBytes; negative: every input by reference).
+	// The inputs of one call go inline up to half of MaxMessageBytes
+	// together, encoded; the rest by reference.
 	MaxInlineArtifactBytes int
 	// Artifacts is where the agent's artifacts are, the input artifacts
 	// of its calls (default: the shared artifact store of the namespace,
@@ -69,12 +69,12 @@ type ClientOptions struct {
 
 // Defaults of [ClientOptions].
 const (
-	MaxInlineArtifactLimit  = 512 << 10
-	DefaultBusyWait         = 5 * time.Second
-	DefaultHeartbeatTimeout = 3500 * time.Millisecond
-	DefaultAcceptTimeout    = 10 * time.Second
-	DefaultRequestTimeout   = 10 * time.Second
-	DefaultCatalogWait      = 100 * time.Millisecond
+	DefaultMaxInlineArtifactBytes = 64 << 10
+	DefaultBusyWait               = 5 * time.Second
+	DefaultHeartbeatTimeout       = 3500 * time.Millisecond
+	DefaultAcceptTimeout          = 10 * time.Second
+	DefaultRequestTimeout         = 10 * time.Second
+	DefaultCatalogWait            = 100 * time.Millisecond
 )
 
 // Bounds of what a client keeps of what runtimes announce.
@@ -177,7 +177,13 @@ func NewClient(ctx context.Context, nc *nats.Conn, o *ClientOptions) (*Client, e
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	opts.MaxInlineArtifactBytes = max(0, min(opts.MaxInlineArtifactBytes, MaxInlineArtifactLimit))
+	switch {
+	case opts.MaxInlineArtifactBytes == 0:
+		opts.MaxInlineArtifactBytes = DefaultMaxInlineArtifactBytes
+	case opts.MaxInlineArtifactBytes < 0:
+		opts.MaxInlineArtifactBytes = 0
+	}
+	opts.MaxInlineArtifactBytes = min(opts.MaxInlineArtifactBytes, MaxInlineArtifactLimit)
 	if opts.BusyWait <= 0 {
 		opts.BusyWait = DefaultBusyWait
 	}
@@ -588,6 +594,14 @@ func checkInit(ip *InitParams) error {
 	if strings.TrimSpace(ip.Description) == "" {
 		return errors.New("no description")
 	}
+	if len(ip.RequiredScopes) > MaxScopes {
+		return fmt.Errorf("%d required scopes, at most %d", len(ip.RequiredScopes), MaxScopes)
+	}
+	for _, sc := range ip.RequiredScopes {
+		if strings.TrimSpace(sc) == "" || len(sc) > MaxScopeBytes || !utf8.ValidString(sc) {
+			return errors.New("a required scope is empty, too long or not UTF-8")
+		}
+	}
 	if len(ip.Parameters) > 0 {
 		var head struct {
 			Type any `json:"type"`
@@ -956,6 +970,7 @@ type built struct {
 	tools        []toolset.Tool
 	instructions string
 	unavailable  map[string]string
+	policies     map[string]toolpkg.ToolPolicy
 	err          error
 }
 
@@ -975,6 +990,25 @@ func (t *Toolset) Unavailable() map[string]string {
 	out := make(map[string]string, len(b.unavailable))
 	for k, v := range b.unavailable {
 		out[k] = v
+	}
+	return out
+}
+
+// Policies returns, by tool name, what the configuration makes of each
+// tool of the version last listed, as the runtimes answered (see
+// toolpkg.Toolset.Policies): approval, required scopes, and the missing
+// required keys of the tools left out. Nil before a listing, or when the
+// last one failed.
+func (t *Toolset) Policies() map[string]toolpkg.ToolPolicy {
+	b := t.last.Load()
+	if b == nil || b.err != nil {
+		return nil
+	}
+	out := make(map[string]toolpkg.ToolPolicy, len(b.policies))
+	for k, p := range b.policies {
+		p.Scopes = append([]string(nil), p.Scopes...)
+		p.Missing = append([]string(nil), p.Missing...)
+		out[k] = p
 	}
 	return out
 }
@@ -1078,11 +1112,11 @@ func (t *Toolset) build(ctx context.Context, version int, gen uint64) (*built, e
 		}
 	}
 	c.mu.RUnlock()
-	b := &built{version: version, gen: gen, unavailable: map[string]string{}}
+	b := &built{version: version, gen: gen, unavailable: map[string]string{}, policies: map[string]toolpkg.ToolPolicy{}}
 	// The runtimes resolve the configuration, the agent's (none
 	// included) over the one stored with the package: each tool is asked
 	// for once per version and configuration.
-	configured, err := t.initRequests(ctx, tools, version, b.unavailable)
+	configured, err := t.initRequests(ctx, tools, version, b.unavailable, b.policies)
 	if err != nil {
 		b.err = err
 		return b, err
@@ -1104,14 +1138,10 @@ func (t *Toolset) build(ctx context.Context, version int, gen uint64) (*built, e
 	return b, nil
 }
 
-// leftOutMarker is in the message of the INIT_ERROR a runtime answers for
-// a tool its configuration leaves out, rather than one it refuses.
-const leftOutMarker = " is not available with this configuration: "
-
 // initRequests asks the runtimes for each tool under t's configuration,
 // in parallel, and returns the configured tools; unavailable gets those
 // left out.
-func (t *Toolset) initRequests(ctx context.Context, tools []InitParams, version int, unavailable map[string]string) ([]InitParams, error) {
+func (t *Toolset) initRequests(ctx context.Context, tools []InitParams, version int, unavailable map[string]string, policies map[string]toolpkg.ToolPolicy) ([]InitParams, error) {
 	cfg := t.config
 	if cfg == nil {
 		cfg = &WireConfig{}
@@ -1140,6 +1170,7 @@ func (t *Toolset) initRequests(ctx context.Context, tools []InitParams, version 
 		err      error
 		problems []string
 		left     string
+		missing  []string
 	}
 	answers := make([]answer, len(tools))
 	var wg sync.WaitGroup
@@ -1158,10 +1189,14 @@ func (t *Toolset) initRequests(ctx context.Context, tools []InitParams, version 
 					_ = Decode(rpc.Data, MaxMessageBytes, &d)
 				}
 				switch {
-				case rpc.Code == CodeInitError && strings.Contains(rpc.Message, leftOutMarker) && len(d.Problems) == 1:
+				case rpc.Code == CodeInitError && d.Unavailable:
 					// A tool the configuration leaves out (a required
 					// value missing): the others stay, as in process.
-					a.left, a.err = cut(d.Problems[0], 1024), nil
+					a.left, a.err = cut(strings.Join(boundStrings(d.Problems), "; "), 1024), nil
+					if a.left == "" {
+						a.left = cut(rpc.Message, 1024)
+					}
+					a.missing = boundStrings(d.MissingKeys)
 				case rpc.Code == CodeInitError, rpc.Code == CodeInvalidRequest:
 					a.problems, a.err = boundStrings(d.Problems), nil
 					if len(a.problems) == 0 {
@@ -1182,10 +1217,14 @@ func (t *Toolset) initRequests(ctx context.Context, tools []InitParams, version 
 		case a.left == "excluded":
 		case a.left != "":
 			unavailable[tools[i].Tool] = a.left
+			if len(a.missing) > 0 {
+				policies[tools[i].Tool] = toolpkg.ToolPolicy{Missing: a.missing}
+			}
 		case len(a.problems) > 0:
 			problems = append(problems, a.problems...)
 		default:
 			out = append(out, a.ip)
+			policies[tools[i].Tool] = a.ip.policy()
 		}
 	}
 	if len(problems) > 0 {
@@ -1251,6 +1290,11 @@ func (t *Toolset) initRequest(ctx context.Context, ip InitParams, version int) (
 			return InitParams{}, fmt.Errorf("mesh: toolset %q: tool %q: init_request: bad answer: %v", t.name, ip.Tool, err)
 		}
 		if resp.Error != nil {
+			if resp.Error.Code == CodeResourceExhausted && sleepCtx(ctx, min(time.Duration(try)*20*time.Millisecond, maxBusyBackoff)) {
+				// The runtime answers as many init_requests as it can at
+				// once; this one may be asked again.
+				continue
+			}
 			return InitParams{}, resp.Error
 		}
 		var got InitParams
@@ -1274,6 +1318,12 @@ func (t *Toolset) initRequest(ctx context.Context, ip InitParams, version int) (
 		}
 		return got, nil
 	}
+}
+
+// policy is what the runtime's answer says of the tool's approval and
+// scopes.
+func (ip InitParams) policy() toolpkg.ToolPolicy {
+	return toolpkg.ToolPolicy{Approval: ip.RequiresApproval, Scopes: append([]string(nil), ip.RequiredScopes...)}
 }
 
 // toolConfig is SAM's tool_config for tool: the toolset's values under
@@ -1318,6 +1368,9 @@ type UnavailableError struct {
 	// MayHaveRun is set when the call reached a runtime that then went
 	// silent: the tool may have run, and the call was not sent again.
 	MayHaveRun bool
+	// MissingKeys lists the required configuration keys without a value
+	// when the configuration leaves the tool out (Code CodeInitError).
+	MissingKeys []string
 }
 
 // Error implements error.

@@ -53,7 +53,7 @@ func TestClientEndToEnd(t *testing.T) {
 	tools, err := ts.GetTools(ctx)
 	require.NoError(t, err)
 	// keyed needs a value the default configuration lacks.
-	assert.Equal(t, []string{"demo__auth", "demo__echo", "demo__fail", "demo__slow"}, names(tools))
+	assert.Equal(t, []string{"demo__auth", "demo__echo", "demo__fail", "demo__readfile", "demo__slow"}, names(tools))
 	assert.Contains(t, ts.Unavailable(), "keyed")
 	assert.Equal(t, "mesh:demo", ts.Label())
 	list, err := toolset.BuildTools(ctx, "agent1", ts)
@@ -118,7 +118,7 @@ func TestClientConfigThroughInitRequest(t *testing.T) {
 	ts := c.ToolsetWithConfig("demo", toolpkg.Config{Tools: map[string]map[string]any{"keyed": {"api_key": "k-123"}}, Exclude: []string{"auth"}})
 	tools, err := ts.GetTools(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"demo__echo", "demo__fail", "demo__keyed", "demo__slow"}, names(tools))
+	assert.Equal(t, []string{"demo__echo", "demo__fail", "demo__keyed", "demo__readfile", "demo__slow"}, names(tools))
 	list, err := toolset.BuildTools(ctx, "agent1", ts)
 	require.NoError(t, err)
 	out, err := list.Execute(ctx, toolset.ToolCall{ID: "1", Name: "demo__keyed", Args: []byte(`{}`)})

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,6 +33,8 @@ type remoteTool struct {
 	artifact map[string]toolpkg.ArtifactParam
 	config   json.RawMessage // toolset_config
 	toolCfg  json.RawMessage // tool_config
+	approval bool            // calls wait for a human's approval
+	scopes   []string        // required_scopes
 }
 
 func (t *Toolset) makeTool(ip InitParams, version int) (toolset.Tool, error) {
@@ -51,6 +54,9 @@ func (t *Toolset) makeTool(ip InitParams, version int) (toolset.Tool, error) {
 		"toolpkg.tool":    ip.Tool,
 		"toolpkg.version": strconv.Itoa(version),
 	})}
+	// The runtime's answer says what hil and required_scopes make of the
+	// tool: the same options as an in-process tool's.
+	opts = append(opts, ip.policy().Options()...)
 	return toolset.NewRawTool(ip.ToolName, ip.Description, params, rt.run, opts...), nil
 }
 
@@ -64,6 +70,7 @@ func (t *Toolset) remoteTool(ip InitParams, version int) (*remoteTool, error) {
 	rt := &remoteTool{
 		client: c, toolset: t.name, tool: ip.Tool, wireName: ip.ToolName, version: version,
 		subject: subject, artifact: ip.ArtifactParams, config: t.configJSON,
+		approval: ip.RequiresApproval, scopes: append([]string(nil), ip.RequiredScopes...),
 	}
 	if ip.TimeoutSeconds > 0 {
 		rt.timeout = time.Duration(min(ip.TimeoutSeconds, MaxTimeoutSeconds)) * time.Second
@@ -98,6 +105,9 @@ type invokeParams struct {
 	TimeoutSeconds     float64                      `json:"timeout_seconds,omitempty"`
 	Version            int                          `json:"version,omitempty"`
 	ToolsetConfig      json.RawMessage              `json:"toolset_config,omitempty"`
+	Scopes             []string                     `json:"scopes,omitempty"`
+	Approved           bool                         `json:"approved,omitempty"`
+	ArtifactsResolved  bool                         `json:"artifacts_resolved,omitempty"`
 }
 
 // invokeResponse is a response to an invoke, decoded in one pass.
@@ -122,6 +132,18 @@ func (rt *remoteTool) run(ctx context.Context, args json.RawMessage) (any, error
 	p.AppName, _ = rc.Value("app_name").(string)
 	p.UserID, _ = rc.Value("user_id").(string)
 	p.SessionID, _ = rc.Value("session_id").(string)
+	// The handler runs once the run's approval was given, if the tool
+	// requires one; the runtime checks that the call says so, and that
+	// the run's scopes cover the tool's (it is told only those).
+	p.Approved = rt.approval
+	if len(rt.scopes) > 0 {
+		have := toolpkg.RunScopes(ctx)
+		for _, sc := range rt.scopes {
+			if slices.Contains(have, sc) {
+				p.Scopes = append(p.Scopes, sc)
+			}
+		}
+	}
 	if len(rt.artifact) > 0 {
 		if err := rt.artifacts(ctx, args, p); err != nil {
 			return nil, err
@@ -360,6 +382,13 @@ func (rt *remoteTool) mapError(e *RPCError) error {
 		return &toolpkg.AuthRequiredError{Toolset: rt.toolset, Tool: rt.tool, Message: msg}
 	case CodeToolNotFound, CodeToolNotAvailable, CodeResourceExhausted:
 		return &UnavailableError{Toolset: rt.toolset, Tool: rt.tool, Version: rt.version, Code: e.Code, Reason: msg}
+	case CodeInitError:
+		if d.Unavailable {
+			// The runtime's configuration left the tool out since it
+			// was listed: the next turn does not offer it.
+			return &UnavailableError{Toolset: rt.toolset, Tool: rt.tool, Version: rt.version, Code: e.Code,
+				Reason: msg, MissingKeys: boundStrings(d.MissingKeys)}
+		}
 	case CodeSandboxTimeout:
 		timeout := rt.timeout
 		if d.TimeoutSeconds > 0 && d.TimeoutSeconds <= MaxTimeoutSeconds {
@@ -367,6 +396,9 @@ func (rt *remoteTool) mapError(e *RPCError) error {
 		}
 		return &toolpkg.TimeoutError{Toolset: rt.toolset, Tool: rt.tool, Timeout: timeout}
 	case CodeArtifactError:
+		if d.ArtifactParam != "" && len(d.Problems) == 1 {
+			return &toolpkg.ArtifactError{Toolset: rt.toolset, Tool: rt.tool, Param: cut(d.ArtifactParam, 256), Reason: cut(d.Problems[0], MaxErrorMessageBytes)}
+		}
 		return &toolpkg.ArtifactError{Toolset: rt.toolset, Tool: rt.tool, Reason: text}
 	}
 	rid := ""
@@ -394,15 +426,17 @@ func (c *Client) artifactStores(ctx context.Context) (toolpkg.ArtifactStore, *Ar
 // artifacts fills the call's input artifacts: those the arguments name
 // for the tool's artifact parameters, inline when small, else by
 // reference to the shared store (copied there from the agent's store when
-// it is another). One that is missing is left out: the runtime says so
-// if the tool requires it.
+// it is another, with the version the arguments name as source_version).
+// One that is missing is left out, and artifacts_resolved tells the
+// runtime not to look for it elsewhere: the tool says so if it requires
+// it, as in process.
 func (rt *remoteTool) artifacts(ctx context.Context, args json.RawMessage, p *invokeParams) error {
 	var argv map[string]json.RawMessage
 	if json.Unmarshal(args, &argv) != nil {
 		return nil
 	}
 	names := map[string]string{}
-	for param, ap := range rt.artifact {
+	for param := range rt.artifact {
 		raw, ok := argv[param]
 		if !ok {
 			continue
@@ -411,7 +445,7 @@ func (rt *remoteTool) artifacts(ctx context.Context, args json.RawMessage, p *in
 		var list []string
 		if json.Unmarshal(raw, &one) == nil {
 			names[param] = one
-		} else if ap.List && json.Unmarshal(raw, &list) == nil {
+		} else if json.Unmarshal(raw, &list) == nil {
 			for i, n := range list {
 				if i == maxCreatedArtifacts {
 					break
@@ -420,6 +454,7 @@ func (rt *remoteTool) artifacts(ctx context.Context, args json.RawMessage, p *in
 			}
 		}
 	}
+	p.ArtifactsResolved = true
 	if len(names) == 0 {
 		return nil
 	}
@@ -465,8 +500,13 @@ func (rt *remoteTool) artifacts(ctx context.Context, args json.RawMessage, p *in
 			p.PreloadedArtifacts[key] = PreloadedArtifact{Filename: ref.Name, Content: enc, MIMEType: ref.MIMEType, Version: ref.Version}
 			continue
 		}
+		aref := ArtifactReference{Filename: ref.Name, Version: ref.Version}
 		if store != toolpkg.ArtifactStore(shared) {
-			ref, err = shared.Save(ctx, scope, ref, r)
+			// The copy gets the shared store's next version; the tool
+			// is told the agent's, the one the arguments name.
+			var copied toolpkg.ArtifactRef
+			copied, err = shared.Save(ctx, scope, ref, r)
+			aref = ArtifactReference{Filename: ref.Name, Version: copied.Version, SourceVersion: ref.Version}
 		}
 		r.Close()
 		if err != nil {
@@ -475,7 +515,7 @@ func (rt *remoteTool) artifacts(ctx context.Context, args json.RawMessage, p *in
 		if p.ArtifactReferences == nil {
 			p.ArtifactReferences = map[string]ArtifactReference{}
 		}
-		p.ArtifactReferences[key] = ArtifactReference{Filename: ref.Name, Version: ref.Version}
+		p.ArtifactReferences[key] = aref
 	}
 	return nil
 }

@@ -53,6 +53,17 @@
 //     after the runtimes learns their state).
 //   - removed announcements carry the runtime's ID: a tool is gone when no
 //     runtime that announced it still serves it.
+//   - Policy: an init_request's answer carries "requires_approval" and
+//     "required_scopes", what the reserved configuration keys hil and
+//     required_scopes make of the tool over every layer (see Policy
+//     below). An invoke carries "approved" and "scopes" for them.
+//   - Left out: an INIT_ERROR whose data has "unavailable": true and
+//     "missing_keys" is a tool its configuration leaves out for a
+//     missing required value; without it, the configuration is wrong.
+//   - Input artifacts: an invoke's "artifacts_resolved" says the caller
+//     resolved every artifact its arguments name, and an
+//     artifact_reference's "source_version" is the version in the
+//     caller's own store (see Input artifacts below).
 //
 // # Capacity
 //
@@ -68,7 +79,129 @@
 // answers "no responders", which proves nobody took the call: the caller
 // waits a little and sends it again, within its deadline. A JetStream work
 // queue would hold calls instead, but loses the immediate "no responders"
-// that tells a caller nobody serves a subject or version.
+// that tells a caller nobody serves a subject or version. A call that
+// arrived while every slot was taken waits for the next one to free, and
+// is woken when it does.
+//
+// A runtime answers at most RuntimeOptions.MaxInitRequests init_requests
+// at once (each may run a tool's discovery with the configuration); one
+// beyond is answered RESOURCE_EXHAUSTED, which proves it was not
+// answered, and the client asks again within its RequestTimeout.
+//
+// # The agent's side
+//
+// A [Client] is one agent's view of the mesh. [NewClient] subscribes to
+// the init and removed broadcasts and to the agent's own response and
+// status subjects, and asks every runtime for its catalog, so that it
+// knows at once what runs where. [Client.Info] says what the runtimes
+// announce of a toolset (toolpkg.Info: ready with the newest version and
+// its tools, or failed with a runtime's errors), and
+// [Client.ToolsetWithConfig] returns it as a [Toolset], which is a
+// toolset.Toolset:
+//
+//	c, err := mesh.NewClient(ctx, nc, &mesh.ClientOptions{Agent: "support"})
+//	...
+//	ts := c.ToolsetWithConfig("finance-tools", toolpkg.Config{Toolset: values})
+//	list, err := toolset.BuildTools(run.Turn(ctx), "support", ts)
+//
+// A listing takes the newest version the runtimes serve and asks them,
+// by init_request, for each tool under the agent's configuration (the
+// runtimes add the toolset's stored one beneath it, as a toolpkg.Store
+// does): names, schemas and instructions that depend on it hold. The
+// answers are remembered for each version and configuration, so a
+// steady turn costs no broker round trip. A listing fails with an error
+// wrapping toolpkg.ErrNotFound while no runtime serves the toolset, a
+// *toolpkg.NotReadyError when its runtimes failed to sync it, a
+// *toolpkg.ConfigError when the configuration does not fit (or leaves
+// every tool out); [Toolset.Unavailable] and [Toolset.Policies] say which
+// tools it left out and why.
+//
+// A call is an invoke on the pinned subject of the version listed,
+// carrying the arguments, the configuration, the run's app_name, user_id
+// and session_id, and its deadline (timeout_seconds): the caller's, or
+// the tool's timeout. toolset.ReportProgress gets the tool's status
+// lines. The model reads the same text as in process: tool_result
+// carries what a toolpkg call returns, decoded back into a
+// *toolpkg.Result (or a *toolset.Content holding one, when the text was
+// cut), its created artifacts listed as toolpkg.ArtifactRefs of the
+// shared store. Errors are those of a toolpkg call, by SAM code:
+//
+//   - TOOL_ERROR, EXECUTION_ERROR: *toolpkg.ToolFailure (the model reads it)
+//   - AUTHENTICATION_FAILED: *toolpkg.AuthRequiredError
+//   - SANDBOX_TIMEOUT: *toolpkg.TimeoutError
+//   - ARTIFACT_ERROR: *toolpkg.ArtifactError
+//   - TOOL_NOT_FOUND, TOOL_NOT_AVAILABLE, RESOURCE_EXHAUSTED, an
+//     INIT_ERROR marked unavailable, no runtime answering:
+//     [*UnavailableError] (the model reads it; the next turn lists what
+//     serves then)
+//   - anything else: [*RemoteError], which stops the run
+//
+// The runtime that takes a call says so at once ("accepted") and then
+// every heartbeat. A call nobody takes within ClientOptions.AcceptTimeout,
+// or whose runtime goes silent for HeartbeatTimeout (killed, cut off),
+// fails with an *UnavailableError whose MayHaveRun is set, before its
+// deadline; it is never sent again, since it may have run. When no
+// runtime serves the version (every one busy, restarting, or gone) the
+// server answers "no responders": that call was received by nobody, so
+// it is sent again, with a growing pause, for at most
+// ClientOptions.BusyWait while a runtime still announces the version,
+// and then fails with an *UnavailableError whose Code is "". Cancelling
+// the caller's context cancels the call on its runtime (its tool gets
+// SIGTERM).
+//
+// # Policy
+//
+// The reserved configuration keys hil and required_scopes work over the
+// mesh as in process, though the stored configuration lives on the
+// runtimes: the init_request answer carries what they make of the tool
+// (toolpkg.ToolPolicy, resolved over the agent's overlay, its toolset
+// values and the stored configuration; they only tighten), and the
+// client's tool carries the same options as a toolpkg tool
+// (ToolPolicy.Options): a tool that needs approval stops the run with a
+// *toolset.ApprovalRequiredError until the run's Approver allows the
+// call, and a tool that requires scopes is hidden from a run whose
+// toolpkg.Scopes lack one. The runtime applies both again: an invoke of
+// a tool that requires scopes must carry them in "scopes" (the client
+// sends those of the run's scopes the tool requires, no others), else it
+// is refused TOOL_NOT_FOUND with "missing_scopes", as a hidden tool is
+// unknown in process; an invoke of a tool that needs approval must say
+// "approved", else it is refused INVALID_REQUEST. The runtime cannot
+// know that a human approved: "approved" says the caller applied its
+// approval policy, so that a caller that does not know of the key
+// cannot run the tool unasked.
+//
+// # Input artifacts
+//
+// A tool's artifact parameters name artifacts of the agent's store
+// (ClientOptions.Artifacts, by default the namespace's shared
+// [ArtifactStore]), "name" for the latest version or "name:3". The
+// client loads each one the arguments name and sends it inline, in
+// preloaded_artifacts, when it is at most
+// ClientOptions.MaxInlineArtifactBytes (default
+// DefaultMaxInlineArtifactBytes) and the call's inline artifacts stay
+// within half of MaxMessageBytes; else by reference
+// (artifact_references) to the shared store, copying it there first
+// when the agent's store is another. A copy gets the shared store's own
+// next version: the reference names that version, and "source_version"
+// the agent's, so that "name:3" loads the agent's version 3, never
+// another, and the tool is told version 3. An artifact the agent's store
+// does not have is sent neither way, and "artifacts_resolved" tells the
+// runtime not to look for it elsewhere: the tool reports it missing, as
+// in process.
+//
+// The runtime's store reads artifacts through a store of its own in
+// front of the base one (the store's ArtifactOptions.Store when the
+// RuntimeOptions name one, else the namespace's shared ArtifactStore,
+// where the calls' output artifacts go too): a call's context holds its
+// inputs, so its artifact parameters load them as a toolpkg call loads
+// its store's. Each input is checked before the tool runs: at most
+// MaxInputArtifacts of them, each preloaded one at most
+// MaxInlineArtifactLimit decoded (its base64 length is checked before it
+// is decoded) and all of them at most MaxInlineArtifactsTotal, names
+// checked with toolpkg.CheckArtifactName, MIME types and metadata
+// bounded, and each keyed by an artifact parameter of the tool
+// ("param", or "param[i]" for a list) whose argument names it. One that
+// does not fit is an ARTIFACT_ERROR.
 //
 // # Runtime directory
 //

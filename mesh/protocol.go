@@ -78,6 +78,18 @@ const (
 	MaxTools = 1024
 	// MaxToolsets bounds the toolsets of one catalog.
 	MaxToolsets = 4096
+	// MaxScopes bounds the scopes of an invoke and of an init answer.
+	MaxScopes = 64
+	// MaxScopeBytes bounds one scope name.
+	MaxScopeBytes = 256
+	// MaxInputArtifacts bounds the input artifacts of one invoke,
+	// preloaded and referenced together.
+	MaxInputArtifacts = 64
+	// MaxInlineArtifactLimit bounds one preloaded artifact, decoded.
+	MaxInlineArtifactLimit = 512 << 10
+	// MaxInlineArtifactsTotal bounds the preloaded artifacts of one
+	// invoke together, decoded.
+	MaxInlineArtifactsTotal = MaxMessageBytes * 3 / 4
 )
 
 // Request is a JSON-RPC request (ID set) or notification (ID empty).
@@ -130,6 +142,17 @@ type ErrorData struct {
 	Version int `json:"version,omitempty"`
 	// Runtime is the ID of the runtime that answered.
 	Runtime string `json:"runtime,omitempty"`
+	// Unavailable is set with CodeInitError when the configuration
+	// leaves the tool out (a required value missing) rather than being
+	// wrong: the toolset's other tools stay. MissingKeys lists the
+	// required keys without a value.
+	Unavailable bool     `json:"unavailable,omitempty"`
+	MissingKeys []string `json:"missing_keys,omitempty"`
+	// MissingScopes lists the required scopes an invoke did not carry.
+	MissingScopes []string `json:"missing_scopes,omitempty"`
+	// ArtifactParam is the artifact parameter of a CodeArtifactError,
+	// Problems its one reason.
+	ArtifactParam string `json:"artifact_param,omitempty"`
 }
 
 // InvokeParams are the params of MethodInvoke, SAM's fields.
@@ -154,6 +177,19 @@ type InvokeParams struct {
 	// same precedence as in process. ToolConfig, when set alone, is the
 	// per-tool overlay.
 	ToolsetConfig *WireConfig `json:"toolset_config,omitempty"`
+	// Scopes is an extension: the scopes the caller's run carries
+	// (toolpkg.Scopes) of those the tool requires; the runtime refuses
+	// the call when they do not cover the tool's required_scopes.
+	Scopes []string `json:"scopes,omitempty"`
+	// Approved is an extension: the tool requires a human's approval
+	// (InitParams.RequiresApproval) and the caller's run gave it. The
+	// runtime refuses a call of such a tool without it.
+	Approved bool `json:"approved,omitempty"`
+	// ArtifactsResolved is an extension: the caller resolved every
+	// artifact the arguments name for the tool's artifact parameters,
+	// into PreloadedArtifacts or ArtifactReferences; one in neither
+	// does not exist, and the runtime looks for it nowhere else.
+	ArtifactsResolved bool `json:"artifacts_resolved,omitempty"`
 }
 
 // WireConfig is a toolpkg.Config on the wire.
@@ -172,10 +208,16 @@ type PreloadedArtifact struct {
 	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
-// ArtifactReference names an input artifact in the shared artifact store.
+// ArtifactReference names an input artifact in the shared artifact store,
+// SAM's fields, with the extension SourceVersion.
 type ArtifactReference struct {
 	Filename string `json:"filename"`
 	Version  int    `json:"version,omitempty"`
+	// SourceVersion is an extension: the version of the artifact in the
+	// caller's own store, when the caller copied it into the shared store
+	// (where Version counts the copies). The tool is told SourceVersion,
+	// as it would be in process.
+	SourceVersion int `json:"source_version,omitempty"`
 }
 
 // InvokeResult is the result of MethodInvoke, SAM's fields.
@@ -270,6 +312,14 @@ type InitParams struct {
 	TimeoutSeconds int    `json:"timeout_seconds,omitempty"`
 	// Auth says the tool takes the run's credentials (toolpkg.ToolInfo.Auth).
 	Auth bool `json:"auth,omitempty"`
+	// RequiresApproval says a call waits for a human's approval (the
+	// reserved configuration key hil), and RequiredScopes lists the
+	// scopes a run must carry to see the tool (required_scopes): the
+	// effective values under the configuration of an init_request,
+	// toolpkg.ToolPolicy. A broadcast init, made without an agent's
+	// configuration, leaves them out.
+	RequiresApproval bool     `json:"requires_approval,omitempty"`
+	RequiredScopes   []string `json:"required_scopes,omitempty"`
 }
 
 // InitRequestParams are the params of MethodInitRequest, SAM's fields, with

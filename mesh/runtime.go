@@ -11,9 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/toolpkg"
@@ -30,6 +32,9 @@ const DefaultHeartbeat = time.Second
 // maxCachedToolsets bounds the configured toolsets a runtime keeps.
 const maxCachedToolsets = 256
 
+// DefaultMaxInitRequests is the default of RuntimeOptions.MaxInitRequests.
+const DefaultMaxInitRequests = 64
+
 // RuntimeOptions configure a Runtime.
 type RuntimeOptions struct {
 	// Namespace of the subjects (DefaultNamespace when "").
@@ -41,7 +46,10 @@ type RuntimeOptions struct {
 	// under Dir/store, its sync state, its fetches.
 	Dir string
 	// Store configure the runtime's toolpkg.Store: sandbox, Python,
-	// limits... (nil: the defaults).
+	// limits... (nil: the defaults). Its Artifacts.Store defaults to the
+	// namespace's shared [ArtifactStore], so that the agents read what
+	// the calls create; each call's input artifacts are put in front of
+	// it (see the package documentation, Input artifacts).
 	Store *toolpkg.Options
 	// MaxCalls is how many calls run at once (default 4 per CPU); calls
 	// beyond it are not taken from the queue (see the package
@@ -50,6 +58,10 @@ type RuntimeOptions struct {
 	// Heartbeat is the interval of a running call's heartbeat (default
 	// DefaultHeartbeat).
 	Heartbeat time.Duration
+	// MaxInitRequests is how many init_requests are answered at once
+	// (default DefaultMaxInitRequests); one beyond is answered
+	// RESOURCE_EXHAUSTED, and the client asks again.
+	MaxInitRequests int
 	// Logger receives the runtime's logs (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -67,6 +79,8 @@ type Runtime struct {
 	sync      *syncer
 	heartbeat time.Duration
 	maxCalls  int
+	initSlots chan struct{} // one token per init_request being answered
+	inits     sync.WaitGroup
 
 	syncCancel context.CancelFunc
 	syncDone   chan struct{}
@@ -79,6 +93,7 @@ type Runtime struct {
 	closing  bool
 	gateOpen bool
 	running  int
+	slotFree chan struct{} // closed, and replaced, when a slot frees
 	served   map[string]*served
 	active   map[callKey]*activeCall
 	cache    map[string]*toolpkg.Toolset
@@ -145,6 +160,26 @@ func NewRuntime(ctx context.Context, nc *nats.Conn, o *RuntimeOptions) (*Runtime
 	if sopts.Logger == nil {
 		sopts.Logger = logger
 	}
+	maxInits := o.MaxInitRequests
+	if maxInits <= 0 {
+		maxInits = DefaultMaxInitRequests
+	}
+	// The calls' artifacts: the base store (the namespace's shared one
+	// unless the options name another), with each call's input artifacts
+	// in front.
+	var aopts toolpkg.ArtifactOptions
+	if sopts.Artifacts != nil {
+		aopts = *sopts.Artifacts
+	}
+	if aopts.Store == nil {
+		shared, err := NewArtifactStore(ctx, nc, &ArtifactStoreOptions{Namespace: subj.Namespace(), MaxArtifactBytes: aopts.MaxArtifactBytes})
+		if err != nil {
+			return nil, fmt.Errorf("mesh: runtime: %w", err)
+		}
+		aopts.Store = shared
+	}
+	aopts.Store = &inputStore{base: aopts.Store}
+	sopts.Artifacts = &aopts
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("mesh: runtime dir: %w", err)
 	}
@@ -163,7 +198,7 @@ func NewRuntime(ctx context.Context, nc *nats.Conn, o *RuntimeOptions) (*Runtime
 		return nil, err
 	}
 	r := &Runtime{nc: nc, subj: subj, id: id, logger: logger, store: store, pk: pk, sync: sy,
-		heartbeat: hb, maxCalls: maxCalls, gateOpen: true,
+		heartbeat: hb, maxCalls: maxCalls, gateOpen: true, initSlots: make(chan struct{}, maxInits), slotFree: make(chan struct{}),
 		served: map[string]*served{}, active: map[callKey]*activeCall{}, cache: map[string]*toolpkg.Toolset{}}
 	r.callCtx, r.callStop = context.WithCancel(context.Background())
 	sy.onChange = func(name string) {
@@ -526,9 +561,8 @@ func (r *Runtime) onInvoke(m *nats.Msg) {
 		r.sendError(t, req.ID, CodeInvalidRequest, fmt.Sprintf("timeout_seconds must be between 0 and %d", MaxTimeoutSeconds), nil)
 		return
 	}
-	if len(p.PreloadedArtifacts) > 0 {
-		// Refused rather than ignored: the tool would run without them.
-		r.sendError(t, req.ID, CodeArtifactError, "this runtime takes input artifacts by reference (artifact_references), not inline", nil)
+	if err := checkScopes(p.Scopes); err != nil {
+		r.sendError(t, req.ID, CodeInvalidRequest, "scopes: "+err.Error(), nil)
 		return
 	}
 	if len(p.Args) == 0 {
@@ -542,9 +576,10 @@ func (r *Runtime) onInvoke(m *nats.Msg) {
 	// only the messages already on their way wait here.
 	r.mu.Lock()
 	for !r.closing && r.running >= r.maxCalls {
+		free := r.slotFree
 		r.mu.Unlock()
 		select {
-		case <-time.After(5 * time.Millisecond):
+		case <-free:
 		case <-r.callCtx.Done():
 		}
 		r.mu.Lock()
@@ -576,6 +611,7 @@ func (r *Runtime) onInvoke(m *nats.Msg) {
 			r.mu.Lock()
 			delete(r.active, key)
 			r.running--
+			r.wakeWaiters()
 			if r.running < r.maxCalls {
 				r.openGate()
 			}
@@ -583,6 +619,25 @@ func (r *Runtime) onInvoke(m *nats.Msg) {
 		}()
 		r.run(ctx, t, req.ID, &p)
 	}()
+}
+
+// wakeWaiters wakes the calls waiting for a slot; r.mu is held.
+func (r *Runtime) wakeWaiters() {
+	close(r.slotFree)
+	r.slotFree = make(chan struct{})
+}
+
+// checkScopes checks the scopes of an invoke.
+func checkScopes(scopes []string) error {
+	if len(scopes) > MaxScopes {
+		return fmt.Errorf("%d scopes, at most %d", len(scopes), MaxScopes)
+	}
+	for _, sc := range scopes {
+		if sc == "" || len(sc) > MaxScopeBytes || !utf8.ValidString(sc) {
+			return fmt.Errorf("a scope is empty, longer than %d bytes or not UTF-8", MaxScopeBytes)
+		}
+	}
+	return nil
 }
 
 // run runs one call and answers it.
@@ -632,7 +687,7 @@ func (r *Runtime) execute(ctx context.Context, t replyTarget, p *InvokeParams) (
 			err = fmt.Errorf("mesh: call panicked: %v", v)
 		}
 	}()
-	name, _, ok := SplitToolName(p.ToolName)
+	name, tool, ok := SplitToolName(p.ToolName)
 	if !ok {
 		return nil, &notFoundError{tool: p.ToolName}
 	}
@@ -645,6 +700,17 @@ func (r *Runtime) execute(ctx context.Context, t replyTarget, p *InvokeParams) (
 	if p.Version != 0 && p.Version != s.version {
 		return nil, &versionError{toolset: name, want: p.Version, have: s.version}
 	}
+	var artifactParams map[string]toolpkg.ArtifactParam
+	for _, ti := range s.tools {
+		if ti.Name == tool {
+			artifactParams = ti.ArtifactParams
+		}
+	}
+	inputs, err := readInputs(p, artifactParams)
+	if err != nil {
+		return nil, err
+	}
+	ctx = withInputs(ctx, inputs)
 	ts, err := r.toolset(name, s.local, wireConfig(p.ToolsetConfig, p.ToolConfig, p.ToolName))
 	if err != nil {
 		return nil, err
@@ -660,7 +726,7 @@ func (r *Runtime) execute(ctx context.Context, t replyTarget, p *InvokeParams) (
 			values[k] = v
 		}
 	}
-	run := toolset.NewRun("", toolset.WithValues(values))
+	run := toolset.NewRun("", toolset.WithValues(values), toolset.WithValue(toolpkg.Scopes, p.Scopes))
 	defer run.End()
 	ctx = run.Turn(ctx)
 	ctx = toolset.WithProgress(ctx, func(pr toolset.Progress) {
@@ -675,16 +741,28 @@ func (r *Runtime) execute(ctx context.Context, t replyTarget, p *InvokeParams) (
 	if err != nil {
 		return nil, err
 	}
+	// The policy of the tool under this configuration, applied again
+	// here: a caller that does not know it cannot get around it.
+	policy, hasPolicy := ts.Policies()[tool]
+	if hasPolicy && len(policy.Scopes) > 0 && !toolpkg.HasScopes(ctx, policy.Scopes) {
+		return nil, &scopeError{tool: p.ToolName, missing: missingScopes(policy.Scopes, p.Scopes)}
+	}
 	if _, ok := list.Lookup(p.ToolName); !ok {
-		if why, ok := ts.Unavailable()[strings.TrimPrefix(p.ToolName, name+ToolSeparator)]; ok {
-			return nil, &initError{tool: p.ToolName, reason: why}
-		}
-		if why, ok := ts.Unavailable()[p.ToolName]; ok {
-			return nil, &initError{tool: p.ToolName, reason: why}
+		if why, ok := ts.Unavailable()[tool]; ok {
+			return nil, &initError{tool: p.ToolName, reason: why, missing: policy.Missing}
 		}
 		return nil, &notFoundError{tool: p.ToolName}
 	}
-	return list.Execute(ctx, toolset.ToolCall{ID: t.corr, Name: p.ToolName, Args: p.Args})
+	call := toolset.ToolCall{ID: t.corr, Name: p.ToolName, Args: p.Args}
+	if policy.Approval {
+		if !p.Approved {
+			return nil, &approvalError{tool: p.ToolName}
+		}
+		// The caller's run asked its human: the call runs once, as
+		// approved.
+		run.RecordApproval(call)
+	}
+	return list.Execute(ctx, call)
 }
 
 // wireConfig is the toolpkg.Config of a call: the toolset's configuration
@@ -803,9 +881,42 @@ func (e *versionError) Error() string {
 	return fmt.Sprintf("no runtime serves version %d of toolset %s here (this runtime serves version %d)", e.want, e.toolset, e.have)
 }
 
-// initError is a tool the configuration leaves out, or a configuration
-// that cannot be used.
-type initError struct{ tool, reason string }
+// scopeError is a call whose scopes do not cover the tool's
+// required_scopes.
+type scopeError struct {
+	tool    string
+	missing []string
+}
+
+func (e *scopeError) Error() string {
+	return fmt.Sprintf("tool %s requires scopes the call does not carry: %s", e.tool, strings.Join(e.missing, ", "))
+}
+
+// missingScopes returns the scopes of need that have lacks.
+func missingScopes(need, have []string) []string {
+	var out []string
+	for _, s := range need {
+		if !slices.Contains(have, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// approvalError is a call of a tool that requires a human's approval,
+// and that does not say it was approved.
+type approvalError struct{ tool string }
+
+func (e *approvalError) Error() string {
+	return fmt.Sprintf("tool %s requires a human's approval, and the call does not say it was approved", e.tool)
+}
+
+// initError is a tool the configuration leaves out (missing holds the
+// required keys without a value), or a configuration that cannot be used.
+type initError struct {
+	tool, reason string
+	missing      []string
+}
 
 func (e *initError) Error() string {
 	return fmt.Sprintf("tool %s is not available with this configuration: %s", e.tool, e.reason)
@@ -830,6 +941,9 @@ func (r *Runtime) mapError(err error, p *InvokeParams) (code, message string, da
 		nf       *notFoundError
 		ve       *versionError
 		ie       *initError
+		se       *scopeError
+		ae       *approvalError
+		in       *inputError
 		unknown  *toolset.UnknownToolError
 	)
 	switch {
@@ -853,7 +967,17 @@ func (r *Runtime) mapError(err error, p *InvokeParams) (code, message string, da
 		data.ToolErrorCode = failure.Code
 		return CodeToolError, failure.Message, data
 	case errors.As(err, &artifact):
+		data.ArtifactParam, data.Problems = artifact.Param, []string{artifact.Reason}
 		return CodeArtifactError, err.Error(), data
+	case errors.As(err, &in):
+		data.ArtifactParam, data.Problems = in.key, []string{in.reason}
+		data.ModelText = (&toolpkg.ArtifactError{Param: in.key, Reason: in.reason}).ModelText()
+		return CodeArtifactError, err.Error(), data
+	case errors.As(err, &se):
+		data.MissingScopes = se.missing
+		return CodeToolNotFound, err.Error(), data
+	case errors.As(err, &ae):
+		return CodeInvalidRequest, err.Error(), data
 	case errors.As(err, &stale), errors.As(err, &notReady):
 		return CodeToolNotAvailable, err.Error(), data
 	case errors.As(err, &ve):
@@ -864,6 +988,8 @@ func (r *Runtime) mapError(err error, p *InvokeParams) (code, message string, da
 		return CodeInitError, err.Error(), data
 	case errors.As(err, &ie):
 		data.Problems = []string{ie.reason}
+		data.Unavailable = len(ie.missing) > 0
+		data.MissingKeys = ie.missing
 		return CodeInitError, err.Error(), data
 	case errors.As(err, &nf), errors.As(err, &unknown):
 		return CodeToolNotFound, err.Error(), data
@@ -923,7 +1049,24 @@ func (r *Runtime) onInitRequest(m *nats.Msg) {
 		r.sendError(t, id, CodeInvalidRequest, "tool_name is not the subject's tool", nil)
 		return
 	}
+	select {
+	case r.initSlots <- struct{}{}:
+	default:
+		r.sendError(t, id, CodeResourceExhausted, fmt.Sprintf("this runtime answers %d init_requests at once; ask again", cap(r.initSlots)), nil)
+		return
+	}
+	r.mu.Lock()
+	if r.closing {
+		r.mu.Unlock()
+		<-r.initSlots
+		r.sendError(t, id, CodeToolNotAvailable, "the runtime is shutting down", nil)
+		return
+	}
+	r.inits.Add(1)
+	r.mu.Unlock()
 	go func() {
+		defer r.inits.Done()
+		defer func() { <-r.initSlots }()
 		ip, err := r.describe(&p)
 		if err != nil {
 			code, msg, data := r.mapError(err, &InvokeParams{ToolName: p.ToolName})
@@ -981,6 +1124,9 @@ func (r *Runtime) describe(p *InitRequestParams) (ip InitParams, err error) {
 				ip = r.initParams(s, ti)
 			}
 		}
+		if pol, ok := ts.Policies()[tool]; ok {
+			ip.RequiresApproval, ip.RequiredScopes = pol.Approval, pol.Scopes
+		}
 		ip.ToolName, ip.Description = tl.Name, tl.Description
 		if tl.Parameters != nil {
 			b, err := json.Marshal(tl.Parameters)
@@ -992,7 +1138,7 @@ func (r *Runtime) describe(p *InitRequestParams) (ip InitParams, err error) {
 		return ip, nil
 	}
 	if why, ok := ts.Unavailable()[tool]; ok {
-		return ip, &initError{tool: p.ToolName, reason: why}
+		return ip, &initError{tool: p.ToolName, reason: why, missing: ts.Policies()[tool].Missing}
 	}
 	return ip, &notFoundError{tool: p.ToolName}
 }
@@ -1061,6 +1207,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 	}
 	r.closing = true
 	r.gateOpen = false
+	r.wakeWaiters()
 	for _, s := range r.served {
 		drainAll(s.invoke)
 		drainAll(s.initReq)
@@ -1073,6 +1220,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		r.calls.Wait()
+		r.inits.Wait()
 		close(done)
 	}()
 	var err error
@@ -1085,6 +1233,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 			c.cancel(errClosing)
 		}
 		r.mu.Unlock()
+		r.callStop() // and the init_requests being answered
 		<-done
 	}
 	r.mu.Lock()

@@ -106,7 +106,7 @@ func TestInitBroadcastAndCatalog(t *testing.T) {
 	require.Len(t, cat.Toolsets, 1)
 	assert.Equal(t, "demo", cat.Toolsets[0].Name)
 	assert.Equal(t, 1, cat.Toolsets[0].Version)
-	assert.Len(t, cat.Toolsets[0].Tools, 5)
+	assert.Len(t, cat.Toolsets[0].Tools, 6)
 }
 
 func TestInitRequest(t *testing.T) {

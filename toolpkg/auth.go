@@ -210,8 +210,9 @@ func (s *secrets) with() *secrets {
 	return c
 }
 
-// runScopes returns the scopes the run carries, by key or by name.
-func runScopes(ctx context.Context) []string {
+// RunScopes returns the scopes the run of ctx carries: the run value
+// [Scopes], or a list of strings under the name "scopes".
+func RunScopes(ctx context.Context) []string {
 	if s, ok := Scopes.Lookup(ctx); ok {
 		return s
 	}
@@ -227,10 +228,11 @@ func runScopes(ctx context.Context) []string {
 	return nil
 }
 
-// hasScopes reports whether the run of ctx carries every scope of need.
-func hasScopes(ctx context.Context, need []string) bool {
+// HasScopes reports whether the run of ctx carries every scope of need
+// (see [RunScopes]).
+func HasScopes(ctx context.Context, need []string) bool {
 	have := map[string]bool{}
-	for _, s := range runScopes(ctx) {
+	for _, s := range RunScopes(ctx) {
 		have[s] = true
 	}
 	for _, s := range need {

@@ -72,8 +72,11 @@ type resolvedConfig struct {
 	// unavailable says, by tool name, why a tool is left out: a required
 	// key that has no value.
 	unavailable map[string]string
-	excluded    map[string]bool
-	secrets     *secrets
+	// missing lists, by tool name, the required keys without a value of
+	// each tool left out.
+	missing  map[string][]string
+	excluded map[string]bool
+	secrets  *secrets
 }
 
 // resolveConfig checks c against the config schema of every tool and
@@ -112,7 +115,7 @@ func resolveConfig(name string, tools []ToolInfo, c Config, stored map[string]an
 			sec.keys[k] = true
 		}
 	}
-	rc := &resolvedConfig{tools: map[string]*toolConfig{}, unavailable: map[string]string{}, excluded: map[string]bool{}, secrets: sec}
+	rc := &resolvedConfig{tools: map[string]*toolConfig{}, unavailable: map[string]string{}, missing: map[string][]string{}, excluded: map[string]bool{}, secrets: sec}
 	for _, k := range sortedKeys(stored) {
 		_, ok := declared[k]
 		switch {
@@ -186,7 +189,7 @@ func resolveConfig(name string, tools []ToolInfo, c Config, stored map[string]an
 			return nil, ""
 		}
 		tc := &toolConfig{values: map[string]any{}}
-		var missing []string
+		var missing, missingKeys []string
 		for _, f := range t.Config {
 			// A key one tool declares secret is secret for all of them.
 			f.Secret = f.Secret || sec.keys[f.Key]
@@ -200,6 +203,7 @@ func resolveConfig(name string, tools []ToolInfo, c Config, stored map[string]an
 					}
 				case f.Required:
 					missing = append(missing, fmt.Sprintf("%q is required by tool %q: %s%s", f.Key, t.Name, f.Type, describe(f.Description)))
+					missingKeys = append(missingKeys, f.Key)
 				}
 				continue
 			}
@@ -261,6 +265,7 @@ func resolveConfig(name string, tools []ToolInfo, c Config, stored map[string]an
 		tc.auth.fromRun = tc.auth.fromRun || len(t.Auth) > 0
 		if len(missing) > 0 {
 			rc.unavailable[t.Name] = strings.Join(missing, "; ")
+			rc.missing[t.Name] = missingKeys
 			continue
 		}
 		rc.tools[t.Name] = tc

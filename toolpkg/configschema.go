@@ -82,9 +82,11 @@ func (t *Toolset) configuredTools(ctx context.Context, info Info, cfg *resolvedC
 			if full := t.name + "__" + ti.Name; len(full) > 64 {
 				return nil, fmt.Errorf("toolpkg: toolset %q: tool %q: the model would see %q, %d characters; names may have at most 64", t.name, ti.Name, full, len(full))
 			}
-			if _, known := cfg.tools[ti.Name]; !known && first != nil && !cfg.excluded[ti.Name] {
+			_, left := cfg.unavailable[ti.Name]
+			if _, known := cfg.tools[ti.Name]; !known && first != nil && !cfg.excluded[ti.Name] && !left {
 				// A tool renamed by its configuration takes the
-				// executable's values of the keys it declares.
+				// executable's values of the keys it declares; one
+				// left out for a missing value stays out.
 				c := *first
 				c.values = map[string]any{}
 				for _, f := range ti.Config {

@@ -38,6 +38,7 @@ type built struct {
 	configGen    uint64
 	tools        []toolset.Tool
 	unavailable  map[string]string
+	policies     map[string]ToolPolicy
 	instructions string
 	err          error
 }
@@ -160,12 +161,12 @@ func (t *Toolset) GetTools(ctx context.Context) ([]toolset.Tool, error) {
 		if info.Serving == 0 || info.Status == StatusRemoved {
 			return nil, &NotReadyError{Toolset: t.name, Status: info.Status, Errors: info.Errors}
 		}
-		tools, unavailable, instr, err := t.build(ctx, info, stored, sealed)
+		tools, unavailable, policies, instr, err := t.build(ctx, info, stored, sealed)
 		if err != nil && ctx.Err() != nil {
 			// Canceled: the next turn tries again.
 			return nil, err
 		}
-		t.built = &built{version: info.Serving, configGen: gen, tools: tools, unavailable: unavailable, instructions: instr, err: err}
+		t.built = &built{version: info.Serving, configGen: gen, tools: tools, unavailable: unavailable, policies: policies, instructions: instr, err: err}
 	}
 	if t.built.err != nil {
 		return nil, t.built.err
@@ -188,13 +189,13 @@ func (t *Toolset) notReady() error {
 
 // build makes the tools of the serving version, with the store's
 // configuration of the toolset under the agent's.
-func (t *Toolset) build(ctx context.Context, info Info, stored map[string]any, sealed map[string]bool) ([]toolset.Tool, map[string]string, string, error) {
+func (t *Toolset) build(ctx context.Context, info Info, stored map[string]any, sealed map[string]bool) ([]toolset.Tool, map[string]string, map[string]ToolPolicy, string, error) {
 	cfg, err := resolveConfig(t.name, info.Tools, t.config, stored, sealed)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, nil, "", err
 	}
 	if info.Tools, err = t.configuredTools(ctx, info, cfg, len(stored) > 0); err != nil {
-		return nil, nil, "", err
+		return nil, nil, nil, "", err
 	}
 	for _, tool := range sortedKeys(cfg.unavailable) {
 		t.store.log.Warn("toolpkg: tool left out: "+cfg.unavailable[tool], "toolset", t.name, "version", info.Serving)
@@ -202,6 +203,10 @@ func (t *Toolset) build(ctx context.Context, info Info, stored map[string]any, s
 	exes := map[string]Executable{}
 	for _, ex := range info.Executables {
 		exes[ex.Key] = ex
+	}
+	policies := map[string]ToolPolicy{}
+	for tool, keys := range cfg.missing {
+		policies[tool] = ToolPolicy{Missing: append([]string(nil), keys...)}
 	}
 	tools := make([]toolset.Tool, 0, len(info.Tools))
 	var instr []string
@@ -212,33 +217,82 @@ func (t *Toolset) build(ctx context.Context, info Info, stored map[string]any, s
 		}
 		params, err := toolset.ParseSchema(ti.Parameters)
 		if err != nil {
-			return nil, nil, "", fmt.Errorf("toolpkg: toolset %q: tool %q: parameters: %w", t.name, ti.Name, unprefixed{err})
+			return nil, nil, nil, "", fmt.Errorf("toolpkg: toolset %q: tool %q: parameters: %w", t.name, ti.Name, unprefixed{err})
 		}
 		c := &call{
 			store: t.store, toolset: t.name, version: info.Serving, tool: ti,
 			exe: exes[ti.Executable], config: tc.values, auth: tc.auth, secrets: cfg.secrets,
 		}
+		policy := ToolPolicy{Approval: tc.hil, Scopes: append([]string(nil), tc.scopes...)}
+		policies[ti.Name] = policy
 		opts := []toolset.ToolOption{toolset.WithMetadata(map[string]string{
 			"toolpkg.toolset": t.name,
 			"toolpkg.tool":    ti.Name,
 			"toolpkg.version": strconv.Itoa(info.Serving),
 		})}
-		if tc.hil {
-			opts = append(opts, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) {
-				return true, nil
-			}))
-		}
-		if scopes := tc.scopes; len(scopes) > 0 {
-			opts = append(opts, toolset.WithEnabled(func(ctx context.Context, _ toolset.Tool) (bool, error) {
-				return hasScopes(ctx, scopes), nil
-			}))
-		}
+		opts = append(opts, policy.Options()...)
 		tools = append(tools, toolset.NewRawTool(t.name+"__"+ti.Name, ti.Description, params, c.run, opts...))
 		if ti.Instructions != "" {
 			instr = append(instr, ti.Instructions)
 		}
 	}
-	return tools, cfg.unavailable, strings.Join(instr, "\n\n"), nil
+	return tools, cfg.unavailable, policies, strings.Join(instr, "\n\n"), nil
+}
+
+// ToolPolicy is what a toolset's configuration makes of one tool beyond
+// its tool_config: the reserved keys hil and required_scopes, resolved
+// over every layer (they only tighten), and the required keys left
+// without a value.
+type ToolPolicy struct {
+	// Approval is set when calls wait for a human's approval (hil).
+	Approval bool
+	// Scopes are the scopes a run must carry (the run value [Scopes])
+	// for the tool to be listed (required_scopes).
+	Scopes []string
+	// Missing lists the required configuration keys that have no
+	// value: the tool is left out (see [Toolset.Unavailable]).
+	Missing []string
+}
+
+// Options returns the tool options that apply p, those the tools of a
+// [Toolset] carry: [toolset.WithApprovalRequired] when Approval is set,
+// [toolset.WithEnabled] hiding the tool from a run without every scope
+// of Scopes.
+func (p ToolPolicy) Options() []toolset.ToolOption {
+	var opts []toolset.ToolOption
+	if p.Approval {
+		opts = append(opts, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) {
+			return true, nil
+		}))
+	}
+	if scopes := append([]string(nil), p.Scopes...); len(scopes) > 0 {
+		opts = append(opts, toolset.WithEnabled(func(ctx context.Context, _ toolset.Tool) (bool, error) {
+			return HasScopes(ctx, scopes), nil
+		}))
+	}
+	return opts
+}
+
+// Policies returns, by tool name (without the toolset's prefix), the
+// policy of each tool of the version last listed: the tools listed and
+// those left out for a missing value; excluded tools have none. Nil
+// before a listing, or when the last one failed.
+func (t *Toolset) Policies() map[string]ToolPolicy {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.built == nil || t.built.err != nil {
+		return nil
+	}
+	out := make(map[string]ToolPolicy, len(t.built.policies))
+	for k, p := range t.built.policies {
+		p.Scopes = append([]string(nil), p.Scopes...)
+		p.Missing = append([]string(nil), p.Missing...)
+		out[k] = p
+	}
+	return out
 }
 
 // Instructions implements [toolset.InstructionsProvider]: the

@@ -4,6 +4,10 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/gotoolset/toolset"
@@ -19,6 +23,11 @@ type slowIn struct {
 }
 
 type noIn struct{}
+
+type readIn struct {
+	File string   `json:"file"`
+	More []string `json:"more,omitempty"`
+}
 
 func main() {
 	echo := toolset.NewTool("echo", "Echo the text", func(ctx context.Context, in echoIn) (string, error) {
@@ -44,9 +53,35 @@ func main() {
 		k, _ := pkgtool.Config(ctx)["api_key"].(string)
 		return "key " + k, nil
 	})
+	// readfile reports each input artifact it was given: its key, name,
+	// version, MIME type and content.
+	readfile := toolset.NewTool("readfile", "Read the artifacts named", func(ctx context.Context, _ readIn) (string, error) {
+		inv := pkgtool.FromContext(ctx)
+		var keys []string
+		for k := range inv.ArtifactMetadata {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var out []string
+		for _, k := range keys {
+			m := inv.ArtifactMetadata[k]
+			data, err := os.ReadFile(inv.ArtifactPaths[k])
+			if err != nil {
+				return "", err
+			}
+			if len(data) > 64 {
+				data = []byte(fmt.Sprintf("%d bytes", len(data)))
+			}
+			out = append(out, fmt.Sprintf("%s=%s v%d %s: %s", k, m.Filename, m.Version, m.MIMEType, data))
+		}
+		return strings.Join(out, "\n"), nil
+	})
 	pkgtool.MainWith(&pkgtool.Options{
 		ConfigSchema: map[string][]pkgtool.ConfigField{
 			"keyed": {{Key: "api_key", Type: "string", Required: true}},
 		},
-	}, echo, slow, fail, auth, keyed)
+		ArtifactParams: map[string]map[string]pkgtool.ArtifactParam{
+			"readfile": {"file": {Required: true}, "more": {List: true}},
+		},
+	}, echo, slow, fail, auth, keyed, readfile)
 }
