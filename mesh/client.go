@@ -130,6 +130,12 @@ type catalogEntry struct {
 	failed []string
 }
 
+// Bounds of what announcements may make a client keep.
+const (
+	maxVersionsPerToolset = 8
+	maxRuntimesPerVersion = 256
+)
+
 // versionEntry is one version of a toolset, as its runtimes announce it.
 type versionEntry struct {
 	version     int
@@ -343,6 +349,14 @@ func (c *Client) onResponse(m *nats.Msg, corr string) {
 		return
 	}
 	if len(m.Data) == 0 && m.Header.Get("Status") == "503" {
+		// The server's "no responders" proves nobody took the call, and
+		// lets it be sent again; once a runtime was heard of, it is a
+		// forgery (anyone who learns the correlation ID can publish one)
+		// and must not make the call run twice.
+		if p.isCall && p.lastSeen.Load() != 0 {
+			c.log.Debug("mesh: dropped a no-responders status after a runtime took the call", "subject", m.Subject)
+			return
+		}
 		if p.taken.CompareAndSwap(false, true) {
 			p.replies <- reply{noResponders: true}
 		}
@@ -524,7 +538,13 @@ func (c *Client) onStatus(m *nats.Msg, corr string) {
 		return
 	}
 	st := &msg.Params
-	if len(st.Runtime) > 0 && string(st.Runtime) != "null" {
+	if len(st.Runtime) == 0 || string(st.Runtime) == "null" {
+		// A status that names no runtime keeps no call alive once a
+		// runtime took it: only that runtime's heartbeats do.
+		if p.runtime.Load() != nil {
+			return
+		}
+	} else {
 		if prev := p.runtime.Load(); prev != nil {
 			if !st.Runtime.is(*prev) {
 				return
@@ -637,7 +657,41 @@ func (c *Client) addTool(ip InitParams, runtime string) {
 	if runtime == "" {
 		runtime = "?"
 	}
-	v.runtimes[runtime] = true
+	if !v.runtimes[runtime] {
+		if len(v.runtimes) >= maxRuntimesPerVersion {
+			return
+		}
+		v.runtimes[runtime] = true
+	}
+	// A runtime serves one version of a toolset: announcing this one, it
+	// no longer serves the others, and a version no runtime serves any
+	// more is forgotten (an upgraded runtime does not announce its old
+	// version removed).
+	if runtime != "?" {
+		for n, other := range e.versions {
+			if n == ip.Version || !other.runtimes[runtime] {
+				continue
+			}
+			delete(other.runtimes, runtime)
+			if len(other.runtimes) == 0 {
+				delete(e.versions, n)
+			}
+		}
+	}
+	// Announcements cannot make the catalog grow without bound: the
+	// oldest versions beyond a few go.
+	for len(e.versions) > maxVersionsPerToolset {
+		oldest := -1
+		for n := range e.versions {
+			if oldest < 0 || n < oldest {
+				oldest = n
+			}
+		}
+		delete(e.versions, oldest)
+	}
+	if e.versions[ip.Version] == nil {
+		return // this very version was the oldest
+	}
 	if old, ok := v.tools[ip.Tool]; !ok || !sameInit(old, ip) {
 		if !ok && len(v.tools) >= MaxTools {
 			return
@@ -1074,6 +1128,13 @@ func (t *Toolset) current(ctx context.Context) (*built, error) {
 		}
 		c.mu.RUnlock()
 		if v == nil {
+			// No runtime serves the toolset now (they restart, say): the
+			// tools last listed stay in the list, so that the turn and
+			// the prompt hold, and their calls fail with an
+			// *UnavailableError the model reads.
+			if b := t.last.Load(); b != nil && b.err == nil {
+				return b, nil
+			}
 			return nil, fmt.Errorf("mesh: toolset %q: no runtime serves it: %w", t.name, toolpkg.ErrNotFound)
 		}
 	}

@@ -223,6 +223,29 @@
 // configuration, secrets included: the broker must let only the platform
 // and the runtimes read it.
 //
+// What a message says of its sender cannot be checked: NATS carries no
+// sender. So the mesh rests on the broker's permissions, which give each
+// role only the subjects it needs ([Permissions], [Grant]; ROLES.md beside
+// this file has a ready nats-server configuration and says what each grant
+// guarantees): only runtimes announce tools (init, removed, catalog
+// answers), answer and report on calls, and read invokes; an agent reads
+// its own responses and statuses, cancels its own calls, and never the
+// packages bucket. On a broker without them, any client could announce a
+// tool an agent then lists and calls, with its configuration, or take
+// other agents' invokes. The embedded broker ([StartServer]) has one
+// token for every role: exposed, every holder of its token is trusted as
+// every role, so a deployment whose agents are not all trusted runs
+// nats-server with the roles' users instead.
+//
+// Within what the permissions allow, the client is still wary: it takes a
+// response only for a call it made, from its correlation ID's subject,
+// once; after a runtime took a call, only that runtime's statuses keep it
+// alive, and a "no responders" is no longer believed (the call is never
+// sent twice); announcements are bounded (a few versions of a toolset, a
+// bounded number of runtimes each), and a version no runtime serves any
+// more is forgotten. A toolset's name may not hold "__", so that
+// <toolset>__<tool> names one tool of one toolset.
+//
 // # Untrusted input
 //
 // Every message is bounded ([MaxMessageBytes], [MaxJSONDepth]) before it

@@ -30,6 +30,7 @@ import (
 type faultAgent struct {
 	nc     *nats.Conn
 	client *Client
+	ts     *Toolset // one for the agent's life, as a program keeps it
 	tools  *toolset.ToolList
 	// served counts the calls each runtime took, from the statuses.
 	mu     sync.Mutex
@@ -59,7 +60,7 @@ func newFaultAgentWait(t *testing.T, url string, busyWait time.Duration) *faultA
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
-	a := &faultAgent{nc: nc, client: c, served: map[string]int{}, byTask: map[string]string{}}
+	a := &faultAgent{nc: nc, client: c, ts: c.Toolset("fault", nil), served: map[string]int{}, byTask: map[string]string{}}
 	statusAll, _ := c.subj.StatusAll("agent")
 	sub, err := nc.Subscribe(statusAll, func(m *nats.Msg) {
 		req, err := DecodeRequest(m.Data, MethodStatus, false)
@@ -83,9 +84,8 @@ func newFaultAgentWait(t *testing.T, url string, busyWait time.Duration) *faultA
 
 func (a *faultAgent) waitTools(t *testing.T) {
 	t.Helper()
-	ts := a.client.Toolset("fault", nil)
 	require.Eventually(t, func() bool {
-		tools, err := toolset.BuildTools(context.Background(), "agent", ts)
+		tools, err := toolset.BuildTools(context.Background(), "agent", a.ts)
 		if err != nil || tools.Len() != 2 {
 			return false
 		}

@@ -58,9 +58,11 @@ type RuntimeOptions struct {
 	// Heartbeat is the interval of a running call's heartbeat (default
 	// DefaultHeartbeat).
 	Heartbeat time.Duration
-	// MaxInitRequests is how many init_requests are answered at once
-	// (default DefaultMaxInitRequests); one beyond is answered
-	// RESOURCE_EXHAUSTED, and the client asks again.
+	// MaxInitRequests is how many init_requests are taken at once
+	// (default DefaultMaxInitRequests), of which
+	// toolpkg.DefaultMaxParallelDiscovery are described at a time (a
+	// configuration not seen before runs discovery); one beyond is
+	// answered RESOURCE_EXHAUSTED, and the client asks again.
 	MaxInitRequests int
 	// Logger receives the runtime's logs (default slog.Default()).
 	Logger *slog.Logger
@@ -80,6 +82,7 @@ type Runtime struct {
 	heartbeat time.Duration
 	maxCalls  int
 	initSlots chan struct{} // one token per init_request being answered
+	describes chan struct{} // one token per init_request whose tools are being described
 	inits     sync.WaitGroup
 
 	syncCancel context.CancelFunc
@@ -198,7 +201,8 @@ func NewRuntime(ctx context.Context, nc *nats.Conn, o *RuntimeOptions) (*Runtime
 		return nil, err
 	}
 	r := &Runtime{nc: nc, subj: subj, id: id, logger: logger, store: store, pk: pk, sync: sy,
-		heartbeat: hb, maxCalls: maxCalls, gateOpen: true, initSlots: make(chan struct{}, maxInits), slotFree: make(chan struct{}),
+		heartbeat: hb, maxCalls: maxCalls, gateOpen: true, initSlots: make(chan struct{}, maxInits),
+		describes: make(chan struct{}, toolpkg.DefaultMaxParallelDiscovery), slotFree: make(chan struct{}),
 		served: map[string]*served{}, active: map[callKey]*activeCall{}, cache: map[string]*toolpkg.Toolset{}}
 	r.callCtx, r.callStop = context.WithCancel(context.Background())
 	sy.onChange = func(name string) {
@@ -1067,7 +1071,11 @@ func (r *Runtime) onInitRequest(m *nats.Msg) {
 	go func() {
 		defer r.inits.Done()
 		defer func() { <-r.initSlots }()
+		// A configuration not seen before is discovered again (a
+		// process per executable): a few at once, the others wait.
+		r.describes <- struct{}{}
 		ip, err := r.describe(&p)
+		<-r.describes
 		if err != nil {
 			code, msg, data := r.mapError(err, &InvokeParams{ToolName: p.ToolName})
 			if code == CodeInternalError || code == CodeExecutionError {
