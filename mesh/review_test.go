@@ -51,7 +51,6 @@ func TestReviewEmbeddedBrokerRefusesUnauthenticatedClients(t *testing.T) {
 	t.Errorf("a client with no credentials connected to %s and read the stored configurations: %v", s.ClientURL(), list)
 }
 
-
 // The client drops a status from another runtime than the one that took
 // the call, but takes one that names no runtime at all: a forger (or a
 // SAM peer) keeps a call whose runtime died alive until its deadline,
