@@ -25,7 +25,9 @@
 //     that version or, when no runtime holds it, the server answers "no
 //     responders" at once; never silently on another version.
 //   - Acknowledgement and heartbeat: status notifications with the extra
-//     field "state": "accepted" when a runtime takes the call, "running"
+//     field "state": "accepted" once a runtime's call has run 20 ms (a
+//     call that ends sooner is answered with its result alone, so a quick
+//     call costs two messages, as a bare request does), "running"
 //     every RuntimeOptions.Heartbeat while it runs, "progress" for each line
 //     of the tool's status pipe (toolset.ReportProgress). A caller that
 //     hears nothing for a few heartbeats knows its runtime died. Only a

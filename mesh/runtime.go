@@ -32,6 +32,11 @@ const DefaultHeartbeat = time.Second
 // maxCachedToolsets bounds the configured toolsets a runtime keeps.
 const maxCachedToolsets = 256
 
+// acceptDelay is how long a call runs before its runtime says it took it
+// (StateAccepted), at most; a call that ends sooner is answered with its
+// result alone.
+const acceptDelay = 20 * time.Millisecond
+
 // DefaultMaxInitRequests is the default of RuntimeOptions.MaxInitRequests.
 const DefaultMaxInitRequests = 64
 
@@ -647,10 +652,22 @@ func checkScopes(scopes []string) error {
 // run runs one call and answers it.
 func (r *Runtime) run(ctx context.Context, t replyTarget, id string, p *InvokeParams) {
 	start := time.Now()
-	r.sendStatus(t, p.TaskID, StateAccepted, "accepted", nil)
 	hbDone := make(chan struct{})
 	defer close(hbDone)
 	go func() {
+		// A call that ends at once is answered with its result alone: the
+		// acceptance, which tells the caller who runs the call and starts
+		// its heartbeat watch, goes out only once the call has run
+		// acceptDelay, so a quick call costs two messages, as a bare
+		// request does.
+		accept := time.NewTimer(min(r.heartbeat, acceptDelay))
+		defer accept.Stop()
+		select {
+		case <-hbDone:
+			return
+		case <-accept.C:
+			r.sendStatus(t, p.TaskID, StateAccepted, "accepted", nil)
+		}
 		tick := time.NewTicker(r.heartbeat)
 		defer tick.Stop()
 		for {
