@@ -230,7 +230,9 @@ func watchServed(nc *nats.Conn, agent string) (*servedBy, func(), error) {
 			return
 		}
 		var p mesh.StatusParams
-		if mesh.Decode(req.Params, 0, &p) != nil || p.State != mesh.StateAccepted {
+		// Every status a runtime sends names it: its progress reports,
+		// and its acceptance of a call that runs a while.
+		if mesh.Decode(req.Params, 0, &p) != nil || p.Runtime == "" {
 			return
 		}
 		s.mu.Lock()
