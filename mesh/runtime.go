@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -768,11 +769,18 @@ func (r *Runtime) execute(ctx context.Context, t replyTarget, p *InvokeParams) (
 	if hasPolicy && len(policy.Scopes) > 0 && !toolpkg.HasScopes(ctx, policy.Scopes) {
 		return nil, &scopeError{tool: p.ToolName, missing: missingScopes(policy.Scopes, p.Scopes)}
 	}
-	if _, ok := list.Lookup(p.ToolName); !ok {
+	listed, ok := list.Lookup(p.ToolName)
+	if !ok {
 		if why, ok := ts.Unavailable()[tool]; ok {
 			return nil, &initError{tool: p.ToolName, reason: why, missing: policy.Missing}
 		}
 		return nil, &notFoundError{tool: p.ToolName}
+	}
+	// The store may have moved to the next version since the call was
+	// taken (its upload done, the runtime not yet resubscribed): a call
+	// pinned to a version never runs on another.
+	if p.Version != 0 && listed.Metadata["toolpkg.version"] != strconv.Itoa(s.local) {
+		return nil, &versionError{toolset: name, want: p.Version}
 	}
 	call := toolset.ToolCall{ID: t.corr, Name: p.ToolName, Args: p.Args}
 	if policy.Approval {
@@ -899,6 +907,9 @@ type versionError struct {
 }
 
 func (e *versionError) Error() string {
+	if e.have == 0 {
+		return fmt.Sprintf("no runtime serves version %d of toolset %s here (this runtime is moving to another version)", e.want, e.toolset)
+	}
 	return fmt.Sprintf("no runtime serves version %d of toolset %s here (this runtime serves version %d)", e.want, e.toolset, e.have)
 }
 
