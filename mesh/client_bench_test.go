@@ -57,7 +57,7 @@ func TestBenchResponder(t *testing.T) {
 		}
 		// A quick call: the runtime answers with the result alone.
 		out, _ := encodeResult(req.ID, InvokeResult{ToolResult: &ToolResult{Kind: ResultKindText, Text: benchResult}, ExecutionTimeMS: 1})
-		_ = nc.Publish(m.Header.Get(HeaderReplyTo), out)
+		_ = nc.Publish(m.Reply, out)
 	})
 	require.NoError(t, err)
 	initReq, _ := subj.InitRequest("bench__t")

@@ -27,7 +27,7 @@ func callTool(ctx context.Context, tl toolset.Tool, args string) (any, error) {
 func TestClientDropsWhatIsNotItsAnswer(t *testing.T) {
 	s := startServer(t)
 	p := newPeer(t, s, []string{"t"}, func(p *peer, m *nats.Msg, req *Request, ip *InvokeParams) {
-		reply := m.Header.Get(HeaderReplyTo)
+		reply := replySubject(m)
 		p.status(m, p.id, StateAccepted, "")
 		// The body's id is another call's.
 		p.result(&nats.Msg{Header: nats.Header{HeaderReplyTo: {reply}}}, "someone-else", "forged")

@@ -186,16 +186,9 @@ func (rt *remoteTool) run(ctx context.Context, args json.RawMessage) (any, error
 // runtime received it (no responders): only then may it be sent again.
 func (rt *remoteTool) once(ctx context.Context, w *invokeWire, deadline time.Time, own bool) (out any, retry bool, err error) {
 	c := rt.client
-	// The correlation ID and the call's two subjects, in one string.
+	// The correlation ID and the call's response subject, in one string.
 	id := randomID()
-	var sb strings.Builder
-	sb.Grow(len(c.respPrefix) + len(c.statusPrefix) + 2*len(id))
-	sb.WriteString(c.respPrefix)
-	sb.WriteString(id)
-	sb.WriteString(c.statusPrefix)
-	sb.WriteString(id)
-	both := sb.String()
-	resp, status := both[:len(c.respPrefix)+len(id)], both[len(c.respPrefix)+len(id):]
+	resp := c.respPrefix + id
 	corr := resp[len(c.respPrefix):]
 	w.ID = corr
 	if w.Params.TaskID == "" || len(w.Params.TaskID) > MaxIDBytes {
@@ -216,9 +209,9 @@ func (rt *remoteTool) once(ctx context.Context, w *invokeWire, deadline time.Tim
 		return nil, false, err
 	}
 	defer c.unregister(corr)
-	m := &nats.Msg{Subject: rt.subject, Reply: resp, Data: data, Header: nats.Header{
-		HeaderReplyTo: []string{resp}, HeaderStatusTo: []string{status},
-	}}
+	// SAM's replyTo is the NATS reply subject, and its statusTo follows
+	// from it ("status" for "response"): no headers to write or parse.
+	m := &nats.Msg{Subject: rt.subject, Reply: resp, Data: data}
 	if err := c.nc.PublishMsg(m); err != nil {
 		return nil, false, fmt.Errorf("mesh: tool %q: publish invoke: %w", rt.wireName, err)
 	}

@@ -62,7 +62,7 @@ func newPeer(t testing.TB, s *Server, tools []string, handle func(p *peer, m *na
 				return
 			}
 			data, _ := encodeResult(req.ID, p.initParams(tool))
-			_ = p.nc.Publish(m.Header.Get(HeaderReplyTo), data)
+			_ = p.nc.Publish(replySubject(m), data)
 		})
 		require.NoError(t, err)
 	}
@@ -98,21 +98,21 @@ func (p *peer) initParams(tool string) InitParams {
 // status sends a status notification of state for the call m.
 func (p *peer) status(m *nats.Msg, runtime, state, text string) {
 	data, _ := encodeRequest("", MethodStatus, StatusParams{TaskID: "t", StatusText: text, Timestamp: Timestamp(time.Now()), State: state, Runtime: runtime})
-	_ = p.nc.Publish(m.Header.Get(HeaderStatusTo), data)
+	_ = p.nc.Publish(statusSubject(m), data)
 }
 
 // result answers the call m with text.
 func (p *peer) result(m *nats.Msg, id, text string) {
 	data, err := encodeResult(id, InvokeResult{ToolResult: &ToolResult{Kind: ResultKindText, Text: text}})
 	require.NoError(p.t, err)
-	_ = p.nc.Publish(m.Header.Get(HeaderReplyTo), data)
+	_ = p.nc.Publish(replySubject(m), data)
 }
 
 // fail answers the call m with an error.
 func (p *peer) fail(m *nats.Msg, id, code, message string, data *ErrorData) {
 	b, err := encodeError(id, code, message, data)
 	require.NoError(p.t, err)
-	_ = p.nc.Publish(m.Header.Get(HeaderReplyTo), b)
+	_ = p.nc.Publish(replySubject(m), b)
 }
 
 // fakeTools makes a client on s and returns the tools of toolset "fake".
@@ -139,4 +139,28 @@ func fakeTools(t testing.TB, s *Server, p *peer, o *ClientOptions) (*Client, map
 		out[tl.Name] = tl
 	}
 	return c, out
+}
+
+// replySubject is where an invoke or request m is answered: SAM's replyTo
+// header, else the NATS reply subject.
+func replySubject(m *nats.Msg) string {
+	if r := m.Header.Get(HeaderReplyTo); r != "" {
+		return r
+	}
+	return m.Reply
+}
+
+// statusSubject is where the statuses of invoke m go: SAM's statusTo
+// header, else the status subject of its response subject.
+func statusSubject(m *nats.Msg) string {
+	if st := m.Header.Get(HeaderStatusTo); st != "" {
+		return st
+	}
+	subj, _ := NewSubjects("")
+	_, agent, corr, ok := subj.ParseCall(replySubject(m))
+	if !ok {
+		return ""
+	}
+	st, _ := subj.Status(agent, corr)
+	return st
 }

@@ -12,7 +12,11 @@
 // method and field names ([InvokeParams], [InvokeResult], [StatusParams],
 // [InitParams], [InitRequestParams], [RemovedParams]) and SAM's error codes
 // (CodeToolError...). The replyTo and statusTo user properties are the
-// headers [HeaderReplyTo] and [HeaderStatusTo].
+// headers [HeaderReplyTo] and [HeaderStatusTo], or, as this package's
+// client sends an invoke, the NATS reply subject alone: replyTo is the
+// reply subject "response.{agent}.{corr}", and statusTo follows from it
+// ("status.{agent}.{corr}"). A runtime takes either form; a bridge to
+// SAM's broker writes the headers.
 //
 // # Extensions
 //

@@ -229,7 +229,7 @@ func TestReviewForgedNoRespondersAfterAcceptDoesNotRunTheCallTwice(t *testing.T)
 			p.status(m, p.id, StateAccepted, "")
 			_ = p.nc.Flush() // the broker has the acceptance first
 			// The call runs here; meanwhile a forged no-responders.
-			fake := nats.NewMsg(m.Header.Get(HeaderReplyTo))
+			fake := nats.NewMsg(replySubject(m))
 			fake.Header.Set("Status", "503")
 			_ = forger.PublishMsg(fake)
 			_ = forger.Flush()

@@ -33,10 +33,14 @@ func TestInvokeHappyPath(t *testing.T) {
 	assert.Contains(t, res.ToolResult.Text, "echo: hi")
 	assert.False(t, res.TimedOut)
 	require.NotEmpty(t, statuses)
-	assert.Equal(t, StateAccepted, statuses[0].State)
-	assert.Equal(t, "task-c1", statuses[0].TaskID)
+	// The acceptance goes out once the call has run a while, so it may
+	// come after the progress, or not at all for a quick call; every
+	// status names the task and the runtime.
 	var progress bool
 	for _, st := range statuses {
+		assert.Equal(t, "task-c1", st.TaskID)
+		assert.Equal(t, "rt1", st.Runtime)
+		assert.Contains(t, []string{StateAccepted, StateRunning, StateProgress}, st.State)
 		if st.State == StateProgress && st.StatusText == "echoing" {
 			progress = true
 		}

@@ -71,14 +71,15 @@ func TestTwoRuntimesShareCalls(t *testing.T) {
 	publish(t, nc, "demo", 1, meshPackage(t, ""), nil)
 	startRuntime(t, nc, "", "rtA", 1)
 	startRuntime(t, nc, "", "rtB", 1)
-	// Four slow calls at once, one slot each: both runtimes serve some,
-	// and every call is answered.
+	// Twelve slow calls at once, one slot each: both runtimes serve some
+	// (all twelve landing on one by chance is 1 in 2048), and every call
+	// is answered.
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	served := map[string]int{}
-	for i := range 6 {
+	for i := range 12 {
 		wg.Go(func() {
-			corr := "s" + string(rune('0'+i))
+			corr := "s" + strconv.Itoa(i)
 			c := listen(t, nc, "agent1", corr)
 			m := invokeMsg(t, "", "agent1", corr, "demo__slow", map[string]any{"ms": 300}, nil)
 			// Only a no-responders answer, which proves nobody took
@@ -103,7 +104,7 @@ func TestTwoRuntimesShareCalls(t *testing.T) {
 	wg.Wait()
 	assert.Positive(t, served["rtA"], "served: %v", served)
 	assert.Positive(t, served["rtB"], "served: %v", served)
-	assert.Equal(t, 6, served["rtA"]+served["rtB"])
+	assert.Equal(t, 12, served["rtA"]+served["rtB"])
 }
 
 func TestLateRuntimeSyncsFirst(t *testing.T) {
