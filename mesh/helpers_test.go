@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -289,7 +291,11 @@ func (c *call) send(t testing.TB, nc *nats.Conn, m *nats.Msg, d time.Duration) (
 		require.NoError(t, err)
 		return resp, false
 	case <-time.After(d):
-		t.Fatalf("no answer within %s", d)
+		// What the runtime was doing, for whoever reads the failure.
+		var dump strings.Builder
+		_ = pprof.Lookup("goroutine").WriteTo(&dump, 1)
+		t.Logf("goroutines:\n%s", dump.String())
+		t.Fatalf("no answer within %s to %s", d, m.Subject)
 		return nil, false
 	}
 }
