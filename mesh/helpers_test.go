@@ -24,13 +24,20 @@ import (
 	"github.com/gotoolset/toolset/toolpkg"
 )
 
+// jetstreamPutRace names the one goroutine nats.go v1.55.0 may leave
+// behind after an Object Store Put: the Put starts a reconnect listener and
+// clears its channel when it returns, and a listener scheduled only after
+// that waits on a nil channel for ever. It is the library's, one per unlucky
+// Put (a package publish), and not ours to stop.
+var jetstreamPutRace = goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect")
+
 func TestMain(m *testing.M) {
 	code := func() int {
 		defer cleanupBuilt()
 		return m.Run()
 	}()
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		if err := goleak.Find(jetstreamPutRace); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
 			code = 1
 		}
