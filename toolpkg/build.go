@@ -11,15 +11,35 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
+
+	"github.com/gotoolset/toolset/toolpkg/pkgtool"
+)
+
+// Bounds of [Build] by default.
+const (
+	// DefaultBuildTimeout bounds each step of a build: build.sh, each go
+	// build, pip install.
+	DefaultBuildTimeout = 15 * time.Minute
+	// DefaultMaxBuildLog bounds how much of the steps' output reaches
+	// [BuildOptions.Log]; what is past it is dropped, with a note.
+	DefaultMaxBuildLog = 4 << 20
 )
 
 // BuildOptions configure [Build]. A nil *BuildOptions is the zero value:
 // every field takes its default.
 type BuildOptions struct {
+	// Name is the toolset's name, SAM_TOOL_NAME for build.sh, and the
+	// <name> of the go.mod convention's ./cmd/<name> (default: the
+	// directory's base name, or its parent's when that is "src", as in
+	// toolsets/NAME/src; it must pass [CheckName]).
+	Name string
 	// GOOS and GOARCH are the target (default: the environment's
 	// SAM_TOOL_TARGET_OS and SAM_TOOL_TARGET_ARCH, as the platform's CLI
 	// reads them, else this machine's: the platform's CLI defaults to
@@ -36,9 +56,15 @@ type BuildOptions struct {
 	// "--find-links DIR" to install from local sources only. pip also
 	// reads its PIP_* environment variables.
 	PipArgs []string
-	// Log receives the output of build.sh, go build and pip (default:
-	// discarded; the end of it is in the error of a failed build).
+	// Log receives the output of build.sh, go build and pip, up to
+	// MaxLog bytes (default: discarded; the end of the stderr of a failed
+	// step is in its error).
 	Log io.Writer
+	// Timeout bounds each step (default [DefaultBuildTimeout]): a step
+	// still running then is killed, with every process it started.
+	Timeout time.Duration
+	// MaxLog bounds what reaches Log (default [DefaultMaxBuildLog]).
+	MaxLog int64
 }
 
 // How [Build] built a source directory.
@@ -60,24 +86,40 @@ type BuildResult struct {
 	Manifest *Manifest
 }
 
+// SDKVersion is what [Build] passes to build.sh as SAM_TOOL_SDK_VERSION:
+// the version of the Go SDK, package toolpkg/pkgtool, of this library
+// ([pkgtool.Version]).
+const SDKVersion = pkgtool.Version
+
 // Build builds a platform source directory (one holding manifest.yaml)
 // into <out>/<os>-<arch>/, as the platform's CLI does, trying in order:
 //
-//   - build.sh, if present: run with /bin/sh in dir, with
-//     SAM_TOOL_TARGET_OS and SAM_TOOL_TARGET_ARCH (and GOOS, GOARCH,
-//     CGO_ENABLED=0) set to the target and SAM_TOOL_OUTPUT_DIR to the
-//     package directory, which it must fill; manifest.yaml is copied
-//     there if it did not write one;
+//   - build.sh, if present: run directly, by its own "#!" line (it must
+//     have one, and its execute bit), in dir, with SAM_TOOL_NAME,
+//     SAM_TOOL_BUILD_OUT (the absolute package directory, which it must
+//     fill), SAM_TOOL_TARGET_OS, SAM_TOOL_TARGET_ARCH,
+//     SAM_TOOL_SDK_VERSION ([SDKVersion]), and for Go builds GOOS,
+//     GOARCH and CGO_ENABLED=0; manifest.yaml is copied there if it did
+//     not write one;
 //   - go.mod in dir, or Go tools in the manifest: each Go tool is
 //     cross-compiled with CGO_ENABLED=0 and GOWORK=off into its
-//     executable path (its source is found as [Pack] finds it);
-//   - pyproject.toml or requirements.txt: pip install --target
-//     <package>/python (the directory itself, or -r requirements.txt),
-//     with --platform and --only-binary=:all: when the target is not
-//     this machine; the console scripts land in python/bin/;
-//   - else the files as they are, as Pack copies a script package.
+//     executable path, from the directory named by its path, else
+//     cmd/<its base name>, else (the manifest's only Go tool)
+//     cmd/<name>, else dir;
+//   - requirements.txt (preferred), else pyproject.toml: pip install
+//     --target <package>/python (-r requirements.txt, or the directory
+//     itself), with --platform and --only-binary=:all: when the target
+//     is not this machine; the console scripts land in python/bin/;
+//   - else the directory as it is, as Pack copies a script package: its
+//     executables prebuilt (or scripts), each where the manifest says.
 //
-// The package directory is made afresh. [ZipDir] zips it.
+// The default target is this machine's, so that what is built runs
+// here; the platform's CLI defaults to linux/arm64, its fleet's. Each
+// step is bounded by Timeout; a step that fails is an error ending with
+// the tail of its stderr. The package directory is made afresh, and a
+// build that leaves it without the manifest's executables, or larger
+// than a package may be (DefaultMaxEntries files,
+// DefaultMaxUncompressedBytes bytes), fails. [ZipDir] zips it.
 func Build(ctx context.Context, dir string, opts *BuildOptions) (*BuildResult, error) {
 	var o BuildOptions
 	if opts != nil {
@@ -89,15 +131,35 @@ func Build(ctx context.Context, dir string, opts *BuildOptions) (*BuildResult, e
 	if o.GOARCH == "" {
 		o.GOARCH = cmp(os.Getenv("SAM_TOOL_TARGET_ARCH"), runtime.GOARCH)
 	}
+	if !targetPattern.MatchString(o.GOOS) || !targetPattern.MatchString(o.GOARCH) {
+		return nil, fmt.Errorf("toolpkg: build %s: invalid target %q/%q: expected an OS and an architecture such as linux/arm64", dir, o.GOOS, o.GOARCH)
+	}
 	if o.Go == "" {
 		o.Go = "go"
 	}
 	if o.Python == "" {
 		o.Python = "python3"
 	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultBuildTimeout
+	}
+	if o.MaxLog <= 0 {
+		o.MaxLog = DefaultMaxBuildLog
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
+	}
+	if o.Name == "" {
+		o.Name = filepath.Base(abs)
+		if o.Name == "src" {
+			o.Name = filepath.Base(filepath.Dir(abs))
+		}
+		if err := CheckName(o.Name); err != nil {
+			return nil, fmt.Errorf("toolpkg: build %s: the toolset's name, taken from the directory, is not one: %w; give it (BuildOptions.Name, toolset package --name)", dir, unprefixed{err})
+		}
+	} else if err := CheckName(o.Name); err != nil {
+		return nil, fmt.Errorf("toolpkg: build %s: %w", dir, unprefixed{err})
 	}
 	if o.Out == "" {
 		o.Out = filepath.Join(abs, "dist")
@@ -114,6 +176,16 @@ func Build(ctx context.Context, dir string, opts *BuildOptions) (*BuildResult, e
 	if err != nil {
 		return nil, err
 	}
+	exists := func(name string) bool {
+		_, err := os.Lstat(filepath.Join(abs, name))
+		return err == nil
+	}
+	var script string
+	if exists(BuildScript) {
+		if script, err = checkScript(abs); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.RemoveAll(out); err != nil {
 		return nil, err
 	}
@@ -121,37 +193,39 @@ func Build(ctx context.Context, dir string, opts *BuildOptions) (*BuildResult, e
 		return nil, err
 	}
 	res := &BuildResult{Dir: out, Manifest: m}
-	exists := func(name string) bool {
-		_, err := os.Lstat(filepath.Join(abs, name))
-		return err == nil
-	}
+	log := &boundedLog{w: orDiscard(o.Log), left: o.MaxLog}
 	run := func(what string, cmd *exec.Cmd) error {
 		var tail tailBuffer
-		// One writer for both: exec then copies them in one goroutine.
-		w := io.MultiWriter(&tail, orDiscard(o.Log))
-		cmd.Stdout, cmd.Stderr = w, w
-		if err := cmd.Run(); err != nil {
+		cmd.Stdout = log
+		cmd.Stderr = io.MultiWriter(&tail, log)
+		if err := runStep(ctx, cmd, o.Timeout); err != nil {
 			return fmt.Errorf("toolpkg: build %s: %s failed (%v)%s", dir, what, err, stderrSuffix(tail.String()))
 		}
 		return nil
 	}
 	target := []string{"SAM_TOOL_TARGET_OS=" + o.GOOS, "SAM_TOOL_TARGET_ARCH=" + o.GOARCH, "GOOS=" + o.GOOS, "GOARCH=" + o.GOARCH, "CGO_ENABLED=0"}
-	hasGo := false
+	var goTools []Executable
 	for _, e := range m.Executables {
 		if e.Runtime == RuntimeGo {
-			hasGo = true
+			goTools = append(goTools, e)
 		}
 	}
 	switch {
-	case exists("build.sh"):
+	case script != "":
 		res.Method = BuildScript
-		cmd := exec.CommandContext(ctx, "/bin/sh", "build.sh")
+		cmd := exec.Command(script)
 		cmd.Dir = abs
-		cmd.Env = append(append(os.Environ(), target...), "SAM_TOOL_OUTPUT_DIR="+out)
-		if err := run("build.sh", cmd); err != nil {
+		cmd.Env = append(append(os.Environ(), target...),
+			"SAM_TOOL_NAME="+o.Name, "SAM_TOOL_BUILD_OUT="+out, "SAM_TOOL_SDK_VERSION="+SDKVersion)
+		if err := run(BuildScript, cmd); err != nil {
 			return nil, err
 		}
-	case exists("go.mod") || hasGo:
+		if empty, err := isEmptyDir(out); err != nil {
+			return nil, err
+		} else if empty {
+			return nil, fmt.Errorf("toolpkg: build %s: build.sh wrote nothing to $SAM_TOOL_BUILD_OUT (%s), where the package is made: write the tools' executables there", dir, out)
+		}
+	case exists("go.mod") || len(goTools) > 0:
 		res.Method = BuildGo
 		scripts := false
 		goSources := map[string]bool{}
@@ -160,12 +234,16 @@ func Build(ctx context.Context, dir string, opts *BuildOptions) (*BuildResult, e
 				scripts = true
 				continue
 			}
-			src, err := goSourceDir(abs, e)
+			extra := ""
+			if len(goTools) == 1 {
+				extra = o.Name
+			}
+			src, err := goSourceDir(abs, e, extra)
 			if err != nil {
 				return nil, err
 			}
 			goSources[src] = true
-			cmd := exec.CommandContext(ctx, o.Go, "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(out, filepath.FromSlash(e.Path)), ".")
+			cmd := exec.Command(o.Go, "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(out, filepath.FromSlash(e.Path)), ".")
 			cmd.Dir = src
 			cmd.Env = append(append(os.Environ(), target...), "GOWORK=off")
 			if err := run(fmt.Sprintf("go build of tools.%s (%s/%s)", e.Key, o.GOOS, o.GOARCH), cmd); err != nil {
@@ -184,7 +262,7 @@ func Build(ctx context.Context, dir string, opts *BuildOptions) (*BuildResult, e
 				return nil, err
 			}
 		}
-	case exists("pyproject.toml") || exists("requirements.txt"):
+	case exists("requirements.txt") || exists("pyproject.toml"):
 		res.Method = BuildPython
 		args := []string{"-m", "pip", "install", "--target", filepath.Join(out, "python"), "--no-compile", "--disable-pip-version-check"}
 		if o.GOOS != runtime.GOOS || o.GOARCH != runtime.GOARCH {
@@ -198,12 +276,12 @@ func Build(ctx context.Context, dir string, opts *BuildOptions) (*BuildResult, e
 			}
 		}
 		args = append(args, o.PipArgs...)
-		if exists("pyproject.toml") {
-			args = append(args, abs)
-		} else {
+		if exists("requirements.txt") {
 			args = append(args, "-r", filepath.Join(abs, "requirements.txt"))
+		} else {
+			args = append(args, abs)
 		}
-		cmd := exec.CommandContext(ctx, o.Python, args...)
+		cmd := exec.Command(o.Python, args...)
 		cmd.Dir = abs
 		cmd.Env = append(os.Environ(), target...)
 		if err := run("pip install", cmd); err != nil {
@@ -220,7 +298,161 @@ func Build(ctx context.Context, dir string, opts *BuildOptions) (*BuildResult, e
 			return nil, err
 		}
 	}
+	if err := checkBuilt(dir, out, m, res.Method); err != nil {
+		return nil, err
+	}
 	return res, nil
+}
+
+// targetPattern is what a target's OS or architecture may be: it is put
+// in a directory's name and in the environment.
+var targetPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_]{0,31}$`)
+
+// checkScript checks that dir's build.sh can be run directly: a regular
+// file (no symlink), with its execute bit and a "#!" line. It returns
+// its absolute path.
+func checkScript(dir string) (string, error) {
+	p := filepath.Join(dir, BuildScript)
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("toolpkg: build %s: build.sh is not a regular file (a symlink?): make it the script itself", dir)
+	}
+	if fi.Mode().Perm()&0o100 == 0 {
+		return "", fmt.Errorf("toolpkg: build %s: build.sh is not executable: it is run directly, by its #! line; run chmod +x build.sh", dir)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	head := make([]byte, 2)
+	if _, err := io.ReadFull(f, head); err != nil || string(head) != "#!" {
+		return "", fmt.Errorf("toolpkg: build %s: build.sh has no #! line: it is run directly, so its first line must name its interpreter, such as #!/usr/bin/env bash", dir)
+	}
+	return p, nil
+}
+
+// runStep runs a build step in a process group of its own, killed whole
+// when ctx ends or timeout passes.
+func runStep(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("still running after %s", timeout))
+	defer cancel()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		case <-done:
+		}
+	}()
+	// The group is killed on the way out too, so that no child the step
+	// left running holds its output open.
+	cmd.WaitDelay = 10 * time.Second
+	err := cmd.Wait()
+	close(done)
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return err
+}
+
+// isEmptyDir reports whether dir holds nothing.
+func isEmptyDir(dir string) (bool, error) {
+	des, err := os.ReadDir(dir)
+	return len(des) == 0, err
+}
+
+// hasExecutables reports whether every executable of m is a file in dir.
+func hasExecutables(dir string, m *Manifest) bool {
+	for _, e := range m.Executables {
+		found := false
+		for _, c := range e.Candidates() {
+			if fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(c))); err == nil && fi.Mode().IsRegular() {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// checkBuilt checks the package directory a build made: no more entries
+// nor bytes than a package may hold, and each executable of the
+// manifest there.
+func checkBuilt(dir, out string, m *Manifest, method string) error {
+	var files int
+	var size int64
+	err := filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		files++
+		if fi, err := d.Info(); err == nil {
+			size += fi.Size()
+		}
+		if files > DefaultMaxEntries || size > DefaultMaxUncompressedBytes {
+			return fmt.Errorf("toolpkg: build %s: the %s build made more than a package may hold (%d files, %d bytes) in %s", dir, method, DefaultMaxEntries, DefaultMaxUncompressedBytes, out)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if !hasExecutables(out, m) {
+		var missing []string
+		for _, e := range m.Executables {
+			if !hasExecutables(out, &Manifest{Executables: []Executable{e}}) {
+				missing = append(missing, fmt.Sprintf("tools.%s (%s)", e.Key, e.Path))
+			}
+		}
+		if method == BuildPrebuilt {
+			return fmt.Errorf("toolpkg: build %s: nothing to build (no build.sh, go.mod, requirements.txt or pyproject.toml) and no prebuilt executable for %s", dir, strings.Join(missing, ", "))
+		}
+		return fmt.Errorf("toolpkg: build %s: the %s build left no executable for %s in %s", dir, method, strings.Join(missing, ", "), out)
+	}
+	return nil
+}
+
+// boundedLog passes on at most left bytes, then says once that the rest
+// is dropped. Steps' stdout and stderr write to it at once.
+type boundedLog struct {
+	mu   sync.Mutex
+	w    io.Writer
+	left int64
+	cut  bool
+}
+
+func (b *boundedLog) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := len(p)
+	if b.cut {
+		return n, nil
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+		b.cut = true
+	}
+	b.left -= int64(len(p))
+	_, _ = b.w.Write(p)
+	if b.cut {
+		_, _ = io.WriteString(b.w, "\n[build output cut here: more than the log's bound]\n")
+	}
+	return n, nil
 }
 
 func cmp(a, b string) string {

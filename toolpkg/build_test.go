@@ -66,32 +66,127 @@ func TestBuildGoCrossCompilesStatic(t *testing.T) {
 	}
 }
 
+// scriptSource writes a source directory whose build.sh is script,
+// with mode, and whose manifest names one executable, ./tool.sh.
+func scriptSource(t *testing.T, script string, mode fs.FileMode) string {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "weather")
+	require.NoError(t, os.MkdirAll(src, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "manifest.yaml"), []byte("version: 1\ntools:\n  t:\n    executable: ./tool.sh\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "build.sh"), []byte(script), mode))
+	return src
+}
+
 func TestBuildRunsBuildScriptWithItsVariables(t *testing.T) {
-	src := t.TempDir()
-	write := func(name, data string, mode fs.FileMode) {
-		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(src, name)), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(src, name), []byte(data), mode))
-	}
-	write("manifest.yaml", "version: 1\ntools:\n  t:\n    runtime: python\n    executable: ./tool.sh\n", 0o644)
-	write("build.sh", `set -eu
-: "${SAM_TOOL_TARGET_OS:?}" "${SAM_TOOL_TARGET_ARCH:?}"
-echo "$SAM_TOOL_TARGET_OS $SAM_TOOL_TARGET_ARCH $GOOS $GOARCH $CGO_ENABLED" > "$SAM_TOOL_OUTPUT_DIR/target.txt"
-printf '#!/bin/sh\necho hi\n' > "$SAM_TOOL_OUTPUT_DIR/tool.sh"
-chmod 755 "$SAM_TOOL_OUTPUT_DIR/tool.sh"
-`, 0o644)
+	src := scriptSource(t, `#!/bin/sh
+set -eu
+case "$SAM_TOOL_BUILD_OUT" in /*) ;; *) echo "not absolute: $SAM_TOOL_BUILD_OUT" >&2; exit 1;; esac
+echo "$SAM_TOOL_NAME $SAM_TOOL_TARGET_OS $SAM_TOOL_TARGET_ARCH $SAM_TOOL_SDK_VERSION $GOOS $GOARCH $CGO_ENABLED $(pwd)" > "$SAM_TOOL_BUILD_OUT/target.txt"
+echo "${SAM_TOOL_OUTPUT_DIR:-unset}" >> "$SAM_TOOL_BUILD_OUT/target.txt"
+printf '#!/bin/sh\necho hi\n' > "$SAM_TOOL_BUILD_OUT/tool.sh"
+chmod 755 "$SAM_TOOL_BUILD_OUT/tool.sh"
+`, 0o755)
 	res, err := Build(context.Background(), src, &BuildOptions{GOOS: "linux", GOARCH: "riscv64"})
 	require.NoError(t, err)
 	assert.Equal(t, BuildScript, res.Method)
 	assert.Equal(t, filepath.Join(src, "dist", "linux-riscv64"), res.Dir)
 	got, err := os.ReadFile(filepath.Join(res.Dir, "target.txt"))
 	require.NoError(t, err)
-	assert.Equal(t, "linux riscv64 linux riscv64 0\n", string(got))
+	assert.Equal(t, "weather linux riscv64 "+SDKVersion+" linux riscv64 0 "+src+"\nunset\n", string(got),
+		"the name from the directory, the target, the SDK version, run in the source directory; no SAM_TOOL_OUTPUT_DIR")
+	assert.NotEmpty(t, SDKVersion)
 	assert.FileExists(t, filepath.Join(res.Dir, "manifest.yaml"), "copied when build.sh wrote none")
 
-	// A failing build.sh says why.
-	write("build.sh", "echo broken step >&2; exit 3\n", 0o644)
+	// The name of toolsets/NAME/src is NAME; an explicit one wins.
+	nested := filepath.Join(t.TempDir(), "toolsets", "forecast", "src")
+	require.NoError(t, os.MkdirAll(filepath.Dir(nested), 0o755))
+	require.NoError(t, os.Rename(src, nested))
+	res, err = Build(context.Background(), nested, &BuildOptions{GOOS: "linux", GOARCH: "riscv64"})
+	require.NoError(t, err)
+	got, err = os.ReadFile(filepath.Join(res.Dir, "target.txt"))
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(got), "forecast "), "%s", got)
+	res, err = Build(context.Background(), nested, &BuildOptions{Name: "other-name", GOOS: "linux", GOARCH: "riscv64"})
+	require.NoError(t, err)
+	got, err = os.ReadFile(filepath.Join(res.Dir, "target.txt"))
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(got), "other-name "), "%s", got)
+}
+
+// build.sh is run directly: without its execute bit or its #! line it
+// is refused, before anything runs, saying what to do.
+func TestBuildScriptMustBeRunnableDirectly(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	body := "touch " + marker + "\nprintf '#!/bin/sh\\n' > \"$SAM_TOOL_BUILD_OUT/tool.sh\"; chmod +x \"$SAM_TOOL_BUILD_OUT/tool.sh\"\n"
+	_, err := Build(context.Background(), scriptSource(t, "#!/bin/sh\n"+body, 0o644), nil)
+	require.ErrorContains(t, err, "build.sh is not executable")
+	require.ErrorContains(t, err, "chmod +x build.sh")
+	_, err = Build(context.Background(), scriptSource(t, body, 0o755), nil)
+	require.ErrorContains(t, err, "build.sh has no #! line")
+	_, err = Build(context.Background(), scriptSource(t, "", 0o755), nil)
+	require.ErrorContains(t, err, "build.sh has no #! line")
+	assert.NoFileExists(t, marker, "nothing ran")
+
+	// A symlink is not the script.
+	src := scriptSource(t, "#!/bin/sh\n"+body, 0o755)
+	require.NoError(t, os.Rename(filepath.Join(src, "build.sh"), filepath.Join(src, "real.sh")))
+	require.NoError(t, os.Symlink("real.sh", filepath.Join(src, "build.sh")))
 	_, err = Build(context.Background(), src, nil)
+	require.ErrorContains(t, err, "build.sh is not a regular file")
+
+	// Its own interpreter: a #! line naming one that does not exist.
+	_, err = Build(context.Background(), scriptSource(t, "#!/nonexistent/bash\n"+body, 0o755), nil)
+	require.ErrorContains(t, err, "build.sh failed")
+	assert.NoFileExists(t, marker)
+
+	// With both, it runs.
+	_, err = Build(context.Background(), scriptSource(t, "#!/bin/sh\n"+body, 0o755), nil)
+	require.NoError(t, err)
+	assert.FileExists(t, marker)
+}
+
+func TestBuildScriptFailuresSayWhy(t *testing.T) {
+	// A failing script: its exit status and the end of its stderr, not
+	// its stdout.
+	var log bytes.Buffer
+	_, err := Build(context.Background(), scriptSource(t, "#!/bin/sh\necho progress\necho broken step >&2\nexit 3\n", 0o755), &BuildOptions{Log: &log})
 	require.ErrorContains(t, err, "build.sh failed (exit status 3); stderr:\nbroken step")
+	assert.NotContains(t, err.Error(), "progress")
+	assert.Contains(t, log.String(), "progress\n", "the whole output goes to the log")
+
+	// Only the tail of a long stderr.
+	_, err = Build(context.Background(), scriptSource(t, "#!/bin/sh\necho FIRST >&2\nyes line | head -c 100000 >&2\necho LAST >&2\nexit 1\n", 0o755), nil)
+	require.ErrorContains(t, err, "LAST")
+	assert.NotContains(t, err.Error(), "FIRST")
+	assert.Less(t, len(err.Error()), 6000)
+
+	// A script that writes nothing to SAM_TOOL_BUILD_OUT.
+	_, err = Build(context.Background(), scriptSource(t, "#!/bin/sh\necho built somewhere else\n", 0o755), nil)
+	require.ErrorContains(t, err, "build.sh wrote nothing to $SAM_TOOL_BUILD_OUT")
+	// Or writes something, but not the manifest's executable.
+	_, err = Build(context.Background(), scriptSource(t, "#!/bin/sh\necho x > \"$SAM_TOOL_BUILD_OUT/README\"\n", 0o755), nil)
+	require.ErrorContains(t, err, "left no executable for tools.t (tool.sh)")
+
+	// A script that outlives its time is killed, with its children.
+	start := time.Now()
+	_, err = Build(context.Background(), scriptSource(t, "#!/bin/sh\nsleep 60 &\nsleep 60\n", 0o755), &BuildOptions{Timeout: 300 * time.Millisecond})
+	require.ErrorContains(t, err, "build.sh failed (still running after 300ms)")
+	assert.Less(t, time.Since(start), 20*time.Second)
+
+	// The log is bounded.
+	log.Reset()
+	_, err = Build(context.Background(), scriptSource(t, "#!/bin/sh\nyes out | head -c 200000\nexit 1\n", 0o755), &BuildOptions{Log: &log, MaxLog: 1000})
+	require.Error(t, err)
+	assert.Less(t, log.Len(), 1200)
+	assert.Contains(t, log.String(), "[build output cut here")
+
+	// A hostile name or target is refused before anything runs.
+	_, err = Build(context.Background(), scriptSource(t, "#!/bin/sh\nexit 0\n", 0o755), &BuildOptions{Name: "../x"})
+	require.ErrorContains(t, err, "invalid toolset name")
+	_, err = Build(context.Background(), scriptSource(t, "#!/bin/sh\nexit 0\n", 0o755), &BuildOptions{Name: "a__b"})
+	require.ErrorContains(t, err, "invalid toolset name")
+	_, err = Build(context.Background(), scriptSource(t, "#!/bin/sh\nexit 0\n", 0o755), &BuildOptions{GOOS: "../../etc", GOARCH: "amd64"})
+	require.ErrorContains(t, err, "invalid target")
 }
 
 // A local pure-Python project, built by an in-tree PEP 517 backend so
@@ -166,7 +261,9 @@ func TestBuildPythonWithPipTarget(t *testing.T) {
 
 func TestBuildPythonRequirementsFromLocalSources(t *testing.T) {
 	src := pythonSource(t)
-	require.NoError(t, os.Remove(filepath.Join(src, "pyproject.toml")))
+	// requirements.txt is preferred: a pyproject.toml beside it is not
+	// read.
+	require.NoError(t, os.WriteFile(filepath.Join(src, "pyproject.toml"), []byte("not [[ toml\n"), 0o644))
 	// A requirements file naming the local project directory... which
 	// then needs a build backend: give it back under another directory.
 	proj := filepath.Join(src, "proj")
@@ -234,4 +331,43 @@ func TestVenvHintSaysPython(t *testing.T) {
 	require.NotContains(t, err.Error(), "python/lib")
 	_, err = Build(context.Background(), dir, nil)
 	require.ErrorContains(t, err, "pip install --target "+dir+"/python ...")
+}
+
+// The go.mod convention builds ./cmd/<name> when there is one, the
+// toolset's name being the directory's.
+func TestBuildGoCmdName(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "toolsets", "weather", "src")
+	for name, data := range map[string]string{
+		"manifest.yaml":        "version: 1\ntools:\n  w:\n    runtime: go\n    executable: ./bin/tool\n",
+		"go.mod":               "module example.com/weather\n\ngo 1.26\n",
+		"cmd/weather/main.go":  "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"from cmd/weather\") }\n",
+		"helper/helper.go":     "package helper\n",
+		"cmd/other/main.go":    "package main\n\nfunc main() {}\n",
+		"notmain/notmain.go":   "package notmain\n",
+		"bin/.keep":            "",
+		"internal/x/x_test.go": "package x\n",
+	} {
+		p := filepath.Join(src, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(data), 0o644))
+	}
+	res, err := Build(context.Background(), src, nil)
+	require.NoError(t, err)
+	assert.Equal(t, BuildGo, res.Method)
+	out, err := exec.Command(filepath.Join(res.Dir, "bin", "tool")).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Equal(t, "from cmd/weather\n", string(out))
+}
+
+// Without anything to build, the executables must be there already.
+func TestBuildPrebuilt(t *testing.T) {
+	src := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(src, "manifest.yaml"), []byte("version: 1\ntools:\n  t:\n    executable: ./tool.sh\n"), 0o644))
+	_, err := Build(context.Background(), src, &BuildOptions{Name: "pre"})
+	require.ErrorContains(t, err, "nothing to build (no build.sh, go.mod, requirements.txt or pyproject.toml) and no prebuilt executable for tools.t (tool.sh)")
+	require.NoError(t, os.WriteFile(filepath.Join(src, "tool.sh"), []byte("#!/bin/sh\n"), 0o755))
+	res, err := Build(context.Background(), src, &BuildOptions{Name: "pre"})
+	require.NoError(t, err)
+	assert.Equal(t, BuildPrebuilt, res.Method)
+	assert.FileExists(t, filepath.Join(res.Dir, "tool.sh"))
 }

@@ -83,7 +83,7 @@ func Pack(ctx context.Context, dir string, w io.Writer, opts *PackOptions) (*Man
 			scripts = true
 			continue
 		}
-		src, err := goSourceDir(dir, e)
+		src, err := goSourceDir(dir, e, "")
 		if err != nil {
 			return nil, err
 		}
@@ -184,13 +184,18 @@ func Pack(ctx context.Context, dir string, w io.Writer, opts *PackOptions) (*Man
 	return m, nil
 }
 
-// goSourceDir finds the source of a Go tool.
-func goSourceDir(dir string, e Executable) (string, error) {
+// goSourceDir finds the source of a Go tool: the directory its path
+// names, cmd/<its base name>, cmd/<name> (unless name is empty), then
+// dir itself.
+func goSourceDir(dir string, e Executable, name string) (string, error) {
 	candidates := []string{
 		filepath.Join(dir, filepath.FromSlash(e.Path)),
 		filepath.Join(dir, "cmd", path.Base(e.Path)),
-		dir,
 	}
+	if name != "" {
+		candidates = append(candidates, filepath.Join(dir, "cmd", name))
+	}
+	candidates = append(candidates, dir)
 	for _, c := range candidates {
 		if hasGoFiles(c) {
 			return c, nil
