@@ -518,14 +518,20 @@
 // # Building packages
 //
 // [Build] builds a source directory as the platform's CLI (sam toolset
-// package) does, into <out>/<os>-<arch>/: build.sh with the target in
-// SAM_TOOL_TARGET_OS and SAM_TOOL_TARGET_ARCH and the output directory
-// in SAM_TOOL_OUTPUT_DIR; else Go tools cross-compiled with
-// CGO_ENABLED=0 and GOWORK=off; else pip install --target
-// <package>/python from pyproject.toml or requirements.txt (from local
-// sources with PipArgs such as --no-index; --platform and
-// --only-binary=:all: when cross-building); else the files as they are.
-// The default target is this machine's, not the platform's linux/arm64.
+// package) does, into <out>/<os>-<arch>/: build.sh, run directly by its
+// own #! line (execute bit required), with SAM_TOOL_NAME,
+// SAM_TOOL_BUILD_OUT (the absolute package directory it fills),
+// SAM_TOOL_TARGET_OS, SAM_TOOL_TARGET_ARCH and SAM_TOOL_SDK_VERSION
+// ([SDKVersion], the version of toolpkg/pkgtool); else Go tools
+// cross-compiled with CGO_ENABLED=0 and GOWORK=off (./cmd/<name> when
+// there is one); else pip install --target <package>/python from
+// requirements.txt, else pyproject.toml (from local sources with PipArgs
+// such as --no-index; --platform and --only-binary=:all: when
+// cross-building); else the files as they are. Each step is bounded in
+// time, its output to the log in size, and a failure ends with the tail
+// of its stderr. The default target is this machine's, not the
+// platform's linux/arm64, so that what is built runs here; the CLI's
+// toolset package --platform URL asks a platform for its target.
 // [ZipDir] zips the result deterministically.
 //
 // # Lifecycle

@@ -1,7 +1,8 @@
 // Command toolset builds, checks and runs packaged toolsets: zips with a
 // manifest.yaml and tool executables (see package toolpkg).
 //
-//	toolset package DIR -o OUT.zip [--os OS] [--arch ARCH] [--dist DIST]
+//	toolset init NAME --lang go|python [DIR] [--sdk-replace REPO]
+//	toolset package DIR -o OUT.zip [--os OS] [--arch ARCH] [--platform URL [--token-file FILE]] [--name NAME] [--dist DIST]
 //	toolset validate ZIP
 //	toolset inspect ZIP [--json] [--sandbox MODE]
 //	toolset call ZIP TOOL 'JSON' [--config KEY=VALUE]... [--sandbox MODE]
@@ -132,12 +133,23 @@ import (
 const usage = `usage: toolset <command> [arguments]
 
 Commands:
-  package DIR -o OUT.zip [--os OS] [--arch ARCH] [--dist DIST]
+  init NAME --lang go|python [DIR] [--sdk-replace REPO]
+        scaffold a toolset in DIR (default: .): DIR/toolsets/NAME.yaml and
+        DIR/toolsets/NAME/src/ (a tool, manifest.yaml and build.sh) that
+        toolset package builds as it is
+  package DIR -o OUT.zip [--os OS] [--arch ARCH] [--platform URL [--token-file FILE]]
+        [--name NAME] [--dist DIST]
         build the source directory DIR (which holds manifest.yaml) into
         DIST/<os>-<arch>/ (default DIST: DIR/dist) and zip it: DIR/build.sh
-        if present, else Go tools cross-compiled with CGO_ENABLED=0, else
-        pip install --target .../python from pyproject.toml or
-        requirements.txt, else DIR's files as they are
+        if present, run by its #! line (chmod +x) with $SAM_TOOL_NAME,
+        $SAM_TOOL_BUILD_OUT (the directory it fills), $SAM_TOOL_TARGET_OS,
+        $SAM_TOOL_TARGET_ARCH and $SAM_TOOL_SDK_VERSION; else Go tools
+        cross-compiled with CGO_ENABLED=0 (./cmd/NAME if present); else
+        pip install --target .../python from requirements.txt, else
+        pyproject.toml; else DIR's files as they are. The target: --os and
+        --arch, else $SAM_TOOL_TARGET_OS and _ARCH, else the platform's at
+        URL, else this machine's (the reference platform's CLI defaults to
+        linux/arm64)
   validate ZIP
         check a package's structure and manifest without running anything
   inspect ZIP [--json] [--sandbox MODE] [--name NAME]
@@ -228,6 +240,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
+		"init":     cmdInit,
 		"package":  cmdPackage,
 		"validate": cmdValidate,
 		"inspect":  cmdInspect,
@@ -340,9 +353,12 @@ func parse(fs *flag.FlagSet, args []string, want int, names string) ([]string, e
 func cmdPackage(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("package", flag.ContinueOnError)
 	out := fs.String("o", "", "the zip to write")
-	goos := fs.String("os", "", "target OS (default: $SAM_TOOL_TARGET_OS, else this machine's)")
-	goarch := fs.String("arch", "", "target architecture (default: $SAM_TOOL_TARGET_ARCH, else this machine's)")
+	goos := fs.String("os", "", "target OS (default: $SAM_TOOL_TARGET_OS, else the platform's with --platform, else this machine's)")
+	goarch := fs.String("arch", "", "target architecture (default: $SAM_TOOL_TARGET_ARCH, else the platform's with --platform, else this machine's)")
 	dist := fs.String("dist", "", "where to make <os>-<arch>/ (default: DIR/dist)")
+	name := fs.String("name", "", "the toolset's name, $SAM_TOOL_NAME (default: DIR's base name, its parent's for toolsets/NAME/src)")
+	platformAddr := fs.String("platform", "", "the URL of a platform to build for (GET .../toolsets/buildTarget)")
+	tokenFile := fs.String("token-file", "", "with --platform: a file holding the bearer token (default: $TOOLSET_PLATFORM_TOKEN)")
 	pos, err := parse(fs, args, 1, "DIR")
 	if err != nil {
 		return err
@@ -350,7 +366,14 @@ func cmdPackage(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *out == "" {
 		return usagef("-o OUT.zip is required")
 	}
-	res, err := toolpkg.Build(ctx, pos[0], &toolpkg.BuildOptions{GOOS: *goos, GOARCH: *goarch, Out: *dist, Log: stderr})
+	if *tokenFile != "" && *platformAddr == "" {
+		return usagef("--token-file is for --platform")
+	}
+	*goos, *goarch, err = packageTarget(ctx, *goos, *goarch, *platformAddr, *tokenFile, stderr)
+	if err != nil {
+		return err
+	}
+	res, err := toolpkg.Build(ctx, pos[0], &toolpkg.BuildOptions{Name: *name, GOOS: *goos, GOARCH: *goarch, Out: *dist, Log: stderr})
 	if err != nil {
 		return err
 	}
