@@ -376,9 +376,10 @@ func TestPackageBuildsDistAndZipsDeterministically(t *testing.T) {
 	assert.Equal(t, a, b, "the same source gives the same zip")
 
 	// A build.sh wins, and gets the target in the platform's variables.
-	require.NoError(t, os.WriteFile(filepath.Join(src, "build.sh"), []byte(`cp -r "$SAM_TOOL_OUTPUT_DIR/../linux-arm64/." "$SAM_TOOL_OUTPUT_DIR/" 2>/dev/null
-echo "$SAM_TOOL_TARGET_OS/$SAM_TOOL_TARGET_ARCH" > "$SAM_TOOL_OUTPUT_DIR/target.txt"
-`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "build.sh"), []byte(`#!/bin/sh
+cp -r "$SAM_TOOL_BUILD_OUT/../linux-arm64/." "$SAM_TOOL_BUILD_OUT/" 2>/dev/null
+echo "$SAM_TOOL_TARGET_OS/$SAM_TOOL_TARGET_ARCH" > "$SAM_TOOL_BUILD_OUT/target.txt"
+`), 0o755))
 	code, stdout, stderr = runCLI("package", src, "-o", second, "--dist", dist, "--os", "linux", "--arch", "riscv64")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "(build.sh)")
