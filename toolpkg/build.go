@@ -38,7 +38,8 @@ type BuildOptions struct {
 	// Name is the toolset's name, SAM_TOOL_NAME for build.sh, and the
 	// <name> of the go.mod convention's ./cmd/<name> (default: the
 	// directory's base name, or its parent's when that is "src", as in
-	// toolsets/NAME/src; it must pass [CheckName]).
+	// toolsets/NAME/src). A name given must pass [CheckName]; one taken
+	// from a directory that does not fails a build.sh build only.
 	Name string
 	// GOOS and GOARCH are the target (default: the environment's
 	// SAM_TOOL_TARGET_OS and SAM_TOOL_TARGET_ARCH, as the platform's CLI
@@ -150,13 +151,17 @@ func Build(ctx context.Context, dir string, opts *BuildOptions) (*BuildResult, e
 	if err != nil {
 		return nil, err
 	}
+	// A name taken from the directory that is no toolset's matters only
+	// to build.sh, which is given it: the conventions then do without.
+	var nameErr error
 	if o.Name == "" {
 		o.Name = filepath.Base(abs)
 		if o.Name == "src" {
 			o.Name = filepath.Base(filepath.Dir(abs))
 		}
 		if err := CheckName(o.Name); err != nil {
-			return nil, fmt.Errorf("toolpkg: build %s: the toolset's name, taken from the directory, is not one: %w; give it (BuildOptions.Name, toolset package --name)", dir, unprefixed{err})
+			nameErr = fmt.Errorf("toolpkg: build %s: the toolset's name, taken from the directory, is not one: %w; give it (BuildOptions.Name, toolset package --name)", dir, unprefixed{err})
+			o.Name = ""
 		}
 	} else if err := CheckName(o.Name); err != nil {
 		return nil, fmt.Errorf("toolpkg: build %s: %w", dir, unprefixed{err})
@@ -182,6 +187,9 @@ func Build(ctx context.Context, dir string, opts *BuildOptions) (*BuildResult, e
 	}
 	var script string
 	if exists(BuildScript) {
+		if nameErr != nil {
+			return nil, nameErr
+		}
 		if script, err = checkScript(abs); err != nil {
 			return nil, err
 		}
@@ -235,7 +243,7 @@ func Build(ctx context.Context, dir string, opts *BuildOptions) (*BuildResult, e
 				continue
 			}
 			extra := ""
-			if len(goTools) == 1 {
+			if len(goTools) == 1 && o.Name != "" {
 				extra = o.Name
 			}
 			src, err := goSourceDir(abs, e, extra)
@@ -341,6 +349,10 @@ func runStep(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("still running after %s", timeout))
 	defer cancel()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// The group is killed on the way out too, so that no child the step
+	// left running holds its output open; past WaitDelay the pipes are
+	// closed whatever holds them.
+	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -352,9 +364,6 @@ func runStep(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) error {
 		case <-done:
 		}
 	}()
-	// The group is killed on the way out too, so that no child the step
-	// left running holds its output open.
-	cmd.WaitDelay = 10 * time.Second
 	err := cmd.Wait()
 	close(done)
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)

@@ -371,3 +371,21 @@ func TestBuildPrebuilt(t *testing.T) {
 	assert.Equal(t, BuildPrebuilt, res.Method)
 	assert.FileExists(t, filepath.Join(res.Dir, "tool.sh"))
 }
+
+// A directory whose name is no toolset's builds by the conventions;
+// build.sh, which is given the name, needs one.
+func TestBuildNameFromDirectory(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "my.tools")
+	require.NoError(t, os.MkdirAll(src, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "manifest.yaml"), []byte("version: 1\ntools:\n  t:\n    executable: ./tool.sh\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "tool.sh"), []byte("#!/bin/sh\n"), 0o755))
+	res, err := Build(context.Background(), src, nil)
+	require.NoError(t, err)
+	assert.Equal(t, BuildPrebuilt, res.Method)
+	require.NoError(t, os.WriteFile(filepath.Join(src, "build.sh"), []byte("#!/bin/sh\ncp tool.sh \"$SAM_TOOL_BUILD_OUT/\"\n"), 0o755))
+	_, err = Build(context.Background(), src, nil)
+	require.ErrorContains(t, err, `the toolset's name, taken from the directory, is not one: invalid toolset name "my.tools"`)
+	res, err = Build(context.Background(), src, &BuildOptions{Name: "mine"})
+	require.NoError(t, err)
+	assert.Equal(t, BuildScript, res.Method)
+}

@@ -370,3 +370,52 @@ func TestPackageBuildScriptFailures(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "invalid toolset name")
 }
+
+// The Python scaffold's build.sh installs pyproject.toml's dependencies
+// beside the tool, with pip: here a local project (whose build backend
+// is in its own tree, so that pip needs no network).
+func TestInitPythonScaffoldInstallsDependencies(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	if err := exec.Command("python3", "-m", "pip", "--version").Run(); err != nil {
+		t.Skip("pip is not installed for python3: the scaffold's build.sh installs dependencies with it")
+	}
+	t.Setenv("PIP_NO_INDEX", "1")
+	dep := t.TempDir()
+	for name, data := range map[string]string{
+		"pyproject.toml":    "[build-system]\nrequires = []\nbuild-backend = \"backend\"\nbackend-path = [\".\"]\n\n[project]\nname = \"shout\"\nversion = \"1.0\"\n",
+		"shout/__init__.py": "def shout(s):\n    return s.upper()\n",
+		"backend.py": `import os, zipfile
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    name = "shout-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as z:
+        z.write("shout/__init__.py", "shout/__init__.py")
+        z.writestr("shout-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: shout\nVersion: 1.0\n")
+        z.writestr("shout-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr("shout-1.0.dist-info/RECORD", "")
+    return name
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+`,
+	} {
+		p := filepath.Join(dep, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(data), 0o644))
+	}
+	dir := t.TempDir()
+	code, _, stderr := runCLI("init", "loud", "--lang", "python", dir)
+	require.Equal(t, 0, code, stderr)
+	src := filepath.Join(dir, "toolsets", "loud", "src")
+	edit := func(name, old, new string) {
+		p := filepath.Join(src, filepath.FromSlash(name))
+		data, err := os.ReadFile(p)
+		require.NoError(t, err)
+		require.Contains(t, string(data), old)
+		require.NoError(t, os.WriteFile(p, []byte(strings.Replace(string(data), old, new, 1)), 0o644))
+	}
+	edit("pyproject.toml", "dependencies = []", `dependencies = ["shout @ file://`+dep+`"]`)
+	edit("src/loud/tool.py", `    return "%s, %s!" % (greeting, name)`, "    import shout\n    return shout.shout(\"%s, %s!\" % (greeting, name))")
+	text, _ := scaffoldCall(t, "loud", src, nil, `{"name": "Ada"}`)
+	assert.Equal(t, "HELLO, ADA!", text)
+}
