@@ -55,6 +55,33 @@ var pythonReserved = map[string]bool{
 	"traceback": true, "types": true, "typing": true, "warnings": true, "pkgproto": true, "test": true,
 }
 
+// cmdInit scaffolds a toolset as the reference platform's CLI (sam
+// toolset init NAME --lang go|python) does: DIR/toolsets/NAME.yaml, the
+// toolset's document (kind: toolset, name, description, spec.config),
+// and DIR/toolsets/NAME/src/, a source directory that toolset package
+// builds as it is, by its build.sh (bash, set -euo pipefail, executable):
+//
+//   - Go: main.go, a tool made with toolset.NewTool run by
+//     toolpkg/pkgtool; go.mod and go.sum; build.sh, a static go build
+//     into $SAM_TOOL_BUILD_OUT for $SAM_TOOL_TARGET_OS/ARCH (with
+//     -mod=mod, so that the first build records the indirect
+//     requirements in go.mod); manifest.yaml. Until the library is
+//     published, --sdk-replace PATH (a checkout of it) writes go.mod's
+//     replace directives for its three modules; go.sum holds the sums of
+//     their dependencies (the checkout's, else this command's), so that
+//     a machine with those modules in its cache builds offline.
+//   - Python: pyproject.toml; src/MODULE/ (MODULE is NAME with '-' as
+//     '_'), with tool.py, the tool, on pkgproto.py, a small stand-alone
+//     module (standard library only) that speaks the package protocol:
+//     --schema [--config FILE], runner_args.json to result.json, progress
+//     on the status pipe, best effort; build.sh, which copies the module
+//     under python/, writes python/bin/NAME and pip installs the
+//     dependencies pyproject.toml lists (for the target), needing no
+//     build backend nor network for the scaffold as it is; manifest.yaml.
+//
+// NAME must pass toolpkg.CheckName (and, for Python, make an importable
+// module that hides no standard one the tool needs). No file is
+// overwritten: if any of them exists, none is written.
 func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	flags := flag.NewFlagSet("init", flag.ContinueOnError)
 	lang := flags.String("lang", "", "the tool's language: go or python")
