@@ -89,8 +89,11 @@ func (ps *problems) warningList() []Problem {
 	return list
 }
 
-// sortProblems returns a copy of list sorted by position.
+// sortProblems returns a copy of list sorted by position, nil for none.
 func sortProblems(list []Problem) []Problem {
+	if len(list) == 0 {
+		return nil
+	}
 	list = slices.Clone(list)
 	slices.SortStableFunc(list, func(a, b Problem) int {
 		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))

@@ -345,12 +345,6 @@ func (p *parser) tools(n *yaml.Node, f *File) {
 		p.add(pos(n), "spec.tools has %d items; at most %d are allowed", len(n.Content), MaxItems)
 		return
 	}
-	listed := map[string]bool{}
-	for _, e := range f.Toolsets {
-		if e.Package != nil {
-			listed[e.Package.Name] = true
-		}
-	}
 	for _, c := range n.Content {
 		c = p.resolve(c)
 		if !p.tick(c) {
@@ -393,7 +387,7 @@ func (p *parser) tools(n *yaml.Node, f *File) {
 		}
 		switch typ {
 		case "builtin":
-			p.builtinTool(c, byKey, f, listed)
+			p.builtinTool(c, byKey, f)
 		case "builtin-group":
 			g, ok := byKey["group_name"]
 			if !ok {
@@ -411,7 +405,7 @@ func (p *parser) tools(n *yaml.Node, f *File) {
 
 // builtinTool reads a builtin entry: a tool of a package, which becomes
 // a package entry limited to it, or joins the entry of that package.
-func (p *parser) builtinTool(c *yaml.Node, byKey map[string]field, f *File, listed map[string]bool) {
+func (p *parser) builtinTool(c *yaml.Node, byKey map[string]field, f *File) {
 	tn, ok := byKey["tool_name"]
 	if !ok {
 		p.add(pos(c), "a builtin entry needs tool_name: TOOLSET__TOOL")
@@ -421,7 +415,7 @@ func (p *parser) builtinTool(c *yaml.Node, byKey map[string]field, f *File, list
 	if !ok {
 		return
 	}
-	pkg, tool, ok := splitTool(full, listed)
+	pkg, tool, ok := splitTool(full)
 	if !ok {
 		p.add(pos(tn.val), "builtin tool %s is one of SAM's in-process tools, which are not provided here: %s", quote(full), toolsSupported)
 		return
@@ -484,14 +478,9 @@ func (p *parser) builtinTool(c *yaml.Node, byKey map[string]field, f *File, list
 	}
 }
 
-// splitTool splits TOOLSET__TOOL, preferring a toolset the agent lists
-// when the toolset's name holds "__" too.
-func splitTool(full string, listed map[string]bool) (pkg, tool string, ok bool) {
-	for i := 0; i+2 < len(full); i++ {
-		if full[i] == '_' && full[i+1] == '_' && i > 0 && listed[full[:i]] {
-			return full[:i], full[i+2:], true
-		}
-	}
+// splitTool splits TOOLSET__TOOL at its first "__", which a toolset's
+// name never holds.
+func splitTool(full string) (pkg, tool string, ok bool) {
 	pkg, tool, ok = strings.Cut(full, "__")
 	return pkg, tool, ok && pkg != "" && tool != ""
 }
