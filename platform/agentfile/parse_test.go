@@ -206,6 +206,14 @@ func TestHostileFilesFailQuickly(t *testing.T) {
 		"merge-key.yaml":      "merge keys (<<) are not supported; write the keys out",
 		"binary-tag.yaml":     "a configuration value of type binary is not supported; quote it to make it a string",
 		"empty.yaml":          "the file is empty; an agent file needs at least a name",
+		// SAM's documents, read with ParseDocument.
+		"sam-alias-models.yaml":     "more than 100000 YAML nodes (aliases counted at each use); reading stopped",
+		"sam-alias-config.yaml":     "more than 100000 YAML nodes (aliases counted at each use); reading stopped",
+		"sam-many-skills.yaml":      "skills has 1001 items; at most 1000 are allowed",
+		"sam-many-agents.yaml":      "resources.agents has 1001 items; at most 1000 are allowed",
+		"sam-deep-tool-config.yaml": "a configuration value is nested more than 32 levels deep",
+		"sam-wrong-types.yaml":      "the agent's name must be a string, not a list",
+		"sam-duplicate-spec.yaml":   `duplicate key "systemPrompt" in spec`,
 	}
 	dir := "testdata/hostile"
 	ents, err := os.ReadDir(dir)
@@ -222,7 +230,11 @@ func TestHostileFilesFailQuickly(t *testing.T) {
 				t.Fatal(err)
 			}
 			start := time.Now()
-			_, err = agentfile.Parse(data, de.Name())
+			if strings.HasPrefix(de.Name(), "sam-") {
+				_, err = agentfile.ParseDocument(data, de.Name())
+			} else {
+				_, err = agentfile.Parse(data, de.Name())
+			}
 			if d := time.Since(start); d > 2*time.Second {
 				t.Errorf("Parse took %v", d)
 			}
