@@ -96,15 +96,22 @@ func ParseDocument(data []byte, filename string) (*Document, error) {
 // document reads a document of any kind.
 func (p *parser) document(root *yaml.Node) *Document {
 	d := &Document{Kind: KindAgent}
-	k := ""
+	k, given := "", ""
+	var at Position
 	if root.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(root.Content); i += 2 {
 			if key := root.Content[i]; key.Kind == yaml.ScalarNode && key.Value == "kind" {
 				if v := p.resolve(root.Content[i+1]); v.Kind == yaml.ScalarNode && v.Tag == "!!str" {
-					k = strings.ToLower(v.Value)
+					k, given, at = strings.ToLower(v.Value), v.Value, pos(v)
 				}
 			}
 		}
+	}
+	switch k {
+	case "", KindAgent, KindToolset, KindManifest:
+	default:
+		p.add(at, "kind is %s; a document has kind agent, toolset or manifest", quote(given))
+		return d
 	}
 	switch k {
 	case KindToolset:

@@ -477,7 +477,7 @@ func TestParseToolsetDocument(t *testing.T) {
 		{"kind: toolset\nname: ../x\n", `2:7: package name "../x" is not valid: invalid toolset name "../x": use 1 to 64 letters, digits, '_' or '-', starting with a letter or digit`},
 		{"kind: toolset\nname: a\nspec: {config: [a]}\n", "3:16: spec.config must be a map, not a list"},
 		{"kind: toolset\nname: a\nspec: {source: ./src}\n", `3:8: unknown key "source" in spec; known keys: config`},
-		{"kind: workflow\nname: a\n", `1:7: kind is "workflow"; an agent document has kind agent`},
+		{"kind: workflow\nname: a\n", `1:7: kind is "workflow"; a document has kind agent, toolset or manifest`},
 	} {
 		_, err := agentfile.ParseDocument([]byte(tc.file), "t.yaml")
 		if got := lines(t, err); !reflect.DeepEqual(got, []string{tc.want}) {
