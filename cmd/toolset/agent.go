@@ -61,22 +61,38 @@ func printProblems(file string, err error, stdout io.Writer) error {
 	return &problemsError{file: file, n: len(ce.Problems)}
 }
 
-// readAgent reads and parses an agent file, printing its problems.
-func readAgent(path string, stdout io.Writer) (*agentfile.File, error) {
-	f, _, err := readAgentData(path, stdout)
+// printWarnings prints what the file holds that is kept but not acted
+// on, or spelled in an older way, one a line: "FILE:LINE:COL: warning:
+// MESSAGE". A warning never fails the command.
+func printWarnings(ws []agentfile.Problem, w io.Writer) {
+	for _, p := range ws {
+		p.Message = "warning: " + p.Message
+		fmt.Fprintln(w, printable(p.String()))
+	}
+}
+
+// readAgent reads and parses an agent file, printing its problems on
+// stdout and its warnings, as notes, on stderr.
+func readAgent(path string, stdout, stderr io.Writer) (*agentfile.File, error) {
+	f, _, err := readAgentData(path, stdout, stderr)
 	return f, err
 }
 
 // readAgentData is readAgent that returns the file's bytes too.
-func readAgentData(path string, stdout io.Writer) (*agentfile.File, []byte, error) {
+func readAgentData(path string, stdout, stderr io.Writer) (*agentfile.File, []byte, error) {
 	data, err := agentfile.ReadFile(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	f, err := agentfile.Parse(data, path)
 	if err != nil {
+		var ce *agentfile.CheckError
+		if errors.As(err, &ce) {
+			printWarnings(ce.Warnings, stderr)
+		}
 		return nil, nil, printProblems(path, err, stdout)
 	}
+	printWarnings(f.Warnings, stderr)
 	return f, data, nil
 }
 
@@ -191,7 +207,7 @@ func cmdAgentCheck(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	// A file that does not parse is reported here, the platform not
 	// contacted.
-	f, data, err := readAgentData(pos[0], stdout)
+	f, data, err := readAgentData(pos[0], stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -241,7 +257,7 @@ func cmdAgentTools(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if bf.url != "" && *storeDir != "" {
 		return usagef("--store and --broker together: choose one")
 	}
-	f, err := readAgent(pos[0], stdout)
+	f, err := readAgent(pos[0], stdout, stderr)
 	if err != nil {
 		return err
 	}

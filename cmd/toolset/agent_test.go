@@ -172,6 +172,14 @@ toolsets:
 			bad+":7:14: unknown package \"nope\": the store has no toolset of that name\n", stdout)
 		assert.Equal(t, "toolset agent: "+bad+": 3 problems\n", stderr)
 	})
+	t.Run("check a SAM document", func(t *testing.T) {
+		sam := writeFile(t, dir, "sam.yaml", "kind: agent\nname: sam\nspec:\n  deploy: true\n  toolsets: [finance, builtin_artifact_tools]\n")
+		code, stdout, stderr := runBinary(t, bin, "agent", "check", sam, "--store", storeDir)
+		require.Equal(t, 0, code, stderr)
+		assert.Equal(t, "ok\n", stdout)
+		assert.Contains(t, stderr, sam+":4:3: warning: spec.deploy is kept but not acted on: deploying is the platform's\n")
+		assert.Contains(t, stderr, sam+`:5:23: warning: built-in group "builtin_artifact_tools" is not provided here`)
+	})
 	t.Run("usage", func(t *testing.T) {
 		code, _, stderr := runBinary(t, bin, "agent", "run", agent)
 		assert.Equal(t, 2, code)

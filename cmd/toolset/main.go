@@ -655,6 +655,14 @@ func callTool(ctx context.Context, ts toolset.Toolset, name, tool, args, where s
 		return err
 	}
 	if _, ok := tools.Lookup(full); !ok {
+		if keys := missingConfig(ts, strings.TrimPrefix(full, name+"__")); len(keys) > 0 {
+			flags := make([]string, len(keys))
+			for i, k := range keys {
+				flags[i] = "--config " + k + "=VALUE"
+			}
+			return fmt.Errorf("tool %s needs %s: it is %s, left out while that required configuration is not set; give %s",
+				strings.TrimPrefix(full, name+"__"), strings.Join(keys, " and "), where, strings.Join(flags, " "))
+		}
 		names := tools.Names()
 		sort.Strings(names)
 		return fmt.Errorf("no tool %q %s; its tools: %s", tool, where, strings.Join(names, ", "))
@@ -672,6 +680,19 @@ func callTool(ctx context.Context, ts toolset.Toolset, name, tool, args, where s
 	}
 	fmt.Fprintln(stdout, printable(text))
 	return nil
+}
+
+// missingConfig returns the required configuration keys without a value
+// that leave the tool out of ts, when ts says (a package's toolset does,
+// after its tools were listed), or nil.
+func missingConfig(ts toolset.Toolset, tool string) []string {
+	p, ok := ts.(interface {
+		Policies() map[string]toolpkg.ToolPolicy
+	})
+	if !ok {
+		return nil
+	}
+	return p.Policies()[tool].Missing
 }
 
 // config turns --config KEY=VALUE flags into configuration values, typed

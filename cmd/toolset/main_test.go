@@ -338,6 +338,31 @@ func TestInspectAndCallShowNoTerminalEscapes(t *testing.T) {
 	assert.NotContains(t, stdout, "\x07")
 }
 
+// TestCallSaysWhichConfigurationAToolNeeds: a tool whose required
+// configuration value is not set is left out of the toolset, and
+// calling it says so, naming the key, not that the package lacks it.
+func TestCallSaysWhichConfigurationAToolNeeds(t *testing.T) {
+	schema := `{"tools": {
+  "echo": {"description": "Echo the text back.", "parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    "config_schema": [{"key": "api_token", "type": "string", "required": true, "secret": true}, {"key": "greeting", "type": "string", "default": "hello"}]},
+  "fail": {"description": "Fail.", "parameters": {"type": "object", "properties": {}}}
+}}`
+	zip := withFile(t, packaged(t), "schema.json", []byte(schema))
+	code, _, stderr := runCLI("call", "--sandbox", "direct", zip, "echo", `{"text":"x"}`)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "tool echo needs api_token: it is in the package, left out while that required configuration is not set; give --config api_token=VALUE")
+	assert.NotContains(t, stderr, "no tool")
+
+	code, stdout, stderr := runCLI("call", "--sandbox", "direct", zip, "echo", `{"text":"x"}`, "--config", "api_token=t0ken")
+	require.Equal(t, 0, code, stderr)
+	assert.True(t, strings.HasPrefix(stdout, "hello, x\n"), stdout)
+	assert.NotContains(t, stdout, "t0ken")
+
+	code, _, stderr = runCLI("call", "--sandbox", "direct", zip, "nosuch", `{}`)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, `no tool "nosuch" in the package; its tools: demo__fail`)
+}
+
 // TestErrorsSayEachThingOnce checks that an error the command prints
 // names the command, the agent, the toolset and each package once.
 func TestErrorsSayEachThingOnce(t *testing.T) {

@@ -476,7 +476,7 @@ func serveAgent(ctx context.Context, pos []string, af *agentFlags, pf *pkgFlags,
 	if len(pf.config) > 0 || *pf.name != "" {
 		return usagef("--config and --name go with a ZIP; an agent file says its packages' configuration")
 	}
-	f, err := readAgent(af.file, stderr) // stdout may carry the protocol
+	f, err := readAgent(af.file, stderr, stderr) // stdout may carry the protocol
 	if err != nil {
 		return err
 	}

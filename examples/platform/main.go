@@ -32,14 +32,13 @@ import (
 	"github.com/gotoolset/toolset/toolpkg"
 )
 
-// agentYAML is the agent file the team keeps beside its code: the weather
-// package, with the forecast in Fahrenheit for this agent.
-const agentYAML = `apiVersion: v1
-kind: agent
-metadata:
-  name: forecaster
+// agentYAML is the agent file the team keeps beside its code, in SAM's
+// shape: the weather package, with the forecast in Fahrenheit for this
+// agent.
+const agentYAML = `kind: agent
+name: forecaster
 spec:
-  instructions: Tell travellers what weather to pack for.
+  systemPrompt: Tell travellers what weather to pack for.
   toolsets: [weather]
   toolsetConfigs:
     - toolset: weather

@@ -52,10 +52,11 @@
 //	    exclude: [refund]          # tools of the package this agent does not get
 //	    approval: true             # every call waits for a human
 //	  - weather                    # a package by name alone
-//	toolsetConfigs:                # the platform's per-agent configuration
+//	toolsetConfigs:                # SAM's per-agent configuration
 //	  - toolset: weather
 //	    configValues: {forecast: {units: metric}}
 //	    excludedTools: [alerts]
+//	skills: [pdf-reading]          # attached skills (see SAM's documents)
 //
 // Every key is checked: an unknown key, a duplicate key, a value of the
 // wrong type or out of its bounds is a problem. Durations are Go's
@@ -140,7 +141,12 @@
 // name twice (entries shown to different roles may share names). Both
 // return every problem at once in a [*CheckError], one [Problem] each
 // with its line and column, sorted; at most 100, the rest counted. What
-// the options do not give is not checked.
+// the options do not give is not checked. Check also reports a required
+// configuration key of a package's tool (a secret or not) that no layer
+// sets, neither the agent, nor the toolset's stored configuration (read
+// when the [Packages] are [StoredConfigs], as a store's are), nor a
+// default: at run time such a tool is left out without a word. It
+// checks attached skills when [Options.Skills] is set.
 //
 // Parse and Check never start a process nor open a connection, whatever
 // the file says: a platform may run them on documents its users upload.
@@ -155,33 +161,127 @@
 // them only where their author may run programs and reach hosts, and
 // gives LookupEnv only the variables those authors may read.
 //
-// # The platform's documents
+// # SAM's documents
 //
-// Agent documents in the reference platform's shape load too: kind:
-// agent, metadata.name, and a spec with instructions and toolsets by
-// name, each a package whose tools the model sees as <toolset>__<tool>;
-// the agent's configuration of them is a list toolsetConfigs (in spec or
-// at the top level) of {toolset, configValues: {TOOL: {KEY: VALUE}},
-// excludedTools}, merged into the first package entry of that name (a
-// key set twice is a problem):
+// Solace Agent Mesh's (SAM's) documents load as SAM writes them, with
+// [Parse] for an agent and [ParseDocument] for any kind: agent, toolset
+// or manifest. An agent document in SAM's shape, every field SAM
+// defines:
 //
-//	apiVersion: v1
 //	kind: agent
-//	metadata:
-//	  name: finance-assistant
-//	  labels: {team: finance}
+//	name: finance-assistant                    # the agent's name
+//	description: Answers questions about markets.
 //	spec:
-//	  description: Answers questions about invoices.
-//	  instructions: You help the finance team.
-//	  toolsets: [finance, weather]
+//	  type: standard
+//	  modelProvider: [general]
+//	  deploy: true
+//	  systemPrompt: |                          # the agent's instructions
+//	    You help the finance team read the markets.
+//	  toolsets: [finance-tools, builtin_artifact_tools]
+//	  inputModes: [text/plain]
+//	  outputModes: [text/plain]
+//	  skills:
+//	    - id: market-analysis                  # the agent card's: an id
+//	      name: Market analysis
+//	      description: Reads a ticker's technical indicators.
+//	      tags: [finance]
+//	    - market-glossary                      # attached: a name...
+//	    - skill: risk-rules                    # ...or {skill: NAME}
 //	  toolsetConfigs:
-//	    - toolset: finance
+//	    - toolset: finance-tools
 //	      configValues:
-//	        quote: {currency: EUR}
-//	      excludedTools: [refund]
+//	        market_get_technicals: {api_token: demo-token}
+//	      excludedTools: [market_place_order]
+//	  tools:
+//	    - tool_type: builtin                   # one tool of a package
+//	      tool_name: news-tools__headlines
+//	      tool_config: {region: eu}
+//	    - tool_type: mcp                       # an MCP server
+//	      tool_name: read_file                 # optional: that tool alone
+//	      connection_params:
+//	        type: stdio                        # or streamable-http, with url and headers
+//	        command: mcp-server-filesystem
+//	        args: [/srv/reports]
+//	      environment_variables: {LOG_LEVEL: warn}
+//	    - tool_type: builtin-group             # noted, left out
+//	      group_name: artifact_management
 //
-// A file with apiVersion, kind, metadata or spec at its top level is read
-// in this shape; its spec.toolsets may hold entries of the full format
-// too. [File.Packages] lists the packages a file uses, which is what a
+// What each field becomes:
+//
+//   - name is the agent's name, systemPrompt its instructions.
+//   - spec.toolsets are packages by name, each an entry whose tools the
+//     model sees as <toolset>__<tool>, the toolset's hyphens kept
+//     (finance-tools__market_get_technicals). A name beginning with
+//     "builtin_" is one of SAM's built-in groups of tools of its own
+//     process, not a package: it is not provided here, and a warning
+//     says so.
+//   - spec.toolsetConfigs are merged into the first package entry of
+//     their toolset: configValues are values by tool (Config.Tools),
+//     excludedTools the tools left out; a key set twice is a problem.
+//   - spec.tools: a builtin entry named TOOLSET__TOOL is that tool of
+//     the package (Entry.Only), its tool_config and required_scopes
+//     values of that tool; it joins the entry of its toolset when there
+//     is one, where a toolset listed whole already gives it, and the
+//     tools of one toolset named one by one share one entry (so that
+//     toolsetConfigs reaches them all). An mcp entry is an MCP server
+//     entry (stdio: command and args, with env and
+//     environment_variables; streamable-http: url and headers), limited
+//     to tool_name when given. A builtin-group entry is warned of and
+//     left out. A builtin entry without "__" (a tool of SAM's own
+//     process), an openapi entry and SAM's sse transport are problems:
+//     this package has nothing to run them with.
+//   - spec.skills are told apart by shape alone: a map with an id is a
+//     skill of the agent card (File.Card: {id, name, description, tags,
+//     examples, inputModes, outputModes}), which other agents discover;
+//     a string, or a map with skill and no id, names an attached skill
+//     (File.Skills), a SKILL.md bundle uploaded to the platform, which
+//     [Check] looks up with [Options.Skills]. Any other shape is a
+//     problem that shows both.
+//   - description, type, modelProvider, deploy, inputModes, outputModes
+//     and the card's skills are kept on [File] as given and not acted on
+//     here; a warning, with its line, says so for each.
+//
+// A warning is not a problem: it is in File.Warnings (and in
+// CheckError.Warnings of a document refused for its problems), and
+// never fails a load. A key SAM does not define stays a problem.
+//
+// A kind: toolset document is a toolset's name, description and
+// spec.config, its toolset-level configuration ([ToolsetDoc]). A kind:
+// manifest document gathers resources: agents and toolsets, each read
+// as a document of its kind, and models, connectors and workflows, kept
+// and warned of. A file holds one document, bounded as an agent file is;
+// a manifest is how several travel together:
+//
+//	kind: manifest
+//	resources:
+//	  toolsets:
+//	    - name: finance-tools
+//	      spec:
+//	        config: {region: eu}
+//	  agents:
+//	    - name: market-analyst
+//	      spec:
+//	        systemPrompt: You analyse tickers.
+//	        toolsets: [finance-tools]
+//
+// # SAM's shape and the project's format
+//
+// The two meet in one parser and one checker: a document with kind,
+// spec, apiVersion or metadata at its top level is read in SAM's shape,
+// any other in the project's format. The project's format adds what SAM
+// has no words for: local and MCP sources beside packages, and each
+// entry's composition (prefix, rename, roles, deferred) and policies
+// (timeout, cache, rateLimit, approval, maxFailures). spec.toolsets in
+// SAM's shape may hold entries of the project's format too, so that a
+// SAM document can take them; the project's format takes toolsetConfigs
+// and skills as SAM writes them.
+//
+// An earlier version of this package read agent documents in a shape of
+// its own that SAM never used: apiVersion, metadata.name,
+// spec.instructions, spec.description, spec.name and a top-level
+// toolsetConfigs. They still load as they did, each key with a warning
+// naming SAM's spelling; they will be refused in a later version.
+//
+// [File.Packages] lists the packages a file uses, which is what a
 // platform counts to tell whether a package is in use.
 package agentfile

@@ -33,16 +33,22 @@ func docExamples(t *testing.T) []string {
 
 func TestTheDocumentedFilesParse(t *testing.T) {
 	blocks := docExamples(t)
-	if len(blocks) != 2 {
-		t.Fatalf("%d YAML examples in doc.go, want 2", len(blocks))
+	if len(blocks) != 3 {
+		t.Fatalf("%d YAML examples in doc.go, want 3", len(blocks))
 	}
 	for _, b := range blocks {
-		f, err := agentfile.Parse([]byte(b), "doc.go")
+		d, err := agentfile.ParseDocument([]byte(b), "doc.go")
 		if err != nil {
 			t.Fatalf("%v\n%s", err, b)
 		}
-		if len(f.Toolsets) == 0 || len(f.Packages()) == 0 {
-			t.Errorf("parsed %+v", f)
+		agents := []*agentfile.File{d.Agent}
+		if d.Manifest != nil {
+			agents = d.Manifest.Agents
+		}
+		for _, f := range agents {
+			if f == nil || len(f.Toolsets) == 0 || len(f.Packages()) == 0 || len(f.Skills) == 0 && d.Manifest == nil {
+				t.Errorf("parsed %+v", f)
+			}
 		}
 	}
 }
