@@ -50,13 +50,6 @@ func (p serverPackages) ToolsetWithConfig(name string, cfg toolpkg.Config) tools
 	return p.s.store.ToolsetWithConfig(name, cfg)
 }
 
-// agentError answers 422 InvalidAgent with every problem of an agent
-// file.
-func (s *Server) agentError(w http.ResponseWriter, err error) {
-	probs := s.problemsOf(err)
-	writeProblems(w, http.StatusUnprocessableEntity, "InvalidAgent", "the agent file is invalid: "+problemCount(len(probs)), probs)
-}
-
 // problemsOf turns the error of parsing or checking an agent file into
 // its problems, bounded, the store's folder never named.
 func (s *Server) problemsOf(err error) []Problem {

@@ -250,14 +250,12 @@ func (s *Server) inspect(ctx context.Context, name string, data []byte) *inspect
 	if err := s.checkAgent(ctx, &checked); err != nil {
 		in.problems = s.problemsOf(err)
 	}
-	in.notDeployable = append(slices.Clone(in.problems), waiting...)
-	if len(in.notDeployable) > 0 {
-		sortProblems(in.notDeployable)
-		return in
-	}
+	// Every reason at once: the values missing from the tools of the
+	// toolsets that are ready too.
 	rec, missing := s.renderEffective(f, found)
-	if len(missing) > 0 {
-		in.notDeployable = missing
+	in.notDeployable = append(append(slices.Clone(in.problems), waiting...), missing...)
+	if len(in.notDeployable) > 0 || rec == nil {
+		sortProblems(in.notDeployable)
 		return in
 	}
 	in.effective = rec

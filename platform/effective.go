@@ -75,14 +75,16 @@ func ToolsetSecretRef(toolset, key string) string {
 	return "${secret:toolset/" + toolset + "/" + key + "}"
 }
 
-// renderEffective makes the effective document of a checked file whose toolsets
-// are all ready; values are the file's secret values by address (only
-// their presence matters). It returns what the file misses instead: each
-// required configuration value no layer gives a tool the agent gets.
+// renderEffective makes the effective document of a checked file;
+// secrets are the file's secret values by address (only their presence
+// matters). It returns nil when a toolset is not ready (which the caller
+// says), and what the file misses: each required configuration value no
+// layer gives a tool the agent gets of a toolset that is ready.
 func (s *Server) renderEffective(f *agentfile.File, secrets map[string]any) (*deployRec, []Problem) {
 	doc := EffectiveDocument{Kind: "agent", Name: f.Name, Spec: EffectiveSpec{Type: "standard", Deploy: true, SystemPrompt: f.Instructions, Toolsets: []string{}, Tools: []EffectiveTool{}}}
 	rec := &deployRec{At: time.Now().UTC(), Versions: map[string]int{}, Tools: map[string]string{}}
 	var missing []Problem
+	incomplete := false
 	for _, e := range f.Toolsets {
 		if e.Package == nil || rec.Versions[e.Package.Name] != 0 {
 			continue
@@ -90,7 +92,8 @@ func (s *Server) renderEffective(f *agentfile.File, secrets map[string]any) (*de
 		name := e.Package.Name
 		info, err := s.info(name)
 		if err != nil || info.Status != toolpkg.StatusReady {
-			missing = append(missing, Problem{Line: e.Pos.Line, Column: e.Pos.Column, Message: fmt.Sprintf("toolset %q is not ready", name)})
+			// Said by the caller, with the toolset's status.
+			incomplete = true
 			continue
 		}
 		rec.Versions[name] = info.Serving
@@ -140,7 +143,7 @@ func (s *Server) renderEffective(f *agentfile.File, secrets map[string]any) (*de
 			doc.Spec.Tools = append(doc.Spec.Tools, et)
 		}
 	}
-	if len(missing) > 0 {
+	if len(missing) > 0 || incomplete {
 		sortProblems(missing)
 		return nil, missing
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/gotoolset/toolset/internal/atomicfile"
@@ -352,6 +353,12 @@ func redactAgent(data []byte, f *agentfile.File, policy *secretPolicy) ([]byte, 
 	if walkErr != nil {
 		return nil, nil, walkErr
 	}
+	// A comment that repeats a secret (api_key: x # x) goes too.
+	var texts []string
+	for _, t := range targets {
+		collectText(t.val, &texts)
+	}
+	dropComments(&root, texts)
 	for pos, t := range targets {
 		if !done[pos] {
 			return nil, nil, &errRedaction{fmt.Sprintf("%s: the secret could not be found in the file's text, so it cannot be kept apart", describeAddr(t.addr))}
@@ -383,6 +390,44 @@ func redactAgent(data []byte, f *agentfile.File, policy *secretPolicy) ([]byte, 
 		return nil, nil, &errRedaction{fmt.Sprintf("%s: the secret could not be taken out of the file", describeAddr(*leak))}
 	}
 	return out, found, nil
+}
+
+// collectText appends the texts of a value's scalars.
+func collectText(v any, out *[]string) {
+	switch x := v.(type) {
+	case nil:
+	case []any:
+		for _, c := range x {
+			collectText(c, out)
+		}
+	case map[string]any:
+		for _, c := range x {
+			collectText(c, out)
+		}
+	default:
+		if s := fmt.Sprint(x); s != "" && s != toolpkg.RedactedValue {
+			*out = append(*out, s)
+		}
+	}
+}
+
+// dropComments removes every comment of the tree that holds one of the
+// texts.
+func dropComments(n *yaml.Node, texts []string) {
+	if n == nil || len(texts) == 0 {
+		return
+	}
+	for _, c := range []*string{&n.HeadComment, &n.LineComment, &n.FootComment} {
+		for _, t := range texts {
+			if strings.Contains(*c, t) {
+				*c = ""
+				break
+			}
+		}
+	}
+	for _, c := range n.Content {
+		dropComments(c, texts)
+	}
 }
 
 // keptSecrets are the values of found that are real (not the
