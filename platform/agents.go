@@ -75,8 +75,11 @@ type agentStore struct {
 	secrets *secretStore
 	// deploys are the agents' deployments, guarded by mu.
 	deploys *deployStore
-	// bg counts the redeploys waiting for a toolset to be ready.
-	bg sync.WaitGroup
+	// bg counts the redeploys waiting for a toolset to be ready; none
+	// starts once bgClosed (both guarded by bgMu).
+	bg       sync.WaitGroup
+	bgMu     sync.Mutex
+	bgClosed bool
 	// users indexes agents by the toolsets they name: toolset → agents.
 	users map[string]map[string]struct{}
 	// changing counts the uploads and removals of each toolset between

@@ -352,7 +352,13 @@ func (s *Server) deployAgent(w http.ResponseWriter, r *http.Request) {
 // A version that fails leaves them as they are (the previous version
 // still serves); a later upload takes over.
 func (s *Server) redeployWhenReady(toolset string, version int) {
-	s.agents.bg.Add(1)
+	a := s.agents
+	a.bgMu.Lock()
+	defer a.bgMu.Unlock()
+	if a.bgClosed {
+		return
+	}
+	a.bg.Add(1)
 	go func() {
 		defer s.agents.bg.Done()
 		defer func() {
@@ -381,6 +387,15 @@ func (s *Server) redeployWhenReady(toolset string, version int) {
 			wait = min(2*wait, 5*time.Second)
 		}
 	}()
+}
+
+// stopBackground waits for the redeploys under way (the server's context
+// is canceled) and lets no other start.
+func (a *agentStore) stopBackground() {
+	a.bgMu.Lock()
+	a.bgClosed = true
+	a.bgMu.Unlock()
+	a.bg.Wait()
 }
 
 // redeploy deploys again every deployed agent naming the toolset.

@@ -210,7 +210,7 @@ func New(store *toolpkg.Store, opts *Options) (*Server, error) {
 // safe.
 func (s *Server) Close() error {
 	s.closeOnce.Do(s.cancel)
-	s.agents.bg.Wait()
+	s.agents.stopBackground()
 	if s.dist != nil {
 		s.dist.wait()
 	}
