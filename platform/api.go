@@ -476,9 +476,6 @@ func (s *Server) putPackage(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err)
 		return
 	}
-	if force && len(s.agents.usedBy(name)) > 0 {
-		s.redeployWhenReady(name, info.Version)
-	}
 	w.Header().Set("Location", apiPrefix+"toolsets/"+name)
 	writeJSON(w, http.StatusAccepted, s.detail(info))
 }
@@ -494,6 +491,11 @@ func (s *Server) startUpload(r *http.Request, name string, f *os.File, size int6
 	info, err := s.store.StartUpload(ctx, name, f, size)
 	if err == nil {
 		s.distribute(name, true)
+		// Agents use it only when the upload was forced: the deployed
+		// ones follow once the version is ready.
+		if len(s.agents.usedBy(name)) > 0 {
+			s.redeployWhenReady(name, info.Version)
+		}
 	}
 	return info, err
 }

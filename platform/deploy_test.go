@@ -298,11 +298,12 @@ toolsetConfigs:
 	assert.Contains(t, ad.Source, `greeting: "<REDACTED>"`)
 	assert.False(t, e.do("GET", "/api/v1/platform/agents/idle", nil).json(t)["deployed"].(bool), "not deployed, not redeployed")
 
-	// v3 drops shout, which the agent configures: the redeploy cannot
-	// be made, says why, and the deployment stays on v2.
+	// v3, uploaded with the page's form, drops shout, which the agent
+	// configures: the redeploy cannot be made, says why, and the
+	// deployment stays on v2.
 	v3 := configPackage(t, 0, tools[0], tools[2])
-	r = e.do("PUT", "/api/v1/platform/toolsets/fin-tools/package?force=true", v3, "Content-Type", "application/zip")
-	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+	r = e.uploadForm("fin-tools", v3, true)
+	require.Equal(t, http.StatusSeeOther, r.status, "%s", r.body)
 	for {
 		d = e.do("GET", "/api/v1/platform/agents/support", nil)
 		ad = AgentDetail{}
