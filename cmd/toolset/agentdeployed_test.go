@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -107,4 +108,41 @@ toolsetConfigs:
 	assert.True(t, strings.HasPrefix(text, "hi, from the platform"), text)
 	assert.NotContains(t, r.stderr.String(), "sk-deployed-123")
 	require.NoError(t, r.terminate(t, 10*time.Second))
+}
+
+// What a platform answers is untrusted: an effective document whose
+// tools do not fit its toolsets, or of a type this runner does not
+// serve, is refused with a message, never a panic.
+func TestDeployedAgentFileRefusesWhatDoesNotFit(t *testing.T) {
+	base, err := platformURL("http://127.0.0.1:1")
+	require.NoError(t, err)
+	ea := &platform.EffectiveAgent{Name: "a", Versions: map[string]int{}}
+	for _, c := range []struct {
+		doc  platform.EffectiveDocument
+		want string
+	}{
+		{platform.EffectiveDocument{Spec: platform.EffectiveSpec{Toolsets: []string{"../x"}}}, "not valid"},
+		{platform.EffectiveDocument{Spec: platform.EffectiveSpec{Toolsets: []string{"t", "t"}}}, "listed twice"},
+		{platform.EffectiveDocument{Spec: platform.EffectiveSpec{Toolsets: []string{"t"}, Tools: []platform.EffectiveTool{{ToolType: "mcp", ToolName: "t__x"}}}}, "builtin tools only"},
+		{platform.EffectiveDocument{Spec: platform.EffectiveSpec{Toolsets: []string{"t"}, Tools: []platform.EffectiveTool{{ToolType: "builtin", ToolName: "u__x"}}}}, "not named <toolset>__<tool>"},
+		{platform.EffectiveDocument{Spec: platform.EffectiveSpec{Toolsets: []string{"t"}, Tools: []platform.EffectiveTool{{ToolType: "builtin", ToolName: "t__"}}}}, "not named <toolset>__<tool>"},
+		{platform.EffectiveDocument{Spec: platform.EffectiveSpec{Toolsets: []string{"t"}, Tools: []platform.EffectiveTool{{ToolType: "builtin", ToolName: "t__x"}, {ToolType: "builtin", ToolName: "t__x"}}}}, "listed twice"},
+		{platform.EffectiveDocument{Spec: platform.EffectiveSpec{Toolsets: []string{"t"}, Tools: []platform.EffectiveTool{{ToolType: "builtin", ToolName: "t__x",
+			ToolConfig: map[string]any{"k": platform.AgentSecretRef("t", "x", "k"), "s": platform.ToolsetSecretRef("t", "s")}}}}}, "agent/t/x/k are not given"},
+	} {
+		c.doc.Kind, c.doc.Name = "agent", "a"
+		_, err := deployedAgentFile(base, ea, &c.doc, nil, map[string]any{}, io.Discard)
+		require.Error(t, err, "%+v", c.doc)
+		assert.Contains(t, err.Error(), c.want)
+	}
+
+	// A toolset's secret is left to the store, the agent's comes from
+	// the secrets, the rest as given.
+	doc := platform.EffectiveDocument{Kind: "agent", Name: "a", Spec: platform.EffectiveSpec{SystemPrompt: "Be brief.", Toolsets: []string{"t"}, Tools: []platform.EffectiveTool{{ToolType: "builtin", ToolName: "t__x",
+		ToolConfig: map[string]any{"k": platform.AgentSecretRef("t", "x", "k"), "s": platform.ToolsetSecretRef("t", "s"), "n": 3, "m": map[string]any{"l": []any{1}}}}}}}
+	f, err := deployedAgentFile(base, ea, &doc, nil, map[string]any{"agent/t/x/k": "v"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, "Be brief.", f.Instructions)
+	require.Len(t, f.Toolsets, 1)
+	assert.Equal(t, map[string]map[string]any{"x": {"k": "v", "n": int64(3), "m": map[string]any{"l": []any{int64(1)}}}}, f.Toolsets[0].Package.Config.Tools)
 }
