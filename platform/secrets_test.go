@@ -197,3 +197,49 @@ func TestRestartKeepsDeploymentAndSecrets(t *testing.T) {
 	assert.Equal(t, agentSecret, e.storedSecrets("support")["fin-tools/greet/api_key"])
 	require.Equal(t, http.StatusOK, e.do("POST", "/api/v1/platform/agents/support/deploy", nil).status)
 }
+
+// Puts, checks, deploys and reads of an agent at the same time: each
+// answer is whole, none is a failure of the server's, none shows the
+// secret, and the secret is kept.
+func TestConcurrentDeploysAndPuts(t *testing.T) {
+	e := secretEnv(t, storeDir(t))
+	source := e.do("GET", "/api/v1/platform/agents/support", nil).json(t)["source"].(string)
+	type req struct {
+		method, path string
+		body         []byte
+	}
+	reqs := []req{
+		{"PUT", "/api/v1/platform/agents/support", []byte(secretAgent)},
+		{"PUT", "/api/v1/platform/agents/support", []byte(source)},
+		{"POST", "/api/v1/platform/agents/support/check", []byte(source)},
+		{"POST", "/api/v1/platform/agents/support/deploy", nil},
+		{"GET", "/api/v1/platform/agents/support/effective", nil},
+		{"GET", "/api/v1/platform/agents/support", nil},
+		{"GET", "/api/v1/platform/agents", nil},
+	}
+	errs := make(chan string, 8*len(reqs))
+	done := make(chan struct{})
+	for w := 0; w < 8; w++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i, q := range reqs {
+				q = reqs[(i+w)%len(reqs)]
+				r := e.do(q.method, q.path, q.body)
+				switch {
+				case r.status >= 500:
+					errs <- q.method + " " + q.path + ": " + string(r.body)
+				case strings.Contains(string(r.body), agentSecret):
+					errs <- q.method + " " + q.path + " shows the secret"
+				}
+			}
+		}()
+	}
+	for w := 0; w < 8; w++ {
+		<-done
+	}
+	close(errs)
+	for msg := range errs {
+		t.Error(msg)
+	}
+	assert.Equal(t, agentSecret, e.storedSecrets("support")["fin-tools/greet/api_key"])
+}
