@@ -50,13 +50,6 @@ func (p serverPackages) ToolsetWithConfig(name string, cfg toolpkg.Config) tools
 	return p.s.store.ToolsetWithConfig(name, cfg)
 }
 
-// agentError answers 422 InvalidAgent with every problem of an agent
-// file.
-func (s *Server) agentError(w http.ResponseWriter, err error) {
-	probs := s.problemsOf(err)
-	writeProblems(w, http.StatusUnprocessableEntity, "InvalidAgent", "the agent file is invalid: "+problemCount(len(probs)), probs)
-}
-
 // problemsOf turns the error of parsing or checking an agent file into
 // its problems, bounded, the store's folder never named.
 func (s *Server) problemsOf(err error) []Problem {
@@ -81,13 +74,14 @@ func (s *Server) postAgentCheck(w http.ResponseWriter, r *http.Request) {
 	s.acceptAgent(w, r, true)
 }
 
-// answerCheck checks a parsed agent file against the store and answers
-// what a PUT would store.
-func (s *Server) answerCheck(w http.ResponseWriter, r *http.Request, name string, data []byte, f *agentfile.File) {
-	if err := s.checkAgent(r.Context(), f); err != nil {
-		s.agentError(w, err)
+// answerCheck checks an agent file against the store and answers what a
+// PUT would store; the caller holds the agents' lock.
+func (s *Server) answerCheck(w http.ResponseWriter, r *http.Request, name string, data []byte) {
+	in := s.inspect(r.Context(), name, data)
+	if in.file == nil || len(in.problems) > 0 {
+		writeProblems(w, http.StatusUnprocessableEntity, "InvalidAgent", "the agent file is invalid: "+problemCount(len(in.problems)), in.problems)
 		return
 	}
-	rec := agentRec{packages: agentPackages(f), updated: time.Now().UTC()}
-	writeJSON(w, http.StatusOK, AgentDetail{AgentSummary: summaryOf(name, rec), Source: string(data), Problems: []Problem{}})
+	rec := agentRec{packages: agentPackages(in.file), updated: time.Now().UTC()}
+	writeJSON(w, http.StatusOK, s.agentDetail(name, rec, in))
 }

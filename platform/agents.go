@@ -25,6 +25,15 @@ type AgentSummary struct {
 	// null).
 	Packages  []string  `json:"packages"`
 	UpdatedAt time.Time `json:"updatedAt"`
+	// Deployed says whether the agent was deployed (POST
+	// .../agents/{name}/deploy): it then has an effective document.
+	Deployed bool `json:"deployed"`
+	// DeployedAt is when it was last deployed (or redeployed); null
+	// before.
+	DeployedAt *time.Time `json:"deployedAt"`
+	// DeployedVersions are the toolset versions deployed, by toolset
+	// (never null).
+	DeployedVersions map[string]int `json:"deployedVersions"`
 }
 
 // AgentDetail is an agent as GET /api/v1/platform/agents/{name} returns
@@ -36,8 +45,20 @@ type AgentDetail struct {
 	// now: empty while the agent still checks. An agent is checked when
 	// it is stored, but its packages move on: a re-upload that drops a
 	// tool the agent configures or excludes, or a toolset removed with
-	// force, shows here.
+	// force, shows here. A toolset that is not ready yet is no problem:
+	// Toolsets says its status, and a deploy waits for it.
 	Problems []Problem `json:"problems"`
+	// Toolsets are the toolsets the file names, each with its status
+	// (never null).
+	Toolsets []AgentToolset `json:"toolsets"`
+	// NeedsRedeploy says, for a deployed agent, that a deploy now would
+	// make another effective document than the one deployed (the file,
+	// a toolset's version or configuration changed), or could not be
+	// made.
+	NeedsRedeploy bool `json:"needsRedeploy"`
+	// Redeploy is the last automatic redeploy, after a forced re-upload
+	// of one of its toolsets; absent when there was none.
+	Redeploy *Redeploy `json:"redeploy,omitempty"`
 }
 
 // agentStore keeps the agent files in a directory, one <name>.yaml each,
@@ -50,6 +71,15 @@ type agentStore struct {
 	// mu guards agents, users and changing.
 	mu     sync.RWMutex
 	agents map[string]agentRec
+	// secrets keeps each agent's secret values apart from its file.
+	secrets *secretStore
+	// deploys are the agents' deployments, guarded by mu.
+	deploys *deployStore
+	// bg counts the redeploys waiting for a toolset to be ready; none
+	// starts once bgClosed (both guarded by bgMu).
+	bg       sync.WaitGroup
+	bgMu     sync.Mutex
+	bgClosed bool
 	// users indexes agents by the toolsets they name: toolset → agents.
 	users map[string]map[string]struct{}
 	// changing counts the uploads and removals of each toolset between
@@ -97,6 +127,13 @@ func openAgents(dir string, max int64, log *slog.Logger) (*agentStore, error) {
 			continue
 		}
 		a.set(base, agentRec{packages: agentPackages(f), updated: mod})
+	}
+	base := filepath.Dir(dir)
+	if a.secrets, err = openSecrets(filepath.Join(base, "secrets")); err != nil {
+		return nil, err
+	}
+	if a.deploys, err = openDeploys(filepath.Join(base, "deploys"), a.agents, log); err != nil {
+		return nil, err
 	}
 	return a, nil
 }
@@ -210,8 +247,17 @@ func (a *agentStore) reserve(toolset string, force bool) (end func(), users []st
 	}, nil
 }
 
-func summaryOf(name string, rec agentRec) AgentSummary {
-	return AgentSummary{Name: name, Packages: orEmpty(rec.packages), UpdatedAt: rec.updated}
+// summaryOf is an agent's summary; the caller holds the agents' lock.
+func (s *Server) summaryOf(name string, rec agentRec) AgentSummary {
+	sum := AgentSummary{Name: name, Packages: orEmpty(rec.packages), UpdatedAt: rec.updated, DeployedVersions: map[string]int{}}
+	if dep := s.agents.deploys.recs[name]; dep != nil {
+		at := dep.At
+		sum.Deployed, sum.DeployedAt = true, &at
+		for k, v := range dep.Versions {
+			sum.DeployedVersions[k] = v
+		}
+	}
+	return sum
 }
 
 // GET /api/v1/platform/agents?page=&pageSize= → 200 List[AgentSummary].
@@ -223,7 +269,7 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 	s.agents.mu.RLock()
 	all := make([]AgentSummary, 0, len(s.agents.agents))
 	for name, rec := range s.agents.agents {
-		all = append(all, summaryOf(name, rec))
+		all = append(all, s.summaryOf(name, rec))
 	}
 	s.agents.mu.RUnlock()
 	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
@@ -261,31 +307,38 @@ func (s *Server) acceptAgent(w http.ResponseWriter, r *http.Request, dryRun bool
 		WriteError(w, http.StatusBadRequest, "InvalidRequest", "reading the agent file: "+cut(err.Error()))
 		return
 	}
-	f, err := parseAgent(data, name)
-	if err != nil {
-		s.agentError(w, err)
-		return
-	}
 	if dryRun {
-		s.answerCheck(w, r, name, data, f)
+		// The agent's stored secrets are read for the values the file
+		// keeps with the placeholder: held off a PUT meanwhile.
+		s.agents.mu.RLock()
+		defer s.agents.mu.RUnlock()
+		s.answerCheck(w, r, name, data)
 		return
 	}
 	s.agents.mu.Lock()
 	defer s.agents.mu.Unlock()
+	in := s.inspect(r.Context(), name, data)
+	if in.file == nil || len(in.problems) > 0 {
+		writeProblems(w, http.StatusUnprocessableEntity, "InvalidAgent", "the agent file is invalid: "+problemCount(len(in.problems)), in.problems)
+		return
+	}
 	// Checked under the lock: no toolset the agent names can be removed
 	// between the check and the save, nor start being replaced.
-	for _, p := range agentPackages(f) {
+	for _, p := range agentPackages(in.file) {
 		if s.agents.changing[p] > 0 {
 			WriteError(w, http.StatusConflict, "Conflict", fmt.Sprintf("toolset %q is being uploaded or removed; put the agent again once that is done", p))
 			return
 		}
 	}
-	if err := s.checkAgent(r.Context(), f); err != nil {
-		s.agentError(w, err)
+	_, existed := s.agents.agents[name]
+	// The secrets first: a file saved with placeholders whose values are
+	// not stored would lose them.
+	if err := s.agents.secrets.save(name, keptSecrets(in.secrets)); err != nil {
+		s.log.Error("platform: saving an agent's secrets failed", "agent", name, "error", err)
+		WriteError(w, http.StatusInternalServerError, "InternalError", "the agent could not be saved; the server's log says why")
 		return
 	}
-	_, existed := s.agents.agents[name]
-	rec, err := s.agents.save(name, data, agentPackages(f))
+	rec, err := s.agents.save(name, []byte(in.source), agentPackages(in.file))
 	if err != nil {
 		s.log.Error("platform: saving an agent failed", "agent", name, "error", err)
 		WriteError(w, http.StatusInternalServerError, "InternalError", "the agent could not be saved; the server's log says why")
@@ -296,7 +349,7 @@ func (s *Server) acceptAgent(w http.ResponseWriter, r *http.Request, dryRun bool
 		status = http.StatusCreated
 	}
 	w.Header().Set("Location", apiPrefix+"agents/"+name)
-	writeJSON(w, status, AgentDetail{AgentSummary: summaryOf(name, rec), Source: string(data), Problems: []Problem{}})
+	writeJSON(w, status, s.agentDetail(name, rec, in))
 }
 
 // GET /api/v1/platform/agents/{name} → 200 AgentDetail.
@@ -318,15 +371,7 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusInternalServerError, "InternalError", "the agent could not be read; the server's log says why")
 		return
 	}
-	problems := []Problem{}
-	f, err := parseAgent(data, name)
-	if err == nil {
-		err = s.checkAgent(r.Context(), f)
-	}
-	if err != nil {
-		problems = s.problemsOf(err)
-	}
-	writeJSON(w, http.StatusOK, AgentDetail{AgentSummary: summaryOf(name, rec), Source: string(data), Problems: problems})
+	writeJSON(w, http.StatusOK, s.agentDetail(name, rec, s.inspect(r.Context(), name, data)))
 }
 
 // DELETE /api/v1/platform/agents/{name} → 204.
@@ -345,6 +390,12 @@ func (s *Server) deleteAgent(w http.ResponseWriter, r *http.Request) {
 		s.log.Error("platform: deleting an agent failed", "agent", name, "error", err)
 		WriteError(w, http.StatusInternalServerError, "InternalError", "the agent could not be deleted; the server's log says why")
 		return
+	}
+	if err := s.agents.secrets.remove(name); err != nil {
+		s.log.Error("platform: deleting an agent's secrets failed", "agent", name, "error", err)
+	}
+	if err := s.agents.deploys.remove(name); err != nil {
+		s.log.Error("platform: deleting an agent's deployment failed", "agent", name, "error", err)
 	}
 	s.agents.remove(name)
 	w.WriteHeader(http.StatusNoContent)

@@ -394,10 +394,6 @@ func (s *Server) getToolset(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.detail(info))
 }
 
-func packageInUse(w http.ResponseWriter, name string, users []string, what string) {
-	WriteError(w, http.StatusConflict, "PackageInUse", fmt.Sprintf("toolset %q is used by the agents %s; %s with ?force=true to change it for all of them", name, strings.Join(users, ", "), what))
-}
-
 // DELETE /api/v1/platform/toolsets/{name}[?force=true] → 200
 // ToolsetSummary (status removed).
 func (s *Server) deleteToolset(w http.ResponseWriter, r *http.Request) {
@@ -414,7 +410,7 @@ func (s *Server) deleteToolset(w http.ResponseWriter, r *http.Request) {
 	// a discovery; the agents' lock is not held meanwhile.
 	end, users := s.agents.reserve(name, force)
 	if end == nil {
-		packageInUse(w, name, users, "remove it")
+		s.packageInUseDetail(w, name, users, "remove it")
 		return
 	}
 	defer end()
@@ -455,7 +451,7 @@ func (s *Server) putPackage(w http.ResponseWriter, r *http.Request) {
 	// the check.
 	end, users := s.agents.reserve(name, force)
 	if end == nil {
-		packageInUse(w, name, users, "upload")
+		s.packageInUseDetail(w, name, users, "upload")
 		return
 	}
 	defer end()
@@ -495,6 +491,11 @@ func (s *Server) startUpload(r *http.Request, name string, f *os.File, size int6
 	info, err := s.store.StartUpload(ctx, name, f, size)
 	if err == nil {
 		s.distribute(name, true)
+		// Agents use it only when the upload was forced: the deployed
+		// ones follow once the version is ready.
+		if len(s.agents.usedBy(name)) > 0 {
+			s.redeployWhenReady(name, info.Version)
+		}
 	}
 	return info, err
 }

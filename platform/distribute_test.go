@@ -128,7 +128,8 @@ func (e *testEnv) status(name string) (string, []any) {
 
 // With a distributor, a toolset its discovery found ready is published
 // with its zip and stored configuration, and is ready only once a
-// runtime confirmed every tool; until then an agent naming it is refused.
+// runtime confirmed every tool; until then an agent naming it may be
+// created but not deployed.
 func TestDistributedToolsetIsReadyOnceARuntimeConfirms(t *testing.T) {
 	d := newTestDistributor()
 	e := newEnv(t, &Options{Distributor: d})
@@ -146,14 +147,20 @@ func TestDistributedToolsetIsReadyOnceARuntimeConfirms(t *testing.T) {
 	list := e.do("GET", "/api/v1/platform/toolsets", nil).json(t)
 	assert.Equal(t, "pending", list["data"].([]any)[0].(map[string]any)["discoveryStatus"])
 	r := e.do("PUT", "/api/v1/platform/agents/support", []byte(agentYAML("support", "greeter")))
-	require.Equal(t, http.StatusUnprocessableEntity, r.status, "%s", r.body)
-	assert.Contains(t, string(r.body), "not ready (status pending)")
+	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+	assert.Equal(t, "pending", r.json(t)["toolsets"].([]any)[0].(map[string]any)["status"])
+	r = e.do("POST", "/api/v1/platform/agents/support/deploy", nil)
+	require.Equal(t, http.StatusConflict, r.status, "%s", r.body)
+	assert.Equal(t, "NotDeployable", r.errCode(t))
+	assert.Contains(t, string(r.body), `toolset \"greeter\" is pending`)
 
 	d.send(t, SyncReport{Runtime: "r1", Toolset: "greeter", Version: 1, Status: SyncReady, Tools: []string{"greet"}})
 	st, _ = e.status("greeter")
 	assert.Equal(t, "ready", st)
 	r = e.do("PUT", "/api/v1/platform/agents/support", []byte(agentYAML("support", "greeter")))
-	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	r = e.do("POST", "/api/v1/platform/agents/support/deploy", nil)
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 
 	// The configuration goes to the runtimes, the secret in clear.
 	r = e.do("PATCH", "/api/v1/platform/toolsets/greeter/config", []byte(`{"greeting":"hi","api_key":"s3cr3t"}`))

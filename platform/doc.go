@@ -33,16 +33,20 @@
 //	POST   /agents/{name}/check     (body: YAML) 200 AgentDetail, storing nothing; 422 InvalidAgent
 //	GET    /agents/{name}                        200 AgentDetail, with the problems it has against the store now
 //	DELETE /agents/{name}                        204
+//	POST   /agents/{name}/deploy                 200 AgentDetail (deployed); 409 NotDeployable, every reason
+//	GET    /agents/{name}/effective              200 EffectiveAgent; 404 NotDeployed before the first deploy
 //
 // A toolset is in use while a stored agent names it: uploading its
 // package again or removing it answers 409 PackageInUse, naming the
-// agents, unless ?force=true; while an upload or a removal of a toolset
+// agents (and, in "inUse" ([InUse]), those deployed and the serving
+// version's tools), unless ?force=true; while an upload or a removal of a toolset
 // is under way (its body arriving, or waiting for the store), an agent
 // naming it is refused 409 Conflict, so that no agent slips in between
 // the check and the change. The codes: InvalidName,
 // InvalidRequest (400); Unauthorized (401); CrossOriginRequest (403);
 // NotFound (404); MethodNotAllowed (405); RequestTimeout (408); Conflict,
-// PackageInUse (409); PackageTooLarge, RequestTooLarge (413);
+// PackageInUse, NotDeployable (409); NotDeployed (404);
+// PackageTooLarge, RequestTooLarge (413);
 // MisdirectedRequest (421); InvalidPackage, InvalidConfig, InvalidAgent
 // (422); InternalError (500); Unavailable (503).
 //
@@ -56,15 +60,73 @@
 // store; the server bounds how many upload bodies it reads at once
 // (Options.MaxConcurrentUploads). Everything is kept in the store's
 // directory: the store's records, versions and configuration, and the
-// server's agents under <store>/.platform/agents. A restart loses
+// server's agents under <store>/.platform/agents (their secrets and
+// deployments beside). A restart loses
 // nothing, and a toolset pending when the process stopped is discovered
 // again when the store opens.
 //
 // The platform only parses and checks agent files: it never starts what
 // one names (an MCP server's command would run on the platform's host).
-// An agent naming a package that is not ready is refused. A stored agent
-// is checked again each time it is read: a forced re-upload that drops a
-// tool the agent configures shows in its problems.
+// A stored agent is checked again each time it is read: a forced
+// re-upload that drops a tool the agent configures shows in its problems.
+//
+// # Deploying an agent
+//
+// An agent is created, then deployed. It may name a toolset that is
+// created, pending or failed: its detail lists each toolset it names with
+// its status and discovery errors ([AgentToolset]). A toolset the store
+// does not have (or removed) is a problem of the PUT: it is most often a
+// typo, and a toolset is created before its package by POST /toolsets.
+// POST /agents/{name}/deploy is refused, 409 NotDeployable with every
+// reason as problems, until every toolset it names is ready, the file
+// checks against them, and every required configuration value (secrets
+// included) of each tool it gets is given at some layer (the agent's
+// value for the tool, its toolset-level value, the toolset's
+// configuration, the schema's default); excluded tools do not count, and
+// a problem names the toolset, the tool and the key. A deploy records the
+// toolset versions it deployed and the agent's effective document
+// ([EffectiveDocument]): the agent in the reference platform's shape,
+// each toolset expanded into tool_type: builtin entries named
+// <toolset>__<tool> with their resolved tool_config, in which each
+// secret is a reference, never the value:
+// ${secret:agent/TOOLSET/TOOL/KEY} for one the agent's file gives
+// ([AgentSecretRef]), ${secret:toolset/TOOLSET/KEY} for one of the
+// toolset's configuration ([ToolsetSecretRef]), which the runtimes
+// receive from the distributor; a secret's schema default is left to the
+// runtime. Runners read it ("toolset serve --agent NAME --platform
+// URL"). The detail says needsRedeploy when a deploy now would make
+// another document (the file, a toolset's version or configuration
+// changed). Local and MCP entries of a file are not expanded: the
+// document carries the packaged toolsets.
+//
+// A forced re-upload of a toolset redeploys, once its new version is
+// ready (with a Distributor, confirmed by a runtime), every deployed agent
+// that names it; the agent's detail then shows the redeploy ([Redeploy]):
+// the versions, the tools added, removed and changed (description,
+// parameters or configuration schema), or, when the agent no longer
+// deploys with the new version (a tool it configures is gone, a new
+// required value is missing), the problems, its deployment left as it
+// was. The 409 PackageInUse before the upload cannot show that diff: the
+// tools of a version are known only once its discovery has run its
+// executables, which an upload that is refused does not start.
+// Deployments are kept under <store>/.platform/deploys.
+//
+// # Secrets
+//
+// Secrets are write-only. A value an agent file gives for a secret key
+// (one a tool of the toolset's serving version declares secret, auth, or,
+// while no version of the toolset is known, any key) is kept apart from
+// the file, in <store>/.platform/secrets/<agent>.json (0600), and the
+// stored file holds toolpkg.RedactedValue ("<REDACTED>") in its place (a
+// comment repeating the value goes too; the file is then written again
+// from its YAML tree, comments kept). Every answer (the agent's detail,
+// its check, the listing, the effective document, problems, logs, the
+// page) shows the file so. A file sent back with "<REDACTED>" where a
+// value is stored keeps that value; "<REDACTED>" where none is stored is
+// a problem. A value kept apart stays so even when its key is no longer
+// secret, until it is given again. A secret under a YAML anchor, or given
+// by an alias, is refused. The toolset's own configuration follows the
+// same rules in the store (see toolpkg).
 //
 // POST /agents/{name}/check is a dry run of the PUT: it parses and checks
 // the file exactly as the PUT does, answering the same 422 InvalidAgent,

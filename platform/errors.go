@@ -21,6 +21,9 @@ type ErrorDetail struct {
 	Code     string    `json:"code"`
 	Message  string    `json:"message"`
 	Problems []Problem `json:"problems,omitempty"`
+	// InUse, in a PackageInUse answer to an upload or a removal, says
+	// what uses the toolset.
+	InUse *InUse `json:"inUse,omitempty"`
 }
 
 // Problem is one thing wrong with an input: its message and, for a file

@@ -210,6 +210,7 @@ func New(store *toolpkg.Store, opts *Options) (*Server, error) {
 // safe.
 func (s *Server) Close() error {
 	s.closeOnce.Do(s.cancel)
+	s.agents.stopBackground()
 	if s.dist != nil {
 		s.dist.wait()
 	}
@@ -276,6 +277,8 @@ func (s *Server) routes() {
 	api.HandleFunc("POST /api/v1/platform/agents/{name}/check", s.postAgentCheck)
 	api.HandleFunc("GET /api/v1/platform/agents/{name}", s.getAgent)
 	api.HandleFunc("DELETE /api/v1/platform/agents/{name}", s.deleteAgent)
+	api.HandleFunc("POST /api/v1/platform/agents/{name}/deploy", s.deployAgent)
+	api.HandleFunc("GET /api/v1/platform/agents/{name}/effective", s.getEffective)
 
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -102,9 +102,16 @@ toolsets:
 	t.Run("problems as the local check prints them", func(t *testing.T) {
 		code, stdout, stderr := runBinary(t, bin, "agent", "check", bad, "--platform", hs.URL, "--token-file", tokenFile)
 		assert.Equal(t, 1, code)
-		assert.Equal(t, localOut, stdout)
-		assert.Equal(t, localErr, stderr)
-		assert.Equal(t, "toolset agent: "+bad+": 3 problems\n", stderr)
+		// The platform lets an agent name a toolset that is not ready
+		// (its deploy waits for it): draft is no problem there.
+		var want []string
+		for _, line := range strings.SplitAfter(localOut, "\n") {
+			if !strings.Contains(line, `package "draft" is not ready`) {
+				want = append(want, line)
+			}
+		}
+		assert.Equal(t, strings.Join(want, ""), stdout)
+		assert.Equal(t, "toolset agent: "+bad+": 2 problems\n", stderr)
 	})
 	t.Run("ok stores nothing", func(t *testing.T) {
 		code, stdout, stderr := runBinary(t, bin, "agent", "check", good, "--platform", hs.URL+"/", "--token-file", tokenFile)

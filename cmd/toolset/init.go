@@ -250,15 +250,6 @@ func writeNew(p string, data []byte, mode fs.FileMode) error {
 	return os.Chmod(p, mode)
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // cliGoSum is this command's go.sum: it holds the sums of every module
 // the library's toolpkg depends on, at the versions this command was
 // built with.

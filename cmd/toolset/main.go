@@ -9,6 +9,8 @@
 //	toolset call --broker URL TOOLSET TOOL 'JSON' [--config KEY=VALUE]...
 //	toolset serve ZIP [--config KEY=VALUE]... [--sandbox MODE] [--http ADDR [--token-file FILE | --insecure-no-auth]]
 //	toolset serve --agent FILE [--store DIR | --broker URL] [--role ROLE] [--http ADDR ...]
+//	toolset serve --agent NAME --platform URL [--platform-token-file FILE] [--secrets FILE]
+//		[--store DIR | --broker URL] [--role ROLE] [--http ADDR ...]
 //	toolset agent check FILE [--store DIR | --platform URL [--token-file FILE]]
 //	toolset agent tools FILE [--role ROLE] [--store DIR | --broker URL] [--json]
 //	toolset platform --store DIR [--listen ADDR] [--token-file FILE] [--insecure-no-auth]
@@ -170,6 +172,13 @@ Commands:
         file says) instead of one ZIP; every
         request's run has role ROLE. The file's ${NAME} and its servers'
         environment come from this one, but for $TOOLSET_PLATFORM_TOKEN
+  serve --agent NAME --platform URL [--platform-token-file FILE] [--secrets FILE] [--store DIR | --broker URL] ...
+        serve the agent deployed as NAME on the platform at URL: its
+        effective document (GET /api/v1/platform/agents/NAME/effective),
+        each tool it lists with its configuration, the toolsets' secrets
+        from the store or runtimes, the agent's own from the --secrets
+        JSON file (keys such as agent/TOOLSET/TOOL/KEY); the platform's
+        token from --platform-token-file or $TOOLSET_PLATFORM_TOKEN
   agent check FILE [--store DIR | --platform URL [--token-file FILE]]
         check an agent file (see package platform/agentfile) and print each
         problem as FILE:LINE:COL: message; with --store, its packages
@@ -751,6 +760,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if af.file != "" {
 		return serveAgent(ctx, pos, af, pf, hf, token, stdout, stderr)
+	}
+	if af.platform != "" || af.platformToken != "" || af.secrets != "" {
+		return usagef("--platform, --platform-token-file and --secrets go with --agent NAME")
 	}
 	if af.role != "" || af.store != "" || af.broker.url != "" {
 		// A ZIP's tools know no roles: --role would hide none of them.

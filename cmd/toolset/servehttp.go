@@ -454,6 +454,9 @@ const agentCallBound = time.Hour
 type agentFlags struct {
 	file, store, role string
 	broker            *brokerFlags
+	// platform, with --agent NAME, is the platform the deployed agent is
+	// loaded from, with its token file and the agent's secrets.
+	platform, platformToken, secrets string
 }
 
 func addAgentFlags(fs *flag.FlagSet) *agentFlags {
@@ -462,6 +465,9 @@ func addAgentFlags(fs *flag.FlagSet) *agentFlags {
 	fs.StringVar(&af.store, "store", "", "with --agent: the store its packages come from")
 	fs.StringVar(&af.role, "role", "", "with --agent: the role of every request's run (agentfile.Role)")
 	af.broker = addBrokerFlags(fs, "with --agent: the broker whose runtimes run its packages, instead of a store's")
+	fs.StringVar(&af.platform, "platform", "", "with --agent NAME: load the agent deployed as NAME on the platform at this URL (its effective document)")
+	fs.StringVar(&af.platformToken, "platform-token-file", "", "with --platform: a file holding the platform's bearer token (default: $"+platform.TokenEnv+")")
+	fs.StringVar(&af.secrets, "secrets", "", "with --platform: a JSON file of the agent's secrets, keyed by the references of its effective document (agent/TOOLSET/TOOL/KEY)")
 	return af
 }
 
@@ -476,22 +482,50 @@ func serveAgent(ctx context.Context, pos []string, af *agentFlags, pf *pkgFlags,
 	if len(pf.config) > 0 || *pf.name != "" {
 		return usagef("--config and --name go with a ZIP; an agent file says its packages' configuration")
 	}
-	f, err := readAgent(af.file, stderr, stderr) // stdout may carry the protocol
-	if err != nil {
-		return err
+	if af.platform == "" && (af.platformToken != "" || af.secrets != "") {
+		return usagef("--platform-token-file and --secrets go with --platform URL")
 	}
 	if af.broker.url != "" && af.store != "" {
 		return usagef("--store and --broker together: choose one")
+	}
+	var f *agentfile.File
+	var err error
+	var deployed func(*packageSource) (*agentfile.File, error)
+	if af.platform != "" {
+		// Read before anything starts: the platform's token leaves the
+		// environment when the agent is resolved.
+		base, err := platformURL(af.platform)
+		if err != nil {
+			return err
+		}
+		ea, doc, err := fetchEffective(ctx, base, af.platformToken, af.file)
+		if err != nil {
+			return err
+		}
+		secrets, err := readSecrets(af.secrets)
+		if err != nil {
+			return err
+		}
+		deployed = func(src *packageSource) (*agentfile.File, error) {
+			return deployedAgentFile(base, ea, doc, src.packages(), secrets, stderr)
+		}
+	} else if f, err = readAgent(af.file, stderr, stderr); err != nil { // stdout may carry the protocol
+		return err
 	}
 	src, err := openPackageSource(ctx, af.store, *pf.mode, af.broker, stderr)
 	if err != nil {
 		return err
 	}
 	defer src.close()
+	if deployed != nil {
+		if f, err = deployed(src); err != nil {
+			return err
+		}
+	}
 	// The file is the runner's operator's, as are the commands it runs.
 	a, err := resolveOwnAgent(ctx, f, src, stderr, mcptoolset.WithLogger(warnLogger(stderr)))
 	if err != nil {
-		return printProblems(af.file, err, stderr)
+		return printProblems(f.Filename, err, stderr)
 	}
 	defer a.Close()
 	if hf.addr != "" {

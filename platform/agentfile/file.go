@@ -350,3 +350,17 @@ func quote(s string) string {
 	}
 	return fmt.Sprintf("%q", s)
 }
+
+// ConfigPosition returns where the file sets the configuration key of a
+// package entry: tool "" for a toolset-level value (config:), else a
+// value of that tool (tools: or toolsetConfigs' configValues). It is the
+// position of the key, and ok is false when the file does not set it
+// (or the entry was not made by [Parse]).
+func (e *Entry) ConfigPosition(tool, key string) (Position, bool) {
+	part := "config:" + key
+	if tool != "" {
+		part = "tools:" + tool + ":" + key
+	}
+	p, ok := e.pos[part]
+	return p, ok
+}
