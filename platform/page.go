@@ -29,10 +29,13 @@ type pageData struct {
 	Title    string
 	Insecure bool
 	Auth     bool // a session is in use: show "log out"
-	Refresh  int  // seconds; 0: the page does not reload itself
-	Error    string
-	Problems []Problem
-	Back     string
+	// CanPublish: the session's token holds the publish scope, so the
+	// page shows the upload form.
+	CanPublish bool
+	Refresh    int // seconds; 0: the page does not reload itself
+	Error      string
+	Problems   []Problem
+	Back       string
 
 	Toolsets []ToolsetSummary
 	Toolset  *ToolsetDetail
@@ -99,7 +102,9 @@ func layoutTool(t ToolDetail) pageTool {
 // render writes a page: html/template escapes every text it is given.
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, d *pageData) {
 	d.Insecure = s.opts.InsecureNoAuth
-	d.Auth = !s.opts.InsecureNoAuth && s.validSession(r)
+	who, auth := s.viewer(r)
+	d.Auth = auth && !s.opts.InsecureNoAuth
+	d.CanPublish = who.scopes.allows(ScopePublish)
 	d.MaxBytes = s.opts.MaxPackageBytes
 	var buf bytes.Buffer
 	if err := pageTemplates.ExecuteTemplate(&buf, name, d); err != nil {

@@ -94,9 +94,9 @@ type Server struct {
 	tokenSum [sha256.Size]byte
 	// sessionKey signs the page's session cookies; random per process.
 	sessionKey [32]byte
-	// sessions are the page's live sessions: id → issue time.
+	// sessions are the page's live sessions by id.
 	sessMu   sync.Mutex
-	sessions map[string]time.Time
+	sessions map[string]session
 	// loginFails counts the wrong logins since loginLogged, when the
 	// last was logged (see loginFailed); guarded by sessMu.
 	loginFails  int
@@ -107,6 +107,10 @@ type Server struct {
 	// messages shown to clients name "<store>" instead (see scrub).
 	storeDirs []string
 	agents    *agentStore
+	// tokens are the stored tokens, under <store>/.platform/tokens.
+	tokens *tokenStore
+	// table is every route with the scope it needs.
+	table routeTable
 	// dist distributes the toolsets; nil without Options.Distributor.
 	dist *distribution
 	// uploads holds one token per upload slot.
@@ -167,7 +171,7 @@ func New(store *toolpkg.Store, opts *Options) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	s := &Server{store: store, opts: o, log: o.Logger, uploads: make(chan struct{}, o.MaxConcurrentUploads), sessions: map[string]time.Time{}}
+	s := &Server{store: store, opts: o, log: o.Logger, uploads: make(chan struct{}, o.MaxConcurrentUploads), sessions: map[string]session{}}
 	if !o.InsecureNoAuth {
 		s.tokenSum = sha256.Sum256([]byte(o.Token))
 	}
@@ -191,6 +195,9 @@ func New(store *toolpkg.Store, opts *Options) (*Server, error) {
 		return nil, err
 	}
 	s.agents = agents
+	if s.tokens, err = openTokens(filepath.Join(base, "tokens"), s.log); err != nil {
+		return nil, err
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if o.Distributor != nil {
 		s.dist = newDistribution(s, o.Distributor)
@@ -260,44 +267,49 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 const apiPrefix = "/api/v1/platform/"
 
+// routes registers every route, each with the scope it needs: a route
+// of the API by handleAPI, one of the page by handlePage. The table in
+// the package documentation says the same.
 func (s *Server) routes() {
 	api := http.NewServeMux()
-	api.HandleFunc("POST /api/v1/platform/toolsets", s.createToolset)
-	api.HandleFunc("GET /api/v1/platform/toolsets", s.listToolsets)
-	api.HandleFunc("GET /api/v1/platform/toolsets/buildTarget", s.buildTarget)
-	api.HandleFunc("GET /api/v1/platform/toolsets/{name}", s.getToolset)
-	api.HandleFunc("DELETE /api/v1/platform/toolsets/{name}", s.deleteToolset)
-	api.HandleFunc("PUT /api/v1/platform/toolsets/{name}/package", s.putPackage)
-	api.HandleFunc("GET /api/v1/platform/toolsets/{name}/package", s.getPackage)
-	api.HandleFunc("PATCH /api/v1/platform/toolsets/{name}/config", s.patchConfig)
-	api.HandleFunc("GET /api/v1/platform/toolsets/{name}/config", s.getConfig)
-	api.HandleFunc("GET /api/v1/platform/agents", s.listAgents)
-	api.HandleFunc("PUT /api/v1/platform/agents/{name}", s.putAgent)
-	api.HandleFunc("POST /api/v1/platform/agents/{name}/check", s.postAgentCheck)
-	api.HandleFunc("GET /api/v1/platform/agents/{name}", s.getAgent)
-	api.HandleFunc("DELETE /api/v1/platform/agents/{name}", s.deleteAgent)
+	s.handleAPI(api, "POST /api/v1/platform/toolsets", ScopePublish, s.createToolset)
+	s.handleAPI(api, "GET /api/v1/platform/toolsets", ScopeRead, s.listToolsets)
+	s.handleAPI(api, "GET /api/v1/platform/toolsets/buildTarget", ScopeRead, s.buildTarget)
+	s.handleAPI(api, "GET /api/v1/platform/toolsets/{name}", ScopeRead, s.getToolset)
+	s.handleAPI(api, "DELETE /api/v1/platform/toolsets/{name}", ScopePublish, s.deleteToolset)
+	s.handleAPI(api, "PUT /api/v1/platform/toolsets/{name}/package", ScopePublish, s.putPackage)
+	s.handleAPI(api, "GET /api/v1/platform/toolsets/{name}/package", ScopeRead, s.getPackage)
+	s.handleAPI(api, "PATCH /api/v1/platform/toolsets/{name}/config", ScopePublish, s.patchConfig)
+	s.handleAPI(api, "GET /api/v1/platform/toolsets/{name}/config", ScopeRead, s.getConfig)
+	s.handleAPI(api, "GET /api/v1/platform/agents", ScopeRead, s.listAgents)
+	s.handleAPI(api, "PUT /api/v1/platform/agents/{name}", ScopeAgents, s.putAgent)
+	s.handleAPI(api, "POST /api/v1/platform/agents/{name}/check", ScopeAgents, s.postAgentCheck)
+	s.handleAPI(api, "GET /api/v1/platform/agents/{name}", ScopeRead, s.getAgent)
+	s.handleAPI(api, "DELETE /api/v1/platform/agents/{name}", ScopeAgents, s.deleteAgent)
+	s.handleAPI(api, "POST /api/v1/platform/tokens", ScopeAdmin, s.createToken)
+	s.handleAPI(api, "GET /api/v1/platform/tokens", ScopeAdmin, s.listTokens)
+	s.handleAPI(api, "DELETE /api/v1/platform/tokens/{name}", ScopeAdmin, s.revokeToken)
 
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusForbidden, "CrossOriginRequest", "a cross-origin request was refused")
 	}))
 
-	var apiH http.Handler = jsonFallback(api)
-	if !s.opts.InsecureNoAuth {
-		apiH = RequireToken(s.opts.Token, apiH)
-	}
+	// Who the request comes from, then whether its token holds the
+	// scope of the route.
+	apiH := s.authenticate(s.authorize(api, jsonFallback(api)))
 	// A browser's cross-site request that needs no preflight (a POST of
 	// text/plain) is refused: without a token it would reach the API.
 	apiH = cop.Handler(apiH)
 
 	page := http.NewServeMux()
-	page.Handle("GET /{$}", s.requireSession(s.pageList))
-	page.Handle("GET /toolsets/{name}", s.requireSession(s.pageToolset))
-	page.Handle("POST /upload", s.requireSession(s.pageUpload))
-	page.HandleFunc("GET /style.css", s.pageStyle)
-	page.HandleFunc("GET /login", s.pageLogin)
-	page.HandleFunc("POST /login", s.pageLoginPost)
-	page.HandleFunc("POST /logout", s.pageLogout)
+	s.handlePage(page, "GET /{$}", ScopeRead, s.pageList)
+	s.handlePage(page, "GET /toolsets/{name}", ScopeRead, s.pageToolset)
+	s.handlePage(page, "POST /upload", ScopePublish, s.pageUpload)
+	s.handlePage(page, "GET /style.css", "", s.pageStyle)
+	s.handlePage(page, "GET /login", "", s.pageLogin)
+	s.handlePage(page, "POST /login", "", s.pageLoginPost)
+	s.handlePage(page, "POST /logout", "", s.pageLogout)
 	pageH := cop.Handler(jsonFallback(page))
 
 	s.mux = http.NewServeMux()
