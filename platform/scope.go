@@ -113,15 +113,18 @@ func setOf(scopes []Scope) scopeSet {
 }
 
 // allows reports whether a token holding the set may do what needs
-// scope: admin may do everything, every token may read.
+// scope: admin may do everything, every token may read. No set allows
+// a scope that is none of AllScopes.
 func (set scopeSet) allows(need Scope) bool {
 	switch {
+	case !need.Valid():
+		return false
 	case set&ScopeAdmin.bit() != 0:
 		return true
 	case need == ScopeRead:
 		return set != 0
 	}
-	return need.bit() != 0 && set&need.bit() != 0
+	return set&need.bit() != 0
 }
 
 func (set scopeSet) list() []Scope {
