@@ -41,10 +41,12 @@ const (
 
 // Options configure a [Server].
 type Options struct {
-	// Token is the bearer token every API request must carry, and which a
-	// person pastes into the page's login form. It is required (at least
-	// MinTokenLength printable ASCII bytes, see [LoadToken]) unless
-	// InsecureNoAuth is set.
+	// Token is the server's own bearer token, an admin token (see
+	// [ScopeAdmin]): it opens every route, and creates the tokens the
+	// platform issues (POST /api/v1/platform/tokens). A person may paste
+	// it, or an issued one, into the page's login form. It is required
+	// (at least MinTokenLength printable ASCII bytes, see [LoadToken])
+	// unless InsecureNoAuth is set.
 	Token string
 	// InsecureNoAuth serves everything without authentication: for local
 	// use only. The server logs a warning and the page shows a banner,
@@ -129,7 +131,7 @@ type Server struct {
 // New returns a server for the store. The store stays the caller's: Close
 // the server first, then the store. New cleans the server's temporary
 // folder (<store>/.platform/tmp) and loads the agents stored in
-// <store>/.platform/agents.
+// <store>/.platform/agents and the tokens in <store>/.platform/tokens.
 func New(store *toolpkg.Store, opts *Options) (*Server, error) {
 	if store == nil {
 		return nil, errors.New("platform: New needs a store")
