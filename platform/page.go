@@ -29,18 +29,19 @@ type pageData struct {
 	Title    string
 	Insecure bool
 	Auth     bool // a session is in use: show "log out"
-	// CanPublish: the session's token holds the publish scope, so the
-	// page shows the upload form.
-	CanPublish bool
-	Refresh    int // seconds; 0: the page does not reload itself
-	Error      string
-	Problems   []Problem
-	Back       string
+	Refresh  int  // seconds; 0: the page does not reload itself
+	Error    string
+	Problems []Problem
+	Back     string
 
 	Toolsets []ToolsetSummary
 	Toolset  *ToolsetDetail
 	Tools    []pageTool
 	MaxBytes int64
+
+	// CanPublish: the session's token holds the publish scope, so the
+	// page shows the upload form.
+	CanPublish bool
 }
 
 // pageTool is a tool with its parameters laid out.
