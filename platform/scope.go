@@ -175,39 +175,45 @@ type route struct {
 
 // routeTable records the routes of a server as they are registered, so
 // that the scope each needs is declared in the one call that registers
-// it (see Server.handleAPI and Server.handlePage).
+// it (see routeMux).
 type routeTable struct {
 	routes []route
 	scopes map[string]Scope // the API's patterns
 }
 
-// handleAPI registers an API route, which serves only requests whose
-// token holds scope (see authorize).
-func (s *Server) handleAPI(mux *http.ServeMux, pattern string, scope Scope, h http.HandlerFunc) {
-	if !scope.Valid() {
-		panic(fmt.Sprintf("platform: the route %q declares no valid scope", pattern))
-	}
-	if s.table.scopes == nil {
-		s.table.scopes = map[string]Scope{}
-	}
-	s.table.scopes[pattern] = scope
-	s.table.routes = append(s.table.routes, route{pattern: pattern, scope: scope})
-	mux.HandleFunc(pattern, h)
+// routeMux is the API's or the page's mux, whose routes are registered
+// only with the scope they need: it has no other way to add one.
+type routeMux struct {
+	s    *Server
+	mux  *http.ServeMux
+	page bool
 }
 
-// handlePage registers a route of the page: with a scope, it needs a
-// session whose token holds it (see requireSession); with "" it is open
-// to anyone (the login form).
-func (s *Server) handlePage(mux *http.ServeMux, pattern string, scope Scope, h http.HandlerFunc) {
-	s.table.routes = append(s.table.routes, route{pattern: pattern, scope: scope, page: true})
-	if scope == "" {
-		mux.HandleFunc(pattern, h)
-		return
+func (s *Server) newRouteMux(page bool) *routeMux {
+	return &routeMux{s: s, mux: http.NewServeMux(), page: page}
+}
+
+// handle registers a route and the scope it needs. A route of the API
+// serves only requests whose token holds scope (see authorize); one of
+// the page, only sessions whose token holds it (see requireSession), or
+// with scope "" anyone (the login form).
+func (m *routeMux) handle(pattern string, scope Scope, h http.HandlerFunc) {
+	t := &m.s.table
+	t.routes = append(t.routes, route{pattern: pattern, scope: scope, page: m.page})
+	switch {
+	case m.page && scope == "":
+		m.mux.HandleFunc(pattern, h)
+	case !scope.Valid():
+		panic(fmt.Sprintf("platform: the route %q declares no valid scope", pattern))
+	case m.page:
+		m.mux.Handle(pattern, m.s.requireSession(scope, h))
+	default:
+		if t.scopes == nil {
+			t.scopes = map[string]Scope{}
+		}
+		t.scopes[pattern] = scope
+		m.mux.HandleFunc(pattern, h)
 	}
-	if !scope.Valid() {
-		panic(fmt.Sprintf("platform: the page's route %q declares no valid scope", pattern))
-	}
-	mux.Handle(pattern, s.requireSession(scope, h))
 }
 
 // Routes lists the patterns of the server's routes, the API's and the

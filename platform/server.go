@@ -269,28 +269,28 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 const apiPrefix = "/api/v1/platform/"
 
-// routes registers every route, each with the scope it needs: a route
-// of the API by handleAPI, one of the page by handlePage. The table in
-// the package documentation says the same.
+// routes registers every route, each with the scope it needs (see
+// routeMux.handle). The table in the package documentation says the
+// same.
 func (s *Server) routes() {
-	api := http.NewServeMux()
-	s.handleAPI(api, "POST /api/v1/platform/toolsets", ScopePublish, s.createToolset)
-	s.handleAPI(api, "GET /api/v1/platform/toolsets", ScopeRead, s.listToolsets)
-	s.handleAPI(api, "GET /api/v1/platform/toolsets/buildTarget", ScopeRead, s.buildTarget)
-	s.handleAPI(api, "GET /api/v1/platform/toolsets/{name}", ScopeRead, s.getToolset)
-	s.handleAPI(api, "DELETE /api/v1/platform/toolsets/{name}", ScopePublish, s.deleteToolset)
-	s.handleAPI(api, "PUT /api/v1/platform/toolsets/{name}/package", ScopePublish, s.putPackage)
-	s.handleAPI(api, "GET /api/v1/platform/toolsets/{name}/package", ScopeRead, s.getPackage)
-	s.handleAPI(api, "PATCH /api/v1/platform/toolsets/{name}/config", ScopePublish, s.patchConfig)
-	s.handleAPI(api, "GET /api/v1/platform/toolsets/{name}/config", ScopeRead, s.getConfig)
-	s.handleAPI(api, "GET /api/v1/platform/agents", ScopeRead, s.listAgents)
-	s.handleAPI(api, "PUT /api/v1/platform/agents/{name}", ScopeAgents, s.putAgent)
-	s.handleAPI(api, "POST /api/v1/platform/agents/{name}/check", ScopeAgents, s.postAgentCheck)
-	s.handleAPI(api, "GET /api/v1/platform/agents/{name}", ScopeRead, s.getAgent)
-	s.handleAPI(api, "DELETE /api/v1/platform/agents/{name}", ScopeAgents, s.deleteAgent)
-	s.handleAPI(api, "POST /api/v1/platform/tokens", ScopeAdmin, s.createToken)
-	s.handleAPI(api, "GET /api/v1/platform/tokens", ScopeAdmin, s.listTokens)
-	s.handleAPI(api, "DELETE /api/v1/platform/tokens/{name}", ScopeAdmin, s.revokeToken)
+	api := s.newRouteMux(false)
+	api.handle("POST /api/v1/platform/toolsets", ScopePublish, s.createToolset)
+	api.handle("GET /api/v1/platform/toolsets", ScopeRead, s.listToolsets)
+	api.handle("GET /api/v1/platform/toolsets/buildTarget", ScopeRead, s.buildTarget)
+	api.handle("GET /api/v1/platform/toolsets/{name}", ScopeRead, s.getToolset)
+	api.handle("DELETE /api/v1/platform/toolsets/{name}", ScopePublish, s.deleteToolset)
+	api.handle("PUT /api/v1/platform/toolsets/{name}/package", ScopePublish, s.putPackage)
+	api.handle("GET /api/v1/platform/toolsets/{name}/package", ScopeRead, s.getPackage)
+	api.handle("PATCH /api/v1/platform/toolsets/{name}/config", ScopePublish, s.patchConfig)
+	api.handle("GET /api/v1/platform/toolsets/{name}/config", ScopeRead, s.getConfig)
+	api.handle("GET /api/v1/platform/agents", ScopeRead, s.listAgents)
+	api.handle("PUT /api/v1/platform/agents/{name}", ScopeAgents, s.putAgent)
+	api.handle("POST /api/v1/platform/agents/{name}/check", ScopeAgents, s.postAgentCheck)
+	api.handle("GET /api/v1/platform/agents/{name}", ScopeRead, s.getAgent)
+	api.handle("DELETE /api/v1/platform/agents/{name}", ScopeAgents, s.deleteAgent)
+	api.handle("POST /api/v1/platform/tokens", ScopeAdmin, s.createToken)
+	api.handle("GET /api/v1/platform/tokens", ScopeAdmin, s.listTokens)
+	api.handle("DELETE /api/v1/platform/tokens/{name}", ScopeAdmin, s.revokeToken)
 
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -299,20 +299,20 @@ func (s *Server) routes() {
 
 	// Who the request comes from, then whether its token holds the
 	// scope of the route.
-	apiH := s.authenticate(s.authorize(api, jsonFallback(api)))
+	apiH := s.authenticate(s.authorize(api.mux, jsonFallback(api.mux)))
 	// A browser's cross-site request that needs no preflight (a POST of
 	// text/plain) is refused: without a token it would reach the API.
 	apiH = cop.Handler(apiH)
 
-	page := http.NewServeMux()
-	s.handlePage(page, "GET /{$}", ScopeRead, s.pageList)
-	s.handlePage(page, "GET /toolsets/{name}", ScopeRead, s.pageToolset)
-	s.handlePage(page, "POST /upload", ScopePublish, s.pageUpload)
-	s.handlePage(page, "GET /style.css", "", s.pageStyle)
-	s.handlePage(page, "GET /login", "", s.pageLogin)
-	s.handlePage(page, "POST /login", "", s.pageLoginPost)
-	s.handlePage(page, "POST /logout", "", s.pageLogout)
-	pageH := cop.Handler(jsonFallback(page))
+	page := s.newRouteMux(true)
+	page.handle("GET /{$}", ScopeRead, s.pageList)
+	page.handle("GET /toolsets/{name}", ScopeRead, s.pageToolset)
+	page.handle("POST /upload", ScopePublish, s.pageUpload)
+	page.handle("GET /style.css", "", s.pageStyle)
+	page.handle("GET /login", "", s.pageLogin)
+	page.handle("POST /login", "", s.pageLoginPost)
+	page.handle("POST /logout", "", s.pageLogout)
+	pageH := cop.Handler(jsonFallback(page.mux))
 
 	s.mux = http.NewServeMux()
 	s.mux.Handle(apiPrefix, apiH)
