@@ -622,3 +622,27 @@ func joinScopes(scopes []Scope) string {
 	}
 	return strings.Join(s, ",")
 }
+
+// A stored record, whatever its bytes, loads as a valid token or is an
+// error: never a panic, never a token without scopes or hash.
+func FuzzTokenRecord(f *testing.F) {
+	sum := sha256.Sum256([]byte("x"))
+	good := `{"name":"ci","scopes":["read"],"sha256":"` + hex.EncodeToString(sum[:]) + `","createdAt":"2026-01-01T00:00:00Z"}`
+	for _, s := range []string{good, `{}`, `{"name":"ci","scopes":["admin","admin"]}`, `{"name":"ci","scopes":null,"sha256":""}`, "\x00", `[`} {
+		f.Add([]byte(s))
+	}
+	dir := f.TempDir()
+	ts := &tokenStore{dir: dir, toks: map[string]*storedToken{}, log: slog.New(slog.DiscardHandler)}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		require.NoError(t, os.WriteFile(ts.path("ci"), data, 0o600))
+		st, err := ts.read("ci")
+		if err != nil {
+			return
+		}
+		require.Equal(t, "ci", st.rec.Name)
+		require.NotZero(t, st.scopes)
+		require.Equal(t, hex.EncodeToString(st.sum[:]), strings.ToLower(st.rec.SHA256))
+		_, err = checkScopes(st.rec.Scopes)
+		require.NoError(t, err)
+	})
+}
