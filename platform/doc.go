@@ -18,23 +18,33 @@
 // InvalidAgent add "problems": [{"line", "column", "message"}], every
 // problem at once.
 //
-//	POST   /toolsets                {"name"}     201 ToolsetSummary (created); 409 Conflict
-//	GET    /toolsets?page=&pageSize=             200 {"data": [ToolsetSummary], "meta": {"page", "pageSize", "total"}}
-//	                                             (&removed=true: the removed toolsets too)
-//	GET    /toolsets/buildTarget                 200 {"os", "arch"} that packages are built for
-//	GET    /toolsets/{name}                      200 ToolsetDetail
-//	PUT    /toolsets/{name}/package[?force=true] (body: the zip) 202 ToolsetDetail (pending)
-//	GET    /toolsets/{name}/package[?version=N]  200 application/zip, the package as uploaded
-//	PATCH  /toolsets/{name}/config  (merge patch) 200 {"name", "config"}
-//	GET    /toolsets/{name}/config               200 {"name", "config"}
-//	DELETE /toolsets/{name}[?force=true]         200 ToolsetSummary (removed)
-//	GET    /agents?page=&pageSize=               200 {"data": [AgentSummary], "meta": {...}}
-//	PUT    /agents/{name}           (body: YAML) 201 (new) or 200 AgentDetail; 422 InvalidAgent; 409 Conflict
-//	POST   /agents/{name}/check     (body: YAML) 200 AgentDetail, storing nothing; 422 InvalidAgent
-//	GET    /agents/{name}                        200 AgentDetail, with the problems it has against the store now
-//	DELETE /agents/{name}                        204
-//	POST   /agents/{name}/deploy                 200 AgentDetail (deployed); 409 NotDeployable, every reason
-//	GET    /agents/{name}/effective              200 EffectiveAgent; 404 NotDeployed before the first deploy
+// Each route needs a scope (see [Scope] and Authentication below),
+// given in the first column:
+//
+//	publish POST   /toolsets                {"name"}     201 ToolsetSummary (created); 409 Conflict
+//	read    GET    /toolsets?page=&pageSize=             200 {"data": [ToolsetSummary], "meta": {"page", "pageSize", "total"}}
+//	                                                     (&removed=true: the removed toolsets too)
+//	read    GET    /toolsets/buildTarget                 200 {"os", "arch"} that packages are built for
+//	read    GET    /toolsets/{name}                      200 ToolsetDetail
+//	publish PUT    /toolsets/{name}/package[?force=true] (body: the zip) 202 ToolsetDetail (pending)
+//	read    GET    /toolsets/{name}/package[?version=N]  200 application/zip, the package as uploaded
+//	publish PATCH  /toolsets/{name}/config  (merge patch) 200 {"name", "config"}
+//	read    GET    /toolsets/{name}/config               200 {"name", "config"}
+//	publish DELETE /toolsets/{name}[?force=true]         200 ToolsetSummary (removed)
+//	read    GET    /agents?page=&pageSize=               200 {"data": [AgentSummary], "meta": {...}}
+//	agents  PUT    /agents/{name}           (body: YAML) 201 (new) or 200 AgentDetail; 422 InvalidAgent; 409 Conflict
+//	agents  POST   /agents/{name}/check     (body: YAML) 200 AgentDetail, storing nothing; 422 InvalidAgent
+//	read    GET    /agents/{name}                        200 AgentDetail, with the problems it has against the store now
+//	agents  DELETE /agents/{name}                        204
+//	agents  POST   /agents/{name}/deploy                 200 AgentDetail (deployed); 409 NotDeployable, every reason
+//	read    GET    /agents/{name}/effective              200 EffectiveAgent; 404 NotDeployed before the first deploy
+//	admin   POST   /tokens                  {"name", "scopes"} 201 NewToken, its secret shown this once; 409 Conflict, TooManyTokens
+//	admin   GET    /tokens?page=&pageSize=               200 {"data": [TokenInfo], "meta": {...}}, never a secret or a hash
+//	admin   DELETE /tokens/{name}                        204: the token and its page sessions open nothing from the next request
+//
+// The page's routes: GET / and GET /toolsets/{name} need read, POST
+// /upload publish; the login form, the stylesheet and POST /logout need
+// no session.
 //
 // A toolset is in use while a stored agent names it: uploading its
 // package again or removing it answers 409 PackageInUse, naming the
@@ -43,9 +53,10 @@
 // is under way (its body arriving, or waiting for the store), an agent
 // naming it is refused 409 Conflict, so that no agent slips in between
 // the check and the change. The codes: InvalidName,
-// InvalidRequest (400); Unauthorized (401); CrossOriginRequest (403);
+// InvalidRequest (400); Unauthorized (401); CrossOriginRequest,
+// Forbidden (403);
 // NotFound (404); MethodNotAllowed (405); RequestTimeout (408); Conflict,
-// PackageInUse, NotDeployable (409); NotDeployed (404);
+// PackageInUse, NotDeployable, TooManyTokens (409); NotDeployed (404);
 // PackageTooLarge, RequestTooLarge (413);
 // MisdirectedRequest (421); InvalidPackage, InvalidConfig, InvalidAgent
 // (422); InternalError (500); Unavailable (503).
@@ -61,7 +72,8 @@
 // (Options.MaxConcurrentUploads). Everything is kept in the store's
 // directory: the store's records, versions and configuration, and the
 // server's agents under <store>/.platform/agents (their secrets and
-// deployments beside). A restart loses
+// deployments beside) and tokens under <store>/.platform/tokens. A
+// restart loses
 // nothing, and a toolset pending when the process stopped is discovered
 // again when the store opens.
 //
@@ -163,16 +175,47 @@
 //
 // # Authentication
 //
-// Every API request must carry "Authorization: Bearer <token>"
-// ([RequireToken]); [LoadToken] reads the token from a file or the
-// TOOLSET_PLATFORM_TOKEN environment variable. A session cookie does not
-// open the API. Options.InsecureNoAuth serves everything without
-// authentication, for local use only: the server logs a warning and the
-// page shows a banner, and it answers only requests whose Host is an IP
-// address or localhost (421 MisdirectedRequest otherwise), so that a web
-// page cannot reach it by DNS rebinding. Whatever the mode, a request a
-// browser marks as cross-site is refused unless it is safe (GET, HEAD,
-// OPTIONS): 403 CrossOriginRequest.
+// Every API request must carry "Authorization: Bearer <token>"; others
+// are answered 401 Unauthorized. A token is the server's own
+// (Options.Token, which [LoadToken] reads from a file or the
+// TOOLSET_PLATFORM_TOKEN environment variable), an admin token, or one
+// the platform issued and stores: created by POST /tokens with a name
+// and scopes, listed by GET /tokens, revoked by DELETE /tokens/{name}
+// (the command "toolset platform token" does all three). A session
+// cookie does not open the API.
+//
+// A token's scopes say what it may do: read (every GET), publish
+// (creating, uploading, configuring and removing toolsets and skills),
+// agents (creating, checking, updating, deleting and deploying agents)
+// and admin (everything, managing the tokens too). Every token may read,
+// whatever its scopes; admin implies every scope. A request whose token
+// lacks the scope of its route is answered 403 with
+// {"error": {"code": "Forbidden", "message": "this token lacks the
+// publish scope"}}. Each route declares its scope where it is
+// registered ([Server.Routes] lists them); a route registered without
+// one needs admin.
+//
+// An issued secret is "tsp_" and 43 characters of base64url: 256 random
+// bits, shown once, in the answer of the POST. The platform keeps only
+// its SHA-256, in <store>/.platform/tokens/<name>.json (mode 0600, with
+// the name, the scopes, when it was created and, to within a minute,
+// last used), at most [MaxTokens] tokens. A slow password hash (bcrypt,
+// scrypt) protects secrets people choose, which can be guessed from
+// their hash; 256 random bits cannot be, so SHA-256 costs an attacker
+// holding the files as much, while a slow hash would cost the platform
+// its time on every request. The hash of a request's token is compared
+// with every stored one's in constant time, none skipped: how long the
+// check takes says nothing of which bytes matched, nor which token. A
+// revoked token is refused from the next request, and the page's
+// sessions opened with it end.
+//
+// Options.InsecureNoAuth serves everything without authentication, for
+// local use only, as if every request held admin: the server logs a
+// warning and the page shows a banner, and it answers only requests
+// whose Host is an IP address or localhost (421 MisdirectedRequest
+// otherwise), so that a web page cannot reach it by DNS rebinding.
+// Whatever the mode, a request a browser marks as cross-site is refused
+// unless it is safe (GET, HEAD, OPTIONS): 403 CrossOriginRequest.
 //
 // # The page
 //
@@ -181,15 +224,19 @@
 // nothing from elsewhere: the toolsets with a coloured dot for their
 // status, a page per toolset with its tools and their parameters,
 // discovery errors, versions, configuration (secrets redacted) and the
-// agents using it, and an upload form. A page showing a pending toolset
+// agents using it, and, for a session whose token holds publish, an
+// upload form. A page showing a pending toolset
 // reloads itself every Options.RefreshInterval until it settles.
 //
-// A person logs in by pasting the token into the login form. The session
+// A person logs in by pasting a token, the server's own or an issued
+// one, into the login form; the session has that token's scopes, and
+// ends when the token is revoked. An action the session's token lacks
+// the scope for is answered 403 with a page saying which. The session
 // cookie is HttpOnly, SameSite=Strict, Secure over TLS (or behind a proxy
 // that says X-Forwarded-Proto: https), and holds no
 // token: it is an issue time and a random id signed with HMAC under a key
 // drawn at random by each process, and the process remembers the ids it
-// issued, so sessions end with logging out (a copy of the cookie opens
+// issued, with their tokens, so sessions end with logging out (a copy of the cookie opens
 // nothing after), with Options.SessionLifetime and with the process. Form posts from another origin are refused
 // ([http.CrossOriginProtection]). Every answer carries a strict
 // Content-Security-Policy (no script, frame-ancestors 'none'),

@@ -38,6 +38,10 @@ type pageData struct {
 	Toolset  *ToolsetDetail
 	Tools    []pageTool
 	MaxBytes int64
+
+	// CanPublish: the session's token holds the publish scope, so the
+	// page shows the upload form.
+	CanPublish bool
 }
 
 // pageTool is a tool with its parameters laid out.
@@ -99,7 +103,9 @@ func layoutTool(t ToolDetail) pageTool {
 // render writes a page: html/template escapes every text it is given.
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, d *pageData) {
 	d.Insecure = s.opts.InsecureNoAuth
-	d.Auth = !s.opts.InsecureNoAuth && s.validSession(r)
+	who, auth := s.viewer(r)
+	d.Auth = auth && !s.opts.InsecureNoAuth
+	d.CanPublish = who.scopes.allows(ScopePublish)
 	d.MaxBytes = s.opts.MaxPackageBytes
 	var buf bytes.Buffer
 	if err := pageTemplates.ExecuteTemplate(&buf, name, d); err != nil {

@@ -41,10 +41,12 @@ const (
 
 // Options configure a [Server].
 type Options struct {
-	// Token is the bearer token every API request must carry, and which a
-	// person pastes into the page's login form. It is required (at least
-	// MinTokenLength printable ASCII bytes, see [LoadToken]) unless
-	// InsecureNoAuth is set.
+	// Token is the server's own bearer token, an admin token (see
+	// [ScopeAdmin]): it opens every route, and creates the tokens the
+	// platform issues (POST /api/v1/platform/tokens). A person may paste
+	// it, or an issued one, into the page's login form. It is required
+	// (at least MinTokenLength printable ASCII bytes, see [LoadToken])
+	// unless InsecureNoAuth is set.
 	Token string
 	// InsecureNoAuth serves everything without authentication: for local
 	// use only. The server logs a warning and the page shows a banner,
@@ -94,9 +96,9 @@ type Server struct {
 	tokenSum [sha256.Size]byte
 	// sessionKey signs the page's session cookies; random per process.
 	sessionKey [32]byte
-	// sessions are the page's live sessions: id → issue time.
+	// sessions are the page's live sessions by id.
 	sessMu   sync.Mutex
-	sessions map[string]time.Time
+	sessions map[string]session
 	// loginFails counts the wrong logins since loginLogged, when the
 	// last was logged (see loginFailed); guarded by sessMu.
 	loginFails  int
@@ -107,6 +109,10 @@ type Server struct {
 	// messages shown to clients name "<store>" instead (see scrub).
 	storeDirs []string
 	agents    *agentStore
+	// tokens are the stored tokens, under <store>/.platform/tokens.
+	tokens *tokenStore
+	// table is every route with the scope it needs.
+	table routeTable
 	// dist distributes the toolsets; nil without Options.Distributor.
 	dist *distribution
 	// uploads holds one token per upload slot.
@@ -125,7 +131,7 @@ type Server struct {
 // New returns a server for the store. The store stays the caller's: Close
 // the server first, then the store. New cleans the server's temporary
 // folder (<store>/.platform/tmp) and loads the agents stored in
-// <store>/.platform/agents.
+// <store>/.platform/agents and the tokens in <store>/.platform/tokens.
 func New(store *toolpkg.Store, opts *Options) (*Server, error) {
 	if store == nil {
 		return nil, errors.New("platform: New needs a store")
@@ -167,7 +173,7 @@ func New(store *toolpkg.Store, opts *Options) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	s := &Server{store: store, opts: o, log: o.Logger, uploads: make(chan struct{}, o.MaxConcurrentUploads), sessions: map[string]time.Time{}}
+	s := &Server{store: store, opts: o, log: o.Logger, uploads: make(chan struct{}, o.MaxConcurrentUploads), sessions: map[string]session{}}
 	if !o.InsecureNoAuth {
 		s.tokenSum = sha256.Sum256([]byte(o.Token))
 	}
@@ -191,6 +197,9 @@ func New(store *toolpkg.Store, opts *Options) (*Server, error) {
 		return nil, err
 	}
 	s.agents = agents
+	if s.tokens, err = openTokens(filepath.Join(base, "tokens"), s.log); err != nil {
+		return nil, err
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if o.Distributor != nil {
 		s.dist = newDistribution(s, o.Distributor)
@@ -261,47 +270,52 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 const apiPrefix = "/api/v1/platform/"
 
+// routes registers every route, each with the scope it needs (see
+// routeMux.handle). The table in the package documentation says the
+// same.
 func (s *Server) routes() {
-	api := http.NewServeMux()
-	api.HandleFunc("POST /api/v1/platform/toolsets", s.createToolset)
-	api.HandleFunc("GET /api/v1/platform/toolsets", s.listToolsets)
-	api.HandleFunc("GET /api/v1/platform/toolsets/buildTarget", s.buildTarget)
-	api.HandleFunc("GET /api/v1/platform/toolsets/{name}", s.getToolset)
-	api.HandleFunc("DELETE /api/v1/platform/toolsets/{name}", s.deleteToolset)
-	api.HandleFunc("PUT /api/v1/platform/toolsets/{name}/package", s.putPackage)
-	api.HandleFunc("GET /api/v1/platform/toolsets/{name}/package", s.getPackage)
-	api.HandleFunc("PATCH /api/v1/platform/toolsets/{name}/config", s.patchConfig)
-	api.HandleFunc("GET /api/v1/platform/toolsets/{name}/config", s.getConfig)
-	api.HandleFunc("GET /api/v1/platform/agents", s.listAgents)
-	api.HandleFunc("PUT /api/v1/platform/agents/{name}", s.putAgent)
-	api.HandleFunc("POST /api/v1/platform/agents/{name}/check", s.postAgentCheck)
-	api.HandleFunc("GET /api/v1/platform/agents/{name}", s.getAgent)
-	api.HandleFunc("DELETE /api/v1/platform/agents/{name}", s.deleteAgent)
-	api.HandleFunc("POST /api/v1/platform/agents/{name}/deploy", s.deployAgent)
-	api.HandleFunc("GET /api/v1/platform/agents/{name}/effective", s.getEffective)
+	api := s.newRouteMux(false)
+	api.handle("POST /api/v1/platform/toolsets", ScopePublish, s.createToolset)
+	api.handle("GET /api/v1/platform/toolsets", ScopeRead, s.listToolsets)
+	api.handle("GET /api/v1/platform/toolsets/buildTarget", ScopeRead, s.buildTarget)
+	api.handle("GET /api/v1/platform/toolsets/{name}", ScopeRead, s.getToolset)
+	api.handle("DELETE /api/v1/platform/toolsets/{name}", ScopePublish, s.deleteToolset)
+	api.handle("PUT /api/v1/platform/toolsets/{name}/package", ScopePublish, s.putPackage)
+	api.handle("GET /api/v1/platform/toolsets/{name}/package", ScopeRead, s.getPackage)
+	api.handle("PATCH /api/v1/platform/toolsets/{name}/config", ScopePublish, s.patchConfig)
+	api.handle("GET /api/v1/platform/toolsets/{name}/config", ScopeRead, s.getConfig)
+	api.handle("GET /api/v1/platform/agents", ScopeRead, s.listAgents)
+	api.handle("PUT /api/v1/platform/agents/{name}", ScopeAgents, s.putAgent)
+	api.handle("POST /api/v1/platform/agents/{name}/check", ScopeAgents, s.postAgentCheck)
+	api.handle("GET /api/v1/platform/agents/{name}", ScopeRead, s.getAgent)
+	api.handle("DELETE /api/v1/platform/agents/{name}", ScopeAgents, s.deleteAgent)
+	api.handle("POST /api/v1/platform/agents/{name}/deploy", ScopeAgents, s.deployAgent)
+	api.handle("GET /api/v1/platform/agents/{name}/effective", ScopeRead, s.getEffective)
+	api.handle("POST /api/v1/platform/tokens", ScopeAdmin, s.createToken)
+	api.handle("GET /api/v1/platform/tokens", ScopeAdmin, s.listTokens)
+	api.handle("DELETE /api/v1/platform/tokens/{name}", ScopeAdmin, s.revokeToken)
 
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusForbidden, "CrossOriginRequest", "a cross-origin request was refused")
 	}))
 
-	var apiH http.Handler = jsonFallback(api)
-	if !s.opts.InsecureNoAuth {
-		apiH = RequireToken(s.opts.Token, apiH)
-	}
+	// Who the request comes from, then whether its token holds the
+	// scope of the route.
+	apiH := s.authenticate(s.authorize(api.mux, jsonFallback(api.mux)))
 	// A browser's cross-site request that needs no preflight (a POST of
 	// text/plain) is refused: without a token it would reach the API.
 	apiH = cop.Handler(apiH)
 
-	page := http.NewServeMux()
-	page.Handle("GET /{$}", s.requireSession(s.pageList))
-	page.Handle("GET /toolsets/{name}", s.requireSession(s.pageToolset))
-	page.Handle("POST /upload", s.requireSession(s.pageUpload))
-	page.HandleFunc("GET /style.css", s.pageStyle)
-	page.HandleFunc("GET /login", s.pageLogin)
-	page.HandleFunc("POST /login", s.pageLoginPost)
-	page.HandleFunc("POST /logout", s.pageLogout)
-	pageH := cop.Handler(jsonFallback(page))
+	page := s.newRouteMux(true)
+	page.handle("GET /{$}", ScopeRead, s.pageList)
+	page.handle("GET /toolsets/{name}", ScopeRead, s.pageToolset)
+	page.handle("POST /upload", ScopePublish, s.pageUpload)
+	page.handle("GET /style.css", "", s.pageStyle)
+	page.handle("GET /login", "", s.pageLogin)
+	page.handle("POST /login", "", s.pageLoginPost)
+	page.handle("POST /logout", "", s.pageLogout)
+	pageH := cop.Handler(jsonFallback(page.mux))
 
 	s.mux = http.NewServeMux()
 	s.mux.Handle(apiPrefix, apiH)

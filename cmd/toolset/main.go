@@ -15,6 +15,8 @@
 //	toolset agent tools FILE [--role ROLE] [--store DIR | --broker URL] [--json]
 //	toolset platform --store DIR [--listen ADDR] [--token-file FILE] [--insecure-no-auth]
 //		[--broker URL | --broker-listen ADDR] [--no-runtime]
+//	toolset platform token create NAME --scope SCOPES [--platform URL] [--token-file FILE]
+//	toolset platform token list [--json] | revoke NAME [--platform URL] [--token-file FILE]
 //	toolset runtime --broker URL [--dir DIR] [--max-calls N] [--sandbox MODE]
 //
 // # The mesh
@@ -201,6 +203,14 @@ Commands:
         hands its toolsets to the runtimes through a broker of its own,
         embedded (--broker-listen ADDR: reachable from other machines), or
         the one at URL, and runs a runtime in process unless --no-runtime
+  platform token create NAME --scope SCOPES | list [--json] | revoke NAME [--platform URL] [--token-file FILE]
+        manage the tokens of the running platform at URL (default
+        http://127.0.0.1:8080) with an admin token from FILE or
+        $TOOLSET_PLATFORM_TOKEN: create prints the new token's secret, shown
+        this once; SCOPES is a comma-separated list of read (every token
+        reads), publish (toolsets, skills), agents (agents, their deploys)
+        and admin (everything, the tokens too); revoke ends the token and
+        its page sessions at once
   runtime --broker URL [--dir DIR] [--max-calls N] [--sandbox MODE] [--id ID] [--shutdown-timeout D]
         run the tools of the toolsets the platform publishes on the broker,
         for the agents that call them there, until SIGINT or SIGTERM

@@ -36,6 +36,9 @@ const (
 // next start). The platform hands its toolsets to the runtimes through
 // the broker: its own embedded one, unless --broker names another.
 func cmdPlatform(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "token" {
+		return cmdPlatformToken(ctx, args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("platform", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:8080", "the address to listen on")
 	dir := fs.String("store", "", "the store's directory (required)")
