@@ -49,6 +49,21 @@ type Options struct {
 	// the file names. Give [AllowEnv] for the variables files may use,
 	// or os.LookupEnv to resolve a file of your own.
 	LookupEnv func(string) (string, bool)
+	// Skills says whether a skill of the given name was uploaded, for
+	// [Check] to check the file's attached skills (File.Skills). Nil:
+	// they are not checked.
+	Skills func(name string) bool
+}
+
+// StoredConfigs is implemented by [Packages] that keep a toolset-level
+// configuration of each toolset (as a [toolpkg.Store] does with
+// SetConfig): Config returns it, secret values redacted or not, since
+// [Check] only looks at which keys are set. A Packages that implements it
+// has Check report a required configuration key of a tool that is set
+// nowhere; one that does not leaves that unchecked, since the key may
+// be set in a configuration Check cannot see.
+type StoredConfigs interface {
+	Config(name string) (map[string]any, error)
 }
 
 // Packages are packaged toolsets by name, as a [toolpkg.Store] has
@@ -69,6 +84,8 @@ func (p storePackages) Info(name string) (toolpkg.Info, error) { return p.s.Info
 func (p storePackages) ToolsetWithConfig(name string, cfg toolpkg.Config) toolset.Toolset {
 	return p.s.ToolsetWithConfig(name, cfg)
 }
+
+func (p storePackages) Config(name string) (map[string]any, error) { return p.s.Config(name) }
 
 // packages returns where package entries come from: the Store, else
 // Packages, else nil.
@@ -111,8 +128,13 @@ func AllowEnv(names ...string) func(string) (string, bool) {
 // ready (deploying such an agent is refused), configuration the package's
 // tools do not declare or of the wrong type, an excluded or renamed tool
 // the package does not have, a prefix or rename that makes a tool name
-// longer than 64 bytes, and package tools offered to a run under the
-// same name twice, which no turn of such a run could build. What opts does not give (no registry, no store)
+// longer than 64 bytes, a tool of spec.tools (Entry.Only) the package
+// does not have, a required configuration key of a package's tool that
+// is set nowhere (neither by the agent, nor by the toolset's own
+// configuration when the Packages are [StoredConfigs], nor by a
+// default: the tool would be left out at run time), an attached skill
+// [Options.Skills] does not know, and package tools offered to a run
+// under the same name twice, which no turn of such a run could build. What opts does not give (no registry, no store)
 // is not checked. MCP servers are not checked: Check, like [Parse],
 // starts no process and opens no connection; it only reads the store's
 // records.
@@ -125,6 +147,15 @@ func Check(ctx context.Context, f *File, opts *Options) error {
 	}
 	ps := &problems{file: f.Filename}
 	pkgs := opts.packages()
+	if opts.Skills != nil {
+		for _, sk := range f.Skills {
+			if known, err := skillKnown(opts.Skills, sk.Name); err != nil {
+				ps.add(sk.Pos, "skill %s: %s", quote(sk.Name), err)
+			} else if !known {
+				ps.add(sk.Pos, "unknown skill %s: no skill of that name was uploaded", quote(sk.Name))
+			}
+		}
+	}
 	offered := map[string][]*Entry{}
 	for i := range f.Toolsets {
 		if err := ctx.Err(); err != nil {
@@ -151,6 +182,16 @@ func Check(ctx context.Context, f *File, opts *Options) error {
 		}
 	}
 	return ps.err()
+}
+
+// skillKnown calls the program's Skills, a panic an error.
+func skillKnown(known func(string) bool, name string) (ok bool, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("looking it up panicked: %v", v)
+		}
+	}()
+	return known(name), nil
 }
 
 // sharesRuns says whether some run is shown the tools of both entries.
@@ -262,19 +303,76 @@ func checkPackage(ps *problems, e *Entry, pkgs Packages) []string {
 			ps.add(e.position("exclude:"+tool), "package %s has no tool %s to exclude; its tools: %s", quote(name), quote(tool), toolList)
 		}
 	}
+	for _, o := range e.Only {
+		if tool, ok := strings.CutPrefix(o, name+"__"); !ok || !slices.Contains(names, tool) {
+			ps.add(e.position("only:"+o), "package %s has no tool %s (its tools are named %s__TOOL: %s)", quote(name), quote(o), name, toolList)
+		}
+	}
 	// The names the model sees: <package>__<tool>, renamed, prefixed.
 	exposed := map[string]bool{}
 	for _, t := range info.Tools {
-		if !slices.Contains(cfg.Exclude, t.Name) {
-			exposed[name+"__"+t.Name] = true
+		full := name + "__" + t.Name
+		if !slices.Contains(cfg.Exclude, t.Name) && (len(e.Only) == 0 || slices.Contains(e.Only, full)) {
+			exposed[full] = true
 		}
 	}
+	checkRequired(ps, e, pkgs, info, exposed)
 	for _, from := range sortedKeys(e.Rename) {
 		if tool, ok := strings.CutPrefix(from, name+"__"); !ok || !slices.Contains(names, tool) {
 			ps.add(e.position("rename:"+from), "rename: package %s has no tool %s (its tools are named %s__TOOL)", quote(name), quote(from), name)
 		}
 	}
 	return checkNames(ps, e, exposed)
+}
+
+// checkRequired reports the required configuration keys of the tools
+// the entry offers (exposed) that no layer sets: not the agent's values
+// for the tool, not its toolset-level values, not the toolset's stored
+// configuration, not a default. Unchecked when pkgs keeps no stored
+// configuration Check can read.
+func checkRequired(ps *problems, e *Entry, pkgs Packages, info toolpkg.Info, exposed map[string]bool) {
+	sc, ok := pkgs.(StoredConfigs)
+	if !ok {
+		return
+	}
+	name := e.Package.Name
+	stored, err := storedConfig(sc, name)
+	if err != nil {
+		ps.add(e.position("package"), "package %s: reading its configuration: %s", quote(name), cutText(err.Error()))
+		return
+	}
+	cfg := e.Package.Config
+	for _, t := range info.Tools {
+		if !exposed[name+"__"+t.Name] {
+			continue
+		}
+		var missing []string
+		for _, cf := range t.Config {
+			if !cf.Required || cf.Default != nil || cfg.Tools[t.Name][cf.Key] != nil || cfg.Toolset[cf.Key] != nil || stored[cf.Key] != nil {
+				continue
+			}
+			k := quote(cf.Key)
+			if cf.Secret {
+				k += " (a secret)"
+			}
+			missing = append(missing, k)
+		}
+		if len(missing) > 0 {
+			ps.add(e.position("package"), "package %s: tool %s needs %s, set nowhere: not in the agent's configuration, the toolset's, nor by a default; the tool would be left out",
+				quote(name), quote(t.Name), strings.Join(missing, " and "))
+		}
+	}
+}
+
+// storedConfig calls sc.Config, a panic an error: the Packages may be
+// the program's own.
+func storedConfig(sc StoredConfigs, name string) (cfg map[string]any, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("reading it panicked: %v", v)
+		}
+	}()
+	return sc.Config(name)
 }
 
 // packageInfo calls pkgs.Info, a panic an error: Packages may be the

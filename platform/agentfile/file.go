@@ -27,8 +27,60 @@ type File struct {
 	// Instructions is the agent's system-prompt text, if any.
 	Instructions string
 	// Toolsets are the agent's toolsets, in the file's order, which is
-	// the order of the tools the model is sent.
+	// the order of the tools the model is sent. In SAM's shape,
+	// spec.tools entries that name a tool of a package come after
+	// spec.toolsets, merged into an entry of the same package if there
+	// is one (see the package documentation, SAM's documents).
 	Toolsets []Entry
+
+	// Skills are the attached skills: SKILL.md bundles uploaded to the
+	// platform, which the agent may load. Check checks that each exists
+	// when [Options.Skills] is set; nothing here loads them.
+	Skills []SkillRef
+
+	// What follows is SAM's and kept as the document gives it; none of
+	// it is acted on here, and Parse warns of each one given.
+
+	// Description is the agent's description (the agent card's).
+	Description string
+	// Type is spec.type ("standard").
+	Type string
+	// ModelProvider is spec.modelProvider: the model names the agent may
+	// be run with ("general").
+	ModelProvider []string
+	// Deploy is spec.deploy; nil when not given.
+	Deploy *bool
+	// InputModes and OutputModes are the agent card's content types
+	// (spec.inputModes, spec.outputModes).
+	InputModes, OutputModes []string
+	// Card are the skills the agent card advertises for agent-to-agent
+	// discovery (spec.skills entries with an id), not SKILL.md bundles.
+	Card []CardSkill
+
+	// Warnings are what the document holds that is kept but not acted
+	// on, or spelled in an older way: each with its line, sorted. They
+	// never make a load fail. Parse sets them; Check adds none.
+	Warnings []Problem
+}
+
+// SkillRef names an attached skill, and where the document names it.
+type SkillRef struct {
+	Name string
+	Pos  Position
+}
+
+// CardSkill is one skill of an agent card (A2A's AgentSkill): what
+// other agents are told the agent can do.
+type CardSkill struct {
+	// Pos is where the skill begins.
+	Pos Position
+	// ID identifies the skill; required.
+	ID string
+	// Name and Description say what it is.
+	Name, Description string
+	// Tags, Examples, InputModes and OutputModes are A2A's keys of the
+	// same names.
+	Tags, Examples, InputModes, OutputModes []string
 }
 
 // Position is where something is in the file: 1-based line and column.
@@ -49,6 +101,12 @@ type Entry struct {
 	// Package is a packaged toolset of a store, with this agent's
 	// configuration of it.
 	Package *Package
+
+	// Only, when not empty, keeps only these tools of the source, named
+	// as the source names them (before Rename and Prefix; a package's
+	// as <package>__<tool>): what SAM's spec.tools entries of tool_type
+	// builtin and mcp with a tool_name ask for.
+	Only []string
 
 	// Prefix is put before each tool name, followed by "_" unless the
 	// prefix already ends in "_" or "-". Empty: no prefix.
@@ -77,7 +135,7 @@ type Entry struct {
 
 	// pos holds where the entry's parts are, for Check's problems:
 	// "local", "package", "prefix", "rename:FROM", "tools:TOOL",
-	// "tools:TOOL:KEY", "config:KEY", "exclude:TOOL".
+	// "tools:TOOL:KEY", "config:KEY", "exclude:TOOL", "only:NAME".
 	pos map[string]Position
 }
 

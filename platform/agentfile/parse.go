@@ -54,11 +54,15 @@ var (
 // no file or connection, so it is safe on untrusted input.
 func Parse(data []byte, filename string) (*File, error) {
 	p := &parser{problems: problems{file: filename}}
-	f := p.parse(data)
+	var f *File
+	if root := p.root(data, "an agent file", "a name"); root != nil {
+		f = p.file(root)
+	}
 	if err := p.err(); err != nil {
 		return nil, err
 	}
 	f.Filename = filename
+	f.Warnings = p.warningList()
 	return f, nil
 }
 
@@ -69,9 +73,12 @@ type parser struct {
 	stopped bool
 }
 
-func (p *parser) parse(data []byte) *File {
+// root bounds and decodes data, one YAML document, and returns its root
+// node, or nil with the problems added. what names the file in messages
+// ("an agent file"), least what it needs at least.
+func (p *parser) root(data []byte, what, least string) *yaml.Node {
 	if len(data) > MaxFileBytes {
-		p.add(Position{}, "the file is %d bytes; an agent file may have at most %d", len(data), MaxFileBytes)
+		p.add(Position{}, "the file is %d bytes; %s may have at most %d", len(data), what, MaxFileBytes)
 		return nil
 	}
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
@@ -87,7 +94,7 @@ func (p *parser) parse(data []byte) *File {
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			p.add(Position{}, "the file is empty; an agent file needs at least a name")
+			p.add(Position{}, "the file is empty; %s needs at least %s", what, least)
 		} else {
 			p.yamlError(err)
 		}
@@ -96,17 +103,17 @@ func (p *parser) parse(data []byte) *File {
 	var next yaml.Node
 	switch err := dec.Decode(&next); {
 	case err == nil:
-		p.add(Position{Line: next.Line, Column: next.Column}, "a second YAML document; an agent file holds one")
+		p.add(Position{Line: next.Line, Column: next.Column}, "a second YAML document; %s holds one", what)
 		return nil
 	case !errors.Is(err, io.EOF):
 		p.yamlError(err)
 		return nil
 	}
 	if len(doc.Content) == 0 {
-		p.add(Position{}, "the file is empty; an agent file needs at least a name")
+		p.add(Position{}, "the file is empty; %s needs at least %s", what, least)
 		return nil
 	}
-	return p.file(p.resolve(doc.Content[0]))
+	return p.resolve(doc.Content[0])
 }
 
 // maxTokens bounds the YAML tokens of a file, counted before the YAML
@@ -254,6 +261,12 @@ type field struct {
 // that is not a map, keys that are not strings, duplicates, and (when
 // allowed is not nil) unknown keys. what names the map in messages.
 func (p *parser) mapping(n *yaml.Node, what string, allowed []string) []field {
+	return p.mappingWith(n, what, allowed, nil)
+}
+
+// mappingWith is mapping that also takes the keys of older, which the
+// problem of an unknown key does not list: older spellings still read.
+func (p *parser) mappingWith(n *yaml.Node, what string, allowed, older []string) []field {
 	if n.Kind != yaml.MappingNode {
 		p.add(pos(n), "%s must be a map, not %s", what, kind(n))
 		return nil
@@ -282,7 +295,7 @@ func (p *parser) mapping(n *yaml.Node, what string, allowed []string) []field {
 			continue
 		}
 		seen[k.Value] = true
-		if allowed != nil && !contains(allowed, k.Value) {
+		if allowed != nil && !contains(allowed, k.Value) && !contains(older, k.Value) {
 			p.add(pos(k), "unknown key %s in %s; known keys: %s", quote(k.Value), what, strings.Join(allowed, ", "))
 			continue
 		}
@@ -420,101 +433,49 @@ func (p *parser) strList(n *yaml.Node, what string, item func(*yaml.Node) (strin
 	return out, at, ok
 }
 
-// root keys by shape.
+// Keys of the project's own format.
 var (
-	nativeKeys   = []string{"name", "instructions", "toolsets", "toolsetConfigs"}
-	platformKeys = []string{"apiVersion", "kind", "metadata", "spec", "toolsetConfigs"}
-	metadataKeys = []string{"name", "description", "labels", "annotations"}
-	specKeys     = []string{"name", "description", "instructions", "toolsets", "toolsetConfigs"}
-	entryKeys    = []string{"local", "mcp", "package", "prefix", "rename", "roles", "deferred",
+	nativeKeys = []string{"name", "instructions", "toolsets", "toolsetConfigs", "skills"}
+	entryKeys  = []string{"local", "mcp", "package", "prefix", "rename", "roles", "deferred",
 		"timeout", "cache", "rateLimit", "approval", "maxFailures", "config", "tools", "exclude"}
-	mcpKeys       = []string{"name", "command", "env", "url", "headers"}
-	cacheKeys     = []string{"ttl", "scope", "maxEntries"}
-	rateKeys      = []string{"calls", "per", "burst", "reject"}
-	tsConfigKeys  = []string{"toolset", "configValues", "excludedTools"}
-	platformShape = []string{"apiVersion", "kind", "metadata", "spec"}
+	mcpKeys      = []string{"name", "command", "env", "url", "headers"}
+	cacheKeys    = []string{"ttl", "scope", "maxEntries"}
+	rateKeys     = []string{"calls", "per", "burst", "reject"}
+	tsConfigKeys = []string{"toolset", "configValues", "excludedTools"}
 )
 
+// file reads an agent document: SAM's shape (kind: agent, spec) or the
+// project's own format.
 func (p *parser) file(root *yaml.Node) *File {
 	f := &File{}
 	if root.Kind != yaml.MappingNode {
 		p.add(pos(root), "an agent file must be a map (name, instructions, toolsets), not %s", kind(root))
 		return f
 	}
-	platform := false
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		if k := root.Content[i]; k.Kind == yaml.ScalarNode && contains(platformShape, k.Value) {
-			platform = true
-		}
+	if samShape(root) {
+		p.agentDoc(root, f, "the agent document")
+		return f
 	}
 	var configs []*yaml.Node
 	named := false
-	if platform {
-		for _, fl := range p.mapping(root, "the agent document", platformKeys) {
-			switch fl.key {
-			case "apiVersion", "kind":
-				s, ok := p.name(fl.val, fl.key)
-				if ok && fl.key == "kind" && !strings.EqualFold(s, "agent") {
-					p.add(pos(fl.val), "kind is %s; an agent document has kind agent", quote(s))
-				}
-			case "metadata":
-				for _, m := range p.mapping(fl.val, "metadata", metadataKeys) {
-					switch m.key {
-					case "name":
-						if s, ok := p.name(m.val, "the agent's name"); ok && !named {
-							f.Name, named = s, true
-						}
-					case "description":
-						p.str(m.val, "metadata.description", maxString)
-					default:
-						for _, l := range p.mapping(m.val, "metadata."+m.key, nil) {
-							p.str(l.val, "metadata."+m.key+"."+l.key, maxString)
-						}
-					}
-				}
-			case "spec":
-				for _, s := range p.mapping(fl.val, "spec", specKeys) {
-					switch s.key {
-					case "name":
-						if v, ok := p.name(s.val, "the agent's name"); ok {
-							f.Name, named = v, true
-						}
-					case "description":
-						p.str(s.val, "spec.description", maxString)
-					case "instructions":
-						f.Instructions, _ = p.str(s.val, "instructions", maxInstructions)
-					case "toolsets":
-						f.Toolsets = p.toolsets(s.val)
-					case "toolsetConfigs":
-						configs = append(configs, s.val)
-					}
-				}
-			case "toolsetConfigs":
-				configs = append(configs, fl.val)
+	for _, fl := range p.mapping(root, "the agent file", nativeKeys) {
+		switch fl.key {
+		case "name":
+			if s, ok := p.name(fl.val, "the agent's name"); ok {
+				f.Name, named = s, true
 			}
-		}
-	} else {
-		for _, fl := range p.mapping(root, "the agent file", nativeKeys) {
-			switch fl.key {
-			case "name":
-				if s, ok := p.name(fl.val, "the agent's name"); ok {
-					f.Name, named = s, true
-				}
-			case "instructions":
-				f.Instructions, _ = p.str(fl.val, "instructions", maxInstructions)
-			case "toolsets":
-				f.Toolsets = p.toolsets(fl.val)
-			case "toolsetConfigs":
-				configs = append(configs, fl.val)
-			}
+		case "instructions":
+			f.Instructions, _ = p.str(fl.val, "instructions", maxInstructions)
+		case "toolsets":
+			f.Toolsets = p.toolsets(fl.val)
+		case "toolsetConfigs":
+			configs = append(configs, fl.val)
+		case "skills":
+			p.skills(fl, f)
 		}
 	}
 	if !named && !p.stopped && len(p.list) == 0 {
-		if platform {
-			p.add(pos(root), "the agent has no name; give it metadata.name")
-		} else {
-			p.add(pos(root), "the agent has no name; give it name: NAME")
-		}
+		p.add(pos(root), "the agent has no name; give it name: NAME")
 	}
 	for _, c := range configs {
 		p.toolsetConfigs(f, c)
@@ -539,7 +500,13 @@ func (p *parser) toolsets(n *yaml.Node) []Entry {
 			break
 		}
 		if c.Kind == yaml.ScalarNode {
-			// The platform's shape: a package by name.
+			if c.Tag == "!!str" && isBuiltinGroup(c.Value) {
+				if name, ok := p.name(c, "a toolset's name"); ok {
+					p.warnBuiltinGroup(pos(c), name)
+				}
+				continue
+			}
+			// SAM's shape: a package by name.
 			if name, ok := p.packageName(c); ok {
 				out = append(out, Entry{Pos: pos(c), Package: &Package{Name: name},
 					pos: map[string]Position{"package": pos(c)}})
@@ -689,29 +656,10 @@ func (p *parser) mcp(n *yaml.Node) *MCP {
 			}
 		case "env":
 			env = &fields[i]
-			m.Env = p.strMap(fl.val, "mcp.env", func(k Position, key string) bool {
-				if !envNameRE.MatchString(key) {
-					p.add(k, "mcp.env: %s is not an environment variable name", quote(key))
-					return false
-				}
-				return true
-			}, func(v *yaml.Node) (string, bool) { return p.expandable(v, "a value of mcp.env") })
+			m.Env = p.envMap(fl.val, "mcp.env")
 		case "headers":
 			headers = &fields[i]
-			m.Headers = p.strMap(fl.val, "mcp.headers", func(k Position, key string) bool {
-				if !headerRE.MatchString(key) {
-					p.add(k, "mcp.headers: %s is not an HTTP header name", quote(key))
-					return false
-				}
-				return true
-			}, func(v *yaml.Node) (string, bool) {
-				s, ok := p.expandable(v, "a value of mcp.headers")
-				if ok && strings.ContainsAny(s, "\r\n") {
-					p.add(pos(v), "a value of mcp.headers holds a line break")
-					return "", false
-				}
-				return s, ok
-			})
+			m.Headers = p.headerMap(fl.val, "mcp.headers")
 		}
 	}
 	hasCmd, hasURL := contains(keysOf(fields), "command"), contains(keysOf(fields), "url")
@@ -726,6 +674,37 @@ func (p *parser) mcp(n *yaml.Node) *MCP {
 		p.add(headers.kpos, "mcp.headers are for a url; this server is a command (use env)")
 	}
 	return m
+}
+
+// envMap reads environment variables for an MCP server's command: names
+// of variables, values that may hold ${NAME}.
+func (p *parser) envMap(n *yaml.Node, what string) map[string]string {
+	return p.strMap(n, what, func(k Position, key string) bool {
+		if !envNameRE.MatchString(key) {
+			p.add(k, "%s: %s is not an environment variable name", what, quote(key))
+			return false
+		}
+		return true
+	}, func(v *yaml.Node) (string, bool) { return p.expandable(v, "a value of "+what) })
+}
+
+// headerMap reads HTTP headers for an MCP server's url: names of
+// headers, one-line values that may hold ${NAME}.
+func (p *parser) headerMap(n *yaml.Node, what string) map[string]string {
+	return p.strMap(n, what, func(k Position, key string) bool {
+		if !headerRE.MatchString(key) {
+			p.add(k, "%s: %s is not an HTTP header name", what, quote(key))
+			return false
+		}
+		return true
+	}, func(v *yaml.Node) (string, bool) {
+		s, ok := p.expandable(v, "a value of "+what)
+		if ok && strings.ContainsAny(s, "\r\n") {
+			p.add(pos(v), "a value of %s holds a line break", what)
+			return "", false
+		}
+		return s, ok
+	})
 }
 
 func keysOf(fields []field) []string {
@@ -1038,8 +1017,14 @@ func (p *parser) toolsetConfigs(f *File, n *yaml.Node) {
 		for _, fl := range fields {
 			switch fl.key {
 			case "toolset":
-				name, ok := p.packageName(fl.val)
 				named = true
+				if fl.val.Kind == yaml.ScalarNode && fl.val.Tag == "!!str" && isBuiltinGroup(fl.val.Value) {
+					if name, ok := p.name(fl.val, "a toolset's name"); ok {
+						p.warn(pos(fl.val), "toolsetConfigs of SAM's built-in group %s are not acted on: the group is not provided here", quote(name))
+					}
+					continue
+				}
+				name, ok := p.packageName(fl.val)
 				if !ok {
 					continue
 				}
@@ -1064,27 +1049,34 @@ func (p *parser) toolsetConfigs(f *File, n *yaml.Node) {
 		if target == nil {
 			continue
 		}
-		cfg := &target.Package.Config
-		if cfg.Tools == nil && len(values) > 0 {
-			cfg.Tools = map[string]map[string]any{}
+		mergeToolValues(p, target, values, at)
+		target.Package.Config.Exclude = append(target.Package.Config.Exclude, excluded...)
+	}
+}
+
+// mergeToolValues merges configuration values by tool into a package
+// entry, a key set twice a problem, and the positions at of their parts
+// into the entry's.
+func mergeToolValues(p *parser, target *Entry, values map[string]map[string]any, at map[string]Position) {
+	cfg := &target.Package.Config
+	if cfg.Tools == nil && len(values) > 0 {
+		cfg.Tools = map[string]map[string]any{}
+	}
+	for _, tool := range sortedKeys(values) {
+		if cfg.Tools[tool] == nil {
+			cfg.Tools[tool] = map[string]any{}
 		}
-		for tool, kv := range values {
-			if cfg.Tools[tool] == nil {
-				cfg.Tools[tool] = map[string]any{}
+		for _, k := range sortedKeys(values[tool]) {
+			if _, dup := cfg.Tools[tool][k]; dup {
+				p.add(at["tools:"+tool+":"+k], "tool %s: %s is configured twice", quote(tool), quote(k))
+				continue
 			}
-			for k, v := range kv {
-				if _, dup := cfg.Tools[tool][k]; dup {
-					p.add(at["tools:"+tool+":"+k], "tool %s: %s is configured twice", quote(tool), quote(k))
-					continue
-				}
-				cfg.Tools[tool][k] = v
-			}
+			cfg.Tools[tool][k] = values[tool][k]
 		}
-		cfg.Exclude = append(cfg.Exclude, excluded...)
-		for k, v := range at {
-			if _, ok := target.pos[k]; !ok {
-				target.pos[k] = v
-			}
+	}
+	for k, v := range at {
+		if _, ok := target.pos[k]; !ok {
+			target.pos[k] = v
 		}
 	}
 }

@@ -115,7 +115,7 @@ func TestEveryProblemHasItsPosition(t *testing.T) {
 		name, file string
 		want       []string
 	}{
-		{"unknown key", "name: a\nmodel: gpt\n", []string{`2:1: unknown key "model" in the agent file; known keys: name, instructions, toolsets, toolsetConfigs`}},
+		{"unknown key", "name: a\nmodel: gpt\n", []string{`2:1: unknown key "model" in the agent file; known keys: name, instructions, toolsets, toolsetConfigs, skills`}},
 		{"no name", "toolsets: []\n", []string{"1:1: the agent has no name; give it name: NAME"}},
 		{"name not a string", "name: [a]\n", []string{"1:7: the agent's name must be a string, not a list"}},
 		{"name with control", "name: \"a\\u0007b\"\n", []string{`1:7: the agent's name "a\ab" holds a control character`}},
@@ -155,8 +155,8 @@ func TestEveryProblemHasItsPosition(t *testing.T) {
 		{"toolsetConfigs of unknown toolset", "name: a\ntoolsets: [p]\ntoolsetConfigs:\n  - toolset: q\n    configValues: {t: {k: v}}\n", []string{`4:14: toolsetConfigs configures "q", which is not one of the agent's toolsets`}},
 		{"toolsetConfigs twice", "name: a\ntoolsets:\n  - package: p\n    tools: {t: {k: v}}\ntoolsetConfigs:\n  - toolset: p\n    configValues: {t: {k: w}}\n", []string{`7:24: tool "t": "k" is configured twice`}},
 		{"platform kind", "kind: toolset\nmetadata: {name: a}\n", []string{`1:7: kind is "toolset"; an agent document has kind agent`}},
-		{"platform no name", "kind: agent\nspec: {toolsets: [p]}\n", []string{"1:1: the agent has no name; give it metadata.name"}},
-		{"platform unknown spec key", "kind: agent\nmetadata: {name: a}\nspec: {model: x}\n", []string{`3:8: unknown key "model" in spec; known keys: name, description, instructions, toolsets, toolsetConfigs`}},
+		{"platform no name", "kind: agent\nspec: {toolsets: [p]}\n", []string{"1:1: the agent has no name; give it name: NAME"}},
+		{"platform unknown spec key", "kind: agent\nmetadata: {name: a}\nspec: {model: x}\n", []string{`3:8: unknown key "model" in spec; known keys: type, systemPrompt, modelProvider, deploy, toolsets, tools, toolsetConfigs, skills, inputModes, outputModes`}},
 		{"not a map", "- a\n- b\n", []string{"1:1: an agent file must be a map (name, instructions, toolsets), not a list"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -175,7 +175,7 @@ func TestSeveralProblemsAreReportedAtOnce(t *testing.T) {
 	}
 	_, err = agentfile.Parse(data, "testdata/broken.yaml")
 	want := "" +
-		"testdata/broken.yaml:2:1: unknown key \"modle\" in the agent file; known keys: name, instructions, toolsets, toolsetConfigs\n" +
+		"testdata/broken.yaml:2:1: unknown key \"modle\" in the agent file; known keys: name, instructions, toolsets, toolsetConfigs, skills\n" +
 		"testdata/broken.yaml:4:5: a toolset needs a source: one of local, mcp or package\n" +
 		"testdata/broken.yaml:6:13: prefix \"not ok\" must be 1 to 62 letters, digits, '_' or '-'\n" +
 		"testdata/broken.yaml:7:14: timeout must be a duration such as \"30s\" or \"5m\", not \"forever\"\n" +

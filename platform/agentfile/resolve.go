@@ -99,8 +99,8 @@ func ReadFile(path string) ([]byte, error) {
 // first use), packages from opts.Store (else opts.Packages) as
 // ToolsetWithConfig(name, config), which follow the store so that a
 // re-upload is used from the agent's next turn. Each entry is then
-// given its policies, renamed, prefixed and filtered by roles, in this
-// order. A local entry without opts.Local, a package entry without
+// limited to its Only tools, given its policies, renamed, prefixed and
+// filtered by roles, in this order. A local entry without opts.Local, a package entry without
 // opts.Store or opts.Packages and an unset ${NAME} are problems in the
 // returned *CheckError.
 func (f *File) Resolve(ctx context.Context, opts *Options) (*Agent, error) {
@@ -123,6 +123,9 @@ func (f *File) Resolve(ctx context.Context, opts *Options) (*Agent, error) {
 			continue
 		}
 		ts := src
+		if len(e.Only) > 0 {
+			ts = toolset.NewFiltered(ts, only(slices.Clone(e.Only)))
+		}
 		if e.hasPolicies() && e.MCP == nil {
 			ts = &withPolicies{inner: ts, view: toolset.NewCombined(ts), policies: e.policies(), made: map[string]madeTool{}}
 		}
@@ -152,6 +155,13 @@ func (f *File) Resolve(ctx context.Context, opts *Options) (*Agent, error) {
 		a.Toolsets = append(a.Toolsets, toolset.NewToolSearch(toolset.NewCombined(deferred...)))
 	}
 	return a, nil
+}
+
+// only shows the tools named in names.
+func only(names []string) toolset.Predicate {
+	return func(_ context.Context, t toolset.Tool) (bool, error) {
+		return slices.Contains(names, t.Name), nil
+	}
 }
 
 // hasRole shows a toolset to runs whose Role is one of roles.
