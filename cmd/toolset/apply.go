@@ -415,13 +415,13 @@ func hasAlias(n *yaml.Node) bool {
 
 // applier plans and applies a set against a platform.
 type applier struct {
-	c             *platformClient
-	want          *applySet
-	force         bool
-	wait          time.Duration
-	goos, goarch  string
-	stdout        io.Writer
-	stderr        io.Writer
+	c            *platformClient
+	want         *applySet
+	force        bool
+	wait         time.Duration
+	goos, goarch string
+	stdout       io.Writer
+	stderr       io.Writer
 	users        map[string][]string // toolset → agents that use it, on the platform
 	changedTools map[string]bool     // toolsets whose package apply uploads
 	uploaded     map[string]bool     // toolsets apply waits for
