@@ -268,6 +268,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"agent":    cmdAgent,
 		"platform": cmdPlatform,
 		"runtime":  cmdRuntime,
+		"apply":    cmdApply,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {
