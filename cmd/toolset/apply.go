@@ -665,14 +665,8 @@ func (a *applier) build(ctx context.Context, t *wantToolset) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// agentState is what apply reads of an agent on the platform.
-type agentState struct {
-	platform.AgentDetail
-	Deployed bool `json:"deployed"`
-}
-
 func (a *applier) planAgent(ctx context.Context, w *wantAgent) (step, deploy *applyStep, err error) {
-	var cur agentState
+	var cur platform.AgentDetail
 	exists, err := a.c.getJSON(ctx, []string{"api/v1/platform/agents", w.name}, nil, &cur)
 	if err != nil {
 		return nil, nil, err
@@ -689,7 +683,7 @@ func (a *applier) planAgent(ctx context.Context, w *wantAgent) (step, deploy *ap
 	switch {
 	case !exists:
 		step = &applyStep{verb: "create", kind: "agent", name: name, detail: "from " + w.where, do: put}
-	case strings.TrimSpace(cur.Source) == strings.TrimSpace(string(source)):
+	case a.sameAgent(ctx, w, cur.Source):
 		step = &applyStep{verb: "keep", kind: "agent", name: name, detail: "unchanged"}
 		changed = false
 	default:
@@ -715,6 +709,24 @@ func (a *applier) planAgent(ctx context.Context, w *wantAgent) (step, deploy *ap
 		}}
 	}
 	return step, deploy, nil
+}
+
+// sameAgent tells whether the platform's agent is the document: the
+// platform stores an agent with its secret values redacted, so the
+// document is sent to its check (which stores nothing) to see what
+// would be stored. Only a document that the check stores as it is, and
+// which is what the platform has, is the same: one that holds secret
+// values sets them again, since they cannot be compared.
+func (a *applier) sameAgent(ctx context.Context, w *wantAgent, stored string) bool {
+	if strings.TrimSpace(stored) != strings.TrimSpace(string(w.source)) {
+		return false
+	}
+	ans, err := a.c.do(ctx, http.MethodPost, []string{"api/v1/platform/agents", w.name, "check"}, nil, "application/yaml", w.source, maxPlatformAnswer)
+	if err != nil || ans.status != http.StatusOK {
+		return false
+	}
+	var d platform.AgentDetail
+	return json.Unmarshal(ans.body, &d) == nil && strings.TrimSpace(d.Source) == strings.TrimSpace(string(w.source))
 }
 
 // waitReady waits for a toolset's discovery to settle: an error when it

@@ -70,6 +70,7 @@ description: Looks at markets
 spec:
   type: standard
   systemPrompt: You look at markets.
+  deploy: true
   toolsets: [finance-tools]
   toolsetConfigs:
     - toolset: finance-tools
@@ -90,7 +91,8 @@ func TestApplyPlansThenAppliesThenHasNothingToDo(t *testing.T) {
 	assert.Contains(t, stdout, "~ configure toolset finance-tools: set greeting, retries\n")
 	assert.Contains(t, stdout, "~ wait for toolset finance-tools: its discovery\n")
 	assert.Contains(t, stdout, "+ create agent analyst: from "+filepath.Join(root, "agents", "analyst.yaml")+"\n")
-	assert.Contains(t, stdout, "4 change(s) planned")
+	assert.Contains(t, stdout, "> deploy agent analyst: spec.deploy is true; toolsets changed: finance-tools\n")
+	assert.Contains(t, stdout, "5 change(s) planned")
 	status, _ := get("/api/v1/platform/toolsets/finance-tools")
 	assert.Equal(t, http.StatusNotFound, status, "a plan changes nothing")
 
@@ -106,6 +108,10 @@ func TestApplyPlansThenAppliesThenHasNothingToDo(t *testing.T) {
 	status, body = get("/api/v1/platform/agents/analyst")
 	require.Equal(t, http.StatusOK, status, body)
 	assert.Contains(t, body, "systemPrompt: You look at markets.")
+	assert.Contains(t, body, `"deployed":true`)
+	status, body = get("/api/v1/platform/agents/analyst/effective")
+	require.Equal(t, http.StatusOK, status, body)
+	assert.Contains(t, body, "finance-tools__echo")
 
 	// The same project again: the build is deterministic, so nothing
 	// changed.
