@@ -169,6 +169,9 @@ func FromFS(fsys fs.FS, opts *Options) (*Skill, error) {
 // only top-level directory. The skill reads its files from r: keep r open
 // while it is used.
 func FromZip(r io.ReaderAt, size int64, opts *Options) (*Skill, error) {
+	if r == nil {
+		return nil, errors.New("skill: FromZip: nil reader")
+	}
 	o := opts.withDefaults()
 	zr, err := toolpkg.ValidateArchive(r, size, &toolpkg.Limits{
 		MaxZipBytes: o.MaxBytes, MaxUncompressedBytes: o.MaxBytes, MaxEntries: 2 * o.MaxFiles,
