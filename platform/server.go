@@ -107,6 +107,7 @@ type Server struct {
 	// messages shown to clients name "<store>" instead (see scrub).
 	storeDirs []string
 	agents    *agentStore
+	skills    *skillStore // see skills.go
 	// dist distributes the toolsets; nil without Options.Distributor.
 	dist *distribution
 	// uploads holds one token per upload slot.
@@ -191,6 +192,11 @@ func New(store *toolpkg.Store, opts *Options) (*Server, error) {
 		return nil, err
 	}
 	s.agents = agents
+	skills, err := openSkills(base, store, o.MaxPackageBytes, s.log)
+	if err != nil {
+		return nil, err
+	}
+	s.skills = skills
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if o.Distributor != nil {
 		s.dist = newDistribution(s, o.Distributor)
@@ -209,11 +215,15 @@ func New(store *toolpkg.Store, opts *Options) (*Server, error) {
 // and its watch of the reports, and waits for them. Closing twice is
 // safe.
 func (s *Server) Close() error {
-	s.closeOnce.Do(s.cancel)
+	var err error
+	s.closeOnce.Do(func() {
+		s.cancel()
+		err = s.skills.close()
+	})
 	if s.dist != nil {
 		s.dist.wait()
 	}
-	return nil
+	return err
 }
 
 // info is the store's record of a toolset, its status as the runtimes'
@@ -276,6 +286,7 @@ func (s *Server) routes() {
 	api.HandleFunc("POST /api/v1/platform/agents/{name}/check", s.postAgentCheck)
 	api.HandleFunc("GET /api/v1/platform/agents/{name}", s.getAgent)
 	api.HandleFunc("DELETE /api/v1/platform/agents/{name}", s.deleteAgent)
+	s.skillRoutes(api)
 
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
