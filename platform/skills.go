@@ -65,11 +65,15 @@ type skillRecord struct {
 	errs     []string     // why it no longer loads
 	version  int
 	uploaded time.Time
+	tools    int // the version of its tools in the tools' store; 0: none
 }
 
 type skillMeta struct {
 	Version    int       `json:"version"`
 	UploadedAt time.Time `json:"uploadedAt"`
+	// ToolsVersion is the version of the skill's bundled tools in the
+	// store of skills' tools, 0 without.
+	ToolsVersion int `json:"toolsVersion,omitempty"`
 }
 
 // skillStore keeps the platform's skills.
@@ -126,7 +130,7 @@ func (st *skillStore) load(name string, lim int64) *skillRecord {
 	if data, err := os.ReadFile(filepath.Join(st.dir, name+".json")); err == nil {
 		var m skillMeta
 		if json.Unmarshal(data, &m) == nil {
-			rec.version, rec.uploaded = m.Version, m.UploadedAt
+			rec.version, rec.uploaded, rec.tools = m.Version, m.UploadedAt, m.ToolsVersion
 		}
 	}
 	f, err := os.Open(filepath.Join(st.dir, name+".zip"))
@@ -178,8 +182,8 @@ func (st *skillStore) status(rec *skillRecord) (toolpkg.Status, []string, []tool
 	if err != nil {
 		return toolpkg.StatusFailed, []string{"its bundled tools are not in the store: upload the skill again"}, nil
 	}
-	if info.Version < rec.version {
-		return toolpkg.StatusFailed, []string{"its bundled tools are of an older upload: upload the skill again"}, nil
+	if info.Version != rec.tools {
+		return toolpkg.StatusFailed, []string{"its bundled tools are of another upload: upload the skill again"}, nil
 	}
 	return info.Status, info.Errors, info.Tools
 }
@@ -333,16 +337,19 @@ func (s *Server) putSkill(w http.ResponseWriter, r *http.Request) {
 	if old := st.get(name); old != nil {
 		version = old.version + 1
 	}
+	toolsVersion := 0
 	if sk.HasPackage() {
 		var buf bytes.Buffer
 		if err := sk.PackageZip(&buf); err != nil {
 			s.skillFault(w, r, err)
 			return
 		}
-		if _, err := st.tools.StartUpload(s.ctx, name, bytes.NewReader(buf.Bytes()), int64(buf.Len())); err != nil {
+		info, err := st.tools.StartUpload(s.ctx, name, bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+		if err != nil {
 			s.storeError(w, r, err)
 			return
 		}
+		toolsVersion = info.Version
 	} else if _, err := st.tools.Info(name); err == nil {
 		// An earlier version bundled tools; this one does not.
 		if err := st.tools.Remove(name); err != nil && !errors.Is(err, toolpkg.ErrNotFound) {
@@ -350,7 +357,7 @@ func (s *Server) putSkill(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	rec, err := st.store(name, f, version, max)
+	rec, err := st.store(name, f, skillMeta{Version: version, UploadedAt: time.Now().UTC(), ToolsVersion: toolsVersion}, max)
 	if err != nil {
 		s.skillFault(w, r, err)
 		return
@@ -359,9 +366,9 @@ func (s *Server) putSkill(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, s.skillDetail(rec))
 }
 
-// store keeps the spooled upload f as skill name's version and returns
+// store keeps the spooled upload f as skill name's version m and returns
 // its record, read back from the stored file. The caller holds writeMu.
-func (st *skillStore) store(name string, f *os.File, version int, lim int64) (*skillRecord, error) {
+func (st *skillStore) store(name string, f *os.File, m skillMeta, lim int64) (*skillRecord, error) {
 	zipPath := filepath.Join(st.dir, name+".zip")
 	tmp := zipPath + ".tmp"
 	os.Remove(tmp)
@@ -372,7 +379,7 @@ func (st *skillStore) store(name string, f *os.File, version int, lim int64) (*s
 		os.Remove(tmp)
 		return nil, err
 	}
-	meta, _ := json.Marshal(skillMeta{Version: version, UploadedAt: time.Now().UTC()})
+	meta, _ := json.Marshal(m)
 	metaPath := filepath.Join(st.dir, name+".json")
 	if err := os.WriteFile(metaPath+".tmp", meta, 0o600); err != nil {
 		return nil, err

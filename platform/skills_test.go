@@ -122,6 +122,23 @@ func TestSkillWithTools(t *testing.T) {
 	assert.Equal(t, []any{}, r.json(t)["tools"])
 }
 
+// TestSkillGainsTools checks a skill whose second version bundles tools
+// the first did not, and a third that drops them again.
+func TestSkillGainsTools(t *testing.T) {
+	e := newEnv(t, nil)
+	require.Equal(t, http.StatusAccepted, e.putSkill("notes", skillZip(t, "")).status)
+	require.Equal(t, http.StatusAccepted, e.putSkill("notes", skillZip(t, "", toolFiles(schemaDoc("greet", "Say hello."))...)).status)
+	d := e.settleSkill("notes")
+	assert.Equal(t, "ready", d["status"], "%v", d["errors"])
+	assert.EqualValues(t, 2, d["version"])
+	assert.Len(t, d["tools"], 1)
+	require.Equal(t, http.StatusAccepted, e.putSkill("notes", skillZip(t, "")).status)
+	require.Equal(t, http.StatusAccepted, e.putSkill("notes", skillZip(t, "", toolFiles(schemaDoc("greet", "Say hello again."))...)).status)
+	d = e.settleSkill("notes")
+	assert.Equal(t, "ready", d["status"], "%v", d["errors"])
+	assert.Equal(t, "Say hello again.", d["tools"].([]any)[0].(map[string]any)["description"])
+}
+
 func TestSkillToolsFailDiscovery(t *testing.T) {
 	e := newEnv(t, nil)
 	bad := []zfile{{name: "tools/manifest.yaml", data: []byte(scriptManifest)},
@@ -205,4 +222,33 @@ func TestSkillsNeedTheToken(t *testing.T) {
 	e := newEnv(t, nil)
 	r := e.doToken("", "PUT", "/api/v1/platform/skills/notes", skillZip(t, ""))
 	assert.Equal(t, http.StatusUnauthorized, r.status)
+}
+
+// TestSkillsConcurrently uploads, reads and deletes skills from many
+// clients at once.
+func TestSkillsConcurrently(t *testing.T) {
+	e := newEnv(t, nil)
+	data := skillZip(t, "")
+	done := make(chan struct{})
+	for i := range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for range 5 {
+				switch i % 3 {
+				case 0:
+					r := e.putSkill("notes", data)
+					assert.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+				case 1:
+					r := e.do("GET", "/api/v1/platform/skills/notes", nil)
+					assert.Contains(t, []int{http.StatusOK, http.StatusNotFound}, r.status)
+				default:
+					r := e.do("DELETE", "/api/v1/platform/skills/notes", nil)
+					assert.Contains(t, []int{http.StatusNoContent, http.StatusNotFound}, r.status)
+				}
+			}
+		}()
+	}
+	for range 8 {
+		<-done
+	}
 }
