@@ -1,6 +1,9 @@
 package skill_test
 
 import (
+	"bytes"
+	"errors"
+	"io/fs"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -33,6 +36,31 @@ func FuzzParseSkillFile(f *testing.F) {
 		}
 		if len(fm.Metadata) > skill.MaxMetadataEntries || len(fm.AllowedTools) > skill.MaxAllowedTools {
 			t.Fatalf("unbounded: %d metadata, %d tools", len(fm.Metadata), len(fm.AllowedTools))
+		}
+	})
+}
+
+// FuzzFromZip checks that no zip makes FromZip panic or read outside its
+// bounds, and that a skill it accepts has a valid name and only files
+// inside it. Seeds are in testdata/fuzz/FuzzFromZip.
+func FuzzFromZip(f *testing.F) {
+	f.Add([]byte("PK\x05\x06" + strings.Repeat("\x00", 18)))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sk, err := skill.FromZip(bytes.NewReader(data), int64(len(data)), &skill.Options{MaxBytes: 1 << 20, MaxFiles: 100})
+		if err != nil {
+			var ve *skill.ValidationError
+			if !errors.As(err, &ve) || len(ve.Problems) == 0 {
+				t.Fatalf("not a *ValidationError with problems: %v", err)
+			}
+			return
+		}
+		if e := skill.CheckName(sk.Name()); e != nil {
+			t.Fatalf("accepted name: %v", e)
+		}
+		for _, f := range sk.Files() {
+			if !fs.ValidPath(f.Path) || strings.Contains(f.Path, `\`) {
+				t.Fatalf("accepted path %q", f.Path)
+			}
 		}
 	})
 }

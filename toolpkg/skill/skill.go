@@ -136,7 +136,8 @@ type Skill struct {
 
 // FromFS reads and validates the skill at the root of fsys (os.DirFS of
 // its directory, an embed.FS, a zip): SKILL.md (see [ParseSkillFile]),
-// and every file: at most [Options.MaxFiles] of at most
+// and every file: at most [Options.MaxFiles] (and twice as many files
+// and directories together) of at most
 // [Options.MaxBytes] together, counted while read; paths of printable
 // characters without backslashes, at most [MaxPathBytes] bytes and
 // [MaxPathDepth] deep; regular files and directories only (no symlink is
@@ -150,6 +151,9 @@ type Skill struct {
 // store with [Install] or [Skill.WithPackage], or give the skill Go tools
 // with [Skill.WithTools].
 func FromFS(fsys fs.FS, opts *Options) (*Skill, error) {
+	if fsys == nil {
+		return nil, errors.New("skill: FromFS: nil fs.FS")
+	}
 	o := opts.withDefaults()
 	c := &checker{o: o, s: &Skill{fsys: fsys, index: map[string]File{}, maxRead: o.MaxReadBytes}}
 	c.walk()
@@ -202,7 +206,7 @@ func zipRoot(zr *zip.Reader) (fs.FS, error) {
 	}
 	entries, err := fs.ReadDir(zr, ".")
 	if err != nil {
-		return nil, fmt.Errorf("skill: reading the zip: %w", err)
+		return zr, nil // FromFS reports what cannot be read
 	}
 	if len(entries) == 1 && entries[0].IsDir() {
 		if _, err := fs.Stat(zr, entries[0].Name()+"/"+SkillFile); err == nil {
@@ -217,6 +221,7 @@ type checker struct {
 	s     *Skill
 	probs []Problem
 	total int64
+	seen  int // entries walked, directories included
 	hasTools,
 	stopped bool
 }
@@ -243,6 +248,11 @@ func (c *checker) walk() {
 		}
 		if p == "." {
 			return nil
+		}
+		if c.seen++; c.seen > 2*c.o.MaxFiles {
+			c.add("", "more than %d files and directories; checking stopped", 2*c.o.MaxFiles)
+			c.stopped = true
+			return fs.SkipAll
 		}
 		if msg := checkPath(p); msg != "" {
 			c.add(p, "%s", msg)

@@ -112,6 +112,18 @@ func TestFromFSBounds(t *testing.T) {
 		probs := problems(t, mustFail(skill.FromFS(fsys, &skill.Options{MaxFiles: 5})))
 		assert.Contains(t, probs, "more than 5 files; checking stopped")
 	})
+	t.Run("too many directories", func(t *testing.T) {
+		fsys := pdfFS()
+		for i := range 20 {
+			fsys[fmt.Sprintf("references/d%d/e", i)] = &fstest.MapFile{Mode: fs.ModeDir | 0o755}
+		}
+		probs := problems(t, mustFail(skill.FromFS(fsys, &skill.Options{MaxFiles: 10})))
+		assert.Contains(t, probs, "more than 20 files and directories; checking stopped")
+	})
+	t.Run("nil", func(t *testing.T) {
+		_, err := skill.FromFS(nil, nil)
+		assert.ErrorContains(t, err, "nil fs.FS")
+	})
 	t.Run("too many bytes", func(t *testing.T) {
 		fsys := pdfFS()
 		fsys["assets/big.bin"] = &fstest.MapFile{Data: bytes.Repeat([]byte{0}, 5000)}
