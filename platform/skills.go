@@ -2,6 +2,7 @@ package platform
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -344,7 +345,13 @@ func (s *Server) putSkill(w http.ResponseWriter, r *http.Request) {
 			s.skillFault(w, r, err)
 			return
 		}
-		info, err := st.tools.StartUpload(s.ctx, name, bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+		// The store waits for an earlier upload's discovery: the wait ends
+		// with the request or the server.
+		ctx, cancel := context.WithCancel(r.Context())
+		stop := context.AfterFunc(s.ctx, cancel)
+		info, err := st.tools.StartUpload(ctx, name, bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+		stop()
+		cancel()
 		if err != nil {
 			s.storeError(w, r, err)
 			return
