@@ -131,7 +131,9 @@
 // read with [DepsAs]) and keeps the run's own bookkeeping: the failures
 // that spend a tool's budget, the deferred tools its searches revealed, the
 // approval decisions ([RunContext.RecordApproval],
-// [RunContext.RecordDenial]) and the run-scoped caches ([CacheRun]). Each
+// [RunContext.RecordDenial]), the run-scoped caches ([CacheRun]) and the
+// marks toolsets of the application record in it ([RunContext.Mark], a
+// skill loaded, say; read with [RunContext.Marked]). Each
 // turn begins with [RunContext.Turn], which advances the run's step (0, 1,
 // 2, ...) and returns the context to build that turn's tools under, once.
 // A RunContext is opaque and read-only; [FromContext] returns the one a
@@ -159,7 +161,7 @@
 // A run can outlive its process. [ResumeRun] begins a run from the state
 // a [RunStore] keeps ([NewMemoryRunStore] in memory, or one shared by
 // every replica) and saves it as versioned JSON as it goes: its step,
-// approval decisions and pending approvals, reveals, failure counts, and
+// approval decisions and pending approvals, reveals, marks, failure counts, and
 // the run-scoped cache entries of tools whose [CachePolicy] sets Persist.
 // A run paused for approval is let go with [RunContext.Suspend]; a
 // process that only decides lists [RunContext.PendingApprovals], records

@@ -72,6 +72,7 @@ type runState struct {
 	decisions map[approvalSubject]decision
 	pending   map[approvalSubject]pendingApproval
 	caches    map[*toolCore]*resultCache
+	marks     map[string]struct{} // see RunContext.Mark
 
 	durable *durability // for a run resumed from a store, or nil
 
@@ -312,7 +313,7 @@ func (rc *RunContext) end(forget bool) {
 	}
 	liveRuns.Unlock()
 	s.mu.Lock()
-	s.failures, s.revealed, s.decisions, s.pending, s.caches = nil, nil, nil, nil, nil
+	s.failures, s.revealed, s.decisions, s.pending, s.caches, s.marks = nil, nil, nil, nil, nil, nil
 	s.mu.Unlock()
 }
 

@@ -36,7 +36,8 @@ import (
 //	  "failures": [{"tool": "lookup", "schema": "sha256:...", "steps": 2, "last_step": 3}],
 //	  "caches": [{"tool": "get_weather", "schema": "sha256:...",
 //	              "entries": [{"key": "{\"city\":\"Oslo\"}", "value": {"temp":7},
-//	                           "expires": "2026-01-02T16:00:00Z"}]}]
+//	                           "expires": "2026-01-02T16:00:00Z"}]}],
+//	  "marks": ["skill:pdf"]
 //	}
 //
 // A tool is named by the name it was offered under when the entry was
@@ -63,6 +64,7 @@ type savedState struct {
 	Reveals   []savedTool     `json:"reveals,omitempty"`
 	Failures  []savedFailure  `json:"failures,omitempty"`
 	Caches    []savedCache    `json:"caches,omitempty"`
+	Marks     []string        `json:"marks,omitempty"`
 }
 
 type savedHolder struct {
@@ -186,9 +188,9 @@ func WithRunLease(d time.Duration) RunOption {
 
 // ResumeRun begins, in this process, the run id whose state store keeps:
 // it loads the state saved by an earlier process (the step, approval
-// decisions and pending approvals, reveals, failure counts and the
-// run-scoped cache entries of tools that opt in, see
-// [CachePolicy.Persist]), or starts afresh when there is none, and claims
+// decisions and pending approvals, reveals, marks ([RunContext.Mark]),
+// failure counts and the run-scoped cache entries of tools that opt in,
+// see [CachePolicy.Persist]), or starts afresh when there is none, and claims
 // the run with a compare-and-swap save. opts are as for [NewRun], plus
 // [WithStateTTL] and [WithRunLease]; values, dependencies and the
 // stable-list setting are not saved, so give them again. Child runs
@@ -454,6 +456,7 @@ func (s *runState) encode() (*savedState, []namedCache) {
 	slices.SortFunc(st.Failures, func(a, b savedFailure) int {
 		return cmp.Or(cmp.Compare(a.Tool, b.Tool), cmp.Compare(a.Schema, b.Schema))
 	})
+	st.Marks = s.encodeMarks()
 	var caches []namedCache
 	for c, store := range s.caches {
 		if id, ok := d.ids[c]; ok && c.cache.policy.Persist {
@@ -582,10 +585,14 @@ func (s *runState) restore(data []byte, version int64) error {
 		r.caches[toolID{c.Tool, c.Schema}] = live
 		r.names[c.Tool] = struct{}{}
 	}
+	marks, err := restoreMarks(st.Marks)
+	if err != nil {
+		return fail("%v", err)
+	}
 	s.step.Store(int64(st.Step))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.decisions, s.pending = decisions, pending
+	s.decisions, s.pending, s.marks = decisions, pending, marks
 	s.durable.restored = r
 	return nil
 }

@@ -146,6 +146,29 @@
 // nothing and puts no package in use ("toolset agent check --platform"
 // calls it, since a running platform holds its store's lock).
 //
+// # Skills
+//
+// Skills (package toolpkg/skill: a SKILL.md with front matter, then
+// references/, assets/ and optional bundled tools/) are uploaded as a zip
+// of the skill's directory (SKILL.md at the zip's root, or in its only
+// top-level directory), bounded as packages are (Options.MaxPackageBytes):
+//
+//	read    GET    /skills?page=&pageSize=               200 {"data": [SkillSummary], "meta": {...}}
+//	publish PUT    /skills/{name}           (body: the zip) 202 SkillDetail; 422 InvalidSkill, every problem at once
+//	read    GET    /skills/{name}                        200 SkillDetail: front matter, files, tools
+//	publish DELETE /skills/{name}                        204
+//
+// A skill's name is the agentskills.io one (lowercase letters, digits and
+// single hyphens) and must be its front matter's. A skill without tools
+// is ready at once; one with tools is pending while a store of skills'
+// tools of its own (<store>/.platform/skill-tools, in the toolsets'
+// store's sandbox mode) discovers them as a toolset named after the
+// skill, then ready or failed; they are never listed as toolsets.
+// [Server.SkillToolset] turns the skills an agent attaches into the
+// toolset that offers them (load_skill, read_skill_file, and each loaded
+// skill's tools as <skill>__<tool>). Skills are kept under
+// <store>/.platform/skills.
+//
 // # Runtimes
 //
 // With Options.Distributor the platform's store only discovers and

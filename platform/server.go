@@ -113,6 +113,8 @@ type Server struct {
 	tokens *tokenStore
 	// table is every route with the scope it needs.
 	table routeTable
+	// skills are the uploaded skills (see skills.go).
+	skills *skillStore
 	// dist distributes the toolsets; nil without Options.Distributor.
 	dist *distribution
 	// uploads holds one token per upload slot.
@@ -200,6 +202,11 @@ func New(store *toolpkg.Store, opts *Options) (*Server, error) {
 	if s.tokens, err = openTokens(filepath.Join(base, "tokens"), s.log); err != nil {
 		return nil, err
 	}
+	skills, err := openSkills(base, store, o.MaxPackageBytes, s.log)
+	if err != nil {
+		return nil, err
+	}
+	s.skills = skills
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if o.Distributor != nil {
 		s.dist = newDistribution(s, o.Distributor)
@@ -218,12 +225,16 @@ func New(store *toolpkg.Store, opts *Options) (*Server, error) {
 // and its watch of the reports, and waits for them. Closing twice is
 // safe.
 func (s *Server) Close() error {
-	s.closeOnce.Do(s.cancel)
+	var err error
+	s.closeOnce.Do(func() {
+		s.cancel()
+		err = s.skills.close()
+	})
 	s.agents.stopBackground()
 	if s.dist != nil {
 		s.dist.wait()
 	}
-	return nil
+	return err
 }
 
 // info is the store's record of a toolset, its status as the runtimes'
@@ -294,6 +305,7 @@ func (s *Server) routes() {
 	api.handle("POST /api/v1/platform/tokens", ScopeAdmin, s.createToken)
 	api.handle("GET /api/v1/platform/tokens", ScopeAdmin, s.listTokens)
 	api.handle("DELETE /api/v1/platform/tokens/{name}", ScopeAdmin, s.revokeToken)
+	s.skillRoutes(api)
 
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -141,95 +141,40 @@ func validateZip(r io.ReaderAt, size int64, lim Limits) (*checked, error) {
 	return checkZip(r, size, lim, false)
 }
 
+// ValidateArchive checks a zip that is not a package (a skill's, say) as
+// [ValidateZip] checks a package's structure, before anything is read
+// from it: the zip's size, the uncompressed size of its contents (counted
+// while reading), the number of entries, every entry's path (no absolute
+// paths, "..", backslashes or drive letters; no duplicates, none inside a
+// file), and symlinks and other special files. It requires no manifest
+// and applies none of the packages' own rules (.venv, .whl). Every problem
+// is reported in one *ValidationError. The zip.Reader it returns serves
+// the checked entries, as an [fs.FS] too. A nil lim means the default
+// limits.
+func ValidateArchive(r io.ReaderAt, size int64, lim *Limits) (*zip.Reader, error) {
+	var l Limits
+	if lim != nil {
+		l = *lim
+	}
+	c, probs, _ := checkEntries(r, size, l.withDefaults(), false)
+	if len(probs) > 0 {
+		return nil, &ValidationError{Problems: probs}
+	}
+	return c.zr, nil
+}
+
 // checkZip is ValidateZip; strict parses the manifest with
 // [ParseManifestStrict].
 func checkZip(r io.ReaderAt, size int64, lim Limits, strict bool) (*checked, error) {
 	lim = lim.withDefaults()
-	var probs []Problem
+	c, probs, overflow := checkEntries(r, size, lim, true)
 	add := func(entry, format string, args ...any) {
 		probs = append(probs, Problem{Entry: entry, Message: fmt.Sprintf(format, args...)})
 	}
 	fail := func() error { return &ValidationError{Problems: probs} }
-
-	if size > lim.MaxZipBytes {
-		add("", "the zip is %d bytes; at most %d are allowed", size, lim.MaxZipBytes)
+	if c == nil {
 		return nil, fail()
 	}
-	zr, err := zip.NewReader(r, size)
-	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
-		add("", "not a readable zip archive: %v", err)
-		return nil, fail()
-	}
-	if n := len(zr.File); n > lim.MaxEntries {
-		add("", "the zip has %d entries; at most %d are allowed", n, lim.MaxEntries)
-		return nil, fail()
-	}
-
-	c := &checked{zr: zr, files: map[string]*zip.File{}}
-	seen := map[string]bool{}
-	venvs := map[string]bool{}
-	var total int64
-	overflow := false
-	for _, f := range zr.File {
-		name := f.Name
-		clean, msg := cleanPackagePath(strings.TrimSuffix(name, "/"))
-		if msg != "" {
-			add(name, "%s", msg)
-			continue
-		}
-		if seen[clean] {
-			add(name, "duplicate entry")
-			continue
-		}
-		seen[clean] = true
-		mode := f.Mode()
-		switch {
-		case mode&fs.ModeSymlink != 0:
-			add(name, "is a symlink; packages may not contain symlinks")
-			continue
-		case mode&(fs.ModeDevice|fs.ModeNamedPipe|fs.ModeSocket|fs.ModeCharDevice|fs.ModeIrregular) != 0:
-			add(name, "is not a regular file or directory")
-			continue
-		}
-		if v := venvDir(clean); v != "" {
-			if !venvs[v] {
-				venvs[v] = true
-				add(name, "%s/ is a virtual environment; extract dependencies into the package instead (pip install --target)", v)
-			}
-			continue
-		}
-		if mode.IsDir() || strings.HasSuffix(name, "/") {
-			continue
-		}
-		if !strings.Contains(clean, "/") && strings.HasSuffix(strings.ToLower(clean), ".whl") {
-			add(name, "is a wheel at the package root; extract dependencies into the package instead")
-		}
-		c.files[clean] = f
-		if overflow {
-			continue
-		}
-		n, err := countEntry(f, lim.MaxUncompressedBytes-total)
-		total += n
-		switch {
-		case errors.Is(err, errTooLarge):
-			overflow = true
-			add(name, "the contents exceed %d bytes uncompressed (counted while reading; reading stopped here)", lim.MaxUncompressedBytes)
-		case err != nil:
-			add(name, "unreadable: %v", err)
-		}
-	}
-
-	var clashes []Problem
-	for name := range c.files {
-		for dir := parentDir(name); dir != ""; dir = parentDir(dir) {
-			if _, clash := c.files[dir]; clash {
-				clashes = append(clashes, Problem{Entry: name, Message: fmt.Sprintf("is inside %q, which is a file", dir)})
-				break
-			}
-		}
-	}
-	sort.Slice(clashes, func(i, j int) bool { return clashes[i].Entry < clashes[j].Entry })
-	probs = append(probs, clashes...)
 
 	mf, ok := c.files[ManifestName]
 	if !ok {
@@ -280,6 +225,99 @@ func checkZip(r io.ReaderAt, size int64, lim Limits, strict bool) (*checked, err
 	}
 	c.manifest = m
 	return c, nil
+}
+
+// checkEntries checks the structure of a zip: its size, its entries'
+// number, paths and kinds, and their uncompressed size; pkg adds the rules
+// of packages (.venv, .whl). It returns the problems found, whether the
+// contents overflowed the bound, and the checked zip, nil when it could
+// not be read at all.
+func checkEntries(r io.ReaderAt, size int64, lim Limits, pkg bool) (*checked, []Problem, bool) {
+	var probs []Problem
+	add := func(entry, format string, args ...any) {
+		probs = append(probs, Problem{Entry: entry, Message: fmt.Sprintf(format, args...)})
+	}
+	if size > lim.MaxZipBytes {
+		add("", "the zip is %d bytes; at most %d are allowed", size, lim.MaxZipBytes)
+		return nil, probs, false
+	}
+	zr, err := zip.NewReader(r, size)
+	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
+		add("", "not a readable zip archive: %v", err)
+		return nil, probs, false
+	}
+	if n := len(zr.File); n > lim.MaxEntries {
+		add("", "the zip has %d entries; at most %d are allowed", n, lim.MaxEntries)
+		return nil, probs, false
+	}
+
+	c := &checked{zr: zr, files: map[string]*zip.File{}}
+	seen := map[string]bool{}
+	venvs := map[string]bool{}
+	var total int64
+	overflow := false
+	for _, f := range zr.File {
+		name := f.Name
+		clean, msg := cleanPackagePath(strings.TrimSuffix(name, "/"))
+		if msg != "" {
+			add(name, "%s", msg)
+			continue
+		}
+		if seen[clean] {
+			add(name, "duplicate entry")
+			continue
+		}
+		seen[clean] = true
+		mode := f.Mode()
+		switch {
+		case mode&fs.ModeSymlink != 0:
+			add(name, "is a symlink; packages may not contain symlinks")
+			continue
+		case mode&(fs.ModeDevice|fs.ModeNamedPipe|fs.ModeSocket|fs.ModeCharDevice|fs.ModeIrregular) != 0:
+			add(name, "is not a regular file or directory")
+			continue
+		}
+		if v := venvDir(clean); pkg && v != "" {
+			if !venvs[v] {
+				venvs[v] = true
+				add(name, "%s/ is a virtual environment; extract dependencies into the package instead (pip install --target)", v)
+			}
+			continue
+		}
+		if mode.IsDir() || strings.HasSuffix(name, "/") {
+			continue
+		}
+		if pkg && !strings.Contains(clean, "/") && strings.HasSuffix(strings.ToLower(clean), ".whl") {
+			add(name, "is a wheel at the package root; extract dependencies into the package instead")
+		}
+		c.files[clean] = f
+		if overflow {
+			continue
+		}
+		n, err := countEntry(f, lim.MaxUncompressedBytes-total)
+		total += n
+		switch {
+		case errors.Is(err, errTooLarge):
+			overflow = true
+			add(name, "the contents exceed %d bytes uncompressed (counted while reading; reading stopped here)", lim.MaxUncompressedBytes)
+		case err != nil:
+			add(name, "unreadable: %v", err)
+		}
+	}
+
+	var clashes []Problem
+	for name := range c.files {
+		for dir := parentDir(name); dir != ""; dir = parentDir(dir) {
+			if _, clash := c.files[dir]; clash {
+				clashes = append(clashes, Problem{Entry: name, Message: fmt.Sprintf("is inside %q, which is a file", dir)})
+				break
+			}
+		}
+	}
+	sort.Slice(clashes, func(i, j int) bool { return clashes[i].Entry < clashes[j].Entry })
+	probs = append(probs, clashes...)
+
+	return c, probs, overflow
 }
 
 // lookup finds an executable's file among the zip's files.
