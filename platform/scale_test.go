@@ -42,6 +42,8 @@ func TestManyAgentsDoNotSlowTheListing(t *testing.T) {
 	r = e.page("/")
 	took := time.Since(start)
 	require.Equal(t, http.StatusOK, r.status)
-	assert.Less(t, took, time.Second, "listing %d toolsets took %s", toolsets, took)
+	// A search among every agent for each toolset listed would take
+	// minutes; the lookup takes a tenth of a second.
+	assert.Less(t, took, raceSlowdown*time.Second, "listing %d toolsets took %s", toolsets, took)
 	t.Logf("took %s", took)
 }
