@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -48,54 +47,18 @@ func checkOnPlatform(ctx context.Context, base *url.URL, tokenFile string, f *ag
 	if toolpkg.CheckName(f.Name) != nil {
 		return fmt.Errorf("%s: the agent's name %q cannot name an agent on the platform: use 1 to 64 letters, digits, '_' or '-', starting with a letter or digit", f.Filename, f.Name)
 	}
-	token, err := platform.LoadToken(tokenFile)
-	if errors.Is(err, platform.ErrNoToken) {
-		// A platform serving without authentication needs none; one that
-		// needs it answers 401, said below.
-		token = ""
-	} else if err != nil {
+	c, err := platformClientFor(base, tokenFile)
+	if err != nil {
 		return err
 	}
+	c.doing = "checking on"
 	ctx, cancel := context.WithTimeoutCause(ctx, platformCheckTimeout, fmt.Errorf("no answer within %s", platformCheckTimeout))
 	defer cancel()
-	target := base.JoinPath("api/v1/platform/agents", f.Name, "check")
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target.String(), bytes.NewReader(data))
+	a, err := c.do(ctx, http.MethodPost, []string{"api/v1/platform/agents", f.Name, "check"}, nil, "application/yaml", data, maxPlatformAnswer)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/yaml")
-	req.Header.Set("Accept", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	client := &http.Client{
-		// A redirect is an answer of its own, never followed with the
-		// token.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-	res, err := client.Do(req)
-	if err != nil && ctx.Err() != nil {
-		// Interrupted, or out of time.
-		return fmt.Errorf("checking on the platform at %s: %w", base, context.Cause(ctx))
-	}
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return fmt.Errorf("the platform at %s cannot be reached: %w", base, err)
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, maxPlatformAnswer+1))
-	if err != nil && ctx.Err() != nil {
-		err = context.Cause(ctx)
-	}
-	if err != nil {
-		return fmt.Errorf("reading the answer of the platform at %s: %w", base, err)
-	}
-	if len(body) > maxPlatformAnswer {
-		return fmt.Errorf("the platform at %s answered %d %s with more than %d bytes", base, res.StatusCode, http.StatusText(res.StatusCode), maxPlatformAnswer)
-	}
+	res, body := a.res, a.body
 	switch res.StatusCode {
 	case http.StatusOK:
 		var d platform.AgentDetail
@@ -105,10 +68,7 @@ func checkOnPlatform(ctx context.Context, base *url.URL, tokenFile string, f *ag
 		fmt.Fprintln(stdout, "ok")
 		return nil
 	case http.StatusUnauthorized:
-		if token == "" {
-			return fmt.Errorf("the platform at %s requires a bearer token: give --token-file FILE or set $%s", base, platform.TokenEnv)
-		}
-		return fmt.Errorf("the platform at %s refused the bearer token (401 Unauthorized)", base)
+		return c.unauthorized("")
 	case http.StatusUnprocessableEntity:
 		var eb platform.ErrorBody
 		if json.Unmarshal(body, &eb) != nil || eb.Error.Code != "InvalidAgent" || len(eb.Error.Problems) == 0 {

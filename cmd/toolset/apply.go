@@ -768,6 +768,9 @@ func (a *applier) expect(ctx context.Context, method string, path []string, q ur
 	if slices.Contains(want, ans.status) {
 		return nil
 	}
+	if ans.status == http.StatusUnauthorized {
+		return a.c.unauthorized("")
+	}
 	var eb platform.ErrorBody
 	if json.Unmarshal(ans.body, &eb) == nil && eb.Error.Code != "" {
 		msg := fmt.Sprintf("the platform answered %d %s: %s", ans.status, eb.Error.Code, bounded(eb.Error.Message))

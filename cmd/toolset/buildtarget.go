@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -62,49 +61,18 @@ func packageTarget(ctx context.Context, goos, goarch, platformAddr, tokenFile st
 // fetchBuildTarget asks the platform at base which OS and architecture
 // its packages are built for (GET /api/v1/platform/toolsets/buildTarget).
 func fetchBuildTarget(ctx context.Context, base *url.URL, tokenFile string) (*platform.BuildTarget, error) {
-	token, err := platform.LoadToken(tokenFile)
-	if errors.Is(err, platform.ErrNoToken) {
-		token = "" // a platform that needs one answers 401, said below
-	} else if err != nil {
+	c, err := platformClientFor(base, tokenFile)
+	if err != nil {
 		return nil, err
 	}
+	c.doing = "asking for the build target of"
 	ctx, cancel := context.WithTimeoutCause(ctx, buildTargetTimeout, fmt.Errorf("no answer within %s", buildTargetTimeout))
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base.JoinPath("api/v1/platform/toolsets/buildTarget").String(), nil)
+	a, err := c.do(ctx, http.MethodGet, []string{"api/v1/platform/toolsets/buildTarget"}, nil, "", nil, maxBuildTargetAnswer)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Accept", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	client := &http.Client{
-		// A redirect is an answer of its own, never followed with the
-		// token.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-	res, err := client.Do(req)
-	if err != nil && ctx.Err() != nil {
-		return nil, fmt.Errorf("asking the platform at %s for its build target: %w", base, context.Cause(ctx))
-	}
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, fmt.Errorf("the platform at %s cannot be reached: %w", base, err)
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, maxBuildTargetAnswer+1))
-	if err != nil && ctx.Err() != nil {
-		err = context.Cause(ctx)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the build target of the platform at %s: %w", base, err)
-	}
-	if len(body) > maxBuildTargetAnswer {
-		return nil, fmt.Errorf("the platform at %s answered %d %s with more than %d bytes for its build target", base, res.StatusCode, http.StatusText(res.StatusCode), maxBuildTargetAnswer)
-	}
+	res, body := a.res, a.body
 	switch res.StatusCode {
 	case http.StatusOK:
 		var t platform.BuildTarget
@@ -113,10 +81,7 @@ func fetchBuildTarget(ctx context.Context, base *url.URL, tokenFile string) (*pl
 		}
 		return &t, nil
 	case http.StatusUnauthorized:
-		if token == "" {
-			return nil, fmt.Errorf("the platform at %s requires a bearer token: give --token-file FILE or set $%s", base, platform.TokenEnv)
-		}
-		return nil, fmt.Errorf("the platform at %s refused the bearer token (401 Unauthorized)", base)
+		return nil, c.unauthorized("")
 	}
 	return nil, unexpectedAnswer(base, res, body)
 }

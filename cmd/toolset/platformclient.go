@@ -13,30 +13,39 @@ import (
 	"github.com/gotoolset/toolset/platform"
 )
 
-// platformClient speaks to a platform's API: one base URL, one bearer
-// token, no redirect followed (a redirect would carry the token
+// platformClient speaks to a platform's API for the commands that reach
+// one (agent check, package, apply, platform token): one base URL, one
+// bearer token, no redirect followed (a redirect would carry the token
 // elsewhere), every answer read within a bound.
 type platformClient struct {
 	base  *url.URL
 	token string
+	// doing names the exchange in the error of one cut short ("checking
+	// on" the platform at ...).
+	doing string
 	http  *http.Client
 }
 
 // newPlatformClient checks the --platform URL and loads the token from
 // tokenFile or $TOOLSET_PLATFORM_TOKEN; with neither, requests go without
-// one (a platform that needs one answers 401, said then).
+// one (a platform that needs one answers 401, said by unauthorized).
 func newPlatformClient(addr, tokenFile string) (*platformClient, error) {
 	base, err := platformURL(addr)
 	if err != nil {
 		return nil, err
 	}
+	return platformClientFor(base, tokenFile)
+}
+
+// platformClientFor is newPlatformClient for a URL already checked.
+func platformClientFor(base *url.URL, tokenFile string) (*platformClient, error) {
 	token, err := platform.LoadToken(tokenFile)
 	if errors.Is(err, platform.ErrNoToken) {
 		token = ""
 	} else if err != nil {
 		return nil, err
 	}
-	return &platformClient{base: base, token: token, http: &http.Client{
+	return &platformClient{base: base, token: token, doing: "talking to", http: &http.Client{
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}, nil
 }
@@ -49,8 +58,7 @@ type platformAnswer struct {
 }
 
 // do sends a request to path (under the base URL, each segment escaped)
-// and reads at most max bytes of the answer. A 401 is an error of its
-// own; other statuses are the caller's to judge.
+// and reads at most max bytes of the answer, whatever its status.
 func (c *platformClient) do(ctx context.Context, method string, path []string, query url.Values, contentType string, body []byte, max int64) (*platformAnswer, error) {
 	target := c.base.JoinPath(path...)
 	if len(query) > 0 {
@@ -74,7 +82,8 @@ func (c *platformClient) do(ctx context.Context, method string, path []string, q
 	res, err := c.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%s %s on the platform at %s: %w", method, target.Path, c.base, context.Cause(ctx))
+			// Interrupted, or out of time.
+			return nil, fmt.Errorf("%s the platform at %s: %w", c.doing, c.base, context.Cause(ctx))
 		}
 		var ue *url.Error
 		if errors.As(err, &ue) {
@@ -88,18 +97,21 @@ func (c *platformClient) do(ctx context.Context, method string, path []string, q
 		if ctx.Err() != nil {
 			err = context.Cause(ctx)
 		}
-		return nil, fmt.Errorf("reading the platform's answer to %s %s: %w", method, target.Path, err)
+		return nil, fmt.Errorf("reading the answer of the platform at %s: %w", c.base, err)
 	}
 	if int64(len(data)) > max {
-		return nil, fmt.Errorf("the platform at %s answered %s %s with more than %d bytes", c.base, method, target.Path, max)
-	}
-	if res.StatusCode == http.StatusUnauthorized {
-		if c.token == "" {
-			return nil, fmt.Errorf("the platform at %s requires a bearer token: give --token-file FILE or set $%s", c.base, platform.TokenEnv)
-		}
-		return nil, fmt.Errorf("the platform at %s refused the bearer token (401 Unauthorized)", c.base)
+		return nil, fmt.Errorf("the platform at %s answered %d %s with more than %d bytes", c.base, res.StatusCode, http.StatusText(res.StatusCode), max)
 	}
 	return &platformAnswer{status: res.StatusCode, body: data, res: res}, nil
+}
+
+// unauthorized is the error of a 401: no token given, or the token
+// refused; hint says which token the command needs.
+func (c *platformClient) unauthorized(hint string) error {
+	if c.token == "" {
+		return fmt.Errorf("the platform at %s requires a bearer token: give --token-file FILE or set $%s%s", c.base, platform.TokenEnv, hint)
+	}
+	return fmt.Errorf("the platform at %s refused the bearer token (401 Unauthorized)", c.base)
 }
 
 // getJSON GETs path into v; ok is false on 404.
@@ -111,11 +123,13 @@ func (c *platformClient) getJSON(ctx context.Context, path []string, query url.V
 	switch a.status {
 	case http.StatusOK:
 		if err := json.Unmarshal(a.body, v); err != nil {
-			return false, fmt.Errorf("the platform at %s answered GET %s with what is not its JSON: %s", c.base, "/"+joinPath(path), bounded(string(a.body)))
+			return false, c.unexpected(a)
 		}
 		return true, nil
 	case http.StatusNotFound:
 		return false, nil
+	case http.StatusUnauthorized:
+		return false, c.unauthorized("")
 	}
 	return false, c.unexpected(a)
 }
@@ -124,16 +138,4 @@ func (c *platformClient) getJSON(ctx context.Context, path []string, query url.V
 // platform's error code and message when it gave them.
 func (c *platformClient) unexpected(a *platformAnswer) error {
 	return unexpectedAnswer(c.base, a.res, a.body)
-}
-
-// joinPath joins path segments for messages.
-func joinPath(path []string) string {
-	var b bytes.Buffer
-	for i, p := range path {
-		if i > 0 {
-			b.WriteByte('/')
-		}
-		b.WriteString(p)
-	}
-	return b.String()
 }

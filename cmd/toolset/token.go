@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -65,13 +63,11 @@ func cmdPlatformToken(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err != nil {
 		return err
 	}
-	c := &tokenClient{base: u}
-	if c.token, err = platform.LoadToken(*tokenFile); errors.Is(err, platform.ErrNoToken) {
-		// A platform serving without authentication needs none.
-		c.token = ""
-	} else if err != nil {
+	pc, err := platformClientFor(u, *tokenFile)
+	if err != nil {
 		return err
 	}
+	c := &tokenClient{pc}
 	switch verb {
 	case "create":
 		return c.create(ctx, pos[0], *scope, stdout, stderr)
@@ -98,10 +94,7 @@ func checkTokenName(name string) error {
 }
 
 // tokenClient talks to the tokens' routes of a platform.
-type tokenClient struct {
-	base  *url.URL
-	token string
-}
+type tokenClient struct{ *platformClient }
 
 // create prints the new token's secret alone on stdout, so that a
 // script can take it, and what it is on stderr.
@@ -117,7 +110,7 @@ func (c *tokenClient) create(ctx context.Context, name, scope string, stdout, st
 	if err != nil {
 		return err
 	}
-	res, data, err := c.do(ctx, http.MethodPost, c.base.JoinPath("api/v1/platform/tokens"), body)
+	res, data, err := c.call(ctx, http.MethodPost, []string{"api/v1/platform/tokens"}, nil, body)
 	if err != nil {
 		return err
 	}
@@ -137,9 +130,8 @@ func (c *tokenClient) create(ctx context.Context, name, scope string, stdout, st
 func (c *tokenClient) list(ctx context.Context, asJSON bool, stdout io.Writer) error {
 	var all []platform.TokenInfo
 	for page := 1; ; page++ {
-		u := c.base.JoinPath("api/v1/platform/tokens")
-		u.RawQuery = url.Values{"page": {fmt.Sprint(page)}, "pageSize": {"500"}}.Encode()
-		res, data, err := c.do(ctx, http.MethodGet, u, nil)
+		q := url.Values{"page": {fmt.Sprint(page)}, "pageSize": {"500"}}
+		res, data, err := c.call(ctx, http.MethodGet, []string{"api/v1/platform/tokens"}, q, nil)
 		if err != nil {
 			return err
 		}
@@ -181,7 +173,7 @@ func (c *tokenClient) revoke(ctx context.Context, name string, stderr io.Writer)
 	if err := checkTokenName(name); err != nil {
 		return err
 	}
-	res, data, err := c.do(ctx, http.MethodDelete, c.base.JoinPath("api/v1/platform/tokens", name), nil)
+	res, data, err := c.call(ctx, http.MethodDelete, []string{"api/v1/platform/tokens", name}, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -200,60 +192,27 @@ func joinScopes(scopes []platform.Scope) string {
 	return strings.Join(s, ",")
 }
 
-// do sends one request and reads its answer, bounded in size and time.
-// A redirect is an answer of its own, never followed with the token.
-func (c *tokenClient) do(ctx context.Context, method string, u *url.URL, body []byte) (*http.Response, []byte, error) {
+// call sends one request and reads its answer, bounded in size and
+// time.
+func (c *tokenClient) call(ctx context.Context, method string, path []string, q url.Values, body []byte) (*http.Response, []byte, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, platformTokenTimeout, fmt.Errorf("no answer within %s", platformTokenTimeout))
 	defer cancel()
-	var rd io.Reader
+	contentType := ""
 	if body != nil {
-		rd = bytes.NewReader(body)
+		contentType = "application/json"
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	a, err := c.do(ctx, method, path, q, contentType, body, maxTokenAnswer)
 	if err != nil {
 		return nil, nil, err
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Accept", "application/json")
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	res, err := client.Do(req)
-	if err != nil && ctx.Err() != nil {
-		return nil, nil, fmt.Errorf("the platform at %s: %w", c.base, context.Cause(ctx))
-	}
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, nil, fmt.Errorf("the platform at %s cannot be reached: %w", c.base, err)
-	}
-	defer res.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(res.Body, maxTokenAnswer+1))
-	if err != nil && ctx.Err() != nil {
-		err = context.Cause(ctx)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading the answer of the platform at %s: %w", c.base, err)
-	}
-	if len(data) > maxTokenAnswer {
-		return nil, nil, fmt.Errorf("the platform at %s answered %d %s with more than %d bytes", c.base, res.StatusCode, http.StatusText(res.StatusCode), maxTokenAnswer)
-	}
-	return res, data, nil
+	return a.res, a.body, nil
 }
 
 // refused says why the platform refused a request.
 func (c *tokenClient) refused(res *http.Response, data []byte) error {
 	switch res.StatusCode {
 	case http.StatusUnauthorized:
-		if c.token == "" {
-			return fmt.Errorf("the platform at %s requires a bearer token: give --token-file FILE or set $%s (an admin token)", c.base, platform.TokenEnv)
-		}
-		return fmt.Errorf("the platform at %s refused the bearer token (401 Unauthorized)", c.base)
+		return c.unauthorized(" (an admin token)")
 	case http.StatusForbidden:
 		var eb platform.ErrorBody
 		if json.Unmarshal(data, &eb) == nil && eb.Error.Code == "Forbidden" {
