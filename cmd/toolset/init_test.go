@@ -316,6 +316,7 @@ func TestPackageTargetFromHostileServer(t *testing.T) {
 
 	answer = func(w http.ResponseWriter) { fmt.Fprint(w, `{"os": "linux", "arch": "riscv64"}`) }
 	assert.Equal(t, "linux/riscv64", builtTarget(t, src, "--platform", hs.URL))
+	assert.Equal(t, "linux/riscv64", builtTarget(t, src, "--url", hs.URL), "SAM's spelling")
 
 	for what, c := range map[string]struct {
 		answer func(w http.ResponseWriter)

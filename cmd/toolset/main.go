@@ -2,7 +2,7 @@
 // manifest.yaml and tool executables (see package toolpkg).
 //
 //	toolset init NAME --lang go|python [DIR] [--sdk-replace REPO]
-//	toolset package DIR -o OUT.zip [--os OS] [--arch ARCH] [--platform URL [--token-file FILE]] [--name NAME] [--dist DIST]
+//	toolset package DIR -o OUT.zip [--os OS] [--arch ARCH] [--platform|--url URL [--token-file FILE]] [--name NAME] [--dist DIST]
 //	toolset validate ZIP
 //	toolset inspect ZIP [--json] [--sandbox MODE]
 //	toolset call ZIP TOOL 'JSON' [--config KEY=VALUE]... [--sandbox MODE]
@@ -141,7 +141,7 @@ Commands:
         scaffold a toolset in DIR (default: .): DIR/toolsets/NAME.yaml and
         DIR/toolsets/NAME/src/ (a tool, manifest.yaml and build.sh) that
         toolset package builds as it is
-  package DIR -o OUT.zip [--os OS] [--arch ARCH] [--platform URL [--token-file FILE]]
+  package DIR -o OUT.zip [--os OS] [--arch ARCH] [--platform|--url URL [--token-file FILE]]
         [--name NAME] [--dist DIST]
         build the source directory DIR (which holds manifest.yaml) into
         DIST/<os>-<arch>/ (default DIST: DIR/dist) and zip it: DIR/build.sh
@@ -378,6 +378,7 @@ func cmdPackage(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	dist := fs.String("dist", "", "where to make <os>-<arch>/ (default: DIR/dist)")
 	name := fs.String("name", "", "the toolset's name, $SAM_TOOL_NAME (default: DIR's base name, its parent's for toolsets/NAME/src)")
 	platformAddr := fs.String("platform", "", "the URL of a platform to build for (GET .../toolsets/buildTarget)")
+	fs.StringVar(platformAddr, "url", "", "the same as --platform, as SAM's CLI spells it")
 	tokenFile := fs.String("token-file", "", "with --platform: a file holding the bearer token (default: $TOOLSET_PLATFORM_TOKEN)")
 	pos, err := parse(fs, args, 1, "DIR")
 	if err != nil {
