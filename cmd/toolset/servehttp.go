@@ -492,7 +492,7 @@ func serveAgent(ctx context.Context, pos []string, af *agentFlags, pf *pkgFlags,
 	var f *agentfile.File
 	var err error
 	var deployed func(*packageSource) (*agentfile.File, error)
-	var skills func(context.Context, string) (*skill.Skill, error)
+	var fetched map[string]*skill.Skill
 	if af.platform != "" {
 		// Read before anything starts: the platform's token leaves the
 		// environment when the agent is resolved.
@@ -514,11 +514,9 @@ func serveAgent(ctx context.Context, pos []string, af *agentFlags, pf *pkgFlags,
 		} else if err != nil {
 			return err
 		}
-		fetched, err := fetchSkills(ctx, base, token, ea, doc, stderr)
-		if err != nil {
+		if fetched, err = fetchSkills(ctx, base, token, ea, doc, stderr); err != nil {
 			return err
 		}
-		skills = skillSource(fetched)
 		deployed = func(src *packageSource) (*agentfile.File, error) {
 			return deployedAgentFile(base, ea, doc, src.packages(), secrets, stderr)
 		}
@@ -530,10 +528,17 @@ func serveAgent(ctx context.Context, pos []string, af *agentFlags, pf *pkgFlags,
 		return err
 	}
 	defer src.close()
+	var skills func(context.Context, string) (*skill.Skill, error)
 	if deployed != nil {
 		if f, err = deployed(src); err != nil {
 			return err
 		}
+		done, err := installSkillTools(ctx, fetched, src.store, stderr)
+		if err != nil {
+			return err
+		}
+		defer done()
+		skills = skillSource(fetched)
 	}
 	// The file is the runner's operator's, as are the commands it runs.
 	a, err := resolveOwnAgent(ctx, f, src, skills, stderr, mcptoolset.WithLogger(warnLogger(stderr)))
