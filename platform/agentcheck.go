@@ -33,11 +33,22 @@ func agentPackages(f *agentfile.File) []string {
 	return orEmpty(f.Packages())
 }
 
+// agentSkills are the skills the file attaches, in its order.
+func agentSkills(f *agentfile.File) []string {
+	out := make([]string, len(f.Skills))
+	for i, sk := range f.Skills {
+		out[i] = sk.Name
+	}
+	return out
+}
+
 // checkAgent checks the file against the store's toolsets: each package
 // it names must exist and be ready (with a Distributor, confirmed by a
-// runtime).
+// runtime); and against the skills: each it attaches must have been
+// uploaded (a skill not ready yet keeps the agent from a deploy, not from
+// being stored).
 func (s *Server) checkAgent(ctx context.Context, f *agentfile.File) error {
-	return agentfile.Check(ctx, f, &agentfile.Options{Packages: serverPackages{s}})
+	return agentfile.Check(ctx, f, &agentfile.Options{Packages: serverPackages{s}, Skills: func(name string) bool { return s.skills.get(name) != nil }})
 }
 
 // serverPackages are the store's toolsets as the server shows them, for
@@ -82,6 +93,6 @@ func (s *Server) answerCheck(w http.ResponseWriter, r *http.Request, name string
 		writeProblems(w, http.StatusUnprocessableEntity, "InvalidAgent", "the agent file is invalid: "+problemCount(len(in.problems)), in.problems)
 		return
 	}
-	rec := agentRec{packages: agentPackages(in.file), updated: time.Now().UTC()}
+	rec := agentRec{packages: agentPackages(in.file), skills: agentSkills(in.file), updated: time.Now().UTC()}
 	writeJSON(w, http.StatusOK, s.agentDetail(name, rec, in))
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -34,6 +35,12 @@ type AgentSummary struct {
 	// DeployedVersions are the toolset versions deployed, by toolset
 	// (never null).
 	DeployedVersions map[string]int `json:"deployedVersions"`
+	// Skills are the platform skills the agent file attaches (never
+	// null).
+	Skills []string `json:"skills"`
+	// DeployedSkillVersions are the skill versions deployed, by skill
+	// (never null).
+	DeployedSkillVersions map[string]int `json:"deployedSkillVersions"`
 }
 
 // AgentDetail is an agent as GET /api/v1/platform/agents/{name} returns
@@ -82,6 +89,9 @@ type agentStore struct {
 	bgClosed bool
 	// users indexes agents by the toolsets they name: toolset → agents.
 	users map[string]map[string]struct{}
+	// skillUsers indexes agents by the skills they attach: skill →
+	// agents.
+	skillUsers map[string]map[string]struct{}
 	// changing counts the uploads and removals of each toolset between
 	// their in-use check and the store's being done with them (see
 	// reserve): no agent may start using the toolset meanwhile, or the
@@ -91,7 +101,9 @@ type agentStore struct {
 
 type agentRec struct {
 	packages []string
-	updated  time.Time
+	// skills are the skills the file attaches.
+	skills  []string
+	updated time.Time
 }
 
 const agentExt = ".yaml"
@@ -100,7 +112,7 @@ func openAgents(dir string, max int64, log *slog.Logger) (*agentStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("platform: agents: %w", err)
 	}
-	a := &agentStore{dir: dir, max: max, log: log, agents: map[string]agentRec{}, users: map[string]map[string]struct{}{}, changing: map[string]int{}}
+	a := &agentStore{dir: dir, max: max, log: log, agents: map[string]agentRec{}, users: map[string]map[string]struct{}{}, skillUsers: map[string]map[string]struct{}{}, changing: map[string]int{}}
 	des, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("platform: agents: %w", err)
@@ -126,7 +138,7 @@ func openAgents(dir string, max int64, log *slog.Logger) (*agentStore, error) {
 			a.set(base, agentRec{packages: []string{}, updated: mod})
 			continue
 		}
-		a.set(base, agentRec{packages: agentPackages(f), updated: mod})
+		a.set(base, agentRec{packages: agentPackages(f), skills: agentSkills(f), updated: mod})
 	}
 	base := filepath.Dir(dir)
 	if a.secrets, err = openSecrets(filepath.Join(base, "secrets")); err != nil {
@@ -166,11 +178,11 @@ func (a *agentStore) read(name string) ([]byte, time.Time, error) {
 }
 
 // save writes an agent file atomically; the caller holds mu.
-func (a *agentStore) save(name string, data []byte, packages []string) (agentRec, error) {
+func (a *agentStore) save(name string, data []byte, packages, skills []string) (agentRec, error) {
 	if err := atomicfile.Write(a.dir, ".agent-*", name+agentExt, data, 0o600); err != nil {
 		return agentRec{}, err
 	}
-	rec := agentRec{packages: packages, updated: time.Now().UTC()}
+	rec := agentRec{packages: packages, skills: skills, updated: time.Now().UTC()}
 	a.set(name, rec)
 	return rec, nil
 }
@@ -180,13 +192,31 @@ func (a *agentStore) save(name string, data []byte, packages []string) (agentRec
 func (a *agentStore) set(name string, rec agentRec) {
 	a.remove(name)
 	a.agents[name] = rec
-	for _, p := range rec.packages {
-		u := a.users[p]
+	index(a.users, rec.packages, name)
+	index(a.skillUsers, rec.skills, name)
+}
+
+// index records that agent uses each of names.
+func index(users map[string]map[string]struct{}, names []string, agent string) {
+	for _, p := range names {
+		u := users[p]
 		if u == nil {
 			u = map[string]struct{}{}
-			a.users[p] = u
+			users[p] = u
 		}
-		u[name] = struct{}{}
+		u[agent] = struct{}{}
+	}
+}
+
+// unindex forgets that agent uses each of names.
+func unindex(users map[string]map[string]struct{}, names []string, agent string) {
+	for _, p := range names {
+		if u := users[p]; u != nil {
+			delete(u, agent)
+			if len(u) == 0 {
+				delete(users, p)
+			}
+		}
 	}
 }
 
@@ -196,14 +226,8 @@ func (a *agentStore) remove(name string) {
 	if !ok {
 		return
 	}
-	for _, p := range rec.packages {
-		if u := a.users[p]; u != nil {
-			delete(u, name)
-			if len(u) == 0 {
-				delete(a.users, p)
-			}
-		}
-	}
+	unindex(a.users, rec.packages, name)
+	unindex(a.skillUsers, rec.skills, name)
 	delete(a.agents, name)
 }
 
@@ -215,7 +239,11 @@ func (a *agentStore) usedBy(toolset string) []string {
 }
 
 func (a *agentStore) usedByLocked(toolset string) []string {
-	u := a.users[toolset]
+	return sortedUsers(a.users[toolset])
+}
+
+// sortedUsers returns the agents of an index entry, sorted; nil for none.
+func sortedUsers(u map[string]struct{}) []string {
 	if len(u) == 0 {
 		return nil
 	}
@@ -249,13 +277,13 @@ func (a *agentStore) reserve(toolset string, force bool) (end func(), users []st
 
 // summaryOf is an agent's summary; the caller holds the agents' lock.
 func (s *Server) summaryOf(name string, rec agentRec) AgentSummary {
-	sum := AgentSummary{Name: name, Packages: orEmpty(rec.packages), UpdatedAt: rec.updated, DeployedVersions: map[string]int{}}
+	sum := AgentSummary{Name: name, Packages: orEmpty(rec.packages), UpdatedAt: rec.updated, DeployedVersions: map[string]int{},
+		Skills: orEmpty(rec.skills), DeployedSkillVersions: map[string]int{}}
 	if dep := s.agents.deploys.recs[name]; dep != nil {
 		at := dep.At
 		sum.Deployed, sum.DeployedAt = true, &at
-		for k, v := range dep.Versions {
-			sum.DeployedVersions[k] = v
-		}
+		maps.Copy(sum.DeployedVersions, dep.Versions)
+		maps.Copy(sum.DeployedSkillVersions, dep.SkillVersions)
 	}
 	return sum
 }
@@ -338,7 +366,7 @@ func (s *Server) acceptAgent(w http.ResponseWriter, r *http.Request, dryRun bool
 		WriteError(w, http.StatusInternalServerError, "InternalError", "the agent could not be saved; the server's log says why")
 		return
 	}
-	rec, err := s.agents.save(name, []byte(in.source), agentPackages(in.file))
+	rec, err := s.agents.save(name, []byte(in.source), agentPackages(in.file), agentSkills(in.file))
 	if err != nil {
 		s.log.Error("platform: saving an agent failed", "agent", name, "error", err)
 		WriteError(w, http.StatusInternalServerError, "InternalError", "the agent could not be saved; the server's log says why")

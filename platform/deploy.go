@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -72,6 +73,8 @@ type deployRec struct {
 	At time.Time `json:"deployedAt"`
 	// Versions are the toolset versions deployed, by toolset.
 	Versions map[string]int `json:"versions"`
+	// SkillVersions are the skill versions deployed, by skill.
+	SkillVersions map[string]int `json:"skillVersions,omitempty"`
 	// Document is the effective document deployed (YAML).
 	Document string `json:"document"`
 	// Tools are the fingerprints of the tools deployed, by full name,
@@ -247,6 +250,15 @@ func (s *Server) inspect(ctx context.Context, name string, data []byte) *inspect
 			in.toolsets = append(in.toolsets, st)
 		}
 	}
+	for _, ref := range f.Skills {
+		rec := s.skills.get(ref.Name)
+		if rec == nil {
+			continue // a problem of the check
+		}
+		if status, errs, _ := s.skills.status(rec); status != toolpkg.StatusReady {
+			waiting = append(waiting, Problem{Line: ref.Pos.Line, Column: ref.Pos.Column, Message: skillNotReady(ref.Name, status, s.scrubAll(errs))})
+		}
+	}
 	if err := s.checkAgent(ctx, &checked); err != nil {
 		in.problems = s.problemsOf(err)
 	}
@@ -277,6 +289,18 @@ func notReady(st AgentToolset) string {
 	return msg
 }
 
+// skillNotReady says why a skill keeps an agent from being deployed.
+func skillNotReady(name string, status toolpkg.Status, errs []string) string {
+	msg := fmt.Sprintf("skill %q is %s; an agent is deployed only once every skill it attaches is ready", name, status)
+	if len(errs) > 0 {
+		msg += ": " + cut(errs[0])
+		if len(errs) > 1 {
+			msg += fmt.Sprintf(" and %d more errors", len(errs)-1)
+		}
+	}
+	return msg
+}
+
 func sortProblems(ps []Problem) {
 	slices.SortStableFunc(ps, func(a, b Problem) int {
 		if a.Line != b.Line {
@@ -297,7 +321,8 @@ func (s *Server) agentDetail(name string, rec agentRec, in *inspection) AgentDet
 		for i := range d.Toolsets {
 			d.Toolsets[i].DeployedVersion = dep.Versions[d.Toolsets[i].Name]
 		}
-		d.NeedsRedeploy = in.effective == nil || in.effective.Document != dep.Document
+		d.NeedsRedeploy = in.effective == nil || in.effective.Document != dep.Document ||
+			!maps.Equal(in.effective.SkillVersions, dep.SkillVersions)
 		if dep.Redeploy != nil {
 			r := *dep.Redeploy
 			d.Redeploy = &r

@@ -156,7 +156,8 @@
 //	read    GET    /skills?page=&pageSize=               200 {"data": [SkillSummary], "meta": {...}}
 //	publish PUT    /skills/{name}           (body: the zip) 202 SkillDetail; 422 InvalidSkill, every problem at once
 //	read    GET    /skills/{name}                        200 SkillDetail: front matter, files, tools
-//	publish DELETE /skills/{name}                        204
+//	read    GET    /skills/{name}/archive                200 application/zip, as uploaded (header Skill-Version); 409 NotReady
+//	publish DELETE /skills/{name}[?force=true]           204; 409 SkillInUse, naming the agents that attach it
 //
 // A skill's name is the agentskills.io one (lowercase letters, digits and
 // single hyphens) and must be its front matter's. A skill without tools
@@ -168,6 +169,16 @@
 // toolset that offers them (load_skill, read_skill_file, and each loaded
 // skill's tools as <skill>__<tool>). Skills are kept under
 // <store>/.platform/skills.
+//
+// An agent file attaches skills by name (spec.skills: [NAME]). A skill
+// the platform does not have is a problem of the agent's PUT, as an
+// unknown toolset is; a deploy is refused, 409 NotDeployable naming each,
+// until every attached skill is ready. The effective document lists them
+// (spec.skills, [EffectiveSpec]) and the deployment records their
+// versions (EffectiveAgent.SkillVersions); a runner fetches each from
+// GET /skills/{name}/archive. A skill attached to an agent is in use:
+// deleting it answers 409 SkillInUse, naming the agents ([SkillInUse]),
+// unless ?force=true.
 //
 // # Runtimes
 //

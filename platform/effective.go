@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"time"
@@ -21,6 +22,9 @@ type EffectiveAgent struct {
 	DeployedAt time.Time `json:"deployedAt"`
 	// Versions are the toolset versions deployed, by toolset.
 	Versions map[string]int `json:"versions"`
+	// SkillVersions are the versions of the skills deployed, by skill
+	// (never null): those GET /skills/{name}/archive served then.
+	SkillVersions map[string]int `json:"skillVersions"`
 	// Document is the effective document, YAML in the shape of an
 	// [EffectiveDocument].
 	Document string `json:"document"`
@@ -47,6 +51,10 @@ type EffectiveSpec struct {
 	SystemPrompt string          `yaml:"systemPrompt,omitempty" json:"systemPrompt,omitempty"`
 	Toolsets     []string        `yaml:"toolsets" json:"toolsets"`
 	Tools        []EffectiveTool `yaml:"tools" json:"tools"`
+	// Skills are the platform skills attached to the agent, by name, in
+	// the file's order; a runner fetches each from
+	// GET /api/v1/platform/skills/{name}/archive.
+	Skills []string `yaml:"skills,omitempty" json:"skills,omitempty"`
 }
 
 // EffectiveTool is one tool entry of an [EffectiveDocument].
@@ -143,6 +151,23 @@ func (s *Server) renderEffective(f *agentfile.File, secrets map[string]any) (*de
 			doc.Spec.Tools = append(doc.Spec.Tools, et)
 		}
 	}
+	for _, ref := range f.Skills {
+		sk := s.skills.get(ref.Name)
+		if sk == nil {
+			incomplete = true
+			continue
+		}
+		if status, _, _ := s.skills.status(sk); status != toolpkg.StatusReady {
+			// Said by the caller, with the skill's status.
+			incomplete = true
+			continue
+		}
+		if rec.SkillVersions == nil {
+			rec.SkillVersions = map[string]int{}
+		}
+		rec.SkillVersions[ref.Name] = sk.version
+		doc.Spec.Skills = append(doc.Spec.Skills, ref.Name)
+	}
 	if len(missing) > 0 || incomplete {
 		sortProblems(missing)
 		return nil, missing
@@ -211,5 +236,7 @@ func (s *Server) getEffective(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, "NotDeployed", fmt.Sprintf("agent %q is not deployed: POST .../agents/%s/deploy first", name, name))
 		return
 	}
-	writeJSON(w, http.StatusOK, EffectiveAgent{Name: name, DeployedAt: dep.At, Versions: dep.Versions, Document: dep.Document})
+	skills := map[string]int{}
+	maps.Copy(skills, dep.SkillVersions)
+	writeJSON(w, http.StatusOK, EffectiveAgent{Name: name, DeployedAt: dep.At, Versions: dep.Versions, SkillVersions: skills, Document: dep.Document})
 }

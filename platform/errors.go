@@ -24,6 +24,9 @@ type ErrorDetail struct {
 	// InUse, in a PackageInUse answer to an upload or a removal, says
 	// what uses the toolset.
 	InUse *InUse `json:"inUse,omitempty"`
+	// SkillInUse, in a SkillInUse answer to a skill's removal, says which
+	// agents attach the skill.
+	SkillInUse *SkillInUse `json:"skillInUse,omitempty"`
 }
 
 // Problem is one thing wrong with an input: its message and, for a file

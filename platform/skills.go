@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -63,6 +65,8 @@ type SkillDetail struct {
 type skillRecord struct {
 	name     string
 	sk       *skill.Skill // nil for a skill that no longer loads
+	zip      *os.File     // the stored zip sk reads from; nil with sk
+	size     int64        // zip's size
 	errs     []string     // why it no longer loads
 	version  int
 	uploaded time.Time
@@ -149,6 +153,8 @@ func (st *skillStore) load(name string, lim int64) *skillRecord {
 		f.Close()
 		rec.sk = nil
 		rec.errs = problemStrings(err)
+	} else {
+		rec.zip, rec.size = f, fi.Size()
 	}
 	return rec
 }
@@ -193,6 +199,7 @@ func (st *skillStore) status(rec *skillRecord) (toolpkg.Status, []string, []tool
 func (s *Server) skillRoutes(api *routeMux) {
 	api.handle("GET /api/v1/platform/skills", ScopeRead, s.listSkills)
 	api.handle("GET /api/v1/platform/skills/{name}", ScopeRead, s.getSkill)
+	api.handle("GET /api/v1/platform/skills/{name}/archive", ScopeRead, s.getSkillArchive)
 	api.handle("PUT /api/v1/platform/skills/{name}", ScopePublish, s.putSkill)
 	api.handle("DELETE /api/v1/platform/skills/{name}", ScopePublish, s.deleteSkill)
 }
@@ -294,6 +301,38 @@ func (s *Server) getSkill(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, s.skillDetail(rec))
+}
+
+// SkillVersionHeader is the header of a skill's archive that says its
+// version (SkillSummary.Version).
+const SkillVersionHeader = "Skill-Version"
+
+// GET /api/v1/platform/skills/{name}/archive → 200 application/zip, the
+// skill as uploaded (its latest version, which the Skill-Version header
+// gives), for runners to serve it; 409 NotReady for a skill that is not
+// ready.
+func (s *Server) getSkillArchive(w http.ResponseWriter, r *http.Request) {
+	name, ok := skillName(w, r)
+	if !ok {
+		return
+	}
+	rec := s.skills.get(name)
+	if rec == nil {
+		WriteError(w, http.StatusNotFound, "NotFound", "no such skill: "+quotePath(name))
+		return
+	}
+	if status, _, _ := s.skills.status(rec); status != toolpkg.StatusReady || rec.zip == nil {
+		WriteError(w, http.StatusConflict, "NotReady", fmt.Sprintf("skill %q is %s: its archive is served once it is ready", name, status))
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/zip")
+	h.Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name+".zip"))
+	h.Set("Cache-Control", "no-store")
+	h.Set(SkillVersionHeader, strconv.Itoa(rec.version))
+	// The record's own file: the version the header says, even while an
+	// upload replaces the stored one.
+	http.ServeContent(w, r, "", time.Time{}, io.NewSectionReader(rec.zip, 0, rec.size))
 }
 
 // PUT /api/v1/platform/skills/{name} (body: a zip of the skill's
@@ -408,9 +447,14 @@ func (s *Server) skillFault(w http.ResponseWriter, r *http.Request, err error) {
 	WriteError(w, http.StatusInternalServerError, "InternalError", "the server could not store the skill; its log says why")
 }
 
-// DELETE /api/v1/platform/skills/{name} → 204.
+// DELETE /api/v1/platform/skills/{name}[?force=true] → 204; 409
+// SkillInUse, naming the agents that attach it, unless forced.
 func (s *Server) deleteSkill(w http.ResponseWriter, r *http.Request) {
 	name, ok := skillName(w, r)
+	if !ok {
+		return
+	}
+	force, ok := boolQuery(w, r, "force")
 	if !ok {
 		return
 	}
@@ -421,6 +465,19 @@ func (s *Server) deleteSkill(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, "NotFound", "no such skill: "+quotePath(name))
 		return
 	}
+	// Forgotten under the agents' lock: an agent put from now on that
+	// attaches it is refused as naming an unknown skill, and none slips
+	// in between the check and the removal.
+	s.agents.mu.Lock()
+	if users := sortedUsers(s.agents.skillUsers[name]); len(users) > 0 && !force {
+		s.agents.mu.Unlock()
+		s.skillInUse(w, name, users)
+		return
+	}
+	st.mu.Lock()
+	delete(st.recs, name)
+	st.mu.Unlock()
+	s.agents.mu.Unlock()
 	if err := st.tools.Remove(name); err != nil && !errors.Is(err, toolpkg.ErrNotFound) {
 		s.skillFault(w, r, err)
 		return
@@ -431,10 +488,35 @@ func (s *Server) deleteSkill(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	st.mu.Lock()
-	delete(st.recs, name)
-	st.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// SkillInUse is what a 409 SkillInUse answer adds about the skill: the
+// agents that attach it, and those of them deployed.
+type SkillInUse struct {
+	Agents         []string `json:"agents"`
+	DeployedAgents []string `json:"deployedAgents"`
+}
+
+// skillInUse answers 409 SkillInUse, naming the agents that attach the
+// skill.
+func (s *Server) skillInUse(w http.ResponseWriter, name string, users []string) {
+	u := &SkillInUse{Agents: users, DeployedAgents: []string{}}
+	s.agents.mu.RLock()
+	for _, a := range users {
+		if s.agents.deploys.recs[a] != nil {
+			u.DeployedAgents = append(u.DeployedAgents, a)
+		}
+	}
+	s.agents.mu.RUnlock()
+	msg := fmt.Sprintf("skill %q is attached to the agents %s; delete it with ?force=true to take it from all of them", name, strings.Join(users, ", "))
+	body, _ := marshal(ErrorBody{Error: ErrorDetail{Code: "SkillInUse", Message: msg, SkillInUse: u}})
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusConflict)
+	_, _ = w.Write(body)
 }
 
 // NotReadySkillError reports skills an agent names that cannot be offered

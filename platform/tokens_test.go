@@ -42,6 +42,7 @@ var routeScopes = map[string]Scope{
 	"GET /api/v1/platform/agents/{name}/effective":  ScopeRead,
 	"GET /api/v1/platform/skills":                   ScopeRead,
 	"GET /api/v1/platform/skills/{name}":            ScopeRead,
+	"GET /api/v1/platform/skills/{name}/archive":    ScopeRead,
 	"PUT /api/v1/platform/skills/{name}":            ScopePublish,
 	"DELETE /api/v1/platform/skills/{name}":         ScopePublish,
 	"POST /api/v1/platform/tokens":                  ScopeAdmin,

@@ -17,6 +17,7 @@ import (
 	"github.com/gotoolset/toolset/platform"
 	"github.com/gotoolset/toolset/platform/agentfile"
 	"github.com/gotoolset/toolset/toolpkg"
+	"github.com/gotoolset/toolset/toolpkg/skill"
 )
 
 func cmdAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -120,7 +121,7 @@ func withoutLocal(f *agentfile.File, stderr io.Writer) *agentfile.File {
 // run the tools of every runner and platform that shares it: neither
 // ${NAME} nor the environment of an MCP server's command gets it. Local
 // entries are left out, with a note on stderr.
-func resolveOwnAgent(ctx context.Context, f *agentfile.File, src *packageSource, stderr io.Writer, mcp ...mcptoolset.Option) (*agentfile.Agent, error) {
+func resolveOwnAgent(ctx context.Context, f *agentfile.File, src *packageSource, skills func(context.Context, string) (*skill.Skill, error), stderr io.Writer, mcp ...mcptoolset.Option) (*agentfile.Agent, error) {
 	if err := os.Unsetenv(platform.TokenEnv); err != nil {
 		return nil, err
 	}
@@ -130,7 +131,7 @@ func resolveOwnAgent(ctx context.Context, f *agentfile.File, src *packageSource,
 			return nil, err
 		}
 	}
-	o := &agentfile.Options{LookupEnv: os.LookupEnv, MCP: mcp}
+	o := &agentfile.Options{LookupEnv: os.LookupEnv, MCP: mcp, SkillSource: skills}
 	if src != nil {
 		o.Store = src.store
 		if src.mesh != nil {
@@ -266,7 +267,7 @@ func cmdAgentTools(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	defer src.close()
-	a, err := resolveOwnAgent(ctx, f, src, stderr)
+	a, err := resolveOwnAgent(ctx, f, src, nil, stderr)
 	if err != nil {
 		return printProblems(pos[0], err, stdout)
 	}

@@ -39,11 +39,18 @@ const (
 // platformGet sends an authenticated GET to the platform and returns the
 // answer's status and body, bounded. token "" sends none.
 func platformGet(ctx context.Context, base *url.URL, token string, target *url.URL) (int, []byte, error) {
+	status, _, body, err := platformFetch(ctx, base, token, target, maxPlatformAnswer)
+	return status, body, err
+}
+
+// platformFetch is platformGet with its bound, returning the answer's
+// header too.
+func platformFetch(ctx context.Context, base *url.URL, token string, target *url.URL, limit int64) (int, http.Header, []byte, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, platformCheckTimeout, fmt.Errorf("no answer within %s", platformCheckTimeout))
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.String(), nil)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	req.Header.Set("Accept", "application/json")
 	if token != "" {
@@ -52,27 +59,27 @@ func platformGet(ctx context.Context, base *url.URL, token string, target *url.U
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	res, err := client.Do(req)
 	if err != nil && ctx.Err() != nil {
-		return 0, nil, fmt.Errorf("asking the platform at %s: %w", base, context.Cause(ctx))
+		return 0, nil, nil, fmt.Errorf("asking the platform at %s: %w", base, context.Cause(ctx))
 	}
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return 0, nil, fmt.Errorf("the platform at %s cannot be reached: %w", base, err)
+		return 0, nil, nil, fmt.Errorf("the platform at %s cannot be reached: %w", base, err)
 	}
 	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, maxPlatformAnswer+1))
+	body, err := io.ReadAll(io.LimitReader(res.Body, limit+1))
 	if err != nil && ctx.Err() != nil {
 		err = context.Cause(ctx)
 	}
 	if err != nil {
-		return 0, nil, fmt.Errorf("reading the answer of the platform at %s: %w", base, err)
+		return 0, nil, nil, fmt.Errorf("reading the answer of the platform at %s: %w", base, err)
 	}
-	if len(body) > maxPlatformAnswer {
-		return 0, nil, fmt.Errorf("the platform at %s answered %d %s with more than %d bytes", base, res.StatusCode, http.StatusText(res.StatusCode), maxPlatformAnswer)
+	if int64(len(body)) > limit {
+		return 0, nil, nil, fmt.Errorf("the platform at %s answered %d %s with more than %d bytes", base, res.StatusCode, http.StatusText(res.StatusCode), limit)
 	}
-	return res.StatusCode, body, nil
+	return res.StatusCode, res.Header, body, nil
 }
 
 // fetchEffective reads the effective document of the deployed agent from
@@ -187,6 +194,9 @@ func deployedAgentFile(base *url.URL, ea *platform.EffectiveAgent, doc *platform
 			return nil, fmt.Errorf("%s: the toolset %q is listed twice", f.Filename, ts)
 		}
 		listed[ts] = map[string]map[string]any{}
+	}
+	for _, sk := range doc.Spec.Skills {
+		f.Skills = append(f.Skills, agentfile.SkillRef{Name: sk})
 	}
 	var missing []string
 	for _, t := range doc.Spec.Tools {

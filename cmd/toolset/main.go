@@ -180,7 +180,10 @@ Commands:
         each tool it lists with its configuration, the toolsets' secrets
         from the store or runtimes, the agent's own from the --secrets
         JSON file (keys such as agent/TOOLSET/TOOL/KEY); the platform's
-        token from --platform-token-file or $TOOLSET_PLATFORM_TOKEN
+        token from --platform-token-file or $TOOLSET_PLATFORM_TOKEN. The
+        skills it attaches come from GET /api/v1/platform/skills/NAME/archive
+        (load_skill, read_skill_file); their bundled tools run, with
+        --store, in a store of the run's own
   agent check FILE [--store DIR | --platform URL [--token-file FILE]]
         check an agent file (see package platform/agentfile) and print each
         problem as FILE:LINE:COL: message; with --store, its packages

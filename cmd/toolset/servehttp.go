@@ -22,6 +22,7 @@ import (
 	"github.com/gotoolset/toolset/platform"
 	"github.com/gotoolset/toolset/platform/agentfile"
 	"github.com/gotoolset/toolset/toolpkg"
+	"github.com/gotoolset/toolset/toolpkg/skill"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -491,6 +492,7 @@ func serveAgent(ctx context.Context, pos []string, af *agentFlags, pf *pkgFlags,
 	var f *agentfile.File
 	var err error
 	var deployed func(*packageSource) (*agentfile.File, error)
+	var fetched map[string]*skill.Skill
 	if af.platform != "" {
 		// Read before anything starts: the platform's token leaves the
 		// environment when the agent is resolved.
@@ -506,6 +508,15 @@ func serveAgent(ctx context.Context, pos []string, af *agentFlags, pf *pkgFlags,
 		if err != nil {
 			return err
 		}
+		token, err := platform.LoadToken(af.platformToken)
+		if errors.Is(err, platform.ErrNoToken) {
+			token = ""
+		} else if err != nil {
+			return err
+		}
+		if fetched, err = fetchSkills(ctx, base, token, ea, doc, stderr); err != nil {
+			return err
+		}
 		deployed = func(src *packageSource) (*agentfile.File, error) {
 			return deployedAgentFile(base, ea, doc, src.packages(), secrets, stderr)
 		}
@@ -517,13 +528,20 @@ func serveAgent(ctx context.Context, pos []string, af *agentFlags, pf *pkgFlags,
 		return err
 	}
 	defer src.close()
+	var skills func(context.Context, string) (*skill.Skill, error)
 	if deployed != nil {
 		if f, err = deployed(src); err != nil {
 			return err
 		}
+		done, err := installSkillTools(ctx, fetched, src.store, stderr)
+		if err != nil {
+			return err
+		}
+		defer done()
+		skills = skillSource(fetched)
 	}
 	// The file is the runner's operator's, as are the commands it runs.
-	a, err := resolveOwnAgent(ctx, f, src, stderr, mcptoolset.WithLogger(warnLogger(stderr)))
+	a, err := resolveOwnAgent(ctx, f, src, skills, stderr, mcptoolset.WithLogger(warnLogger(stderr)))
 	if err != nil {
 		return printProblems(f.Filename, err, stderr)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/mcptoolset"
 	"github.com/gotoolset/toolset/toolpkg"
+	"github.com/gotoolset/toolset/toolpkg/skill"
 )
 
 // Options say what the deployer has to resolve an agent file with.
@@ -53,6 +54,14 @@ type Options struct {
 	// [Check] to check the file's attached skills (File.Skills). Nil:
 	// they are not checked.
 	Skills func(name string) bool
+	// SkillSource gives the skill of each name the file attaches, for
+	// [File.Resolve] to offer them to the agent: it appends the
+	// skill.NewToolset of the attached skills, in the file's order, to
+	// Agent.Toolsets (load_skill, read_skill_file, and each loaded
+	// skill's tools as the skill has them: see skill.Skill.WithPackage).
+	// An error, a nil skill or one of another name is a problem naming
+	// the skill. Nil: a file that attaches skills does not resolve.
+	SkillSource func(ctx context.Context, name string) (*skill.Skill, error)
 }
 
 // StoredConfigs is implemented by [Packages] that keep a toolset-level

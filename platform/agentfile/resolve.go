@@ -18,6 +18,7 @@ import (
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/mcptoolset"
 	"github.com/gotoolset/toolset/toolpkg"
+	"github.com/gotoolset/toolset/toolpkg/skill"
 )
 
 // Role is the run value an entry's roles are matched against: give a run
@@ -102,7 +103,9 @@ func ReadFile(path string) ([]byte, error) {
 // limited to its Only tools, given its policies, renamed, prefixed and
 // filtered by roles, in this order. A local entry without opts.Local, a package entry without
 // opts.Store or opts.Packages and an unset ${NAME} are problems in the
-// returned *CheckError.
+// returned *CheckError. The file's attached skills come from
+// opts.SkillSource, offered by one skill toolset after the others;
+// attached skills without a SkillSource are problems too.
 func (f *File) Resolve(ctx context.Context, opts *Options) (*Agent, error) {
 	if f == nil {
 		return nil, errors.New("agentfile: Resolve of a nil *File")
@@ -147,6 +150,7 @@ func (f *File) Resolve(ctx context.Context, opts *Options) (*Agent, error) {
 			deferred = append(deferred, ts)
 		}
 	}
+	skills := resolveSkills(ctx, ps, f, opts)
 	if err := ps.err(); err != nil {
 		_ = a.Close()
 		return nil, err
@@ -154,7 +158,58 @@ func (f *File) Resolve(ctx context.Context, opts *Options) (*Agent, error) {
 	if len(deferred) > 0 {
 		a.Toolsets = append(a.Toolsets, toolset.NewToolSearch(toolset.NewCombined(deferred...)))
 	}
+	if skills != nil {
+		a.Toolsets = append(a.Toolsets, skills)
+	}
 	return a, nil
+}
+
+// resolveSkills makes the toolset of the file's attached skills from
+// opts.SkillSource; nil for a file that attaches none, or with problems
+// added.
+func resolveSkills(ctx context.Context, ps *problems, f *File, opts *Options) toolset.Toolset {
+	if len(f.Skills) == 0 {
+		return nil
+	}
+	if opts.SkillSource == nil {
+		for _, ref := range f.Skills {
+			ps.add(ref.Pos, "skill %s is attached, but this program gives no skills (Options.SkillSource)", quote(ref.Name))
+		}
+		return nil
+	}
+	var skills []*skill.Skill
+	for _, ref := range f.Skills {
+		sk, err := skillOf(ctx, opts.SkillSource, ref.Name)
+		switch {
+		case err != nil:
+			ps.add(ref.Pos, "skill %s: %s", quote(ref.Name), err)
+		case sk == nil:
+			ps.add(ref.Pos, "skill %s: the program's SkillSource gave no skill", quote(ref.Name))
+		case sk.Name() != ref.Name:
+			ps.add(ref.Pos, "skill %s: the program's SkillSource gave skill %s", quote(ref.Name), quote(sk.Name()))
+		default:
+			skills = append(skills, sk)
+		}
+	}
+	if len(skills) < len(f.Skills) {
+		return nil
+	}
+	ts, err := skill.NewToolset(skills...)
+	if err != nil {
+		ps.add(f.Skills[0].Pos, "the attached skills: %s", err)
+		return nil
+	}
+	return ts
+}
+
+// skillOf calls the program's SkillSource, a panic an error.
+func skillOf(ctx context.Context, src func(context.Context, string) (*skill.Skill, error), name string) (sk *skill.Skill, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			sk, err = nil, fmt.Errorf("the program's SkillSource panicked: %v", v)
+		}
+	}()
+	return src(ctx, name)
 }
 
 // only shows the tools named in names.
