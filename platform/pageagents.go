@@ -147,11 +147,11 @@ func (s *Server) pageDeploy(w http.ResponseWriter, r *http.Request) {
 // key.
 func (s *Server) attachSchema(toolset string) (map[string]map[string]toolpkg.ConfigField, []toolpkg.ToolInfo, error) {
 	if checkName(toolset) != nil {
-		return nil, nil, errors.New("Choose a toolset.")
+		return nil, nil, errors.New("choose a toolset")
 	}
 	info, err := s.info(toolset)
 	if err != nil || info.Status != toolpkg.StatusReady || info.Serving == 0 {
-		return nil, nil, fmt.Errorf("There is no ready toolset %s: choose one that is ready.", quotePath(toolset))
+		return nil, nil, fmt.Errorf("there is no ready toolset %s: choose one that is ready", quotePath(toolset))
 	}
 	schema := map[string]map[string]toolpkg.ConfigField{}
 	for _, t := range info.Tools {
@@ -192,7 +192,7 @@ func (s *Server) pageAttachForm(w http.ResponseWriter, r *http.Request) {
 	}
 	_, tools, err := s.attachSchema(toolset)
 	if err != nil {
-		s.render(w, r, http.StatusBadRequest, "error", &pageData{Title: "Attach refused", Error: err.Error(), Back: "/agents/" + name})
+		s.render(w, r, http.StatusBadRequest, "error", &pageData{Title: "Attach refused", Error: sentence(err), Back: "/agents/" + name})
 		return
 	}
 	s.agents.mu.RLock()
@@ -268,7 +268,7 @@ func (s *Server) pageAttach(w http.ResponseWriter, r *http.Request) {
 	}
 	schema, _, err := s.attachSchema(toolset)
 	if err != nil {
-		fail(http.StatusBadRequest, err.Error(), nil)
+		fail(http.StatusBadRequest, sentence(err), nil)
 		return
 	}
 	// Every field is checked before anything changes.
@@ -336,7 +336,7 @@ func (s *Server) pageAttach(w http.ResponseWriter, r *http.Request) {
 	}
 	next, err := attachToolset(data, toolset, schema, values, keep, storedValues(data, name, toolset))
 	if err != nil {
-		fail(http.StatusUnprocessableEntity, err.Error(), nil)
+		fail(http.StatusUnprocessableEntity, sentence(err), nil)
 		return
 	}
 	if _, _, _, ref := s.storeAgentLocked(r.Context(), name, next); ref != nil {
@@ -344,6 +344,19 @@ func (s *Server) pageAttach(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, "/agents/"+name, http.StatusSeeOther)
+}
+
+// sentence is an error as the page says it: a capital, a full stop.
+func sentence(err error) string {
+	msg := err.Error()
+	if msg == "" {
+		return msg
+	}
+	msg = strings.ToUpper(msg[:1]) + msg[1:]
+	if !strings.HasSuffix(msg, ".") {
+		msg += "."
+	}
+	return msg
 }
 
 func typeWord(t string) string {
@@ -369,13 +382,13 @@ func sortProblemMessages(ps []Problem) {
 func attachToolset(data []byte, toolset string, schema map[string]map[string]toolpkg.ConfigField, values map[string]map[string]any, keep map[string]map[string]bool, stored map[string]map[string]any) ([]byte, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil || doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, errors.New("The stored agent file cannot be edited here: put it again with the API.")
+		return nil, errors.New("the stored agent file cannot be edited here: put it again with the API")
 	}
 	root := doc.Content[0]
 	box := root
 	if spec := mapValue(root, "spec"); spec != nil {
 		if spec.Kind != yaml.MappingNode {
-			return nil, errors.New("The agent's spec is not a mapping: put the file again with the API.")
+			return nil, errors.New("the agent's spec is not a mapping: put the file again with the API")
 		}
 		box = spec
 	}
@@ -385,7 +398,7 @@ func attachToolset(data []byte, toolset string, schema map[string]map[string]too
 		setMapValue(box, "toolsets", toolsets)
 	}
 	if toolsets.Kind != yaml.SequenceNode {
-		return nil, errors.New("The agent's toolsets are not a list: put the file again with the API.")
+		return nil, errors.New("the agent's toolsets are not a list: put the file again with the API")
 	}
 	present := false
 	for _, n := range toolsets.Content {
@@ -403,7 +416,7 @@ func attachToolset(data []byte, toolset string, schema map[string]map[string]too
 		setMapValue(box, "toolsetConfigs", configs)
 	}
 	if configs.Kind != yaml.SequenceNode {
-		return nil, errors.New("The agent's toolsetConfigs are not a list: put the file again with the API.")
+		return nil, errors.New("the agent's toolsetConfigs are not a list: put the file again with the API")
 	}
 	var entry *yaml.Node
 	for _, n := range configs.Content {
@@ -424,7 +437,7 @@ func attachToolset(data []byte, toolset string, schema map[string]map[string]too
 		setMapValue(entry, "configValues", cv)
 	}
 	if cv.Kind != yaml.MappingNode {
-		return nil, errors.New("The toolset's configValues are not a mapping: put the file again with the API.")
+		return nil, errors.New("the toolset's configValues are not a mapping: put the file again with the API")
 	}
 	tools := make([]string, 0, len(schema))
 	for t := range schema {
@@ -437,7 +450,7 @@ func attachToolset(data []byte, toolset string, schema map[string]map[string]too
 			tn = &yaml.Node{Kind: yaml.MappingNode}
 		}
 		if tn.Kind != yaml.MappingNode {
-			return nil, fmt.Errorf("The values of tool %q are not a mapping: put the file again with the API.", tool)
+			return nil, fmt.Errorf("the values of tool %q are not a mapping: put the file again with the API", tool)
 		}
 		keys := make([]string, 0, len(schema[tool]))
 		for k := range schema[tool] {
@@ -450,7 +463,7 @@ func attachToolset(data []byte, toolset string, schema map[string]map[string]too
 			switch v, ok := values[tool][key]; {
 			case ok:
 				if err := vn.Encode(v); err != nil {
-					return nil, fmt.Errorf("The value of %q cannot be written: %w", key, err)
+					return nil, fmt.Errorf("the value of %q cannot be written: %w", key, err)
 				}
 			case keep[tool][key] && isRedacted(stored[tool][key]):
 				vn = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: toolpkg.RedactedValue}
@@ -473,10 +486,10 @@ func attachToolset(data []byte, toolset string, schema map[string]map[string]too
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
 	if err := enc.Encode(&doc); err != nil {
-		return nil, fmt.Errorf("The agent file cannot be written: %w", err)
+		return nil, fmt.Errorf("the agent file cannot be written: %w", err)
 	}
 	if err := enc.Close(); err != nil {
-		return nil, fmt.Errorf("The agent file cannot be written: %w", err)
+		return nil, fmt.Errorf("the agent file cannot be written: %w", err)
 	}
 	return buf.Bytes(), nil
 }

@@ -9,6 +9,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gotoolset/toolset/toolpkg"
 )
 
 // pageClient GETs a page with the client.
@@ -343,4 +346,35 @@ func TestPageSkills(t *testing.T) {
 	assert.Contains(t, string(e.page("/skills/broken").body), "the database is unreachable")
 	assert.Equal(t, http.StatusNotFound, e.page("/skills/nosuch").status)
 	assert.Equal(t, http.StatusBadRequest, e.page("/skills/Bad_Name").status)
+}
+
+// attachToolset edits any stored file without panicking, and what it
+// writes from YAML is YAML that has the toolset and its value.
+func FuzzAttachToolset(f *testing.F) {
+	f.Add([]byte("name: a\n"))
+	f.Add([]byte("kind: agent\nname: a\nspec:\n  toolsets: [crm]\n  toolsetConfigs:\n    - toolset: crm\n      configValues: {lookup: {region: eu, api_key: \"<REDACTED>\"}}\n"))
+	f.Add([]byte("name: a\ntoolsets:\n  - package: crm\n    tools: {lookup: {region: eu}}\n"))
+	f.Add([]byte("x: &a [1]\ntoolsets: *a\n"))
+	f.Add([]byte("spec: 3\n"))
+	f.Add([]byte("toolsetConfigs: [{toolset: crm, configValues: {lookup: 1}}]\n"))
+	schema := map[string]map[string]toolpkg.ConfigField{"lookup": {
+		"region":  {Key: "region", Type: "string"},
+		"api_key": {Key: "api_key", Type: "string", Secret: true},
+	}}
+	values := map[string]map[string]any{"lookup": {"region": "us"}}
+	keep := map[string]map[string]bool{"lookup": {"api_key": true}}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var in any
+		if len(data) > 4096 || yaml.Unmarshal(data, &in) != nil {
+			return // the agent file's parser refuses it before it is stored
+		}
+		out, err := attachToolset(data, "crm", schema, values, keep, map[string]map[string]any{"lookup": {"api_key": toolpkg.RedactedValue}})
+		if err != nil {
+			return
+		}
+		var v any
+		require.NoError(t, yaml.Unmarshal(out, &v), "%s", out)
+		assert.Contains(t, string(out), "crm")
+		assert.Contains(t, string(out), "region: us")
+	})
 }
