@@ -89,6 +89,7 @@ func (s *Server) agentView(ctx context.Context, name string, d *pageData) bool {
 	if err != nil {
 		s.log.Error("platform: reading an agent failed", "agent", name, "error", err)
 		d.Error = "The agent could not be read; the server's log says why."
+		d.Reasons = []Problem{{Message: "the agent could not be read"}}
 		det := AgentDetail{AgentSummary: s.summaryOf(name, rec)}
 		d.Agent = &det
 		return true
@@ -231,8 +232,9 @@ func (s *Server) pageAttachForm(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "attach", &pageData{Title: "Attach " + toolset + " to " + name, AgentName: name, Attach: att})
 }
 
-// maxAttachForm bounds the body of the attach form.
-const maxAttachForm = 256 << 10
+// maxAttachForm bounds the body of the attach form: room for the empty
+// fields of a toolset of many tools.
+const maxAttachForm = 1 << 20
 
 // POST /agents/{name}/attach (toolset, v:TOOL:KEY=value...) → 303 to the
 // agent's page: the toolset is in the agent's spec.toolsets and the

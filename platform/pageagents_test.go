@@ -232,7 +232,7 @@ func TestPageAttachRefusesBadForms(t *testing.T) {
 		{"not a boolean", url.Values{"toolset": {"crm"}, "v:lookup:region": {"eu"}, "v:lookup:verbose": {"perhaps"}}, http.StatusBadRequest, "verbose"},
 		{"a secret of a wrong type says no value", url.Values{"toolset": {"crm"}, "v:lookup:api_key": {distinctSecret}, "v:lookup:limit": {distinctSecret}}, http.StatusBadRequest, "expected an integer"},
 		{"huge field", url.Values{"toolset": {"crm"}, "v:lookup:region": {strings.Repeat("x", 5000)}}, http.StatusBadRequest, "longer than 1024 bytes"},
-		{"huge form", url.Values{"toolset": {"crm"}, "v:lookup:region": {strings.Repeat("x", 300<<10)}}, http.StatusRequestEntityTooLarge, "larger than"},
+		{"huge form", url.Values{"toolset": {"crm"}, "v:lookup:region": {strings.Repeat("x", 1100<<10)}}, http.StatusRequestEntityTooLarge, "larger than"},
 		{"key the schema lacks", url.Values{"toolset": {"crm"}, "v:lookup:colour": {"red"}}, http.StatusBadRequest, "that no tool of crm declares"},
 		{"tool the schema lacks", url.Values{"toolset": {"crm"}, "v:ghost:region": {"eu"}}, http.StatusBadRequest, "that no tool of crm declares"},
 		{"field of no tool", url.Values{"toolset": {"crm"}, "spec": {"x"}}, http.StatusBadRequest, "that no tool of crm declares"},
