@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -345,31 +346,9 @@ func (s *Server) acceptAgent(w http.ResponseWriter, r *http.Request, dryRun bool
 	}
 	s.agents.mu.Lock()
 	defer s.agents.mu.Unlock()
-	in := s.inspect(r.Context(), name, data)
-	if in.file == nil || len(in.problems) > 0 {
-		writeProblems(w, http.StatusUnprocessableEntity, "InvalidAgent", "the agent file is invalid: "+problemCount(len(in.problems)), in.problems)
-		return
-	}
-	// Checked under the lock: no toolset the agent names can be removed
-	// between the check and the save, nor start being replaced.
-	for _, p := range agentPackages(in.file) {
-		if s.agents.changing[p] > 0 {
-			WriteError(w, http.StatusConflict, "Conflict", fmt.Sprintf("toolset %q is being uploaded or removed; put the agent again once that is done", p))
-			return
-		}
-	}
-	_, existed := s.agents.agents[name]
-	// The secrets first: a file saved with placeholders whose values are
-	// not stored would lose them.
-	if err := s.agents.secrets.save(name, keptSecrets(in.secrets)); err != nil {
-		s.log.Error("platform: saving an agent's secrets failed", "agent", name, "error", err)
-		WriteError(w, http.StatusInternalServerError, "InternalError", "the agent could not be saved; the server's log says why")
-		return
-	}
-	rec, err := s.agents.save(name, []byte(in.source), agentPackages(in.file), agentSkills(in.file))
-	if err != nil {
-		s.log.Error("platform: saving an agent failed", "agent", name, "error", err)
-		WriteError(w, http.StatusInternalServerError, "InternalError", "the agent could not be saved; the server's log says why")
+	rec, in, existed, ref := s.storeAgentLocked(r.Context(), name, data)
+	if ref != nil {
+		ref.write(w)
 		return
 	}
 	status := http.StatusOK
@@ -378,6 +357,53 @@ func (s *Server) acceptAgent(w http.ResponseWriter, r *http.Request, dryRun bool
 	}
 	w.Header().Set("Location", apiPrefix+"agents/"+name)
 	writeJSON(w, status, s.agentDetail(name, rec, in))
+}
+
+// agentRefusal is why an agent file was not stored or an agent not
+// deployed: the API answers it as JSON, the page as a page.
+type agentRefusal struct {
+	status   int
+	code     string
+	msg      string
+	problems []Problem
+}
+
+func (a *agentRefusal) write(w http.ResponseWriter) {
+	if a.problems != nil {
+		writeProblems(w, a.status, a.code, a.msg, a.problems)
+		return
+	}
+	WriteError(w, a.status, a.code, a.msg)
+}
+
+// storeAgentLocked parses and checks an agent file, keeps its secrets
+// apart and stores it: what a PUT does, and the page's forms too. The
+// caller holds the agents' lock.
+func (s *Server) storeAgentLocked(ctx context.Context, name string, data []byte) (rec agentRec, in *inspection, existed bool, ref *agentRefusal) {
+	in = s.inspect(ctx, name, data)
+	if in.file == nil || len(in.problems) > 0 {
+		return rec, in, false, &agentRefusal{http.StatusUnprocessableEntity, "InvalidAgent", "the agent file is invalid: " + problemCount(len(in.problems)), append([]Problem{}, in.problems...)}
+	}
+	// Checked under the lock: no toolset the agent names can be removed
+	// between the check and the save, nor start being replaced.
+	for _, p := range agentPackages(in.file) {
+		if s.agents.changing[p] > 0 {
+			return rec, in, false, &agentRefusal{status: http.StatusConflict, code: "Conflict", msg: fmt.Sprintf("toolset %q is being uploaded or removed; put the agent again once that is done", p)}
+		}
+	}
+	_, existed = s.agents.agents[name]
+	// The secrets first: a file saved with placeholders whose values are
+	// not stored would lose them.
+	if err := s.agents.secrets.save(name, keptSecrets(in.secrets)); err != nil {
+		s.log.Error("platform: saving an agent's secrets failed", "agent", name, "error", err)
+		return rec, in, false, &agentRefusal{status: http.StatusInternalServerError, code: "InternalError", msg: "the agent could not be saved; the server's log says why"}
+	}
+	rec, err := s.agents.save(name, []byte(in.source), agentPackages(in.file), agentSkills(in.file))
+	if err != nil {
+		s.log.Error("platform: saving an agent failed", "agent", name, "error", err)
+		return rec, in, false, &agentRefusal{status: http.StatusInternalServerError, code: "InternalError", msg: "the agent could not be saved; the server's log says why"}
+	}
+	return rec, in, existed, nil
 }
 
 // GET /api/v1/platform/agents/{name} → 200 AgentDetail.

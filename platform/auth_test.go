@@ -209,7 +209,7 @@ func TestCrossSiteFormPostIsRefused(t *testing.T) {
 		{"Sec-Fetch-Site", "cross-site"},
 		{"Origin", "https://evil.example"},
 	} {
-		for _, p := range []string{"/upload", "/login", "/logout"} {
+		for _, p := range []string{"/upload", "/login", "/logout", "/agents/support/deploy", "/agents/support/attach"} {
 			r := e.doToken("", "POST", p, []byte("token="+testToken), "Content-Type", "application/x-www-form-urlencoded", "Cookie", cookie, h[0], h[1])
 			assert.Equal(t, http.StatusForbidden, r.status, "%s %v", p, h)
 			assert.Equal(t, "CrossOriginRequest", r.errCode(t))

@@ -340,35 +340,41 @@ func (s *Server) deployAgent(w http.ResponseWriter, r *http.Request) {
 	}
 	s.agents.mu.Lock()
 	defer s.agents.mu.Unlock()
+	rec, in, ref := s.deployLocked(r.Context(), name)
+	if ref != nil {
+		ref.write(w)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.agentDetail(name, rec, in))
+}
+
+// deployLocked deploys an agent: what POST .../deploy does, and the
+// page's Deploy button. The caller holds the agents' lock.
+func (s *Server) deployLocked(ctx context.Context, name string) (agentRec, *inspection, *agentRefusal) {
 	rec, ok := s.agents.agents[name]
 	if !ok {
-		WriteError(w, http.StatusNotFound, "NotFound", "no such agent: "+quotePath(name))
-		return
+		return rec, nil, &agentRefusal{status: http.StatusNotFound, code: "NotFound", msg: "no such agent: " + quotePath(name)}
 	}
 	for _, p := range rec.packages {
 		if s.agents.changing[p] > 0 {
-			WriteError(w, http.StatusConflict, "Conflict", fmt.Sprintf("toolset %q is being uploaded or removed; deploy the agent once that is done", p))
-			return
+			return rec, nil, &agentRefusal{status: http.StatusConflict, code: "Conflict", msg: fmt.Sprintf("toolset %q is being uploaded or removed; deploy the agent once that is done", p)}
 		}
 	}
 	data, _, err := s.agents.read(name)
 	if err != nil {
 		s.log.Error("platform: reading an agent failed", "agent", name, "error", err)
-		WriteError(w, http.StatusInternalServerError, "InternalError", "the agent could not be read; the server's log says why")
-		return
+		return rec, nil, &agentRefusal{status: http.StatusInternalServerError, code: "InternalError", msg: "the agent could not be read; the server's log says why"}
 	}
-	in := s.inspect(r.Context(), name, data)
+	in := s.inspect(ctx, name, data)
 	if in.effective == nil {
-		writeProblems(w, http.StatusConflict, "NotDeployable", "the agent cannot be deployed now: "+problemCount(len(in.notDeployable)), in.notDeployable)
-		return
+		return rec, in, &agentRefusal{http.StatusConflict, "NotDeployable", "the agent cannot be deployed now: " + problemCount(len(in.notDeployable)), append([]Problem{}, in.notDeployable...)}
 	}
 	if err := s.agents.deploys.save(name, in.effective); err != nil {
 		s.log.Error("platform: saving a deployment failed", "agent", name, "error", err)
-		WriteError(w, http.StatusInternalServerError, "InternalError", "the deployment could not be saved; the server's log says why")
-		return
+		return rec, in, &agentRefusal{status: http.StatusInternalServerError, code: "InternalError", msg: "the deployment could not be saved; the server's log says why"}
 	}
 	s.log.Info("platform: agent deployed", "agent", name, "versions", in.effective.Versions)
-	writeJSON(w, http.StatusOK, s.agentDetail(name, rec, in))
+	return rec, in, nil
 }
 
 // redeployWhenReady follows a forced upload of a toolset: once its

@@ -42,9 +42,11 @@
 //	admin   GET    /tokens?page=&pageSize=               200 {"data": [TokenInfo], "meta": {...}}, never a secret or a hash
 //	admin   DELETE /tokens/{name}                        204: the token and its page sessions open nothing from the next request
 //
-// The page's routes: GET / and GET /toolsets/{name} need read, POST
-// /upload publish; the login form, the stylesheet and POST /logout need
-// no session.
+// The page's routes: GET /, GET /toolsets/{name}, GET /agents, GET
+// /agents/{name}, GET /skills and GET /skills/{name} need read; POST
+// /upload publish; POST /agents/{name}/deploy, GET and POST
+// /agents/{name}/attach agents; the login form, the stylesheet and POST
+// /logout need no session.
 //
 // A toolset is in use while a stored agent names it: uploading its
 // package again or removing it answers 409 PackageInUse, naming the
@@ -258,8 +260,24 @@
 // nothing from elsewhere: the toolsets with a coloured dot for their
 // status, a page per toolset with its tools and their parameters,
 // discovery errors, versions, configuration (secrets redacted) and the
-// agents using it, and, for a session whose token holds publish, an
-// upload form. A page showing a pending toolset
+// agents using it with their last redeploy's tool diff, and, for a
+// session whose token holds publish, an upload form. At /agents the
+// agents, each deployed or not and whether it needs a redeploy; at
+// /agents/{name} one agent: its toolsets with their dots, its deployed
+// versions, the reasons a deploy is refused now (those of POST
+// .../deploy), the last redeploy with the tools it added, removed and
+// changed, and its file as stored, secrets redacted. A session whose
+// token holds agents sees a Deploy button there and a form, in two
+// steps, to attach a ready toolset: its tools' configuration fields
+// (text, number, a true/false select; secrets as password fields, never
+// filled back: left empty, or given as <REDACTED>, the stored value is
+// kept). The form adds the toolset to the file's toolsets and its values
+// to its toolsetConfigs (under spec in SAM's shape) and stores the file
+// as a PUT does: a value of the wrong type, a key no tool declares, a
+// field over 1 KiB, a toolset that is not ready, or a file the check
+// refuses, is said on the page and changes nothing. At /skills the
+// uploaded skills with their dots, and at /skills/{name} one: its front
+// matter, files and tools. A page showing a pending toolset or skill
 // reloads itself every Options.RefreshInterval until it settles.
 //
 // A person logs in by pasting a token, the server's own or an issued

@@ -39,9 +39,36 @@ type pageData struct {
 	Tools    []pageTool
 	MaxBytes int64
 
+	// The agents page and an agent's: its reasons not to deploy, the
+	// toolsets ready to attach, the attach form's fields.
+	Agents        []pageAgentRow
+	Agent         *AgentDetail
+	Reasons       []Problem
+	ReadyToolsets []string
+	AgentName     string
+	Attach        *pageAttach
+	// UsedBy are the agents naming a toolset, with their last
+	// redeploy, on the toolset's page.
+	UsedBy []pageUser
+
+	// The skills page and a skill's.
+	Skills []SkillSummary
+	Skill  *SkillDetail
+
 	// CanPublish: the session's token holds the publish scope, so the
 	// page shows the upload form.
 	CanPublish bool
+	// CanAgents: it holds the agents scope, so the page shows the
+	// Deploy button and the attach form.
+	CanAgents bool
+}
+
+// pageUser is an agent using a toolset, as the toolset's page shows it.
+type pageUser struct {
+	Name     string
+	Deployed bool
+	Version  int // the toolset's version deployed; 0 if not
+	Redeploy *Redeploy
 }
 
 // pageTool is a tool with its parameters laid out.
@@ -106,6 +133,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 	who, auth := s.viewer(r)
 	d.Auth = auth && !s.opts.InsecureNoAuth
 	d.CanPublish = who.scopes.allows(ScopePublish)
+	d.CanAgents = who.scopes.allows(ScopeAgents)
 	d.MaxBytes = s.opts.MaxPackageBytes
 	var buf bytes.Buffer
 	if err := pageTemplates.ExecuteTemplate(&buf, name, d); err != nil {
@@ -153,6 +181,19 @@ func (s *Server) pageToolset(w http.ResponseWriter, r *http.Request) {
 	for _, t := range det.Tools {
 		d.Tools = append(d.Tools, layoutTool(t))
 	}
+	s.agents.mu.RLock()
+	for _, a := range det.UsedBy {
+		u := pageUser{Name: a}
+		if dep := s.agents.deploys.recs[a]; dep != nil {
+			u.Deployed, u.Version = true, dep.Versions[name]
+			if dep.Redeploy != nil && dep.Redeploy.Toolset == name {
+				red := *dep.Redeploy
+				u.Redeploy = &red
+			}
+		}
+		d.UsedBy = append(d.UsedBy, u)
+	}
+	s.agents.mu.RUnlock()
 	if info.Status == toolpkg.StatusPending {
 		d.Refresh = s.refreshSeconds()
 	}

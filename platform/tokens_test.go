@@ -49,13 +49,20 @@ var routeScopes = map[string]Scope{
 	"GET /api/v1/platform/tokens":                   ScopeAdmin,
 	"DELETE /api/v1/platform/tokens/{name}":         ScopeAdmin,
 	// The page: "" needs no login.
-	"GET /{$}":             ScopeRead,
-	"GET /toolsets/{name}": ScopeRead,
-	"POST /upload":         ScopePublish,
-	"GET /style.css":       "",
-	"GET /login":           "",
-	"POST /login":          "",
-	"POST /logout":         "",
+	"GET /{$}":                   ScopeRead,
+	"GET /toolsets/{name}":       ScopeRead,
+	"POST /upload":               ScopePublish,
+	"GET /agents":                ScopeRead,
+	"GET /agents/{name}":         ScopeRead,
+	"POST /agents/{name}/deploy": ScopeAgents,
+	"GET /agents/{name}/attach":  ScopeAgents,
+	"POST /agents/{name}/attach": ScopeAgents,
+	"GET /skills":                ScopeRead,
+	"GET /skills/{name}":         ScopeRead,
+	"GET /style.css":             "",
+	"GET /login":                 "",
+	"POST /login":                "",
+	"POST /logout":               "",
 }
 
 // createToken creates a stored token through the API with the server's
