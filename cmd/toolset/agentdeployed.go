@@ -48,38 +48,13 @@ func platformGet(ctx context.Context, base *url.URL, token string, target *url.U
 func platformFetch(ctx context.Context, base *url.URL, token string, target *url.URL, limit int64) (int, http.Header, []byte, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, platformCheckTimeout, fmt.Errorf("no answer within %s", platformCheckTimeout))
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.String(), nil)
+	c := platformClientWith(base, token)
+	c.doing = "asking"
+	a, err := c.doURL(ctx, http.MethodGet, target, "", nil, limit)
 	if err != nil {
 		return 0, nil, nil, err
 	}
-	req.Header.Set("Accept", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	res, err := client.Do(req)
-	if err != nil && ctx.Err() != nil {
-		return 0, nil, nil, fmt.Errorf("asking the platform at %s: %w", base, context.Cause(ctx))
-	}
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return 0, nil, nil, fmt.Errorf("the platform at %s cannot be reached: %w", base, err)
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, limit+1))
-	if err != nil && ctx.Err() != nil {
-		err = context.Cause(ctx)
-	}
-	if err != nil {
-		return 0, nil, nil, fmt.Errorf("reading the answer of the platform at %s: %w", base, err)
-	}
-	if int64(len(body)) > limit {
-		return 0, nil, nil, fmt.Errorf("the platform at %s answered %d %s with more than %d bytes", base, res.StatusCode, http.StatusText(res.StatusCode), limit)
-	}
-	return res.StatusCode, res.Header, body, nil
+	return a.status, a.res.Header, a.body, nil
 }
 
 // fetchEffective reads the effective document of the deployed agent from

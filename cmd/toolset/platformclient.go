@@ -45,9 +45,14 @@ func platformClientFor(base *url.URL, tokenFile string) (*platformClient, error)
 	} else if err != nil {
 		return nil, err
 	}
+	return platformClientWith(base, token), nil
+}
+
+// platformClientWith is a client with the token given ("" for none).
+func platformClientWith(base *url.URL, token string) *platformClient {
 	return &platformClient{base: base, token: token, doing: "talking to", http: &http.Client{
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}}, nil
+	}}
 }
 
 // platformAnswer is an answer read whole: its status and body.
@@ -64,6 +69,11 @@ func (c *platformClient) do(ctx context.Context, method string, path []string, q
 	if len(query) > 0 {
 		target.RawQuery = query.Encode()
 	}
+	return c.doURL(ctx, method, target, contentType, body, max)
+}
+
+// doURL is do for a target URL made from the base already.
+func (c *platformClient) doURL(ctx context.Context, method string, target *url.URL, contentType string, body []byte, max int64) (*platformAnswer, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
