@@ -193,6 +193,11 @@ func deployedAgentFile(base *url.URL, ea *platform.EffectiveAgent, doc *platform
 				// The toolset's own: the store or runtimes have it.
 			case isText && strings.HasPrefix(s, agentSecretPrefix) && strings.HasSuffix(s, "}"):
 				ref := strings.TrimSuffix(strings.TrimPrefix(s, "${secret:"), "}")
+				// Only the tool's own key's secret: a reference to
+				// another's would hand that secret to this tool.
+				if s != platform.AgentSecretRef(ts, tool, k) {
+					return nil, fmt.Errorf("%s: tool %q: the value of %q refers to the secret %s, not its own", f.Filename, t.ToolName, bounded(k), bounded(ref))
+				}
 				val, ok := secrets[ref]
 				if !ok {
 					missing = append(missing, ref)

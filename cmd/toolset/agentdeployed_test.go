@@ -146,3 +146,35 @@ func TestDeployedAgentFileRefusesWhatDoesNotFit(t *testing.T) {
 	require.Len(t, f.Toolsets, 1)
 	assert.Equal(t, map[string]map[string]any{"x": {"k": "v", "n": int64(3), "m": map[string]any{"l": []any{int64(1)}}}}, f.Toolsets[0].Package.Config.Tools)
 }
+
+// An agent's secret is handed only to the tool and key it was given
+// for: an effective document whose value for one tool is the reference
+// of another's secret (a platform's, or an agent file's plain value
+// "${secret:agent/...}") would make the runner give that tool a secret
+// of another toolset from the --secrets file. It is refused.
+func TestDeployedAgentFileRefusesAnotherToolsSecretRef(t *testing.T) {
+	base, err := platformURL("http://127.0.0.1:1")
+	require.NoError(t, err)
+	ea := &platform.EffectiveAgent{Name: "a", Versions: map[string]int{}}
+	secrets := map[string]any{"agent/bank/pay/api_key": "sk-bank-secret", "agent/t/x/k": "v"}
+	for _, ref := range []string{
+		platform.AgentSecretRef("bank", "pay", "api_key"),
+		platform.AgentSecretRef("t", "x", "other"),
+		platform.AgentSecretRef("t", "y", "k"),
+	} {
+		doc := platform.EffectiveDocument{Kind: "agent", Name: "a", Spec: platform.EffectiveSpec{Toolsets: []string{"t", "bank"}, Tools: []platform.EffectiveTool{
+			{ToolType: "builtin", ToolName: "t__x", ToolConfig: map[string]any{"k": ref}},
+			{ToolType: "builtin", ToolName: "bank__pay", ToolConfig: map[string]any{"api_key": platform.AgentSecretRef("bank", "pay", "api_key")}},
+		}}}
+		f, err := deployedAgentFile(base, ea, &doc, nil, secrets, io.Discard)
+		if err == nil {
+			for _, e := range f.Toolsets {
+				if e.Package.Name == "t" {
+					assert.NotEqual(t, "sk-bank-secret", e.Package.Config.Tools["x"]["k"], "another tool's secret handed to t__x")
+				}
+			}
+		}
+		require.Error(t, err, ref)
+		assert.Contains(t, err.Error(), "not its own")
+	}
+}
