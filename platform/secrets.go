@@ -134,11 +134,13 @@ func (s *secretStore) remove(agent string) error {
 
 // secretKeys returns the keys of the toolset whose values are secret, as
 // its serving version declares them (auth always); known is false when no
-// version's tools are known, and every value is then secret.
+// version's tools are known, or a later upload is pending or failed (the
+// agent's entries are not checked then, and that version may declare
+// more secrets), and every value is then secret.
 func (s *Server) secretKeys(toolset string) (keys map[string]bool, known bool) {
 	keys = map[string]bool{"auth": true}
 	info, err := s.store.Info(toolset)
-	if err != nil || info.Serving == 0 || info.Status == toolpkg.StatusRemoved {
+	if err != nil || info.Serving == 0 || info.Status != toolpkg.StatusReady {
 		return keys, false
 	}
 	for _, t := range info.Tools {

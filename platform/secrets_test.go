@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -242,4 +243,32 @@ func TestConcurrentDeploysAndPuts(t *testing.T) {
 		t.Error(msg)
 	}
 	assert.Equal(t, agentSecret, e.storedSecrets("support")["fin-tools/greet/api_key"])
+}
+
+// While a re-upload of a toolset is pending (or failed), the agent's
+// entries of it are not checked, and the coming version may declare
+// secret a key the serving one lacks: every value of that toolset is
+// then kept apart, as for a toolset whose tools are not known yet, never
+// stored in the agent file where every reader sees it.
+func TestSecretOfAPendingReuploadIsKeptApart(t *testing.T) {
+	const pendingSecret = "sk-pending-7a6b5c4d"
+	e := newEnv(t, nil)
+	e.upload("fin-tools", configPackage(t, 0, financeTools("Greets.")...))
+	require.Equal(t, "ready", e.settle("fin-tools")["discoveryStatus"])
+	next := financeTools("Greets.")
+	next[0].config = append(next[0].config, map[string]any{"key": "token", "type": "string", "secret": true})
+	e.upload("fin-tools", configPackage(t, 2*time.Second, next...))
+
+	doc := strings.Replace(secretAgent, "region: eu}", "region: eu, token: "+pendingSecret+"}", 1)
+	r := e.do("PUT", "/api/v1/platform/agents/support", []byte(doc))
+	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+	require.Equal(t, "pending", e.do("GET", "/api/v1/platform/toolsets/fin-tools", nil).json(t)["discoveryStatus"], "the test needs the re-upload pending")
+	assert.NotContains(t, string(r.body), pendingSecret)
+	r = e.do("GET", "/api/v1/platform/agents/support", nil)
+	assert.NotContains(t, string(r.body), pendingSecret)
+	stored, err := os.ReadFile(filepath.Join(e.dir, ".platform", "agents", "support.yaml"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(stored), pendingSecret)
+	assert.Equal(t, pendingSecret, e.storedSecrets("support")["fin-tools/greet/token"])
+	require.Equal(t, "ready", e.settle("fin-tools")["discoveryStatus"])
 }
