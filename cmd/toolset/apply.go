@@ -513,22 +513,29 @@ func (a *applier) plan(ctx context.Context) ([]*applyStep, error) {
 
 // loadUsers lists the platform's agents, for the toolsets each uses.
 func (a *applier) loadUsers(ctx context.Context) error {
+	const pageSize = 100
 	a.users = map[string][]string{}
 	for page := 1; ; page++ {
 		var l platform.List[platform.AgentSummary]
-		ok, err := a.c.getJSON(ctx, []string{"api/v1/platform/agents"}, url.Values{"page": {fmt.Sprint(page)}, "pageSize": {"100"}}, &l)
+		ok, err := a.c.getJSON(ctx, []string{"api/v1/platform/agents"}, url.Values{"page": {fmt.Sprint(page)}, "pageSize": {fmt.Sprint(pageSize)}}, &l)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			return fmt.Errorf("the platform at %s has no agents API (404): is it a toolset platform?", a.c.base)
 		}
+		if len(l.Data) > pageSize {
+			return fmt.Errorf("the platform at %s listed %d agents on a page of %d: more agents than asked", a.c.base, len(l.Data), pageSize)
+		}
 		for _, ag := range l.Data {
 			for _, p := range ag.Packages {
-				a.users[p] = append(a.users[p], ag.Name)
+				// Only the toolsets applied are asked after.
+				if a.want.toolsets[p] != nil {
+					a.users[p] = append(a.users[p], ag.Name)
+				}
 			}
 		}
-		if len(l.Data) == 0 || page*l.Meta.PageSize >= l.Meta.Total || page >= 1000 {
+		if len(l.Data) < pageSize || page*pageSize >= l.Meta.Total || page >= 1000 {
 			return nil
 		}
 	}

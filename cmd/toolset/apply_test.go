@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -199,4 +201,36 @@ resources:
 	code, _, stderr = runCLI("apply", dir)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "--platform URL is required")
+}
+
+// A platform's listing of agents is untrusted: one that answers every
+// page with more agents than asked, and never ends, is refused at its
+// first page rather than read page after page into memory.
+func TestApplyRefusesAnEndlessAgentListing(t *testing.T) {
+	var pages atomic.Int32
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/platform/agents" {
+			http.NotFound(w, r)
+			return
+		}
+		pages.Add(1)
+		var b strings.Builder
+		b.WriteString(`{"data":[`)
+		for i := range 2000 {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `{"name":"a%d","packages":["drafts","x%d"]}`, i, i)
+		}
+		b.WriteString(`],"meta":{"page":1,"pageSize":0,"total":1000000000}}`)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, b.String())
+	}))
+	defer hs.Close()
+	dir := t.TempDir()
+	doc := writeFile(t, dir, "drafts.yaml", "kind: toolset\nname: drafts\n")
+	code, stdout, stderr := runCLI("apply", doc, "--platform", hs.URL, "--plan")
+	assert.Equal(t, 1, code, "%s\n%s", stdout, stderr)
+	assert.Contains(t, stderr, "more agents than asked")
+	assert.Equal(t, int32(1), pages.Load())
 }
