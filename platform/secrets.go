@@ -292,9 +292,15 @@ func redactAgent(data []byte, f *agentfile.File, policy *secretPolicy) ([]byte, 
 	}
 	targets := map[agentfile.Position]target{}
 	found := map[string]any{}
-	var missing []secretAddr
+	var missing, twice []secretAddr
 	configValues(f, func(e *agentfile.Entry, a secretAddr, v any) {
 		if !policy.secret(a) {
+			return
+		}
+		if _, dup := found[a.String()]; dup {
+			// Another entry of the toolset: one secret is kept per
+			// address, and the other would be lost.
+			twice = append(twice, a)
 			return
 		}
 		found[a.String()] = v
@@ -313,6 +319,9 @@ func redactAgent(data []byte, f *agentfile.File, policy *secretPolicy) ([]byte, 
 		}
 		targets[pos] = target{a, v}
 	})
+	if len(twice) > 0 {
+		return nil, nil, &errRedaction{fmt.Sprintf("%s: a secret is given by two entries of the toolset; the platform keeps one per toolset, tool and key: give it in one entry", describeAddr(twice[0]))}
+	}
 	if len(missing) > 0 {
 		return nil, nil, &errRedaction{fmt.Sprintf("%s: the secret's place in the file is not known, so it cannot be kept apart", describeAddr(missing[0]))}
 	}

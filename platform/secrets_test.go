@@ -272,3 +272,29 @@ func TestSecretOfAPendingReuploadIsKeptApart(t *testing.T) {
 	assert.Equal(t, pendingSecret, e.storedSecrets("support")["fin-tools/greet/token"])
 	require.Equal(t, "ready", e.settle("fin-tools")["discoveryStatus"])
 }
+
+// The platform keeps one secret per toolset, tool and key of an agent:
+// a file whose two entries of one toolset give that key two secrets
+// would have one of them stored for both, and the other lost (the
+// placeholder handed to the tool). It is refused, naming the key.
+func TestSecretGivenByTwoEntriesOfAToolsetIsRefused(t *testing.T) {
+	e := secretEnv(t, storeDir(t))
+	doc := `name: support
+toolsets:
+  - package: fin-tools
+    tools:
+      greet: {api_key: sk-first-1111, region: eu}
+      shout: {loud_key: LOUD}
+  - package: fin-tools
+    prefix: b_
+    tools:
+      greet: {api_key: sk-second-2222, region: eu}
+      shout: {loud_key: LOUD}
+`
+	r := e.do("PUT", "/api/v1/platform/agents/support", []byte(doc))
+	require.Equal(t, http.StatusUnprocessableEntity, r.status, "%s", r.body)
+	assert.NotContains(t, string(r.body), "sk-first-1111")
+	assert.NotContains(t, string(r.body), "sk-second-2222")
+	assert.Contains(t, problemTexts(problemsIn(t, r)), `tool "greet": configuration key "api_key"`)
+	assert.Equal(t, agentSecret, e.storedSecrets("support")["fin-tools/greet/api_key"], "the stored agent unchanged")
+}
