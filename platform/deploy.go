@@ -194,6 +194,11 @@ func (s *Server) inspect(ctx context.Context, name string, data []byte) *inspect
 		return in
 	}
 	in.file = f
+	if probs := literalCredentials(f); len(probs) > 0 {
+		in.problems = s.problemsOf(&agentfile.CheckError{Problems: probs})
+		in.notDeployable = in.problems
+		return in
+	}
 	stored, err := s.agents.secrets.load(name)
 	if err != nil {
 		s.log.Error("platform: reading an agent's secrets failed", "agent", name, "error", err)

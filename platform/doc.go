@@ -139,8 +139,16 @@
 // value is stored keeps that value; "<REDACTED>" where none is stored is
 // a problem. A value kept apart stays so even when its key is no longer
 // secret, until it is given again. A secret under a YAML anchor, or given
-// by an alias, is refused. The toolset's own configuration follows the
-// same rules in the store (see toolpkg).
+// by an alias, is refused. While a toolset's latest upload is pending or
+// failed, which of its keys the next version takes for secret is not
+// known: every value an agent gives it then is kept apart. A secret key
+// may be given in one entry of a toolset only (a second entry of the same
+// package, prefixed, is refused when both give it). An MCP entry's
+// headers, and its environment variables named like credentials (KEY,
+// TOKEN, SECRET, PASSWORD, ...), must be ${NAME} references, given by
+// the runner that resolves the file: one in clear is refused, never
+// quoted. The toolset's own configuration follows the same rules in the
+// store (see toolpkg).
 //
 // POST /agents/{name}/check is a dry run of the PUT: it parses and checks
 // the file exactly as the PUT does, answering the same 422 InvalidAgent,
