@@ -16,9 +16,9 @@ func TestMCPCredentialsInClearAreRefused(t *testing.T) {
 	e := newEnv(t, nil)
 	const leaked = "sk-live-credential-in-clear-1234"
 	for what, doc := range map[string]string{
-		"a header": "name: docs\ntoolsets:\n  - mcp:\n      url: https://mcp.example.com/mcp\n      headers: {Authorization: \"Bearer " + leaked + "\"}\n",
+		"a header":                "name: docs\ntoolsets:\n  - mcp:\n      url: https://mcp.example.com/mcp\n      headers: {Authorization: \"Bearer " + leaked + "\"}\n",
 		"an environment variable": "name: docs\ntoolsets:\n  - mcp:\n      command: [mcp-server]\n      env: {LOG_LEVEL: warn, API_KEY: " + leaked + "}\n",
-		"SAM's shape": "kind: agent\nname: docs\nspec:\n  tools:\n    - tool_type: mcp\n      connection_params:\n        type: streamable-http\n        url: https://mcp.example.com/mcp\n        headers: {X-Api-Token: " + leaked + "}\n",
+		"SAM's shape":             "kind: agent\nname: docs\nspec:\n  tools:\n    - tool_type: mcp\n      connection_params:\n        type: streamable-http\n        url: https://mcp.example.com/mcp\n        headers: {X-Api-Token: " + leaked + "}\n",
 	} {
 		for _, route := range []string{"PUT /api/v1/platform/agents/docs", "POST /api/v1/platform/agents/docs/check"} {
 			method, path, _ := strings.Cut(route, " ")
