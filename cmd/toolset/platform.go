@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -170,6 +171,17 @@ func startMesh(ctx context.Context, o *meshSetup) (_ *platformMesh, err error) {
 			pm.close()
 		}
 	}()
+	// The platform's own directory holds the runtime's store, which the
+	// user the tools run as (the sandbox's, when this runs as root) must
+	// reach: others may search it, never list it; what is private inside
+	// (the broker's data, agents, secrets, tokens) is 0700 of its own.
+	base := filepath.Join(o.dir, ".platform")
+	if err := os.MkdirAll(base, 0o711); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(base, 0o711); err != nil {
+		return nil, err
+	}
 	if o.flags.url == "" {
 		// Unexposed, the broker has no listener: the platform and its
 		// runtime reach it in process, and nothing else can.

@@ -37,14 +37,28 @@ func TestPlatformUsage(t *testing.T) {
 // The real binary serves the platform, answers an authenticated request,
 // and exits cleanly on SIGTERM, closing its store.
 func TestPlatformServesAndStopsOnSIGTERM(t *testing.T) {
+	// In the strongest sandbox this machine has too: as root, the tools
+	// (and the runtime's discovery) run as another user, who must reach
+	// the runtime's store under the platform's directory.
+	for _, mode := range []string{"direct", "auto"} {
+		t.Run(mode, func(t *testing.T) { testPlatformServesAndStops(t, mode) })
+	}
+}
+
+func testPlatformServesAndStops(t *testing.T, mode string) {
 	bin := cliBinary(t)
 	dir := t.TempDir()
+	// The temporary directories are the test's, 0700: let others search
+	// them, as a store's parents must let the tools' user.
+	for d := dir; d != os.TempDir() && d != "/" && d != "."; d = filepath.Dir(d) {
+		require.NoError(t, os.Chmod(d, 0o711))
+	}
 	tokenFile := filepath.Join(dir, "token")
 	const token = "cli-test-token-0123456789abcdef"
 	require.NoError(t, os.WriteFile(tokenFile, []byte(token+"\n"), 0o600))
 	store := filepath.Join(dir, "store")
 
-	cmd := exec.Command(bin, "platform", "--listen", "127.0.0.1:0", "--store", store, "--token-file", tokenFile, "--sandbox", "direct")
+	cmd := exec.Command(bin, "platform", "--listen", "127.0.0.1:0", "--store", store, "--token-file", tokenFile, "--sandbox", mode)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
