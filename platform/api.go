@@ -455,22 +455,11 @@ func (s *Server) putPackage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer end()
-	max := s.opts.MaxPackageBytes
-	if r.ContentLength > max {
-		tooLarge(w, max)
-		return
-	}
-	release, ok := s.uploadSlot(w, r)
+	f, size, done, ok := s.receiveZip(w, r)
 	if !ok {
 		return
 	}
-	defer release()
-	f, size, err := s.spool(s.bodyLimit(w, r, max), max)
-	if err != nil {
-		s.spoolError(w, r, err, max)
-		return
-	}
-	defer s.unspool(f)
+	defer done()
 	info, err := s.startUpload(r, name, f, size)
 	if err != nil {
 		s.storeError(w, r, err)
@@ -563,6 +552,29 @@ func (s *Server) spool(r io.Reader, max int64) (*os.File, int64, error) {
 		return nil, 0, err
 	}
 	return f, n, nil
+}
+
+// receiveZip reads an upload's body as the API takes a zip: bounded by
+// Options.MaxPackageBytes (413 at once when a Content-Length says more),
+// in one of the upload slots, spooled to a temporary file. done frees
+// the slot and removes the file; on !ok the answer has been given.
+func (s *Server) receiveZip(w http.ResponseWriter, r *http.Request) (f *os.File, size int64, done func(), ok bool) {
+	max := s.opts.MaxPackageBytes
+	if r.ContentLength > max {
+		tooLarge(w, max)
+		return nil, 0, nil, false
+	}
+	release, ok := s.uploadSlot(w, r)
+	if !ok {
+		return nil, 0, nil, false
+	}
+	f, size, err := s.spool(s.bodyLimit(w, r, max), max)
+	if err != nil {
+		release()
+		s.spoolError(w, r, err, max)
+		return nil, 0, nil, false
+	}
+	return f, size, func() { s.unspool(f); release() }, true
 }
 
 func (s *Server) unspool(f *os.File) {

@@ -343,23 +343,12 @@ func (s *Server) putSkill(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	max := s.opts.MaxPackageBytes
-	if r.ContentLength > max {
-		tooLarge(w, max)
-		return
-	}
-	release, ok := s.uploadSlot(w, r)
+	f, size, done, ok := s.receiveZip(w, r)
 	if !ok {
 		return
 	}
-	defer release()
-	f, size, err := s.spool(s.bodyLimit(w, r, max), max)
-	if err != nil {
-		s.spoolError(w, r, err, max)
-		return
-	}
-	defer s.unspool(f)
-	sk, err := skill.FromZip(f, size, &skill.Options{Name: name, MaxBytes: max})
+	defer done()
+	sk, err := skill.FromZip(f, size, &skill.Options{Name: name, MaxBytes: s.opts.MaxPackageBytes})
 	if err != nil {
 		probs := problemStrings(err)
 		out := make([]Problem, len(probs))
@@ -403,7 +392,7 @@ func (s *Server) putSkill(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	rec, err := st.store(name, f, skillMeta{Version: version, UploadedAt: time.Now().UTC(), ToolsVersion: toolsVersion}, max)
+	rec, err := st.store(name, f, skillMeta{Version: version, UploadedAt: time.Now().UTC(), ToolsVersion: toolsVersion}, s.opts.MaxPackageBytes)
 	if err != nil {
 		s.skillFault(w, r, err)
 		return
