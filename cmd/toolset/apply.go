@@ -167,9 +167,16 @@ func gatherApply(paths []string) (*applySet, error) {
 		case fi.IsDir() && isSource(p):
 			g.source(p)
 		case fi.IsDir():
+			// A directory named by a link is walked where it leads: the
+			// user named it. Links found inside are not followed.
+			if real, err := filepath.EvalSymlinks(p); err == nil {
+				p = real
+			}
 			g.walk(p)
-		default:
+		case fi.Mode().IsRegular():
 			g.file(p, true)
+		default:
+			g.fail(fmt.Errorf("%s: neither a file nor a directory (a pipe or a device is never read)", p))
 		}
 	}
 	g.pairSources()
@@ -423,8 +430,7 @@ type applier struct {
 	stdout       io.Writer
 	stderr       io.Writer
 	users        map[string][]string // toolset → agents that use it, on the platform
-	changedTools map[string]bool     // toolsets whose package apply uploads
-	uploaded     map[string]bool     // toolsets apply waits for
+	uploaded     map[string]bool     // toolsets whose package apply uploads, and waits for
 }
 
 // applyStep is one line of the plan, and what applying it does (nil: an
@@ -475,7 +481,6 @@ func (a *applier) plan(ctx context.Context) ([]*applyStep, error) {
 	if err := a.loadUsers(ctx); err != nil {
 		return nil, err
 	}
-	a.changedTools = map[string]bool{}
 	a.uploaded = map[string]bool{}
 	// A toolset's configuration is set once its upload's discovery has
 	// settled: before, the platform cannot tell its secrets from the
@@ -598,7 +603,6 @@ func (a *applier) planToolset(ctx context.Context, t *wantToolset) (steps []*app
 				return a.expect(ctx, http.MethodPut, []string{"api/v1/platform/toolsets", name, "package"}, q, "application/zip", zip, http.StatusAccepted)
 			}
 			steps = append(steps, s)
-			a.changedTools[name] = true
 			a.uploaded[name] = true
 		}
 	}
@@ -702,7 +706,7 @@ func (a *applier) planAgent(ctx context.Context, w *wantAgent) (step, deploy *ap
 	wantDeploy := w.file.Deploy != nil && *w.file.Deploy
 	var changedUses []string
 	for _, p := range w.file.Packages() {
-		if a.changedTools[p] {
+		if a.uploaded[p] {
 			changedUses = append(changedUses, p)
 		}
 	}

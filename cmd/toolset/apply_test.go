@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -87,7 +88,13 @@ func TestApplyPlansThenAppliesThenHasNothingToDo(t *testing.T) {
 	url, tokenFile, get := applyPlatform(t)
 	root := samProject(t)
 
-	code, stdout, stderr := runCLI("apply", root, "--platform", url, "--token-file", tokenFile, "--plan")
+	link := filepath.Join(t.TempDir(), "project")
+	require.NoError(t, os.Symlink(root, link))
+	code, stdout, stderr := runCLI("apply", link, "--platform", url, "--token-file", tokenFile, "--plan")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "+ create agent analyst", "a project named by a link is walked")
+
+	code, stdout, stderr = runCLI("apply", root, "--platform", url, "--token-file", tokenFile, "--plan")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "+ create toolset finance-tools: upload the package built from "+filepath.Join(root, "toolsets", "finance-tools", "src"))
 	assert.Contains(t, stdout, "~ configure toolset finance-tools: set greeting, retries\n")
@@ -193,6 +200,12 @@ resources:
 	assert.Contains(t, stderr, "toolset dup is declared twice")
 	assert.Contains(t, stderr, filepath.Join(dir, "c.yaml")+":4:")
 	assert.Contains(t, stderr, "may not use YAML anchors or aliases")
+
+	fifo := filepath.Join(t.TempDir(), "fifo.yaml")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	code, _, stderr = runCLI("apply", fifo, "--platform", url, "--token-file", tokenFile)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "neither a file nor a directory", "a pipe is not read, which would block")
 
 	code, _, stderr = runCLI("apply", t.TempDir(), "--platform", url, "--token-file", tokenFile)
 	assert.Equal(t, 1, code)
