@@ -224,7 +224,7 @@ func (a *ArtifactStore) Save(ctx context.Context, scope toolpkg.ArtifactScope, r
 	if mime == "" || len(mime) > maxArtifactMIMEType {
 		mime = "application/octet-stream"
 	}
-	desc := cutUTF8(ref.Description, maxArtifactDescription)
+	desc := cut(ref.Description, maxArtifactDescription)
 	key := artifactKey(scope, ref.Name)
 	rec, err := a.updateRecord(ctx, key, func(r *versionRecord) bool { r.Next++; return true })
 	if err != nil {
@@ -316,7 +316,7 @@ func (a *ArtifactStore) Load(ctx context.Context, scope toolpkg.ArtifactScope, n
 	}
 	ref := toolpkg.ArtifactRef{
 		Name: name, Version: version, Size: int64(info.Size), MIMEType: mime,
-		Description: cutUTF8(info.Description, maxArtifactDescription),
+		Description: cut(info.Description, maxArtifactDescription),
 	}
 	return ref, &objectReader{res: res, left: int64(info.Size)}, nil
 }
@@ -350,11 +350,3 @@ func (o *objectReader) Read(p []byte) (int, error) {
 }
 
 func (o *objectReader) Close() error { return o.res.Close() }
-
-// cutUTF8 cuts s to at most n bytes at a character boundary.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "")
-}

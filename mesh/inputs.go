@@ -158,7 +158,7 @@ func readInputs(p *InvokeParams, params map[string]toolpkg.ArtifactParam) (*call
 		}
 		e := &inputEntry{inline: true, data: data, ref: toolpkg.ArtifactRef{
 			Name: pa.Filename, Version: pa.Version, Size: int64(len(data)), MIMEType: mime,
-			Description: cutUTF8(pa.Metadata["description"], maxArtifactDescription),
+			Description: cut(pa.Metadata["description"], maxArtifactDescription),
 		}}
 		if err := in.add(key, pa.Filename, e, argv, params); err != nil {
 			return nil, err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gotoolset/toolset/internal/textcut"
 	"github.com/gotoolset/toolset/toolpkg"
 )
 
@@ -545,12 +546,4 @@ func bounded(b []byte, err error) ([]byte, error) {
 func Timestamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // cut returns s cut to at most n bytes at a character boundary.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
-}
+func cut(s string, n int) string { return textcut.Prefix(s, n) }

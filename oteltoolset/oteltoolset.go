@@ -588,5 +588,5 @@ func cut(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return textcut.Prefix(s, n-len("…")) + "…"
+	return textcut.Clip(s, n-len(textcut.Ellipsis))
 }

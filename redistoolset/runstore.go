@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/textcut"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -206,11 +206,7 @@ func (s *RunStore) Delete(ctx context.Context, id string, expectVersion int64) e
 
 // bound shortens s for an error message.
 func bound(s string) string {
-	const n = 64
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
+	return textcut.Clip(s, 64)
 }
 
 // isNil reports whether err is Redis's "no such key".

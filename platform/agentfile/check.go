@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/textcut"
 	"github.com/gotoolset/toolset/mcptoolset"
 	"github.com/gotoolset/toolset/toolpkg"
 	"github.com/gotoolset/toolset/toolpkg/skill"
@@ -401,11 +402,7 @@ func packageInfo(pkgs Packages, name string) (info toolpkg.Info, err error) {
 
 // cutText bounds an error's text quoted in a problem.
 func cutText(s string) string {
-	const max = 512
-	if len(s) > max {
-		return strings.ToValidUTF8(s[:max], "") + "..."
-	}
-	return s
+	return textcut.Clip(s, 512)
 }
 
 // checkNames reports the tool names the entry's rename and prefix would

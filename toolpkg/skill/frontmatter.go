@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gotoolset/toolset/internal/textcut"
 	"github.com/gotoolset/toolset/toolpkg"
 )
 
@@ -393,12 +394,5 @@ const maxQuoted = 64
 
 // quoted cuts s for a problem's message.
 func quoted(s string) string {
-	if len(s) <= maxQuoted {
-		return s
-	}
-	cut := maxQuoted
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
+	return textcut.Clip(s, maxQuoted)
 }
