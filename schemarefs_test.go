@@ -152,6 +152,8 @@ func echoHandler(_ context.Context, args json.RawMessage) (any, error) { return 
 // $id changes the base that references resolve against. References that
 // are fragments still resolve inside the resource holding them, which is
 // part of the document; nothing is loaded, and the right subschema applies.
+// An $id that is not an http(s) URL (a file) is refused outright, with a
+// *SchemaRefError that names it.
 func TestSchemaIDGamesStayInTheDocument(t *testing.T) {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -163,34 +165,43 @@ func TestSchemaIDGamesStayInTheDocument(t *testing.T) {
 	for name, tc := range map[string]struct {
 		doc       string
 		good, bad string
+		refused   bool
 	}{
 		"root $id is a file": {
 			`{"$id":"` + secret + `","type":"object","properties":{"a":{"$ref":"#/$defs/n"}},"$defs":{"n":{"type":"integer"}}}`,
-			`{"a":1}`, `{"a":"x"}`,
+			`{"a":1}`, `{"a":"x"}`, true,
 		},
 		"root $id is the server": {
 			`{"$id":"` + srv.URL + `/s.json","type":"object","properties":{"a":{"$ref":"#/$defs/n"}},"$defs":{"n":{"type":"integer"}}}`,
-			`{"a":1}`, `{"a":"x"}`,
+			`{"a":1}`, `{"a":"x"}`, false,
 		},
 		"subschema $id is the server": {
 			`{"type":"object","properties":{"a":{"$id":"` + srv.URL + `/s.json","$ref":"#/$defs/n","$defs":{"n":{"type":"integer"}}}},"$defs":{"n":{"type":"string"}}}`,
-			`{"a":1}`, `{"a":"x"}`,
+			`{"a":1}`, `{"a":"x"}`, false,
 		},
 		"subschema $id is a file": {
 			`{"type":"object","properties":{"a":{"$id":"` + secret + `","$ref":"#/$defs/n","$defs":{"n":{"type":"integer"}}}}}`,
-			`{"a":1}`, `{"a":"x"}`,
+			`{"a":1}`, `{"a":"x"}`, true,
 		},
 		"anchor under a foreign $id": {
 			`{"type":"object","properties":{"a":{"$id":"` + srv.URL + `/x","$ref":"#num","$defs":{"n":{"$anchor":"num","type":"integer"}}}}}`,
-			`{"a":1}`, `{"a":"x"}`,
+			`{"a":1}`, `{"a":"x"}`, false,
 		},
 		"$id in an unknown keyword": {
 			`{"type":"object","x-res":{"$id":"` + srv.URL + `/y","$ref":"#/$defs/n"},"properties":{"a":{"$ref":"#/x-res"}},"$defs":{"n":{"type":"integer"}}}`,
-			`{"a":1}`, `{"a":"x"}`,
+			`{"a":1}`, `{"a":"x"}`, false,
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s, err := toolset.ParseSchema([]byte(tc.doc))
+			if tc.refused {
+				var re *toolset.SchemaRefError
+				require.ErrorAs(t, err, &re)
+				assert.Equal(t, "$id", re.Keyword)
+				assert.Equal(t, secret, re.Ref)
+				assert.NotContains(t, err.Error(), secretMarker)
+				return
+			}
 			require.NoError(t, err)
 			tool := toolset.NewRawTool("t", "", s, echoHandler)
 			if err := tool.Err(); err != nil {

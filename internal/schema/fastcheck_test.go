@@ -1,4 +1,4 @@
-package argcheck
+package schema
 
 import (
 	"bytes"
@@ -265,7 +265,7 @@ func numberList(n int) string {
 func TestValidAgainstFullValidator(t *testing.T) {
 	for _, sc := range table {
 		t.Run(sc.name, func(t *testing.T) {
-			c, err := Compile([]byte(sc.schema))
+			c, err := compileFast([]byte(sc.schema))
 			require.NoError(t, err)
 			require.True(t, c.Fast(), "schema should be in the fast subset")
 			full, err := fullSchema([]byte(sc.schema))
@@ -320,7 +320,7 @@ func TestUnsupported(t *testing.T) {
 		`{"minLength":1e10}`,
 		`{"minimum":1e1000000}`,
 	} {
-		c, err := Compile([]byte(schema))
+		c, err := compileFast([]byte(schema))
 		require.NoError(t, err, schema)
 		assert.False(t, c.Fast(), schema)
 		assert.False(t, c.Valid([]byte(`{}`)), schema)
@@ -365,7 +365,7 @@ func TestRejectedByFullValidator(t *testing.T) {
 	} {
 		_, err := fullSchema([]byte(schema))
 		assert.Error(t, err, "the full validator accepts %s", schema)
-		c, err := Compile([]byte(schema))
+		c, err := compileFast([]byte(schema))
 		require.NoError(t, err, schema)
 		assert.False(t, c.Fast(), schema)
 	}
@@ -384,7 +384,7 @@ func TestFastSchemasCompile(t *testing.T) {
 		`{"examples":[{"$ref":"#/x"}]}`,
 		`{"minimum":1e99999}`,
 	} {
-		c, err := Compile([]byte(schema))
+		c, err := compileFast([]byte(schema))
 		require.NoError(t, err, schema)
 		assert.True(t, c.Fast(), schema)
 		_, err = fullSchema([]byte(schema))
@@ -394,10 +394,10 @@ func TestFastSchemasCompile(t *testing.T) {
 
 func TestCompileErrors(t *testing.T) {
 	for _, schema := range []string{``, `{`, `{} {}`, `{}x`, `"string"`, `[{}]`, `1`, `null`} {
-		_, err := Compile([]byte(schema))
+		_, err := compileFast([]byte(schema))
 		assert.Error(t, err, schema)
 	}
-	c, err := Compile([]byte(" {} \n"))
+	c, err := compileFast([]byte(" {} \n"))
 	require.NoError(t, err)
 	assert.True(t, c.Fast())
 }
@@ -409,7 +409,7 @@ func TestValidAllocations(t *testing.T) {
 		{fuzzSchemas[5], `["a","b",1,2.5,true]`},
 		{manyPropsSchema(12), `{"p0":0,"p5":5,"p11":11,"p3":3}`},
 	} {
-		c, err := Compile([]byte(tc.schema))
+		c, err := compileFast([]byte(tc.schema))
 		require.NoError(t, err)
 		args := []byte(tc.args)
 		require.True(t, c.Valid(args), tc.args)
@@ -474,7 +474,7 @@ func TestDecimalCount(t *testing.T) {
 }
 
 func TestConcurrentUse(t *testing.T) {
-	c, err := Compile([]byte(fuzzSchemas[1]))
+	c, err := compileFast([]byte(fuzzSchemas[1]))
 	require.NoError(t, err)
 	args := []byte(`{"items":[{"sku":"ABC-1","qty":2}]}`)
 	done := make(chan bool)
@@ -492,8 +492,8 @@ func TestConcurrentUse(t *testing.T) {
 	}
 }
 
-func ExampleChecker_Valid() {
-	c, err := Compile([]byte(`{"type":"object","properties":{"n":{"type":"integer","minimum":1}},"required":["n"]}`))
+func Example_fastCheck() {
+	c, err := compileFast([]byte(`{"type":"object","properties":{"n":{"type":"integer","minimum":1}},"required":["n"]}`))
 	if err != nil {
 		panic(err)
 	}
