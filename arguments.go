@@ -1,6 +1,8 @@
 package toolset
 
 import (
+	"unsafe"
+
 	"github.com/gotoolset/toolset/internal/schema"
 	"github.com/invopop/jsonschema"
 )
@@ -29,12 +31,15 @@ func (v *validator) check(args []byte) error {
 	return argumentError(problems)
 }
 
-// argumentError returns the engine's problems as an *ArgumentError.
+// The engine's Problem and ArgumentProblem are the same struct: this
+// conversion compiles only while they are, which argumentError relies on.
+var _ = ArgumentProblem(schema.Problem{})
+
+// argumentError returns the engine's problems as an *ArgumentError,
+// reusing the slice rather than copying it (see above): refusing arguments
+// allocates no more than the engine does.
 func argumentError(problems []schema.Problem) *ArgumentError {
-	out := make([]ArgumentProblem, len(problems))
-	for i, p := range problems {
-		out[i] = ArgumentProblem(p)
-	}
+	out := unsafe.Slice((*ArgumentProblem)(unsafe.Pointer(unsafe.SliceData(problems))), len(problems))
 	return &ArgumentError{Problems: out}
 }
 

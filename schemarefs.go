@@ -1,7 +1,6 @@
 package toolset
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -66,8 +65,9 @@ func (e *SchemaRefError) Error() string {
 // public error: a *schema.RefError becomes a *SchemaRefError, with the same
 // fields; any other error is returned as it is.
 func publicSchemaError(err error) error {
-	var re *schema.RefError
-	if errors.As(err, &re) && error(re) == err {
+	// The engine never wraps a *schema.RefError: a type assertion finds
+	// it, without the allocation errors.As would cost every tool made.
+	if re, ok := err.(*schema.RefError); ok {
 		return &SchemaRefError{Keyword: re.Keyword, Ref: re.Ref, Location: re.Location}
 	}
 	return err

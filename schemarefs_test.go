@@ -263,3 +263,56 @@ func TestReflectedSchemaOutsideRefIsRefusedAtConstruction(t *testing.T) {
 		require.Error(t, err)
 	}
 }
+
+// An identifier ("$id", or "id" in a draft-04 document) is a fragment or
+// an http(s) URL: a file, a relative path, another scheme or a URL with
+// user information is refused everywhere, naming the keyword; the forms
+// schemas in the wild use pass.
+func TestSchemaIdentifierRule(t *testing.T) {
+	for _, id := range []string{"file:///etc/", "sibling.json", "/etc/hostname", "urn:x:y", "https://user:pw@example.com/s.json", "http:///nohost", ""} {
+		doc := `{"$id":"` + id + `","type":"object"}`
+		_, err := toolset.ParseSchema([]byte(doc))
+		var re *toolset.SchemaRefError
+		require.ErrorAs(t, err, &re, id)
+		assert.Equal(t, "$id", re.Keyword, id)
+		assert.Contains(t, err.Error(), "is neither a fragment nor an http(s) URL", id)
+		refusedEverywhere(t, doc, id)
+	}
+	draft4 := `{"$schema":"http://json-schema.org/draft-04/schema#","id":"sibling.json","type":"object"}`
+	_, err := toolset.ParseSchema([]byte(draft4))
+	var re *toolset.SchemaRefError
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, "id", re.Keyword)
+	refusedEverywhere(t, draft4, "sibling.json")
+
+	for _, doc := range []string{
+		`{"$id":"https://example.com/schemas/s.json","type":"object"}`,
+		`{"$id":"http://example.com/s#","type":"object"}`,
+		`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","definitions":{"a":{"$id":"#a","type":"string"}},"properties":{"x":{"$ref":"#a"}}}`,
+		`{"$schema":"http://json-schema.org/draft-04/schema#","id":"http://example.com/s.json","type":"object"}`,
+		`{"type":"object","properties":{"id":{"type":"string"}},"default":{"id":"sibling.json"}}`, // not draft-04: "id" is data
+	} {
+		s, err := toolset.ParseSchema([]byte(doc))
+		require.NoError(t, err, doc)
+		require.NoError(t, toolset.NewRawTool("t", "", s, echoHandler).Err(), doc)
+	}
+}
+
+type fileIDType struct{}
+
+func (fileIDType) JSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{ID: "file:///etc/", Type: "string"}
+}
+
+// A reflected schema's $id is held to the same rule when the tool is made.
+func TestReflectedSchemaFileIDIsRefused(t *testing.T) {
+	tool := toolset.NewTool("fileid", "", func(context.Context, struct {
+		F fileIDType `json:"f"`
+	}) (string, error) {
+		return "ran", nil
+	})
+	var re *toolset.SchemaRefError
+	require.ErrorAs(t, tool.Err(), &re)
+	assert.Equal(t, "$id", re.Keyword)
+	assert.Equal(t, "/properties/f", re.Location)
+}

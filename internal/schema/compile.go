@@ -163,7 +163,7 @@ func compileObject(obj map[string]any, root bool) (*node, bool) {
 			ok = root && v == draft202012
 		case "$id":
 			s, isString := v.(string)
-			ok = root && isString && safeID(s)
+			ok = root && isString && safeID(s) && safeBase(s)
 		default:
 			ok = !unsupported[k]
 		}
@@ -395,7 +395,8 @@ func compileFields(n *node, props map[string]any, required []any) bool {
 // safeID reports whether s is a root $id the full validator is sure to
 // accept and that cannot name one of its meta-schemas: an http(s) URL or a
 // relative path made of unreserved characters, with an optional empty
-// fragment.
+// fragment. The caller also applies the reference rule ([safeBase]), which
+// leaves only the http(s) form.
 func safeID(s string) bool {
 	s = strings.TrimSuffix(s, "#")
 	rest, abs := strings.CutPrefix(s, "https://")

@@ -14,16 +14,10 @@ import (
 // patterns are far smaller: ^[a-z0-9]{1,255}$ is about 500.
 const maxPatternSize = 10000
 
-// checkPattern parses expr as a Go regular expression and reports an error
+// patternSize parses expr as a Go regular expression and reports an error
 // if it is invalid or would compile to a program of more than
-// maxPatternSize instructions. It costs time linear in len(expr).
-func checkPattern(expr string) error {
-	_, err := patternSize(expr)
-	return err
-}
-
-// patternSize is checkPattern, and returns an estimate from above of the
-// instructions expr compiles to.
+// maxPatternSize instructions; otherwise it returns an estimate from above
+// of the instructions expr compiles to. It costs time linear in len(expr).
 func patternSize(expr string) (int, error) {
 	re, err := syntax.Parse(expr, syntax.Perl)
 	if err != nil {
