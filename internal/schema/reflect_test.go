@@ -11,11 +11,10 @@ import (
 )
 
 type reflectArgs struct {
-	City  string    `json:"city" jsonschema:"City name, e.g. Paris"`
-	Days  int       `json:"days,omitempty" jsonschema:"minimum=1,maximum=14"`
-	When  time.Time `json:"when,omitzero"`
-	Skip  string    `json:"-"`
-	inner int
+	City string    `json:"city" jsonschema:"City name, e.g. Paris"`
+	Days int       `json:"days,omitempty" jsonschema:"minimum=1,maximum=14"`
+	When time.Time `json:"when,omitzero"`
+	Skip string    `json:"-"`
 }
 
 // A reflected parameter schema is inline, closed, takes plain-prose tags
