@@ -309,8 +309,8 @@
 // may panic. The README's "Security model" covers the whole module.
 //
 //   - Schemas are self-contained: a "$ref", "$dynamicRef" or
-//     "$recursiveRef" that is not a fragment of the document, or a
-//     "$schema" naming no draft the validator knows, is refused with a
+//     "$recursiveRef" that is not a fragment of the document, a "$schema"
+//     naming no draft it knows, or a non-http(s) "$id", is refused with a
 //     [*SchemaRefError] when the schema is parsed or the tool made, and the
 //     validator has no loader: nothing is ever read from a file or a URL. A
 //     schema too costly to compile or check against is refused too.

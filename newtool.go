@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gotoolset/toolset/internal/schema"
 	"github.com/invopop/jsonschema"
 	sjs "github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -86,7 +87,7 @@ func decodeError(err error, args json.RawMessage, params *jsonschema.Schema) err
 	var pe *time.ParseError
 	if errors.As(err, &pe) {
 		if problems := dateTimeProblems(args, params); len(problems) > 0 {
-			return &ArgumentError{Problems: capProblems(problems)}
+			return &ArgumentError{Problems: schema.CapProblems(problems)}
 		}
 	}
 	return &ArgumentError{Problems: []ArgumentProblem{{Message: capText(err.Error(), maxMessage)}}}
@@ -168,7 +169,7 @@ func floatRisk(args []byte, width int) bool {
 			}
 			// Below 1e-30 takes an exponent or thirty zeros.
 			if !mantissa || j-i > 31 {
-				if e, nz := magnitude(string(args[i:j])); nz && e <= -30 {
+				if e, nz := schema.Magnitude(string(args[i:j])); nz && e <= -30 {
 					return true
 				}
 			}
@@ -200,7 +201,7 @@ func stringEnd(args []byte, i int) int {
 // underflowsTo0 reports whether tok, a nonzero number, becomes zero as a
 // float of the given width.
 func underflowsTo0(tok string, width int) bool {
-	e, nonzero := magnitude(tok)
+	e, nonzero := schema.Magnitude(tok)
 	if !nonzero || e > -30 {
 		return false
 	}
@@ -220,7 +221,7 @@ func floatProblems(args []byte, t reflect.Type, v *validator) []ArgumentProblem 
 	}
 	var out []ArgumentProblem
 	rounded := false
-	var field fieldStack
+	var field schema.FieldPath
 	var walk func(v any, t reflect.Type) any
 	walk = func(v any, t reflect.Type) any {
 		for t != nil && t.Kind() == reflect.Pointer {
@@ -265,9 +266,9 @@ func floatProblems(args []byte, t reflect.Type, v *validator) []ArgumentProblem 
 				et = t
 			}
 			for i, e := range v {
-				field.pushIndex(i)
+				field.PushIndex(i)
 				v[i] = walk(e, et)
-				field.pop()
+				field.Pop()
 			}
 		case map[string]any:
 			for k, e := range v {
@@ -280,9 +281,9 @@ func floatProblems(args []byte, t reflect.Type, v *validator) []ArgumentProblem 
 				case reflect.Struct:
 					et = jsonFieldType(t, k)
 				}
-				field.pushKey(k)
+				field.PushKey(k)
 				v[k] = walk(e, et)
-				field.pop()
+				field.Pop()
 			}
 		}
 		return v
@@ -290,7 +291,7 @@ func floatProblems(args []byte, t reflect.Type, v *validator) []ArgumentProblem 
 	doc = walk(doc, t)
 	if len(out) > 0 || !rounded {
 		slices.SortFunc(out, func(a, b ArgumentProblem) int { return strings.Compare(a.Field, b.Field) })
-		return capProblems(out)
+		return schema.CapProblems(out)
 	}
 	b, err := json.Marshal(doc)
 	if err != nil {
@@ -304,7 +305,7 @@ func floatProblems(args []byte, t reflect.Type, v *validator) []ArgumentProblem 
 		p.Message = capText(p.Message+" (after rounding: the field holds the number sent as this; send fewer digits)", maxMessage)
 		out = append(out, p)
 	}
-	return capProblems(out)
+	return schema.CapProblems(out)
 }
 
 // jsonFieldType returns the type of the field of struct t that
@@ -373,17 +374,17 @@ func dateTimeProblems(args json.RawMessage, params *jsonschema.Schema) []Argumen
 				}
 			}
 		case map[string]any:
-			s = structural(s)
+			s = schema.Structural(s)
 			if s.Properties == nil {
 				return
 			}
 			for p := s.Properties.Oldest(); p != nil; p = p.Next() {
 				if pv, ok := v[p.Key]; ok {
-					walk(p.Value, pv, joinField(field, p.Key))
+					walk(p.Value, pv, schema.JoinField(field, p.Key))
 				}
 			}
 		case []any:
-			s = structural(s)
+			s = schema.Structural(s)
 			for i, e := range v {
 				walk(s.Items, e, fmt.Sprintf("%s[%d]", field, i))
 			}

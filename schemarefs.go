@@ -1,20 +1,13 @@
 package toolset
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"slices"
 	"strconv"
-	"strings"
 
-	"github.com/gotoolset/toolset/internal/jsontext"
+	"github.com/gotoolset/toolset/internal/schema"
 	"github.com/invopop/jsonschema"
-	sjs "github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// A tool's schema must be self-contained. Schemas come from places the
 // program does not control (an MCP server, a package), and a validator that
 // followed a "$ref" to "file:///etc/shadow" or "http://169.254.169.254/"
 // would read local files or reach the network on their behalf, and could
@@ -26,9 +19,13 @@ import (
 //     says;
 //   - "$schema" must name one of the drafts the validator has built in
 //     (2020-12, 2019-09, draft-07, draft-06, draft-04);
-//   - "$id" and "$anchor" may be anything: they only name parts of the
-//     document, and with every reference a fragment nothing can point
-//     outside it.
+//   - "$id" (and, in a draft-04 document, "id") must be a fragment or an
+//     absolute http(s) URL with a host and no user information: with every
+//     reference a fragment it only names a part of the document, but a
+//     "file:" or relative base would be resolved against the local disk by
+//     any other reader the schema is handed to (an MCP client, a model
+//     provider's SDK);
+//   - "$anchor" may be anything: it only names a part of the document.
 //
 // [ParseSchema] and [NewRawTool] refuse other schemas with a
 // *SchemaRefError. The check looks at every member of every object of the
@@ -39,7 +36,8 @@ import (
 // SchemaRefError reports a schema keyword that refers to something outside
 // the schema: a file, a URL, or a meta-schema the validator does not know.
 type SchemaRefError struct {
-	// Keyword is "$ref", "$dynamicRef", "$recursiveRef" or "$schema".
+	// Keyword is "$ref", "$dynamicRef", "$recursiveRef", "$schema", "$id"
+	// or "id".
 	Keyword string
 	// Ref is the keyword's value, cut to at most 100 bytes.
 	Ref string
@@ -54,223 +52,29 @@ func (e *SchemaRefError) Error() string {
 	if e.Location != "" {
 		where = "at " + strconv.Quote(e.Location)
 	}
-	if e.Keyword == "$schema" {
+	switch e.Keyword {
+	case "$schema":
 		return fmt.Sprintf("$schema %q %s is not a draft this library knows (use the 2020-12 draft, or leave $schema out); no meta-schema is loaded", e.Ref, where)
+	case "$id", "id":
+		return fmt.Sprintf("%s %q %s is neither a fragment nor an http(s) URL, and no file or URL is ever loaded; a schema must be self-contained (identifiers start with \"#\" or \"https://\")", e.Keyword, e.Ref, where)
 	}
 	return fmt.Sprintf("%s %q %s points outside the schema, and no file or URL is ever loaded; a schema must be self-contained (references start with \"#\")", e.Keyword, e.Ref, where)
 }
 
-// refProblem returns the error for member key: val of an object at loc, or
-// nil when the member cannot make a validator look outside the document.
-func refProblem(key, val string, loc []string) error {
-	switch key {
-	case "$ref", "$dynamicRef", "$recursiveRef":
-		if strings.HasPrefix(val, "#") {
-			return nil
-		}
-	case "$schema":
-		if knownDraft(val) {
-			return nil
-		}
-	default:
-		return nil
+// publicSchemaError returns err, from the schema engine, as the root's
+// public error: a *schema.RefError becomes a *SchemaRefError, with the same
+// fields; any other error is returned as it is.
+func publicSchemaError(err error) error {
+	// The engine never wraps a *schema.RefError: a type assertion finds
+	// it, without the allocation errors.As would cost every tool made.
+	if re, ok := err.(*schema.RefError); ok {
+		return &SchemaRefError{Keyword: re.Keyword, Ref: re.Ref, Location: re.Location}
 	}
-	return &SchemaRefError{Keyword: key, Ref: capText(val, maxQuoted), Location: capText(pointerOf(loc), maxQuoted)}
+	return err
 }
 
-// knownDraft reports whether url names a meta-schema the validator has
-// built in, so that "$schema": url loads nothing.
-func knownDraft(url string) bool {
-	u, ok := strings.CutPrefix(url, "https://")
-	if !ok {
-		if u, ok = strings.CutPrefix(url, "http://"); !ok {
-			return false
-		}
-	}
-	u = strings.TrimSuffix(u, "#")
-	switch u {
-	case "json-schema.org/schema",
-		"json-schema.org/draft/2020-12/schema",
-		"json-schema.org/draft/2019-09/schema",
-		"json-schema.org/draft-07/schema",
-		"json-schema.org/draft-06/schema",
-		"json-schema.org/draft-04/schema":
-		return true
-	}
-	return false
-}
-
-// pointerOf renders loc as a JSON Pointer.
-func pointerOf(loc []string) string {
-	var b strings.Builder
-	for _, seg := range loc {
-		b.WriteByte('/')
-		seg = strings.ReplaceAll(seg, "~", "~0")
-		b.WriteString(strings.ReplaceAll(seg, "/", "~1"))
-	}
-	return b.String()
-}
-
-// checkNodeRefs applies refProblem to every object member of n.
-func checkNodeRefs(n any, loc []string) error {
-	switch n := n.(type) {
-	case *jsontext.Object:
-		for _, kv := range n.Members() {
-			if str, ok := kv.Value.(string); ok {
-				if err := refProblem(kv.Key, str, loc); err != nil {
-					return err
-				}
-			}
-			if err := checkNodeRefs(kv.Value, append(loc, kv.Key)); err != nil {
-				return err
-			}
-		}
-	case []any:
-		for i, e := range n {
-			if err := checkNodeRefs(e, append(loc, strconv.Itoa(i))); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// checkValueRefs applies refProblem to every object member of v, a JSON
-// document decoded into Go values. Members are visited in key order, so the
-// error reported is always the same one.
-func checkValueRefs(v any, loc []string) error {
-	switch v := v.(type) {
-	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			if s, ok := v[k].(string); ok {
-				if err := refProblem(k, s, loc); err != nil {
-					return err
-				}
-			}
-			if err := checkValueRefs(v[k], append(loc, k)); err != nil {
-				return err
-			}
-		}
-	case []any:
-		for i, e := range v {
-			if err := checkValueRefs(e, append(loc, strconv.Itoa(i))); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// schemaRefs applies refProblem to every object member of the JSON
-// encoding of s. A reflected schema rarely holds anything refProblem looks
-// at, so a walk of the schema values that allocates nothing comes first;
-// only a schema it cannot clear is encoded and checked member by member.
+// schemaRefs refuses a schema, reflected or built, that refers outside
+// itself, with a *SchemaRefError.
 func schemaRefs(s *jsonschema.Schema) error {
-	if plainSchema(s, 0) {
-		return nil
-	}
-	b, err := json.Marshal(s)
-	if err != nil {
-		return fmt.Errorf("encoding the parameter schema: %w", err)
-	}
-	doc, err := sjs.UnmarshalJSON(bytes.NewReader(b))
-	if err != nil {
-		return fmt.Errorf("decoding the parameter schema: %w", err)
-	}
-	return checkValueRefs(doc, nil)
-}
-
-// errNoLoading is what the validator's loader answers for every URL.
-var errNoLoading = errors.New("a tool's schema must be self-contained: no file or URL is loaded")
-
-// refusingLoader is the validator's URL loader: it loads nothing.
-type refusingLoader struct{}
-
-func (refusingLoader) Load(string) (any, error) { return nil, errNoLoading }
-
-// maxQuoted bounds the bytes of untrusted text (a value, a name, a
-// reference) quoted into an error message.
-const maxQuoted = 100
-
-// capText returns s cut to at most max bytes, on a rune boundary, with an
-// ellipsis and the full length when cut.
-func capText(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	return bound(s, max) + " (" + strconv.Itoa(len(s)) + " bytes)"
-}
-
-// plainSchema reports whether s, walked as values, holds no reference, no
-// $schema, no keyword of its own (Extras) and no data that could hold an
-// object member (an object or array in enum, const, default or
-// examples): then its JSON encoding has nothing for refProblem to refuse.
-// Too deep a schema is not cleared.
-func plainSchema(s *jsonschema.Schema, depth int) bool {
-	if s == nil {
-		return true
-	}
-	if depth > maxSchemaDepth || s.Ref != "" || s.DynamicRef != "" || s.Version != "" || len(s.Extras) > 0 ||
-		!scalars(s.Enum) || !scalars(s.Examples) || !scalar(s.Const) || !scalar(s.Default) {
-		return false
-	}
-	depth++
-	for _, d := range s.Definitions {
-		if !plainSchema(d, depth) {
-			return false
-		}
-	}
-	for _, list := range [...][]*jsonschema.Schema{s.AllOf, s.AnyOf, s.OneOf, s.PrefixItems} {
-		for _, e := range list {
-			if !plainSchema(e, depth) {
-				return false
-			}
-		}
-	}
-	for _, e := range [...]*jsonschema.Schema{s.Not, s.If, s.Then, s.Else, s.Items, s.Contains,
-		s.AdditionalProperties, s.PropertyNames, s.ContentSchema} {
-		if !plainSchema(e, depth) {
-			return false
-		}
-	}
-	for _, m := range [...]map[string]*jsonschema.Schema{s.DependentSchemas, s.PatternProperties} {
-		for _, e := range m {
-			if !plainSchema(e, depth) {
-				return false
-			}
-		}
-	}
-	if s.Properties != nil {
-		for p := s.Properties.Oldest(); p != nil; p = p.Next() {
-			if !plainSchema(p.Value, depth) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-func scalars(vs []any) bool {
-	for _, v := range vs {
-		if !scalar(v) {
-			return false
-		}
-	}
-	return true
-}
-
-// scalar reports whether v encodes as a JSON string, number, boolean or
-// null.
-func scalar(v any) bool {
-	switch v.(type) {
-	case nil, string, bool, float64, float32, int, int8, int16, int32, int64,
-		uint, uint8, uint16, uint32, uint64, json.Number:
-		return true
-	}
-	return false
+	return publicSchemaError(schema.CheckRefs(s))
 }

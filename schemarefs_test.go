@@ -152,6 +152,8 @@ func echoHandler(_ context.Context, args json.RawMessage) (any, error) { return 
 // $id changes the base that references resolve against. References that
 // are fragments still resolve inside the resource holding them, which is
 // part of the document; nothing is loaded, and the right subschema applies.
+// An $id that is not an http(s) URL (a file) is refused outright, with a
+// *SchemaRefError that names it.
 func TestSchemaIDGamesStayInTheDocument(t *testing.T) {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -163,34 +165,43 @@ func TestSchemaIDGamesStayInTheDocument(t *testing.T) {
 	for name, tc := range map[string]struct {
 		doc       string
 		good, bad string
+		refused   bool
 	}{
 		"root $id is a file": {
 			`{"$id":"` + secret + `","type":"object","properties":{"a":{"$ref":"#/$defs/n"}},"$defs":{"n":{"type":"integer"}}}`,
-			`{"a":1}`, `{"a":"x"}`,
+			`{"a":1}`, `{"a":"x"}`, true,
 		},
 		"root $id is the server": {
 			`{"$id":"` + srv.URL + `/s.json","type":"object","properties":{"a":{"$ref":"#/$defs/n"}},"$defs":{"n":{"type":"integer"}}}`,
-			`{"a":1}`, `{"a":"x"}`,
+			`{"a":1}`, `{"a":"x"}`, false,
 		},
 		"subschema $id is the server": {
 			`{"type":"object","properties":{"a":{"$id":"` + srv.URL + `/s.json","$ref":"#/$defs/n","$defs":{"n":{"type":"integer"}}}},"$defs":{"n":{"type":"string"}}}`,
-			`{"a":1}`, `{"a":"x"}`,
+			`{"a":1}`, `{"a":"x"}`, false,
 		},
 		"subschema $id is a file": {
 			`{"type":"object","properties":{"a":{"$id":"` + secret + `","$ref":"#/$defs/n","$defs":{"n":{"type":"integer"}}}}}`,
-			`{"a":1}`, `{"a":"x"}`,
+			`{"a":1}`, `{"a":"x"}`, true,
 		},
 		"anchor under a foreign $id": {
 			`{"type":"object","properties":{"a":{"$id":"` + srv.URL + `/x","$ref":"#num","$defs":{"n":{"$anchor":"num","type":"integer"}}}}}`,
-			`{"a":1}`, `{"a":"x"}`,
+			`{"a":1}`, `{"a":"x"}`, false,
 		},
 		"$id in an unknown keyword": {
 			`{"type":"object","x-res":{"$id":"` + srv.URL + `/y","$ref":"#/$defs/n"},"properties":{"a":{"$ref":"#/x-res"}},"$defs":{"n":{"type":"integer"}}}`,
-			`{"a":1}`, `{"a":"x"}`,
+			`{"a":1}`, `{"a":"x"}`, false,
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s, err := toolset.ParseSchema([]byte(tc.doc))
+			if tc.refused {
+				var re *toolset.SchemaRefError
+				require.ErrorAs(t, err, &re)
+				assert.Equal(t, "$id", re.Keyword)
+				assert.Equal(t, secret, re.Ref)
+				assert.NotContains(t, err.Error(), secretMarker)
+				return
+			}
 			require.NoError(t, err)
 			tool := toolset.NewRawTool("t", "", s, echoHandler)
 			if err := tool.Err(); err != nil {
@@ -251,4 +262,57 @@ func TestReflectedSchemaOutsideRefIsRefusedAtConstruction(t *testing.T) {
 		_, err = toolset.NewFunction(tc.tool).GetTools(context.Background())
 		require.Error(t, err)
 	}
+}
+
+// An identifier ("$id", or "id" in a draft-04 document) is a fragment or
+// an http(s) URL: a file, a relative path, another scheme or a URL with
+// user information is refused everywhere, naming the keyword; the forms
+// schemas in the wild use pass.
+func TestSchemaIdentifierRule(t *testing.T) {
+	for _, id := range []string{"file:///etc/", "sibling.json", "/etc/hostname", "urn:x:y", "https://user:pw@example.com/s.json", "http:///nohost", ""} {
+		doc := `{"$id":"` + id + `","type":"object"}`
+		_, err := toolset.ParseSchema([]byte(doc))
+		var re *toolset.SchemaRefError
+		require.ErrorAs(t, err, &re, id)
+		assert.Equal(t, "$id", re.Keyword, id)
+		assert.Contains(t, err.Error(), "is neither a fragment nor an http(s) URL", id)
+		refusedEverywhere(t, doc, id)
+	}
+	draft4 := `{"$schema":"http://json-schema.org/draft-04/schema#","id":"sibling.json","type":"object"}`
+	_, err := toolset.ParseSchema([]byte(draft4))
+	var re *toolset.SchemaRefError
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, "id", re.Keyword)
+	refusedEverywhere(t, draft4, "sibling.json")
+
+	for _, doc := range []string{
+		`{"$id":"https://example.com/schemas/s.json","type":"object"}`,
+		`{"$id":"http://example.com/s#","type":"object"}`,
+		`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","definitions":{"a":{"$id":"#a","type":"string"}},"properties":{"x":{"$ref":"#a"}}}`,
+		`{"$schema":"http://json-schema.org/draft-04/schema#","id":"http://example.com/s.json","type":"object"}`,
+		`{"type":"object","properties":{"id":{"type":"string"}},"default":{"id":"sibling.json"}}`, // not draft-04: "id" is data
+	} {
+		s, err := toolset.ParseSchema([]byte(doc))
+		require.NoError(t, err, doc)
+		require.NoError(t, toolset.NewRawTool("t", "", s, echoHandler).Err(), doc)
+	}
+}
+
+type fileIDType struct{}
+
+func (fileIDType) JSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{ID: "file:///etc/", Type: "string"}
+}
+
+// A reflected schema's $id is held to the same rule when the tool is made.
+func TestReflectedSchemaFileIDIsRefused(t *testing.T) {
+	tool := toolset.NewTool("fileid", "", func(context.Context, struct {
+		F fileIDType `json:"f"`
+	}) (string, error) {
+		return "ran", nil
+	})
+	var re *toolset.SchemaRefError
+	require.ErrorAs(t, tool.Err(), &re)
+	assert.Equal(t, "$id", re.Keyword)
+	assert.Equal(t, "/properties/f", re.Location)
 }

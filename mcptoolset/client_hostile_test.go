@@ -107,11 +107,40 @@ func TestExternalRefIsNamedInTheRefusal(t *testing.T) {
 		mcptoolset.WithLogger(discard()), mcptoolset.WithFailOnInvalidTools())
 	defer ts.Close()
 	_, err := ts.GetTools(context.Background())
-	var re *mcptoolset.ExternalRefError
+	var re *toolset.SchemaRefError
 	require.ErrorAs(t, err, &re)
 	assert.Equal(t, "$ref", re.Keyword)
 	assert.Equal(t, "file:///etc/passwd", re.Ref)
-	assert.Contains(t, err.Error(), `tool "evil" refused: input schema: the schema refers outside itself: "$ref" "file:///etc/passwd"`)
+	assert.Equal(t, "/properties/path", re.Location)
+	assert.Contains(t, err.Error(), `tool "evil" refused: input schema: toolset: invalid JSON Schema: $ref "file:///etc/passwd" at "/properties/path" points outside the schema`)
+}
+
+// Every outside reference a server's schema can hold ($ref, $dynamicRef,
+// $schema, $id, a draft-04 id) is refused with the core's
+// *toolset.SchemaRefError, naming the keyword, under the tool's name.
+func TestOutsideReferencesAreSchemaRefErrors(t *testing.T) {
+	checkLeaks(t)
+	for file, keyword := range map[string]string{
+		"ref-file-passwd":     "$ref",
+		"ref-relative":        "$ref",
+		"ref-absolute-path":   "$ref",
+		"dynamicref-file":     "$dynamicRef",
+		"schema-file-url":     "$schema",
+		"schema-unknown-http": "$schema",
+		"id-file-base":        "$id",
+		"draft04-id-relative": "id",
+	} {
+		t.Run(file, func(t *testing.T) {
+			ts := mcptoolset.NewInMemory("hostile", listing(&mcp.Tool{Name: "evil", InputSchema: hostileSchemas(t)[file]}),
+				mcptoolset.WithLogger(discard()), mcptoolset.WithFailOnInvalidTools())
+			defer ts.Close()
+			_, err := ts.GetTools(context.Background())
+			var re *toolset.SchemaRefError
+			require.ErrorAs(t, err, &re)
+			assert.Equal(t, keyword, re.Keyword)
+			assert.Contains(t, err.Error(), `tool "evil" refused: input schema: toolset: invalid JSON Schema: `+keyword)
+		})
+	}
 }
 
 // A schema that refers to a FIFO or to a URL never makes the process open

@@ -135,7 +135,7 @@
 // itself (a "$ref", "$dynamicRef" or "$recursiveRef" that is not a
 // fragment "#...", a "$schema" that is not a JSON Schema draft, an "$id"
 // that is neither a fragment nor a plain http(s) URL; see
-// [ExternalRefError]), so a schema never makes the process read a file or
+// [toolset.SchemaRefError]), so a schema never makes the process read a file or
 // fetch a URL. A tool is refused too when it is over the limits of
 // [WithListLimits] (schema size and nesting, description and title size),
 // when its name is not one a model can call (it must match

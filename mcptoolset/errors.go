@@ -45,7 +45,7 @@ func (e *ServerError) Unwrap() error { return e.Err }
 
 // InvalidToolError reports a tool of a server's listing that a [Toolset]
 // refused: its input schema does not compile, or refers to a document
-// other than itself (a file, a URL; see [ExternalRefError]), or the tool
+// other than itself (a file, a URL; see [toolset.SchemaRefError]), or the tool
 // is over the limits of [WithListLimits], or its name is unusable or
 // listed twice. The listing leaves it out (see [Toolset.InvalidTools]), or
 // fails with it under [WithFailOnInvalidTools].

@@ -68,7 +68,7 @@ func FuzzToolFromListing(f *testing.F) {
 			if err != nil {
 				t.Fatalf("an accepted tool's schema does not encode: %v", err)
 			}
-			if err := checkSchemaDoc(params, 1<<20); err != nil {
+			if _, err := toolset.ParseSchema(params); err != nil {
 				t.Fatalf("an accepted tool's schema %s: %v", params, err)
 			}
 			if err := compileSchema(params); err != nil {

@@ -1,10 +1,10 @@
-// Package argcheck proves tool-call arguments valid against a JSON Schema
+// The fast check proves tool-call arguments valid against a JSON Schema
 // without decoding them.
 //
 // The authority on validity is github.com/santhosh-tekuri/jsonschema/v6
 // with its default settings (draft 2020-12, formats not asserted, Go regexp
 // syntax). That validator needs the arguments decoded into Go values first,
-// which costs more than the rest of a tool call. A [Checker] instead walks
+// which costs more than the rest of a tool call. A [fastChecker] instead walks
 // the raw JSON bytes once, without allocating, and answers one of two
 // things: "proven valid" or "not proven". It never answers "proven valid"
 // for arguments the full validator would reject; when it cannot be sure (a
@@ -24,7 +24,8 @@
 // the full validator ignores them; $schema (naming draft 2020-12) and $id
 // are accepted at the root only. Any other keyword makes the whole schema
 // unsupported.
-package argcheck
+
+package schema
 
 import (
 	"unicode/utf8"
@@ -38,22 +39,22 @@ const maxDepth = 1000
 
 var lexLimits = jsontext.Limits{MaxDepth: maxDepth}
 
-// Checker proves JSON arguments valid against one schema. A Checker is
+// fastChecker proves JSON arguments valid against one schema. A fastChecker is
 // immutable after [Compile] and safe for concurrent use.
-type Checker struct {
+type fastChecker struct {
 	root *node // nil accepts every JSON value
 	fast bool
 }
 
 // Fast reports whether the schema is within the supported subset. If it
 // is not, Valid always returns false.
-func (c *Checker) Fast() bool { return c.fast }
+func (c *fastChecker) Fast() bool { return c.fast }
 
 // Valid reports whether args is proven valid: a single JSON value,
 // optionally surrounded by whitespace, that the schema accepts. false means
 // "not proven": args may be malformed, invalid, or beyond what the checker
 // can decide exactly, and the caller must run the full validator.
-func (c *Checker) Valid(args []byte) bool {
+func (c *fastChecker) Valid(args []byte) bool {
 	if !c.fast {
 		return false
 	}
@@ -396,7 +397,7 @@ func checkString(n *node, d []byte, t jsontext.Token) bool {
 			return false
 		}
 	}
-	if n.pattern != nil && (!MatchAffordable(n.pattern.size, len(s)) || !n.pattern.re.Match(s)) {
+	if n.pattern != nil && (!matchAffordable(n.pattern.size, len(s)) || !n.pattern.re.Match(s)) {
 		return false
 	}
 	for _, set := range n.enums {

@@ -1,4 +1,4 @@
-package argcheck
+package schema
 
 import (
 	"encoding/json"
@@ -25,7 +25,7 @@ func TestRandomSchemas(t *testing.T) {
 		g := generator{rng: rng}
 		schema, err := json.Marshal(g.schema(3))
 		require.NoError(t, err)
-		c, err := Compile(schema)
+		c, err := compileFast(schema)
 		require.NoError(t, err)
 		full, fullErr := fullSchema(schema)
 		if !c.Fast() {

@@ -1,4 +1,4 @@
-package argcheck
+package schema
 
 import (
 	"fmt"
@@ -6,48 +6,42 @@ import (
 	"regexp/syntax"
 )
 
-// MaxPatternSize bounds the program a regular expression from a schema may
+// maxPatternSize bounds the program a regular expression from a schema may
 // compile to, in instructions. Compiling costs time that grows faster than
 // the program (1 KB of "x{1000}" is 140,000 instructions and takes half a
 // second), and matching costs time proportional to it per byte; a pattern
 // of ten thousand instructions compiles in about a millisecond. Real
 // patterns are far smaller: ^[a-z0-9]{1,255}$ is about 500.
-const MaxPatternSize = 10000
+const maxPatternSize = 10000
 
-// CheckPattern parses expr as a Go regular expression and reports an error
+// patternSize parses expr as a Go regular expression and reports an error
 // if it is invalid or would compile to a program of more than
-// MaxPatternSize instructions. It costs time linear in len(expr).
-func CheckPattern(expr string) error {
-	_, err := PatternSize(expr)
-	return err
-}
-
-// PatternSize is CheckPattern, and returns an estimate from above of the
-// instructions expr compiles to.
-func PatternSize(expr string) (int, error) {
+// maxPatternSize instructions; otherwise it returns an estimate from above
+// of the instructions expr compiles to. It costs time linear in len(expr).
+func patternSize(expr string) (int, error) {
 	re, err := syntax.Parse(expr, syntax.Perl)
 	if err != nil {
 		return 0, err
 	}
 	n := programSize(re)
-	if n > MaxPatternSize {
-		return 0, fmt.Errorf("regular expression of %d bytes would compile to more than %d instructions; simplify it (fewer or smaller repetition counts)", len(expr), MaxPatternSize)
+	if n > maxPatternSize {
+		return 0, fmt.Errorf("regular expression of %d bytes would compile to more than %d instructions; simplify it (fewer or smaller repetition counts)", len(expr), maxPatternSize)
 	}
 	return n, nil
 }
 
-// MaxMatchCost bounds the work of matching one string against a pattern:
+// maxMatchCost bounds the work of matching one string against a pattern:
 // matching costs up to the pattern's size per byte of the string
 // ("[ab]{1000}c", eleven bytes, takes 0.8 s on 100 KB), so a string whose
 // length times the pattern's size exceeds it is not matched but taken as
 // not matching, which refuses it. Real patterns are small: one of 20
 // instructions still matches 400 KB strings.
-const MaxMatchCost = 1 << 23
+const maxMatchCost = 1 << 23
 
-// MatchAffordable reports whether a string of n bytes may be matched
-// against a pattern of the given size (from PatternSize).
-func MatchAffordable(size, n int) bool {
-	return n <= MaxMatchCost/max(size, 1)
+// matchAffordable reports whether a string of n bytes may be matched
+// against a pattern of the given size (from patternSize).
+func matchAffordable(size, n int) bool {
+	return n <= maxMatchCost/max(size, 1)
 }
 
 // pattern is a compiled pattern and its size.
@@ -56,9 +50,9 @@ type pattern struct {
 	size int
 }
 
-// compilePattern compiles expr after PatternSize.
+// compilePattern compiles expr after patternSize.
 func compilePattern(expr string) (*pattern, error) {
-	size, err := PatternSize(expr)
+	size, err := patternSize(expr)
 	if err != nil {
 		return nil, err
 	}
@@ -70,9 +64,9 @@ func compilePattern(expr string) (*pattern, error) {
 }
 
 // programSize estimates, from above, the instructions the compiled program
-// of re has, saturating just past MaxPatternSize.
+// of re has, saturating just past maxPatternSize.
 func programSize(re *syntax.Regexp) int {
-	const limit = MaxPatternSize + 1
+	const limit = maxPatternSize + 1
 	sat := func(n int) int { return min(n, limit) }
 	switch re.Op {
 	case syntax.OpLiteral:

@@ -1,4 +1,4 @@
-package argcheck
+package schema
 
 // Limits on numbers compared exactly. Within them the full validator's
 // big.Rat parse of the same token succeeds (it refuses exponents beyond

@@ -1,4 +1,4 @@
-package argcheck
+package schema
 
 import (
 	"encoding/json"
@@ -29,12 +29,12 @@ var fuzzSchemas = []string{
 // accepts.
 func FuzzValid(f *testing.F) {
 	type pair struct {
-		fast *Checker
+		fast *fastChecker
 		full *sjs.Schema
 	}
 	pairs := make([]pair, len(fuzzSchemas))
 	for i, s := range fuzzSchemas {
-		c, err := Compile([]byte(s))
+		c, err := compileFast([]byte(s))
 		if err != nil || !c.Fast() {
 			f.Fatalf("schema %d: not fast (%v)", i, err)
 		}
@@ -75,7 +75,7 @@ func FuzzSchema(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, schema, args []byte) {
-		c, err := Compile(schema)
+		c, err := compileFast(schema)
 		if err != nil || !c.Fast() {
 			return
 		}
@@ -93,7 +93,7 @@ func FuzzSchema(f *testing.F) {
 }
 
 func BenchmarkValid(b *testing.B) {
-	c, err := Compile([]byte(weatherSchema))
+	c, err := compileFast([]byte(weatherSchema))
 	if err != nil {
 		b.Fatal(err)
 	}

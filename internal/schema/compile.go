@@ -1,4 +1,4 @@
-package argcheck
+package schema
 
 import (
 	"bytes"
@@ -19,31 +19,31 @@ const manyFields = 8
 // neverNode is the false schema.
 var neverNode = &node{never: true}
 
-// Compile prepares schema (JSON Schema 2020-12, as JSON bytes) for fast
+// compileFast prepares schema (JSON Schema 2020-12, as JSON bytes) for fast
 // checks. It returns an error only when schema is not a single JSON value
 // or is neither an object nor a boolean; a schema outside the supported
 // subset, or one the full validator would refuse to compile, gives a
-// Checker whose Fast method reports false.
-func Compile(schema []byte) (*Checker, error) {
+// fastChecker whose Fast method reports false.
+func compileFast(schema []byte) (*fastChecker, error) {
 	dec := json.NewDecoder(bytes.NewReader(schema))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("argcheck: decoding the schema: %w", err)
+		return nil, fmt.Errorf("fast check: decoding the schema: %w", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("argcheck: decoding the schema: data after the top-level value")
+		return nil, errors.New("fast check: decoding the schema: data after the top-level value")
 	}
 	switch v.(type) {
 	case bool, map[string]any:
 	default:
-		return nil, fmt.Errorf("argcheck: the schema is a JSON %s, not an object or a boolean", jsonKind(v))
+		return nil, fmt.Errorf("fast check: the schema is a JSON %s, not an object or a boolean", jsonKind(v))
 	}
 	root, ok := compileSchema(v, true)
 	if !ok {
-		return &Checker{}, nil
+		return &fastChecker{}, nil
 	}
-	return &Checker{root: root, fast: true}, nil
+	return &fastChecker{root: root, fast: true}, nil
 }
 
 func jsonKind(v any) string {
@@ -163,7 +163,7 @@ func compileObject(obj map[string]any, root bool) (*node, bool) {
 			ok = root && v == draft202012
 		case "$id":
 			s, isString := v.(string)
-			ok = root && isString && safeID(s)
+			ok = root && isString && safeID(s) && safeBase(s)
 		default:
 			ok = !unsupported[k]
 		}
@@ -395,7 +395,8 @@ func compileFields(n *node, props map[string]any, required []any) bool {
 // safeID reports whether s is a root $id the full validator is sure to
 // accept and that cannot name one of its meta-schemas: an http(s) URL or a
 // relative path made of unreserved characters, with an optional empty
-// fragment.
+// fragment. The caller also applies the reference rule ([safeBase]), which
+// leaves only the http(s) form.
 func safeID(s string) bool {
 	s = strings.TrimSuffix(s, "#")
 	rest, abs := strings.CutPrefix(s, "https://")

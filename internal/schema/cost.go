@@ -1,4 +1,4 @@
-package toolset
+package schema
 
 import (
 	"fmt"
@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gotoolset/toolset/internal/argcheck"
 	sjs "github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -101,7 +100,7 @@ func newCostGraph(root *sjs.Schema) (*costGraph, error) {
 	for s := range seen {
 		if n := same(s); n > maxSameEvals {
 			return nil, fmt.Errorf("the subschema at %q applies more than %d subschemas to one value (through shared references); simplify the schema",
-				capText(s.Location, maxQuoted), maxSameEvals)
+				CutText(s.Location, MaxQuoted), maxSameEvals)
 		}
 	}
 	return g, nil
@@ -294,8 +293,8 @@ func (g *costGraph) withinBudget(doc any) bool {
 
 // tooCostlyProblem is the problem reported for arguments whose validation
 // would cost too much.
-func tooCostlyProblem(values int) ArgumentProblem {
-	return ArgumentProblem{Message: "these arguments would take too long to validate against the tool's schema, which applies its parts to the same values over and over (more than " +
+func tooCostlyProblem(values int) Problem {
+	return Problem{Message: "these arguments would take too long to validate against the tool's schema, which applies its parts to the same values over and over (more than " +
 		strconv.Itoa(evalBudget(values)) + " evaluations); send fewer or less deeply nested values"}
 }
 
@@ -304,25 +303,25 @@ func tooCostlyProblem(values int) ArgumentProblem {
 // property, for names). Such a string is refused before the validator
 // runs: taking it as not matching would be wrong under "not", "if" or
 // "patternProperties".
-func (g *costGraph) longStrings(doc any) []ArgumentProblem {
+func (g *costGraph) longStrings(doc any) []Problem {
 	keySize := max(g.keyPattern, g.strPattern) // propertyNames may match names against a pattern
 	if keySize == 0 {
 		return nil
 	}
-	var out []ArgumentProblem
-	tooLong := func(field *fieldStack, what string, n, size int) {
-		out = append(out, ArgumentProblem{Field: field.String(), Message: fmt.Sprintf(
-			"%s of %d bytes is too long for this tool's schema to check against its patterns; send at most %d bytes", what, n, argcheck.MaxMatchCost/size)})
+	var out []Problem
+	tooLong := func(field *FieldPath, what string, n, size int) {
+		out = append(out, Problem{Field: field.String(), Message: fmt.Sprintf(
+			"%s of %d bytes is too long for this tool's schema to check against its patterns; send at most %d bytes", what, n, maxMatchCost/size)})
 	}
-	walkDoc(doc, func(field *fieldStack, v any) {
-		if s, ok := v.(string); ok && g.strPattern > 0 && !argcheck.MatchAffordable(g.strPattern, len(s)) {
+	walkDoc(doc, func(field *FieldPath, v any) {
+		if s, ok := v.(string); ok && g.strPattern > 0 && !matchAffordable(g.strPattern, len(s)) {
 			tooLong(field, "string", len(s), g.strPattern)
 		}
-	}, func(field *fieldStack, k string) {
-		if !argcheck.MatchAffordable(keySize, len(k)) {
+	}, func(field *FieldPath, k string) {
+		if !matchAffordable(keySize, len(k)) {
 			tooLong(field, "field name", len(k), keySize)
 		}
 	})
-	slices.SortFunc(out, func(a, b ArgumentProblem) int { return strings.Compare(a.Field, b.Field) })
+	slices.SortFunc(out, func(a, b Problem) int { return strings.Compare(a.Field, b.Field) })
 	return out
 }

@@ -1,4 +1,4 @@
-package toolset
+package schema
 
 import (
 	"net/http"
@@ -94,15 +94,15 @@ func TestPlainSchemaNeverClearsAnOutsideReference(t *testing.T) {
 	}
 	for name, s := range hidden {
 		assert.False(t, plainSchema(s, 0), name)
-		assert.Error(t, schemaRefs(s), name)
+		assert.Error(t, CheckRefs(s), name)
 	}
 	type plain struct {
 		City string   `json:"city" jsonschema:"enum=Paris,enum=Rome"`
 		Days int      `json:"days,omitempty" jsonschema:"minimum=1,maximum=14,default=3"`
 		Tags []string `json:"tags,omitempty"`
 	}
-	s, err := parametersSchema(reflect.TypeFor[plain]())
+	s, err := ReflectParameters(reflect.TypeFor[plain]())
 	require.NoError(t, err)
 	assert.True(t, plainSchema(s, 0), "a reflected schema is cleared without encoding it")
-	assert.NoError(t, schemaRefs(s))
+	assert.NoError(t, CheckRefs(s))
 }
