@@ -1,8 +1,6 @@
 package toolset
 
 import (
-	"unsafe"
-
 	"github.com/gotoolset/toolset/internal/schema"
 	"github.com/invopop/jsonschema"
 )
@@ -31,15 +29,14 @@ func (v *validator) check(args []byte) error {
 	return argumentError(problems)
 }
 
-// The engine's Problem and ArgumentProblem are the same struct: this
-// conversion compiles only while they are, which argumentError relies on.
-var _ = ArgumentProblem(schema.Problem{})
-
-// argumentError returns the engine's problems as an *ArgumentError,
-// reusing the slice rather than copying it (see above): refusing arguments
-// allocates no more than the engine does.
+// argumentError returns the engine's problems as an *ArgumentError. The
+// engine's Problem and ArgumentProblem are the same struct, so each
+// converts; the copy costs one allocation on the refusal path only.
 func argumentError(problems []schema.Problem) *ArgumentError {
-	out := unsafe.Slice((*ArgumentProblem)(unsafe.Pointer(unsafe.SliceData(problems))), len(problems))
+	out := make([]ArgumentProblem, len(problems))
+	for i, p := range problems {
+		out[i] = ArgumentProblem(p)
+	}
 	return &ArgumentError{Problems: out}
 }
 

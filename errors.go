@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/gotoolset/toolset/internal/textcut"
 )
 
 // A ModelError is an error the model should see and can act on: bad
@@ -302,16 +303,7 @@ func boundName(name string) string { return bound(name, maxShownName) }
 
 // bound cuts s to at most n bytes, at a rune boundary, marking a cut with
 // an ellipsis.
-func bound(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
+func bound(s string, n int) string { return textcut.Clip(s, n) }
 
 // distance computes the Levenshtein distance, in bytes, from a pattern of
 // at most 64 bytes to other strings, with Myers' bit-parallel algorithm

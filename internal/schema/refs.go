@@ -9,9 +9,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/gotoolset/toolset/internal/jsontext"
+	"github.com/gotoolset/toolset/internal/textcut"
 	"github.com/invopop/jsonschema"
 	sjs "github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -257,11 +257,7 @@ func CutText(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "… (" + strconv.Itoa(len(s)) + " bytes)"
+	return textcut.Prefix(s, max) + textcut.Ellipsis + " (" + strconv.Itoa(len(s)) + " bytes)"
 }
 
 // plainSchema reports whether s, walked as values, holds no reference, no
