@@ -227,30 +227,7 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, mcp.Transport, 
 	if c.cfg.clientOpts != nil {
 		opts = *c.cfg.clientOpts
 	}
-	next := opts.ToolListChangedHandler
-	opts.ToolListChangedHandler = func(ctx context.Context, req *mcp.ToolListChangedRequest) {
-		c.invalidate()
-		if next != nil {
-			defer func() {
-				if p := recover(); p != nil {
-					c.cfg.logger.Error("mcptoolset: the ToolListChangedHandler panicked", "server", c.cfg.name, "panic", p, "stack", string(debug.Stack()))
-				}
-			}()
-			next(ctx, req)
-		}
-	}
-	nextProgress := opts.ProgressNotificationHandler
-	opts.ProgressNotificationHandler = func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
-		c.progress(req)
-		if nextProgress != nil {
-			defer func() {
-				if p := recover(); p != nil {
-					c.cfg.logger.Error("mcptoolset: the ProgressNotificationHandler panicked", "server", c.cfg.name, "panic", p, "stack", string(debug.Stack()))
-				}
-			}()
-			nextProgress(ctx, req)
-		}
-	}
+	c.hookNotifications(&opts)
 	s, err := mcp.NewClient(impl, &opts).Connect(ctx, tr, nil)
 	if err != nil {
 		if ct, ok := tr.(*commandTransport); ok {

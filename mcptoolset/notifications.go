@@ -2,6 +2,7 @@ package mcptoolset
 
 import (
 	"context"
+	"runtime/debug"
 	"strconv"
 	"sync"
 
@@ -73,5 +74,36 @@ func (c *conn) progress(req *mcp.ProgressNotificationClientRequest) {
 	defer w.mu.Unlock()
 	if !w.done {
 		toolset.ReportProgress(w.ctx, p)
+	}
+}
+
+// hookNotifications makes the client of opts drop the cached tool list
+// when the server says it changed, and pass the server's progress
+// notifications on to the calls they name, before calling the handlers
+// the application set, under recover.
+func (c *conn) hookNotifications(opts *mcp.ClientOptions) {
+	next := opts.ToolListChangedHandler
+	opts.ToolListChangedHandler = func(ctx context.Context, req *mcp.ToolListChangedRequest) {
+		c.invalidate()
+		if next != nil {
+			defer func() {
+				if p := recover(); p != nil {
+					c.cfg.logger.Error("mcptoolset: the ToolListChangedHandler panicked", "server", c.cfg.name, "panic", p, "stack", string(debug.Stack()))
+				}
+			}()
+			next(ctx, req)
+		}
+	}
+	nextProgress := opts.ProgressNotificationHandler
+	opts.ProgressNotificationHandler = func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
+		c.progress(req)
+		if nextProgress != nil {
+			defer func() {
+				if p := recover(); p != nil {
+					c.cfg.logger.Error("mcptoolset: the ProgressNotificationHandler panicked", "server", c.cfg.name, "panic", p, "stack", string(debug.Stack()))
+				}
+			}()
+			nextProgress(ctx, req)
+		}
 	}
 }
