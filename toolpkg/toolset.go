@@ -14,6 +14,7 @@ import (
 
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/internal/tracefields"
+	"github.com/gotoolset/toolset/toolpkg/internal/protocol"
 )
 
 // Toolset is a packaged toolset of a [Store] as a [toolset.Toolset]: its
@@ -330,27 +331,6 @@ type call struct {
 	secrets *secrets
 }
 
-// runnerArgs is runner_args.json. Fields this runtime does not offer are
-// passed empty.
-type runnerArgs struct {
-	ToolName         string            `json:"tool_name"`
-	Args             json.RawMessage   `json:"args"`
-	ToolConfig       map[string]any    `json:"tool_config"`
-	ResultFile       string            `json:"result_file"`
-	OutputDir        string            `json:"output_dir"`
-	TaskID           string            `json:"task_id"`
-	UserID           string            `json:"user_id"`
-	SessionID        string            `json:"session_id"`
-	AppName          string            `json:"app_name"`
-	ArtifactPaths    map[string]any    `json:"artifact_paths"`
-	ArtifactMetadata map[string]any    `json:"artifact_metadata"`
-	StatusPipe       string            `json:"status_pipe"`
-	IPCSocket        string            `json:"ipc_socket"`
-	ToolOAuthToken   string            `json:"tool_oauth_token"`
-	ToolAuthHeaders  map[string]string `json:"tool_auth_headers"`
-	VolumeMounts     []any             `json:"volume_mounts"`
-}
-
 // resultDoc is result.json.
 type resultDoc struct {
 	Result *struct {
@@ -432,12 +412,12 @@ func (c *call) runWith(ctx context.Context, args json.RawMessage, creds Credenti
 	if err != nil {
 		return nil, err
 	}
-	ra := runnerArgs{
+	ra := protocol.Invocation{
 		ToolName: c.tool.Name, Args: args, ToolConfig: c.config,
 		ResultFile: filepath.Join(workView, "result.json"), OutputDir: filepath.Join(workView, "output"),
 		TaskID: rc.ID(), UserID: runString(rc, "user_id"), SessionID: runString(rc, "session_id"), AppName: runString(rc, "app_name"),
 		ArtifactPaths: inPaths, ArtifactMetadata: inMeta,
-		ToolAuthHeaders: creds.Headers, ToolOAuthToken: creds.OAuthToken, VolumeMounts: []any{},
+		AuthHeaders: creds.Headers, OAuthToken: creds.OAuthToken, VolumeMounts: protocol.NoVolumeMounts,
 		StatusPipe: filepath.Join(workView, statusPipeName),
 	}
 	if ra.ToolConfig == nil {
@@ -462,10 +442,10 @@ func (c *call) runWith(ctx context.Context, args json.RawMessage, creds Credenti
 	// It holds the tool's configuration, secrets included: readable by
 	// the tool's user alone (its path is on the command line, which every
 	// user of the host can read).
-	if err := s.writeToolFile(filepath.Join(work, "runner_args.json"), data); err != nil {
+	if err := s.writeToolFile(filepath.Join(work, protocol.InvocationFile), data); err != nil {
 		return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, unprefixed{err})
 	}
-	l.args = []string{filepath.Join(workView, "runner_args.json")}
+	l.args = []string{filepath.Join(workView, protocol.InvocationFile)}
 	l.collectOutput = true
 
 	status, err := readStatus(ctx, pipe, c.secrets)
