@@ -307,7 +307,7 @@
 // the processes bwrap started. [Options.KillGrace] later (default
 // [DefaultKillGrace], 3 s) SIGKILL ends it and all its processes. A
 // result.json written in the grace is the call's answer; without one, a
-// timeout is a [*TimeoutError] that the model sees. A tool that is the
+// timeout is a [*toolset.TimeoutError] that the model sees. A tool that is the
 // first process of its PID namespace (outside bwrap) and installs no
 // SIGTERM handler ignores SIGTERM, as every namespace's init does, and
 // waits for the SIGKILL.

@@ -473,7 +473,9 @@ func (c *call) runWith(ctx context.Context, args json.RawMessage, creds Credenti
 		} else if _, ok := err.(*ExecError); !ok {
 			return out, err
 		}
-		return nil, &TimeoutError{Toolset: c.toolset, Tool: c.tool.Name, Timeout: c.tool.Timeout()}
+		// Killed with its children: the model sees the core's timeout,
+		// under the name it called.
+		return nil, &toolset.TimeoutError{Tool: c.toolset + "__" + c.tool.Name, After: c.tool.Timeout()}
 	case res.signal != 0 || res.exitCode != 0:
 		return nil, &ExecError{Toolset: c.toolset, Tool: c.tool.Name, Reason: res.describeExit(l.limits), Stderr: stderr}
 	}
@@ -725,23 +727,6 @@ func (c *call) errorCode(raw json.RawMessage) string {
 		s = strings.ToValidUTF8(s[:maxErrorCode], "")
 	}
 	return s
-}
-
-// TimeoutError reports a tool killed, with its children, at its timeout.
-// The model sees it, so that it can try something smaller.
-type TimeoutError struct {
-	Toolset, Tool string
-	Timeout       time.Duration
-}
-
-// Error implements error.
-func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("toolpkg: toolset %q: tool %q timed out after %s and was killed", e.Toolset, e.Tool, e.Timeout)
-}
-
-// ModelText implements [toolset.ModelError].
-func (e *TimeoutError) ModelText() string {
-	return fmt.Sprintf("the tool %s timed out after %s and was stopped", e.Tool, e.Timeout)
 }
 
 // StaleToolError reports a call of a tool from a version of the toolset
