@@ -8,6 +8,62 @@ import (
 )
 
 // Status is where a toolset is in its lifecycle.
+//
+// A toolset's status ([Status]) is persisted in its state.json:
+//
+//   - created ([StatusCreated]): [Store.Create] made the record, no
+//     package was uploaded yet;
+//   - pending ([StatusPending]): a package was accepted, discovery runs
+//     or waits for its turn;
+//   - ready ([StatusReady]): every executable was discovered;
+//   - failed ([StatusFailed]): discovery of the latest upload failed,
+//     [Info.Errors] says why;
+//   - removed ([StatusRemoved]): [Store.Remove] removed it; [Store.Create]
+//     or an upload may make it again.
+//
+// [Store.StartUpload] creates the toolset if needed. A package that
+// fails validation returns a [*ValidationError] and changes nothing.
+// Otherwise it becomes the next version (numbers are never reused), with
+// its zip, and the status goes pending, persisted, before StartUpload
+// returns; discovery runs in the background, at most
+// [Options.MaxParallelDiscovery] toolsets at a time, and the status then
+// goes ready or failed ([Store.Wait] waits for it; [Store.Upload] is
+// StartUpload then Wait, and a failed discovery is not its error).
+// Uploads of one toolset are serialised: the next waits for the
+// previous one's discovery.
+//
+// [Info] tells the latest upload from the version that serves:
+// Version, Uploaded, Status and Errors are the latest upload's;
+// [Info.Serving] is the version whose tools the store's Toolsets list
+// (Info.Tools), the latest one discovered ready. A re-upload of a ready
+// toolset keeps the old version serving while it is pending, and after
+// it failed; once it is ready it serves from the next turn on. GetTools
+// fails with a [*NotReadyError] only when nothing serves (no upload yet,
+// every upload failed or pending, or the toolset removed), and with an
+// error wrapping [ErrNotFound] for a name the store never had.
+// [Info.Versions] keeps the last [MaxVersionHistory] uploads.
+//
+// On disk, a toolset keeps the folders and zips of its latest and its
+// serving version ([Store.Package] exports a zip). The others are
+// deleted once no call uses them; a tool listed from a deleted version
+// fails with a [*StaleToolError] that the model sees, and the next turn
+// lists the serving version's tools. [Store.Remove] deletes the zips and
+// the stored configuration at once, and cancels a discovery running.
+//
+// One process at a time owns a store directory ([Open] takes an
+// exclusive lock). [Store.Close] cancels the discoveries running, which
+// leave their toolsets pending on disk; Open discovers again a toolset
+// left pending (its serving version, if any, serves meanwhile), and
+// cleans up what a crashed process left behind (temporary folders, work
+// directories, versions neither latest nor serving). state.json files of
+// earlier releases load: a ready record serves its version, and the
+// history starts with it. A damaged state.json (unreadable,
+// not JSON, naming files outside its package, holding what discovery
+// would have refused, or naming a version whose folder is missing) does
+// not stop the store from opening: it is logged as an error, the toolset
+// is failed with an error that says to upload the package again, and its
+// files stay as they are; the next upload replaces the record, with a
+// version number above every folder on disk.
 type Status string
 
 // The statuses of a toolset. created → pending → ready | failed; a

@@ -59,8 +59,8 @@ func (s *Store) Toolset(name string, config map[string]any) *Toolset {
 // ToolsetWithConfig returns the toolset name of the store as a
 // [toolset.Toolset] for one agent, configured as the platform models it:
 // the toolset's values, the agent's overlay by tool, the excluded tools,
-// and the reserved keys hil, required_scopes and auth (see the package
-// documentation, Configuration). The configuration is copied, and checked
+// and the reserved keys hil, required_scopes and auth (see
+// [Config]). The configuration is copied, and checked
 // each time a new version is listed.
 func (s *Store) ToolsetWithConfig(name string, config Config) *Toolset {
 	return &Toolset{store: s, name: name, config: config.clone()}

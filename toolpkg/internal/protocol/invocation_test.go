@@ -40,12 +40,13 @@ func TestInvocationJSONIsPinned(t *testing.T) {
 	// What the runtime writes for a call with no artifacts, credentials
 	// or IPC socket: every key present, the empty ones empty.
 	bare := Invocation{ToolName: "t", Args: json.RawMessage(`{}`), ToolConfig: map[string]any{},
-		ArtifactPaths: map[string]string{}, ArtifactMetadata: map[string]ArtifactInfo{}, VolumeMounts: NoVolumeMounts}
+		ArtifactPaths: map[string]string{}, ArtifactMetadata: map[string]ArtifactInfo{}, AuthHeaders: map[string]string{},
+		VolumeMounts: NoVolumeMounts}
 	b, err = json.Marshal(bare)
 	require.NoError(t, err)
 	assert.Equal(t, `{"tool_name":"t","args":{},"tool_config":{},"result_file":"","output_dir":"",`+
 		`"task_id":"","user_id":"","session_id":"","app_name":"","artifact_paths":{},"artifact_metadata":{},`+
-		`"status_pipe":"","ipc_socket":"","tool_oauth_token":"","tool_auth_headers":null,"volume_mounts":{}}`, string(b))
+		`"status_pipe":"","ipc_socket":"","tool_oauth_token":"","tool_auth_headers":{},"volume_mounts":{}}`, string(b))
 
 	var back Invocation
 	require.NoError(t, json.Unmarshal(b, &back))
