@@ -204,14 +204,7 @@ func (c *conn) makeTools(defs []*mcp.Tool) ([]toolset.Tool, error) {
 		tools = append(tools, t)
 	}
 	if len(invalid) > 0 && c.cfg.failInvalid {
-		var errs []error
-		for _, e := range invalid[:min(len(invalid), maxRefusalsJoined)] {
-			errs = append(errs, e)
-		}
-		if n := len(invalid) - maxRefusalsJoined; n > 0 {
-			errs = append(errs, fmt.Errorf("and %d more invalid tools", n))
-		}
-		return nil, c.errorf("list tools", "", errors.Join(errs...))
+		return nil, c.errorf("list tools", "", joinRefusals(invalid))
 	}
 	c.known, c.refused = known, refused
 	c.mu.Lock()
@@ -223,3 +216,16 @@ func (c *conn) makeTools(defs []*mcp.Tool) ([]toolset.Tool, error) {
 // maxRefusalsJoined bounds the refusals that a listing failed under
 // WithFailOnInvalidTools quotes.
 const maxRefusalsJoined = 10
+
+// joinRefusals is the error of a listing failed under
+// WithFailOnInvalidTools: its first refusals, and how many more there are.
+func joinRefusals(invalid []*InvalidToolError) error {
+	var errs []error
+	for _, e := range invalid[:min(len(invalid), maxRefusalsJoined)] {
+		errs = append(errs, e)
+	}
+	if n := len(invalid) - maxRefusalsJoined; n > 0 {
+		errs = append(errs, fmt.Errorf("and %d more invalid tools", n))
+	}
+	return errors.Join(errs...)
+}

@@ -117,40 +117,9 @@ func (s *Store) StartUpload(ctx context.Context, name string, r io.ReaderAt, siz
 		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, unprefixed{err})
 	}
 	defer removeAll(tmp)
-	pkgTmp := filepath.Join(tmp, "package")
-	if err := os.Mkdir(pkgTmp, 0o755); err != nil {
-		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, unprefixed{err})
-	}
-	if err := extract(c, pkgTmp, s.opts.Limits); err != nil {
-		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, unprefixed{err})
-	}
-	// The tools may run as another user, who must read the package.
-	if err := chmodDirs(pkgTmp, 0o755); err != nil {
-		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, unprefixed{err})
-	}
-	zipTmp := filepath.Join(tmp, "package.zip")
-	if err := copyZip(zipTmp, r, size); err != nil {
-		return Info{}, fmt.Errorf("toolpkg: upload %q: keeping the zip: %w", name, unprefixed{err})
-	}
-	exes := make([]Executable, len(c.manifest.Executables))
-	// What each executable is; one this runtime cannot run fails
-	// discovery.
-	kindErrs := map[string]error{}
-	for i, ex := range c.manifest.Executables {
-		ex.File, _ = c.lookup(ex)
-		if kind, err := inspectExecutable(filepath.Join(pkgTmp, filepath.FromSlash(ex.File)), ex.Runtime); err != nil {
-			kindErrs[ex.Key] = err
-		} else {
-			ex.Kind = kind
-		}
-		exes[i] = ex
-	}
-	err = os.MkdirAll(filepath.Join(s.dir, name), 0o755)
-	if err == nil {
-		err = os.Chmod(filepath.Join(s.dir, name), 0o755)
-	}
+	pkgTmp, zipTmp, exes, kindErrs, err := s.stage(name, tmp, c, r, size)
 	if err != nil {
-		return Info{}, fmt.Errorf("toolpkg: upload %q: %w", name, unprefixed{err})
+		return Info{}, err
 	}
 
 	// The new version's folder and zip are moved into place, and the
@@ -179,16 +148,7 @@ func (s *Store) StartUpload(ctx context.Context, name string, r io.ReaderAt, siz
 	for _, w := range c.manifest.Warnings {
 		warnings = append(warnings, ManifestName+": "+w.String())
 	}
-	now := time.Now().UTC()
-	rec := prev
-	rec.LastVersion = v
-	rec.Name, rec.Status, rec.Version, rec.Uploaded, rec.Updated = name, StatusPending, v, now, now
-	rec.Errors, rec.Warnings, rec.Candidate = nil, warnings, exes
-	if prev.Status == StatusRemoved || prev.Status == StatusCreated || prev.Serving == 0 {
-		rec.Serving, rec.Tools, rec.Executables = 0, nil, exes
-	}
-	rec.Versions = append([]VersionInfo(nil), prev.Versions...)
-	rec.setVersion(VersionInfo{Version: v, Uploaded: now, Status: StatusPending})
+	rec := pendingRecord(prev, name, v, exes, warnings)
 	if err := s.persist(rec); err != nil {
 		removeAll(pkgDir)
 		os.Remove(s.zipPath(name, v))
@@ -204,6 +164,74 @@ func (s *Store) StartUpload(ctx context.Context, name string, r io.ReaderAt, siz
 	wlocked = false
 	e.wmu.Unlock()
 	s.deleteVersions(name, trash)
+	s.logAccepted(name, v, warnings, exes)
+	go s.discoverInBackground(dctx, name, e, v, exes, kindErrs)
+	return rec.Info.clone(), nil
+}
+
+// stage extracts the checked package c into tmp/package and copies its
+// zip, of size bytes read through r, to tmp/package.zip; it says what
+// each executable is (kindErrs: those this runtime cannot run, which fail
+// discovery), and makes the toolset's folder.
+func (s *Store) stage(name, tmp string, c *checked, r io.ReaderAt, size int64) (pkgTmp, zipTmp string, exes []Executable, kindErrs map[string]error, err error) {
+	pkgTmp = filepath.Join(tmp, "package")
+	if err := os.Mkdir(pkgTmp, 0o755); err != nil {
+		return "", "", nil, nil, fmt.Errorf("toolpkg: upload %q: %w", name, unprefixed{err})
+	}
+	if err := extract(c, pkgTmp, s.opts.Limits); err != nil {
+		return "", "", nil, nil, fmt.Errorf("toolpkg: upload %q: %w", name, unprefixed{err})
+	}
+	// The tools may run as another user, who must read the package.
+	if err := chmodDirs(pkgTmp, 0o755); err != nil {
+		return "", "", nil, nil, fmt.Errorf("toolpkg: upload %q: %w", name, unprefixed{err})
+	}
+	zipTmp = filepath.Join(tmp, "package.zip")
+	if err := copyZip(zipTmp, r, size); err != nil {
+		return "", "", nil, nil, fmt.Errorf("toolpkg: upload %q: keeping the zip: %w", name, unprefixed{err})
+	}
+	exes = make([]Executable, len(c.manifest.Executables))
+	// What each executable is; one this runtime cannot run fails
+	// discovery.
+	kindErrs = map[string]error{}
+	for i, ex := range c.manifest.Executables {
+		ex.File, _ = c.lookup(ex)
+		if kind, err := inspectExecutable(filepath.Join(pkgTmp, filepath.FromSlash(ex.File)), ex.Runtime); err != nil {
+			kindErrs[ex.Key] = err
+		} else {
+			ex.Kind = kind
+		}
+		exes[i] = ex
+	}
+	err = os.MkdirAll(filepath.Join(s.dir, name), 0o755)
+	if err == nil {
+		err = os.Chmod(filepath.Join(s.dir, name), 0o755)
+	}
+	if err != nil {
+		return "", "", nil, nil, fmt.Errorf("toolpkg: upload %q: %w", name, unprefixed{err})
+	}
+	return pkgTmp, zipTmp, exes, kindErrs, nil
+}
+
+// pendingRecord is the record of version v of a toolset, uploaded now
+// after prev: pending, with its executables as the candidate; they are
+// also the record's own when no version serves.
+func pendingRecord(prev record, name string, v int, exes []Executable, warnings []string) record {
+	now := time.Now().UTC()
+	rec := prev
+	rec.LastVersion = v
+	rec.Name, rec.Status, rec.Version, rec.Uploaded, rec.Updated = name, StatusPending, v, now, now
+	rec.Errors, rec.Warnings, rec.Candidate = nil, warnings, exes
+	if prev.Status == StatusRemoved || prev.Status == StatusCreated || prev.Serving == 0 {
+		rec.Serving, rec.Tools, rec.Executables = 0, nil, exes
+	}
+	rec.Versions = append([]VersionInfo(nil), prev.Versions...)
+	rec.setVersion(VersionInfo{Version: v, Uploaded: now, Status: StatusPending})
+	return rec
+}
+
+// logAccepted logs version v of a toolset accepted, with its manifest's
+// warnings and what its sandbox mode cannot do for it.
+func (s *Store) logAccepted(name string, v int, warnings []string, exes []Executable) {
 	s.log.Info("toolpkg: package accepted, discovering", "toolset", name, "version", v)
 	for _, w := range warnings {
 		s.log.Warn("toolpkg: "+w, "toolset", name, "version", v)
@@ -216,8 +244,6 @@ func (s *Store) StartUpload(ctx context.Context, name string, r io.ReaderAt, siz
 			}
 		}
 	}
-	go s.discoverInBackground(dctx, name, e, v, exes, kindErrs)
-	return rec.Info.clone(), nil
 }
 
 // copyZip writes the size bytes of r to a new file at p.
