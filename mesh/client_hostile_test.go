@@ -187,9 +187,9 @@ func TestClientErrorCodes(t *testing.T) {
 			require.ErrorAs(t, err, &u)
 		},
 		CodeSandboxTimeout: func(err error) {
-			var te *toolpkg.TimeoutError
+			var te *toolset.TimeoutError
 			require.ErrorAs(t, err, &te)
-			assert.Equal(t, 7*time.Second, te.Timeout)
+			assert.Equal(t, 7*time.Second, te.After)
 		},
 		CodeArtifactError: func(err error) {
 			var ae *toolpkg.ArtifactError

@@ -235,7 +235,7 @@ func (rt *remoteTool) once(ctx context.Context, w *invokeWire, deadline time.Tim
 			if !now.Before(deadline) {
 				rt.cancel(corr)
 				if own {
-					return nil, false, &toolpkg.TimeoutError{Toolset: rt.toolset, Tool: rt.tool, Timeout: rt.timeout}
+					return nil, false, &toolset.TimeoutError{Tool: rt.wireName, After: rt.timeout}
 				}
 				return nil, false, fmt.Errorf("mesh: tool %q: %w", rt.wireName, context.DeadlineExceeded)
 			}
@@ -319,7 +319,7 @@ func (rt *remoteTool) decode(resp *invokeResponse) (any, error) {
 	}
 	tr := res.ToolResult
 	if res.TimedOut {
-		return nil, &toolpkg.TimeoutError{Toolset: rt.toolset, Tool: rt.tool, Timeout: rt.timeout}
+		return nil, &toolset.TimeoutError{Tool: rt.wireName, After: rt.timeout}
 	}
 	var refs []toolpkg.ArtifactRef
 	for i, a := range res.CreatedArtifacts {
@@ -387,7 +387,7 @@ func (rt *remoteTool) mapError(e *RPCError) error {
 		if d.TimeoutSeconds > 0 && d.TimeoutSeconds <= MaxTimeoutSeconds {
 			timeout = time.Duration(d.TimeoutSeconds * float64(time.Second))
 		}
-		return &toolpkg.TimeoutError{Toolset: rt.toolset, Tool: rt.tool, Timeout: timeout}
+		return &toolset.TimeoutError{Tool: rt.wireName, After: timeout}
 	case CodeArtifactError:
 		if d.ArtifactParam != "" && len(d.Problems) == 1 {
 			return &toolpkg.ArtifactError{Toolset: rt.toolset, Tool: rt.tool, Param: cut(d.ArtifactParam, 256), Reason: cut(d.Problems[0], MaxErrorMessageBytes)}

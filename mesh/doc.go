@@ -134,7 +134,7 @@
 //
 //   - TOOL_ERROR, EXECUTION_ERROR: *toolpkg.ToolFailure (the model reads it)
 //   - AUTHENTICATION_FAILED: *toolpkg.AuthRequiredError
-//   - SANDBOX_TIMEOUT: *toolpkg.TimeoutError
+//   - SANDBOX_TIMEOUT: *toolset.TimeoutError
 //   - ARTIFACT_ERROR: *toolpkg.ArtifactError
 //   - TOOL_NOT_FOUND, TOOL_NOT_AVAILABLE, RESOURCE_EXHAUSTED, an
 //     INIT_ERROR marked unavailable, no runtime answering:

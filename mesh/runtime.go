@@ -962,7 +962,7 @@ func (r *Runtime) mapError(err error, p *InvokeParams) (code, message string, da
 		data.ModelText = me.ModelText()
 	}
 	var (
-		timeout  *toolpkg.TimeoutError
+		timeout  *toolset.TimeoutError
 		auth     *toolpkg.AuthRequiredError
 		failure  *toolpkg.ToolFailure
 		artifact *toolpkg.ArtifactError
@@ -984,7 +984,7 @@ func (r *Runtime) mapError(err error, p *InvokeParams) (code, message string, da
 	case errors.Is(err, errClosing):
 		return CodeToolNotAvailable, err.Error(), data
 	case errors.As(err, &timeout):
-		data.TimedOut, data.TimeoutSeconds = true, timeout.Timeout.Seconds()
+		data.TimedOut, data.TimeoutSeconds = true, timeout.After.Seconds()
 		return CodeSandboxTimeout, err.Error(), data
 	case errors.Is(err, context.DeadlineExceeded):
 		data.TimedOut, data.TimeoutSeconds = true, p.TimeoutSeconds

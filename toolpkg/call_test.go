@@ -138,11 +138,14 @@ func TestTimeoutKillsTheProcessGroup(t *testing.T) {
 		start := time.Now()
 		_, err := callTool(context.Background(), t, ts, "demo__hang", fmt.Sprintf(`{"marker":%q}`, marker))
 		elapsed := time.Since(start)
-		var te *TimeoutError
+		var te *toolset.TimeoutError
 		require.ErrorAs(t, err, &te)
 		msg, forModel := toolset.ErrorText(err)
 		assert.True(t, forModel)
-		assert.Equal(t, "the tool hang timed out after 1s and was stopped", msg)
+		assert.Equal(t, `tool "demo__hang" timed out after 1s; try again with a smaller request, or another approach`, msg)
+		assert.Equal(t, "demo__hang", te.Tool)
+		assert.Equal(t, time.Second, te.After)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.Less(t, elapsed, 3*time.Second)
 		assert.Eventually(t, func() bool { return !processWithArg(marker) }, 2*time.Second, 20*time.Millisecond,
 			"the grandchild (sleep %s) is gone", marker)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/internal/textcut"
+	"github.com/gotoolset/toolset/toolpkg/internal/protocol"
 )
 
 // ArtifactError reports an input artifact a call could not be given: a
@@ -49,19 +50,11 @@ func artifactScope(rc *toolset.RunContext) ArtifactScope {
 	return ArtifactScope{AppName: runString(rc, "app_name"), UserID: runString(rc, "user_id"), SessionID: runString(rc, "session_id")}
 }
 
-// inputMeta is one entry of artifact_metadata.
-type inputMeta struct {
-	Filename  string `json:"filename"`
-	MIMEType  string `json:"mime_type"`
-	Version   int    `json:"version"`
-	LocalPath string `json:"local_path"`
-}
-
 // loadInputs loads the artifacts the call's arguments name, for the
 // tool's artifact_params, into work/input, and returns artifact_paths and
 // artifact_metadata.
-func (c *call) loadInputs(ctx context.Context, args json.RawMessage, work, workView string, scope ArtifactScope) (map[string]any, map[string]any, error) {
-	paths, metas := map[string]any{}, map[string]any{}
+func (c *call) loadInputs(ctx context.Context, args json.RawMessage, work, workView string, scope ArtifactScope) (map[string]string, map[string]protocol.ArtifactInfo, error) {
+	paths, metas := map[string]string{}, map[string]protocol.ArtifactInfo{}
 	if len(c.tool.ArtifactParams) == 0 {
 		return paths, metas, nil
 	}
@@ -141,7 +134,7 @@ func (c *call) loadInputs(ctx context.Context, args json.RawMessage, work, workV
 			}
 			lp := filepath.Join(workView, "input", local)
 			paths[key] = lp
-			metas[key] = inputMeta{Filename: ref.Name, MIMEType: ref.MIMEType, Version: ref.Version, LocalPath: lp}
+			metas[key] = protocol.ArtifactInfo{Filename: ref.Name, MIMEType: ref.MIMEType, Version: ref.Version, LocalPath: lp}
 		}
 	}
 	return paths, metas, nil

@@ -28,6 +28,104 @@ func (e *ConfigError) Error() string {
 // Config is the configuration of a packaged toolset for one agent, as the
 // platform models it: the toolset's shared defaults, the agent's overlay
 // nested by tool name, and the tools the agent does not get.
+//
+// Configuration reaches a tool through tool_config, and its reserved keys
+// through the call's policies. [Store.ToolsetWithConfig] takes a
+// [Config] as the platform models it ([Store.Toolset] takes the first
+// part alone):
+//
+//   - Config.Toolset, the toolset's values (the platform's spec.config):
+//     flat, each key declared by at least one tool, given to every tool
+//     that declares it;
+//   - Config.Tools, the agent's overlay (configValues), by tool name (the
+//     name in the package), then key: each tool named must exist, each
+//     key must be declared by that tool;
+//   - Config.Exclude, tools the agent does not get (each must exist).
+//
+// Under both lies the store's own configuration of the toolset, set with
+// [Store.SetConfig] (the platform's PATCH of a toolset's config): flat,
+// the same keys as Config.Toolset, shared by every Toolset of the store,
+// and picked up on the next turn. It is checked when set, against the
+// serving version's config schemas (a key no tool declares, or a value
+// of the wrong type, is a *ConfigError, and nothing changes; before any
+// version is discovered it is kept unchecked), and again when a
+// version is discovered: a version it does not fit fails, and the
+// previous one serves on. It is bounded ([MaxStoredConfigBytes],
+// [MaxStoredConfigDepth]) and kept in <toolset>/config.json, readable by
+// the store's user alone. [Store.SetConfig] and [Store.Config] return it
+// with each secret value (a key the schemas mark secret, and auth) shown
+// as [RedactedValue]; sent back, that value keeps the stored secret. A
+// value written while its key was secret, or before any version said,
+// stays hidden (and is hidden as a secret in what tools return) until
+// it is written again, whatever later versions declare; hil and
+// required_scopes are never hidden once a version serves.
+//
+// Each tool gets the keys its own config_schema declares, with the
+// overlay's value, else the toolset's, else the store's, else the
+// schema's default (a nil
+// value counts as unset). A value must be of the key's type: an integer
+// may be any Go integer, a json.Number or an integral float64, and text,
+// as forms send it, is converted ("7" for an integer, "true" for a
+// boolean; [ParseConfigValue]). A tool missing a required value is left
+// out of the list, with a warning in the store's log and the reason in
+// [Toolset.Unavailable], and the other tools stay; when no tool is left,
+// GetTools fails with a [*ConfigError]. Unknown keys and tools, wrong
+// types and bad reserved values are a *ConfigError too, listing missing
+// values as well. The configuration is checked when a version's tools are
+// first built, and again when the store's configuration changes. Secret keys are passed like the others (see
+// Secrets below).
+//
+// The reserved keys ([ReservedConfigKeys]), which no tool may declare,
+// are read for each tool: auth from the overlay, else the toolset's
+// values, else the store's; hil and required_scopes from all three, so
+// that an agent may add approval and scopes but never lift those of a
+// lower layer (hil is on when any sets it, and a run needs the scopes of
+// every one):
+//
+//   - hil (true or false, or their text): the tool requires a human's
+//     approval of each call through the core's approval policy
+//     ([toolset.WithApprovalRequired]): a call returns a
+//     [*toolset.ApprovalRequiredError] until the run records a decision;
+//   - required_scopes (a list of names, or its text: a JSON list, or
+//     names separated by commas or spaces; at most 64): the tool is shown
+//     only in turns of runs that carry every one of them in the run value
+//     [Scopes] (a []string, by key or by the name "scopes");
+//   - auth: credentials for the tool, passed in tool_oauth_token and
+//     tool_auth_headers: true or "run" passes the run's [Auth] value (a
+//     *[Credentials], by key or by the name "auth"); an object
+//     {"oauth_token": "...", "headers": {"Name": "value"}, "from_run":
+//     true} gives the deployer's credentials, with the run's over them
+//     when from_run is set. A tool whose schema declares auth gets the
+//     run's credentials too. At most 64 headers and 16 KB; header names
+//     must be valid and values hold no line break. Every credential is a
+//     secret: hidden in what the tool returns and in errors, never logged.
+//     A tool whose auth (its own, or the toolset's) and schema ask for
+//     none gets none.
+//
+// Secrets: A configuration key that any tool of the package declares secret is
+// secret for all of them. Its values, given to [Store.Toolset] or taken
+// from defaults, are hidden, replaced by "[secret]", wherever a tool's
+// output reaches the host: in a [*Result] (status, message, data and
+// data_objects, and so [Result.ModelText]), in a [*ToolFailure]'s message,
+// and in a [*ExecError]'s standard error and its preview of a malformed
+// result.json; in what --schema --config prints (the tools' names,
+// descriptions, instructions and parameters, and its standard error when
+// it fails); and an artifact whose name holds one is not saved (the model
+// is shown the names). They are found raw or JSON-escaped (once or twice); in JSON
+// output, a member whose key is secret is hidden whatever its type (a
+// boolean has no text to search for). A secret value never appears in a
+// [*ConfigError], in [ParseConfigValue]'s errors or in the store's log.
+// [Info.Tools] holds the declared defaults, secret ones included: hide
+// them before showing an Info to someone who may not read them.
+//
+// The limits: values shorter than 3 bytes, and encodings a tool may
+// choose (base64, hex, ...), are not found: hiding stops a tool that
+// leaks by accident, not a package that means to reveal what it was
+// given. Hiding costs time linear in the output, and the secret keys
+// and defaults of a package are bounded ([MaxSecretBytes]). A tool reads
+// its secrets from runner_args.json, which only its user can read; but
+// outside bwrap every call's tools run as one user, so a tool of another
+// package can read them (note 3 of [Mode]).
 type Config struct {
 	// Toolset holds the toolset-level values (the platform's
 	// spec.config): flat, each given to every tool that declares its key.

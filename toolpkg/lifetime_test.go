@@ -50,7 +50,7 @@ func TestSetsidChildDiesWithTheCall(t *testing.T) {
 				case "result":
 					require.NoError(t, err)
 				case "hang":
-					var te *TimeoutError
+					var te *toolset.TimeoutError
 					require.ErrorAs(t, err, &te)
 				case "cancel":
 					require.ErrorIs(t, err, context.Canceled)

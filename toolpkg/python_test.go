@@ -179,7 +179,7 @@ func TestToolIgnoringSIGTERMIsKilledAfterTheGrace(t *testing.T) {
 		require.NoError(t, err)
 		start := time.Now()
 		_, err = tools.Execute(context.Background(), toolset.ToolCall{Name: "pyt__ignore_term", Args: []byte(`{}`)})
-		var te *TimeoutError
+		var te *toolset.TimeoutError
 		require.ErrorAs(t, err, &te)
 		elapsed := time.Since(start)
 		assert.Greater(t, elapsed, time.Second+400*time.Millisecond, "SIGKILL waits for the grace")

@@ -18,6 +18,67 @@ import (
 )
 
 // Mode is how tools are isolated from the host.
+//
+// A package is untrusted: its manifest, its --schema output, its
+// processes and every file they write. [Options.Sandbox] picks how tools
+// are isolated ([ModeBwrap], [ModePrlimit] or [ModeDirect]); the default,
+// [ModeAuto], is the strongest that works on the machine. In every mode:
+//
+//   - result.json is opened without following links and without blocking,
+//     must be a regular file and is read up to 16 MB; its content never
+//     appears in an error beyond a short, printable, redacted preview;
+//   - a tool's schema may not reference anything outside itself;
+//   - what a package declares is bounded before it is used: [MaxTools]
+//     tools, [MaxDescriptionBytes] per description, [MaxConfigFields]
+//     configuration keys per tool, [MaxSecretBytes] of secret keys
+//     and defaults, [MaxToolDefinitionBytes] of tool definitions; a
+//     manifest's aliases cannot make checking it costly;
+//   - manifest numbers are range-checked, and a store bounds what a
+//     package may ask for ([Limits.MaxTimeoutSeconds],
+//     [Limits.MaxResourceLimits]);
+//   - every process a call starts ends with it (result, error, timeout or
+//     cancellation), even one that left the process group: the tool is
+//     the first process of a PID namespace. Where the kernel refuses
+//     namespaces, a warning says so at start-up and only the process
+//     group is killed.
+//
+// What the modes add:
+//
+//	                              direct   prlimit   bwrap
+//	resource limits (CPU, file
+//	size, open files, processes)  no       yes       yes
+//	runs as nobody (65534) when
+//	the host is root              no       yes       yes
+//	max_processes per call        no       yes (1)   yes
+//	network cut off (restrictive) no       no        yes
+//	host files hidden             no       no        yes
+//	hidden from other calls (3)   no       no        yes
+//	total writes bounded          no       no        yes (2)
+//	memory bounded                no       no        no (4)
+//
+// (1) counted per call when a user namespace can be made; else over every
+// process of the user tools run as. (2) The work directory and /tmp are
+// each a tmpfs of max_write_mb; the only host files a tool writes are
+// result.json and its standard output and error, made by the host and
+// each bounded by max_file_size_mb, the status pipe, and its toolset's
+// scratch directory (whose total size is not bounded) (a tool that renames a file over
+// result.json fails under bwrap). (3) Outside
+// bwrap, the tools of every call run as one user and see the host's /proc:
+// a tool can find another call's work directory (its command line names
+// runner_args.json), read its arguments and configuration, secrets
+// included, and replace its files. Use bwrap when packages of different
+// trust share a store. (4) No mode limits the memory a tool allocates
+// (the address-space limit breaks Go binaries): run the host under a
+// memory cgroup (systemd's MemoryMax=, a container's limit) to bound it.
+// The standard and permissive profiles share the host's network, its
+// local services and abstract Unix sockets included.
+//
+// Under root, uid 0 is exempt from the process limit, so tools run as
+// [ToolUID]: the store's directory and those above it must be searchable
+// by that user (Open says so when they are not). What a mode cannot
+// enforce is logged once, as a warning, when a store opens; a package
+// that asks for the restrictive profile outside bwrap is warned about at
+// upload.
 type Mode string
 
 // The sandbox modes.

@@ -58,7 +58,7 @@ type ConfigField struct {
 // ReservedConfigKeys are configuration keys the platform format keeps for
 // itself: a tool may not declare them, and the toolset's values and an
 // agent's overlay give them their meaning (hil, required_scopes and auth;
-// see the package documentation, Configuration).
+// see [Config]).
 var ReservedConfigKeys = []string{"auth", "hil", "required_scopes"}
 
 var toolNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)

@@ -172,8 +172,7 @@ func depth(v any, limit int) int {
 // only the store's user can read.
 //
 // Every [Toolset] of the store uses the stored configuration as its
-// lowest configured layer (see the package documentation,
-// Configuration), from its next GetTools on. A secret never appears in
+// lowest configured layer (see [Config]), from its next GetTools on. A secret never appears in
 // an error or in the log.
 func (s *Store) SetConfig(name string, patch map[string]any) (map[string]any, error) {
 	if err := s.begin(); err != nil {

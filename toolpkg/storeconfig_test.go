@@ -11,10 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gotoolset/toolset"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/gotoolset/toolset"
 )
 
 // echoConfig calls demo__echo and returns the configuration it got.
@@ -341,4 +340,79 @@ func TestExportConfigGivesSecretsInClear(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNotFound)
 	_, err = s.ExportConfig("nosuch")
 	assert.ErrorIs(t, err, ErrNotFound)
+}
+
+const configSchema = `{"tools":{"t":{"description":"d","config_schema":[
+	{"key":"api_url","type":"string","required":true,"description":"The API"},
+	{"key":"port","type":"integer","default":443},
+	{"key":"debug","type":"boolean"},
+	{"key":"token","type":"string","secret":true,"required":true}]}}}`
+
+func TestConfigIsChecked(t *testing.T) {
+	s := openStore(t, Options{Sandbox: ModeDirect})
+	info := upload(t, s, "cfg", scriptPackage(t, schemaEcho(configSchema)))
+	require.Equal(t, StatusReady, info.Status, "%v", info.Errors)
+
+	// Text is coerced by the field's type ("80" for an integer); auth is
+	// reserved with a meaning, and "x" is not one of its forms.
+	_, err := s.Toolset("cfg", map[string]any{"port": "eighty", "debug": 1, "token": 123456789, "colour": "red", "auth": "x-auth-value"}).GetTools(context.Background())
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, []string{
+		`"api_url" is required by tool "t": string (The API)`,
+		`"auth": expected true, "run" or an object {"oauth_token", "headers", "from_run"}, got a string (not shown)`,
+		`"colour" is not a configuration key of any tool; known keys: "api_url", "debug", "port", "token"`,
+		`"debug": expected boolean, got number 1`,
+		`"port": expected integer, got string "eighty"`,
+		`"token": expected string, got a secret value (not shown)`,
+	}, ce.Problems)
+	assert.NotContains(t, err.Error(), "123456789")
+	assert.NotContains(t, err.Error(), "x-auth-value")
+
+	_, err = s.Toolset("cfg", map[string]any{"api_url": "https://x"}).GetTools(context.Background())
+	assert.EqualError(t, err, "toolpkg: toolset \"cfg\": invalid configuration:\n  - \"token\" is required by tool \"t\": string")
+	// Built for a turn, the error names the agent, the toolset and each
+	// package once.
+	_, err = toolset.BuildTools(context.Background(), "a", s.Toolset("cfg", map[string]any{"api_url": "https://x"}))
+	require.ErrorAs(t, err, &ce)
+	assert.EqualError(t, err, "toolset: agent \"a\": toolset \"cfg\" (toolpkg, entry 0): invalid configuration:\n  - \"token\" is required by tool \"t\": string")
+
+	tools, err := s.Toolset("cfg", map[string]any{"api_url": "https://x", "token": "t0k3n", "port": 8080.0}).GetTools(context.Background())
+	require.NoError(t, err, "integers may come as float64 from JSON")
+	require.Len(t, tools, 1)
+}
+
+func TestToolConfigReachesTheTool(t *testing.T) {
+	s := openStore(t, Options{Sandbox: ModeDirect})
+	ts := readyToolset(t, s, "demo", map[string]any{"retries": json.Number("5"), "api_key": "k-123"})
+	res, err := callTool(context.Background(), t, ts, "demo__echo", `{"text":"x"}`)
+	require.NoError(t, err)
+	// The tool got api_key (unset keys are left out); the value it echoed
+	// is a secret, hidden from its result.
+	assert.Equal(t, map[string]any{"greeting": "hello", "retries": float64(5), "api_key": "[secret]"}, resultData(t, res)["config"])
+}
+
+func TestSecretsNeverReachErrorsOrLogs(t *testing.T) {
+	const secret = "sk-very-secret-42"
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	s := openStore(t, Options{Sandbox: ModeDirect, Logger: logger})
+	ctx := context.Background()
+
+	upload(t, s, "cfg", scriptPackage(t, schemaEcho(configSchema)))
+	_, err := s.Toolset("cfg", map[string]any{"token": []string{secret}}).GetTools(ctx)
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), secret)
+
+	ts := readyToolset(t, s, "demo", map[string]any{"api_key": secret})
+	_, err = callTool(ctx, t, ts, "demo__crash", `{}`)
+	require.Error(t, err, "the tool prints the key to stderr and exits 1")
+	assert.NotContains(t, err.Error(), secret)
+	assert.Contains(t, err.Error(), "[secret]")
+	_, err = callTool(ctx, t, ts, "demo__fail", `{"reason":"`+secret+`"}`)
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), secret, "a tool's error text is redacted too")
+
+	assert.Contains(t, logs.String(), "call finished", "calls are logged")
+	assert.NotContains(t, logs.String(), secret)
 }

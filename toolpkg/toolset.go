@@ -14,6 +14,7 @@ import (
 
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/internal/tracefields"
+	"github.com/gotoolset/toolset/toolpkg/internal/protocol"
 )
 
 // Toolset is a packaged toolset of a [Store] as a [toolset.Toolset]: its
@@ -58,8 +59,8 @@ func (s *Store) Toolset(name string, config map[string]any) *Toolset {
 // ToolsetWithConfig returns the toolset name of the store as a
 // [toolset.Toolset] for one agent, configured as the platform models it:
 // the toolset's values, the agent's overlay by tool, the excluded tools,
-// and the reserved keys hil, required_scopes and auth (see the package
-// documentation, Configuration). The configuration is copied, and checked
+// and the reserved keys hil, required_scopes and auth (see
+// [Config]). The configuration is copied, and checked
 // each time a new version is listed.
 func (s *Store) ToolsetWithConfig(name string, config Config) *Toolset {
 	return &Toolset{store: s, name: name, config: config.clone()}
@@ -330,27 +331,6 @@ type call struct {
 	secrets *secrets
 }
 
-// runnerArgs is runner_args.json. Fields this runtime does not offer are
-// passed empty.
-type runnerArgs struct {
-	ToolName         string            `json:"tool_name"`
-	Args             json.RawMessage   `json:"args"`
-	ToolConfig       map[string]any    `json:"tool_config"`
-	ResultFile       string            `json:"result_file"`
-	OutputDir        string            `json:"output_dir"`
-	TaskID           string            `json:"task_id"`
-	UserID           string            `json:"user_id"`
-	SessionID        string            `json:"session_id"`
-	AppName          string            `json:"app_name"`
-	ArtifactPaths    map[string]any    `json:"artifact_paths"`
-	ArtifactMetadata map[string]any    `json:"artifact_metadata"`
-	StatusPipe       string            `json:"status_pipe"`
-	IPCSocket        string            `json:"ipc_socket"`
-	ToolOAuthToken   string            `json:"tool_oauth_token"`
-	ToolAuthHeaders  map[string]string `json:"tool_auth_headers"`
-	VolumeMounts     []any             `json:"volume_mounts"`
-}
-
 // resultDoc is result.json.
 type resultDoc struct {
 	Result *struct {
@@ -432,12 +412,12 @@ func (c *call) runWith(ctx context.Context, args json.RawMessage, creds Credenti
 	if err != nil {
 		return nil, err
 	}
-	ra := runnerArgs{
+	ra := protocol.Invocation{
 		ToolName: c.tool.Name, Args: args, ToolConfig: c.config,
 		ResultFile: filepath.Join(workView, "result.json"), OutputDir: filepath.Join(workView, "output"),
 		TaskID: rc.ID(), UserID: runString(rc, "user_id"), SessionID: runString(rc, "session_id"), AppName: runString(rc, "app_name"),
 		ArtifactPaths: inPaths, ArtifactMetadata: inMeta,
-		ToolAuthHeaders: creds.Headers, ToolOAuthToken: creds.OAuthToken, VolumeMounts: []any{},
+		AuthHeaders: creds.Headers, OAuthToken: creds.OAuthToken, VolumeMounts: protocol.NoVolumeMounts,
 		StatusPipe: filepath.Join(workView, statusPipeName),
 	}
 	if ra.ToolConfig == nil {
@@ -462,10 +442,10 @@ func (c *call) runWith(ctx context.Context, args json.RawMessage, creds Credenti
 	// It holds the tool's configuration, secrets included: readable by
 	// the tool's user alone (its path is on the command line, which every
 	// user of the host can read).
-	if err := s.writeToolFile(filepath.Join(work, "runner_args.json"), data); err != nil {
+	if err := s.writeToolFile(filepath.Join(work, protocol.InvocationFile), data); err != nil {
 		return nil, fmt.Errorf("toolpkg: tool %q: %w", c.tool.Name, unprefixed{err})
 	}
-	l.args = []string{filepath.Join(workView, "runner_args.json")}
+	l.args = []string{filepath.Join(workView, protocol.InvocationFile)}
 	l.collectOutput = true
 
 	status, err := readStatus(ctx, pipe, c.secrets)
@@ -493,7 +473,9 @@ func (c *call) runWith(ctx context.Context, args json.RawMessage, creds Credenti
 		} else if _, ok := err.(*ExecError); !ok {
 			return out, err
 		}
-		return nil, &TimeoutError{Toolset: c.toolset, Tool: c.tool.Name, Timeout: c.tool.Timeout()}
+		// Killed with its children: the model sees the core's timeout,
+		// under the name it called.
+		return nil, &toolset.TimeoutError{Tool: c.toolset + "__" + c.tool.Name, After: c.tool.Timeout()}
 	case res.signal != 0 || res.exitCode != 0:
 		return nil, &ExecError{Toolset: c.toolset, Tool: c.tool.Name, Reason: res.describeExit(l.limits), Stderr: stderr}
 	}
@@ -745,23 +727,6 @@ func (c *call) errorCode(raw json.RawMessage) string {
 		s = strings.ToValidUTF8(s[:maxErrorCode], "")
 	}
 	return s
-}
-
-// TimeoutError reports a tool killed, with its children, at its timeout.
-// The model sees it, so that it can try something smaller.
-type TimeoutError struct {
-	Toolset, Tool string
-	Timeout       time.Duration
-}
-
-// Error implements error.
-func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("toolpkg: toolset %q: tool %q timed out after %s and was killed", e.Toolset, e.Tool, e.Timeout)
-}
-
-// ModelText implements [toolset.ModelError].
-func (e *TimeoutError) ModelText() string {
-	return fmt.Sprintf("the tool %s timed out after %s and was stopped", e.Tool, e.Timeout)
 }
 
 // StaleToolError reports a call of a tool from a version of the toolset

@@ -54,6 +54,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/toolpkg/internal/protocol"
 )
 
 // Options configure [Run]. A nil *Options declares nothing beyond the
@@ -94,39 +95,20 @@ type ConfigField struct {
 	Options     []string `json:"options,omitempty"`
 }
 
-// Invocation is what the runtime passed to one packaged call: the fields
-// of runner_args.json that a tool may use.
-type Invocation struct {
-	ToolName   string          `json:"tool_name"`
-	Args       json.RawMessage `json:"args"`
-	ToolConfig map[string]any  `json:"tool_config"`
-	ResultFile string          `json:"result_file"`
-	// OutputDir is an empty directory: files the tool writes there are
-	// saved as artifacts by the runtime.
-	OutputDir string `json:"output_dir"`
-	TaskID    string `json:"task_id"`
-	UserID    string `json:"user_id"`
-	SessionID string `json:"session_id"`
-	AppName   string `json:"app_name"`
-	// ArtifactPaths maps each artifact parameter (or "param[i]" for a
-	// list) to the local path of its file, under input/.
-	ArtifactPaths map[string]string `json:"artifact_paths"`
-	// ArtifactMetadata maps the same keys to each artifact's metadata.
-	ArtifactMetadata map[string]ArtifactInfo `json:"artifact_metadata"`
-	StatusPipe       string                  `json:"status_pipe"`
-	// OAuthToken and AuthHeaders are the credentials the deployer gave
-	// the tool. Never log them.
-	OAuthToken  string            `json:"tool_oauth_token"`
-	AuthHeaders map[string]string `json:"tool_auth_headers"`
-}
+// Invocation is what the runtime passed to one packaged call:
+// runner_args.json, as the runtime of toolpkg writes it. Its fields are
+// ToolName, Args, ToolConfig, ResultFile, OutputDir (an empty directory:
+// files the tool writes there are saved as artifacts), TaskID, UserID,
+// SessionID, AppName, ArtifactPaths (each artifact parameter, or
+// "param[i]" for a list, to the local path of its file, under input/),
+// ArtifactMetadata (the same keys to an [ArtifactInfo]), StatusPipe,
+// IPCSocket, OAuthToken and AuthHeaders (the credentials the deployer
+// gave the tool: never log them) and VolumeMounts.
+type Invocation = protocol.Invocation
 
-// ArtifactInfo describes an input artifact.
-type ArtifactInfo struct {
-	Filename  string `json:"filename"`
-	MIMEType  string `json:"mime_type"`
-	Version   int    `json:"version"`
-	LocalPath string `json:"local_path"`
-}
+// ArtifactInfo describes an input artifact: its Filename, MIMEType,
+// Version and LocalPath.
+type ArtifactInfo = protocol.ArtifactInfo
 
 type invocationKey struct{}
 type configKey struct{}

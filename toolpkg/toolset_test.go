@@ -1,0 +1,43 @@
+package toolpkg
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/gotoolset/toolset"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestBuildToolsWithALocalToolset(t *testing.T) {
+	s := openStore(t, Options{Sandbox: ModeDirect})
+	pkg := readyToolset(t, s, "demo", nil)
+	local := toolset.NewFunction(toolset.NewTool("echo", "Local echo.", func(_ context.Context, in struct {
+		Text string `json:"text"`
+	}) (string, error) {
+		return "local " + in.Text, nil
+	}))
+	_, err := toolset.BuildTools(context.Background(), "a", local, toolset.NewFiltered(pkg, func(_ context.Context, t toolset.Tool) (bool, error) {
+		return t.Name == "demo__echo", nil
+	}))
+	require.NoError(t, err)
+
+	_, err = toolset.BuildTools(context.Background(), "a", local.Prefixed("demo_"), pkg)
+	var nc *toolset.NameConflictError
+	require.True(t, errors.As(err, &nc))
+	assert.Contains(t, err.Error(), `"demo__echo" contributed by: Prefixed#0, toolpkg:demo#1`)
+}
+
+// TestNilToolsetIsAnError uses a nil *Toolset as a toolset: its methods and
+// BuildTools report the nil instead of panicking.
+func TestNilToolsetIsAnError(t *testing.T) {
+	var ts *Toolset
+	assert.Equal(t, "", ts.Name())
+	assert.Equal(t, "", ts.Label())
+	_, err := ts.GetTools(context.Background())
+	require.EqualError(t, err, "toolpkg: nil *Toolset")
+	_, err = toolset.BuildTools(context.Background(), "a", ts)
+	require.ErrorContains(t, err, "nil *Toolset")
+	assert.NotContains(t, err.Error(), "panic")
+}
