@@ -80,8 +80,8 @@ func decodeError(err error, args json.RawMessage, params *jsonschema.Schema) err
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		return &ArgumentError{Problems: []ArgumentProblem{{
-			Field:   capText(te.Field, maxField),
-			Message: fmt.Sprintf("cannot use %s as %s", capText(te.Value, 48), goTypeWords(te.Type)),
+			Field:   schema.CutText(te.Field, maxField),
+			Message: fmt.Sprintf("cannot use %s as %s", schema.CutText(te.Value, 48), goTypeWords(te.Type)),
 		}}}
 	}
 	var pe *time.ParseError
@@ -90,7 +90,7 @@ func decodeError(err error, args json.RawMessage, params *jsonschema.Schema) err
 			return &ArgumentError{Problems: schema.CapProblems(problems)}
 		}
 	}
-	return &ArgumentError{Problems: []ArgumentProblem{{Message: capText(err.Error(), maxMessage)}}}
+	return &ArgumentError{Problems: []ArgumentProblem{{Message: schema.CutText(err.Error(), maxMessage)}}}
 }
 
 // floatWidth returns the narrowest float width (32 or 64) of the values t
@@ -245,7 +245,7 @@ func floatProblems(args []byte, t reflect.Type, v *validator) []ArgumentProblem 
 			if underflowsTo0(string(v), width) {
 				least := map[int]string{32: "1e-45", 64: "5e-324"}[width]
 				out = append(out, ArgumentProblem{Field: field.String(), Message: fmt.Sprintf(
-					"number %s is too close to zero for this field, which would hold it as 0; send 0 or a number of magnitude at least %s", capText(string(v), 40), least)})
+					"number %s is too close to zero for this field, which would hold it as 0; send 0 or a number of magnitude at least %s", schema.CutText(string(v), 40), least)})
 				return v
 			}
 			f, err := strconv.ParseFloat(string(v), width)
@@ -302,7 +302,7 @@ func floatProblems(args []byte, t reflect.Type, v *validator) []ArgumentProblem 
 		return nil
 	}
 	for _, p := range ae.Problems {
-		p.Message = capText(p.Message+" (after rounding: the field holds the number sent as this; send fewer digits)", maxMessage)
+		p.Message = schema.CutText(p.Message+" (after rounding: the field holds the number sent as this; send fewer digits)", maxMessage)
 		out = append(out, p)
 	}
 	return schema.CapProblems(out)
@@ -369,8 +369,8 @@ func dateTimeProblems(args json.RawMessage, params *jsonschema.Schema) []Argumen
 		case string:
 			if isDateTime(s) {
 				if _, err := time.Parse(time.RFC3339, v); err != nil {
-					out = append(out, ArgumentProblem{Field: capText(field, maxField), Message: fmt.Sprintf(
-						"expected a date-time in RFC 3339 format, such as \"2026-01-02T15:04:05Z\"; got %q", capText(v, maxQuoted))})
+					out = append(out, ArgumentProblem{Field: schema.CutText(field, maxField), Message: fmt.Sprintf(
+						"expected a date-time in RFC 3339 format, such as \"2026-01-02T15:04:05Z\"; got %q", schema.CutText(v, maxQuoted))})
 				}
 			}
 		case map[string]any:

@@ -33,7 +33,3 @@ const (
 	maxField   = schema.MaxField
 	maxMessage = schema.MaxMessage
 )
-
-// capText returns s cut to at most max bytes, on a rune boundary, with an
-// ellipsis and the full length when cut.
-func capText(s string, max int) string { return schema.CutText(s, max) }

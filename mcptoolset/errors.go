@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/textcut"
 )
 
 // ErrClosed is the error (wrapped in a [*ServerError]) of a [Toolset] used
@@ -33,7 +34,7 @@ const maxServerCauseShown = 8 << 10
 
 // Error implements error. The cause's text is cut to 8 KiB.
 func (e *ServerError) Error() string {
-	cause := truncate(fmt.Sprint(e.Err), maxServerCauseShown)
+	cause := textcut.Clip(fmt.Sprint(e.Err), maxServerCauseShown)
 	if e.Tool != "" {
 		return fmt.Sprintf("mcptoolset: MCP server %q: %s %q: %s", e.Server, e.Op, e.Tool, cause)
 	}
@@ -63,7 +64,7 @@ const maxCauseShown = 512
 
 // Error implements error.
 func (e *InvalidToolError) Error() string {
-	return fmt.Sprintf("mcptoolset: MCP server %q: tool %q refused: %s", e.Server, e.Tool, truncate(fmt.Sprint(e.Err), maxCauseShown))
+	return fmt.Sprintf("mcptoolset: MCP server %q: tool %q refused: %s", e.Server, e.Tool, textcut.Clip(fmt.Sprint(e.Err), maxCauseShown))
 }
 
 // Unwrap returns the cause.
@@ -87,7 +88,7 @@ var _ toolset.ModelError = (*ResultError)(nil)
 // Error implements error. The result's text is cut to 8 KiB; the model
 // gets all of it from ModelText.
 func (e *ResultError) Error() string {
-	return fmt.Sprintf("mcptoolset: MCP server %q: tool %q reported an error: %s", e.Server, e.Tool, truncate(e.ModelText(), maxServerCauseShown))
+	return fmt.Sprintf("mcptoolset: MCP server %q: tool %q reported an error: %s", e.Server, e.Tool, textcut.Clip(e.ModelText(), maxServerCauseShown))
 }
 
 // ModelText implements [toolset.ModelError]: the text of the result, or

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/textcut"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -130,7 +131,7 @@ func (c *conn) fetch(ctx context.Context, s *mcp.ClientSession) ([]toolset.Tool,
 		}
 		seen[cursor] = true
 		if seen[res.NextCursor] || page == maxPages {
-			return nil, c.errorf("list tools", "", fmt.Errorf("the server's pages do not end (cursor %q after %d pages)", truncate(res.NextCursor, 64), page))
+			return nil, c.errorf("list tools", "", fmt.Errorf("the server's pages do not end (cursor %q after %d pages)", textcut.Clip(res.NextCursor, 64), page))
 		}
 		cursor = res.NextCursor
 	}
@@ -156,7 +157,7 @@ func (c *conn) makeTools(defs []*mcp.Tool) ([]toolset.Tool, error) {
 	refuse := func(key string, d *mcp.Tool, err error) {
 		ie, ok := c.refused[key]
 		if !ok || key == "" {
-			ie = &InvalidToolError{Server: c.cfg.name, Tool: truncate(d.Name, maxNameBytes), Err: err}
+			ie = &InvalidToolError{Server: c.cfg.name, Tool: textcut.Clip(d.Name, maxNameBytes), Err: err}
 			c.cfg.logger.Warn("mcptoolset: refusing an invalid tool of an MCP server", "server", c.cfg.name, "tool", ie.Tool, "error", ie.Err)
 		}
 		if key != "" {

@@ -3,6 +3,8 @@ package mcptoolset
 import (
 	"context"
 	"log/slog"
+
+	"github.com/gotoolset/toolset/internal/textcut"
 )
 
 // RequestObserver watches the tools/call requests a [Toolset] sends or a
@@ -55,7 +57,7 @@ func startRequest(ctx context.Context, o RequestObserver, logger *slog.Logger, r
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			logger.Error("mcptoolset: the RequestObserver panicked; the request goes on unobserved", "method", r.Method, "tool", truncate(r.Tool, maxNameBytes), "panic", p)
+			logger.Error("mcptoolset: the RequestObserver panicked; the request goes on unobserved", "method", r.Method, "tool", textcut.Clip(r.Tool, maxNameBytes), "panic", p)
 			octx, end = ctx, nop
 		}
 	}()
@@ -69,7 +71,7 @@ func startRequest(ctx context.Context, o RequestObserver, logger *slog.Logger, r
 	return octx, func(e RequestEnd) {
 		defer func() {
 			if p := recover(); p != nil {
-				logger.Error("mcptoolset: the RequestObserver's end function panicked", "method", r.Method, "tool", truncate(r.Tool, maxNameBytes), "panic", p)
+				logger.Error("mcptoolset: the RequestObserver's end function panicked", "method", r.Method, "tool", textcut.Clip(r.Tool, maxNameBytes), "panic", p)
 			}
 		}()
 		f(e)

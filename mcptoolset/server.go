@@ -414,7 +414,7 @@ func (s *Server) internal(ctx context.Context, method string, req mcp.Request, e
 	id := randomID()
 	attrs := []any{"error_id", id, "method", method, "error", err}
 	if name := toolName(req); name != "" {
-		attrs = append(attrs, "tool", truncate(name, maxLoggedName))
+		attrs = append(attrs, "tool", textcut.Clip(name, maxLoggedName))
 	}
 	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
 		attrs = append(attrs, "session", ss.ID())
@@ -425,15 +425,6 @@ func (s *Server) internal(ctx context.Context, method string, req mcp.Request, e
 	}
 	s.logger.ErrorContext(ctx, "mcptoolset: request failed", attrs...)
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error (id " + id + ")"}
-}
-
-// truncate returns s cut to at most n bytes, on a rune boundary, with "…"
-// appended when cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return textcut.Prefix(s, n) + "…"
 }
 
 // context returns the context of req's turn: a turn of the session's
@@ -504,7 +495,7 @@ func (s *Server) refusal(ctx context.Context, method string, req mcp.Request, er
 	// Only an error made for the client: one wrapped may come from
 	// anywhere, such as another server the function asked.
 	if je, ok := err.(*jsonrpc.Error); ok {
-		return &jsonrpc.Error{Code: je.Code, Message: truncate(je.Message, maxRefusalShown)}
+		return &jsonrpc.Error{Code: je.Code, Message: textcut.Clip(je.Message, maxRefusalShown)}
 	}
 	return s.internal(ctx, method, req, fmt.Errorf("mcptoolset: building the run context: %w", err))
 }
@@ -570,7 +561,7 @@ func parseCursor(cursor string, n int) (int, error) {
 	s, ok := strings.CutPrefix(string(b), cursorPrefix)
 	offset, aerr := strconv.Atoi(s)
 	if err != nil || !ok || aerr != nil || offset < 0 {
-		return 0, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid cursor %q", truncate(cursor, 64))}
+		return 0, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid cursor %q", textcut.Clip(cursor, 64))}
 	}
 	return min(offset, n), nil
 }

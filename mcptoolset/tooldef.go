@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/textcut"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -100,7 +101,7 @@ func (c *conn) makeTool(d *mcp.Tool) (toolset.Tool, error) {
 func (c *conn) toolOptions(d *mcp.Tool) (opts []toolset.ToolOption, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = &toolset.PanicError{Tool: truncate(d.Name, maxNameBytes), Callback: "WithToolOptions function", Value: p, Stack: debug.Stack()}
+			err = &toolset.PanicError{Tool: textcut.Clip(d.Name, maxNameBytes), Callback: "WithToolOptions function", Value: p, Stack: debug.Stack()}
 		}
 	}()
 	return c.cfg.toolOpts(d), nil

@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/gotoolset/toolset/internal/textcut"
 )
 
 // LLMRequest is a tool's llm/call over its IPC socket: a prompt for the
@@ -278,9 +280,4 @@ func (srv *ipcServer) call(lr LLMRequest) (text string, err error) {
 	return srv.hook(srv.ctx, lr)
 }
 
-func cutMessage(s string) string {
-	if len(s) > maxIPCError {
-		return s[:maxIPCError]
-	}
-	return s
-}
+func cutMessage(s string) string { return textcut.Prefix(s, maxIPCError) }

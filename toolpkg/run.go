@@ -13,7 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
+
+	"github.com/gotoolset/toolset/internal/textcut"
 )
 
 // procResult is what became of one tool process.
@@ -37,13 +38,9 @@ type procResult struct {
 func (r procResult) stderrText(sec *secrets) string {
 	s := sec.text(r.stderr)
 	cut := r.stderrCut
-	if len(s) > maxStderr {
-		i := len(s) - maxStderr
-		for i < len(s) && !utf8.RuneStart(s[i]) {
-			i++
-		}
-		cut += int64(i)
-		s = s[i:]
+	if tail := textcut.Suffix(s, maxStderr); len(tail) < len(s) {
+		cut += int64(len(s) - len(tail))
+		s = tail
 	}
 	if cut > 0 {
 		s = fmt.Sprintf("[%d earlier bytes cut]\n", cut) + s

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/textcut"
 	sjs "github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -314,7 +315,8 @@ func cutProblem(p string) string {
 	if len(p) <= maxProblemBytes {
 		return p
 	}
-	return strings.ToValidUTF8(p[:maxProblemBytes], "") + fmt.Sprintf("... [%d bytes cut]", len(p)-maxProblemBytes)
+	kept := textcut.Prefix(p, maxProblemBytes)
+	return kept + fmt.Sprintf("%s [%d bytes cut]", textcut.Ellipsis, len(p)-len(kept))
 }
 
 // capProblems keeps the first maxProblems problems and counts the rest.

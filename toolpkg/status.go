@@ -10,11 +10,11 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/textcut"
 )
 
 // The bounds of what a tool's status pipe delivers.
@@ -170,12 +170,6 @@ func (sr *statusReader) line(ctx context.Context, line []byte, sec *secrets) {
 	sr.reports++
 	sr.mu.Unlock()
 	text := sec.text(strings.ToValidUTF8(*msg.Status, "\uFFFD"))
-	if len(text) > maxStatusMessage {
-		cut := maxStatusMessage
-		for cut > 0 && !utf8.RuneStart(text[cut]) {
-			cut--
-		}
-		text = text[:cut]
-	}
+	text = textcut.Prefix(text, maxStatusMessage)
 	toolset.ReportProgress(ctx, toolset.Progress{Message: text, Fraction: -1})
 }

@@ -3,8 +3,9 @@ package toolpkg
 import (
 	"fmt"
 	"sort"
-	"strings"
 	"time"
+
+	"github.com/gotoolset/toolset/internal/textcut"
 )
 
 // Status is where a toolset is in its lifecycle.
@@ -190,7 +191,7 @@ func (r *record) setVersion(vi VersionInfo) {
 			vi.Errors = append(vi.Errors, fmt.Sprintf("and %d more", len(errs)-MaxVersionErrors))
 			break
 		}
-		vi.Errors = append(vi.Errors, cutText(e, maxVersionErrorBytes))
+		vi.Errors = append(vi.Errors, textcut.Clip(e, maxVersionErrorBytes))
 	}
 	for i := range r.Versions {
 		if r.Versions[i].Version == vi.Version {
@@ -206,14 +207,6 @@ func (r *record) setVersion(vi VersionInfo) {
 
 // maxVersionErrorBytes bounds an error of [VersionInfo.Errors].
 const maxVersionErrorBytes = 512
-
-// cutText cuts s to at most n bytes, at a UTF-8 boundary, saying so.
-func cutText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "..."
-}
 
 // Info returns the record of a toolset; ErrNotFound if the store has
 // never had it.

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/textcut"
 	"github.com/gotoolset/toolset/internal/tracefields"
 	"github.com/gotoolset/toolset/toolpkg/internal/protocol"
 )
@@ -655,11 +655,8 @@ func capText(s string, limit int) (string, bool) {
 	if len(s) <= limit {
 		return s, false
 	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + fmt.Sprintf("\n[output cut: %d of %d bytes shown]", cut, len(s)), true
+	kept := textcut.Prefix(s, limit)
+	return kept + fmt.Sprintf("\n[output cut: %d of %d bytes shown]", len(kept), len(s)), true
 }
 
 // ToolFailure is a packaged tool's own error (result.json's "error", or

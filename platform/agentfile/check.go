@@ -245,7 +245,7 @@ func checkPackage(ps *problems, e *Entry, pkgs Packages) []string {
 		if errors.Is(err, toolpkg.ErrNotFound) {
 			ps.add(e.position("package"), "unknown package %s: the store has no toolset of that name", quote(name))
 		} else {
-			ps.add(e.position("package"), "package %s: %s", quote(name), cutText(err.Error()))
+			ps.add(e.position("package"), "package %s: %s", quote(name), textcut.Clip(err.Error(), maxQuotedError))
 		}
 		return nil
 	}
@@ -348,7 +348,7 @@ func checkRequired(ps *problems, e *Entry, pkgs Packages, info toolpkg.Info, exp
 	name := e.Package.Name
 	stored, err := storedConfig(sc, name)
 	if err != nil {
-		ps.add(e.position("package"), "package %s: reading its configuration: %s", quote(name), cutText(err.Error()))
+		ps.add(e.position("package"), "package %s: reading its configuration: %s", quote(name), textcut.Clip(err.Error(), maxQuotedError))
 		return
 	}
 	cfg := e.Package.Config
@@ -400,10 +400,8 @@ func packageInfo(pkgs Packages, name string) (info toolpkg.Info, err error) {
 	return info, err
 }
 
-// cutText bounds an error's text quoted in a problem.
-func cutText(s string) string {
-	return textcut.Clip(s, 512)
-}
+// maxQuotedError bounds an error's text quoted in a problem.
+const maxQuotedError = 512
 
 // checkNames reports the tool names the entry's rename and prefix would
 // make invalid or the same, and returns the names, or nil if some are.

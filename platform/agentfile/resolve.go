@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/textcut"
 	"github.com/gotoolset/toolset/mcptoolset"
 	"github.com/gotoolset/toolset/toolpkg"
 	"github.com/gotoolset/toolset/toolpkg/skill"
@@ -243,7 +244,7 @@ func (a *Agent) source(ps *problems, e *Entry, opts *Options) toolset.Toolset {
 		}
 		ts, err := packageToolset(pkgs, e.Package.Name, e.Package.Config)
 		if err != nil {
-			ps.add(e.position("package"), "package %s: %s", quote(e.Package.Name), cutText(err.Error()))
+			ps.add(e.position("package"), "package %s: %s", quote(e.Package.Name), textcut.Clip(err.Error(), maxQuotedError))
 			return nil
 		}
 		return ts
