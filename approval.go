@@ -388,7 +388,7 @@ func (p *approvalPart) put(subj approvalSubject, d decision) {
 
 func (*approvalPart) key() string { return "approvals" }
 
-func (p *approvalPart) save(*saving) any {
+func (p *approvalPart) save(saving) any {
 	var out []savedDecision
 	for subj, dec := range p.decisions {
 		if !json.Valid([]byte(subj.args)) {
@@ -417,11 +417,10 @@ func (p *approvalPart) save(*saving) any {
 	return out
 }
 
-func (p *approvalPart) restore(raw json.RawMessage, _ *restoring) error {
-	var saved []savedDecision
-	if err := decodeSection(p.key(), raw, &saved); err != nil {
-		return err
-	}
+func (*approvalPart) section() any { return new([]savedDecision) }
+
+func (p *approvalPart) restore(v any, _ *restoring) error {
+	saved := *v.(*[]savedDecision)
 	decisions := make(map[approvalSubject]decision, len(saved))
 	for i, a := range saved {
 		args, err := canonArgs(a.Args)
@@ -469,7 +468,7 @@ type savedPending struct {
 
 func (*pendingPart) key() string { return "pending" }
 
-func (p *pendingPart) save(*saving) any {
+func (p *pendingPart) save(saving) any {
 	var out []savedPending
 	for subj, pa := range p.calls {
 		if !json.Valid([]byte(subj.args)) {
@@ -483,11 +482,10 @@ func (p *pendingPart) save(*saving) any {
 	return out
 }
 
-func (p *pendingPart) restore(raw json.RawMessage, _ *restoring) error {
-	var saved []savedPending
-	if err := decodeSection(p.key(), raw, &saved); err != nil {
-		return err
-	}
+func (*pendingPart) section() any { return new([]savedPending) }
+
+func (p *pendingPart) restore(v any, _ *restoring) error {
+	saved := *v.(*[]savedPending)
 	calls := make(map[approvalSubject]pendingApproval, len(saved))
 	for i, sp := range saved {
 		args, err := canonArgs(sp.Args)

@@ -2,7 +2,6 @@ package toolset
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -183,7 +182,7 @@ type savedFailure struct {
 
 func (*failurePart) key() string { return "failures" }
 
-func (p *failurePart) save(sv *saving) any {
+func (p *failurePart) save(sv saving) any {
 	var out []savedFailure
 	for c, f := range p.counts {
 		if id, ok := sv.name(c); ok {
@@ -200,11 +199,10 @@ func (p *failurePart) save(sv *saving) any {
 	return out
 }
 
-func (p *failurePart) restore(raw json.RawMessage, r *restoring) error {
-	var saved []savedFailure
-	if err := decodeSection(p.key(), raw, &saved); err != nil {
-		return err
-	}
+func (*failurePart) section() any { return new([]savedFailure) }
+
+func (p *failurePart) restore(v any, r *restoring) error {
+	saved := *v.(*[]savedFailure)
 	seen := make(map[toolID]struct{}, len(saved))
 	for i, f := range saved {
 		if f.Steps < 1 || f.LastStep < -1 || f.LastStep > r.step {

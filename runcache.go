@@ -76,7 +76,7 @@ func (*cachePart) key() string { return "caches" }
 
 // save returns the caches to save, whose live entries are encoded with the
 // section (see cacheSection).
-func (p *cachePart) save(sv *saving) any {
+func (p *cachePart) save(sv saving) any {
 	sec := &cacheSection{now: sv.now}
 	for c, store := range p.stores {
 		if id, ok := sv.name(c); ok && c.cache.policy.Persist {
@@ -122,11 +122,10 @@ func (sec *cacheSection) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out)
 }
 
-func (p *cachePart) restore(raw json.RawMessage, r *restoring) error {
-	var saved []savedCache
-	if err := decodeSection(p.key(), raw, &saved); err != nil {
-		return err
-	}
+func (*cachePart) section() any { return new([]savedCache) }
+
+func (p *cachePart) restore(v any, r *restoring) error {
+	saved := *v.(*[]savedCache)
 	seen := make(map[toolID]struct{}, len(saved))
 	for i, c := range saved {
 		id := toolID{c.Tool, c.Schema}

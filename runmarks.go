@@ -1,7 +1,6 @@
 package toolset
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -95,7 +94,7 @@ type markPart struct {
 
 func (*markPart) key() string { return "marks" }
 
-func (p *markPart) save(*saving) any {
+func (p *markPart) save(saving) any {
 	if len(p.set) == 0 {
 		return nil
 	}
@@ -108,11 +107,10 @@ func (p *markPart) save(*saving) any {
 }
 
 // restore checks the marks of a saved state and keeps them.
-func (p *markPart) restore(raw json.RawMessage, _ *restoring) error {
-	var saved []string
-	if err := decodeSection(p.key(), raw, &saved); err != nil {
-		return err
-	}
+func (*markPart) section() any { return new([]string) }
+
+func (p *markPart) restore(v any, _ *restoring) error {
+	saved := *v.(*[]string)
 	if len(saved) > MaxMarks {
 		return fmt.Errorf("marks: %d, more than the %d a run holds", len(saved), MaxMarks)
 	}

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
-	"strings"
+	"reflect"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gotoolset/toolset/internal/canonjson"
@@ -30,11 +32,15 @@ type runPart interface {
 	// the run's lock is released (a cached result's encoding is the
 	// application's code). A section that encodes as null is left out.
 	// The caller holds runState.mu.
-	save(sv *saving) any
-	// restore reads the part's section of a saved state, raw, into the
-	// part, checking it as the untrusted input it is. It runs on a run
-	// just made, not yet shared; the caller holds runState.mu.
-	restore(raw json.RawMessage, r *restoring) error
+	save(sv saving) any
+	// section returns a pointer to a new value of the type the part's
+	// section decodes into (see stateType).
+	section() any
+	// restore reads the part's section of a saved state, decoded into v
+	// (a value section made; its zero value when the state has none),
+	// into the part, checking it as the untrusted input it is. It runs on
+	// a run just made, not yet shared; the caller holds runState.mu.
+	restore(v any, r *restoring) error
 }
 
 // A toolPart is a runPart whose entries belong to tools. The saved state
@@ -59,9 +65,10 @@ type toolPart interface {
 // to tools), its section's JSON form documented at the type, and the
 // policy's RunContext methods, which read and write the part under
 // runState.mu and call runState.markDirty after a change so that a run
-// with a store saves it. Then add the part here as a field and in list,
-// at the end: the order is that of the saved state's sections, which
-// the golden files of testdata pin.
+// with a store saves it. Then add the part here, as a field and in
+// list, at the end, under a key no other part has: the order is that of
+// the saved state's sections, which the golden files of testdata pin,
+// and TestRunPartsListEveryField checks that the two lists agree.
 type runParts struct {
 	approvals approvalPart // approval.go
 	pending   pendingPart  // approval.go
@@ -85,14 +92,14 @@ type saving struct {
 // name returns the name that the saved state gives the tool c, and
 // whether it has one: a tool whose schema has no JSON form has none, and
 // its entries stay in this process.
-func (sv *saving) name(c *toolCore) (toolID, bool) {
+func (sv saving) name(c *toolCore) (toolID, bool) {
 	id, ok := sv.d.ids[c]
 	return id, ok
 }
 
 // restored returns the entries p restored that still wait for their
 // tools, to be saved again.
-func (sv *saving) restored(p toolPart) iter.Seq2[toolID, any] {
+func (sv saving) restored(p toolPart) iter.Seq2[toolID, any] {
 	return func(yield func(toolID, any) bool) {
 		for id, es := range sv.d.restored {
 			for _, e := range es {
@@ -129,65 +136,76 @@ func (r *restoring) wait(p toolPart, id toolID, v any) {
 	d.names[id.name] = struct{}{}
 }
 
-// decodeSection decodes the section key of a saved state into v.
-func decodeSection(key string, raw json.RawMessage, v any) error {
-	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("%s: %v", key, err)
-	}
-	return nil
-}
-
 // encodeState returns the saved state: the JSON object of head, followed
-// by the sections of parts that do not encode as null.
-func encodeState(head any, parts []runPart, sections []any) ([]byte, error) {
-	data, err := json.Marshal(head)
-	if err != nil {
+// by the sections of parts that do not encode as null. size is a guess
+// of the state's size, to allocate its bytes once.
+func encodeState(head any, parts []runPart, sections []any, size int) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(size)
+	enc := json.NewEncoder(&buf) // as json.Marshal, and a newline after each value
+	if err := enc.Encode(head); err != nil {
 		return nil, err
 	}
-	data = data[:len(data)-1] // the head's closing brace
+	buf.Truncate(buf.Len() - len("}\n"))
 	for i, p := range parts {
-		b, err := json.Marshal(sections[i])
-		if err != nil {
+		mark := buf.Len()
+		buf.WriteString(`,"`)
+		buf.WriteString(p.key())
+		buf.WriteString(`":`)
+		value := buf.Len()
+		if err := enc.Encode(sections[i]); err != nil {
 			return nil, fmt.Errorf("%s: %w", p.key(), err)
 		}
-		if string(b) == "null" {
-			continue
+		if string(buf.Bytes()[value:]) == "null\n" {
+			buf.Truncate(mark)
+		} else {
+			buf.Truncate(buf.Len() - 1)
 		}
-		data = append(data, ',', '"')
-		data = append(data, p.key()...)
-		data = append(data, '"', ':')
-		data = append(data, b...)
 	}
-	return append(data, '}'), nil
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
 }
 
-// sectionsOf returns the raw section of each part in data, a JSON
-// object, or nil for a part it has none of. As encoding/json does when it
-// decodes an object into a struct, a key matches case-insensitively, the
-// last of a key given twice wins, and other keys are ignored.
-func sectionsOf(data []byte, parts []runPart) ([]json.RawMessage, error) {
-	out := make([]json.RawMessage, len(parts))
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, fmt.Errorf("not a JSON object: %v", err)
+// stateType is the type a saved state decodes into: a struct of the
+// fields of savedHead, then one field for each part, of its section's
+// type, under its key. The state is decoded in one pass, and as
+// encoding/json decodes a struct, which is how earlier versions of this
+// library read it: a key matches exactly or else whatever its case, the
+// last of a key given twice wins, and keys that name no field are
+// ignored.
+var stateType = sync.OnceValue(func() reflect.Type {
+	head := reflect.TypeFor[savedHead]()
+	fields := make([]reflect.StructField, 0, head.NumField()+len((&runParts{}).list()))
+	for i := range head.NumField() {
+		fields = append(fields, head.Field(i))
 	}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		k, _ := t.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, err
-		}
-		for i, p := range parts {
-			if strings.EqualFold(k, p.key()) {
-				out[i] = raw
-			}
-		}
+	for i, p := range (&runParts{}).list() {
+		fields = append(fields, reflect.StructField{
+			Name: "Part" + strconv.Itoa(i),
+			Type: reflect.TypeOf(p.section()).Elem(),
+			Tag:  reflect.StructTag(`json:"` + p.key() + `"`),
+		})
 	}
-	return out, nil
+	return reflect.StructOf(fields)
+})
+
+// decodeState decodes a saved state into its head and a section for each
+// of parts, which must be the list of a runParts. A key of the wrong JSON
+// type leaves its field zero, and the error (a *json.UnmarshalTypeError)
+// says which; the other fields are decoded all the same.
+func decodeState(data []byte, parts []runPart) (savedHead, []any, error) {
+	v := reflect.New(stateType()).Elem()
+	err := json.Unmarshal(data, v.Addr().Interface())
+	var head savedHead
+	h := reflect.ValueOf(&head).Elem()
+	for i := range h.NumField() {
+		h.Field(i).Set(v.Field(i))
+	}
+	sections := make([]any, len(parts))
+	for i := range parts {
+		sections[i] = v.Field(h.NumField() + i).Addr().Interface()
+	}
+	return head, sections, err
 }
 
 // toolID names a tool in saved state: the name it was offered under and

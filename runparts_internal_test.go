@@ -1,6 +1,7 @@
 package toolset
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -38,31 +39,47 @@ func TestRunPartsListEveryField(t *testing.T) {
 func TestEncodeState(t *testing.T) {
 	var p runParts
 	parts := p.list()[:3]
-	data, err := encodeState(savedHead{Version: 1, ID: "r<"}, parts, []any{nil, []string{"a&"}, []int(nil)})
+	data, err := encodeState(savedHead{Version: 1, ID: "r<"}, parts, []any{nil, []string{"a&"}, []int(nil)}, 0)
 	require.NoError(t, err)
 	assert.Equal(t, `{"version":1,"id":"r\u003c","step":0,"pending":["a\u0026"]}`, string(data))
 
-	_, err = encodeState(savedHead{}, parts, []any{make(chan int), nil, nil})
+	_, err = encodeState(savedHead{}, parts, []any{make(chan int), nil, nil}, 1<<10)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "approvals")
 }
 
-// sectionsOf reads a state's sections as encoding/json reads an object
-// into a struct: keys match case-insensitively, the last of a key given
-// twice wins, and keys that name no part are ignored.
-func TestSectionsOf(t *testing.T) {
+// A saved state decodes as encoding/json decodes a struct: keys match
+// exactly or else whatever their case, the last of a key given twice
+// wins, and keys that name no part are ignored. A section of the wrong
+// type is left zero, the others decoded all the same, and the error
+// names it.
+func TestDecodeState(t *testing.T) {
 	var p runParts
 	parts := p.list()
-	raw, err := sectionsOf([]byte(`{"version":1,"Marks":["a"],"x":{"marks":1},"marks":["b"],"PENDING":[]}`), parts)
-	require.NoError(t, err)
-	got := map[string]string{}
-	for i, r := range raw {
-		if r != nil {
-			got[parts[i].key()] = string(r)
+	at := func(key string, sections []any) any {
+		for i, part := range parts {
+			if part.key() == key {
+				return reflect.ValueOf(sections[i]).Elem().Interface()
+			}
 		}
+		t.Fatalf("no part %q", key)
+		return nil
 	}
-	assert.Equal(t, map[string]string{"marks": `["b"]`, "pending": `[]`}, got)
+	head, sections, err := decodeState([]byte(`{"Version":1,"id":"r","marks":["a"],"x":{"marks":1},"MARKS":["b"],"pending":[{"call_id":"c"}]}`), parts)
+	require.NoError(t, err)
+	assert.Equal(t, savedHead{Version: 1, ID: "r"}, head)
+	assert.Equal(t, []string{"b"}, at("marks", sections))
+	assert.Equal(t, []savedPending{{CallID: "c"}}, at("pending", sections))
+	assert.Nil(t, at("failures", sections))
 
-	_, err = sectionsOf([]byte(`[1]`), parts)
-	assert.Error(t, err)
+	head, sections, err = decodeState([]byte(`{"version":1,"failures":{"a":1},"marks":["m"]}`), parts)
+	var te *json.UnmarshalTypeError
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, "failures", te.Field)
+	assert.Equal(t, 1, head.Version)
+	assert.Equal(t, []string{"m"}, at("marks", sections))
+
+	_, _, err = decodeState([]byte(`{"version":1,`), parts)
+	var se *json.SyntaxError
+	assert.ErrorAs(t, err, &se)
 }

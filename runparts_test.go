@@ -26,18 +26,20 @@ func TestRunWithoutBookkeepingSavesItsFieldsOnly(t *testing.T) {
 
 // A saved state's sections are read as encoding/json reads an object into
 // a struct, as earlier versions of this library read them: a key matches
-// whatever its case, and the last of a key given twice wins.
+// exactly or else whatever its case, and the last of a key given twice
+// wins.
 func TestSavedSectionsAreReadAsBefore(t *testing.T) {
 	ctx := context.Background()
 	store := toolset.NewMemoryRunStore()
-	_, err := store.Save(ctx, "r", []byte(`{"version":1,"id":"r","step":0,"Marks":["a"],"other":["x"],"marks":["b"],"PENDING":[{"call_id":"c","tool":"pay","args":{},"schema":"s","asked_at":"2026-01-02T15:00:00Z"}]}`), 0, 0)
+	_, err := store.Save(ctx, "r", []byte(`{"version":1,"id":"r","step":0,"marks":["a"],"Marks":["x"],"other":["y"],"marks":["b"],"PENDING":[{"call_id":"c","tool":"pay","args":{},"schema":"s","asked_at":"2026-01-02T15:00:00Z"}]}`), 0, 0)
 	require.NoError(t, err)
 	run, err := toolset.ResumeRun(ctx, store, "r")
 	require.NoError(t, err)
 	defer run.End()
 	assert.True(t, run.Marked("b"))
 	assert.False(t, run.Marked("a"), "the later marks win")
-	assert.False(t, run.Marked("x"))
+	assert.False(t, run.Marked("x"), "the exact key wins")
+	assert.False(t, run.Marked("y"))
 	require.Len(t, run.PendingApprovals(), 1)
 	assert.Equal(t, "c", run.PendingApprovals()[0].CallID)
 }
@@ -53,7 +55,7 @@ func TestSavedSectionOfTheWrongTypeIsNamed(t *testing.T) {
 		run, err := toolset.ResumeRun(ctx, store, "r")
 		require.Error(t, err, key)
 		assert.Nil(t, run)
-		assert.Contains(t, err.Error(), `toolset: run "r": saved state (version 1 in the store): `+key+":", key)
+		assert.Contains(t, err.Error(), `toolset: run "r": saved state (version 1 in the store): `+key+": JSON object where", key)
 		var ce *toolset.RunStateConflictError
 		assert.False(t, errors.As(err, &ce), key)
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,9 +63,10 @@ type durability struct {
 	store      RunStore
 	ttl, lease time.Duration
 
-	saveMu  sync.Mutex // one save at a time; guards version and token
+	saveMu  sync.Mutex // one save at a time; guards version, token and size
 	version int64
 	token   string
+	size    int // of the latest save
 
 	dirty atomic.Bool // the bookkeeping changed since the last save
 	lost  atomic.Pointer[RunStateConflictError]
@@ -261,7 +263,7 @@ func (s *runState) save(ctx context.Context, hold bool) error {
 	sections := make([]any, len(parts))
 	s.mu.Lock()
 	head := savedHead{Version: runStateVersion, ID: s.id, Step: int(s.step.Load())}
-	sv := &saving{now: now, d: d}
+	sv := saving{now: now, d: d}
 	for i, p := range parts {
 		sections[i] = p.save(sv)
 	}
@@ -271,7 +273,7 @@ func (s *runState) save(ctx context.Context, hold bool) error {
 	}
 	// The sections are encoded outside the run's lock: a cached result's
 	// encoding is the application's code.
-	data, err := encodeState(head, parts, sections)
+	data, err := encodeState(head, parts, sections, d.size+d.size/8)
 	if err != nil {
 		d.dirty.Store(true)
 		return fmt.Errorf("toolset: run %q: encoding its state: %w", boundName(s.id), err)
@@ -288,7 +290,7 @@ func (s *runState) save(ctx context.Context, hold bool) error {
 		}
 		return fmt.Errorf("toolset: run %q: saving its state: %w", boundName(s.id), err)
 	}
-	d.version = version
+	d.version, d.size = version, len(data)
 	return nil
 }
 
@@ -301,18 +303,25 @@ func (s *runState) restore(data []byte, version int64) error {
 	if len(data) > maxRunStateBytes {
 		return fail("%d bytes, more than the %d a run loads", len(data), maxRunStateBytes)
 	}
-	var v struct {
-		Version int `json:"version"`
-	}
-	if err := json.Unmarshal(data, &v); err != nil {
+	parts := s.parts.list()
+	head, sections, err := decodeState(data, parts)
+	var (
+		se *json.SyntaxError
+		te *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &se):
 		return fail("not JSON: %v", err)
+	case errors.As(err, &te) && te.Field == "":
+		return fail("JSON %s, not an object", te.Value)
+	case err != nil && te == nil:
+		return fail("%v", err) // a time that is not one, say
 	}
-	if v.Version != runStateVersion {
-		return fail("format version %d; this library reads version %d", v.Version, runStateVersion)
+	if head.Version != runStateVersion {
+		return fail("format version %d; this library reads version %d", head.Version, runStateVersion)
 	}
-	var head savedHead
-	if err := json.Unmarshal(data, &head); err != nil {
-		return fail("%v", err)
+	if te != nil {
+		return fail("%s: JSON %s where %s belongs", te.Field, te.Value, jsonKind(te.Type))
 	}
 	if head.ID != s.id {
 		return fail("it is the state of run %q", boundName(head.ID))
@@ -325,19 +334,11 @@ func (s *runState) restore(data []byte, version int64) error {
 	if head.Step < -1 || head.Step > 1<<30 {
 		return fail("step %d out of range", head.Step)
 	}
-	parts := s.parts.list()
-	raw, err := sectionsOf(data, parts)
-	if err != nil {
-		return fail("%v", err)
-	}
 	r := &restoring{step: head.Step, now: now, d: s.durable}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, p := range parts {
-		if raw[i] == nil {
-			continue
-		}
-		if err := p.restore(raw[i], r); err != nil {
+		if err := p.restore(sections[i], r); err != nil {
 			return fail("%v", err)
 		}
 	}
@@ -362,4 +363,25 @@ func (rc *RunContext) saveAfterCall(ctx context.Context, name string, res any, e
 		return nil, fmt.Errorf("toolset: tool %q: after the call: %w", boundName(name), serr)
 	}
 	return res, err
+}
+
+// jsonKind says what JSON a value of type t decodes from.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		if t == reflect.TypeFor[time.Time]() {
+			return "a time (a string)"
+		}
+		return "an object"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	}
+	return "a number"
 }

@@ -581,3 +581,53 @@ func TestRunStateBytes(t *testing.T) {
 		assert.Equal(t, compact.String(), string(data))
 	})(t)
 }
+
+// BenchmarkSave saves a run with every kind of bookkeeping.
+func BenchmarkSave(b *testing.B) {
+	ctx := context.Background()
+	store := toolset.NewMemoryRunStore()
+	a := newDurableAgent()
+	run, err := toolset.ResumeRun(ctx, store, "bench-save")
+	require.NoError(b, err)
+	defer run.End()
+	turn := run.Turn(ctx)
+	tools, err := toolset.BuildTools(turn, "support", a.entries...)
+	require.NoError(b, err)
+	call := func(id, name, args string) {
+		_, _ = tools.Execute(turn, toolset.ToolCall{ID: id, Name: name, Args: json.RawMessage(args)})
+	}
+	call("c0", "lookup", `{"id":1}`)
+	call("c1", "tool_search", `{"query":"weather"}`)
+	call("c2", "pay", `{"to":"bob","amount":500}`)
+	run.RecordDenial(toolset.ToolCall{ID: "c3", Name: "pay", Args: json.RawMessage(`{"to":"eve","amount":9}`)}, "no")
+	require.NoError(b, run.Mark("skill:pdf"))
+	turn = run.Turn(ctx)
+	tools, err = toolset.BuildTools(turn, "support", a.entries...)
+	require.NoError(b, err)
+	call("c5", "get_weather", `{"city":"Oslo"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := run.Save(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkResume resumes a run from a state with every kind of
+// bookkeeping.
+func BenchmarkResume(b *testing.B) {
+	ctx := context.Background()
+	data, err := os.ReadFile(filepath.Join("testdata", "runstate_v1.json"))
+	require.NoError(b, err)
+	store := toolset.NewMemoryRunStore()
+	b.ReportAllocs()
+	for b.Loop() {
+		_, err := store.Save(ctx, "req-42", data, 0, 0)
+		require.NoError(b, err)
+		run, err := toolset.ResumeRun(ctx, store, "req-42")
+		if err != nil {
+			b.Fatal(err)
+		}
+		run.End()
+	}
+}

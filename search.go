@@ -3,7 +3,6 @@ package toolset
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"math"
 	"slices"
@@ -328,7 +327,7 @@ type savedTool struct {
 
 func (*revealPart) key() string { return "reveals" }
 
-func (p *revealPart) save(sv *saving) any {
+func (p *revealPart) save(sv saving) any {
 	var out []savedTool
 	for c := range p.revealed {
 		if id, ok := sv.name(c); ok {
@@ -344,11 +343,10 @@ func (p *revealPart) save(sv *saving) any {
 	return slices.Compact(out)
 }
 
-func (p *revealPart) restore(raw json.RawMessage, r *restoring) error {
-	var saved []savedTool
-	if err := decodeSection(p.key(), raw, &saved); err != nil {
-		return err
-	}
+func (*revealPart) section() any { return new([]savedTool) }
+
+func (p *revealPart) restore(v any, r *restoring) error {
+	saved := *v.(*[]savedTool)
 	for _, t := range saved {
 		r.wait(p, toolID{t.Tool, t.Schema}, nil)
 	}
