@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/gotoolset/toolset"
@@ -44,18 +45,19 @@ func TestSavedSectionsAreReadAsBefore(t *testing.T) {
 	assert.Equal(t, "c", run.PendingApprovals()[0].CallID)
 }
 
-// A section of the wrong JSON type is refused with an error that names
-// it.
+// A section of the wrong JSON type is refused with a short error that
+// names it.
 func TestSavedSectionOfTheWrongTypeIsNamed(t *testing.T) {
 	ctx := context.Background()
 	for _, key := range []string{"approvals", "pending", "reveals", "failures", "caches", "marks"} {
 		store := toolset.NewMemoryRunStore()
-		_, err := store.Save(ctx, "r", []byte(`{"version":1,"id":"r","step":0,"`+key+`":{"a":1}}`), 0, 0)
+		_, err := store.Save(ctx, "r", []byte(`{"version":1,"id":"r","step":0,"`+key+`":{"a":1},"step":`+strings.Repeat("9", 1<<16)+`}`), 0, 0)
 		require.NoError(t, err)
 		run, err := toolset.ResumeRun(ctx, store, "r")
 		require.Error(t, err, key)
 		assert.Nil(t, run)
 		assert.Contains(t, err.Error(), `toolset: run "r": saved state (version 1 in the store): `+key+": JSON object where", key)
+		assert.Less(t, len(err.Error()), 200, key)
 		var ce *toolset.RunStateConflictError
 		assert.False(t, errors.As(err, &ce), key)
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -321,7 +322,8 @@ func (s *runState) restore(data []byte, version int64) error {
 		return fail("format version %d; this library reads version %d", head.Version, runStateVersion)
 	}
 	if te != nil {
-		return fail("%s: JSON %s where %s belongs", te.Field, te.Value, jsonKind(te.Type))
+		kind, _, _ := strings.Cut(te.Value, " ") // "number 12", with the number
+		return fail("%s: JSON %s where %s belongs", te.Field, kind, jsonKind(te.Type))
 	}
 	if head.ID != s.id {
 		return fail("it is the state of run %q", boundName(head.ID))
