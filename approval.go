@@ -119,8 +119,8 @@ func (rc *RunContext) PendingApprovals() []PendingApproval {
 		return nil
 	}
 	s.mu.Lock()
-	out := make([]PendingApproval, 0, len(s.pending))
-	for subj, p := range s.pending {
+	out := make([]PendingApproval, 0, len(s.parts.pending.calls))
+	for subj, p := range s.parts.pending.calls {
 		out = append(out, PendingApproval{Tool: subj.name, CallID: subj.id, Args: json.RawMessage(subj.args), SchemaHash: p.schema, AskedAt: p.asked})
 	}
 	s.mu.Unlock()
@@ -171,14 +171,11 @@ func (rc *RunContext) decide(subj approvalSubject, d decision) {
 	if s.ended.Load() {
 		return
 	}
-	if p, ok := s.pending[subj]; ok {
+	if p, ok := s.parts.pending.calls[subj]; ok {
 		d.schema = p.schema
-		delete(s.pending, subj)
+		delete(s.parts.pending.calls, subj)
 	}
-	if s.decisions == nil {
-		s.decisions = make(map[approvalSubject]decision)
-	}
-	s.decisions[subj] = d
+	s.parts.approvals.put(subj, d)
 	s.markDirty()
 }
 
@@ -189,9 +186,9 @@ func (rc *RunContext) takeDecision(subj approvalSubject, schema string) (decisio
 	s := rc.st
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	d, ok := s.decisions[subj]
+	d, ok := s.parts.approvals.decisions[subj]
 	if ok {
-		delete(s.decisions, subj)
+		delete(s.parts.approvals.decisions, subj)
 		s.markDirty()
 	}
 	if ok && d.schema != "" && d.schema != schema {
@@ -208,10 +205,7 @@ func (rc *RunContext) putBack(subj approvalSubject, d decision) {
 	if s.ended.Load() {
 		return
 	}
-	if s.decisions == nil {
-		s.decisions = make(map[approvalSubject]decision)
-	}
-	s.decisions[subj] = d
+	s.parts.approvals.put(subj, d)
 	s.markDirty()
 }
 
@@ -223,10 +217,11 @@ func (rc *RunContext) ask(subj approvalSubject, schema string) {
 	if s.ended.Load() {
 		return
 	}
-	if s.pending == nil {
-		s.pending = make(map[approvalSubject]pendingApproval)
+	p := &s.parts.pending
+	if p.calls == nil {
+		p.calls = make(map[approvalSubject]pendingApproval)
 	}
-	s.pending[subj] = pendingApproval{schema: schema, asked: time.Now()}
+	p.calls[subj] = pendingApproval{schema: schema, asked: time.Now()}
 	s.markDirty()
 }
 
@@ -353,4 +348,165 @@ func (c *toolCore) askApproval(ctx context.Context, t Tool, call ToolCall) (need
 		}
 	}()
 	return c.approval(ctx, t, call.Args)
+}
+
+// approvalPart is the run's part of the approval policy: the decisions
+// recorded and not yet used up. Its section of the saved state lists
+// them, sorted by call ID, tool and arguments; "schema" is absent for a
+// decision made before its call asked, "edited_args" for one that keeps
+// the model's arguments:
+//
+//	"approvals": [{"call_id": "c1", "tool": "transfer", "args": {"id":500},
+//	               "schema": "sha256:...", "decision": "approved",
+//	               "edited_args": {"id":50}}]
+type approvalPart struct {
+	decisions map[approvalSubject]decision
+}
+
+type savedDecision struct {
+	CallID     string          `json:"call_id"`
+	Tool       string          `json:"tool"`
+	Args       json.RawMessage `json:"args"`
+	Schema     string          `json:"schema,omitempty"`
+	Decision   string          `json:"decision"`
+	Reason     string          `json:"reason,omitempty"`
+	EditedArgs json.RawMessage `json:"edited_args,omitempty"`
+}
+
+const (
+	decisionApproved = "approved"
+	decisionDenied   = "denied"
+)
+
+// put records d for subj.
+func (p *approvalPart) put(subj approvalSubject, d decision) {
+	if p.decisions == nil {
+		p.decisions = make(map[approvalSubject]decision)
+	}
+	p.decisions[subj] = d
+}
+
+func (*approvalPart) key() string { return "approvals" }
+
+func (p *approvalPart) save(saving) any {
+	var out []savedDecision
+	for subj, dec := range p.decisions {
+		if !json.Valid([]byte(subj.args)) {
+			continue // arguments that are not JSON never pass validation
+		}
+		sd := savedDecision{CallID: subj.id, Tool: subj.name, Args: json.RawMessage(subj.args), Schema: dec.schema, Decision: decisionDenied, Reason: dec.reason}
+		if dec.approved {
+			sd.Decision = decisionApproved
+			if dec.edited != nil {
+				// The approver's arguments, as the call would take them.
+				// Arguments that are not JSON fail the call here; saved
+				// without them, the approval would run the model's, so it
+				// is not saved at all: the resumed call asks again.
+				edited := normalizeArgs(dec.edited)
+				if !json.Valid(edited) {
+					continue
+				}
+				sd.EditedArgs = edited
+			}
+		}
+		out = append(out, sd)
+	}
+	slices.SortFunc(out, func(a, b savedDecision) int {
+		return cmp.Or(cmp.Compare(a.CallID, b.CallID), cmp.Compare(a.Tool, b.Tool), cmp.Compare(string(a.Args), string(b.Args)))
+	})
+	return out
+}
+
+func (*approvalPart) section() any { return new([]savedDecision) }
+
+func (p *approvalPart) restore(v any, _ *restoring) error {
+	saved := *v.(*[]savedDecision)
+	decisions := make(map[approvalSubject]decision, len(saved))
+	for i, a := range saved {
+		args, err := canonArgs(a.Args)
+		if err != nil || a.Tool == "" {
+			return fmt.Errorf("approvals[%d]: no tool, or %v", i, err)
+		}
+		d := decision{schema: a.Schema, reason: a.Reason}
+		switch a.Decision {
+		case decisionApproved:
+			d.approved = true
+			if a.EditedArgs != nil {
+				d.edited = slices.Clone(a.EditedArgs)
+			}
+		case decisionDenied:
+		default:
+			return fmt.Errorf("approvals[%d]: decision %q is neither %q nor %q", i, boundName(a.Decision), decisionApproved, decisionDenied)
+		}
+		subj := approvalSubject{id: a.CallID, name: a.Tool, args: args}
+		if _, dup := decisions[subj]; dup {
+			return fmt.Errorf("approvals[%d]: a second decision for call %q of tool %q", i, boundName(a.CallID), boundName(a.Tool))
+		}
+		decisions[subj] = d
+	}
+	p.decisions = decisions
+	return nil
+}
+
+// pendingPart is the run's part of the approval policy that lists the
+// calls waiting for a decision (see [RunContext.PendingApprovals]). Its
+// section of the saved state lists them oldest first:
+//
+//	"pending": [{"call_id": "c2", "tool": "transfer", "args": {"id":900},
+//	             "schema": "sha256:...", "asked_at": "2026-01-02T15:00:00Z"}]
+type pendingPart struct {
+	calls map[approvalSubject]pendingApproval
+}
+
+type savedPending struct {
+	CallID  string          `json:"call_id"`
+	Tool    string          `json:"tool"`
+	Args    json.RawMessage `json:"args"`
+	Schema  string          `json:"schema"`
+	AskedAt time.Time       `json:"asked_at"`
+}
+
+func (*pendingPart) key() string { return "pending" }
+
+func (p *pendingPart) save(saving) any {
+	var out []savedPending
+	for subj, pa := range p.calls {
+		if !json.Valid([]byte(subj.args)) {
+			continue
+		}
+		out = append(out, savedPending{CallID: subj.id, Tool: subj.name, Args: json.RawMessage(subj.args), Schema: pa.schema, AskedAt: pa.asked.UTC()})
+	}
+	slices.SortFunc(out, func(a, b savedPending) int {
+		return cmp.Or(a.AskedAt.Compare(b.AskedAt), cmp.Compare(a.CallID, b.CallID), cmp.Compare(a.Tool, b.Tool), cmp.Compare(string(a.Args), string(b.Args)))
+	})
+	return out
+}
+
+func (*pendingPart) section() any { return new([]savedPending) }
+
+func (p *pendingPart) restore(v any, _ *restoring) error {
+	saved := *v.(*[]savedPending)
+	calls := make(map[approvalSubject]pendingApproval, len(saved))
+	for i, sp := range saved {
+		args, err := canonArgs(sp.Args)
+		if err != nil || sp.Tool == "" {
+			return fmt.Errorf("pending[%d]: no tool, or %v", i, err)
+		}
+		subj := approvalSubject{id: sp.CallID, name: sp.Tool, args: args}
+		if _, dup := calls[subj]; dup {
+			return fmt.Errorf("pending[%d]: call %q of tool %q is listed twice", i, boundName(sp.CallID), boundName(sp.Tool))
+		}
+		calls[subj] = pendingApproval{schema: sp.Schema, asked: sp.AskedAt}
+	}
+	p.calls = calls
+	return nil
+}
+
+// canonArgs returns the canonical form of a saved call's arguments.
+func canonArgs(raw json.RawMessage) (string, error) {
+	b, err := canonjson.Append(nil, raw)
+	if err != nil {
+		return "", fmt.Errorf("arguments: %v", err)
+	}
+	return string(b), nil
 }

@@ -438,31 +438,3 @@ func (rc *resultCache) pushFront(e *cacheEntry) {
 		rc.tail = e
 	}
 }
-
-// runCache returns the run's cache for t, called as name, creating it on
-// first use, or nil without a run or once it has ended.
-func (rc *RunContext) runCache(t Tool, name string) *resultCache {
-	c := t.core
-	s := rc.state()
-	if s == nil {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.durable != nil && c.cache.policy.Persist {
-		s.identify(t, name)
-		s.markDirty()
-	}
-	if store, ok := s.caches[c]; ok {
-		return store
-	}
-	if s.ended.Load() {
-		return nil
-	}
-	if s.caches == nil {
-		s.caches = make(map[*toolCore]*resultCache)
-	}
-	store := newResultCache(&c.cache.policy)
-	s.caches[c] = store
-	return store
-}

@@ -97,6 +97,13 @@ func asT[T any](v any) (T, bool) {
 	return t, ok
 }
 
+// keyedValue is a run's value at its key's index; ok tells a value set
+// to nil from none.
+type keyedValue struct {
+	v  any
+	ok bool
+}
+
 // indexValues places the values whose names are keys at their keys'
 // indexes, and reports whether some names are not keys (yet). Names are
 // not made keys here: names from outside the program would otherwise grow
@@ -116,4 +123,55 @@ func indexValues(m map[string]any) (vals []keyedValue, unindexed bool) {
 		vals[i] = keyedValue{v: v, ok: true}
 	}
 	return vals, unindexed
+}
+
+// WithValue gives the run the value v under k, read with [Key.Get].
+func WithValue[T any](k Key[T], v T) RunOption {
+	return func(c *runConfig) { c.set(k.name, v) }
+}
+
+// WithValues gives the run the values of m under their names, for code
+// that knows values by name only (read them with [RunContext.Value], or
+// with a [Key] of the same name and type). m is copied.
+func WithValues(m map[string]any) RunOption {
+	return func(c *runConfig) {
+		for name, v := range m {
+			c.set(name, v)
+		}
+	}
+}
+
+func (c *runConfig) set(name string, v any) {
+	if c.vals == nil {
+		c.vals = make(map[string]any)
+	}
+	c.vals[name] = v
+}
+
+// WithDeps gives the run the application's dependencies (a database
+// handle, an HTTP client, ...), read with [DepsAs] or [RunContext.Deps].
+func WithDeps(deps any) RunOption {
+	return func(c *runConfig) { c.deps, c.hasDep = deps, true }
+}
+
+// Value returns the run's value named name, or nil.
+func (rc *RunContext) Value(name string) any {
+	if s := rc.state(); s != nil {
+		return s.byName[name]
+	}
+	return nil
+}
+
+// Deps returns the run's dependencies, or nil.
+func (rc *RunContext) Deps() any {
+	if s := rc.state(); s != nil {
+		return s.deps
+	}
+	return nil
+}
+
+// DepsAs returns the run's dependencies as a T, and whether they are one.
+func DepsAs[T any](ctx context.Context) (T, bool) {
+	d, ok := FromContext(ctx).Deps().(T)
+	return d, ok
 }

@@ -66,22 +66,12 @@ type runState struct {
 	ended    atomic.Bool
 	children atomic.Uint64 // for the ids of children made without one
 
-	mu        sync.Mutex
-	failures  map[*toolCore]*failureCount
-	revealed  map[*toolCore]struct{}
-	decisions map[approvalSubject]decision
-	pending   map[approvalSubject]pendingApproval
-	caches    map[*toolCore]*resultCache
-	marks     map[string]struct{} // see RunContext.Mark
+	mu    sync.Mutex
+	parts runParts // the policies' per-run state; see runparts.go
 
 	durable *durability // for a run resumed from a store, or nil
 
 	cleanup runtime.Cleanup // the warning for a run dropped without End
-}
-
-type keyedValue struct {
-	v  any
-	ok bool
 }
 
 // ErrRunEnded reports work under a run that has ended: BuildTools and calls
@@ -142,43 +132,6 @@ type runConfig struct {
 
 // RunOption configures a run; see [NewRun].
 type RunOption func(*runConfig)
-
-// WithValue gives the run the value v under k, read with [Key.Get].
-func WithValue[T any](k Key[T], v T) RunOption {
-	return func(c *runConfig) { c.set(k.name, v) }
-}
-
-// WithValues gives the run the values of m under their names, for code
-// that knows values by name only (read them with [RunContext.Value], or
-// with a [Key] of the same name and type). m is copied.
-func WithValues(m map[string]any) RunOption {
-	return func(c *runConfig) {
-		for name, v := range m {
-			c.set(name, v)
-		}
-	}
-}
-
-func (c *runConfig) set(name string, v any) {
-	if c.vals == nil {
-		c.vals = make(map[string]any)
-	}
-	c.vals[name] = v
-}
-
-// WithDeps gives the run the application's dependencies (a database
-// handle, an HTTP client, ...), read with [DepsAs] or [RunContext.Deps].
-func WithDeps(deps any) RunOption {
-	return func(c *runConfig) { c.deps, c.hasDep = deps, true }
-}
-
-// WithStableToolList asks BuildTools to keep tools whose failure budget is
-// spent in the run's tool lists, marked unavailable, instead of dropping
-// them, so the list (and a provider's prompt cache) stays the same across
-// turns.
-func WithStableToolList() RunOption {
-	return func(c *runConfig) { c.stable = true }
-}
 
 // liveRuns maps the ID of every live run to its state, held weakly: a run
 // dropped without End is collected, and its cleanup removes its entry.
@@ -313,7 +266,7 @@ func (rc *RunContext) end(forget bool) {
 	}
 	liveRuns.Unlock()
 	s.mu.Lock()
-	s.failures, s.revealed, s.decisions, s.pending, s.caches, s.marks = nil, nil, nil, nil, nil, nil
+	s.parts = runParts{}
 	s.mu.Unlock()
 }
 
@@ -455,22 +408,6 @@ func (rc *RunContext) Step() int {
 	return int(s.step.Load())
 }
 
-// Value returns the run's value named name, or nil.
-func (rc *RunContext) Value(name string) any {
-	if s := rc.state(); s != nil {
-		return s.byName[name]
-	}
-	return nil
-}
-
-// Deps returns the run's dependencies, or nil.
-func (rc *RunContext) Deps() any {
-	if s := rc.state(); s != nil {
-		return s.deps
-	}
-	return nil
-}
-
 // Err returns why the run cannot be used, or nil: a [*RunConflictError]
 // for a run made with the ID of another live run, [ErrRunEnded] once the
 // run has ended, or an error for a RunContext that NewRun did not make
@@ -494,22 +431,6 @@ func (rc *RunContext) Err() error {
 		}
 	}
 	return nil
-}
-
-// stableList reports whether the run asked for a stable tool list.
-func (rc *RunContext) stableList() bool {
-	s := rc.state()
-	return s != nil && s.stable
-}
-
-// currentStep is the step a failure under rc counts in: the turn's, or the
-// run's latest.
-func (rc *RunContext) currentStep() int { return rc.Step() }
-
-// DepsAs returns the run's dependencies as a T, and whether they are one.
-func DepsAs[T any](ctx context.Context) (T, bool) {
-	d, ok := FromContext(ctx).Deps().(T)
-	return d, ok
 }
 
 // checkTurn checks that BuildTools may build the tools of rc's turn.

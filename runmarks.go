@@ -44,16 +44,17 @@ func (rc *RunContext) Mark(name string) error {
 	if s.ended.Load() {
 		return fmt.Errorf("toolset: run %q: mark %q: %w", boundName(s.id), boundName(name), ErrRunEnded)
 	}
-	if _, ok := s.marks[name]; ok {
+	p := &s.parts.marks
+	if _, ok := p.set[name]; ok {
 		return nil
 	}
-	if len(s.marks) >= MaxMarks {
+	if len(p.set) >= MaxMarks {
 		return fmt.Errorf("toolset: run %q: mark %q: the run holds %d marks, the most it may", boundName(s.id), boundName(name), MaxMarks)
 	}
-	if s.marks == nil {
-		s.marks = make(map[string]struct{})
+	if p.set == nil {
+		p.set = make(map[string]struct{})
 	}
-	s.marks[name] = struct{}{}
+	p.set[name] = struct{}{}
 	s.markDirty()
 	return nil
 }
@@ -67,7 +68,7 @@ func (rc *RunContext) Marked(name string) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.marks[name]
+	_, ok := s.parts.marks.set[name]
 	return ok
 }
 
@@ -83,36 +84,49 @@ func checkMark(name string) error {
 	return nil
 }
 
-// encodeMarks returns the run's marks, sorted. The caller holds s.mu.
-func (s *runState) encodeMarks() []string {
-	if len(s.marks) == 0 {
+// markPart is the run's marks. Its section of the saved state lists
+// them, sorted:
+//
+//	"marks": ["skill:pdf"]
+type markPart struct {
+	set map[string]struct{}
+}
+
+func (*markPart) key() string { return "marks" }
+
+func (p *markPart) save(saving) any {
+	if len(p.set) == 0 {
 		return nil
 	}
-	out := make([]string, 0, len(s.marks))
-	for m := range s.marks {
+	out := make([]string, 0, len(p.set))
+	for m := range p.set {
 		out = append(out, m)
 	}
 	slices.Sort(out)
 	return out
 }
 
-// restoreMarks checks the marks of a saved state and returns them.
-func restoreMarks(saved []string) (map[string]struct{}, error) {
+// restore checks the marks of a saved state and keeps them.
+func (*markPart) section() any { return new([]string) }
+
+func (p *markPart) restore(v any, _ *restoring) error {
+	saved := *v.(*[]string)
 	if len(saved) > MaxMarks {
-		return nil, fmt.Errorf("marks: %d, more than the %d a run holds", len(saved), MaxMarks)
+		return fmt.Errorf("marks: %d, more than the %d a run holds", len(saved), MaxMarks)
 	}
-	var out map[string]struct{}
+	var set map[string]struct{}
 	for i, m := range saved {
 		if err := checkMark(m); err != nil {
-			return nil, fmt.Errorf("marks[%d]: %v", i, err)
+			return fmt.Errorf("marks[%d]: %v", i, err)
 		}
-		if _, dup := out[m]; dup {
-			return nil, fmt.Errorf("marks[%d]: %q is listed twice", i, boundName(m))
+		if _, dup := set[m]; dup {
+			return fmt.Errorf("marks[%d]: %q is listed twice", i, boundName(m))
 		}
-		if out == nil {
-			out = make(map[string]struct{}, len(saved))
+		if set == nil {
+			set = make(map[string]struct{}, len(saved))
 		}
-		out[m] = struct{}{}
+		set[m] = struct{}{}
 	}
-	return out, nil
+	p.set = set
+	return nil
 }

@@ -1,23 +1,18 @@
 package toolset
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"log/slog"
-	"slices"
+	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
-
-	"github.com/gotoolset/toolset/internal/canonjson"
 )
 
 // The saved state of a run is JSON of this form (version 1):
@@ -27,22 +22,18 @@ import (
 //	  "id": "req-42",
 //	  "step": 3,
 //	  "holder": {"token": "9f0c...", "until": "2026-01-02T15:04:05Z"},
-//	  "approvals": [{"call_id": "c1", "tool": "transfer", "args": {"id":500},
-//	                 "schema": "sha256:...", "decision": "approved",
-//	                 "edited_args": {"id":50}}],
-//	  "pending": [{"call_id": "c2", "tool": "transfer", "args": {"id":900},
-//	               "schema": "sha256:...", "asked_at": "2026-01-02T15:00:00Z"}],
-//	  "reveals": [{"tool": "get_weather", "schema": "sha256:..."}],
-//	  "failures": [{"tool": "lookup", "schema": "sha256:...", "steps": 2, "last_step": 3}],
-//	  "caches": [{"tool": "get_weather", "schema": "sha256:...",
-//	              "entries": [{"key": "{\"city\":\"Oslo\"}", "value": {"temp":7},
-//	                           "expires": "2026-01-02T16:00:00Z"}]}],
-//	  "marks": ["skill:pdf"]
+//	  "approvals": [...],
+//	  ...
 //	}
 //
-// A tool is named by the name it was offered under when the entry was
-// made and the hash of its parameter schema as offered (see schemaHash).
-// Lists are sorted, so that a state saves to the same bytes.
+// The run's own fields come first: version, id, step and, while a
+// process holds the run, holder. Then comes the section of each part of
+// the run's state that has one, under the part's key, in the order of
+// runParts (runparts.go); each part's type describes its section. A
+// tool is named by the name it was offered under when the entry was made
+// and the hash of its parameter schema as offered (see schemaHash).
+// Lists are sorted, so that a state saves to the same bytes;
+// testdata/runstate_v1*.json pin them.
 
 // runStateVersion is the version of the saved state's format.
 const runStateVersion = 1
@@ -54,17 +45,13 @@ const maxRunStateBytes = 16 << 20
 // saving it; see WithRunLease.
 const defaultRunLease = 5 * time.Minute
 
-type savedState struct {
-	Version   int             `json:"version"`
-	ID        string          `json:"id"`
-	Step      int             `json:"step"`
-	Holder    *savedHolder    `json:"holder,omitempty"`
-	Approvals []savedDecision `json:"approvals,omitempty"`
-	Pending   []savedPending  `json:"pending,omitempty"`
-	Reveals   []savedTool     `json:"reveals,omitempty"`
-	Failures  []savedFailure  `json:"failures,omitempty"`
-	Caches    []savedCache    `json:"caches,omitempty"`
-	Marks     []string        `json:"marks,omitempty"`
+// savedHead is what a saved state says of the run itself, before the
+// sections of its parts.
+type savedHead struct {
+	Version int          `json:"version"`
+	ID      string       `json:"id"`
+	Step    int          `json:"step"`
+	Holder  *savedHolder `json:"holder,omitempty"`
 }
 
 type savedHolder struct {
@@ -72,102 +59,23 @@ type savedHolder struct {
 	Until time.Time `json:"until"`
 }
 
-type savedTool struct {
-	Tool   string `json:"tool"`
-	Schema string `json:"schema"`
-}
-
-type savedDecision struct {
-	CallID     string          `json:"call_id"`
-	Tool       string          `json:"tool"`
-	Args       json.RawMessage `json:"args"`
-	Schema     string          `json:"schema,omitempty"`
-	Decision   string          `json:"decision"`
-	Reason     string          `json:"reason,omitempty"`
-	EditedArgs json.RawMessage `json:"edited_args,omitempty"`
-}
-
-type savedPending struct {
-	CallID  string          `json:"call_id"`
-	Tool    string          `json:"tool"`
-	Args    json.RawMessage `json:"args"`
-	Schema  string          `json:"schema"`
-	AskedAt time.Time       `json:"asked_at"`
-}
-
-type savedFailure struct {
-	Tool     string `json:"tool"`
-	Schema   string `json:"schema"`
-	Steps    int    `json:"steps"`
-	LastStep int    `json:"last_step"`
-}
-
-type savedCache struct {
-	Tool    string       `json:"tool"`
-	Schema  string       `json:"schema"`
-	Entries []savedEntry `json:"entries"`
-}
-
-type savedEntry struct {
-	Key     string          `json:"key"`
-	Value   json.RawMessage `json:"value"`
-	Expires *time.Time      `json:"expires,omitempty"`
-}
-
-const (
-	decisionApproved = "approved"
-	decisionDenied   = "denied"
-)
-
-// toolID names a tool in saved state: the name it was offered under and
-// the hash of its parameter schema.
-type toolID struct{ name, schema string }
-
-// schemaHash returns the hash that names t's parameter schema in saved
-// state and in approvals: "sha256:" and the hex SHA-256 of the schema's
-// canonical JSON.
-func schemaHash(t Tool) (string, error) {
-	js, err := t.ParametersJSON()
-	if err != nil {
-		return "", err
-	}
-	canon, err := canonjson.Append(nil, js)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(canon)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
-}
-
 // durability is what a run resumed from a store keeps to save itself.
 type durability struct {
 	store      RunStore
 	ttl, lease time.Duration
 
-	saveMu  sync.Mutex // one save at a time; guards version and token
+	saveMu  sync.Mutex // one save at a time; guards version, token and size
 	version int64
 	token   string
+	size    int // of the latest save
 
 	dirty atomic.Bool // the bookkeeping changed since the last save
 	lost  atomic.Pointer[RunStateConflictError]
 
 	// Guarded by runState.mu:
-	ids      map[*toolCore]toolID // the name of each tool with entries
-	restored restoredEntries      // loaded entries not yet bound to a tool
-}
-
-// restoredEntries are the loaded entries of tools this process has not
-// offered yet. BuildTools binds them to the tools it offers under the
-// same name with the same schema hash.
-type restoredEntries struct {
-	names    map[string]struct{}
-	reveals  map[toolID]struct{}
-	failures map[toolID]failureCount
-	caches   map[toolID][]savedEntry
-}
-
-func (r *restoredEntries) empty() bool {
-	return len(r.reveals) == 0 && len(r.failures) == 0 && len(r.caches) == 0
+	ids      map[*toolCore]toolID       // the name of each tool with entries
+	restored map[toolID][]restoredEntry // loaded entries waiting for their tools
+	names    map[string]struct{}        // the names of restored's tools
 }
 
 // WithStateTTL makes the saved state of a run resumed with [ResumeRun]
@@ -352,23 +260,21 @@ func (s *runState) save(ctx context.Context, hold bool) error {
 	}
 	d.dirty.Store(false)
 	now := time.Now()
+	parts := s.parts.list()
+	sections := make([]any, len(parts))
 	s.mu.Lock()
-	st, caches := s.encode()
+	head := savedHead{Version: runStateVersion, ID: s.id, Step: int(s.step.Load())}
+	sv := saving{now: now, d: d}
+	for i, p := range parts {
+		sections[i] = p.save(sv)
+	}
 	s.mu.Unlock()
-	// Results are encoded outside the run's lock: their encoding is the
-	// application's code.
-	for _, c := range caches {
-		if es := c.store.saved(now); len(es) > 0 {
-			st.Caches = append(st.Caches, savedCache{Tool: c.id.name, Schema: c.id.schema, Entries: es})
-		}
-	}
-	slices.SortFunc(st.Caches, func(a, b savedCache) int {
-		return cmp.Or(cmp.Compare(a.Tool, b.Tool), cmp.Compare(a.Schema, b.Schema))
-	})
 	if hold {
-		st.Holder = &savedHolder{Token: d.token, Until: now.Add(d.lease).UTC()}
+		head.Holder = &savedHolder{Token: d.token, Until: now.Add(d.lease).UTC()}
 	}
-	data, err := json.Marshal(st)
+	// The sections are encoded outside the run's lock: a cached result's
+	// encoding is the application's code.
+	data, err := encodeState(head, parts, sections, d.size+d.size/8)
 	if err != nil {
 		d.dirty.Store(true)
 		return fmt.Errorf("toolset: run %q: encoding its state: %w", boundName(s.id), err)
@@ -385,91 +291,12 @@ func (s *runState) save(ctx context.Context, hold bool) error {
 		}
 		return fmt.Errorf("toolset: run %q: saving its state: %w", boundName(s.id), err)
 	}
-	d.version = version
+	d.version, d.size = version, len(data)
 	return nil
 }
 
-// namedCache is a run-scoped cache to save, and the name of its tool.
-type namedCache struct {
-	id    toolID
-	store *resultCache
-}
-
-// encode returns the run's state, but for the entries of its live caches,
-// which it returns to be encoded. The caller holds s.mu.
-func (s *runState) encode() (*savedState, []namedCache) {
-	d := s.durable
-	st := &savedState{Version: runStateVersion, ID: s.id, Step: int(s.step.Load())}
-	for subj, dec := range s.decisions {
-		if !json.Valid([]byte(subj.args)) {
-			continue // arguments that are not JSON never pass validation
-		}
-		sd := savedDecision{CallID: subj.id, Tool: subj.name, Args: json.RawMessage(subj.args), Schema: dec.schema, Decision: decisionDenied, Reason: dec.reason}
-		if dec.approved {
-			sd.Decision = decisionApproved
-			if dec.edited != nil {
-				// The approver's arguments, as the call would take them.
-				// Arguments that are not JSON fail the call here; saved
-				// without them, the approval would run the model's, so it
-				// is not saved at all: the resumed call asks again.
-				edited := normalizeArgs(dec.edited)
-				if !json.Valid(edited) {
-					continue
-				}
-				sd.EditedArgs = edited
-			}
-		}
-		st.Approvals = append(st.Approvals, sd)
-	}
-	slices.SortFunc(st.Approvals, func(a, b savedDecision) int {
-		return cmp.Or(cmp.Compare(a.CallID, b.CallID), cmp.Compare(a.Tool, b.Tool), cmp.Compare(string(a.Args), string(b.Args)))
-	})
-	for subj, p := range s.pending {
-		if !json.Valid([]byte(subj.args)) {
-			continue
-		}
-		st.Pending = append(st.Pending, savedPending{CallID: subj.id, Tool: subj.name, Args: json.RawMessage(subj.args), Schema: p.schema, AskedAt: p.asked.UTC()})
-	}
-	slices.SortFunc(st.Pending, func(a, b savedPending) int {
-		return cmp.Or(a.AskedAt.Compare(b.AskedAt), cmp.Compare(a.CallID, b.CallID), cmp.Compare(a.Tool, b.Tool), cmp.Compare(string(a.Args), string(b.Args)))
-	})
-	for c := range s.revealed {
-		if id, ok := d.ids[c]; ok {
-			st.Reveals = append(st.Reveals, savedTool{Tool: id.name, Schema: id.schema})
-		}
-	}
-	for id := range d.restored.reveals {
-		st.Reveals = append(st.Reveals, savedTool{Tool: id.name, Schema: id.schema})
-	}
-	slices.SortFunc(st.Reveals, func(a, b savedTool) int {
-		return cmp.Or(cmp.Compare(a.Tool, b.Tool), cmp.Compare(a.Schema, b.Schema))
-	})
-	st.Reveals = slices.Compact(st.Reveals)
-	for c, f := range s.failures {
-		if id, ok := d.ids[c]; ok {
-			st.Failures = append(st.Failures, savedFailure{Tool: id.name, Schema: id.schema, Steps: f.steps, LastStep: f.lastStep})
-		}
-	}
-	for id, f := range d.restored.failures {
-		st.Failures = append(st.Failures, savedFailure{Tool: id.name, Schema: id.schema, Steps: f.steps, LastStep: f.lastStep})
-	}
-	slices.SortFunc(st.Failures, func(a, b savedFailure) int {
-		return cmp.Or(cmp.Compare(a.Tool, b.Tool), cmp.Compare(a.Schema, b.Schema))
-	})
-	st.Marks = s.encodeMarks()
-	var caches []namedCache
-	for c, store := range s.caches {
-		if id, ok := d.ids[c]; ok && c.cache.policy.Persist {
-			caches = append(caches, namedCache{id, store})
-		}
-	}
-	for id, es := range d.restored.caches {
-		st.Caches = append(st.Caches, savedCache{Tool: id.name, Schema: id.schema, Entries: es})
-	}
-	return st, caches
-}
-
-// restore applies saved state to a run that has just been made.
+// restore applies saved state to a run that has just been made: the
+// run's own fields here, and each part's section by its part.
 func (s *runState) restore(data []byte, version int64) error {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("toolset: run %q: saved state (version %d in the store): %s", boundName(s.id), version, fmt.Sprintf(format, args...))
@@ -477,172 +304,48 @@ func (s *runState) restore(data []byte, version int64) error {
 	if len(data) > maxRunStateBytes {
 		return fail("%d bytes, more than the %d a run loads", len(data), maxRunStateBytes)
 	}
-	var head struct {
-		Version int `json:"version"`
-	}
-	if err := json.Unmarshal(data, &head); err != nil {
+	parts := s.parts.list()
+	head, sections, err := decodeState(data, parts)
+	var (
+		se *json.SyntaxError
+		te *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &se):
 		return fail("not JSON: %v", err)
+	case errors.As(err, &te) && te.Field == "":
+		return fail("JSON %s, not an object", te.Value)
+	case err != nil && te == nil:
+		return fail("%v", err) // a time that is not one, say
 	}
 	if head.Version != runStateVersion {
 		return fail("format version %d; this library reads version %d", head.Version, runStateVersion)
 	}
-	var st savedState
-	if err := json.Unmarshal(data, &st); err != nil {
-		return fail("%v", err)
+	if te != nil {
+		kind, _, _ := strings.Cut(te.Value, " ") // "number 12", with the number
+		return fail("%s: JSON %s where %s belongs", te.Field, kind, jsonKind(te.Type))
 	}
-	if st.ID != s.id {
-		return fail("it is the state of run %q", boundName(st.ID))
+	if head.ID != s.id {
+		return fail("it is the state of run %q", boundName(head.ID))
 	}
 	now := time.Now()
-	if h := st.Holder; h != nil && now.Before(h.Until) {
+	if h := head.Holder; h != nil && now.Before(h.Until) {
 		return &RunStateConflictError{ID: s.id, Expected: version, Actual: version,
 			Reason: fmt.Sprintf("another process holds it until %s; resume it once that process suspends or ends it, or its lease runs out", h.Until.UTC().Format(time.RFC3339))}
 	}
-	if st.Step < -1 || st.Step > 1<<30 {
-		return fail("step %d out of range", st.Step)
+	if head.Step < -1 || head.Step > 1<<30 {
+		return fail("step %d out of range", head.Step)
 	}
-	canon := func(what string, raw json.RawMessage) (string, error) {
-		b, err := canonjson.Append(nil, raw)
-		if err != nil {
-			return "", fmt.Errorf("%s: %v", what, err)
-		}
-		return string(b), nil
-	}
-	decisions := make(map[approvalSubject]decision, len(st.Approvals))
-	for i, a := range st.Approvals {
-		args, err := canon("arguments", a.Args)
-		if err != nil || a.Tool == "" {
-			return fail("approvals[%d]: no tool, or %v", i, err)
-		}
-		d := decision{schema: a.Schema, reason: a.Reason}
-		switch a.Decision {
-		case decisionApproved:
-			d.approved = true
-			if a.EditedArgs != nil {
-				d.edited = slices.Clone(a.EditedArgs)
-			}
-		case decisionDenied:
-		default:
-			return fail("approvals[%d]: decision %q is neither %q nor %q", i, boundName(a.Decision), decisionApproved, decisionDenied)
-		}
-		subj := approvalSubject{id: a.CallID, name: a.Tool, args: args}
-		if _, dup := decisions[subj]; dup {
-			return fail("approvals[%d]: a second decision for call %q of tool %q", i, boundName(a.CallID), boundName(a.Tool))
-		}
-		decisions[subj] = d
-	}
-	pending := make(map[approvalSubject]pendingApproval, len(st.Pending))
-	for i, p := range st.Pending {
-		args, err := canon("arguments", p.Args)
-		if err != nil || p.Tool == "" {
-			return fail("pending[%d]: no tool, or %v", i, err)
-		}
-		subj := approvalSubject{id: p.CallID, name: p.Tool, args: args}
-		if _, dup := pending[subj]; dup {
-			return fail("pending[%d]: call %q of tool %q is listed twice", i, boundName(p.CallID), boundName(p.Tool))
-		}
-		pending[subj] = pendingApproval{schema: p.Schema, asked: p.AskedAt}
-	}
-	r := restoredEntries{names: make(map[string]struct{})}
-	for _, t := range st.Reveals {
-		if r.reveals == nil {
-			r.reveals = make(map[toolID]struct{})
-		}
-		r.reveals[toolID{t.Tool, t.Schema}] = struct{}{}
-		r.names[t.Tool] = struct{}{}
-	}
-	for i, f := range st.Failures {
-		if f.Steps < 1 || f.LastStep < -1 || f.LastStep > st.Step {
-			return fail("failures[%d]: %d steps, the last %d, in a run at step %d", i, f.Steps, f.LastStep, st.Step)
-		}
-		if r.failures == nil {
-			r.failures = make(map[toolID]failureCount)
-		}
-		if _, dup := r.failures[toolID{f.Tool, f.Schema}]; dup {
-			return fail("failures[%d]: tool %q is counted twice", i, boundName(f.Tool))
-		}
-		r.failures[toolID{f.Tool, f.Schema}] = failureCount{steps: f.Steps, lastStep: f.LastStep}
-		r.names[f.Tool] = struct{}{}
-	}
-	seen := make(map[toolID]struct{}, len(st.Caches))
-	for i, c := range st.Caches {
-		if _, dup := seen[toolID{c.Tool, c.Schema}]; dup {
-			return fail("caches[%d]: tool %q has a second cache", i, boundName(c.Tool))
-		}
-		seen[toolID{c.Tool, c.Schema}] = struct{}{}
-		var live []savedEntry
-		for _, e := range c.Entries {
-			if e.Expires == nil || now.Before(*e.Expires) {
-				live = append(live, e)
-			}
-		}
-		if len(live) == 0 {
-			continue
-		}
-		if r.caches == nil {
-			r.caches = make(map[toolID][]savedEntry)
-		}
-		r.caches[toolID{c.Tool, c.Schema}] = live
-		r.names[c.Tool] = struct{}{}
-	}
-	marks, err := restoreMarks(st.Marks)
-	if err != nil {
-		return fail("%v", err)
-	}
-	s.step.Store(int64(st.Step))
+	r := &restoring{step: head.Step, now: now, d: s.durable}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.decisions, s.pending, s.marks = decisions, pending, marks
-	s.durable.restored = r
+	for i, p := range parts {
+		if err := p.restore(sections[i], r); err != nil {
+			return fail("%v", err)
+		}
+	}
+	s.step.Store(int64(head.Step))
 	return nil
-}
-
-// bindRestored gives the restored entries of each tool offered this turn
-// (tools, those of keep) to that tool.
-func (rc *RunContext) bindRestored(tools []Tool, keep []bool) {
-	s := rc.state()
-	if s == nil || s.durable == nil {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, t := range tools {
-		if s.durable.restored.empty() {
-			return
-		}
-		if keep == nil || keep[i] {
-			s.bindTool(t)
-		}
-	}
-}
-
-// bindTool gives t the restored entries saved under its name and schema,
-// for a call of t outside a turn's list.
-func (rc *RunContext) bindTool(t Tool) {
-	if rc != nil && rc.st != nil && rc.st.durable != nil {
-		rc.st.bindCalled(t)
-	}
-}
-
-func (s *runState) bindCalled(t Tool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.durable.restored.empty() {
-		s.bindTool(t)
-	}
-}
-
-// bindTool binds the restored entries of t. The caller holds s.mu.
-func (s *runState) bindTool(t Tool) {
-	if t.core == nil {
-		return
-	}
-	if _, ok := s.durable.restored.names[t.Name]; !ok {
-		return
-	}
-	if h, err := schemaHash(t); err == nil {
-		s.bind(t.core, toolID{t.Name, h})
-	}
 }
 
 // hasStore reports whether rc is a run with a store.
@@ -664,156 +367,23 @@ func (rc *RunContext) saveAfterCall(ctx context.Context, name string, res any, e
 	return res, err
 }
 
-// bind gives the restored entries of id to the tool c. The caller holds
-// s.mu.
-func (s *runState) bind(c *toolCore, id toolID) {
-	d := s.durable
-	r := &d.restored
-	if _, ok := r.reveals[id]; ok {
-		delete(r.reveals, id)
-		if s.revealed == nil {
-			s.revealed = make(map[*toolCore]struct{})
-		}
-		s.revealed[c] = struct{}{}
-		s.nameTool(c, id)
+// jsonKind says what JSON a value of type t decodes from.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
 	}
-	if f, ok := r.failures[id]; ok {
-		delete(r.failures, id)
-		if s.failures == nil {
-			s.failures = make(map[*toolCore]*failureCount)
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		if t == reflect.TypeFor[time.Time]() {
+			return "a time (a string)"
 		}
-		if old, ok := s.failures[c]; !ok || old.steps < f.steps {
-			s.failures[c] = &f
-		}
-		s.nameTool(c, id)
+		return "an object"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
 	}
-	if es, ok := r.caches[id]; ok {
-		delete(r.caches, id)
-		if c.cache != nil && c.cache.policy.Scope == CacheRun && c.cache.policy.Persist {
-			if s.caches == nil {
-				s.caches = make(map[*toolCore]*resultCache)
-			}
-			store, ok := s.caches[c]
-			if !ok {
-				store = newResultCache(&c.cache.policy)
-				s.caches[c] = store
-			}
-			store.restore(es)
-			s.nameTool(c, id)
-		}
-	}
-}
-
-// nameTool records the name of c in saved state, if it has none yet. The
-// caller holds s.mu.
-func (s *runState) nameTool(c *toolCore, id toolID) {
-	d := s.durable
-	if _, ok := d.ids[c]; ok {
-		return
-	}
-	if d.ids == nil {
-		d.ids = make(map[*toolCore]toolID)
-	}
-	d.ids[c] = id
-}
-
-// identify records the name of t, offered as name, in the saved state of
-// a run with a store. The caller holds s.mu.
-func (s *runState) identify(t Tool, name string) {
-	d := s.durable
-	if d == nil || t.core == nil {
-		return
-	}
-	if _, ok := d.ids[t.core]; ok {
-		return
-	}
-	h, err := schemaHash(t)
-	if err != nil {
-		return // not saved: the tool's schema has no JSON form
-	}
-	s.nameTool(t.core, toolID{name, h})
-}
-
-// saved returns the live entries of the cache, least recently used first.
-func (rc *resultCache) saved(now time.Time) []savedEntry {
-	type entry struct {
-		key     string
-		val     any
-		expires time.Time
-	}
-	var live []entry
-	rc.mu.Lock()
-	for e := rc.tail; e != nil; e = e.prev {
-		if !e.expires.IsZero() && !now.Before(e.expires) || !utf8.Valid(e.key) {
-			continue
-		}
-		live = append(live, entry{string(e.key), e.val, e.expires})
-	}
-	rc.mu.Unlock()
-	var out []savedEntry
-	for _, e := range live {
-		v, err := encodeCached(e.val)
-		if err != nil {
-			continue // not JSON: the entry stays in this process only
-		}
-		se := savedEntry{Key: e.key, Value: v}
-		if !e.expires.IsZero() {
-			t := e.expires.UTC()
-			se.Expires = &t
-		}
-		out = append(out, se)
-	}
-	return out
-}
-
-// encodeCached returns the JSON of a cached result. A panic of its
-// encoding is an error.
-func encodeCached(v any) (b json.RawMessage, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			b, err = nil, fmt.Errorf("encoding panicked: %v", p)
-		}
-	}()
-	return json.Marshal(v)
-}
-
-// restore adds saved entries, least recently used first, to the cache. A
-// result saved as a JSON string comes back as a string, any other as its
-// JSON (a json.RawMessage), so that its model text is unchanged.
-func (rc *resultCache) restore(es []savedEntry) {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	for _, se := range es {
-		var val any = json.RawMessage(slices.Clone(se.Value))
-		var str string
-		if len(se.Value) > 0 && se.Value[0] == '"' && json.Unmarshal(se.Value, &str) == nil {
-			val = str
-		}
-		size := 0
-		if rc.policy.MaxBytes > 0 {
-			text, err := ResultText(val)
-			if err != nil || len(text) > rc.policy.MaxBytes {
-				continue
-			}
-			size = len(text)
-		}
-		h := maphash.String(rc.seed, se.Key)
-		if old, ok := rc.items[h]; ok {
-			if old.pending {
-				continue
-			}
-			rc.remove(old)
-		}
-		e := &cacheEntry{hash: h, key: []byte(se.Key), val: val, size: size}
-		if se.Expires != nil {
-			e.expires = *se.Expires
-		}
-		rc.items[h] = e
-		rc.pushFront(e)
-		rc.count++
-		rc.bytes += size
-		for rc.tail != nil && (rc.count > rc.policy.MaxEntries || rc.policy.MaxBytes > 0 && rc.bytes > rc.policy.MaxBytes) {
-			rc.remove(rc.tail)
-		}
-	}
+	return "a number"
 }

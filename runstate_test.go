@@ -525,3 +525,109 @@ func TestSuspendedRunExpires(t *testing.T) {
 		assert.Nil(t, data)
 	})
 }
+
+// A held run with marks and HTML-special characters saves to exactly the
+// bytes of testdata/runstate_v1_held.json (compacted), the holder's
+// random token aside: the encoding is the format, not just its meaning.
+func TestRunStateBytes(t *testing.T) {
+	golden := filepath.Join("testdata", "runstate_v1_held.json")
+	inBubble(func(t *testing.T) {
+		store := toolset.NewMemoryRunStore()
+		ctx := context.Background()
+		a := newDurableAgent()
+		run, err := toolset.ResumeRun(ctx, store, "req-<&>")
+		require.NoError(t, err)
+		defer run.End()
+		turn := run.Turn(ctx)
+		tools, err := toolset.BuildTools(turn, "support", a.entries...)
+		require.NoError(t, err)
+		_, err = execute(t, turn, tools, "c0", "lookup", `{"id":1}`)
+		require.Error(t, err)
+		_, err = execute(t, turn, tools, "c1", "tool_search", `{"query":"weather"}`)
+		require.NoError(t, err)
+		_, err = execute(t, turn, tools, "c<2>", "pay", `{"to":"b&b","amount":500}`)
+		var need *toolset.ApprovalRequiredError
+		require.ErrorAs(t, err, &need)
+		run.RecordDenial(toolset.ToolCall{ID: "c3", Name: "pay", Args: json.RawMessage(`{"to":"eve","amount":9}`)}, "<unknown> & unpaid")
+		require.NoError(t, run.Mark("skill:b&w"))
+		require.NoError(t, run.Mark("skill:<a>"))
+		turn = run.Turn(ctx)
+		tools, err = toolset.BuildTools(turn, "support", a.entries...)
+		require.NoError(t, err)
+		_, err = execute(t, turn, tools, "c5", "get_weather", `{"city":"Ås & <Oslo>"}`)
+		require.NoError(t, err)
+		require.NoError(t, run.Save(ctx))
+
+		data, _, err := store.Load(ctx, "req-<&>")
+		require.NoError(t, err)
+		var held struct {
+			Holder struct {
+				Token string `json:"token"`
+			} `json:"holder"`
+		}
+		require.NoError(t, json.Unmarshal(data, &held))
+		require.Len(t, held.Holder.Token, 32)
+		data = bytes.Replace(data, []byte(held.Holder.Token), []byte(strings.Repeat("0", 32)), 1)
+		if *updateGolden {
+			var pretty bytes.Buffer
+			require.NoError(t, json.Indent(&pretty, data, "", "  "))
+			pretty.WriteByte('\n')
+			require.NoError(t, os.WriteFile(golden, pretty.Bytes(), 0o644))
+		}
+		want, err := os.ReadFile(golden)
+		require.NoError(t, err)
+		var compact bytes.Buffer
+		require.NoError(t, json.Compact(&compact, want))
+		assert.Equal(t, compact.String(), string(data))
+	})(t)
+}
+
+// BenchmarkSave saves a run with every kind of bookkeeping.
+func BenchmarkSave(b *testing.B) {
+	ctx := context.Background()
+	store := toolset.NewMemoryRunStore()
+	a := newDurableAgent()
+	run, err := toolset.ResumeRun(ctx, store, "bench-save")
+	require.NoError(b, err)
+	defer run.End()
+	turn := run.Turn(ctx)
+	tools, err := toolset.BuildTools(turn, "support", a.entries...)
+	require.NoError(b, err)
+	call := func(id, name, args string) {
+		_, _ = tools.Execute(turn, toolset.ToolCall{ID: id, Name: name, Args: json.RawMessage(args)})
+	}
+	call("c0", "lookup", `{"id":1}`)
+	call("c1", "tool_search", `{"query":"weather"}`)
+	call("c2", "pay", `{"to":"bob","amount":500}`)
+	run.RecordDenial(toolset.ToolCall{ID: "c3", Name: "pay", Args: json.RawMessage(`{"to":"eve","amount":9}`)}, "no")
+	require.NoError(b, run.Mark("skill:pdf"))
+	turn = run.Turn(ctx)
+	tools, err = toolset.BuildTools(turn, "support", a.entries...)
+	require.NoError(b, err)
+	call("c5", "get_weather", `{"city":"Oslo"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := run.Save(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkResume resumes a run from a state with every kind of
+// bookkeeping.
+func BenchmarkResume(b *testing.B) {
+	ctx := context.Background()
+	data, err := os.ReadFile(filepath.Join("testdata", "runstate_v1.json"))
+	require.NoError(b, err)
+	store := toolset.NewMemoryRunStore()
+	b.ReportAllocs()
+	for b.Loop() {
+		_, err := store.Save(ctx, "req-42", data, 0, 0)
+		require.NoError(b, err)
+		run, err := toolset.ResumeRun(ctx, store, "req-42")
+		if err != nil {
+			b.Fatal(err)
+		}
+		run.End()
+	}
+}

@@ -1,6 +1,7 @@
 package toolset
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -288,11 +289,12 @@ func (rc *RunContext) reveal(tools []Tool) {
 	if s.ended.Load() {
 		return
 	}
-	if s.revealed == nil {
-		s.revealed = make(map[*toolCore]struct{})
+	p := &s.parts.reveals
+	if p.revealed == nil {
+		p.revealed = make(map[*toolCore]struct{})
 	}
 	for _, t := range tools {
-		s.revealed[t.core] = struct{}{}
+		p.revealed[t.core] = struct{}{}
 		s.identify(t, t.Name)
 	}
 	s.markDirty()
@@ -305,6 +307,56 @@ func (rc *RunContext) isRevealed(c *toolCore) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.revealed[c]
+	_, ok := s.parts.reveals.revealed[c]
 	return ok
+}
+
+// revealPart is the run's part of tool search: the deferred tools its
+// searches revealed. Its section of the saved state lists each once,
+// sorted by name and schema hash:
+//
+//	"reveals": [{"tool": "get_weather", "schema": "sha256:..."}]
+type revealPart struct {
+	revealed map[*toolCore]struct{}
+}
+
+type savedTool struct {
+	Tool   string `json:"tool"`
+	Schema string `json:"schema"`
+}
+
+func (*revealPart) key() string { return "reveals" }
+
+func (p *revealPart) save(sv saving) any {
+	var out []savedTool
+	for c := range p.revealed {
+		if id, ok := sv.name(c); ok {
+			out = append(out, savedTool{Tool: id.name, Schema: id.schema})
+		}
+	}
+	for id := range sv.restored(p) {
+		out = append(out, savedTool{Tool: id.name, Schema: id.schema})
+	}
+	slices.SortFunc(out, func(a, b savedTool) int {
+		return cmp.Or(cmp.Compare(a.Tool, b.Tool), cmp.Compare(a.Schema, b.Schema))
+	})
+	return slices.Compact(out)
+}
+
+func (*revealPart) section() any { return new([]savedTool) }
+
+func (p *revealPart) restore(v any, r *restoring) error {
+	saved := *v.(*[]savedTool)
+	for _, t := range saved {
+		r.wait(p, toolID{t.Tool, t.Schema}, nil)
+	}
+	return nil
+}
+
+func (p *revealPart) bind(c *toolCore, _ any) bool {
+	if p.revealed == nil {
+		p.revealed = make(map[*toolCore]struct{})
+	}
+	p.revealed[c] = struct{}{}
+	return true
 }

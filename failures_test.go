@@ -2,6 +2,7 @@ package toolset_test
 
 import (
 	"context"
+	"encoding/json"
 	"sync/atomic"
 	"testing"
 
@@ -107,5 +108,70 @@ func TestMaxFailuresBelowOneIsAnError(t *testing.T) {
 	for _, n := range []int{0, -1} {
 		tool := toolset.NewTool("t", "", okHandler, toolset.WithMaxFailures(n))
 		require.ErrorContains(t, tool.Err(), "the budget must be at least 1", "n=%d", n)
+	}
+}
+
+// A run's failure counts move with it: a step's failures count once,
+// and the next process spends what is left of the budget.
+func TestFailureBudgetMovesWithItsRun(t *testing.T) {
+	ctx := context.Background()
+	store := toolset.NewMemoryRunStore()
+	failing := func() toolset.Tool {
+		return toolset.NewTool("lookup", "Look up.", func(context.Context, lookupArgs) (string, error) {
+			return "", toolset.NewModelError("down")
+		}, toolset.WithMaxFailures(2))
+	}
+	run, err := toolset.ResumeRun(ctx, store, "budget")
+	require.NoError(t, err)
+	turn := run.Turn(ctx)
+	tools, err := toolset.BuildTools(turn, "a", failing())
+	require.NoError(t, err)
+	for _, id := range []string{"c1", "c2"} {
+		_, err = execute(t, turn, tools, id, "lookup", `{"id":1}`)
+		require.Error(t, err)
+	}
+	require.NoError(t, run.Suspend(ctx))
+	data, _, err := store.Load(ctx, "budget")
+	require.NoError(t, err)
+	var st struct {
+		Failures []map[string]any `json:"failures"`
+	}
+	require.NoError(t, json.Unmarshal(data, &st))
+	require.Len(t, st.Failures, 1)
+	assert.Equal(t, float64(1), st.Failures[0]["steps"], "two failures of one step count once")
+
+	run, err = toolset.ResumeRun(ctx, store, "budget")
+	require.NoError(t, err)
+	defer run.End()
+	later := failing() // a new process: a new tool
+	turn = run.Turn(ctx)
+	tools, err = toolset.BuildTools(turn, "a", later)
+	require.NoError(t, err)
+	require.Equal(t, []string{"lookup"}, tools.Names(), "one failing step of two: not spent yet")
+	_, err = execute(t, turn, tools, "c3", "lookup", `{"id":1}`)
+	require.Error(t, err)
+	tools, err = toolset.BuildTools(run.Turn(ctx), "a", later)
+	require.NoError(t, err)
+	assert.Empty(t, tools.Names(), "the second failing step, in the next process, spends the budget")
+}
+
+// Saved counts that no run could have made are refused: a count below
+// one, a last failing step after the run's step or before the first, a
+// tool counted twice.
+func TestResumeRefusesImpossibleFailureCounts(t *testing.T) {
+	ctx := context.Background()
+	for name, failures := range map[string]string{
+		"no steps":       `[{"tool":"t","schema":"s","steps":0,"last_step":0}]`,
+		"a later step":   `[{"tool":"t","schema":"s","steps":1,"last_step":4}]`,
+		"before the run": `[{"tool":"t","schema":"s","steps":1,"last_step":-2}]`,
+		"counted twice":  `[{"tool":"t","schema":"s","steps":1,"last_step":0},{"tool":"t","schema":"s","steps":2,"last_step":1}]`,
+	} {
+		store := toolset.NewMemoryRunStore()
+		_, err := store.Save(ctx, "r", []byte(`{"version":1,"id":"r","step":3,"failures":`+failures+`}`), 0, 0)
+		require.NoError(t, err)
+		run, err := toolset.ResumeRun(ctx, store, "r")
+		require.Error(t, err, name)
+		assert.Nil(t, run, name)
+		assert.Contains(t, err.Error(), "failures[", name)
 	}
 }

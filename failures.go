@@ -1,8 +1,10 @@
 package toolset
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // WithMaxFailures gives the tool a budget of failing steps per run: once
@@ -86,14 +88,15 @@ func (rc *RunContext) recordFailure(t Tool, name string) {
 	if s.ended.Load() {
 		return
 	}
-	if s.failures == nil {
-		s.failures = make(map[*toolCore]*failureCount)
+	p := &s.parts.failures
+	if p.counts == nil {
+		p.counts = make(map[*toolCore]*failureCount)
 	}
 	s.identify(t, name)
 	s.markDirty()
-	f, ok := s.failures[c]
+	f, ok := p.counts[c]
 	if !ok {
-		s.failures[c] = &failureCount{lastStep: step, steps: 1}
+		p.counts[c] = &failureCount{lastStep: step, steps: 1}
 		return
 	}
 	if f.lastStep != step {
@@ -111,7 +114,7 @@ func (rc *RunContext) budgetSpent(c *toolCore) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f, ok := s.failures[c]
+	f, ok := s.parts.failures.counts[c]
 	return ok && f.steps >= c.maxFailures
 }
 
@@ -124,7 +127,7 @@ func (rc *RunContext) hasFailures() bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.failures) > 0
+	return len(s.parts.failures.counts) > 0
 }
 
 // failuresLeft returns how many failing steps of the run are left of c's
@@ -137,8 +140,91 @@ func (rc *RunContext) failuresLeft(c *toolCore) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	steps := 0
-	if f, ok := s.failures[c]; ok {
+	if f, ok := s.parts.failures.counts[c]; ok {
 		steps = f.steps
 	}
 	return max(c.maxFailures-steps, 0)
+}
+
+// WithStableToolList asks BuildTools to keep tools whose failure budget is
+// spent in the run's tool lists, marked unavailable, instead of dropping
+// them, so the list (and a provider's prompt cache) stays the same across
+// turns.
+func WithStableToolList() RunOption {
+	return func(c *runConfig) { c.stable = true }
+}
+
+// stableList reports whether the run asked for a stable tool list.
+func (rc *RunContext) stableList() bool {
+	s := rc.state()
+	return s != nil && s.stable
+}
+
+// currentStep is the step a failure under rc counts in: the turn's, or the
+// run's latest.
+func (rc *RunContext) currentStep() int { return rc.Step() }
+
+// failurePart is the run's part of the failure budget: how many steps of
+// the run each tool failed in. Its section of the saved state lists each
+// counted tool once, sorted by name and schema hash:
+//
+//	"failures": [{"tool": "lookup", "schema": "sha256:...", "steps": 2, "last_step": 3}]
+type failurePart struct {
+	counts map[*toolCore]*failureCount
+}
+
+type savedFailure struct {
+	Tool     string `json:"tool"`
+	Schema   string `json:"schema"`
+	Steps    int    `json:"steps"`
+	LastStep int    `json:"last_step"`
+}
+
+func (*failurePart) key() string { return "failures" }
+
+func (p *failurePart) save(sv saving) any {
+	var out []savedFailure
+	for c, f := range p.counts {
+		if id, ok := sv.name(c); ok {
+			out = append(out, savedFailure{Tool: id.name, Schema: id.schema, Steps: f.steps, LastStep: f.lastStep})
+		}
+	}
+	for id, v := range sv.restored(p) {
+		f := v.(failureCount)
+		out = append(out, savedFailure{Tool: id.name, Schema: id.schema, Steps: f.steps, LastStep: f.lastStep})
+	}
+	slices.SortFunc(out, func(a, b savedFailure) int {
+		return cmp.Or(cmp.Compare(a.Tool, b.Tool), cmp.Compare(a.Schema, b.Schema))
+	})
+	return out
+}
+
+func (*failurePart) section() any { return new([]savedFailure) }
+
+func (p *failurePart) restore(v any, r *restoring) error {
+	saved := *v.(*[]savedFailure)
+	seen := make(map[toolID]struct{}, len(saved))
+	for i, f := range saved {
+		if f.Steps < 1 || f.LastStep < -1 || f.LastStep > r.step {
+			return fmt.Errorf("failures[%d]: %d steps, the last %d, in a run at step %d", i, f.Steps, f.LastStep, r.step)
+		}
+		id := toolID{f.Tool, f.Schema}
+		if _, dup := seen[id]; dup {
+			return fmt.Errorf("failures[%d]: tool %q is counted twice", i, boundName(f.Tool))
+		}
+		seen[id] = struct{}{}
+		r.wait(p, id, failureCount{steps: f.Steps, lastStep: f.LastStep})
+	}
+	return nil
+}
+
+func (p *failurePart) bind(c *toolCore, v any) bool {
+	f := v.(failureCount)
+	if p.counts == nil {
+		p.counts = make(map[*toolCore]*failureCount)
+	}
+	if old, ok := p.counts[c]; !ok || old.steps < f.steps {
+		p.counts[c] = &f
+	}
+	return true
 }
