@@ -1,0 +1,384 @@
+package toolset
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// materialize returns the view of ts for this turn. The toolsets of this
+// package are recognised by their exact type, never through embedding, so a
+// user type that embeds one and overrides GetTools keeps its override.
+//
+// sc, if not nil, is the turn's scratch memory, from which the masks and
+// lists that the turn drops are taken. It is used by one goroutine at a
+// time: what is materialised on a goroutine of its own is given none.
+func materialize(ctx context.Context, ts Toolset, sc *scratch) (view, error) {
+	var v view
+	var err error
+	switch t := ts.(type) {
+	case nil:
+		return view{}, errors.New("toolset: nil Toolset")
+	case *Function:
+		v, err = t.view(ctx, sc)
+	case *Prefixed:
+		v, err = t.view(ctx, sc)
+	case *Renamed:
+		v, err = t.view(ctx, sc)
+	case *Filtered:
+		v, err = t.view(ctx, sc)
+	case *Combined:
+		v, err = t.view(ctx, sc)
+	case *Prepared:
+		v, err = t.view(ctx, sc)
+	case *Dynamic:
+		v, err = t.view(ctx, sc)
+	case Tool:
+		v, err = t.view(ctx, sc)
+	case *Tool:
+		if t == nil {
+			return view{}, errors.New("toolset: nil *Tool")
+		}
+		v, err = t.view(ctx, sc)
+	case Wrapper:
+		v, err = t.view(ctx, sc)
+	case *Wrapper:
+		if t == nil {
+			return view{}, errors.New("toolset: nil *Wrapper")
+		}
+		v, err = t.view(ctx, sc)
+	default:
+		var tools []Tool
+		tools, err = userTools(ctx, ts)
+		if err == nil {
+			v, err = leafView(ctx, view{snap: reuseSnapshot(tools)}, sc)
+		}
+	}
+	if err != nil {
+		return view{}, err
+	}
+	if v.snap == nil {
+		v.snap = emptySnapshot
+	}
+	return v, nil
+}
+
+// The errors of a nil pointer of a toolset type of this package, returned
+// by its methods instead of a panic.
+var (
+	errNilCombined = errors.New("toolset: nil *Combined")
+	errNilDynamic  = errors.New("toolset: nil *Dynamic")
+	errNilFiltered = errors.New("toolset: nil *Filtered")
+	errNilFunction = errors.New("toolset: nil *Function")
+	errNilPrefixed = errors.New("toolset: nil *Prefixed")
+	errNilPrepared = errors.New("toolset: nil *Prepared")
+	errNilRenamed  = errors.New("toolset: nil *Renamed")
+)
+
+// nilToolset says what ts is when it is nil, or a nil pointer of a type
+// of this package ("a nil Toolset", "a nil *Filtered"), and returns ""
+// otherwise.
+func nilToolset(ts Toolset) string {
+	switch t := ts.(type) {
+	case nil:
+		return "a nil Toolset"
+	case *Function:
+		if t == nil {
+			return "a nil *Function"
+		}
+	case *Prefixed:
+		if t == nil {
+			return "a nil *Prefixed"
+		}
+	case *Renamed:
+		if t == nil {
+			return "a nil *Renamed"
+		}
+	case *Filtered:
+		if t == nil {
+			return "a nil *Filtered"
+		}
+	case *Combined:
+		if t == nil {
+			return "a nil *Combined"
+		}
+	case *Prepared:
+		if t == nil {
+			return "a nil *Prepared"
+		}
+	case *Dynamic:
+		if t == nil {
+			return "a nil *Dynamic"
+		}
+	case *Tool:
+		if t == nil {
+			return "a nil *Tool"
+		}
+	case *Wrapper:
+		if t == nil {
+			return "a nil *Wrapper"
+		}
+	}
+	return ""
+}
+
+// userTools runs the GetTools of a toolset of the caller's; a panic becomes
+// a *PanicError.
+func userTools(ctx context.Context, ts Toolset) (tools []Tool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			tools, err = nil, newPanicError("GetTools", "", LabelOf(ts), p)
+		}
+	}()
+	return ts.GetTools(ctx)
+}
+
+// isInline reports whether ts is made only of this package's in-memory
+// toolsets: [Function]s and tools under Prefixed, Renamed, Filtered,
+// Prepared, Combined and Wrapper layers. Materialising one waits on
+// nothing but its predicates and prepare functions, which work on tools
+// in memory, so it is done on the caller's goroutine; a goroutine costs
+// more than the work. Everything else may block (a Dynamic, a remote
+// toolset, any type of the caller's) and gets a goroutine of its own when
+// it has company.
+func isInline(ts Toolset) bool {
+	for {
+		switch t := ts.(type) {
+		case nil, *Function, Tool, *Tool:
+			return true // nil pointers fail at once
+		case *Prefixed:
+			return t == nil || t.inline
+		case *Renamed:
+			return t == nil || t.inline
+		case *Filtered:
+			return t == nil || t.inline
+		case *Prepared:
+			return t == nil || t.inline
+		case *Combined:
+			return t == nil || t.inline
+		case Wrapper:
+			ts = t.Wrapped
+		case *Wrapper:
+			if t == nil {
+				return true
+			}
+			ts = t.Wrapped
+		default:
+			return false
+		}
+	}
+}
+
+// materializeAll materialises toolsets and returns their views in order.
+// The inline ones (see isInline) are done first, on the caller's
+// goroutine; then the others, each on a goroutine of its own unless it is
+// alone in the list, where the first failure cancels the rest. So a
+// callback that calls runtime.Goexit under a toolset that may block is
+// reported as a *PanicError whenever it has siblings, as it always was. The errors of all
+// failing toolsets are joined, each named by name(i).
+//
+// size is how many tools the toolsets are known to hold (see knownSize):
+// inline work on that many tools is split across goroutines when the
+// machine has more than one processor to run them (materializeSplit).
+func materializeAll(ctx context.Context, toolsets []Toolset, inline []bool, size int, sc *scratch, name func(i int, err error) error) ([]view, error) {
+	views := sc.views(len(toolsets))
+	var errs []error
+	blocking := 0
+	for i := range toolsets {
+		if !inline[i] {
+			blocking++
+		}
+	}
+	if procs := runtime.GOMAXPROCS(0); size >= splitMin && procs > 1 && sc != nil && !sc.worker && len(toolsets)-blocking > 1 {
+		errs = materializeSplit(ctx, toolsets, inline, views, min(procs, len(toolsets)-blocking, size/splitMin*2), sc)
+	} else {
+		for i, ts := range toolsets {
+			if !inline[i] {
+				continue
+			}
+			v, err := materialize(ctx, ts, sc)
+			if err != nil {
+				if errs == nil {
+					errs = make([]error, len(toolsets))
+				}
+				errs[i] = err
+				continue
+			}
+			views[i] = v
+		}
+	}
+	if errs != nil {
+		if err := joinErrors(errs, name); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case blocking == 0:
+	case len(toolsets) == 1:
+		for i, ts := range toolsets {
+			if !inline[i] {
+				v, err := materialize(ctx, ts, sc)
+				if err != nil {
+					return nil, errors.Join(name(i, err))
+				}
+				views[i] = v
+			}
+		}
+	default:
+		errs = make([]error, len(toolsets))
+		g, gctx := errgroup.WithContext(ctx)
+		// One pointer for what every goroutine shares keeps each closure
+		// small. The derived context is wrapped to carry the run itself,
+		// in storage of m, so that callbacks find it without walking the
+		// chain. The goroutines are given no scratch memory: it is the
+		// caller's.
+		m := &materializing{g: g, views: views, errs: errs}
+		m.ctx = withRun(gctx, FromContext(ctx), &m.tc)
+		for i, ts := range toolsets {
+			if inline[i] {
+				continue
+			}
+			g.Go(func() error { return m.guarded(i, ts) })
+		}
+		if g.Wait() != nil && ctx.Err() == nil {
+			dropCancelled(errs)
+		}
+		if err := joinErrors(errs, name); err != nil {
+			return nil, err
+		}
+	}
+	return views, nil
+}
+
+// splitMin is the fewest known tools whose inline work is split across
+// goroutines: below it, starting them costs more than they save.
+const splitMin = 1 << 15
+
+// materializeSplit materialises the inline toolsets in n groups of
+// consecutive ones, the first on the caller's goroutine and the others
+// each on a goroutine of its own with scratch of its own, and returns
+// their errors (nil when none failed). A callback that calls
+// runtime.Goexit on one of those goroutines fails its toolset with a
+// *PanicError, as on the goroutines of toolsets that may block; nothing
+// they run can block, so they need no cancelling.
+func materializeSplit(ctx context.Context, toolsets []Toolset, inline []bool, views []view, n int, sc *scratch) []error {
+	errs := make([]error, len(toolsets))
+	group := func(k int, wsc *scratch) {
+		lo, hi := k*len(toolsets)/n, (k+1)*len(toolsets)/n
+		i, normal := lo, false
+		defer func() {
+			if !normal && k > 0 {
+				// Callbacks recover their own panics: this is a Goexit,
+				// or a bug. (On the caller's goroutine, either goes on.)
+				errs[i] = newPanicError("callback", "", LabelOf(toolsets[i]), recover())
+			}
+		}()
+		for ; i < hi; i++ {
+			if inline[i] {
+				views[i], errs[i] = materialize(ctx, toolsets[i], wsc)
+			}
+		}
+		normal = true
+	}
+	var wg sync.WaitGroup
+	for k := 1; k < n; k++ {
+		wsc := getScratch()
+		wsc.worker = true
+		sc.workers = append(sc.workers, wsc)
+		wg.Go(func() { group(k, wsc) })
+	}
+	// The caller's share splits no further, as the workers' do not. A
+	// Goexit in it still waits for the workers: until they are done they
+	// write into scratch that the unwinding turn gives back to the pool.
+	func() {
+		sc.worker = true
+		defer func() {
+			sc.worker = false
+			wg.Wait()
+		}()
+		group(0, sc)
+	}()
+	for _, err := range errs {
+		if err != nil {
+			return errs
+		}
+	}
+	return nil
+}
+
+// materializing is the state the goroutines of materializeAll share.
+type materializing struct {
+	ctx   context.Context
+	tc    turnContext
+	g     *errgroup.Group
+	views []view
+	errs  []error
+}
+
+// guarded materialises ts, the toolset at position i, on a goroutine of
+// materializeAll, and returns its error. The callbacks recover their own
+// panics; this catches whatever else panics, and user code that calls
+// runtime.Goexit, which would otherwise leave the goroutine's view empty
+// and its error nil. The goroutine of a Goexit returns nothing to the
+// group, so another goroutine of the group returns its error, to cancel
+// the siblings as an error returned does.
+func (m *materializing) guarded(i int, ts Toolset) error {
+	normal := false
+	defer func() {
+		if normal {
+			return
+		}
+		p := recover()
+		err := newPanicError("callback", "", LabelOf(ts), p)
+		m.views[i], m.errs[i] = view{}, err
+		if p == nil {
+			m.g.Go(func() error { return err })
+		}
+	}()
+	m.views[i], m.errs[i] = materialize(m.ctx, ts, nil)
+	normal = true
+	return m.errs[i]
+}
+
+// dropCancelled removes the errors of toolsets that only stopped because a
+// sibling failed and cancelled them, unless that would remove them all.
+func dropCancelled(errs []error) {
+	real := 0
+	for _, err := range errs {
+		if err != nil && !isCanceled(err) {
+			real++
+		}
+	}
+	if real == 0 {
+		return
+	}
+	for i, err := range errs {
+		if err != nil && isCanceled(err) {
+			errs[i] = nil
+		}
+	}
+}
+
+// isCanceled reports whether err, an error of a toolset's, is
+// context.Canceled. An error whose Is or Unwrap method panics is not.
+func isCanceled(err error) (yes bool) {
+	defer func() {
+		if recover() != nil {
+			yes = false
+		}
+	}()
+	return errors.Is(err, context.Canceled)
+}
+
+func joinErrors(errs []error, name func(i int, err error) error) error {
+	var out []error
+	for i, err := range errs {
+		if err != nil {
+			out = append(out, name(i, err))
+		}
+	}
+	return errors.Join(out...)
+}
