@@ -1,42 +1,18 @@
 package toolset
 
-// contiguous reports whether the tools of parts lie end to end in one
-// block, in order, and returns that range when they do.
-func contiguous(parts []part) (tools []Tool, b *toolBlock, off int, ok bool) {
-	end := -1
-	for _, p := range parts {
-		s := p.snap
-		if len(s.tools) == 0 {
-			continue
-		}
-		switch {
-		case s.block == nil || p.standalone:
-			return nil, nil, 0, false
-		case b == nil:
-			b, off, end = s.block, s.off, s.off
-		case s.block != b || s.off != end:
-			return nil, nil, 0, false
-		}
-		end += len(s.tools)
-	}
-	if b == nil {
-		return nil, nil, 0, false
-	}
-	return b.all[off:end:end], b, off, true
-}
-
-// joinKind says how the parts of a join are named in error messages.
+// joinKind says how the parts of a join are joined.
 type joinKind uint8
 
 const (
-	joinCombined joinKind = iota // toolsets[i] (Label)
-	joinEntries                  // Label#i, or tools[i] (standalone)
+	joinCombined joinKind = iota // the children of a Combined, end to end
+	joinEntries                  // a turn's entries: a standalone tool replaces an earlier one of its name
 )
 
 // part is one input of a join.
 type part struct {
 	snap       *snapshot
-	label      string
+	label      string   // for the errors that name it
+	elem       pathElem // for the paths that name it
 	standalone bool
 }
 
@@ -45,7 +21,7 @@ type segment struct {
 	start, end int32     // the range in the join
 	pos        int       // the part it came from
 	sub        *snapshot // that part's snapshot
-	label      string
+	elem       pathElem  // how a path names that part
 	standalone bool
 }
 
@@ -90,7 +66,7 @@ func buildJoin(k joinKind, parts []part) *snapshot {
 	if len(parts) == 1 && !parts[0].standalone {
 		p := parts[0]
 		out.tools = p.snap.tools // immutable: share it
-		out.segs = append(out.segs, segment{end: int32(len(p.snap.tools)), sub: p.snap, label: p.label})
+		out.segs = append(out.segs, segment{end: int32(len(p.snap.tools)), sub: p.snap, elem: p.elem})
 		return out
 	}
 	if tools, b, off, ok := contiguous(parts); ok {
@@ -99,7 +75,7 @@ func buildJoin(k joinKind, parts []part) *snapshot {
 		at := int32(0)
 		for i, p := range parts {
 			n := int32(len(p.snap.tools))
-			out.segs = append(out.segs, segment{start: at, end: at + n, pos: i, sub: p.snap, label: p.label})
+			out.segs = append(out.segs, segment{start: at, end: at + n, pos: i, sub: p.snap, elem: p.elem})
 			at += n
 		}
 		return out
@@ -111,14 +87,14 @@ func buildJoin(k joinKind, parts []part) *snapshot {
 	out.tools = make([]Tool, 0, total)
 	var standalone map[string]int // name -> segment of the standalone tool
 	for i, p := range parts {
-		seg := segment{start: int32(len(out.tools)), pos: i, sub: p.snap, label: p.label, standalone: p.standalone}
+		seg := segment{start: int32(len(out.tools)), pos: i, sub: p.snap, elem: p.elem, standalone: p.standalone}
 		if p.standalone && k == joinEntries && len(p.snap.tools) == 1 {
 			name := p.snap.tools[0].Name
 			if si, ok := standalone[name]; ok {
 				// Replace the earlier standalone tool in place.
 				prev := &out.segs[si]
 				out.tools[prev.start] = p.snap.tools[0]
-				prev.pos, prev.sub, prev.label = i, p.snap, p.label
+				prev.pos, prev.sub, prev.elem = i, p.snap, p.elem
 				seg.end = seg.start
 				out.segs = append(out.segs, seg)
 				continue
@@ -161,4 +137,29 @@ func joinKeep(out *snapshot, views []view, sc *scratch) []bool {
 		}
 	}
 	return keep
+}
+
+// contiguous reports whether the tools of parts lie end to end in one
+// block, in order, and returns that range when they do.
+func contiguous(parts []part) (tools []Tool, b *toolBlock, off int, ok bool) {
+	end := -1
+	for _, p := range parts {
+		s := p.snap
+		if len(s.tools) == 0 {
+			continue
+		}
+		switch {
+		case s.block == nil || p.standalone:
+			return nil, nil, 0, false
+		case b == nil:
+			b, off, end = s.block, s.off, s.off
+		case s.block != b || s.off != end:
+			return nil, nil, 0, false
+		}
+		end += len(s.tools)
+	}
+	if b == nil {
+		return nil, nil, 0, false
+	}
+	return b.all[off:end:end], b, off, true
 }

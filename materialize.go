@@ -9,54 +9,27 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// materialize returns the view of ts for this turn. The toolsets of this
-// package are recognised by their exact type, never through embedding, so a
-// user type that embeds one and overrides GetTools keeps its override.
+// materialize returns the view of ts for this turn, as the row of its
+// type in kinds says (see kindOf). The toolsets of this package are
+// recognised by their exact type, never through embedding, so a user type
+// that embeds one and overrides GetTools keeps its override.
 //
 // sc, if not nil, is the turn's scratch memory, from which the masks and
 // lists that the turn drops are taken. It is used by one goroutine at a
-// time: what is materialised on a goroutine of its own is given none.
+// time: what is materialised on a goroutine of its own is given none. A
+// scratch that carries an explainer makes the walk an explained one (see
+// Explain): the explainer sees every node, and the views tell it what
+// they decide.
 func materialize(ctx context.Context, ts Toolset, sc *scratch) (view, error) {
-	var v view
-	var err error
-	switch t := ts.(type) {
-	case nil:
-		return view{}, errors.New("toolset: nil Toolset")
-	case *Function:
-		v, err = t.view(ctx, sc)
-	case *Prefixed:
-		v, err = t.view(ctx, sc)
-	case *Renamed:
-		v, err = t.view(ctx, sc)
-	case *Filtered:
-		v, err = t.view(ctx, sc)
-	case *Combined:
-		v, err = t.view(ctx, sc)
-	case *Prepared:
-		v, err = t.view(ctx, sc)
-	case *Dynamic:
-		v, err = t.view(ctx, sc)
-	case Tool:
-		v, err = t.view(ctx, sc)
-	case *Tool:
-		if t == nil {
-			return view{}, errors.New("toolset: nil *Tool")
-		}
-		v, err = t.view(ctx, sc)
-	case Wrapper:
-		v, err = t.view(ctx, sc)
-	case *Wrapper:
-		if t == nil {
-			return view{}, errors.New("toolset: nil *Wrapper")
-		}
-		v, err = t.view(ctx, sc)
-	default:
-		var tools []Tool
-		tools, err = userTools(ctx, ts)
-		if err == nil {
-			v, err = leafView(ctx, view{snap: reuseSnapshot(tools)}, sc)
-		}
+	if x := sc.explaining(); x != nil {
+		return x.walk(ctx, ts, sc)
 	}
+	return viewOf(ctx, ts, sc)
+}
+
+// viewOf materialises ts by the row of its type.
+func viewOf(ctx context.Context, ts Toolset, sc *scratch) (view, error) {
+	v, err := kindOf(ts).view(ctx, ts, sc)
 	if err != nil {
 		return view{}, err
 	}
@@ -64,6 +37,18 @@ func materialize(ctx context.Context, ts Toolset, sc *scratch) (view, error) {
 		v.snap = emptySnapshot
 	}
 	return v, nil
+}
+
+// userView materialises a toolset of the caller's: its own GetTools, then
+// the tools' enabled and prepare functions.
+func userView(ctx context.Context, ts Toolset, sc *scratch) (view, error) {
+	tools, err := userTools(ctx, ts)
+	if err != nil {
+		return view{}, err
+	}
+	v := view{snap: reuseSnapshot(tools)}
+	sc.explaining().fresh(len(v.snap.tools))
+	return leafView(ctx, v, sc)
 }
 
 // The errors of a nil pointer of a toolset type of this package, returned
@@ -76,51 +61,20 @@ var (
 	errNilPrefixed = errors.New("toolset: nil *Prefixed")
 	errNilPrepared = errors.New("toolset: nil *Prepared")
 	errNilRenamed  = errors.New("toolset: nil *Renamed")
+	errNilTool     = errors.New("toolset: nil *Tool")
+	errNilToolset  = errors.New("toolset: nil Toolset")
+	errNilWrapper  = errors.New("toolset: nil *Wrapper")
 )
 
 // nilToolset says what ts is when it is nil, or a nil pointer of a type
 // of this package ("a nil Toolset", "a nil *Filtered"), and returns ""
 // otherwise.
 func nilToolset(ts Toolset) string {
-	switch t := ts.(type) {
-	case nil:
+	if ts == nil {
 		return "a nil Toolset"
-	case *Function:
-		if t == nil {
-			return "a nil *Function"
-		}
-	case *Prefixed:
-		if t == nil {
-			return "a nil *Prefixed"
-		}
-	case *Renamed:
-		if t == nil {
-			return "a nil *Renamed"
-		}
-	case *Filtered:
-		if t == nil {
-			return "a nil *Filtered"
-		}
-	case *Combined:
-		if t == nil {
-			return "a nil *Combined"
-		}
-	case *Prepared:
-		if t == nil {
-			return "a nil *Prepared"
-		}
-	case *Dynamic:
-		if t == nil {
-			return "a nil *Dynamic"
-		}
-	case *Tool:
-		if t == nil {
-			return "a nil *Tool"
-		}
-	case *Wrapper:
-		if t == nil {
-			return "a nil *Wrapper"
-		}
+	}
+	if k := kindOf(ts); k.ptr && k.isNil(ts) {
+		return "a nil *" + k.name
 	}
 	return ""
 }
@@ -146,29 +100,11 @@ func userTools(ctx context.Context, ts Toolset) (tools []Tool, err error) {
 // it has company.
 func isInline(ts Toolset) bool {
 	for {
-		switch t := ts.(type) {
-		case nil, *Function, Tool, *Tool:
-			return true // nil pointers fail at once
-		case *Prefixed:
-			return t == nil || t.inline
-		case *Renamed:
-			return t == nil || t.inline
-		case *Filtered:
-			return t == nil || t.inline
-		case *Prepared:
-			return t == nil || t.inline
-		case *Combined:
-			return t == nil || t.inline
-		case Wrapper:
-			ts = t.Wrapped
-		case *Wrapper:
-			if t == nil {
-				return true
-			}
-			ts = t.Wrapped
-		default:
-			return false
+		yes, next := kindOf(ts).inline(ts)
+		if next == nil {
+			return yes
 		}
+		ts = next
 	}
 }
 
@@ -184,6 +120,9 @@ func isInline(ts Toolset) bool {
 // inline work on that many tools is split across goroutines when the
 // machine has more than one processor to run them (materializeSplit).
 func materializeAll(ctx context.Context, toolsets []Toolset, inline []bool, size int, sc *scratch, name func(i int, err error) error) ([]view, error) {
+	if x := sc.explaining(); x != nil {
+		return x.all(ctx, toolsets, sc, name)
+	}
 	views := sc.views(len(toolsets))
 	var errs []error
 	blocking := 0

@@ -51,28 +51,25 @@ func (u unprefixed) Unwrap() error { return u.err }
 
 func (e *entryError) Unwrap() error { return e.err }
 
-func (s segment) describe(k joinKind) string {
-	switch {
-	case k == joinCombined:
-		return fmt.Sprintf("toolsets[%d] (%s)", s.pos, s.label)
-	case s.standalone:
-		return fmt.Sprintf("tools[%d] (standalone)", s.pos)
-	default:
-		return fmt.Sprintf("%s#%d", s.label, s.pos)
-	}
-}
-
-// contributor names where the tool at position i of s came from, following
-// joins and renamings down to the innermost toolset it can name:
-// "Combined#0 > toolsets[1] (Prefixed)".
+// contributor names where the tool at position i of s came from, as a
+// path, following joins and renamings down to the innermost join it came
+// through: `Combined#0/Prefixed#1 "db"/Combined/Function#2 "web"`. root,
+// if not "", is the first element: the toolset s is the view of, when s
+// is not its join. A join that the element before it does not name
+// itself (a Combined under a Prefixed, a Filtered, a Wrapper) is named
+// "Combined", so that each position is one among the children of the
+// Combined named just before it; the layers between a join and the child
+// it was reached from are left out (Explain names every layer).
 func (s *snapshot) contributor(i int32, root string) string {
 	var parts []string
+	named := true // the join s is, if it is one, is named already
 	if root != "" {
 		parts = append(parts, root)
+		named = false
 	}
 	for s != nil {
 		if s.segs == nil {
-			s = s.from
+			s, named = s.from, false
 			continue
 		}
 		k := sort.Search(len(s.segs), func(k int) bool { return s.segs[k].end > i })
@@ -82,10 +79,76 @@ func (s *snapshot) contributor(i int32, root string) string {
 		if k == len(s.segs) {
 			break
 		}
+		if !named {
+			parts = append(parts, kinds[kCombined].name)
+		}
 		seg := s.segs[k]
-		parts = append(parts, seg.describe(s.kind))
+		parts = append(parts, seg.elem.format(seg.pos))
 		i -= seg.start
-		s = seg.sub
+		s, named = seg.sub, seg.elem.join
 	}
-	return strings.Join(parts, " > ")
+	return strings.Join(parts, pathSep)
+}
+
+// pathSep separates the elements of a path.
+const pathSep = "/"
+
+// pathElem is what a path says of one toolset, but for its position: its
+// type's name and what tells it apart (a label, a prefix, a tool's name),
+// from the row of its type (see toolsetKind.what).
+type pathElem struct {
+	typ, what string
+	join      bool // a Combined, whose join's elements follow it
+}
+
+// elemOf returns what a path says of ts, whose label is label.
+func elemOf(ts Toolset, label string) pathElem {
+	k := kindOf(ts)
+	if k.what == nil {
+		// A toolset of the caller's is told apart by a label of its own.
+		typ := typeName(ts)
+		if label == typ {
+			label = ""
+		}
+		return pathElem{typ: typ, what: label}
+	}
+	return pathElem{typ: k.name, what: k.what(ts), join: k == &kinds[kCombined]}
+}
+
+// element names ts in a path, at position idx among its parent's children
+// (none when idx < 0). A Label that panics is an error.
+func element(ts Toolset, idx int) (string, error) {
+	label := ""
+	if kindOf(ts).what == nil {
+		var err error
+		if label, err = labelOf(ts); err != nil {
+			return "", err
+		}
+	}
+	return elemOf(ts, label).format(idx), nil
+}
+
+// format is the one spelling of a path's element: its type, "#" and its
+// position idx when it has one (idx >= 0), and what tells it apart in
+// quotes: `Prefixed#1 "db"`.
+func (e pathElem) format(idx int) string {
+	var b strings.Builder
+	b.WriteString(e.typ)
+	if idx >= 0 {
+		b.WriteByte('#')
+		b.WriteString(strconv.Itoa(idx))
+	}
+	if e.what != "" {
+		b.WriteByte(' ')
+		b.WriteString(strconv.Quote(bound(e.what, maxShownName)))
+	}
+	return b.String()
+}
+
+// joinPath appends the element el to path.
+func joinPath(path, el string) string {
+	if path == "" {
+		return el
+	}
+	return path + pathSep + el
 }

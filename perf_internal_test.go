@@ -65,7 +65,7 @@ func TestFreshCombinedJoinSharesItsChildrensCopies(t *testing.T) {
 	require.Len(t, v.snap.tools, 80)
 	assert.True(t, &v.snap.tools[0] == &av.snap.tools[0], "the join shares the first child's copies")
 	assert.True(t, &v.snap.tools[40] == &bv.snap.tools[0], "and the second's, right after")
-	assert.Equal(t, "toolsets[1] (Prefixed)", v.snap.contributor(45, ""))
+	assert.Equal(t, `Prefixed#1 "b"`, v.snap.contributor(45, ""))
 	assert.Equal(t, "b_t5", v.snap.tools[45].Name)
 
 	// Two children showing one name are still named, each.
@@ -74,7 +74,7 @@ func TestFreshCombinedJoinSharesItsChildrensCopies(t *testing.T) {
 	var nc *NameConflictError
 	require.ErrorAs(t, err, &nc)
 	require.Len(t, nc.Conflicts, 40)
-	assert.Equal(t, []string{"Combined#0 > toolsets[0] (Prefixed)", "Combined#0 > toolsets[1] (Prefixed)"}, nc.Conflicts[0].Contributors)
+	assert.Equal(t, []string{`Combined#0/Prefixed#0 "p"`, `Combined#0/Prefixed#1 "p"`}, nc.Conflicts[0].Contributors)
 }
 
 // Predicates run inline, and on the goroutines of toolsets that may

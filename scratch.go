@@ -30,6 +30,20 @@ type scratch struct {
 	// one of them, which splits no further.
 	workers []*scratch
 	worker  bool
+
+	// The explainer of an explained walk (see Explain), or nil: the
+	// views tell it what they decide. Such a scratch is never pooled.
+	x *explainer
+}
+
+// explaining returns the explainer of an explained walk, or nil. Every
+// hook of an explainer does nothing on a nil one, so a turn pays for
+// Explain only this test.
+func (sc *scratch) explaining() *explainer {
+	if sc == nil {
+		return nil
+	}
+	return sc.x
 }
 
 // toolBlock is memory for the copies of tools (prefixed or renamed) that
