@@ -269,11 +269,3 @@ func init() {
 		},
 	}
 }
-
-// typeNameOf returns the name of ts's type as paths show it.
-func (k *toolsetKind) typeNameOf(ts Toolset) string {
-	if k.name != "" {
-		return k.name
-	}
-	return typeName(ts)
-}

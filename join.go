@@ -1,5 +1,14 @@
 package toolset
 
+// This file holds joins: the concatenation of the views of a Combined's
+// children or a turn's entries, memoised on the first part's snapshot.
+// The invariant:
+//
+//	A join's snapshot depends only on its kind and its parts (snapshot,
+//	label, path element, standalone flag), so the same parts give the
+//	same snapshot turn after turn; each segment records the part its
+//	tools came from, for the paths that name them.
+
 // joinKind says how the parts of a join are joined.
 type joinKind uint8
 

@@ -9,6 +9,16 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
+// This file holds materialisation: the walk that turns a tree of
+// toolsets into a view for the turn, by the row of each node's type (see
+// dispatch.go), on the caller's goroutine for what waits on nothing and on
+// goroutines of their own for what may block. The invariant:
+//
+//	A node's view is the function of its children's views and its own
+//	callbacks' verdicts this turn; an error of any node fails the turn,
+//	and every callback's panic or Goexit becomes an error, never a crash
+//	or an empty view.
+
 // materialize returns the view of ts for this turn, as the row of its
 // type in kinds says (see kindOf). The toolsets of this package are
 // recognised by their exact type, never through embedding, so a user type

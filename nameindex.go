@@ -2,6 +2,17 @@ package toolset
 
 import "hash/maphash"
 
+// This file holds what a snapshot knows of its own tools, built once on
+// first use and never changed: the name index (first positions in a
+// pointer-free nameTable, repeated and invalid names), the positions of
+// tools with environment, deferral and budget policies, and of tools with
+// enabled or prepare functions. The invariant:
+//
+//	The facts are a function of the snapshot's tools alone, so they are
+//	built at most once per snapshot (sync.Once) and shared by every turn
+//	and run that sees it; a copy or a join takes its policy facts from
+//	the snapshots it was made from instead of reading the tools' cores.
+
 // nameIndex maps names to positions, and records the positions that need
 // attention in a turn: names that occur more than once, invalid names, and
 // tools with per-turn or per-run policies. For most snapshots all but the

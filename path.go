@@ -7,49 +7,23 @@ import (
 	"strings"
 )
 
-// entryError names the toolset that failed: "toolsets[1] (Prefixed): ..."
-// inside a Combined, "Prefixed#1: ..." among the entries of BuildTools.
-// It says each thing once: the message it wraps loses this package's
-// prefix (the outermost error says it) and a leading label already given.
-// The error of a toolset labelled "pkg:name" that names itself as
-// `pkg: toolset "name": ...` is named so, with the position added:
-// `toolset "name" (pkg, entry 1): ...`.
-type entryError struct {
-	index    int
-	label    string
-	combined bool
-	err      error
-}
-
-func (e *entryError) Error() string {
-	inner := strings.TrimPrefix(errorText(e.err), "toolset: ")
-	if pkg, name, ok := strings.Cut(e.label, ":"); ok && pkg != "" && name != "" {
-		if rest, ok := strings.CutPrefix(inner, pkg+": toolset "+strconv.Quote(name)+": "); ok {
-			where := fmt.Sprintf("entry %d", e.index)
-			if e.combined {
-				where = fmt.Sprintf("toolsets[%d]", e.index)
-			}
-			return fmt.Sprintf("toolset %q (%s, %s): %s", name, pkg, where, rest)
-		}
-	}
-	inner = strings.TrimPrefix(inner, e.label+": ")
-	if e.combined {
-		return fmt.Sprintf("toolsets[%d] (%s): %s", e.index, e.label, inner)
-	}
-	return fmt.Sprintf("%s#%d: %s", e.label, e.index, inner)
-}
-
-// unprefixed is an error of this package, or one made by user code that
-// may be, wrapped under a message of this package: its message loses the
-// "toolset: " that the wrapping message already begins with. errors.Is
-// and errors.As see the error unchanged.
-type unprefixed struct{ err error }
-
-func (u unprefixed) Error() string { return strings.TrimPrefix(errorText(u.err), "toolset: ") }
-
-func (u unprefixed) Unwrap() error { return u.err }
-
-func (e *entryError) Unwrap() error { return e.err }
+// This file holds how the engine names places in a composition. A path
+// is a list of elements joined with "/", outermost first; an element is a
+// toolset's type, "#" and its position among its parent's children (or a
+// turn's entries) when it has one, and what tells it apart, quoted: a
+// prefix, a label, a tool's name:
+//
+//	Combined#0/Filtered#1/Prefixed "db"/Function "users"
+//
+// Explain, name conflicts, observers and the logs and spans built on them
+// all spell paths with pathElem.format. The invariant:
+//
+//	A contributor's path (from a snapshot's provenance) is the path
+//	Explain gives the same tool with the layers under a join left out:
+//	its elements appear, in order, in Explain's.
+//
+// It also holds entryError, which names the child or entry of a turn that
+// failed in the error chain.
 
 // contributor names where the tool at position i of s came from, as a
 // path, following joins and renamings down to the innermost join it came
@@ -152,3 +126,47 @@ func joinPath(path, el string) string {
 	}
 	return path + pathSep + el
 }
+
+// entryError names the toolset that failed: "toolsets[1] (Prefixed): ..."
+// inside a Combined, "Prefixed#1: ..." among the entries of BuildTools.
+// It says each thing once: the message it wraps loses this package's
+// prefix (the outermost error says it) and a leading label already given.
+// The error of a toolset labelled "pkg:name" that names itself as
+// `pkg: toolset "name": ...` is named so, with the position added:
+// `toolset "name" (pkg, entry 1): ...`.
+type entryError struct {
+	index    int
+	label    string
+	combined bool
+	err      error
+}
+
+func (e *entryError) Error() string {
+	inner := strings.TrimPrefix(errorText(e.err), "toolset: ")
+	if pkg, name, ok := strings.Cut(e.label, ":"); ok && pkg != "" && name != "" {
+		if rest, ok := strings.CutPrefix(inner, pkg+": toolset "+strconv.Quote(name)+": "); ok {
+			where := fmt.Sprintf("entry %d", e.index)
+			if e.combined {
+				where = fmt.Sprintf("toolsets[%d]", e.index)
+			}
+			return fmt.Sprintf("toolset %q (%s, %s): %s", name, pkg, where, rest)
+		}
+	}
+	inner = strings.TrimPrefix(inner, e.label+": ")
+	if e.combined {
+		return fmt.Sprintf("toolsets[%d] (%s): %s", e.index, e.label, inner)
+	}
+	return fmt.Sprintf("%s#%d: %s", e.label, e.index, inner)
+}
+
+// unprefixed is an error of this package, or one made by user code that
+// may be, wrapped under a message of this package: its message loses the
+// "toolset: " that the wrapping message already begins with. errors.Is
+// and errors.As see the error unchanged.
+type unprefixed struct{ err error }
+
+func (u unprefixed) Error() string { return strings.TrimPrefix(errorText(u.err), "toolset: ") }
+
+func (u unprefixed) Unwrap() error { return u.err }
+
+func (e *entryError) Unwrap() error { return e.err }

@@ -2,6 +2,14 @@ package toolset
 
 import "sync"
 
+// This file holds the bump allocator of a turn: scratch, its chunks, and
+// the blocks that the copies of a fresh Combined's children are laid out
+// in. The invariant:
+//
+//	What a turn takes from its scratch is dropped when the turn ends
+//	(release); only a toolBlock outlives it, owned by the snapshots made
+//	from it. Scratch is used by one goroutine at a time.
+
 // scratch is the memory of one turn for what it makes and drops: the
 // masks of the views of subtrees, which their parents copy into their own,
 // and the lists of views and parts of joins. A turn takes one from

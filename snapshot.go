@@ -71,6 +71,12 @@ import (
 // block (toolBlock), end to end, so that its join shares them instead of
 // copying every tool again.
 //
+// The rest of the engine is in rooms of its own: what a snapshot knows of
+// its tools (nameindex.go), the view (view.go), a turn's memory
+// (scratch.go), the table of toolset types (dispatch.go), the walk
+// (materialize.go) and its explained form (explainer.go), joins (join.go)
+// and the naming of places (path.go).
+//
 // memoSlots keeps a few entries per site, so a toolset shared by several
 // agents, or a Dynamic that alternates, keeps each input warm. Per-turn and
 // per-run state never lives in a snapshot: snapshots are shared by all the

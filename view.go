@@ -1,5 +1,11 @@
 package toolset
 
+// This file holds the view: what a toolset yields for one turn. The
+// invariant:
+//
+//	A view's mask is nil (all visible) or as long as its snapshot's
+//	tools; a view never changes its snapshot, it only hides.
+
 // view is what a toolset yields for one turn: a snapshot, and which of its
 // tools are visible.
 type view struct {
