@@ -80,7 +80,7 @@ func buildTools(ctx context.Context, agent string, entries []Toolset, rc *RunCon
 	if hidden != nil {
 		*hidden = h
 	}
-	if err := checkNames(s, keep, "", agent, true); err != nil {
+	if err := checkNames(s, keep, namedRoot{}, agent, true); err != nil {
 		return nil, err
 	}
 	var missing []MissingEnv
@@ -189,7 +189,7 @@ func getTools(ctx context.Context, ts Toolset) ([]Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkNames(v.snap, v.keep, LabelOf(ts), "", false); err != nil {
+	if err := checkNames(v.snap, v.keep, rootOf(ts), "", false); err != nil {
 		return nil, err
 	}
 	return v.tools(), nil
@@ -202,16 +202,11 @@ func describeEntry(agent string, i int, e Toolset, p *part) error {
 	if what := nilToolset(e); what != "" {
 		return fmt.Errorf("toolset: agent %q: entries[%d] is %s", agent, i, what)
 	}
-	switch t := e.(type) {
-	case Tool:
-		p.standalone = true
-	case *Tool:
-		p.standalone = t != nil
-	}
+	p.standalone = kindOf(e).standalone
 	label, err := labelOf(e)
 	if err != nil {
 		return fmt.Errorf("toolset: agent %q: entries[%d]: %w", agent, i, unprefixed{err})
 	}
-	p.label = label
+	p.label, p.elem = label, elemOf(e, label)
 	return nil
 }

@@ -19,11 +19,12 @@ import (
 // siblings. A failing child cancels its siblings and the errors of all
 // failing children are joined. Two
 // children that show the model the same name in one turn make GetTools fail
-// with a [*NameConflictError] naming toolsets[i] of each contributor.
+// with a [*NameConflictError] naming the path of each contributor.
 // Make one with [NewCombined] or a .CombinedWith builder.
 type Combined struct {
 	children []Toolset
 	labels   []string
+	elems    []pathElem
 	inlines  []bool
 	inline   bool
 	size     int         // the tools its children are known to hold, or 0
@@ -40,6 +41,7 @@ func NewCombined(toolsets ...Toolset) *Combined {
 	c := &Combined{
 		children: append([]Toolset(nil), toolsets...),
 		labels:   make([]string, len(toolsets)),
+		elems:    make([]pathElem, len(toolsets)),
 		inlines:  make([]bool, len(toolsets)),
 		inline:   true,
 	}
@@ -53,7 +55,7 @@ func NewCombined(toolsets ...Toolset) *Combined {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("toolsets[%d]: %w", i, unprefixed{err}))
 		}
-		c.labels[i] = label
+		c.labels[i], c.elems[i] = label, elemOf(ts, label)
 		c.inlines[i] = isInline(ts)
 		c.size += knownSize(ts)
 		c.inline = c.inline && c.inlines[i]
@@ -136,9 +138,10 @@ func (c *Combined) view(ctx context.Context, sc *scratch) (view, error) {
 	}
 	parts := sc.parts(len(views))
 	for i, v := range views {
-		parts[i] = part{snap: v.snap, label: c.labels[i]}
+		parts[i] = part{snap: v.snap, label: c.labels[i], elem: c.elems[i]}
 	}
 	out := join(joinCombined, parts)
+	sc.explaining().joined(out)
 	c.built.Store(true)
 	return view{snap: out, keep: joinKeep(out, views, sc)}, nil
 }
@@ -147,38 +150,12 @@ func (c *Combined) view(ctx context.Context, sc *scratch) (view, error) {
 // materialising it (the tools of Functions under wrappers that keep them
 // all or hide some), or 0. It is a hint, for the size of a block.
 func knownSize(ts Toolset) int {
-	for depth := 0; depth < 100; depth++ {
-		switch t := ts.(type) {
-		case *Function:
-			if t == nil {
-				return 0
-			}
-			return len(t.snap.tools)
-		case Tool, *Tool:
-			return 1
-		case *Prefixed:
-			if t == nil {
-				return 0
-			}
-			ts = t.inner
-		case *Renamed:
-			if t == nil {
-				return 0
-			}
-			ts = t.inner
-		case *Filtered:
-			if t == nil {
-				return 0
-			}
-			ts = t.inner
-		case *Combined:
-			if t == nil {
-				return 0
-			}
-			return t.size
-		default:
-			return 0
+	for depth := 0; depth < 100 && ts != nil; depth++ {
+		n, next := kindOf(ts).size(ts)
+		if next == nil {
+			return n
 		}
+		ts = next
 	}
 	return 0
 }

@@ -148,9 +148,9 @@ func TestCombinedConflicts(t *testing.T) {
 	_, err := toolset.NewCombined(a, b).GetTools(ctx)
 	var nce *toolset.NameConflictError
 	require.ErrorAs(t, err, &nce)
-	assert.Equal(t, []toolset.NameConflict{{Name: "search", Contributors: []string{"toolsets[0] (Function)", "toolsets[1] (web)"}}}, nce.Conflicts)
+	assert.Equal(t, []toolset.NameConflict{{Name: "search", Contributors: []string{"Function#0", `Function#1 "web"`}}}, nce.Conflicts)
 	assert.Equal(t, "toolset: Combined has tool name conflicts:\n"+
-		"  - \"search\" contributed by: toolsets[0] (Function), toolsets[1] (web)\n"+
+		"  - \"search\" contributed by: Function#0, Function#1 \"web\"\n"+
 		"hint: wrap one of the toolsets with .Prefixed(...) or .Renamed(...)", err.Error())
 
 	assert.Equal(t, []string{"a_search", "a_read", "search", "write"}, names(t, ctx, a.Prefixed("a").CombinedWith(b)))
@@ -159,8 +159,8 @@ func TestCombinedConflicts(t *testing.T) {
 		_, err := toolset.NewCombined(toolset.NewFunction(echoTool("x")), toolset.NewCombined(a, toolset.NewFunction(echoTool("read")).Prefixed("p"), b).Prefixed("q"), toolset.NewFunction(echoTool("q_read"))).GetTools(ctx)
 		require.ErrorAs(t, err, &nce)
 		assert.Equal(t, []toolset.NameConflict{
-			{Name: "q_search", Contributors: []string{"toolsets[1] (Prefixed) > toolsets[0] (Function)", "toolsets[1] (Prefixed) > toolsets[2] (web)"}},
-			{Name: "q_read", Contributors: []string{"toolsets[1] (Prefixed) > toolsets[0] (Function)", "toolsets[2] (Function)"}},
+			{Name: "q_search", Contributors: []string{`Prefixed#1 "q"/Combined/Function#0`, `Prefixed#1 "q"/Combined/Function#2 "web"`}},
+			{Name: "q_read", Contributors: []string{`Prefixed#1 "q"/Combined/Function#0`, "Function#2"}},
 		}, nce.Conflicts)
 	})
 

@@ -6,9 +6,11 @@ import (
 )
 
 // checkNames reports the names of s that clash among the tools visible this
-// turn, and, for the entries of BuildTools, the names that are invalid. root
-// names s itself when it is not a join of BuildTools entries.
-func checkNames(s *snapshot, keep []bool, root, agent string, entries bool) error {
+// turn, and, for the entries of BuildTools, the names that are invalid.
+// root is the toolset s is the view of when it is not a join of BuildTools
+// entries: its label names it in the error, and its path element begins
+// the paths of contributors that no join names.
+func checkNames(s *snapshot, keep []bool, root namedRoot, agent string, entries bool) error {
 	ix := s.index()
 	invalid := ix.invalid
 	if !entries {
@@ -21,13 +23,14 @@ func checkNames(s *snapshot, keep []bool, root, agent string, entries bool) erro
 	var e NameConflictError
 	e.Agent = agent
 	if !entries {
-		e.Toolset = root
+		e.Toolset = root.label
 	}
 	name := func(i int32) string {
-		if entries || s.segs != nil {
-			return s.contributor(i, "")
+		if entries || root.ts == nil || kindOf(root.ts) == &kinds[kCombined] {
+			return s.contributor(i, "") // the error names the Combined
 		}
-		return s.contributor(i, root)
+		el, _ := element(root.ts, -1) // a toolset of this package: no Label of its own to fail
+		return s.contributor(i, el)
 	}
 	for _, group := range ix.dups {
 		var who []string
@@ -74,12 +77,15 @@ type NameConflictError struct {
 type NameConflict struct {
 	// Name is the tool name.
 	Name string
-	// Contributors names each contributor by position and label:
-	// "Prefixed#0" or "tools[1] (standalone)" among the entries of
-	// BuildTools, "toolsets[2] (Function)" inside a Combined, joined with " > "
-	// along a nested path. For names that a [Renamed] brought together, the
-	// contributors are the tools' old names: `"execute_query" (renamed)`,
-	// `"drop"`.
+	// Contributors names each contributor by its path, as
+	// [ToolExplanation.Path] spells it: each toolset's type, its position
+	// among the entries of BuildTools or the children of the [Combined]
+	// before it, and a prefix, label or name in quotes, joined with "/":
+	// `Prefixed#0 "db"`, `Tool#1 "search"`, `Combined#0/Function#2 "web"`.
+	// The path ends at the innermost Combined the tool came through; the
+	// layers under it are left out. For names that a [Renamed] brought
+	// together, the contributors are the tools' old names:
+	// `"execute_query" (renamed)`, `"drop"`.
 	Contributors []string
 }
 
@@ -166,3 +172,12 @@ func nameProblem(name string) string {
 	}
 	return "invalid"
 }
+
+// namedRoot is the toolset whose GetTools checks its names.
+type namedRoot struct {
+	label string
+	ts    Toolset
+}
+
+// rootOf returns ts as the root of a name check.
+func rootOf(ts Toolset) namedRoot { return namedRoot{label: LabelOf(ts), ts: ts} }

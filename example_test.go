@@ -112,7 +112,7 @@ func ExampleNewCombined() {
 	printNames(fs.CombinedWith(web.Prefixed("web")), context.Background())
 	// Output:
 	// error: toolset: Combined has tool name conflicts:
-	//   - "read_file" contributed by: toolsets[0] (Function), toolsets[1] (web)
+	//   - "read_file" contributed by: Function#0, Function#1 "web"
 	// hint: wrap one of the toolsets with .Prefixed(...) or .Renamed(...)
 	// read_file write_file web_fetch web_read_file
 }
@@ -202,7 +202,7 @@ func ExampleBuildTools() {
 	// Output:
 	// toolset: agent "Ops" has tool name conflicts:
 	//   - "query" contributed by: Function#0, Function#2
-	//   - "get_temp" contributed by: Function#1, tools[3] (standalone)
+	//   - "get_temp" contributed by: Function#1, Tool#3 "get_temp"
 	// hint: wrap one of the toolsets with .Prefixed(...) or .Renamed(...)
 	// [a_query get_temp b_query]
 	// query
@@ -219,7 +219,7 @@ func ExampleNameConflictError() {
 	fmt.Println(err)
 	// Output:
 	// toolset: agent "Ops" has tool name conflicts:
-	//   - "shared_query" contributed by: Prefixed#0, Prefixed#2
-	//   - "get_temp" contributed by: Function#1, tools[3] (standalone)
+	//   - "shared_query" contributed by: Prefixed#0 "shared", Prefixed#2 "shared"
+	//   - "get_temp" contributed by: Function#1, Tool#3 "get_temp"
 	// hint: wrap one of the toolsets with .Prefixed(...) or .Renamed(...)
 }

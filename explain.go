@@ -2,7 +2,6 @@ package toolset
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -47,17 +46,20 @@ func Explain(ctx context.Context, agent string, entries ...Toolset) (*Explanatio
 	parts := make([]part, len(entries))
 	walked := make([]explained, len(entries))
 	views := make([]view, len(entries))
+	x := newExplainer()
+	sc := &scratch{x: x} // never pooled: the views outlive the walk
 	for i, e := range entries {
 		if err := describeEntry(agent, i, e, &parts[i]); err != nil {
 			return nil, err
 		}
-		x, err := explainWalk(ctx, e, "", i)
+		x.idx = i
+		v, err := materialize(ctx, e, sc)
 		if err != nil {
 			return nil, fmt.Errorf("toolset: agent %q: %w", agent, &entryError{index: i, label: parts[i].label, err: err})
 		}
-		walked[i], views[i] = x, x.v
-		parts[i].snap = x.v.snap
-		if parts[i].standalone && len(x.v.snap.tools) != 1 {
+		walked[i], views[i] = x.cur, v
+		parts[i].snap = v.snap
+		if parts[i].standalone && len(v.snap.tools) != 1 {
 			parts[i].standalone = false
 		}
 	}
@@ -106,7 +108,7 @@ func Explain(ctx context.Context, agent string, entries ...Toolset) (*Explanatio
 // turnFailure returns the error BuildTools fails with for the names and
 // the environment of the tools of s that final shows, or nil.
 func turnFailure(s *snapshot, final []bool, agent string) error {
-	if err := checkNames(s, final, "", agent, true); err != nil {
+	if err := checkNames(s, final, namedRoot{}, agent, true); err != nil {
 		return err
 	}
 	var missing []MissingEnv
@@ -355,380 +357,12 @@ func (t ToolExplanation) String() string {
 	return b.String()
 }
 
-// explainedTool is what an explained walk knows of one tool.
-type explainedTool struct {
-	path    string
-	renames []Rename
-	reasons []Reason
-	name    string    // for a tool that left the list: its name then
-	core    *toolCore // and its core
-}
-
-func (x *explainedTool) note(k ReasonKind, path, detail string) {
-	x.reasons = append(x.reasons, Reason{Kind: k, Path: path, Detail: detail})
-}
-
-func (x *explainedTool) explanation(t Tool, visible bool) ToolExplanation {
-	e := ToolExplanation{Name: t.Name, Original: t.Name, Path: x.path, Visible: visible, Renames: x.renames, Reasons: x.reasons}
-	if t.core != nil && t.core.name != "" {
-		e.Original = t.core.name
-	}
-	return e
-}
-
-// explained is the view of a toolset in an explained turn, with what is
-// known of each of its tools, and of the tools that left it.
-type explained struct {
-	v     view
-	tools []*explainedTool // by position in v.snap
-	gone  []*explainedTool
-	fails []error // why the turn fails that the layers above cannot change
-}
-
-// turnNotes collects, in an explained turn, why a function hid tools.
-type turnNotes struct{ notes []turnNote }
-
-type turnNote struct {
-	pos  int32
-	kind ReasonKind
-	err  error
-}
-
-func (n *turnNotes) add(pos int32, k ReasonKind, err error) {
-	n.notes = append(n.notes, turnNote{pos, k, err})
-}
-
-// find returns the note of position i, if any.
-func (n *turnNotes) find(i int32) (turnNote, bool) {
-	for _, note := range n.notes {
-		if note.pos == i {
-			return note, true
-		}
-	}
-	return turnNote{}, false
-}
-
 // maxReasonText bounds the text of an error a reason quotes, and
 // maxErrText that of the turn's error in a report (Err holds it whole).
 const (
 	maxReasonText = 200
 	maxErrText    = 4 << 10
 )
-
-// element names ts in a path: its type, its position idx among its
-// parent's children (none when idx < 0), and what tells it apart.
-func element(ts Toolset, idx int) (string, error) {
-	var b strings.Builder
-	b.WriteString(typeName(ts))
-	if idx >= 0 {
-		b.WriteByte('#')
-		b.WriteString(strconv.Itoa(idx))
-	}
-	var what string
-	switch t := ts.(type) {
-	case *Prefixed:
-		what = t.prefix
-	case *Function:
-		what = t.label
-	case Tool:
-		what = t.Name
-	case *Tool:
-		what = t.Name
-	case *Renamed, *Filtered, *Prepared, *Combined, *Dynamic, Wrapper, *Wrapper:
-	default:
-		label, err := labelOf(ts)
-		if err != nil {
-			return "", err
-		}
-		if label != typeName(ts) {
-			what = label
-		}
-	}
-	if what != "" {
-		b.WriteByte(' ')
-		b.WriteString(strconv.Quote(bound(what, maxShownName)))
-	}
-	return b.String(), nil
-}
-
-func fresh(n int, path string) []*explainedTool {
-	out := make([]*explainedTool, n)
-	for i := range out {
-		out[i] = &explainedTool{path: path}
-	}
-	return out
-}
-
-// explainWalk materialises ts, the child idx of the toolset at parent, as
-// materialize does, recording why each tool is hidden. Every layer is
-// walked on the caller's goroutine, in order.
-func explainWalk(ctx context.Context, ts Toolset, parent string, idx int) (explained, error) {
-	if what := nilToolset(ts); what != "" {
-		return explained{}, errors.New("toolset: " + strings.TrimPrefix(what, "a "))
-	}
-	el, err := element(ts, idx)
-	if err != nil {
-		return explained{}, err
-	}
-	path := el
-	if parent != "" {
-		path = parent + "/" + el
-	}
-	var x explained
-	switch t := ts.(type) {
-	case *Function:
-		if t.err != nil {
-			return explained{}, t.err
-		}
-		x = explained{v: view{snap: t.snap}, tools: fresh(len(t.snap.tools), path)}
-		if t.perTurn {
-			err = x.leaf(ctx, path)
-		}
-	case Tool:
-		err = x.tool(ctx, t, path)
-	case *Tool:
-		err = x.tool(ctx, *t, path)
-	case *Prefixed:
-		if t.prefix == "" {
-			return explained{}, errors.New("toolset: Prefixed: empty prefix")
-		}
-		if x, err = explainWalk(ctx, t.inner, path, -1); err != nil {
-			return explained{}, err
-		}
-		in := x.v.snap
-		d := derive(&t.memo, in, func(in *snapshot) *derived { return t.build(in, nil) })
-		x.renamed(in, d.out, nil, path)
-	case *Renamed:
-		if x, err = explainWalk(ctx, t.inner, path, -1); err != nil {
-			return explained{}, err
-		}
-		in := x.v.snap
-		d := derive(&t.memo, in, func(in *snapshot) *derived { return t.build(in, nil) })
-		facts := d.aux.(renameFacts)
-		for _, group := range facts.clashes {
-			var visible []int32
-			for _, i := range group {
-				if x.v.visible(int(i)) {
-					visible = append(visible, i)
-				}
-			}
-			if len(visible) < 2 {
-				continue
-			}
-			if x.fails == nil {
-				// The turn fails at the first clash, as the Renamed's
-				// view does, whatever the layers above hide.
-				x.fails = append(x.fails, t.clashError(in, d.out, facts.renamed, visible))
-			}
-			for _, i := range visible {
-				var others []string
-				for _, j := range visible {
-					if j != i {
-						others = append(others, strconv.Quote(in.tools[j].Name))
-					}
-				}
-				x.tools[i].note(ReasonNameConflict, path, "renamed onto the name of "+strings.Join(others, ", "))
-			}
-		}
-		x.renamed(in, d.out, facts.renamed, path)
-	case *Filtered:
-		if t.pred == nil {
-			return explained{}, errors.New("toolset: Filtered: nil predicate")
-		}
-		if x, err = explainWalk(ctx, t.inner, path, -1); err != nil {
-			return explained{}, err
-		}
-		keep := make([]bool, len(x.v.snap.tools))
-		var why turnNotes
-		if err := t.evaluate(ctx, x.v, keep, &why); err != nil {
-			return explained{}, err
-		}
-		x.hidden(keep, &why, ReasonFiltered, path)
-		x.v.keep = keep
-	case *Prepared:
-		if t.fn == nil {
-			return explained{}, errors.New("toolset: Prepared: nil prepare function")
-		}
-		if x, err = explainWalk(ctx, t.inner, path, -1); err != nil {
-			return explained{}, err
-		}
-		v, err := t.over(ctx, x.v)
-		if err != nil {
-			return explained{}, err
-		}
-		x.prepared(v, path)
-	case *Dynamic:
-		if t.fn == nil {
-			return explained{}, errors.New("toolset: Dynamic: nil function")
-		}
-		picked, err := t.pick(ctx)
-		if err != nil {
-			return explained{}, err
-		}
-		if picked == nil {
-			return explained{v: view{snap: emptySnapshot}}, nil
-		}
-		return explainWalk(ctx, picked, path, -1)
-	case Wrapper:
-		return x.wrapper(ctx, t, path)
-	case *Wrapper:
-		return x.wrapper(ctx, *t, path)
-	case *Combined:
-		if t.err != nil {
-			return explained{}, t.err
-		}
-		err = x.combined(ctx, t, path)
-	default:
-		var tools []Tool
-		if tools, err = userTools(ctx, ts); err != nil {
-			return explained{}, err
-		}
-		s := reuseSnapshot(tools)
-		x = explained{v: view{snap: s}, tools: fresh(len(s.tools), path)}
-		err = x.leaf(ctx, path)
-	}
-	if err != nil {
-		return explained{}, err
-	}
-	if x.v.snap == nil {
-		x.v.snap = emptySnapshot
-	}
-	return x, nil
-}
-
-// tool explains a standalone tool.
-func (x *explained) tool(ctx context.Context, t Tool, path string) error {
-	if err := t.Err(); err != nil {
-		return err
-	}
-	*x = explained{v: view{snap: t.soloSnapshot()}, tools: fresh(1, path)}
-	return x.leaf(ctx, path)
-}
-
-// leaf applies the tools' own enabled and prepare functions, as leafView
-// does, noting which hid what.
-func (x *explained) leaf(ctx context.Context, path string) error {
-	positions := x.v.snap.turnPolicies()
-	if len(positions) == 0 {
-		return nil
-	}
-	before := x.v
-	var why turnNotes
-	v, err := applyTurnPolicies(ctx, before, positions, nil, &why)
-	if err != nil {
-		return err
-	}
-	if v.keep != nil {
-		x.hidden(v.keep, &why, ReasonDisabled, path)
-	}
-	x.v = v
-	return nil
-}
-
-// hidden notes why each tool visible before keep and hidden by it was
-// hidden: as why says, or as kind.
-func (x *explained) hidden(keep []bool, why *turnNotes, kind ReasonKind, path string) {
-	for i := range keep {
-		if keep[i] || !x.v.visible(i) {
-			continue
-		}
-		k, detail := kind, ""
-		if n, ok := why.find(int32(i)); ok {
-			k = n.kind
-			if n.err != nil {
-				detail = "predicate failed: " + bound(errorText(n.err), maxReasonText)
-			}
-		}
-		x.tools[i].note(k, path, detail)
-	}
-}
-
-// renamed notes the renames from in to out, position for position; only
-// the positions marked in which, when it is not nil.
-func (x *explained) renamed(in, out *snapshot, which renamedFrom, path string) {
-	for i := range out.tools {
-		if which != nil && !which[i] {
-			continue
-		}
-		if from, to := in.tools[i].Name, out.tools[i].Name; from != to {
-			x.tools[i].renames = append(x.tools[i].renames, Rename{From: from, To: to, By: path})
-		}
-	}
-	x.v.snap = out
-}
-
-// prepared follows the tools of x into v, the result of a Prepared: each
-// tool of v is found among the visible tools of x by name; the others
-// leave the list.
-func (x *explained) prepared(v view, path string) {
-	in := x.v.snap
-	byName := make(map[string]int, len(in.tools))
-	for i := range in.tools {
-		if x.v.visible(i) {
-			if _, dup := byName[in.tools[i].Name]; !dup {
-				byName[in.tools[i].Name] = i
-			}
-		}
-	}
-	tools := make([]*explainedTool, len(v.snap.tools))
-	kept := make([]bool, len(in.tools))
-	for j, t := range v.snap.tools {
-		i := byName[t.Name]
-		tools[j], kept[i] = x.tools[i], true
-	}
-	for i, t := range x.tools {
-		if kept[i] {
-			continue
-		}
-		if x.v.visible(i) {
-			t.note(ReasonDroppedByPrepared, path, "")
-		}
-		t.name, t.core = in.tools[i].Name, in.tools[i].core
-		x.gone = append(x.gone, t)
-	}
-	x.v, x.tools = v, tools
-}
-
-// wrapper explains a Wrapper: its middleware changes no name and hides
-// nothing.
-func (x *explained) wrapper(ctx context.Context, w Wrapper, path string) (explained, error) {
-	if w.Wrapped == nil {
-		return explained{v: view{snap: emptySnapshot}}, nil
-	}
-	in, err := explainWalk(ctx, w.Wrapped, path, -1)
-	if err != nil || len(w.Middleware) == 0 {
-		return in, err
-	}
-	in.v = withMiddleware(in.v, w.Middleware)
-	return in, nil
-}
-
-// combined explains the children of c, one after the other, and joins
-// them as Combined.view does.
-func (x *explained) combined(ctx context.Context, c *Combined, path string) error {
-	views := make([]view, len(c.children))
-	walked := make([]explained, len(c.children))
-	parts := make([]part, len(c.children))
-	for i, child := range c.children {
-		w, err := explainWalk(ctx, child, path, i)
-		if err != nil {
-			return &entryError{index: i, label: c.labels[i], combined: true, err: err}
-		}
-		walked[i], views[i] = w, w.v
-		parts[i] = part{snap: w.v.snap, label: c.labels[i]}
-	}
-	out := join(joinCombined, parts)
-	x.v = view{snap: out, keep: joinKeep(out, views, nil)}
-	x.tools = make([]*explainedTool, len(out.tools))
-	for _, seg := range out.segs {
-		copy(x.tools[seg.start:seg.end], walked[seg.pos].tools)
-	}
-	for _, w := range walked {
-		x.gone = append(x.gone, w.gone...)
-		x.fails = append(x.fails, w.fails...)
-	}
-	return nil
-}
 
 // explainRun notes what the run and the turn decide of the tools of s,
 // the join of the entries, whose visibility keep says: deferred tools not

@@ -71,9 +71,12 @@ func (f *Filtered) view(ctx context.Context, sc *scratch) (view, error) {
 		return view{}, err
 	}
 	keep := sc.keep(len(in.snap.tools))
-	if err := f.evaluate(ctx, in, keep, nil); err != nil {
+	x := sc.explaining()
+	why := x.notes()
+	if err := f.evaluate(ctx, in, keep, why); err != nil {
 		return view{}, err
 	}
+	x.hidden(in, keep, why, ReasonFiltered)
 	return view{snap: in.snap, keep: keep}, nil
 }
 

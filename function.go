@@ -95,6 +95,7 @@ func (f *Function) view(ctx context.Context, sc *scratch) (view, error) {
 	if f.err != nil {
 		return view{}, f.err
 	}
+	sc.explaining().fresh(len(f.snap.tools))
 	if f.perTurn {
 		return leafView(ctx, view{snap: f.snap}, sc)
 	}

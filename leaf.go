@@ -37,7 +37,13 @@ func leafView(ctx context.Context, v view, sc *scratch) (view, error) {
 	if len(positions) == 0 {
 		return v, nil
 	}
-	return applyTurnPolicies(ctx, v, positions, sc, nil)
+	x := sc.explaining()
+	why := x.notes()
+	out, err := applyTurnPolicies(ctx, v, positions, sc, why)
+	if err == nil && out.keep != nil {
+		x.hidden(v, out.keep, why, ReasonDisabled)
+	}
+	return out, err
 }
 
 // applyTurnPolicies runs the enabled and prepare functions of the tools at

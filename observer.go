@@ -129,8 +129,10 @@ type CallInfo struct {
 	// or rename.
 	OriginalName string
 	// Path names where the tool came from in the turn's composition, as
-	// name conflicts do: "Combined#0 > toolsets[1] (Prefixed)". It is ""
-	// for a direct call.
+	// name conflicts and [Explain] do: `Combined#0/Prefixed#1 "db"`. It
+	// names the toolsets the tool came through down to the innermost
+	// [Combined] that holds it; [ToolExplanation.Path] names every layer.
+	// It is "" for a direct call.
 	Path string
 	// Deferred reports a deferred tool ([WithDeferred]); whether the run
 	// revealed it is an event.

@@ -140,7 +140,7 @@ func TestObserverSeesACallsCompositionAndOutcome(t *testing.T) {
 	assert.Equal(t, "cat", c.info.Tool.Name)
 	assert.Equal(t, "read_file", c.info.OriginalName)
 	assert.Equal(t, "agent", c.info.Agent)
-	assert.Equal(t, "Combined#0 > toolsets[1] (Renamed)", c.info.Path)
+	assert.Equal(t, "Combined#0/Renamed#1", c.info.Path)
 	assert.Equal(t, "c1", c.info.Call.ID)
 	assert.Same(t, rec.turns[0], c.info.Turn, "a call under the turn's context is of the turn")
 	assert.True(t, c.handler, "the handler runs under the observer's context")

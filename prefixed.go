@@ -79,6 +79,7 @@ func (p *Prefixed) view(ctx context.Context, sc *scratch) (view, error) {
 		return view{}, err
 	}
 	d := derive(&p.memo, in.snap, func(in *snapshot) *derived { return p.build(in, sc) })
+	sc.explaining().renamed(in.snap, d.out, nil)
 	return view{snap: d.out, keep: in.keep}, nil
 }
 

@@ -70,7 +70,12 @@ func (p *Prepared) view(ctx context.Context, sc *scratch) (view, error) {
 	if err != nil {
 		return view{}, err
 	}
-	return p.over(ctx, in)
+	out, err := p.over(ctx, in)
+	if err != nil {
+		return view{}, err
+	}
+	sc.explaining().prepared(in, out)
+	return out, nil
 }
 
 // over runs the prepare function over the visible tools of in, the view of

@@ -76,9 +76,14 @@ func (r *Renamed) view(ctx context.Context, sc *scratch) (view, error) {
 			}
 		}
 		if len(visible) > 1 {
-			return view{}, r.clashError(in.snap, d.out, facts.renamed, visible)
+			x := sc.explaining()
+			if x == nil {
+				return view{}, r.clashError(in.snap, d.out, facts.renamed, visible)
+			}
+			x.clash(r, in.snap, d.out, facts.renamed, visible)
 		}
 	}
+	sc.explaining().renamed(in.snap, d.out, facts.renamed)
 	return view{snap: d.out, keep: in.keep}, nil
 }
 

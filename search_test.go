@@ -103,5 +103,5 @@ func TestDeferredToolConflictsOnlyOnceRevealed(t *testing.T) {
 	_, err = toolset.BuildTools(nextTurn(ctx), "a", lazy, echoTool("lookup"), search)
 	var nce *toolset.NameConflictError
 	require.ErrorAs(t, err, &nce)
-	assert.Equal(t, []string{"Function#0", "tools[1] (standalone)"}, nce.Conflicts[0].Contributors)
+	assert.Equal(t, []string{"Function#0", `Tool#1 "lookup"`}, nce.Conflicts[0].Contributors)
 }

@@ -182,6 +182,7 @@ func (t Tool) view(ctx context.Context, sc *scratch) (view, error) {
 	if err := t.Err(); err != nil {
 		return view{}, err
 	}
+	sc.explaining().fresh(1)
 	return leafView(ctx, view{snap: t.soloSnapshot()}, sc)
 }
 

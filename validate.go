@@ -13,7 +13,7 @@ func Validate(ctx context.Context, entries ...Toolset) error {
 	if err != nil {
 		return err
 	}
-	if err := checkNames(s, nil, "", "", true); err != nil {
+	if err := checkNames(s, nil, namedRoot{}, "", true); err != nil {
 		return err
 	}
 	var missing []MissingEnv

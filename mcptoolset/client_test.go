@@ -96,7 +96,7 @@ func TestConflictAndPrefix(t *testing.T) {
 	var conflict *toolset.NameConflictError
 	require.ErrorAs(t, err, &conflict)
 	assert.Len(t, conflict.Conflicts, 8)
-	assert.Contains(t, err.Error(), `"read_file" contributed by: mcp:fs#0, mcp:backup#1`)
+	assert.Contains(t, err.Error(), `"read_file" contributed by: Toolset#0 "mcp:fs", Toolset#1 "mcp:backup"`)
 
 	tools, err := toolset.BuildTools(ctx, "agent", fs.Prefixed("fs"), toolset.NewPrefixed(backup, "backup"))
 	require.NoError(t, err)

@@ -50,7 +50,7 @@ func ExampleNewInMemory() {
 	text, _ := toolset.ResultText(res)
 	fmt.Println(text)
 	// Output:
-	// true [mcp:local#0 mcp:backup#1]
+	// true [Toolset#0 "mcp:local" Toolset#1 "mcp:backup"]
 	// [local_read_file backup_read_file]
 	// backup:notes.txt
 }

@@ -20,7 +20,7 @@
 //
 //	toolset.run.id, toolset.turn.step     the call's run and turn
 //	toolset.tool.original_name            the name the tool was made with
-//	toolset.tool.path                     where the composition got it: "Combined#0 > toolsets[1] (Prefixed)"
+//	toolset.tool.path                     where the composition got it: `Combined#0/Prefixed#1 "db"`
 //	toolset.tool.deferred                 "revealed" or "unrevealed", for a deferred tool
 //	toolset.cache.result                  "hit" or "miss"
 //	toolset.rate_limit.wait               seconds waited for the rate limit

@@ -198,7 +198,7 @@ func TestCallSpanFollowsTheGenAIConventions(t *testing.T) {
 	assert.Equal(t, "Read a file.", ca["gen_ai.tool.description"].AsString())
 	assert.Equal(t, "function", ca["gen_ai.tool.type"].AsString())
 	assert.Equal(t, "read_file", ca[oteltoolset.KeyOriginalName].AsString())
-	assert.Equal(t, "Prefixed#1", ca[oteltoolset.KeyPath].AsString())
+	assert.Equal(t, `Prefixed#1 "fs"`, ca[oteltoolset.KeyPath].AsString())
 	assert.NotContains(t, ca, attribute.Key("error.type"))
 	assert.Equal(t, codes.Unset, cs.Status().Code)
 	require.Len(t, cs.Events(), 1)

@@ -26,7 +26,7 @@ func TestBuildToolsWithALocalToolset(t *testing.T) {
 	_, err = toolset.BuildTools(context.Background(), "a", local.Prefixed("demo_"), pkg)
 	var nc *toolset.NameConflictError
 	require.True(t, errors.As(err, &nc))
-	assert.Contains(t, err.Error(), `"demo__echo" contributed by: Prefixed#0, toolpkg:demo#1`)
+	assert.Contains(t, err.Error(), `"demo__echo" contributed by: Prefixed#0 "demo_", Toolset#1 "toolpkg:demo"`)
 }
 
 // TestNilToolsetIsAnError uses a nil *Toolset as a toolset: its methods and

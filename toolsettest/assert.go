@@ -103,7 +103,7 @@ func canonical(data []byte) (string, error) {
 // AssertConflicts checks that err is a [*toolset.NameConflictError] whose
 // conflicts are exactly want: the clashing names, in the order the error
 // lists them, each with its contributors as the error names them
-// ("Prefixed#0", "tools[1] (standalone)", "Combined#0 > toolsets[1] (Function)").
+// (`Prefixed#0 "db"`, `Tool#1 "search"`, "Combined#0/Function#1").
 // It reports whether they match.
 func AssertConflicts(t testing.TB, err error, want ...toolset.NameConflict) bool {
 	t.Helper()

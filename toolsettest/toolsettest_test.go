@@ -186,15 +186,15 @@ func TestAssertConflicts(t *testing.T) {
 		toolset.NewFunction(search(), query("bad name", "")).WithLabel("tracker"),
 	)
 	require.Error(t, err)
-	want := toolset.NameConflict{Name: "search", Contributors: []string{"docs#0", "tools[1] (standalone)", "tracker#2"}}
+	want := toolset.NameConflict{Name: "search", Contributors: []string{`Function#0 "docs"`, `Tool#1 "search"`, `Function#2 "tracker"`}}
 	assert.True(t, AssertConflicts(t, err, want))
 	assert.True(t, AssertInvalidNames(t, err, "bad name"))
 
 	tb := run("TestConflicts", func(tb *fakeTB) {
-		AssertConflicts(tb, err, toolset.NameConflict{Name: "search", Contributors: []string{"docs#0", "tracker#2"}})
+		AssertConflicts(tb, err, toolset.NameConflict{Name: "search", Contributors: []string{`Function#0 "docs"`, `Function#2 "tracker"`}})
 	})
 	assert.Equal(t, "toolsettest: name conflicts differ:\n--- want\n+++ got\n@@ -1 +1 @@\n"+
-		"-\"search\" contributed by: docs#0, tracker#2\n+\"search\" contributed by: docs#0, tools[1] (standalone), tracker#2\n", tb.output())
+		"-\"search\" contributed by: Function#0 \"docs\", Function#2 \"tracker\"\n+\"search\" contributed by: Function#0 \"docs\", Tool#1 \"search\", Function#2 \"tracker\"\n", tb.output())
 
 	tb = run("TestConflicts", func(tb *fakeTB) { AssertConflicts(tb, errors.New("boom"), want) })
 	assert.Equal(t, "toolsettest: want a *toolset.NameConflictError, got *errors.errorString: boom", tb.output())
@@ -297,7 +297,7 @@ func TestRecorderLooksLikeTheWrappedToolset(t *testing.T) {
 	assert.NoError(t, rec.Close())
 
 	_, err = toolset.BuildTools(ctx, "ops", rec, toolset.NewFunction(query("query", "")))
-	AssertConflicts(t, err, toolset.NameConflict{Name: "query", Contributors: []string{"db#0", "Function#1"}})
+	AssertConflicts(t, err, toolset.NameConflict{Name: "query", Contributors: []string{`Recorder#0 "db"`, "Function#1"}})
 
 	_, err = Record(nil).GetTools(ctx)
 	assert.EqualError(t, err, "toolsettest: Recorder wraps no toolset")

@@ -16,7 +16,7 @@ func TestRun(t *testing.T) {
 	require.NoError(t, run(&out))
 	got := out.String()
 
-	assert.Contains(t, got, "toolset: agent \"helpdesk\" has tool name conflicts:\n  - \"search\" contributed by: docs#0, tracker#1\n")
+	assert.Contains(t, got, "toolset: agent \"helpdesk\" has tool name conflicts:\n  - \"search\" contributed by: Function#0 \"docs\", Function#1 \"tracker\"\n")
 
 	admin := between(t, got, "\n2. ", "\n3. ")
 	user := between(t, got, "\n3. ", "\n4. ")

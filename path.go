@@ -1,0 +1,172 @@
+package toolset
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// This file holds how the engine names places in a composition. A path
+// is a list of elements joined with "/", outermost first; an element is a
+// toolset's type, "#" and its position among its parent's children (or a
+// turn's entries) when it has one, and what tells it apart, quoted: a
+// prefix, a label, a tool's name:
+//
+//	Combined#0/Filtered#1/Prefixed "db"/Function "users"
+//
+// Explain, name conflicts, observers and the logs and spans built on them
+// all spell paths with pathElem.format. The invariant:
+//
+//	A contributor's path (from a snapshot's provenance) is the path
+//	Explain gives the same tool with the layers under a join left out:
+//	its elements appear, in order, in Explain's.
+//
+// It also holds entryError, which names the child or entry of a turn that
+// failed in the error chain.
+
+// contributor names where the tool at position i of s came from, as a
+// path, following joins and renamings down to the innermost join it came
+// through: `Combined#0/Prefixed#1 "db"/Combined/Function#2 "web"`. root,
+// if not "", is the first element: the toolset s is the view of, when s
+// is not its join. A join that the element before it does not name
+// itself (a Combined under a Prefixed, a Filtered, a Wrapper) is named
+// "Combined", so that each position is one among the children of the
+// Combined named just before it; the layers between a join and the child
+// it was reached from are left out (Explain names every layer).
+func (s *snapshot) contributor(i int32, root string) string {
+	var parts []string
+	named := true // the join s is, if it is one, is named already
+	if root != "" {
+		parts = append(parts, root)
+		named = false
+	}
+	for s != nil {
+		if s.segs == nil {
+			s, named = s.from, false
+			continue
+		}
+		k := sort.Search(len(s.segs), func(k int) bool { return s.segs[k].end > i })
+		for k < len(s.segs) && s.segs[k].start == s.segs[k].end {
+			k++ // skip empty segments of replaced standalone tools
+		}
+		if k == len(s.segs) {
+			break
+		}
+		if !named {
+			parts = append(parts, kinds[kCombined].name)
+		}
+		seg := s.segs[k]
+		parts = append(parts, seg.elem.format(seg.pos))
+		i -= seg.start
+		s, named = seg.sub, seg.elem.join
+	}
+	return strings.Join(parts, pathSep)
+}
+
+// pathSep separates the elements of a path.
+const pathSep = "/"
+
+// pathElem is what a path says of one toolset, but for its position: its
+// type's name and what tells it apart (a label, a prefix, a tool's name),
+// from the row of its type (see toolsetKind.what).
+type pathElem struct {
+	typ, what string
+	join      bool // a Combined, whose join's elements follow it
+}
+
+// elemOf returns what a path says of ts, whose label is label.
+func elemOf(ts Toolset, label string) pathElem {
+	k := kindOf(ts)
+	if k.what == nil {
+		// A toolset of the caller's is told apart by a label of its own.
+		typ := typeName(ts)
+		if label == typ {
+			label = ""
+		}
+		return pathElem{typ: typ, what: label}
+	}
+	return pathElem{typ: k.name, what: k.what(ts), join: k == &kinds[kCombined]}
+}
+
+// element names ts in a path, at position idx among its parent's children
+// (none when idx < 0). A Label that panics is an error.
+func element(ts Toolset, idx int) (string, error) {
+	label := ""
+	if kindOf(ts).what == nil {
+		var err error
+		if label, err = labelOf(ts); err != nil {
+			return "", err
+		}
+	}
+	return elemOf(ts, label).format(idx), nil
+}
+
+// format is the one spelling of a path's element: its type, "#" and its
+// position idx when it has one (idx >= 0), and what tells it apart in
+// quotes: `Prefixed#1 "db"`.
+func (e pathElem) format(idx int) string {
+	var b strings.Builder
+	b.WriteString(e.typ)
+	if idx >= 0 {
+		b.WriteByte('#')
+		b.WriteString(strconv.Itoa(idx))
+	}
+	if e.what != "" {
+		b.WriteByte(' ')
+		b.WriteString(strconv.Quote(bound(e.what, maxShownName)))
+	}
+	return b.String()
+}
+
+// joinPath appends the element el to path.
+func joinPath(path, el string) string {
+	if path == "" {
+		return el
+	}
+	return path + pathSep + el
+}
+
+// entryError names the toolset that failed: "toolsets[1] (Prefixed): ..."
+// inside a Combined, "Prefixed#1: ..." among the entries of BuildTools.
+// It says each thing once: the message it wraps loses this package's
+// prefix (the outermost error says it) and a leading label already given.
+// The error of a toolset labelled "pkg:name" that names itself as
+// `pkg: toolset "name": ...` is named so, with the position added:
+// `toolset "name" (pkg, entry 1): ...`.
+type entryError struct {
+	index    int
+	label    string
+	combined bool
+	err      error
+}
+
+func (e *entryError) Error() string {
+	inner := strings.TrimPrefix(errorText(e.err), "toolset: ")
+	if pkg, name, ok := strings.Cut(e.label, ":"); ok && pkg != "" && name != "" {
+		if rest, ok := strings.CutPrefix(inner, pkg+": toolset "+strconv.Quote(name)+": "); ok {
+			where := fmt.Sprintf("entry %d", e.index)
+			if e.combined {
+				where = fmt.Sprintf("toolsets[%d]", e.index)
+			}
+			return fmt.Sprintf("toolset %q (%s, %s): %s", name, pkg, where, rest)
+		}
+	}
+	inner = strings.TrimPrefix(inner, e.label+": ")
+	if e.combined {
+		return fmt.Sprintf("toolsets[%d] (%s): %s", e.index, e.label, inner)
+	}
+	return fmt.Sprintf("%s#%d: %s", e.label, e.index, inner)
+}
+
+// unprefixed is an error of this package, or one made by user code that
+// may be, wrapped under a message of this package: its message loses the
+// "toolset: " that the wrapping message already begins with. errors.Is
+// and errors.As see the error unchanged.
+type unprefixed struct{ err error }
+
+func (u unprefixed) Error() string { return strings.TrimPrefix(errorText(u.err), "toolset: ") }
+
+func (u unprefixed) Unwrap() error { return u.err }
+
+func (e *entryError) Unwrap() error { return e.err }

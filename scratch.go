@@ -1,0 +1,164 @@
+package toolset
+
+import "sync"
+
+// This file holds the bump allocator of a turn: scratch, its chunks, and
+// the blocks that the copies of a fresh Combined's children are laid out
+// in. The invariant:
+//
+//	What a turn takes from its scratch is dropped when the turn ends
+//	(release); only a toolBlock outlives it, owned by the snapshots made
+//	from it. Scratch is used by one goroutine at a time.
+
+// scratch is the memory of one turn for what it makes and drops: the
+// masks of the views of subtrees, which their parents copy into their own,
+// and the lists of views and parts of joins. A turn takes one from
+// scratchPool and gives it back when done, so that a steady turn
+// allocates what it returns and little else, however many toolsets it
+// has. What outlives the turn (a ToolList's mask) is never taken from it.
+//
+// Memory is handed out by bumping through chunks; a chunk too small is
+// replaced by one that holds the whole of the turn, so the next turn fits
+// in one. A nil *scratch makes everything with make.
+type scratch struct {
+	boolBuf chunk[bool]
+	viewBuf chunk[view]
+	partBuf chunk[part]
+
+	// The block that copies of tools are taken from while a fresh
+	// Combined materialises its children (toolHint > 0), and how much of
+	// it is taken. Unlike the rest, a block outlives the turn: the
+	// snapshots made from it own it.
+	block    *toolBlock
+	used     int
+	toolHint int
+
+	// The scratch of the goroutines a large turn was split across
+	// (materializeSplit), released with this one; and whether this is
+	// one of them, which splits no further.
+	workers []*scratch
+	worker  bool
+
+	// The explainer of an explained walk (see Explain), or nil: the
+	// views tell it what they decide. Such a scratch is never pooled.
+	x *explainer
+}
+
+// explaining returns the explainer of an explained walk, or nil. Every
+// hook of an explainer does nothing on a nil one, so a turn pays for
+// Explain only this test.
+func (sc *scratch) explaining() *explainer {
+	if sc == nil {
+		return nil
+	}
+	return sc.x
+}
+
+// toolBlock is memory for the copies of tools (prefixed or renamed) that
+// the first turn of a fresh Combined makes: they are laid end to end in
+// one block, so that the join of the children shares the block instead
+// of copying every tool again. all is never resliced or written once a
+// snapshot made from it is published.
+type toolBlock struct{ all []Tool }
+
+// newTools returns n zeroed tools for a new snapshot, and the block and
+// offset they lie at: from the turn's block while a fresh Combined has
+// reserved one (see Combined.view), or newly made (block nil).
+func (sc *scratch) newTools(n int) ([]Tool, *toolBlock, int) {
+	if sc == nil || sc.toolHint == 0 || n == 0 {
+		return make([]Tool, n), nil, 0
+	}
+	if sc.block == nil || len(sc.block.all)-sc.used < n {
+		sc.block, sc.used = &toolBlock{all: make([]Tool, max(sc.toolHint, n))}, 0
+	}
+	off := sc.used
+	sc.used += n
+	return sc.block.all[off:sc.used:sc.used], sc.block, off
+}
+
+// reserveTools makes the copies of tools made until the returned
+// function is called come from one block of about n tools, when no
+// reservation is in force already.
+func (sc *scratch) reserveTools(n int) (done func()) {
+	if sc == nil || sc.toolHint != 0 || n < minBlock {
+		return func() {}
+	}
+	sc.toolHint = n
+	return func() { sc.toolHint, sc.block, sc.used = 0, nil, 0 }
+}
+
+// minBlock is the fewest tools worth a block of their own.
+const minBlock = 64
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+func getScratch() *scratch { return scratchPool.Get().(*scratch) }
+
+// release gives sc back to the pool. Nothing taken from sc may be used
+// after. A reservation a Goexit unwound past ends here: the block belongs
+// to the snapshots made from it, not to the next turn.
+func (sc *scratch) release() {
+	sc.block, sc.used, sc.toolHint, sc.worker = nil, 0, 0, false
+	for _, w := range sc.workers {
+		w.worker = false
+		w.release()
+	}
+	clear(sc.workers)
+	sc.workers = sc.workers[:0]
+	sc.boolBuf.reset()
+	sc.viewBuf.reset()
+	sc.partBuf.reset()
+	scratchPool.Put(sc)
+}
+
+// keep returns a mask of n hidden tools.
+func (sc *scratch) keep(n int) []bool {
+	if sc == nil {
+		return make([]bool, n)
+	}
+	return sc.boolBuf.take(n)
+}
+
+// views returns n empty views.
+func (sc *scratch) views(n int) []view {
+	if sc == nil {
+		return make([]view, n)
+	}
+	return sc.viewBuf.take(n)
+}
+
+// parts returns n empty parts.
+func (sc *scratch) parts(n int) []part {
+	if sc == nil {
+		return make([]part, n)
+	}
+	return sc.partBuf.take(n)
+}
+
+// chunk hands out zeroed slices by bumping through a buffer.
+type chunk[T any] struct {
+	buf  []T
+	used int // elements handed out this turn, in every buffer
+}
+
+// take returns n zeroed elements from the end of the buffer. When they do
+// not fit, it moves to a new buffer of twice what the turn has used, so
+// that the next turn fits in one; the elements handed out before stay
+// where they are.
+func (c *chunk[T]) take(n int) []T {
+	b := c.buf
+	if cap(b)-len(b) < n {
+		b = make([]T, 0, max(2*(c.used+n), 64))
+	}
+	out := b[len(b) : len(b)+n : len(b)+n]
+	clear(out)
+	c.buf, c.used = b[:len(b)+n], c.used+n
+	return out
+}
+
+// reset makes the whole buffer free again, dropping what its elements
+// point to so that the pool keeps no snapshot alive.
+func (c *chunk[T]) reset() {
+	clear(c.buf)
+	c.buf, c.used = c.buf[:0], 0
+}
