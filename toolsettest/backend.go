@@ -3,6 +3,7 @@ package toolsettest
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -23,7 +24,9 @@ type backendConfig struct {
 // whose clock is the process's (time.Now, timers), time then passes at
 // once, and exactly, so that an expiry is checked at the very instant it
 // is due. A backend with a clock of its own (a server's) or that waits on
-// the network cannot run in a bubble; leave it out for those.
+// the network cannot run in a bubble; leave it out for those. In a bubble,
+// a call to the backend that never returns fails the check, and then
+// ends the test binary with synctest's deadlock panic.
 func InBubble() BackendOption { return func(c *backendConfig) { c.bubble = true } }
 
 // TimeUnit sets the unit of time of a suite's time-dependent checks: the
@@ -31,7 +34,8 @@ func InBubble() BackendOption { return func(c *backendConfig) { c.bubble = true 
 // slack allowed between the suite's clock and the backend's. The default
 // is 100ms, and a second in a bubble (see [InBubble]). Give a backend with
 // a coarse clock (whole seconds) or slow round trips a larger unit; a
-// suite waits about 30 units in all.
+// suite waits about 15 units in all. Whatever the unit, a call to the
+// backend that does not return in 5 seconds fails the check.
 func TimeUnit(d time.Duration) BackendOption {
 	return func(c *backendConfig) {
 		if d > 0 {
@@ -62,7 +66,7 @@ func newBackendConfig(opts []BackendOption) backendConfig {
 // callTimeout bounds every call a suite makes to a backend, and every
 // wait of its own: a backend that hangs fails the check instead of the
 // whole test binary's timeout.
-const callTimeout = 10 * time.Second
+const callTimeout = 5 * time.Second
 
 // run runs check as a subtest named name, in a bubble if the suite runs
 // in one.
@@ -104,11 +108,21 @@ func within[V any](t *testing.T, what string, f func(ctx context.Context) V) V {
 	}
 }
 
-// doneContext returns a context that has already ended.
-func doneContext() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
+// withDone runs f, which calls the backend, with a context that has
+// already ended, and fails t if it does not return in callTimeout.
+func withDone(t *testing.T, what string, f func(ctx context.Context) error) error {
+	t.Helper()
+	return within(t, what+" with a cancelled context", func(context.Context) error {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		return f(ctx)
+	})
+}
+
+// waitAll waits for wg, and fails t if that takes more than callTimeout.
+func waitAll(t *testing.T, wg *sync.WaitGroup) {
+	t.Helper()
+	within(t, "the concurrent calls", func(context.Context) struct{} { wg.Wait(); return struct{}{} })
 }
 
 // hostileKey is a key or ID a model or a client could make: empty, huge,

@@ -228,7 +228,7 @@ func (s *rateLimiterSuite) concurrent(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	waitAll(t, &wg)
 	close(errs)
 	for err := range errs {
 		t.Errorf("Reserve: %v", err)
@@ -241,10 +241,12 @@ func (s *rateLimiterSuite) concurrent(t *testing.T) {
 func (s *rateLimiterSuite) contextDone(t *testing.T) {
 	l := s.newLimiter(t)
 	lim := s.limit()
-	ctx := doneContext()
 	for range lim.Burst + 1 {
-		if _, ok, err := l.Reserve(ctx, "w", lim, math.MaxInt64); err == nil {
-			t.Fatalf("Reserve with a cancelled context = ok %v, no error; want the context's error", ok)
+		if err := withDone(t, "Reserve", func(ctx context.Context) error {
+			_, _, err := l.Reserve(ctx, "w", lim, math.MaxInt64)
+			return err
+		}); err == nil {
+			t.Fatal("Reserve with a cancelled context succeeded; want the context's error")
 		}
 	}
 	for range lim.Burst {

@@ -229,12 +229,12 @@ func (s *resultCacheSuite) concurrent(t *testing.T) {
 				key := "k" + strconv.Itoa((w+i)%keys)
 				val := []byte(fmt.Sprintf(`%q`, key+"/"+strings.Repeat(strconv.Itoa(w), 64+i)))
 				if err := c.Set(ctx, key, val, 0); err != nil {
-					errs <- fmt.Errorf("Set: %w", err)
+					errs <- fmt.Errorf("setting %q: %w", key, err)
 					return
 				}
 				v, ok, err := c.Get(ctx, key)
 				if err != nil {
-					errs <- fmt.Errorf("Get: %w", err)
+					errs <- fmt.Errorf("getting %q: %w", key, err)
 					return
 				}
 				if ok && !wellFormed(key, v) {
@@ -244,7 +244,7 @@ func (s *resultCacheSuite) concurrent(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	waitAll(t, &wg)
 	close(errs)
 	for err := range errs {
 		t.Error(err)
@@ -265,15 +265,14 @@ func wellFormed(key string, v []byte) bool {
 func (s *resultCacheSuite) contextDone(t *testing.T) {
 	c := s.newCache(t)
 	s.set(t, c, "k", []byte(`"before"`), 0)
-	ctx := doneContext()
-	if _, ok, err := c.Get(ctx, "k"); err == nil {
-		t.Errorf("Get with a cancelled context = ok %v, no error; want the context's error", ok)
+	if err := withDone(t, "Get", func(ctx context.Context) error { _, _, err := c.Get(ctx, "k"); return err }); err == nil {
+		t.Error("Get with a cancelled context succeeded; want the context's error")
 	}
-	if err := c.Set(ctx, "k", []byte(`"after"`), 0); err == nil {
+	if err := withDone(t, "Set", func(ctx context.Context) error { return c.Set(ctx, "k", []byte(`"after"`), 0) }); err == nil {
 		t.Error("Set with a cancelled context succeeded; want the context's error")
 	}
-	if err := c.Set(ctx, "new", []byte(`"after"`), 0); err == nil {
-		t.Error("Set with a cancelled context succeeded; want the context's error")
+	if err := withDone(t, "Set", func(ctx context.Context) error { return c.Set(ctx, "new", []byte(`"after"`), 0) }); err == nil {
+		t.Error("Set of a new key with a cancelled context succeeded; want the context's error")
 	}
 	s.wantHit(t, c, "k", []byte(`"before"`), "after a Set with a cancelled context")
 	s.wantMiss(t, c, "new", "after a Set with a cancelled context")

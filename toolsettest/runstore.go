@@ -362,7 +362,7 @@ func (s *runStoreSuite) concurrentSaves(t *testing.T) {
 				results[w] = saved{v, err}
 			})
 		}
-		wg.Wait()
+		waitAll(t, &wg)
 		winner := -1
 		for w, r := range results {
 			if r.err == nil {
@@ -403,7 +403,7 @@ func (s *runStoreSuite) concurrentSaves(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	waitAll(t, &wg)
 	close(errs)
 	for err := range errs {
 		t.Error(err)
@@ -415,17 +415,19 @@ func (s *runStoreSuite) concurrentSaves(t *testing.T) {
 func (s *runStoreSuite) contextDone(t *testing.T) {
 	st := s.newStore(t)
 	v := s.mustSave(t, st, "run", []byte(`{"before":true}`), 0, 0)
-	ctx := doneContext()
-	if _, _, err := st.Load(ctx, "run"); err == nil {
+	if err := withDone(t, "Load", func(ctx context.Context) error { _, _, err := st.Load(ctx, "run"); return err }); err == nil {
 		t.Error("Load with a cancelled context succeeded; want the context's error")
 	}
-	if _, err := st.Save(ctx, "run", []byte(`{"after":true}`), v, 0); err == nil {
+	if err := withDone(t, "Save", func(ctx context.Context) error {
+		_, err := st.Save(ctx, "run", []byte(`{"after":true}`), v, 0)
+		return err
+	}); err == nil {
 		t.Error("Save with a cancelled context succeeded; want the context's error")
 	}
-	if _, err := st.Save(ctx, "new", []byte(`{}`), 0, 0); err == nil {
-		t.Error("Save with a cancelled context succeeded; want the context's error")
+	if err := withDone(t, "Save", func(ctx context.Context) error { _, err := st.Save(ctx, "new", []byte(`{}`), 0, 0); return err }); err == nil {
+		t.Error("Save of a new run with a cancelled context succeeded; want the context's error")
 	}
-	if err := st.Delete(ctx, "run", v); err == nil {
+	if err := withDone(t, "Delete", func(ctx context.Context) error { return st.Delete(ctx, "run", v) }); err == nil {
 		t.Error("Delete with a cancelled context succeeded; want the context's error")
 	}
 	s.wantState(t, st, "run", []byte(`{"before":true}`), v)
@@ -437,19 +439,28 @@ func (s *runStoreSuite) contextDone(t *testing.T) {
 // and a run that ends deletes its state.
 func (s *runStoreSuite) resume(t *testing.T) {
 	st := s.newStore(t)
-	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
-	defer cancel()
 	const id = "resumed"
 	lease := 4 * s.unit
-	first, err := toolset.ResumeRun(ctx, st, id, toolset.WithRunLease(lease))
-	if err != nil {
-		t.Fatalf("ResumeRun of a new run: %v", err)
+	type resumed struct {
+		run *toolset.RunContext
+		err error
+	}
+	resume := func(what string) resumed {
+		t.Helper()
+		return within(t, what, func(ctx context.Context) resumed {
+			rc, err := toolset.ResumeRun(ctx, st, id, toolset.WithRunLease(lease))
+			return resumed{rc, err}
+		})
+	}
+	first := resume("ResumeRun of a new run")
+	if first.err != nil {
+		t.Fatalf("ResumeRun of a new run: %v", first.err)
 	}
 	held := s.load(t, st, id)
 	if held.err != nil || held.data == nil || held.version == 0 {
 		t.Fatalf("after ResumeRun, Load = %d bytes, version %d, %v; want the run's state", len(held.data), held.version, held.err)
 	}
-	if err := first.Suspend(ctx); err != nil {
+	if err := within(t, "Suspend", first.run.Suspend); err != nil {
 		t.Fatalf("Suspend: %v", err)
 	}
 	suspended := s.load(t, st, id)
@@ -459,17 +470,17 @@ func (s *runStoreSuite) resume(t *testing.T) {
 	// Another process resumes the run and stops without a word: its
 	// state says it holds the run.
 	s.mustSave(t, st, id, held.data, suspended.version, 0)
-	if _, err := toolset.ResumeRun(ctx, st, id, toolset.WithRunLease(lease)); !errors.Is(err, toolset.ErrRunStateConflict) {
-		t.Fatalf("ResumeRun of a run another process holds: %v; want a conflict", err)
+	if r := resume("ResumeRun of a run another process holds"); !errors.Is(r.err, toolset.ErrRunStateConflict) {
+		t.Fatalf("ResumeRun of a run another process holds: %v; want a conflict", r.err)
 	}
 	s.sleep(lease + s.unit)
-	second, err := toolset.ResumeRun(ctx, st, id, toolset.WithRunLease(lease))
-	if err != nil {
-		t.Fatalf("ResumeRun once the holder's lease ran out: %v", err)
+	second := resume("ResumeRun once the holder's lease ran out")
+	if second.err != nil {
+		t.Fatalf("ResumeRun once the holder's lease ran out: %v", second.err)
 	}
-	if err := second.Save(ctx); err != nil {
+	if err := within(t, "Save", second.run.Save); err != nil {
 		t.Fatalf("Save by the new holder: %v", err)
 	}
-	second.End()
+	within(t, "End", func(context.Context) struct{} { second.run.End(); return struct{}{} })
 	s.wantState(t, st, id, nil, 0)
 }
