@@ -126,8 +126,8 @@ func waitAll(t *testing.T, wg *sync.WaitGroup) {
 }
 
 // hostileKey is a key or ID a model or a client could make: empty, huge,
-// binary, or one that shares a prefix with another with a separator a
-// store might use.
+// binary, or one that shares a prefix with another, up to a separator a
+// store might use or for hundreds of bytes.
 type hostileKey struct {
 	name string
 	key  string
@@ -153,7 +153,10 @@ func hostileKeys() []hostileKey {
 		{"invalid utf8", "a\xff\xfe"},
 		{"all bytes", string(bin)},
 		{"unicode", "ключ-键-🔑"},
+		{"long, ends in 1", strings.Repeat("p", 512) + "1"},
+		{"long, ends in 2", strings.Repeat("p", 512) + "2"},
 		{"huge", strings.Repeat("k", 64<<10)},
+		{"huge, other end", strings.Repeat("k", 64<<10-1) + "K"},
 	}
 }
 
