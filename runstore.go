@@ -35,6 +35,10 @@ import (
 //   - A method called with a context that is already done returns an
 //     error and changes nothing.
 //
+// The lease by which a process holds a run (see [WithRunLease]) is kept
+// in the state itself, on the process's clock: the store needs nothing
+// for it but compare-and-swap and versions that are not given twice.
+//
 // [github.com/gotoolset/toolset/toolsettest.TestRunStore] checks a store
 // against all of this.
 //
