@@ -38,7 +38,7 @@ func TestCallPathOrder(t *testing.T) {
 		}),
 		toolset.WithMaxFailures(5),
 	)
-	ctx := newRun(t, "r")
+	ctx := testRun(t, "r").Turn(bounded(t))
 	tools := clones(t, ctx, tool)
 	run := func(args string) error {
 		steps = nil

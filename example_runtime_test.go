@@ -38,7 +38,9 @@ func ExampleWithRateLimit() {
 		return "sent", nil
 	}, toolset.WithRateLimit(toolset.RateLimit{Requests: 2, Interval: time.Hour, Reject: true}))
 
-	ctx := context.Background()
+	// A call never waits for its turn past its context's deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	for range 3 {
 		res, err := send.Execute(ctx, toolset.ToolCall{Args: nil})
 		if msg, ok := toolset.ErrorText(err); ok {
@@ -56,7 +58,7 @@ func ExampleWithRateLimit() {
 func ExampleWithTimeout() {
 	slow := toolset.NewTool("crawl", "Crawl a site.", func(ctx context.Context, _ struct{}) (string, error) {
 		select {
-		case <-time.After(time.Minute):
+		case <-time.After(5 * time.Second): // the crawl
 			return "done", nil
 		case <-ctx.Done(): // cancelled at the deadline
 			return "", ctx.Err()

@@ -189,7 +189,7 @@ func TestObserverSeesPolicyDecisions(t *testing.T) {
 		run := testRun(t, "observed-rate", toolset.WithObserver(rec))
 		tools := clones(t, run.Turn(context.Background()), toolset.NewTool("r", "", func(context.Context, struct{}) (int, error) { return 1, nil },
 			toolset.WithRateLimit(toolset.RateLimit{Requests: 1, Interval: time.Hour, Reject: true})))
-		ctx := toolset.NewContext(context.Background(), run)
+		ctx := toolset.NewContext(bounded(t), run)
 		_, err := tools.Execute(ctx, toolset.ToolCall{Name: "r", Args: json.RawMessage(`{}`)})
 		require.NoError(t, err)
 		_, err = tools.Execute(ctx, toolset.ToolCall{Name: "r", Args: json.RawMessage(`{}`)})

@@ -21,6 +21,27 @@ import (
 // several processes (a database, Redis) implements the same three methods.
 // A RunStore must be safe for concurrent use.
 //
+// What the run relies on, beyond each method's own contract:
+//
+//   - A run's ID is any string the application gives (from a client,
+//     say): binary, long. Two IDs never share a state; a store may refuse
+//     an ID it cannot hold (too long for its keys) with an error.
+//   - A state that expired is no state, for all three methods.
+//   - The version Load returns is the one the last Save returned, and the
+//     data is exactly the bytes saved (or an error: a state too large to
+//     hold is refused by Save, never cut short).
+//   - A conflict is a [*RunStateConflictError], which may be wrapped: the
+//     run finds it with errors.As.
+//   - A method called with a context that is already done returns an
+//     error and changes nothing.
+//
+// The lease by which a process holds a run (see [WithRunLease]) is kept
+// in the state itself, on the process's clock: the store needs nothing
+// for it but compare-and-swap and versions that are not given twice.
+//
+// [github.com/gotoolset/toolset/toolsettest.TestRunStore] checks a store
+// against all of this.
+//
 // The store is trusted as the application's code is. [ResumeRun] bounds
 // the state it loads, checks its form and refuses what no run saves
 // (another run's state, another version, an entry listed twice), but
@@ -31,7 +52,7 @@ import (
 type RunStore interface {
 	// Load returns the saved state of run id and its version. A run with
 	// no saved state (never saved, deleted, or expired) gives nil data,
-	// version 0 and no error.
+	// version 0 and no error. The data returned is the caller's.
 	Load(ctx context.Context, id string) (data []byte, version int64, err error)
 	// Save stores data as the state of run id if the state's version is
 	// expectVersion (0: there must be no saved state), and returns the new

@@ -22,15 +22,31 @@ import (
 // processes (Redis, say) decides each call in one step of its store, so
 // that two processes cannot both take the last call of a window.
 // A RateLimiter must be safe for concurrent use.
+//
+// What a tool relies on, beyond Reserve's own contract:
+//
+//   - maxWait is 0 for a limit that rejects (see [RateLimit.Reject]), the
+//     time left before the context's deadline for one that waits, and
+//     math.MaxInt64 (any wait) when the context has no deadline.
+//   - A call taken with a delay holds its place: the calls after it come
+//     after it, even if its caller gives up waiting.
+//   - A window holds at most Burst calls, however long it was quiet.
+//   - A key is any string: the tool's name or the [RateLimit.Key] the
+//     application chose. Windows of different keys are apart.
+//   - Reserve called with a context that is already done returns an
+//     error and takes nothing.
+//
+// [github.com/gotoolset/toolset/toolsettest.TestRateLimiter] checks a
+// limiter against all of this.
 type RateLimiter interface {
 	// Reserve takes one call from the window named key, which allows
 	// limit.Requests calls per limit.Interval on average and limit.Burst
 	// back to back (Burst is never zero here), if that call may start
 	// within maxWait: it returns ok true and how long the caller must wait
-	// before starting it (zero: now). Otherwise it takes nothing and
-	// returns ok false and how long until a call would be allowed. An
-	// error means the window could not be consulted; the call is then
-	// refused with a [*RateLimiterError].
+	// before starting it (zero: now; never more than maxWait). Otherwise
+	// it takes nothing and returns ok false and how long until a call
+	// would be allowed. An error means the window could not be
+	// consulted; the call is then refused with a [*RateLimiterError].
 	Reserve(ctx context.Context, key string, limit RateLimit, maxWait time.Duration) (delay time.Duration, ok bool, err error)
 }
 
@@ -154,13 +170,31 @@ func (m *MemoryRateLimiter) Reserve(ctx context.Context, key string, limit RateL
 // process, so that every process with the same store shares them: set it
 // as [CachePolicy.Shared]. Values are the JSON encodings of results. A
 // ResultCache must be safe for concurrent use.
+//
+// What a tool relies on, beyond each method's own contract:
+//
+//   - A key is the tool's namespace, a NUL and the call's canonical
+//     arguments (or its [CachePolicy.Key]): any bytes, as long as the
+//     arguments. Two keys never share an entry; a store that hashes keys
+//     uses a hash no one can make collide (SHA-256, say).
+//   - Get gives back exactly the bytes last set under the key, or a miss:
+//     a miss is always safe, another value never is.
+//   - An entry whose age equals its TTL has expired.
+//   - A failing store is bypassed: an error from Get or Set makes the call
+//     run uncached. Get and Set called with a context that is already
+//     done return an error and change nothing.
+//
+// [github.com/gotoolset/toolset/toolsettest.TestResultCache] checks a
+// cache against all of this.
 type ResultCache interface {
 	// Get returns the value stored under key, and whether there is one
-	// that has not expired.
+	// that has not expired. The value returned is the caller's: the tool
+	// returns it as the call's result.
 	Get(ctx context.Context, key string) (value []byte, ok bool, err error)
 	// Set stores value under key; a ttl above zero makes it expire that
-	// long after. A store may refuse a value (too large, say) by keeping
-	// nothing and returning nil. It must not keep value after Set returns.
+	// long after, and zero leaves it to the store's own bounds. A store
+	// may refuse a value (too large, say) by keeping nothing and returning
+	// nil. It must not keep value after Set returns.
 	Set(ctx context.Context, key string, value []byte, ttl time.Duration) error
 }
 

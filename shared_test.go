@@ -60,19 +60,20 @@ func (failingLimiter) Reserve(context.Context, string, toolset.RateLimit, time.D
 }
 
 func TestSharedRateLimiterWindowIsSharedBetweenToolsWithOneKey(t *testing.T) {
+	ctx := bounded(t)
 	lim := toolset.NewMemoryRateLimiter()
 	limit := toolset.RateLimit{Requests: 3, Interval: time.Hour, Reject: true, Limiter: lim, Key: "billing"}
 	var runs atomic.Int64
 	// Two tool values stand for the same tool in two processes.
-	a := clones(t, context.Background(), counted("lookup", &runs, toolset.WithRateLimit(limit)))
-	b := clones(t, context.Background(), counted("lookup", &runs, toolset.WithRateLimit(limit)))
+	a := clones(t, ctx, counted("lookup", &runs, toolset.WithRateLimit(limit)))
+	b := clones(t, ctx, counted("lookup", &runs, toolset.WithRateLimit(limit)))
 	admitted := 0
 	for i := range 6 {
 		tools := a
 		if i%2 == 1 {
 			tools = b
 		}
-		_, err := call(t, context.Background(), tools, "lookup", `{"id":1}`)
+		_, err := call(t, ctx, tools, "lookup", `{"id":1}`)
 		if err == nil {
 			admitted++
 			continue
@@ -86,16 +87,17 @@ func TestSharedRateLimiterWindowIsSharedBetweenToolsWithOneKey(t *testing.T) {
 }
 
 func TestSharedRateLimiterDefaultKeyIsToolName(t *testing.T) {
+	ctx := bounded(t)
 	lim := toolset.NewMemoryRateLimiter()
 	limit := toolset.RateLimit{Requests: 1, Interval: time.Hour, Reject: true, Limiter: lim}
 	var runs atomic.Int64
-	one := clones(t, context.Background(), counted("one", &runs, toolset.WithRateLimit(limit)))
-	two := clones(t, context.Background(), counted("two", &runs, toolset.WithRateLimit(limit)))
-	_, err := call(t, context.Background(), one, "renamed", `{"id":1}`)
+	one := clones(t, ctx, counted("one", &runs, toolset.WithRateLimit(limit)))
+	two := clones(t, ctx, counted("two", &runs, toolset.WithRateLimit(limit)))
+	_, err := call(t, ctx, one, "renamed", `{"id":1}`)
 	require.NoError(t, err)
-	_, err = call(t, context.Background(), two, "two", `{"id":1}`)
+	_, err = call(t, ctx, two, "two", `{"id":1}`)
 	require.NoError(t, err, "another tool has its own window")
-	_, err = call(t, context.Background(), one, "p_one", `{"id":1}`)
+	_, err = call(t, ctx, one, "p_one", `{"id":1}`)
 	var rle *toolset.RateLimitError
 	require.ErrorAs(t, err, &rle, "the window is the tool's, across its names")
 }
@@ -122,10 +124,11 @@ func TestSharedRateLimiterWaitsForItsTurn(t *testing.T) {
 }
 
 func TestUnreachableRateLimiterRefusesTheCallForTheModel(t *testing.T) {
+	ctx := bounded(t)
 	var runs atomic.Int64
-	tools := clones(t, context.Background(), counted("lookup", &runs,
+	tools := clones(t, ctx, counted("lookup", &runs,
 		toolset.WithRateLimit(toolset.RateLimit{Requests: 10, Interval: time.Minute, Limiter: failingLimiter{}})))
-	_, err := call(t, context.Background(), tools, "lookup", `{"id":1}`)
+	_, err := call(t, ctx, tools, "lookup", `{"id":1}`)
 	var le *toolset.RateLimiterError
 	require.ErrorAs(t, err, &le)
 	assert.Equal(t, "lookup", le.Tool)
@@ -137,25 +140,27 @@ func TestUnreachableRateLimiterRefusesTheCallForTheModel(t *testing.T) {
 }
 
 func TestSharedCacheFilledByOneToolValueHitsInAnother(t *testing.T) {
+	ctx := bounded(t)
 	store := &mapCache{}
 	var runs atomic.Int64
 	policy := toolset.CachePolicy{Shared: store}
-	a := clones(t, context.Background(), counted("lookup", &runs, toolset.WithCache(policy)))
-	b := clones(t, context.Background(), counted("lookup", &runs, toolset.WithCache(policy)))
-	first, err := call(t, context.Background(), a, "lookup", `{"id":7}`)
+	a := clones(t, ctx, counted("lookup", &runs, toolset.WithCache(policy)))
+	b := clones(t, ctx, counted("lookup", &runs, toolset.WithCache(policy)))
+	first, err := call(t, ctx, a, "lookup", `{"id":7}`)
 	require.NoError(t, err)
-	second, err := call(t, context.Background(), b, "p_lookup", `{ "id": 7 }`)
+	second, err := call(t, ctx, b, "p_lookup", `{ "id": 7 }`)
 	require.NoError(t, err)
 	assert.Equal(t, first, second, "a string result comes back as that string")
 	assert.EqualValues(t, 1, runs.Load())
 
-	other := clones(t, context.Background(), counted("other", &runs, toolset.WithCache(policy)))
-	_, err = call(t, context.Background(), other, "other", `{"id":7}`)
+	other := clones(t, ctx, counted("other", &runs, toolset.WithCache(policy)))
+	_, err = call(t, ctx, other, "other", `{"id":7}`)
 	require.NoError(t, err)
 	assert.EqualValues(t, 2, runs.Load(), "another tool has its own entries")
 }
 
 func TestUnreachableSharedCacheIsBypassedWithOneWarningPerOutage(t *testing.T) {
+	ctx := bounded(t)
 	var buf bytes.Buffer
 	var mu sync.Mutex
 	prev := slog.Default()
@@ -166,10 +171,10 @@ func TestUnreachableSharedCacheIsBypassedWithOneWarningPerOutage(t *testing.T) {
 	store := &mapCache{}
 	var runs atomic.Int64
 	tool := counted("lookup", &runs, toolset.WithCache(toolset.CachePolicy{Shared: store}))
-	tools := clones(t, context.Background(), tool)
+	tools := clones(t, ctx, tool)
 	store.setFail(true)
 	for range 3 {
-		_, err := call(t, context.Background(), tools, "lookup", `{"id":1}`)
+		_, err := call(t, ctx, tools, "lookup", `{"id":1}`)
 		require.NoError(t, err, "the call runs uncached")
 	}
 	assert.EqualValues(t, 3, runs.Load())
@@ -177,14 +182,14 @@ func TestUnreachableSharedCacheIsBypassedWithOneWarningPerOutage(t *testing.T) {
 
 	store.setFail(false)
 	for range 2 {
-		_, err := call(t, context.Background(), tools, "lookup", `{"id":1}`)
+		_, err := call(t, ctx, tools, "lookup", `{"id":1}`)
 		require.NoError(t, err)
 	}
 	assert.EqualValues(t, 4, runs.Load(), "the cache is used again once it answers")
 	assert.Equal(t, 1, strings.Count(logged(), "cache recovered"), logged())
 
 	store.setFail(true)
-	_, err := call(t, context.Background(), tools, "lookup", `{"id":1}`)
+	_, err := call(t, ctx, tools, "lookup", `{"id":1}`)
 	require.NoError(t, err)
 	assert.Equal(t, 2, strings.Count(logged(), "shared result cache failing"), "a new outage warns again")
 	assert.Equal(t, toolset.CacheStats{Hits: 1, Misses: 5}, tool.CacheStats())

@@ -21,6 +21,15 @@
 //     and records what the model was sent ([ModelRequest]: the tools, the
 //     tool results). It needs no provider SDK itself.
 //
+// A backend of the toolset's pluggable stores, in a database or a broker
+// of one's own, is checked against the contract of its interface by the
+// suite for it, run from the backend's tests: [TestRunStore] for a
+// [toolset.RunStore], [TestRateLimiter] for a [toolset.RateLimiter],
+// [TestResultCache] for a [toolset.ResultCache]. Each runs its checks as
+// subtests, each on a new backend; [InBubble] runs them in a
+// testing/synctest bubble for a backend on the process's clock, and
+// [TimeUnit] scales the waits of one on a server's.
+//
 // The -update flag is registered by this package; a test package that
 // defines its own flag named "update" cannot import it.
 package toolsettest
