@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -111,4 +112,155 @@ func (c *toolCore) admit(ctx context.Context, name string, clock *callClock) err
 		clock.ob.emit(CallEvent{Kind: EventRateLimitWait, Wait: time.Since(now)})
 	}
 	return nil
+}
+
+// RateLimiter keeps rate-limit windows outside a tool, so that several
+// tools, or several processes, count against one limit: set it as
+// [RateLimit.Limiter]. Without one, a tool keeps its window in its own
+// memory, as [NewMemoryRateLimiter]'s do. A RateLimiter shared by several
+// processes (Redis, say) decides each call in one step of its store, so
+// that two processes cannot both take the last call of a window.
+// A RateLimiter must be safe for concurrent use.
+//
+// What a tool relies on, beyond Reserve's own contract:
+//
+//   - maxWait is 0 for a limit that rejects (see [RateLimit.Reject]), the
+//     time left before the context's deadline for one that waits, and
+//     math.MaxInt64 (any wait) when the context has no deadline.
+//   - A call taken with a delay holds its place: the calls after it come
+//     after it, even if its caller gives up waiting.
+//   - A window holds at most Burst calls, however long it was quiet.
+//   - A key is any string: the tool's name or the [RateLimit.Key] the
+//     application chose. Windows of different keys are apart.
+//   - Reserve called with a context that is already done returns an
+//     error and takes nothing.
+//
+// [github.com/gotoolset/toolset/toolsettest.TestRateLimiter] checks a
+// limiter against all of this.
+type RateLimiter interface {
+	// Reserve takes one call from the window named key, which allows
+	// limit.Requests calls per limit.Interval on average and limit.Burst
+	// back to back (Burst is never zero here), if that call may start
+	// within maxWait: it returns ok true and how long the caller must wait
+	// before starting it (zero: now; never more than maxWait). Otherwise
+	// it takes nothing and returns ok false and how long until a call
+	// would be allowed. An error means the window could not be
+	// consulted; the call is then refused with a [*RateLimiterError].
+	Reserve(ctx context.Context, key string, limit RateLimit, maxWait time.Duration) (delay time.Duration, ok bool, err error)
+}
+
+// RateLimiterError reports a call refused because its tool's
+// [RateLimiter] failed (its store unreachable, say): the limit could not
+// be checked, so the call did not run. The model sees it, and is told to
+// try again later.
+type RateLimiterError struct {
+	// Tool is the name the model called.
+	Tool string
+	// Err is the limiter's error.
+	Err error
+}
+
+// Error implements error.
+func (e *RateLimiterError) Error() string {
+	return fmt.Sprintf("toolset: tool %q: its rate limit could not be checked: %v", e.Tool, e.Err)
+}
+
+// ModelText implements [ModelError]. It does not include the limiter's
+// error, which is no business of the model's.
+func (e *RateLimiterError) ModelText() string {
+	return fmt.Sprintf("tool %q is temporarily unavailable (its rate limit cannot be checked); try again later", e.Tool)
+}
+
+// Unwrap returns the limiter's error.
+func (e *RateLimiterError) Unwrap() error { return e.Err }
+
+// admitShared applies a rate limit kept by a RateLimiter: step 5 of the
+// call path.
+func (c *toolCore) admitShared(ctx context.Context, name string, clock *callClock) error {
+	l := c.rateShared
+	maxWait := time.Duration(0)
+	if !l.Reject {
+		maxWait = math.MaxInt64
+		if d, ok := ctx.Deadline(); ok {
+			maxWait = max(d.Sub(clock.now()), 0)
+		}
+	}
+	delay, ok, err := l.Limiter.Reserve(ctx, l.Key, *l, maxWait)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return fmt.Errorf("toolset: tool %q: waiting for its rate limit: %w", name, ctx.Err())
+	case err != nil:
+		return &RateLimiterError{Tool: name, Err: err}
+	case !ok && l.Reject:
+		return &RateLimitError{Tool: name, RetryAfter: delay}
+	case !ok:
+		return fmt.Errorf("toolset: tool %q: its rate limit allows a call only after the context's deadline: %w", name, context.DeadlineExceeded)
+	case delay <= 0:
+		return nil
+	}
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("toolset: tool %q: waiting for its rate limit: %w", name, ctx.Err())
+	}
+}
+
+// MemoryRateLimiter is a [RateLimiter] in the memory of one process, with
+// a token bucket per key: the windows a tool keeps by itself, made
+// shareable between tools by name. Make one with [NewMemoryRateLimiter].
+type MemoryRateLimiter struct {
+	mu      sync.Mutex
+	windows map[string]*memoryWindow
+}
+
+type memoryWindow struct {
+	limit rate.Limit
+	burst int
+	lim   *rate.Limiter
+}
+
+// NewMemoryRateLimiter returns a limiter with no windows yet.
+func NewMemoryRateLimiter() *MemoryRateLimiter {
+	return &MemoryRateLimiter{windows: make(map[string]*memoryWindow)}
+}
+
+// Reserve implements [RateLimiter]. A key used with one limit and then
+// with another keeps its window, which refills at the new rate up to the
+// new burst from then on: calls that alternate between two limits under
+// one key are limited by both, never given a fresh window each.
+func (m *MemoryRateLimiter) Reserve(ctx context.Context, key string, limit RateLimit, maxWait time.Duration) (time.Duration, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, false, err
+	}
+	if limit.Requests <= 0 || limit.Interval <= 0 {
+		return 0, false, fmt.Errorf("toolset: rate limit %q: %d requests per %v is no limit", boundName(key), limit.Requests, limit.Interval)
+	}
+	every := rate.Every(limit.Interval / time.Duration(limit.Requests))
+	burst := max(limit.Burst, 1)
+	now := time.Now()
+	m.mu.Lock()
+	w := m.windows[key]
+	switch {
+	case w == nil:
+		w = &memoryWindow{limit: every, burst: burst, lim: rate.NewLimiter(every, burst)}
+		m.windows[key] = w
+	case w.limit != every || w.burst != burst:
+		w.lim.SetLimitAt(now, every)
+		w.lim.SetBurstAt(now, burst)
+		w.limit, w.burst = every, burst
+	}
+	m.mu.Unlock()
+	r := w.lim.ReserveN(now, 1)
+	if !r.OK() {
+		return time.Duration(math.MaxInt64), false, nil
+	}
+	delay := r.DelayFrom(now)
+	if delay > maxWait {
+		r.CancelAt(now)
+		return delay, false, nil
+	}
+	return delay, true, nil
 }

@@ -95,3 +95,83 @@ func TestRateLimitRejectNeverWaits(t *testing.T) {
 		}))
 	}
 }
+
+func TestSharedRateLimiterWindowIsSharedBetweenToolsWithOneKey(t *testing.T) {
+	ctx := bounded(t)
+	lim := toolset.NewMemoryRateLimiter()
+	limit := toolset.RateLimit{Requests: 3, Interval: time.Hour, Reject: true, Limiter: lim, Key: "billing"}
+	var runs atomic.Int64
+	// Two tool values stand for the same tool in two processes.
+	a := clones(t, ctx, counted("lookup", &runs, toolset.WithRateLimit(limit)))
+	b := clones(t, ctx, counted("lookup", &runs, toolset.WithRateLimit(limit)))
+	admitted := 0
+	for i := range 6 {
+		tools := a
+		if i%2 == 1 {
+			tools = b
+		}
+		_, err := call(t, ctx, tools, "lookup", `{"id":1}`)
+		if err == nil {
+			admitted++
+			continue
+		}
+		var rle *toolset.RateLimitError
+		require.ErrorAs(t, err, &rle)
+		assert.InDelta(t, 20*time.Minute, rle.RetryAfter, float64(time.Second))
+	}
+	assert.Equal(t, 3, admitted)
+	assert.EqualValues(t, 3, runs.Load())
+}
+
+func TestSharedRateLimiterDefaultKeyIsToolName(t *testing.T) {
+	ctx := bounded(t)
+	lim := toolset.NewMemoryRateLimiter()
+	limit := toolset.RateLimit{Requests: 1, Interval: time.Hour, Reject: true, Limiter: lim}
+	var runs atomic.Int64
+	one := clones(t, ctx, counted("one", &runs, toolset.WithRateLimit(limit)))
+	two := clones(t, ctx, counted("two", &runs, toolset.WithRateLimit(limit)))
+	_, err := call(t, ctx, one, "renamed", `{"id":1}`)
+	require.NoError(t, err)
+	_, err = call(t, ctx, two, "two", `{"id":1}`)
+	require.NoError(t, err, "another tool has its own window")
+	_, err = call(t, ctx, one, "p_one", `{"id":1}`)
+	var rle *toolset.RateLimitError
+	require.ErrorAs(t, err, &rle, "the window is the tool's, across its names")
+}
+
+func TestSharedRateLimiterWaitsForItsTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		limit := toolset.RateLimit{Requests: 1, Interval: time.Minute, Limiter: toolset.NewMemoryRateLimiter()}
+		var runs atomic.Int64
+		tools := clones(t, context.Background(), counted("lookup", &runs, toolset.WithRateLimit(limit)))
+		start := time.Now()
+		for range 3 {
+			_, err := call(t, context.Background(), tools, "lookup", `{"id":1}`)
+			require.NoError(t, err)
+		}
+		assert.Equal(t, 2*time.Minute, time.Since(start))
+
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, err := call(t, ctx, tools, "lookup", `{"id":1}`)
+		require.ErrorIs(t, err, context.DeadlineExceeded, "a turn after the deadline is not waited for")
+		assert.Equal(t, 2*time.Minute, time.Since(start), "it fails at once")
+		assert.EqualValues(t, 3, runs.Load())
+	})
+}
+
+func TestUnreachableRateLimiterRefusesTheCallForTheModel(t *testing.T) {
+	ctx := bounded(t)
+	var runs atomic.Int64
+	tools := clones(t, ctx, counted("lookup", &runs,
+		toolset.WithRateLimit(toolset.RateLimit{Requests: 10, Interval: time.Minute, Limiter: failingLimiter{}})))
+	_, err := call(t, ctx, tools, "lookup", `{"id":1}`)
+	var le *toolset.RateLimiterError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, "lookup", le.Tool)
+	msg, visible := toolset.ErrorText(err)
+	require.True(t, visible, "the model sees it")
+	assert.Contains(t, msg, "try again later")
+	assert.NotContains(t, msg, "127.0.0.1", "the store's error is not the model's business")
+	assert.Zero(t, runs.Load(), "a call whose limit cannot be checked does not run")
+}
