@@ -181,7 +181,7 @@
 // (module redistoolset implements them, and [RunStore], in Redis).
 // Without them the tool keeps both in its own memory, on the same path
 // as before. A limiter that fails refuses the call with a
-// [*RateLimiterError] the model sees; a shared cache that fails is
+// [*RateLimitError] the model sees (its Err set); a shared cache that fails is
 // bypassed.
 //
 // A turn's *ToolList belongs to the run it was built for, since its

@@ -26,7 +26,7 @@ type RateLimit struct {
 	// Limiter keeps the window instead of the tool's own memory: give
 	// every process the same shared limiter (a Redis one, say) for the
 	// limit to hold across them all. A limiter that fails refuses the
-	// call with a [*RateLimiterError], unless it is made to let calls
+	// call with a [*RateLimitError] with its Err set, unless it is made to let calls
 	// through when it fails. A call that waits for its turn and gives up
 	// (its context ends) has used its place in the window.
 	Limiter RateLimiter
@@ -62,22 +62,41 @@ func WithRateLimit(l RateLimit) ToolOption {
 	}
 }
 
-// RateLimitError reports a call refused by the tool's rate limit. The model
-// sees it.
+// RateLimitError reports a call refused by the tool's rate limit: its
+// window was full (RetryAfter says for how long), or its [RateLimiter]
+// failed (Err is set: its store unreachable, say), so that the limit could
+// not be checked and the call did not run. The model sees it, and is told
+// when to try again.
 type RateLimitError struct {
 	// Tool is the name the model called.
 	Tool string
-	// RetryAfter is how long until a call would be allowed.
+	// RetryAfter is how long until a call would be allowed; zero when Err
+	// is set.
 	RetryAfter time.Duration
+	// Err is the limiter's error when the limit could not be checked, nil
+	// when the window was full.
+	Err error
 }
 
 // Error implements error.
-func (e *RateLimitError) Error() string { return "toolset: " + e.ModelText() }
+func (e *RateLimitError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("toolset: tool %q: its rate limit could not be checked: %v", e.Tool, e.Err)
+	}
+	return "toolset: " + e.ModelText()
+}
 
-// ModelText implements [ModelError].
+// ModelText implements [ModelError]. It does not include the limiter's
+// error, which is no business of the model's.
 func (e *RateLimitError) ModelText() string {
+	if e.Err != nil {
+		return fmt.Sprintf("tool %q is temporarily unavailable (its rate limit cannot be checked); try again later", e.Tool)
+	}
 	return fmt.Sprintf("tool %q is rate limited; try again in %v", e.Tool, roundUp(e.RetryAfter))
 }
+
+// Unwrap returns the limiter's error, if any.
+func (e *RateLimitError) Unwrap() error { return e.Err }
 
 // roundUp rounds d up to a whole second, or to a millisecond below a
 // second, so the model is never told to retry too early.
@@ -145,34 +164,9 @@ type RateLimiter interface {
 	// before starting it (zero: now; never more than maxWait). Otherwise
 	// it takes nothing and returns ok false and how long until a call
 	// would be allowed. An error means the window could not be
-	// consulted; the call is then refused with a [*RateLimiterError].
+	// consulted; the call is then refused with a [*RateLimitError] with its Err set.
 	Reserve(ctx context.Context, key string, limit RateLimit, maxWait time.Duration) (delay time.Duration, ok bool, err error)
 }
-
-// RateLimiterError reports a call refused because its tool's
-// [RateLimiter] failed (its store unreachable, say): the limit could not
-// be checked, so the call did not run. The model sees it, and is told to
-// try again later.
-type RateLimiterError struct {
-	// Tool is the name the model called.
-	Tool string
-	// Err is the limiter's error.
-	Err error
-}
-
-// Error implements error.
-func (e *RateLimiterError) Error() string {
-	return fmt.Sprintf("toolset: tool %q: its rate limit could not be checked: %v", e.Tool, e.Err)
-}
-
-// ModelText implements [ModelError]. It does not include the limiter's
-// error, which is no business of the model's.
-func (e *RateLimiterError) ModelText() string {
-	return fmt.Sprintf("tool %q is temporarily unavailable (its rate limit cannot be checked); try again later", e.Tool)
-}
-
-// Unwrap returns the limiter's error.
-func (e *RateLimiterError) Unwrap() error { return e.Err }
 
 // admitShared applies a rate limit kept by a RateLimiter: step 5 of the
 // call path.
@@ -190,7 +184,7 @@ func (c *toolCore) admitShared(ctx context.Context, name string, clock *callCloc
 	case err != nil && ctx.Err() != nil:
 		return fmt.Errorf("toolset: tool %q: waiting for its rate limit: %w", name, ctx.Err())
 	case err != nil:
-		return &RateLimiterError{Tool: name, Err: err}
+		return &RateLimitError{Tool: name, Err: err}
 	case !ok && l.Reject:
 		return &RateLimitError{Tool: name, RetryAfter: delay}
 	case !ok:

@@ -3,6 +3,7 @@ package toolset_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -166,12 +167,23 @@ func TestUnreachableRateLimiterRefusesTheCallForTheModel(t *testing.T) {
 	tools := clones(t, ctx, counted("lookup", &runs,
 		toolset.WithRateLimit(toolset.RateLimit{Requests: 10, Interval: time.Minute, Limiter: failingLimiter{}})))
 	_, err := call(t, ctx, tools, "lookup", `{"id":1}`)
-	var le *toolset.RateLimiterError
+	var le *toolset.RateLimitError
 	require.ErrorAs(t, err, &le)
 	assert.Equal(t, "lookup", le.Tool)
+	require.ErrorIs(t, err, errLimiterDown, "the limiter's error is kept for the program")
+	assert.Zero(t, le.RetryAfter)
 	msg, visible := toolset.ErrorText(err)
 	require.True(t, visible, "the model sees it")
 	assert.Contains(t, msg, "try again later")
 	assert.NotContains(t, msg, "127.0.0.1", "the store's error is not the model's business")
 	assert.Zero(t, runs.Load(), "a call whose limit cannot be checked does not run")
+}
+
+// failingLimiter is a RateLimiter whose store is unreachable.
+type failingLimiter struct{}
+
+var errLimiterDown = errors.New("dial tcp 127.0.0.1:6379: connection refused")
+
+func (failingLimiter) Reserve(context.Context, string, toolset.RateLimit, time.Duration) (time.Duration, bool, error) {
+	return 0, false, errLimiterDown
 }

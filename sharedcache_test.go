@@ -51,13 +51,6 @@ func (m *mapCache) Set(_ context.Context, key string, value []byte, _ time.Durat
 
 func (m *mapCache) setFail(f bool) { m.mu.Lock(); m.fail = f; m.mu.Unlock() }
 
-// failingLimiter is a RateLimiter whose store is unreachable.
-type failingLimiter struct{}
-
-func (failingLimiter) Reserve(context.Context, string, toolset.RateLimit, time.Duration) (time.Duration, bool, error) {
-	return 0, false, errors.New("dial tcp 127.0.0.1:6379: connection refused")
-}
-
 func TestSharedCacheFilledByOneToolValueHitsInAnother(t *testing.T) {
 	ctx := bounded(t)
 	store := &mapCache{}

@@ -87,7 +87,7 @@ func TestRedisRestartedMidRun(t *testing.T) {
 	s.stop()
 
 	_, err = exec("closed")
-	var le *toolset.RateLimiterError
+	var le *toolset.RateLimitError
 	require.ErrorAs(t, err, &le, "the limiter fails closed")
 	msg, visible := toolset.ErrorText(err)
 	require.True(t, visible, "the model sees it")

@@ -18,7 +18,7 @@ type RateLimiterOptions struct {
 	// FailOpen lets calls through while Redis cannot be reached, logging
 	// a warning when the failures begin and one when they end. By default
 	// a limiter fails closed: the call is refused, and the model told to
-	// try again later (see [toolset.RateLimiterError]).
+	// try again later (see [toolset.RateLimitError]).
 	FailOpen bool
 }
 
