@@ -400,9 +400,22 @@
 //   - ModelText is what the model reads: [ModelError.ModelText],
 //     [Content.ModelText]; [ErrorText] and [ResultText] compute it for any
 //     error and any result.
-//   - Options are functional options named With… (Without… for the
-//     negative), one option type per constructor; a policy's own
-//     parameters are a struct given to its option ([CachePolicy],
-//     [RateLimit]). Package toolpkg takes a pointer to an options struct,
-//     nil for the defaults, as log/slog's handlers do.
+//   - Options follow one convention per kind of thing, in every module.
+//     What code composes (tools, toolsets, runs, searches, approvals, MCP
+//     toolsets and servers, provider adapters, observers) takes
+//     functional options named With… (Without… for the negative), one
+//     option type per constructor: [ToolOption], [RunOption],
+//     [SearchOption], [ApprovalOption], [PrefixOption]. A policy's own
+//     parameters are a struct value given to its option ([CachePolicy],
+//     [RateLimit]). What is deployed (stores, limiters and caches on a
+//     server, broker connections, runtimes, package stores) takes a
+//     pointer to a …Options struct, nil for the defaults, as log/slog's
+//     handlers do: toolpkg.Open, redistoolset.NewRunStore, mesh.Connect.
+//   - One idea has one name across modules: a call past its time is a
+//     [*TimeoutError] wherever it ran (in process, in a package, on the
+//     mesh), a call its rate limit refused a [*RateLimitError], a schema
+//     that refers outside itself a [*SchemaRefError], whoever produced the
+//     schema. A toolset's place in a composition is written one way, in
+//     conflicts, observers, logs and [Explain] alike:
+//     Combined#0/Prefixed#1 "db"/Function#0 "users".
 package toolset

@@ -36,7 +36,7 @@ func TestBenchResponder(t *testing.T) {
 	if os.Getenv(benchResponderEnv) == "" {
 		t.Skip("the benchmarks' responder process")
 	}
-	srv, err := StartServer(ServerOptions{Logger: quietLogger()})
+	srv, err := StartServer(&ServerOptions{Logger: quietLogger()})
 	require.NoError(t, err)
 	defer srv.Close()
 	nc, err := nats.Connect(srv.ClientURL(), nats.Token(srv.Token()))

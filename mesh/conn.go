@@ -158,8 +158,8 @@ func (o ConnOptions) natsOptions() ([]nats.Option, error) {
 // Connect connects to the broker at o.URL and waits until the first
 // connection is up or ctx is done. The connection then reconnects forever;
 // its logs never hold a secret (URLs are redacted).
-func Connect(ctx context.Context, o ConnOptions) (*nats.Conn, error) {
-	if strings.TrimSpace(o.URL) == "" {
+func Connect(ctx context.Context, o *ConnOptions) (*nats.Conn, error) {
+	if o == nil || strings.TrimSpace(o.URL) == "" {
 		return nil, errors.New("mesh: no broker URL")
 	}
 	opts, err := o.natsOptions()

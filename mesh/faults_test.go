@@ -51,7 +51,7 @@ func newFaultAgentWait(t *testing.T, url string, busyWait time.Duration) *faultA
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	nc, err := Connect(ctx, ConnOptions{URL: url, Name: "agent", Logger: quietLogger()})
+	nc, err := Connect(ctx, &ConnOptions{URL: url, Name: "agent", Logger: quietLogger()})
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
 	c, err := NewClient(ctx, nc, &ClientOptions{
@@ -131,7 +131,7 @@ func publishFault(t *testing.T, url string, version int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	nc, err := Connect(ctx, ConnOptions{URL: url, Name: "platform", Logger: quietLogger()})
+	nc, err := Connect(ctx, &ConnOptions{URL: url, Name: "platform", Logger: quietLogger()})
 	require.NoError(t, err)
 	defer nc.Close()
 	pk, err := OpenPackages(ctx, nc, "")

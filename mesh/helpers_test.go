@@ -114,7 +114,7 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 // startServer starts an embedded broker closed at the end of the test.
 func startServer(t testing.TB) *Server {
 	t.Helper()
-	s, err := StartServer(ServerOptions{Dir: t.TempDir()})
+	s, err := StartServer(&ServerOptions{Dir: t.TempDir()})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	return s
@@ -125,7 +125,7 @@ func connect(t testing.TB, s *Server) *nats.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	nc, err := Connect(ctx, ConnOptions{URL: s.ClientURL(), Token: s.Token(), Logger: quietLogger()})
+	nc, err := Connect(ctx, &ConnOptions{URL: s.ClientURL(), Token: s.Token(), Logger: quietLogger()})
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
 	return nc

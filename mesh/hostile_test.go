@@ -161,16 +161,16 @@ func TestSubjectNames(t *testing.T) {
 }
 
 func TestServerRefusesOpenListenWithoutToken(t *testing.T) {
-	_, err := StartServer(ServerOptions{Listen: "0.0.0.0:0"})
+	_, err := StartServer(&ServerOptions{Listen: "0.0.0.0:0"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "token")
 
-	s, err := StartServer(ServerOptions{Listen: "127.0.0.1:0", Token: "t0ken"})
+	s, err := StartServer(&ServerOptions{Listen: "127.0.0.1:0", Token: "t0ken"})
 	require.NoError(t, err)
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	_, err = Connect(ctx, ConnOptions{URL: s.ClientURL(), Logger: quietLogger()})
+	_, err = Connect(ctx, &ConnOptions{URL: s.ClientURL(), Logger: quietLogger()})
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "t0ken")
 	nc, err := s.InProcessConn(context.Background())
@@ -179,7 +179,7 @@ func TestServerRefusesOpenListenWithoutToken(t *testing.T) {
 }
 
 func TestServerInMemoryLeavesNothing(t *testing.T) {
-	s, err := StartServer(ServerOptions{})
+	s, err := StartServer(&ServerOptions{})
 	require.NoError(t, err)
 	dir := s.tempDir
 	require.DirExists(t, dir)
@@ -195,7 +195,7 @@ func TestConnWithEnv(t *testing.T) {
 	assert.Equal(t, "nats://mine:2", o.URL)
 	assert.Equal(t, "tok", o.Token)
 	assert.Equal(t, "/ca", o.CAFile)
-	_, err := Connect(context.Background(), ConnOptions{URL: "nats://h:1", Token: "a", User: "b"})
+	_, err := Connect(context.Background(), &ConnOptions{URL: "nats://h:1", Token: "a", User: "b"})
 	assert.Error(t, err)
 	err = redactErr(assertErr("dial nats://user:pw@host:4222 failed"))
 	assert.NotContains(t, err.Error(), "pw")

@@ -60,7 +60,7 @@ func runtimeChild(cfg string) int {
 	signal.Notify(term, syscall.SIGTERM, syscall.SIGINT)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	nc, err := Connect(ctx, ConnOptions{URL: c.URL, Name: c.ID, Logger: quietLogger()})
+	nc, err := Connect(ctx, &ConnOptions{URL: c.URL, Name: c.ID, Logger: quietLogger()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "runtime child:", err)
 		return 1

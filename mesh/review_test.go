@@ -26,7 +26,7 @@ import (
 // packages bucket, where every toolset's stored configuration is kept with
 // its secrets in clear.
 func TestReviewEmbeddedBrokerRefusesUnauthenticatedClients(t *testing.T) {
-	s, err := StartServer(ServerOptions{Dir: t.TempDir()})
+	s, err := StartServer(&ServerOptions{Dir: t.TempDir()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

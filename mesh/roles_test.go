@@ -401,7 +401,7 @@ func TestConnectWithARolesInboxPrefix(t *testing.T) {
 	defer cancel()
 	o := ConnOptions{URL: rb.s.ClientURL(), User: "platform", Password: "pw-platform", Logger: quietLogger()}.
 		WithEnv(func(k string) (string, bool) { return g.InboxPrefix, k == EnvBrokerInboxPrefix })
-	nc, err := Connect(ctx, o)
+	nc, err := Connect(ctx, &o)
 	require.NoError(t, err)
 	defer nc.Close()
 	pk, err := OpenPackages(ctx, nc, "")

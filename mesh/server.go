@@ -66,8 +66,11 @@ type Server struct {
 }
 
 // StartServer starts the embedded broker and waits until it accepts
-// connections.
-func StartServer(o ServerOptions) (*Server, error) {
+// connections; nil options are the defaults.
+func StartServer(o *ServerOptions) (*Server, error) {
+	if o == nil {
+		o = new(ServerOptions)
+	}
 	host, port := "127.0.0.1", -1
 	if o.Listen != "" {
 		h, p, err := net.SplitHostPort(o.Listen)

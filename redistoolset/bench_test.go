@@ -60,7 +60,7 @@ func BenchmarkRateLimitedCall(b *testing.B) {
 	})
 	b.Run("redis", func(b *testing.B) {
 		l := limit
-		l.Limiter = redistoolset.NewRateLimiter(c, redistoolset.RateLimiterOptions{})
+		l.Limiter = redistoolset.NewRateLimiter(c, &redistoolset.RateLimiterOptions{})
 		benchLoop(b, benchTool(toolset.WithRateLimit(l)), trips, false)
 	})
 }
@@ -71,7 +71,7 @@ func BenchmarkRateLimitedCall(b *testing.B) {
 func BenchmarkCachedCall(b *testing.B) {
 	s := startServer(b)
 	c, trips := s.client()
-	shared := toolset.CachePolicy{Shared: redistoolset.NewResultCache(c, redistoolset.ResultCacheOptions{MaxEntries: 1 << 20}), TTL: time.Minute}
+	shared := toolset.CachePolicy{Shared: redistoolset.NewResultCache(c, &redistoolset.ResultCacheOptions{MaxEntries: 1 << 20}), TTL: time.Minute}
 	for _, bc := range []struct {
 		name   string
 		policy toolset.CachePolicy

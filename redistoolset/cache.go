@@ -47,8 +47,12 @@ type ResultCache struct {
 	ttl        time.Duration
 }
 
-// NewResultCache returns a result cache on client.
-func NewResultCache(client redis.UniversalClient, opts ResultCacheOptions) *ResultCache {
+// NewResultCache returns a result cache on client; nil opts are the
+// defaults.
+func NewResultCache(client redis.UniversalClient, opts *ResultCacheOptions) *ResultCache {
+	if opts == nil {
+		opts = new(ResultCacheOptions)
+	}
 	c := &ResultCache{client: client, prefix: prefixOr(opts.Prefix), maxEntries: opts.MaxEntries, maxValue: opts.MaxValueBytes, ttl: opts.DefaultTTL}
 	if c.maxEntries <= 0 {
 		c.maxEntries = 10000

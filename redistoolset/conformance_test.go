@@ -25,7 +25,7 @@ func TestRunStoreConformance(t *testing.T) {
 	c, _ := startServer(t).client()
 	prefix := prefixes()
 	toolsettest.TestRunStore(t, func(t *testing.T) toolset.RunStore {
-		return redistoolset.NewRunStore(c, redistoolset.RunStoreOptions{Prefix: prefix(t)})
+		return redistoolset.NewRunStore(c, &redistoolset.RunStoreOptions{Prefix: prefix(t)})
 	})
 }
 
@@ -33,7 +33,7 @@ func TestRateLimiterConformance(t *testing.T) {
 	c, _ := startServer(t).client()
 	prefix := prefixes()
 	toolsettest.TestRateLimiter(t, func(t *testing.T) toolset.RateLimiter {
-		return redistoolset.NewRateLimiter(c, redistoolset.RateLimiterOptions{Prefix: prefix(t)})
+		return redistoolset.NewRateLimiter(c, &redistoolset.RateLimiterOptions{Prefix: prefix(t)})
 	})
 }
 
@@ -42,6 +42,6 @@ func TestResultCacheConformance(t *testing.T) {
 	prefix := prefixes()
 	const bound = 50
 	toolsettest.TestResultCache(t, func(t *testing.T) toolset.ResultCache {
-		return redistoolset.NewResultCache(c, redistoolset.ResultCacheOptions{Prefix: prefix(t), MaxEntries: bound})
+		return redistoolset.NewResultCache(c, &redistoolset.ResultCacheOptions{Prefix: prefix(t), MaxEntries: bound})
 	}, toolsettest.MaxEntries(bound))
 }

@@ -46,9 +46,9 @@ func TestRedisRestartedMidRun(t *testing.T) {
 	s := startServerWith(t, true)
 	c, _ := s.client()
 	ctx := context.Background()
-	closed := redistoolset.NewRateLimiter(c, redistoolset.RateLimiterOptions{})
-	open := redistoolset.NewRateLimiter(c, redistoolset.RateLimiterOptions{FailOpen: true})
-	cache := redistoolset.NewResultCache(c, redistoolset.ResultCacheOptions{})
+	closed := redistoolset.NewRateLimiter(c, &redistoolset.RateLimiterOptions{})
+	open := redistoolset.NewRateLimiter(c, &redistoolset.RateLimiterOptions{FailOpen: true})
+	cache := redistoolset.NewResultCache(c, &redistoolset.ResultCacheOptions{})
 	limit := func(l toolset.RateLimiter, key string) toolset.ToolOption {
 		return toolset.WithRateLimit(toolset.RateLimit{Requests: 100, Interval: time.Minute, Reject: true, Limiter: l, Key: key})
 	}
@@ -64,7 +64,7 @@ func TestRedisRestartedMidRun(t *testing.T) {
 	closedTool := tool("closed", limit(closed, "closed"))
 	openTool := tool("open", limit(open, "open"))
 	cachedTool := tool("cached", toolset.WithCache(toolset.CachePolicy{Shared: cache}))
-	store := redistoolset.NewRunStore(c, redistoolset.RunStoreOptions{})
+	store := redistoolset.NewRunStore(c, &redistoolset.RunStoreOptions{})
 
 	run, err := toolset.ResumeRun(ctx, store, "run-f")
 	require.NoError(t, err)

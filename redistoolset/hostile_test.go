@@ -24,7 +24,7 @@ func TestCacheIndexOfAnotherTypeStoresNoEntry(t *testing.T) {
 	c, _ := s.client()
 	ctx := context.Background()
 	require.NoError(t, c.Set(ctx, "p:cache:index", "not a sorted set", 0).Err())
-	cache := redistoolset.NewResultCache(c, redistoolset.ResultCacheOptions{Prefix: "p:", MaxEntries: 2})
+	cache := redistoolset.NewResultCache(c, &redistoolset.ResultCacheOptions{Prefix: "p:", MaxEntries: 2})
 	for i := range 5 {
 		err := cache.Set(ctx, "k"+strconv.Itoa(i), []byte(`1`), 0)
 		require.Error(t, err, "an index of another type is an error")
@@ -43,7 +43,7 @@ func TestRateLimiterWindowOfAnotherKindIsAnError(t *testing.T) {
 	s := startServer(t)
 	c, _ := s.client()
 	ctx := context.Background()
-	l := redistoolset.NewRateLimiter(c, redistoolset.RateLimiterOptions{Prefix: "p:"})
+	l := redistoolset.NewRateLimiter(c, &redistoolset.RateLimiterOptions{Prefix: "p:"})
 	require.NoError(t, c.HSet(ctx, "p:rate:h", "a", "b").Err())
 	require.NoError(t, c.Set(ctx, "p:rate:s", "soon", 0).Err())
 	lim := toolset.RateLimit{Requests: 10, Interval: time.Minute, Burst: 10}
@@ -60,7 +60,7 @@ func TestRateLimiterAdmitsExactlyBurstUnderConcurrency(t *testing.T) {
 	s := startServer(t)
 	c, _ := s.client()
 	ctx := context.Background()
-	l := redistoolset.NewRateLimiter(c, redistoolset.RateLimiterOptions{Prefix: "p:"})
+	l := redistoolset.NewRateLimiter(c, &redistoolset.RateLimiterOptions{Prefix: "p:"})
 	lim := toolset.RateLimit{Requests: 10, Interval: time.Hour, Burst: 10}
 	var admitted atomic.Int64
 	var wg sync.WaitGroup
@@ -83,7 +83,7 @@ func TestResultCacheBoundHoldsUnderConcurrentWriters(t *testing.T) {
 	s := startServer(t)
 	c, _ := s.client()
 	ctx := context.Background()
-	cache := redistoolset.NewResultCache(c, redistoolset.ResultCacheOptions{Prefix: "p:", MaxEntries: 7, MaxValueBytes: 8})
+	cache := redistoolset.NewResultCache(c, &redistoolset.ResultCacheOptions{Prefix: "p:", MaxEntries: 7, MaxValueBytes: 8})
 	var wg sync.WaitGroup
 	for g := range 20 {
 		wg.Go(func() {
@@ -108,7 +108,7 @@ func TestResultCacheGetRefusesOversizedValue(t *testing.T) {
 	s := startServer(t)
 	c, trips := s.client()
 	ctx := context.Background()
-	cache := redistoolset.NewResultCache(c, redistoolset.ResultCacheOptions{Prefix: "p:", MaxValueBytes: 16})
+	cache := redistoolset.NewResultCache(c, &redistoolset.ResultCacheOptions{Prefix: "p:", MaxValueBytes: 16})
 	sum := sha256.Sum256([]byte("k"))
 	require.NoError(t, c.Set(ctx, "p:cache:"+hex.EncodeToString(sum[:]), `"`+strings.Repeat("x", 1<<20)+`"`, 0).Err())
 	v, ok, err := cache.Get(ctx, "k")

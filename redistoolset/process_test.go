@@ -61,10 +61,10 @@ func runChild(role, addr, arg string) error {
 	ctx := context.Background()
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
-	store := redistoolset.NewRunStore(c, redistoolset.RunStoreOptions{Prefix: prefix})
+	store := redistoolset.NewRunStore(c, &redistoolset.RunStoreOptions{Prefix: prefix})
 	switch role {
 	case "ratelimit":
-		tools, err := toolset.BuildTools(ctx, "a", lookupTool(c, redistoolset.NewRateLimiter(c, redistoolset.RateLimiterOptions{Prefix: prefix}), nil))
+		tools, err := toolset.BuildTools(ctx, "a", lookupTool(c, redistoolset.NewRateLimiter(c, &redistoolset.RateLimiterOptions{Prefix: prefix}), nil))
 		if err != nil {
 			return err
 		}
@@ -81,7 +81,7 @@ func runChild(role, addr, arg string) error {
 		}
 		fmt.Println(admitted)
 	case "cache":
-		tools, err := toolset.BuildTools(ctx, "a", lookupTool(c, nil, redistoolset.NewResultCache(c, redistoolset.ResultCacheOptions{Prefix: prefix})))
+		tools, err := toolset.BuildTools(ctx, "a", lookupTool(c, nil, redistoolset.NewResultCache(c, &redistoolset.ResultCacheOptions{Prefix: prefix})))
 		if err != nil {
 			return err
 		}

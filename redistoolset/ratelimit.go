@@ -38,8 +38,12 @@ type RateLimiter struct {
 	outage   outage
 }
 
-// NewRateLimiter returns a rate limiter on client.
-func NewRateLimiter(client redis.UniversalClient, opts RateLimiterOptions) *RateLimiter {
+// NewRateLimiter returns a rate limiter on client; nil opts are the
+// defaults.
+func NewRateLimiter(client redis.UniversalClient, opts *RateLimiterOptions) *RateLimiter {
+	if opts == nil {
+		opts = new(RateLimiterOptions)
+	}
 	return &RateLimiter{client: client, prefix: prefixOr(opts.Prefix), failOpen: opts.FailOpen}
 }
 

@@ -33,8 +33,11 @@ type RunStore struct {
 	prefix string
 }
 
-// NewRunStore returns a run store on client.
-func NewRunStore(client redis.UniversalClient, opts RunStoreOptions) *RunStore {
+// NewRunStore returns a run store on client; nil opts are the defaults.
+func NewRunStore(client redis.UniversalClient, opts *RunStoreOptions) *RunStore {
+	if opts == nil {
+		opts = new(RunStoreOptions)
+	}
 	return &RunStore{client: client, prefix: prefixOr(opts.Prefix)}
 }
 

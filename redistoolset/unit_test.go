@@ -18,7 +18,7 @@ func TestRunStoreSaveIsCompareAndSwap(t *testing.T) {
 	s := startServer(t)
 	c, trips := s.client()
 	ctx := context.Background()
-	store := redistoolset.NewRunStore(c, redistoolset.RunStoreOptions{Prefix: "p:"})
+	store := redistoolset.NewRunStore(c, &redistoolset.RunStoreOptions{Prefix: "p:"})
 
 	data, v, err := store.Load(ctx, "r")
 	require.NoError(t, err)
@@ -62,7 +62,7 @@ func TestRunStoreStateExpires(t *testing.T) {
 	s := startServer(t)
 	c, _ := s.client()
 	ctx := context.Background()
-	store := redistoolset.NewRunStore(c, redistoolset.RunStoreOptions{})
+	store := redistoolset.NewRunStore(c, &redistoolset.RunStoreOptions{})
 	v, err := store.Save(ctx, "r", []byte(`{}`), 0, time.Hour)
 	require.NoError(t, err)
 	ttl, err := c.PTTL(ctx, redistoolset.DefaultPrefix+"run:r").Result()
@@ -86,7 +86,7 @@ func TestRateLimiterRefusalTakesNothing(t *testing.T) {
 	s := startServer(t)
 	c, _ := s.client()
 	ctx := context.Background()
-	l := redistoolset.NewRateLimiter(c, redistoolset.RateLimiterOptions{})
+	l := redistoolset.NewRateLimiter(c, &redistoolset.RateLimiterOptions{})
 	limit := toolset.RateLimit{Requests: 2, Interval: time.Hour, Burst: 2}
 	for range 2 {
 		_, ok, err := l.Reserve(ctx, "k", limit, 0)
@@ -116,7 +116,7 @@ func TestResultCacheBoundsItsEntries(t *testing.T) {
 	s := startServer(t)
 	c, _ := s.client()
 	ctx := context.Background()
-	cache := redistoolset.NewResultCache(c, redistoolset.ResultCacheOptions{Prefix: "p:", MaxEntries: 3, MaxValueBytes: 10})
+	cache := redistoolset.NewResultCache(c, &redistoolset.ResultCacheOptions{Prefix: "p:", MaxEntries: 3, MaxValueBytes: 10})
 	for i := range 5 {
 		require.NoError(t, cache.Set(ctx, "k"+strconv.Itoa(i), []byte(`"v`+strconv.Itoa(i)+`"`), 0))
 	}
@@ -151,16 +151,16 @@ func TestUnreachableRedisIsAnError(t *testing.T) {
 	c, _ := s.client()
 	s.stop()
 	ctx := context.Background()
-	_, _, err := redistoolset.NewRunStore(c, redistoolset.RunStoreOptions{}).Load(ctx, "r")
+	_, _, err := redistoolset.NewRunStore(c, &redistoolset.RunStoreOptions{}).Load(ctx, "r")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `loading run "r"`)
-	_, ok, err := redistoolset.NewRateLimiter(c, redistoolset.RateLimiterOptions{}).Reserve(ctx, "k", toolset.RateLimit{Requests: 1, Interval: time.Second, Burst: 1}, 0)
+	_, ok, err := redistoolset.NewRateLimiter(c, &redistoolset.RateLimiterOptions{}).Reserve(ctx, "k", toolset.RateLimit{Requests: 1, Interval: time.Second, Burst: 1}, 0)
 	require.Error(t, err)
 	assert.False(t, ok)
-	_, ok, err = redistoolset.NewRateLimiter(c, redistoolset.RateLimiterOptions{FailOpen: true}).Reserve(ctx, "k", toolset.RateLimit{Requests: 1, Interval: time.Second, Burst: 1}, 0)
+	_, ok, err = redistoolset.NewRateLimiter(c, &redistoolset.RateLimiterOptions{FailOpen: true}).Reserve(ctx, "k", toolset.RateLimit{Requests: 1, Interval: time.Second, Burst: 1}, 0)
 	require.NoError(t, err)
 	assert.True(t, ok, "fail open")
-	_, _, err = redistoolset.NewResultCache(c, redistoolset.ResultCacheOptions{}).Get(ctx, "k")
+	_, _, err = redistoolset.NewResultCache(c, &redistoolset.ResultCacheOptions{}).Get(ctx, "k")
 	require.Error(t, err)
 	assert.False(t, errors.Is(err, context.Canceled))
 }
@@ -168,7 +168,7 @@ func TestUnreachableRedisIsAnError(t *testing.T) {
 func TestRunStoreRefusesHugeRunID(t *testing.T) {
 	s := startServer(t)
 	c, trips := s.client()
-	store := redistoolset.NewRunStore(c, redistoolset.RunStoreOptions{})
+	store := redistoolset.NewRunStore(c, &redistoolset.RunStoreOptions{})
 	id := strings.Repeat("x", redistoolset.MaxRunIDBytes+1)
 	ctx := context.Background()
 	_, _, err := store.Load(ctx, id)

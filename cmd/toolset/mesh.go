@@ -146,7 +146,7 @@ func (bf *brokerFlags) connect(ctx context.Context, name string, logger *slog.Lo
 	if err != nil {
 		return nil, err
 	}
-	nc, err := mesh.Connect(ctx, o)
+	nc, err := mesh.Connect(ctx, &o)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("the broker at %s was not reached before the command was interrupted", redactURL(o.URL))

@@ -196,7 +196,7 @@ func startMesh(ctx context.Context, o *meshSetup) (_ *platformMesh, err error) {
 			}
 			so.Token, so.NoAuth = co.Token, co.Token == ""
 		}
-		if pm.broker, err = mesh.StartServer(so); err != nil {
+		if pm.broker, err = mesh.StartServer(&so); err != nil {
 			return nil, err
 		}
 		if pm.nc, err = pm.broker.InProcessConn(ctx); err != nil {

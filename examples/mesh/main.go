@@ -55,7 +55,7 @@ func run(w io.Writer) error {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return err
 	}
-	broker, err := mesh.StartServer(mesh.ServerOptions{Dir: filepath.Join(dir, "broker")})
+	broker, err := mesh.StartServer(&mesh.ServerOptions{Dir: filepath.Join(dir, "broker")})
 	if err != nil {
 		return err
 	}

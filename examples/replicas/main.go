@@ -149,8 +149,8 @@ func serve(name, addr string, in io.Reader, out io.Writer) error {
 	client := redis.NewClient(&redis.Options{Addr: addr})
 	defer client.Close()
 	const prefix = "shop:" // every key of this app starts with it
-	store := redistoolset.NewRunStore(client, redistoolset.RunStoreOptions{Prefix: prefix})
-	limiter := redistoolset.NewRateLimiter(client, redistoolset.RateLimiterOptions{Prefix: prefix})
+	store := redistoolset.NewRunStore(client, &redistoolset.RunStoreOptions{Prefix: prefix})
+	limiter := redistoolset.NewRateLimiter(client, &redistoolset.RateLimiterOptions{Prefix: prefix})
 
 	quote := toolset.NewTool("quote", "Get the latest price of a stock.",
 		func(_ context.Context, in struct {
