@@ -118,7 +118,7 @@ func buildSnapshot(ctx context.Context, agent string, entries []Toolset, sc *scr
 		inline[i] = isInline(e)
 	}
 	views, err := materializeAll(ctx, entries, inline, 0, sc, func(i int, err error) error {
-		return &entryError{index: i, label: parts[i].label, err: err}
+		return &entryError{index: i, label: parts[i].label, elem: parts[i].elem, err: err}
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("toolset: agent %q: %w", agent, err)
@@ -200,12 +200,12 @@ func getTools(ctx context.Context, ts Toolset) ([]Tool, error) {
 // fails, is an error naming the agent and the entry.
 func describeEntry(agent string, i int, e Toolset, p *part) error {
 	if what := nilToolset(e); what != "" {
-		return fmt.Errorf("toolset: agent %q: entries[%d] is %s", agent, i, what)
+		return fmt.Errorf("toolset: agent %q: %w", agent, badEntry(e, i, what, nil))
 	}
 	p.standalone = kindOf(e).standalone
 	label, err := labelOf(e)
 	if err != nil {
-		return fmt.Errorf("toolset: agent %q: entries[%d]: %w", agent, i, unprefixed{err})
+		return fmt.Errorf("toolset: agent %q: %w", agent, badEntry(e, i, "", err))
 	}
 	p.label, p.elem = label, elemOf(e, label)
 	return nil

@@ -3,7 +3,6 @@ package toolset
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,6 +34,15 @@ type Combined struct {
 	closeErr  error
 }
 
+// combinedErrors is the error of a Combined made with children that cannot
+// take their place (nil, or a Label that fails): each is named on its
+// path, under the Combined's when the Combined is an entry of a turn.
+type combinedErrors struct{ err error }
+
+func (c combinedErrors) Error() string { return "toolset: Combined: " + errorText(c.err) }
+
+func (c combinedErrors) Unwrap() error { return c.err }
+
 // NewCombined returns a toolset of the given toolsets, in order. A nil
 // toolset makes GetTools fail.
 func NewCombined(toolsets ...Toolset) *Combined {
@@ -48,12 +56,12 @@ func NewCombined(toolsets ...Toolset) *Combined {
 	var errs []error
 	for i, ts := range toolsets {
 		if what := nilToolset(ts); what != "" {
-			errs = append(errs, fmt.Errorf("toolsets[%d] is %s", i, what))
+			errs = append(errs, badEntry(ts, i, what, nil))
 			continue
 		}
 		label, err := labelOf(ts)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("toolsets[%d]: %w", i, unprefixed{err}))
+			errs = append(errs, badEntry(ts, i, "", err))
 		}
 		c.labels[i], c.elems[i] = label, elemOf(ts, label)
 		c.inlines[i] = isInline(ts)
@@ -61,7 +69,7 @@ func NewCombined(toolsets ...Toolset) *Combined {
 		c.inline = c.inline && c.inlines[i]
 	}
 	if len(errs) > 0 {
-		c.err = fmt.Errorf("toolset: Combined: %w", errors.Join(errs...))
+		c.err = combinedErrors{joinErrors(errs, func(_ int, err error) error { return err })}
 	}
 	return c
 }
@@ -87,7 +95,7 @@ func (c *Combined) Instructions(ctx context.Context) (string, error) {
 	for i, ts := range c.children {
 		s, err := forwardInstructions(ctx, ts)
 		if err != nil {
-			errs = append(errs, &entryError{index: i, label: c.labels[i], combined: true, err: err})
+			errs = append(errs, &entryError{index: i, label: c.labels[i], elem: c.elems[i], err: err})
 			continue
 		}
 		if s = strings.TrimSpace(s); s != "" {
@@ -108,7 +116,7 @@ func (c *Combined) Close() error {
 		var errs []error
 		for i := len(c.children) - 1; i >= 0; i-- {
 			if err := forwardClose(c.children[i]); err != nil {
-				errs = append(errs, &entryError{index: i, label: c.labels[i], combined: true, err: err})
+				errs = append(errs, &entryError{index: i, label: c.labels[i], elem: c.elems[i], err: err})
 			}
 		}
 		c.closeErr = errors.Join(errs...)
@@ -130,7 +138,7 @@ func (c *Combined) view(ctx context.Context, sc *scratch) (view, error) {
 		done = sc.reserveTools(c.size)
 	}
 	views, err := materializeAll(ctx, c.children, c.inlines, c.size, sc, func(i int, err error) error {
-		return &entryError{index: i, label: c.labels[i], combined: true, err: err}
+		return &entryError{index: i, label: c.labels[i], elem: c.elems[i], err: err}
 	})
 	done()
 	if err != nil {

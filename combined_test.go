@@ -95,7 +95,7 @@ func testCombinedFailureCancelsSiblings(t *testing.T) {
 	)
 	start := time.Now()
 	_, err := combined.GetTools(context.Background())
-	require.EqualError(t, err, "toolsets[1] (slowToolset): server down")
+	require.EqualError(t, err, "slowToolset#1: server down")
 	assert.True(t, cancelled.Load(), "the slow sibling saw its context cancelled")
 	assert.Less(t, time.Since(start), 5*time.Second)
 }
@@ -117,13 +117,13 @@ func testCombinedJoinsErrors(t *testing.T) {
 	_, err := combined.GetTools(context.Background())
 	require.ErrorIs(t, err, first)
 	require.ErrorIs(t, err, second)
-	assert.Contains(t, err.Error(), "toolsets[0] (slowToolset): first down")
-	assert.Contains(t, err.Error(), "toolsets[2] (slowToolset): second down")
-	assert.Contains(t, err.Error(), "toolsets[3] (listToolset): third down")
+	assert.Contains(t, err.Error(), "slowToolset#0: first down")
+	assert.Contains(t, err.Error(), "slowToolset#2: second down")
+	assert.Contains(t, err.Error(), "listToolset#3: third down")
 	assert.NotContains(t, err.Error(), "toolsets[4]", "a sibling cancelled by the failure is not an error of its own")
 
 	_, err = toolset.NewCombined(nil, toolset.NewFunction()).GetTools(context.Background())
-	require.EqualError(t, err, "toolset: Combined: toolsets[0] is a nil Toolset")
+	require.EqualError(t, err, "toolset: Combined: Toolset#0: a nil Toolset")
 }
 
 func TestCombinedParentCancellation(t *testing.T) {

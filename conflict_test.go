@@ -101,7 +101,7 @@ func TestBuildToolsStandaloneReplacement(t *testing.T) {
 func TestBuildToolsEntryErrors(t *testing.T) {
 	ctx := context.Background()
 	_, err := toolset.BuildTools(ctx, "Ops", toolset.NewFunction(), nil, toolset.NewFunction().Prefixed(""))
-	require.EqualError(t, err, `toolset: agent "Ops": entries[1] is a nil Toolset`)
+	require.EqualError(t, err, `toolset: agent "Ops": Toolset#1: a nil Toolset`)
 	_, err = toolset.BuildTools(ctx, "Ops", toolset.NewFunction(), toolset.NewFunction().Prefixed(""))
 	require.Error(t, err)
 	assert.EqualError(t, err, `toolset: agent "Ops": Prefixed#1: empty prefix`)
@@ -174,17 +174,17 @@ func TestEntryErrorSaysEachThingOnce(t *testing.T) {
 		want    string
 	}{
 		{"an error that names its toolset", []toolset.Toolset{echoTool("x"), fx},
-			`toolset: agent "a": toolset "fx" (pkg, entry 1): invalid configuration`},
+			`toolset: agent "a": pkgToolset#1 "pkg:fx": invalid configuration`},
 		{"inside a Combined", []toolset.Toolset{toolset.NewCombined(fx)},
-			`toolset: agent "a": Combined#0: toolset "fx" (pkg, toolsets[0]): invalid configuration`},
+			`toolset: agent "a": Combined#0/pkgToolset#0 "pkg:fx": invalid configuration`},
 		{"an error that does not", []toolset.Toolset{pkgToolset{err: errors.New("server down")}},
-			`toolset: agent "a": pkg:fx#0: server down`},
+			`toolset: agent "a": pkgToolset#0 "pkg:fx": server down`},
 		{"an error of this package", []toolset.Toolset{toolset.NewFunction().Prefixed("")},
 			`toolset: agent "a": Prefixed#0: empty prefix`},
 		{"a Label that panics", []toolset.Toolset{panicky{label: true}},
-			`toolset: agent "a": entries[0]: panicky: Label panicked: Label exploded`},
+			`toolset: agent "a": panicky#0: Label panicked: Label exploded`},
 		{"a Label that panics, in a Combined", []toolset.Toolset{toolset.NewCombined(panicky{label: true})},
-			`toolset: agent "a": Combined#0: toolsets[0]: panicky: Label panicked: Label exploded`},
+			`toolset: agent "a": Combined#0/panicky#0: Label panicked: Label exploded`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

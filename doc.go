@@ -330,7 +330,7 @@
 //     prepare and Dynamic functions, approval predicates, cache policies, a
 //     toolset's own GetTools, Label, Instructions or Close, the methods of
 //     a returned error) becomes a [*PanicError]; the process survives. A nil
-//     toolset is an error wherever it is used ("entries[1] is a nil *Filtered").
+//     toolset is an error wherever it is used ("Filtered#1: a nil *Filtered").
 //   - User code that calls [runtime.Goexit] (as testing.T.FailNow does) on
 //     a goroutine this module runs it on (those BuildTools and Combined
 //     start for toolsets that may block, a provider adapter's calls) is

@@ -55,7 +55,7 @@ func Explain(ctx context.Context, agent string, entries ...Toolset) (*Explanatio
 		x.idx = i
 		v, err := materialize(ctx, e, sc)
 		if err != nil {
-			return nil, fmt.Errorf("toolset: agent %q: %w", agent, &entryError{index: i, label: parts[i].label, err: err})
+			return nil, fmt.Errorf("toolset: agent %q: %w", agent, &entryError{index: i, label: parts[i].label, elem: parts[i].elem, err: err})
 		}
 		walked[i], views[i] = x.cur, v
 		parts[i].snap = v.snap

@@ -284,7 +284,7 @@ func TestExplainUserToolsetAndErrors(t *testing.T) {
 	_, err = toolset.Explain(ctx, "a", toolset.NewCombined(listToolset{err: errors.New("offline")}))
 	require.ErrorContains(t, err, "offline")
 	_, err = toolset.Explain(ctx, "a", nil)
-	require.ErrorContains(t, err, "entries[0] is a nil Toolset")
+	require.ErrorContains(t, err, "Toolset#0: a nil Toolset")
 	_, err = toolset.Explain(ctx, "a", toolset.NewFunction(echoTool("x")).Filtered(func(context.Context, toolset.Tool) (bool, error) {
 		panic("boom")
 	}))

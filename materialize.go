@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -171,7 +172,7 @@ func materializeAll(ctx context.Context, toolsets []Toolset, inline []bool, size
 			if !inline[i] {
 				v, err := materialize(ctx, ts, sc)
 				if err != nil {
-					return nil, errors.Join(name(i, err))
+					return nil, name(i, err)
 				}
 				views[i] = v
 			}
@@ -329,5 +330,29 @@ func joinErrors(errs []error, name func(i int, err error) error) error {
 			out = append(out, name(i, err))
 		}
 	}
-	return errors.Join(out...)
+	switch len(out) {
+	case 0:
+		return nil
+	case 1:
+		return out[0]
+	}
+	return &joinedErrors{out}
 }
+
+// joinedErrors is the failure of several toolsets of one turn or one
+// Combined, each named: errors.Join's, known to this package, so that an
+// enclosing entryError can put each on its path.
+type joinedErrors struct{ errs []error }
+
+func (j *joinedErrors) Error() string {
+	var b strings.Builder
+	for i, err := range j.errs {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(errorText(err))
+	}
+	return b.String()
+}
+
+func (j *joinedErrors) Unwrap() []error { return j.errs }

@@ -31,10 +31,10 @@ func TestTypedNilToolsetIsAnError(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			want := "nil *" + c.name
 			_, err := toolset.BuildTools(ctx, "a", echoTool("x"), c.ts)
-			require.EqualError(t, err, `toolset: agent "a": entries[1] is a `+want)
+			require.EqualError(t, err, `toolset: agent "a": `+c.name+`#1: a `+want)
 
 			_, err = toolset.NewCombined(c.ts).GetTools(ctx)
-			require.EqualError(t, err, "toolset: Combined: toolsets[0] is a "+want)
+			require.EqualError(t, err, "toolset: Combined: "+c.name+"#0: a "+want)
 
 			_, err = c.ts.GetTools(ctx)
 			require.EqualError(t, err, "toolset: "+want)

@@ -1,7 +1,7 @@
 package toolset
 
 import (
-	"fmt"
+	"errors"
 	"sort"
 	"strconv"
 	"strings"
@@ -127,36 +127,82 @@ func joinPath(path, el string) string {
 	return path + pathSep + el
 }
 
-// entryError names the toolset that failed: "toolsets[1] (Prefixed): ..."
-// inside a Combined, "Prefixed#1: ..." among the entries of BuildTools.
-// It says each thing once: the message it wraps loses this package's
-// prefix (the outermost error says it) and a leading label already given.
-// The error of a toolset labelled "pkg:name" that names itself as
-// `pkg: toolset "name": ...` is named so, with the position added:
-// `toolset "name" (pkg, entry 1): ...`.
+// entryError names the toolset that failed, as a path's element:
+// `Function#1 "web": ...` among the children of a Combined or the entries
+// of BuildTools, so that the failure of a nested toolset reads as its
+// path, `Combined#0/Function#1 "web": down`. It says each thing once: the
+// message it wraps loses this package's prefix (the outermost error says
+// it) and a leading label already given. The error of a toolset labelled
+// "pkg:name" that names itself as `pkg: toolset "name": ...` loses that
+// lead too: `Toolset#1 "pkg:name": ...`.
 type entryError struct {
-	index    int
-	label    string
-	combined bool
-	err      error
+	index int
+	label string
+	elem  pathElem
+	err   error
 }
 
 func (e *entryError) Error() string {
-	inner := strings.TrimPrefix(errorText(e.err), "toolset: ")
+	head := e.elem.format(e.index)
+	inner := e.err
+	if c, ok := inner.(combinedErrors); ok {
+		inner = c.err
+	}
+	if j, ok := inner.(*joinedErrors); ok {
+		lines := make([]string, len(j.errs))
+		for i, err := range j.errs {
+			lines[i] = e.under(head, err)
+		}
+		return strings.Join(lines, "\n")
+	}
+	if childFailure(inner) {
+		return e.under(head, inner)
+	}
+	text := strings.TrimPrefix(errorText(e.err), "toolset: ")
 	if pkg, name, ok := strings.Cut(e.label, ":"); ok && pkg != "" && name != "" {
-		if rest, ok := strings.CutPrefix(inner, pkg+": toolset "+strconv.Quote(name)+": "); ok {
-			where := fmt.Sprintf("entry %d", e.index)
-			if e.combined {
-				where = fmt.Sprintf("toolsets[%d]", e.index)
-			}
-			return fmt.Sprintf("toolset %q (%s, %s): %s", name, pkg, where, rest)
+		if rest, ok := strings.CutPrefix(text, pkg+": toolset "+strconv.Quote(name)+": "); ok {
+			return head + ": " + rest
 		}
 	}
-	inner = strings.TrimPrefix(inner, e.label+": ")
-	if e.combined {
-		return fmt.Sprintf("toolsets[%d] (%s): %s", e.index, e.label, inner)
+	return head + ": " + strings.TrimPrefix(text, e.label+": ")
+}
+
+// under names err, one of the failures of the toolset e names (head),
+// on its path when it is a child's.
+func (e *entryError) under(head string, err error) string {
+	text := strings.TrimPrefix(errorText(err), "toolset: ")
+	if childFailure(err) {
+		return head + pathSep + text
 	}
-	return fmt.Sprintf("%s#%d: %s", e.label, e.index, inner)
+	return head + ": " + text
+}
+
+// badEntry is the error of a toolset at position i that cannot take its
+// place: it is nil (what says how), or its Label failed (err). It is named
+// by its type and position alone, since it cannot describe itself.
+func badEntry(ts Toolset, i int, what string, err error) *entryError {
+	typ := "Toolset"
+	if ts != nil {
+		typ = typeName(ts)
+	}
+	if err == nil {
+		err = errors.New(what)
+	} else {
+		err = unprefixed{err}
+	}
+	return &entryError{index: i, label: typ, elem: pathElem{typ: typ}, err: err}
+}
+
+// childFailure reports whether err is the failure of a child toolset, an
+// *entryError as it is or only stripped of its prefix, whose text goes on
+// the path. It looks at this package's own wrappers only: a user's error's
+// Unwrap is not called here, where it could panic.
+func childFailure(err error) bool {
+	if u, ok := err.(unprefixed); ok {
+		err = u.err
+	}
+	_, ok := err.(*entryError)
+	return ok
 }
 
 // unprefixed is an error of this package, or one made by user code that

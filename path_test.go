@@ -98,14 +98,16 @@ func subsequence(sub, of []string) bool {
 	return true
 }
 
-// The error of a failing toolset names it by its position and label, and
-// a packaged toolset's error, which names itself, by its name once.
-func TestEntryErrorNamesThePositionOnce(t *testing.T) {
-	inner := &entryError{index: 1, label: "web", combined: true, err: testErr("toolset: web: down")}
-	assert.Equal(t, "toolsets[1] (web): down", inner.Error())
-	assert.Equal(t, "Combined#0: toolsets[1] (web): down", (&entryError{index: 0, label: "Combined", err: inner}).Error())
-	assert.Equal(t, `toolset "fx" (pkg, entry 2): broken`, (&entryError{index: 2, label: "pkg:fx", err: testErr(`pkg: toolset "fx": broken`)}).Error())
-	assert.ErrorIs(t, inner, inner.err)
+// The error of a failing toolset names it by its path, and a packaged
+// toolset's error, which names itself, by its name once.
+func TestEntryErrorNamesThePathOnce(t *testing.T) {
+	inner := &entryError{index: 1, label: "web", elem: pathElem{typ: "Function", what: "web"}, err: testErr("toolset: web: down")}
+	assert.Equal(t, `Function#1 "web": down`, inner.Error())
+	outer := &entryError{index: 0, label: "Combined", elem: pathElem{typ: "Combined", join: true}, err: inner}
+	assert.Equal(t, `Combined#0/Function#1 "web": down`, outer.Error())
+	pkg := &entryError{index: 2, label: "pkg:fx", elem: pathElem{typ: "Toolset", what: "pkg:fx"}, err: testErr(`pkg: toolset "fx": broken`)}
+	assert.Equal(t, `Toolset#2 "pkg:fx": broken`, pkg.Error())
+	assert.ErrorIs(t, outer, inner.err)
 }
 
 type testErr string

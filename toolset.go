@@ -27,7 +27,7 @@ type Toolset interface {
 //
 // A label of the form "pkg:name" lets a toolset's own errors name it once:
 // an error of an entry of [BuildTools] or a [Combined] that begins
-// `pkg: toolset "name": ` is shown as `toolset "name" (pkg, entry 0): ...`
+// `pkg: toolset "name": ` is shown on its path, `Toolset#0 "pkg:name": ...`,
 // rather than under the label and again in its own words.
 type Labeler interface {
 	// Label returns the toolset's label, or "" to fall back to its type name.
@@ -128,7 +128,8 @@ func Instructions(ctx context.Context, toolsets ...Toolset) (string, error) {
 		}
 		s, err := forwardInstructions(ctx, ts)
 		if err != nil {
-			errs = append(errs, &entryError{index: i, label: LabelOf(ts), err: err})
+			label := LabelOf(ts)
+			errs = append(errs, &entryError{index: i, label: label, elem: elemOf(ts, label), err: err})
 			continue
 		}
 		if s = strings.TrimSpace(s); s != "" {

@@ -51,7 +51,7 @@ func TestUnknownToolsetAndClosedStore(t *testing.T) {
 	assert.EqualError(t, err, `toolpkg: toolset "nope": no such toolset`)
 	require.ErrorIs(t, err, ErrNotFound)
 	_, err = toolset.BuildTools(context.Background(), "a", s.Toolset("nope", nil))
-	assert.EqualError(t, err, `toolset: agent "a": toolset "nope" (toolpkg, entry 0): no such toolset`)
+	assert.EqualError(t, err, `toolset: agent "a": Toolset#0 "toolpkg:nope": no such toolset`)
 	assert.Equal(t, "toolpkg:nope", s.Toolset("nope", nil).Label())
 	require.NoError(t, s.Close())
 	_, err = s.Create("x")

@@ -375,7 +375,7 @@ func TestConfigIsChecked(t *testing.T) {
 	// package once.
 	_, err = toolset.BuildTools(context.Background(), "a", s.Toolset("cfg", map[string]any{"api_url": "https://x"}))
 	require.ErrorAs(t, err, &ce)
-	assert.EqualError(t, err, "toolset: agent \"a\": toolset \"cfg\" (toolpkg, entry 0): invalid configuration:\n  - \"token\" is required by tool \"t\": string")
+	assert.EqualError(t, err, "toolset: agent \"a\": Toolset#0 \"toolpkg:cfg\": invalid configuration:\n  - \"token\" is required by tool \"t\": string")
 
 	tools, err := s.Toolset("cfg", map[string]any{"api_url": "https://x", "token": "t0k3n", "port": 8080.0}).GetTools(context.Background())
 	require.NoError(t, err, "integers may come as float64 from JSON")

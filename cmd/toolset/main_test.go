@@ -370,7 +370,7 @@ func TestErrorsSayEachThingOnce(t *testing.T) {
 	code, _, stderr := runCLI("call", zip, "echo", `{"text":"x"}`, "--config", "colour=red")
 	assert.Equal(t, 1, code)
 	first, _, _ := strings.Cut(stderr, "\n")
-	assert.Equal(t, `toolset call: agent "toolset-cli": toolset "demo" (toolpkg, entry 0): invalid configuration:`, first)
+	assert.Equal(t, `toolset call: agent "toolset-cli": Toolset#0 "toolpkg:demo": invalid configuration:`, first)
 
 	code, _, stderr = runCLI("call", zip, "crash", `{}`)
 	assert.Equal(t, 1, code)
