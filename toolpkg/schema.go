@@ -2,6 +2,7 @@ package toolpkg
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/internal/textcut"
-	sjs "github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // ToolInfo is one tool found by discovery.
@@ -205,24 +205,16 @@ func checkParameters(raw json.RawMessage) (json.RawMessage, error) {
 	if t, ok := top["type"]; ok && t != "object" {
 		return nil, fmt.Errorf(`the arguments must be an object ("type": "object"), got "type": %v`, compactJSON(t))
 	}
-	// ParseSchema first: it refuses references outside the document, so
-	// the compiler below has nothing to load (and its loader refuses
-	// anyway).
-	if _, err := toolset.ParseSchema(raw); err != nil {
-		return nil, err
-	}
-	doc, err := sjs.UnmarshalJSON(bytes.NewReader(raw))
+	// The core parses and compiles it as it will every call's arguments:
+	// references outside the document refused, nesting, pattern sizes and
+	// validation cost bounded, so that a hostile package's schema cannot
+	// make discovery, or any later call, slow.
+	s, err := toolset.ParseSchema(raw)
 	if err != nil {
 		return nil, err
 	}
-	c := sjs.NewCompiler()
-	c.DefaultDraft(sjs.Draft2020)
-	c.UseLoader(noLoader{})
-	if err := c.AddResource("mem:///parameters.json", doc); err != nil {
-		return nil, fmt.Errorf("invalid JSON Schema: %v", err)
-	}
-	if _, err := c.Compile("mem:///parameters.json"); err != nil {
-		return nil, fmt.Errorf("invalid JSON Schema: %v", err)
+	if err := toolset.NewRawTool("parameters", "", s, refuseAll).Err(); err != nil {
+		return nil, errors.Unwrap(err) // the schema's problem, without the stand-in tool's name
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
@@ -231,12 +223,10 @@ func checkParameters(raw json.RawMessage) (json.RawMessage, error) {
 	return buf.Bytes(), nil
 }
 
-// noLoader refuses every schema a reference points to: a package's schema
-// must never make the host open a file or a URL.
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("external reference %.200q refused: a tool's schema must be self-contained (only \"#...\" references)", url)
+// refuseAll is the handler of the tool checkParameters compiles a schema
+// with; it is never called.
+func refuseAll(context.Context, json.RawMessage) (any, error) {
+	return nil, errors.New("not a tool")
 }
 
 func parseConfigSchema(raw json.RawMessage) ([]ConfigField, []string) {

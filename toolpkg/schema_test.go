@@ -2,6 +2,7 @@ package toolpkg
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -29,10 +30,10 @@ func TestCheckParametersErrors(t *testing.T) {
 	for doc, want := range map[string]string{
 		`[]`:                       "must be a JSON Schema object",
 		`{"type": "string"}`:       "the arguments must be an object",
-		`{"properties": []}`:       "invalid JSON Schema",
-		`{"maxLength": -1}`:        "invalid JSON Schema",
-		`{"allOf": {}}`:            "invalid JSON Schema",
-		`{"pattern": "(unclosed"}`: "invalid JSON Schema",
+		`{"properties": []}`:       "invalid parameter schema",
+		`{"maxLength": -1}`:        "invalid parameter schema",
+		`{"allOf": {}}`:            "invalid parameter schema",
+		`{"pattern": "(unclosed"}`: "invalid parameter schema",
 	} {
 		_, err := checkParameters(json.RawMessage(doc))
 		assert.ErrorContains(t, err, want, doc)
@@ -40,4 +41,12 @@ func TestCheckParametersErrors(t *testing.T) {
 	empty, err := checkParameters(nil)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"type":"object","properties":{}}`, string(empty))
+}
+
+// A package's schema is held to the bounds the core holds every tool's
+// schema to, at discovery, before any call.
+func TestCheckParametersBoundsAHostileSchema(t *testing.T) {
+	deep := `{"type":"object","properties":{"a":` + strings.Repeat(`{"items":`, 200) + `{}` + strings.Repeat(`}`, 200) + `}}`
+	_, err := checkParameters(json.RawMessage(deep))
+	assert.ErrorContains(t, err, "levels deep")
 }
