@@ -40,12 +40,10 @@ const (
 	MetaOpenWorld = "mcp.openWorldHint"
 )
 
-// makeTool makes the tool of one definition, or says why it is invalid.
-func (c *conn) makeTool(d *mcp.Tool) (toolset.Tool, error) {
+// makeTool makes the tool of one definition, offered under the name
+// offered (see offeredName), or says why it is invalid.
+func (c *conn) makeTool(d *mcp.Tool, offered string) (toolset.Tool, error) {
 	lim := c.cfg.limits
-	if err := checkName(d.Name); err != nil {
-		return toolset.Tool{}, err
-	}
 	if len(d.Description) > lim.MaxDescriptionBytes {
 		return toolset.Tool{}, fmt.Errorf("the description is %d bytes, more than the limit of %d", len(d.Description), lim.MaxDescriptionBytes)
 	}
@@ -90,7 +88,7 @@ func (c *conn) makeTool(d *mcp.Tool) (toolset.Tool, error) {
 	call := func(ctx context.Context, args json.RawMessage) (any, error) { return c.call(ctx, name, args) }
 	// NewRawTool compiles the schema at once, loading nothing: a schema
 	// that does not compile on its own is refused here, not at every call.
-	t := toolset.NewRawTool(d.Name, d.Description, params, call, opts...)
+	t := toolset.NewRawTool(offered, d.Description, params, call, opts...)
 	if err := t.Err(); err != nil {
 		return toolset.Tool{}, err
 	}
