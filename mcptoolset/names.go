@@ -41,10 +41,30 @@ func WithNameMapping(mapping func(serverName string) string) Option {
 // and 8 hex digits of the SHA-256 of the whole server name, so that long
 // names sharing a start stay apart. Two server names that differ only in
 // the characters it replaces ("a.b", "a_b") get one name, and are
-// refused as a collision.
-func ProviderSafeNames(serverName string) string {
+// refused as a collision. Under a prefix, use [ProviderSafeNamesWithin].
+func ProviderSafeNames(serverName string) string { return safeName(serverName, maxCallableName) }
+
+// ProviderSafeNamesWithin returns the mapping of [ProviderSafeNames] with
+// names of at most maxLen bytes rather than 64, for a toolset offered
+// under a prefix, which lengthens every name:
+//
+//	fs := mcptoolset.NewHTTP(url, mcptoolset.WithNameMapping(mcptoolset.ProviderSafeNamesWithin(64-len("fs_"))))
+//	toolset.BuildTools(ctx, "agent", fs.Prefixed("fs"))
+//
+// maxLen is taken within [16, 64].
+func ProviderSafeNamesWithin(maxLen int) func(serverName string) string {
+	maxLen = min(max(maxLen, minSafeLen), maxCallableName)
+	return func(serverName string) string { return safeName(serverName, maxLen) }
+}
+
+// minSafeLen is the shortest bound of ProviderSafeNamesWithin: a
+// shortened name keeps some of its start before the hash.
+const minSafeLen = 16
+
+// safeName is ProviderSafeNames with names of at most maxLen bytes.
+func safeName(serverName string, maxLen int) string {
 	var b strings.Builder
-	b.Grow(min(len(serverName), maxCallableName+1))
+	b.Grow(min(len(serverName), maxLen+1))
 	for _, r := range serverName {
 		if callableRune(r) {
 			b.WriteRune(r)
@@ -53,11 +73,11 @@ func ProviderSafeNames(serverName string) string {
 		}
 	}
 	name := b.String()
-	if len(name) <= maxCallableName {
+	if len(name) <= maxLen {
 		return name
 	}
 	sum := sha256.Sum256([]byte(serverName))
-	return name[:maxCallableName-1-hashDigits] + "_" + hex.EncodeToString(sum[:])[:hashDigits]
+	return name[:maxLen-1-hashDigits] + "_" + hex.EncodeToString(sum[:])[:hashDigits]
 }
 
 // hashDigits is the length of the hash suffix of a shortened name.

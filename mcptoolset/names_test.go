@@ -120,6 +120,36 @@ func TestProviderSafeNames(t *testing.T) {
 		out := mcptoolset.ProviderSafeNames(in)
 		assert.Regexp(t, `^[a-zA-Z0-9_-]{1,64}$`, out, in)
 	}
+	within := mcptoolset.ProviderSafeNamesWithin(61)
+	assert.Len(t, within(longName), 61)
+	assert.Equal(t, "admin_delete_user", within("admin.delete_user"))
+	assert.Len(t, mcptoolset.ProviderSafeNamesWithin(1)(longName), 16, "a bound too short is raised")
+	assert.Len(t, mcptoolset.ProviderSafeNamesWithin(500)(longName), 64, "and one too long lowered")
+}
+
+// Under a prefix, ProviderSafeNamesWithin leaves room for it: the turn
+// holds the long name, prefixed, and the call reaches the server.
+func TestNameMappingUnderAPrefix(t *testing.T) {
+	checkLeaks(t)
+	ctx := context.Background()
+	server := newNamesServer()
+	ts := mcptoolset.NewInMemory("ops", server.Server, mcptoolset.WithNameMapping(mcptoolset.ProviderSafeNamesWithin(64-len("ops_"))))
+	defer ts.Close()
+	tools, err := toolset.BuildTools(ctx, "a", ts.Prefixed("ops"))
+	require.NoError(t, err)
+	name := "ops_" + mcptoolset.ProviderSafeNamesWithin(60)(longName)
+	assert.Len(t, name, 64)
+	_, err = tools.Execute(ctx, toolset.ToolCall{Name: name, Args: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+	assert.Equal(t, []string{longName}, server.called())
+
+	// With the names of ProviderSafeNames, the prefix makes the long one
+	// too long: the turn says so.
+	plain := mcptoolset.NewInMemory("ops", server.Server, mcptoolset.WithNameMapping(mcptoolset.ProviderSafeNames))
+	defer plain.Close()
+	_, err = toolset.BuildTools(ctx, "a", plain.Prefixed("ops"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "68 characters, at most 64 allowed")
 }
 
 // Without a mapping, a tool whose name providers reject is refused, and
