@@ -110,7 +110,9 @@
 // before prefixes and renames, and each reason that hid it (a filter at a
 // path, its own enabled or prepare function, a Prepared function, no
 // reveal in this run, a spent budget) or fails the turn (a name conflict,
-// an invalid name, missing environment). It is for developers and logs,
+// an invalid name, missing environment). A toolset that refuses some of
+// its source's tools (an MCP server's tool whose name providers reject)
+// lists them too, as a [RefusalReporter]. It is for developers and logs,
 // runs the turn's predicates again, and costs BuildTools nothing.
 //
 // A *ToolList is immutable: [ToolList.All], [ToolList.Tools] and [ToolList.Names] give

@@ -130,8 +130,8 @@ type Explanation struct {
 	Agent string
 	// Tools explains each tool: those the turn's list holds, in its order,
 	// shown or hidden, then those that left it on the way (dropped by a
-	// [Prepared] function, or replaced by a later standalone tool of the
-	// same name).
+	// [Prepared] function, replaced by a later standalone tool of the
+	// same name, or refused by their toolset, see [RefusalReporter]).
 	Tools []ToolExplanation
 	// Err is the error BuildTools would fail the turn with once the
 	// toolsets are materialised: a [*NameConflictError] for the names in
@@ -218,6 +218,10 @@ const (
 	// ReasonMissingEnv: environment variables the tool requires
 	// ([WithRequiredEnv]) are missing or empty.
 	ReasonMissingEnv
+	// ReasonRefused: the toolset left out a tool its source offered (an
+	// MCP server's tool whose name providers reject, say), and said so
+	// as a [RefusalReporter].
+	ReasonRefused
 )
 
 var reasonText = [...]string{
@@ -231,6 +235,7 @@ var reasonText = [...]string{
 	ReasonNameConflict:      "name conflict",
 	ReasonInvalidName:       "invalid name",
 	ReasonMissingEnv:        "missing environment variables",
+	ReasonRefused:           "refused by its toolset",
 }
 
 // String says what the kind means.

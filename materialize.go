@@ -58,7 +58,9 @@ func userView(ctx context.Context, ts Toolset, sc *scratch) (view, error) {
 		return view{}, err
 	}
 	v := view{snap: reuseSnapshot(tools)}
-	sc.explaining().fresh(len(v.snap.tools))
+	x := sc.explaining()
+	x.fresh(len(v.snap.tools))
+	x.refused(ctx, ts)
 	return leafView(ctx, v, sc)
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/textcut"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -29,6 +30,7 @@ var (
 	_ toolset.Toolset              = (*Toolset)(nil)
 	_ toolset.Labeler              = (*Toolset)(nil)
 	_ toolset.InstructionsProvider = (*Toolset)(nil)
+	_ toolset.RefusalReporter      = (*Toolset)(nil)
 )
 
 // New returns the tools of the server at the other end of a connected
@@ -246,6 +248,26 @@ func (t *Toolset) InvalidTools() []*InvalidToolError {
 	t.c.mu.Lock()
 	defer t.c.mu.Unlock()
 	return slices.Clone(t.c.invalid)
+}
+
+// RefusedTools implements [toolset.RefusalReporter], so that
+// [toolset.Explain] lists the tools that the last listing refused (those of
+// [Toolset.InvalidTools]), under the server's names, each with a
+// [toolset.ReasonRefused] that says why: "the name is not one a model can
+// call (...); offer it under a mapped name with
+// mcptoolset.WithNameMapping(mcptoolset.ProviderSafeNames)".
+func (t *Toolset) RefusedTools(context.Context) []toolset.ToolExplanation {
+	invalid := t.InvalidTools()
+	if len(invalid) == 0 {
+		return nil
+	}
+	out := make([]toolset.ToolExplanation, len(invalid))
+	for i, ie := range invalid {
+		out[i] = toolset.ToolExplanation{Name: ie.Tool, Reasons: []toolset.Reason{{
+			Kind: toolset.ReasonRefused, Detail: textcut.Clip(fmt.Sprint(ie.Err), maxCauseShown),
+		}}}
+	}
+	return out
 }
 
 // Acquire returns a new handle on the same connection, which stays open

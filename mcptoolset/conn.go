@@ -228,7 +228,9 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, mcp.Transport, 
 		opts = *c.cfg.clientOpts
 	}
 	c.hookNotifications(&opts)
-	s, err := mcp.NewClient(impl, &opts).Connect(ctx, tr, nil)
+	client := mcp.NewClient(impl, &opts)
+	client.AddSendingMiddleware(takeListTTL)
+	s, err := client.Connect(ctx, tr, nil)
 	if err != nil {
 		if ct, ok := tr.(*commandTransport); ok {
 			err = ct.explain(err)

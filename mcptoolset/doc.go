@@ -91,7 +91,9 @@
 // them, so the order of "properties" is not kept (keys come sorted) and
 // numbers pass through float64. Metadata carries the server's name
 // ([MetaServer]), the tool's name on the server ([MetaTool], unchanged by
-// prefixes and renames), its title ([MetaTitle]) and its annotations as
+// prefixes and renames), its title ([MetaTitle]), its icons ([MetaIcons],
+// a JSON array, bounded; only http(s) URLs and data: URIs of images are
+// kept) and its annotations as
 // "true" or "false" ([MetaReadOnly], [MetaDestructive], [MetaIdempotent],
 // [MetaOpenWorld]; set only when the server sent annotations). Annotations
 // are hints from the server, not guarantees: do not base security
@@ -109,7 +111,16 @@
 // The list is fetched on first use, following the server's pages, and kept
 // until the server sends notifications/tools/list_changed; [WithCacheTTL]
 // also expires it after a while (for servers that change their tools
-// without saying so), and [WithoutCache] fetches it every turn. Many runs
+// without saying so), and so does the server's own ttlMs hint (the
+// shortest of its pages', within [MinListTTL] and [MaxListTTL]; zero or
+// less changes nothing), whichever is shorter, and [WithoutCache] fetches
+// it every turn. The list is cached per connection, which is one session
+// of one identity, so a cacheScope of "private" is kept as well as
+// "public". The SDK's own cache of pages is not used on the connections
+// the toolset opens, so that it cannot keep a page past these rules; a
+// session given to [New] keeps the SDK's behaviour for the sessions of
+// the newest protocol (each page cached for the server's ttlMs, until
+// list_changed). Many runs
 // asking at once share one request. The tools are made once per listing and
 // a tool whose definition did not change keeps its identity across
 // listings, so every turn gets the same [toolset.Tool] values and the work
@@ -138,17 +149,48 @@
 // [toolset.SchemaRefError]), so a schema never makes the process read a file or
 // fetch a URL. A tool is refused too when it is over the limits of
 // [WithListLimits] (schema size and nesting, description and title size),
-// when its name is not one a model can call (it must match
-// ^[a-zA-Z0-9_-]{1,64}$, as the core requires: offered, a tool of another
-// name would fail every turn of the agent, since the core refuses a turn
-// that holds one), or when the server lists two tools of its name. A refused
-// tool is left out, with a warning logged once per definition, and
-// [Toolset.InvalidTools] reports it ([*InvalidToolError]); the server's
-// other tools are offered. [WithFailOnInvalidTools] makes the listing fail
-// instead. A listing with more tools than [ListLimits].MaxTools, or
+// when its name is not one a model can call and no name mapping makes it
+// one (see Tool names below), or when the server lists two tools of its
+// name. A refused tool is left out, with a warning logged once per
+// definition (the first ten of a listing one by one, the others counted
+// in one line), [Toolset.InvalidTools] reports it ([*InvalidToolError]),
+// and [toolset.Explain] lists it as refused ([toolset.ReasonRefused]);
+// the server's other tools are offered. [WithFailOnInvalidTools] makes
+// the listing fail instead. A listing with more tools than [ListLimits].MaxTools, or
 // larger than [ListLimits].MaxListBytes, fails, and [WithListTimeout]
 // bounds the time to list, all pages together, so a server that never
 // answers cannot hang a turn.
+//
+// # Tool names
+//
+// MCP allows tool names of up to 128 characters with '.' in them
+// ("admin.delete_user"); the models' APIs accept only
+// ^[a-zA-Z0-9_-]{1,64}$, and the core refuses a turn that holds another
+// name, so a tool of such a name, offered, would fail every turn of the
+// agent. By default it is refused, and the refusal says how to offer it:
+//
+//	mcptoolset: MCP server "ops": tool "admin.delete_user" refused: the name is not one a model can call
+//	(tool names must match ^[a-zA-Z0-9_-]{1,64}$); offer it under a mapped name with
+//	mcptoolset.WithNameMapping(mcptoolset.ProviderSafeNames)
+//
+// and [toolset.Explain] shows it among the tools of the turn (here of
+// ops.Prefixed("ops")):
+//
+//	admin.delete_user: hidden, from Prefixed#0 "ops"/Toolset "mcp:ops"
+//	  - refused by its toolset at Prefixed#0 "ops"/Toolset "mcp:ops": the name is not one a model can call (...)
+//
+// [WithNameMapping] offers each tool under the name a function gives it;
+// [ProviderSafeNames] replaces each character providers reject with '_'
+// and shortens a name over 64 bytes with a hash of the whole name
+// ("admin.delete_user" is offered as "admin_delete_user"), and
+// [ProviderSafeNamesWithin] leaves room for a prefix. The model calls the
+// mapped name; the call reaches the server under its own name, which
+// [MetaTool] keeps. Two tools that the mapping gives one name ("a.b" and
+// "a_b") are both refused, each naming the other; a mapped name that
+// clashes with another toolset's tool is a name conflict of the turn,
+// reported by [toolset.BuildTools] as any other. A name with spaces or
+// control characters, or longer than 128 bytes, is refused whatever the
+// mapping: no MCP name holds them.
 //
 // Calling a tool sends tools/call with the arguments as they are. A
 // successful result is a [*toolset.Content]: text, image, audio and
@@ -259,13 +301,17 @@
 //   - a call's wait for its answer: [WithCallTimeout],
 //     [DefaultCallTimeout] (5 minutes);
 //   - the tool list cache: kept until list_changed; [WithCacheTTL]
-//     (default none), [WithoutCache];
+//     (default none), the server's ttlMs within [MinListTTL] (1 second)
+//     and [MaxListTTL] (1 hour), [WithoutCache];
 //   - a listing ([WithListLimits], [ListLimits]): [DefaultMaxTools]
 //     (1,000) tools and [DefaultMaxListBytes] (16 MiB) in all, and per
 //     tool [DefaultMaxSchemaBytes] (256 KiB) per schema,
 //     [DefaultMaxSchemaDepth] (64) levels of nesting,
 //     [DefaultMaxDescriptionBytes] (16 KiB) of description and of title,
-//     and a name of 1 to 64 letters, digits, '_' or '-';
+//     a name of 1 to 64 letters, digits, '_' or '-' ([WithNameMapping]
+//     maps the names of up to 128 bytes MCP allows), and [MaxIcons] (8)
+//     icons of [MaxIconBytes] (8 KiB) each, [MaxIconsBytes] (16 KiB) in
+//     all;
 //   - a message from the server: 16 MiB, over stdio (the SDK's bound) and
 //     over HTTP (this package's, see [WithHTTPClient]);
 //   - redirects: followed only within the endpoint's origin (scheme, host
@@ -275,7 +321,8 @@
 //   - error text quoting the server: 8 KiB in a [*ServerError] or
 //     [*ResultError] (the model gets all of a ResultError's text), 512
 //     bytes for the cause of an [*InvalidToolError], 10 refusals joined
-//     under [WithFailOnInvalidTools];
+//     under [WithFailOnInvalidTools], 10 refusals of a listing logged one
+//     by one, the others in one line;
 //   - a subprocess server's stderr: its last [MaxStderrTail] (2 KiB) kept
 //     for a [*CommandError], copied for one second after it exits (or the
 //     command's WaitDelay).

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,6 +37,7 @@ func FuzzToolFromListing(f *testing.F) {
 	f.Add([]byte(`{"name":"add","inputSchema":{"type":"object","properties":{"a":{"type":"integer","minimum":0}}},"outputSchema":{"type":"object","properties":{"sum":{"type":"integer"}}}}`))
 	f.Add([]byte(`{"name":"defs","inputSchema":{"type":"object","properties":{"h":{"$ref":"#/definitions/a"}},"definitions":{"a":{"type":"object"}}}}`))
 	f.Add([]byte(`{"name":"b","inputSchema":true}`))
+	f.Add([]byte(`{"name":"icons","inputSchema":{"type":"object"},"icons":[{"src":"https://example.com/i.png","mimeType":"image/png","sizes":["48x48"],"theme":"dark"},{"src":"javascript:alert(1)"},{"src":"data:image/svg+xml,<svg/>"}]}`))
 
 	logger := slog.New(slog.DiscardHandler)
 	dial := func(context.Context) (mcp.Transport, error) { return nil, errors.New("no server in a fuzz test") }
@@ -80,6 +82,47 @@ func FuzzToolFromListing(f *testing.F) {
 				t.Fatal("validating arguments hangs")
 			}
 			cancel()
+		}
+	})
+}
+
+// FuzzMappedNames lists tools of two names with ProviderSafeNames as the
+// name mapping. Whatever the names, each tool is offered under a name a
+// model can call, no two under one, each calls the server under its own
+// name, and each refusal is bounded.
+func FuzzMappedNames(f *testing.F) {
+	for _, pair := range [][2]string{
+		{"admin.delete_user", "admin_delete_user"}, {"read_file", "write_file"}, {"a", "a"},
+		{strings.Repeat("x", 70) + "a", strings.Repeat("x", 70) + "b"}, {"読む", "書く"}, {"a\x00b", "a b"},
+	} {
+		f.Add(pair[0], pair[1])
+	}
+	logger := slog.New(slog.DiscardHandler)
+	dial := func(context.Context) (mcp.Transport, error) { return nil, errors.New("no server in a fuzz test") }
+	f.Fuzz(func(t *testing.T, a, b string) {
+		c := newConn("fuzz", dial, []Option{WithLogger(logger), WithNameMapping(ProviderSafeNames)})
+		schema := map[string]any{"type": "object"}
+		tools, err := c.makeTools([]*mcp.Tool{{Name: a, InputSchema: schema}, {Name: b, InputSchema: schema}})
+		if err != nil {
+			t.Fatalf("the listing fails: %v", err)
+		}
+		if len(tools)+len(c.invalid) != 2 && !(a == b && len(tools) == 0 && len(c.invalid) == 1) {
+			t.Fatalf("%d tools and %d refusals for two definitions", len(tools), len(c.invalid))
+		}
+		seen := map[string]bool{}
+		for _, tool := range tools {
+			if !callable(tool.Name) || seen[tool.Name] {
+				t.Fatalf("tool offered as %q among %v", tool.Name, seen)
+			}
+			seen[tool.Name] = true
+			if server := tool.Metadata[MetaTool]; server != a && server != b || ProviderSafeNames(server) != tool.Name {
+				t.Fatalf("tool %q calls %q", tool.Name, server)
+			}
+		}
+		for _, ie := range c.invalid {
+			if n := len(ie.Error()); n > 1024 {
+				t.Fatalf("a refusal of %d bytes", n)
+			}
 		}
 	})
 }

@@ -2,6 +2,8 @@ package mcptoolset
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,7 +18,17 @@ type listing struct {
 	tools []toolset.Tool
 	at    time.Time
 	gen   uint64
+	ttl   time.Duration // the server's ttlMs, bounded; 0 for none
 }
+
+// Bounds on the time a server's ttlMs keeps a listing (see
+// [WithCacheTTL]): a longer one is cut to MaxListTTL, a shorter one is
+// raised to MinListTTL, so that a server can neither keep a list for
+// ever nor make every turn list again.
+const (
+	MaxListTTL = time.Hour
+	MinListTTL = time.Second
+)
 
 func (c *conn) invalidate() {
 	c.mu.Lock()
@@ -60,8 +72,18 @@ func (c *conn) tools(ctx context.Context) ([]toolset.Tool, error) {
 	}
 }
 
+// fresh reports whether l may still be used: the server did not say that
+// its list changed, and neither WithCacheTTL's time nor the server's
+// ttlMs has passed.
 func (c *conn) fresh(l *listing) bool {
-	return !c.cfg.noCache && l.gen == c.gen && (c.cfg.ttl <= 0 || time.Since(l.at) < c.cfg.ttl)
+	if c.cfg.noCache || l.gen != c.gen {
+		return false
+	}
+	ttl := c.cfg.ttl
+	if l.ttl > 0 && (ttl <= 0 || l.ttl < ttl) {
+		ttl = l.ttl
+	}
+	return ttl <= 0 || time.Since(l.at) < ttl
 }
 
 // list fetches the tool list for the callers waiting on f.
@@ -72,10 +94,15 @@ func (c *conn) list(ctx context.Context, f *flight) {
 		c.mu.Lock()
 		gen := c.gen // a change notified from now on makes this list stale
 		c.mu.Unlock()
-		tools, err = guard(c, "list tools", "listing", func() ([]toolset.Tool, error) { return c.fetch(ctx, s) })
+		var l *listing
+		l, err = guard(c, "list tools", "listing", func() (*listing, error) { return c.fetch(ctx, s) })
 		c.mu.Lock()
-		if err == nil && !c.ended {
-			c.cache = &listing{tools: tools, at: time.Now(), gen: gen}
+		if err == nil {
+			tools = l.tools
+			if !c.ended {
+				l.at, l.gen = time.Now(), gen
+				c.cache = l
+			}
 		}
 		c.mu.Unlock()
 	}
@@ -92,8 +119,9 @@ func (c *conn) list(ctx context.Context, f *flight) {
 var maxPages = 1000
 
 // fetch lists the server's tools, page by page, within the listing
-// timeout, and makes them into tools.
-func (c *conn) fetch(ctx context.Context, s *mcp.ClientSession) ([]toolset.Tool, error) {
+// timeout, and makes them into tools. The listing's ttl is the shortest
+// positive ttlMs of its pages, bounded.
+func (c *conn) fetch(ctx context.Context, s *mcp.ClientSession) (*listing, error) {
 	lctx := ctx
 	if d := c.cfg.listTimeout; d > 0 {
 		var cancel context.CancelFunc
@@ -104,8 +132,10 @@ func (c *conn) fetch(ctx context.Context, s *mcp.ClientSession) ([]toolset.Tool,
 	size := 0 // of defs, encoded
 	seen := map[string]bool{}
 	cursor := ""
+	ttlMs := 0
 	for page := 1; ; page++ {
-		res, err := s.ListTools(lctx, &mcp.ListToolsParams{Cursor: cursor})
+		var slot pageTTL
+		res, err := s.ListTools(context.WithValue(lctx, pageTTLKey{}, &slot), &mcp.ListToolsParams{Cursor: cursor})
 		if err != nil {
 			if lctx.Err() != nil && ctx.Err() == nil {
 				err = fmt.Errorf("no complete answer to tools/list within %v (see WithListTimeout): %w", c.cfg.listTimeout, err)
@@ -114,6 +144,13 @@ func (c *conn) fetch(ctx context.Context, s *mcp.ClientSession) ([]toolset.Tool,
 				err = c.explainLost(s, err)
 			}
 			return nil, c.errorf("list tools", "", err)
+		}
+		ms := res.TTLMs
+		if slot.seen {
+			ms = slot.ms
+		}
+		if ms > 0 && (ttlMs == 0 || ms < ttlMs) {
+			ttlMs = ms
 		}
 		defs = append(defs, res.Tools...)
 		if len(defs) > c.cfg.limits.MaxTools {
@@ -135,14 +172,59 @@ func (c *conn) fetch(ctx context.Context, s *mcp.ClientSession) ([]toolset.Tool,
 		}
 		cursor = res.NextCursor
 	}
-	return c.makeTools(defs)
+	tools, err := c.makeTools(defs)
+	if err != nil {
+		return nil, err
+	}
+	return &listing{tools: tools, ttl: listTTL(ttlMs)}, nil
+}
+
+// listTTL is the time a server's ttlMs keeps a listing: none for zero or
+// less, else within [MinListTTL, MaxListTTL].
+func listTTL(ms int) time.Duration {
+	switch {
+	case ms <= 0:
+		return 0
+	case ms >= int(MaxListTTL/time.Millisecond):
+		return MaxListTTL
+	}
+	return max(time.Duration(ms)*time.Millisecond, MinListTTL)
+}
+
+// pageTTL receives, from takeListTTL, the ttlMs of the page of tools/list
+// a ListTools call under a context holding it under pageTTLKey returned.
+type pageTTL struct {
+	ms   int
+	seen bool
+}
+
+type pageTTLKey struct{}
+
+// takeListTTL is a sending middleware of the sessions a Toolset opens: it
+// moves the ttlMs of each tools/list page out of the result, into the
+// call's pageTTL, so that the SDK's own cache (which would keep the page
+// for as long as the server says, past a list change asked for by hand,
+// WithoutCache and MaxListTTL) never holds it, and the Toolset's cache
+// alone decides.
+func takeListTTL(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if l, ok := res.(*mcp.ListToolsResult); ok && err == nil && l != nil {
+			if slot, ok := ctx.Value(pageTTLKey{}).(*pageTTL); ok {
+				slot.ms, slot.seen = l.TTLMs, true
+			}
+			l.TTLMs = 0
+		}
+		return res, err
+	}
 }
 
 // makeTools turns the server's tool definitions into tools, reusing the
 // tools of the last listing whose definitions did not change. It refuses
 // the definitions that are invalid (see [InvalidToolError]): they are left
-// out with a warning, logged once per definition, or, with
-// WithFailOnInvalidTools, fail the listing.
+// out with a warning, logged once per definition (the first
+// maxWarnings of a listing one by one, the others counted in one line),
+// or, with WithFailOnInvalidTools, fail the listing.
 func (c *conn) makeTools(defs []*mcp.Tool) ([]toolset.Tool, error) {
 	known := make(map[string]toolset.Tool, len(defs))
 	refused := make(map[string]*InvalidToolError)
@@ -153,19 +235,44 @@ func (c *conn) makeTools(defs []*mcp.Tool) ([]toolset.Tool, error) {
 			count[d.Name]++
 		}
 	}
+	// The name each tool is offered under, or why it has none, and the
+	// server's names of the tools offered under each name.
+	offered := make([]string, len(defs))
+	why := make([]error, len(defs))
+	byOffered := make(map[string][]string, len(defs))
+	for i, d := range defs {
+		if d == nil || count[d.Name] > 1 {
+			continue
+		}
+		name, err := c.offeredName(d.Name)
+		if _, ok := errors.AsType[*toolset.PanicError](err); ok {
+			return nil, c.errorf("list tools", "", err) // a bug of the application's, not the server's
+		}
+		offered[i], why[i] = name, err
+		if err == nil {
+			byOffered[name] = append(byOffered[name], d.Name)
+		}
+	}
+	groups := map[string]string{} // the clashKey of each offered name given to many
 	var invalid []*InvalidToolError
+	warned, unwarned := 0, 0
 	refuse := func(key string, d *mcp.Tool, err error) {
 		ie, ok := c.refused[key]
 		if !ok || key == "" {
 			ie = &InvalidToolError{Server: c.cfg.name, Tool: textcut.Clip(d.Name, maxNameBytes), Err: err}
-			c.cfg.logger.Warn("mcptoolset: refusing an invalid tool of an MCP server", "server", c.cfg.name, "tool", ie.Tool, "error", ie.Err)
+			if warned < maxWarnings {
+				warned++
+				c.cfg.logger.Warn("mcptoolset: refusing an invalid tool of an MCP server", "server", c.cfg.name, "tool", ie.Tool, "error", ie.Err)
+			} else {
+				unwarned++
+			}
 		}
 		if key != "" {
 			refused[key] = ie
 		}
 		invalid = append(invalid, ie)
 	}
-	for _, d := range defs {
+	for i, d := range defs {
 		if d == nil {
 			continue // the SDK logs and drops these already
 		}
@@ -182,6 +289,20 @@ func (c *conn) makeTools(defs []*mcp.Tool) ([]toolset.Tool, error) {
 		if kerr != nil {
 			key = ""
 		}
+		if why[i] != nil {
+			refuse(key, d, why[i])
+			continue
+		}
+		if others := byOffered[offered[i]]; len(others) > 1 {
+			// The refusal depends on the others too: keyed by all of them.
+			g, ok := groups[offered[i]]
+			if !ok {
+				g = clashKey(others)
+				groups[offered[i]] = g
+			}
+			refuse(g+key, d, clashError(d.Name, offered[i], others))
+			continue
+		}
 		if t, ok := c.known[key]; ok && key != "" {
 			known[key] = t
 			tools = append(tools, t)
@@ -191,7 +312,7 @@ func (c *conn) makeTools(defs []*mcp.Tool) ([]toolset.Tool, error) {
 			refuse(key, d, nil)
 			continue
 		}
-		t, err := c.makeTool(d)
+		t, err := c.makeTool(d, offered[i])
 		if _, ok := errors.AsType[*toolset.PanicError](err); ok {
 			return nil, c.errorf("list tools", "", err) // a bug of the application's, not the server's
 		}
@@ -204,6 +325,9 @@ func (c *conn) makeTools(defs []*mcp.Tool) ([]toolset.Tool, error) {
 		}
 		tools = append(tools, t)
 	}
+	if unwarned > 0 {
+		c.cfg.logger.Warn("mcptoolset: refusing more invalid tools of an MCP server; Toolset.InvalidTools lists them all", "server", c.cfg.name, "more", unwarned)
+	}
 	if len(invalid) > 0 && c.cfg.failInvalid {
 		return nil, c.errorf("list tools", "", joinRefusals(invalid))
 	}
@@ -212,6 +336,20 @@ func (c *conn) makeTools(defs []*mcp.Tool) ([]toolset.Tool, error) {
 	c.invalid = invalid
 	c.mu.Unlock()
 	return tools, nil
+}
+
+// maxWarnings bounds the refusals a listing logs one by one.
+const maxWarnings = 10
+
+// clashKey is the start of the keys of the refusals of the tools the
+// server calls names, to which the mapping gives one name.
+func clashKey(names []string) string {
+	h := sha256.New()
+	for _, n := range names {
+		h.Write([]byte(n))
+		h.Write([]byte{0})
+	}
+	return "clash:" + hex.EncodeToString(h.Sum(nil)) + ":"
 }
 
 // maxRefusalsJoined bounds the refusals that a listing failed under

@@ -31,6 +31,7 @@ type config struct {
 	httpClient     *http.Client
 	httpHeader     http.Header
 	toolOpts       func(*mcp.Tool) []toolset.ToolOption
+	nameMap        func(string) string
 	listTimeout    time.Duration
 	callTimeout    time.Duration
 	limits         ListLimits

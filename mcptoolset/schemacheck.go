@@ -61,7 +61,8 @@ func (l ListLimits) withDefaults() ListLimits {
 	return l
 }
 
-// checkName refuses a name that no client can use safely.
+// checkName refuses a server's name for a tool that no client can use
+// safely, mapped or not (see offeredName for the name a model calls).
 func checkName(name string) error {
 	switch {
 	case name == "":
@@ -72,12 +73,6 @@ func checkName(name string) error {
 		return errors.New("the name is not valid UTF-8")
 	case strings.ContainsFunc(name, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) }):
 		return errors.New("the name holds spaces or control characters")
-	case len(name) > maxCallableName || strings.ContainsFunc(name, func(r rune) bool {
-		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' || r == '-')
-	}):
-		// The core refuses such a name in every turn that holds it:
-		// offered, the one tool would fail every turn of the agent.
-		return fmt.Errorf("the name %q is not one a model can call: tool names must match ^[a-zA-Z0-9_-]{1,64}$", name)
 	}
 	return nil
 }

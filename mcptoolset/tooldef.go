@@ -38,14 +38,21 @@ const (
 	// MetaOpenWorld is the openWorldHint annotation: the tool interacts with
 	// an open world of external entities (the web, say).
 	MetaOpenWorld = "mcp.openWorldHint"
+	// MetaIcons is the tool's icons, set only when the server listed some
+	// that are kept: a JSON array of MCP icons, objects with "src" (an
+	// http or https URL, or a data: URI of an image) and optionally
+	// "mimeType", "sizes" and "theme". At most [MaxIcons] icons, each
+	// source at most [MaxIconBytes], [MaxIconsBytes] in all; the other
+	// icons are dropped with a warning, the tool is kept. The toolset
+	// never fetches an icon: a URL is an address the server chose, to be
+	// shown as an image (an SVG may hold script), never inlined.
+	MetaIcons = "mcp.icons"
 )
 
-// makeTool makes the tool of one definition, or says why it is invalid.
-func (c *conn) makeTool(d *mcp.Tool) (toolset.Tool, error) {
+// makeTool makes the tool of one definition, offered under the name
+// offered (see offeredName), or says why it is invalid.
+func (c *conn) makeTool(d *mcp.Tool, offered string) (toolset.Tool, error) {
 	lim := c.cfg.limits
-	if err := checkName(d.Name); err != nil {
-		return toolset.Tool{}, err
-	}
 	if len(d.Description) > lim.MaxDescriptionBytes {
 		return toolset.Tool{}, fmt.Errorf("the description is %d bytes, more than the limit of %d", len(d.Description), lim.MaxDescriptionBytes)
 	}
@@ -67,7 +74,17 @@ func (c *conn) makeTool(d *mcp.Tool) (toolset.Tool, error) {
 	if err != nil {
 		return toolset.Tool{}, fmt.Errorf("input schema: %w", err)
 	}
-	opts := []toolset.ToolOption{toolset.WithMetadata(metadataOf(c.cfg.name, d))}
+	md := metadataOf(c.cfg.name, d)
+	if icons, dropped, why := iconsOf(d.Icons); dropped > 0 || icons != "" {
+		if icons != "" {
+			md[MetaIcons] = icons
+		}
+		if dropped > 0 {
+			c.cfg.logger.Warn("mcptoolset: dropping icons of a tool of an MCP server", "server", c.cfg.name,
+				"tool", textcut.Clip(d.Name, maxNameBytes), "dropped", dropped, "error", why)
+		}
+	}
+	opts := []toolset.ToolOption{toolset.WithMetadata(md)}
 	if d.OutputSchema != nil {
 		out, err := schemaJSON(d.OutputSchema, lim)
 		if err != nil {
@@ -90,7 +107,7 @@ func (c *conn) makeTool(d *mcp.Tool) (toolset.Tool, error) {
 	call := func(ctx context.Context, args json.RawMessage) (any, error) { return c.call(ctx, name, args) }
 	// NewRawTool compiles the schema at once, loading nothing: a schema
 	// that does not compile on its own is refused here, not at every call.
-	t := toolset.NewRawTool(d.Name, d.Description, params, call, opts...)
+	t := toolset.NewRawTool(offered, d.Description, params, call, opts...)
 	if err := t.Err(); err != nil {
 		return toolset.Tool{}, err
 	}
