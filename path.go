@@ -86,6 +86,9 @@ func elemOf(ts Toolset, label string) pathElem {
 		}
 		return pathElem{typ: typ, what: label}
 	}
+	if k.ptr && k.isNil(ts) {
+		return pathElem{typ: k.name} // a nil pointer has nothing to tell it apart
+	}
 	return pathElem{typ: k.name, what: k.what(ts), join: k == &kinds[kCombined]}
 }
 

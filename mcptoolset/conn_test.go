@@ -97,7 +97,7 @@ func TestServerDown(t *testing.T) {
 
 			_, err = toolset.BuildTools(ctx, "agent", tc.ts)
 			require.Error(t, err)
-			assert.Contains(t, err.Error(), "mcp:search#0")
+			assert.Contains(t, err.Error(), `Toolset#0 "mcp:search"`)
 			_, err = tc.ts.Instructions(ctx)
 			require.ErrorAs(t, err, &se)
 		})
