@@ -3,6 +3,7 @@ package toolset_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -100,4 +101,122 @@ func TestConcurrentCallsThroughThreeNames(t *testing.T) {
 	stats := tool.CacheStats()
 	assert.Equal(t, uint64(64*50), stats.Hits+stats.Misses)
 	assert.Positive(t, stats.Hits)
+}
+
+func TestCallValidation(t *testing.T) {
+	tool := weatherTool()
+	cases := []struct {
+		name string
+		args string
+		want []toolset.ArgumentProblem
+	}{
+		{"missing required", `{"days": 3}`, []toolset.ArgumentProblem{
+			{Field: "city", Message: "required field is missing; expected string (City name, e.g. Paris)"}}},
+		{"wrong type", `{"city": 42, "days": 3}`, []toolset.ArgumentProblem{
+			{Field: "city", Message: "expected string, got number"}}},
+		{"unknown field", `{"city": "Paris", "days": 3, "country": "FR"}`, []toolset.ArgumentProblem{
+			{Field: "country", Message: `unknown field; allowed fields: "city", "days", "units", "stops"`}}},
+		{"enum", `{"city": "Paris", "days": 3, "units": "kelvin"}`, []toolset.ArgumentProblem{
+			{Field: "units", Message: `must be one of "metric", "imperial"; got "kelvin"`}}},
+		{"below minimum", `{"city": "Paris", "days": 0}`, []toolset.ArgumentProblem{
+			{Field: "days", Message: "must be at least 1; got 0"}}},
+		{"above maximum", `{"city": "Paris", "days": 15}`, []toolset.ArgumentProblem{
+			{Field: "days", Message: "must be at most 14; got 15"}}},
+		{"not an integer", `{"city": "Paris", "days": 1.5}`, []toolset.ArgumentProblem{
+			{Field: "days", Message: "expected integer, got number"}}},
+		{"nested", `{"city": "Paris", "days": 2, "stops": [{"name": "a"}, {"nam": "b"}]}`, []toolset.ArgumentProblem{
+			{Field: "stops[1].nam", Message: `unknown field; allowed fields: "name"`},
+			{Field: "stops[1].name", Message: "required field is missing; expected string (Stop name)"}}},
+		{"not an object", `["Paris"]`, []toolset.ArgumentProblem{
+			{Message: "expected object, got array"}}},
+		{"every problem at once", `{"days": 0, "units": "kelvin", "x": 1}`, []toolset.ArgumentProblem{
+			{Field: "city", Message: "required field is missing; expected string (City name, e.g. Paris)"},
+			{Field: "days", Message: "must be at least 1; got 0"},
+			{Field: "units", Message: `must be one of "metric", "imperial"; got "kelvin"`},
+			{Field: "x", Message: `unknown field; allowed fields: "city", "days", "units", "stops"`}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(c.args)})
+			var ae *toolset.ArgumentError
+			require.ErrorAs(t, err, &ae)
+			assert.Equal(t, "get_weather", ae.Tool)
+			assert.Equal(t, c.want, ae.Problems)
+			msg, visible := toolset.ErrorText(err)
+			require.True(t, visible, "argument errors are for the model")
+			for _, p := range c.want {
+				assert.Contains(t, msg, p.Message)
+			}
+			assert.Contains(t, msg, "call the tool again")
+		})
+	}
+}
+
+func TestCallMalformedJSON(t *testing.T) {
+	_, err := weatherTool().Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"city": "Par`)})
+	var ae *toolset.ArgumentError
+	require.ErrorAs(t, err, &ae)
+	require.Len(t, ae.Problems, 1)
+	assert.Contains(t, ae.Problems[0].Message, "not valid JSON")
+	assert.Contains(t, ae.Problems[0].Message, "at byte")
+
+	_, err = weatherTool().Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"city":"a","days":1} {}`)})
+	require.ErrorAs(t, err, &ae)
+	assert.Contains(t, ae.Problems[0].Message, "not valid JSON")
+}
+
+func TestCallSuccess(t *testing.T) {
+	got, err := weatherTool().Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"city":"Paris","days":3,"units":"metric"}`)})
+	require.NoError(t, err)
+	assert.Equal(t, forecast{City: "Paris", Temp: 21.5}, got)
+}
+
+func TestCallPanickingHandler(t *testing.T) {
+	tool := toolset.NewTool("boom", "", func(context.Context, struct{}) (int, error) { panic("kaboom") })
+	tools, err := toolset.BuildTools(context.Background(), "a", toolset.NewRenamed(tool, map[string]string{"boom": "explode"}))
+	require.NoError(t, err)
+	_, err = tools.Execute(context.Background(), toolset.ToolCall{Name: "explode", Args: nil})
+	var pe *toolset.PanicError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "explode", pe.Tool)
+	assert.Equal(t, "kaboom", pe.Value)
+	assert.Contains(t, string(pe.Stack), "call_test.go")
+	assert.EqualError(t, err, `toolset: tool "explode" panicked: kaboom`)
+	_, visible := toolset.ErrorText(err)
+	assert.False(t, visible, "a panic stops the run")
+}
+
+func TestCallHandlerErrors(t *testing.T) {
+	fail := errors.New("database is down")
+	tool := toolset.NewTool("lookup", "", func(_ context.Context, in struct {
+		Retry bool `json:"retry"`
+	}) (int, error) {
+		if in.Retry {
+			return 0, toolset.ModelErrorf("no user %q; try the email address", "ada")
+		}
+		return 0, fail
+	})
+	_, err := tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"retry": false}`)})
+	require.ErrorIs(t, err, fail)
+	var te *toolset.ToolError
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, "lookup", te.Tool)
+	_, visible := toolset.ErrorText(err)
+	assert.False(t, visible, "a plain handler error stops the run")
+
+	_, err = tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"retry": true}`)})
+	msg, visible := toolset.ErrorText(err)
+	require.True(t, visible)
+	assert.Equal(t, `no user "ada"; try the email address`, msg)
+}
+
+func TestCallCancelledContext(t *testing.T) {
+	ran := false
+	tool := toolset.NewTool("slow", "", func(context.Context, struct{}) (int, error) { ran = true; return 1, nil })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := tool.Execute(ctx, toolset.ToolCall{Args: nil})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Contains(t, err.Error(), `tool "slow" not called`)
+	assert.False(t, ran)
 }

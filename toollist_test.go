@@ -2,15 +2,61 @@ package toolset_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gotoolset/toolset"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+func TestTools(t *testing.T) {
+	ctx := withRole(t, "guest")
+	users := toolset.NewFunction(
+		echoTool("get_user"),
+		toolset.NewTool("delete_user", "", func(context.Context, struct{}) (string, error) { return "deleted", nil },
+			toolset.WithMetadata(map[string]string{"audience": "admin"})),
+		echoTool("list_users"),
+	).Filtered(adminsOnly)
+	tools, err := toolset.BuildTools(ctx, "Ops", users)
+	require.NoError(t, err)
+	assert.Equal(t, "Ops", tools.Agent())
+	assert.Equal(t, 2, tools.Len())
+	assert.Equal(t, []string{"get_user", "list_users"}, tools.Names())
+	list := tools.Tools()
+	require.Len(t, list, 2)
+	list[0].Name = "changed"
+	assert.Equal(t, []string{"get_user", "list_users"}, tools.Names(), "List returns a copy")
+	var seen []string
+	for tool := range tools.All() {
+		seen = append(seen, tool.Name)
+		break
+	}
+	assert.Equal(t, []string{"get_user"}, seen)
+	_, ok := tools.Lookup("delete_user")
+	assert.False(t, ok)
+
+	var none *toolset.ToolList
+	assert.Zero(t, none.Len())
+	assert.Empty(t, none.Tools())
+	assert.Empty(t, none.Names())
+
+	empty, err := toolset.BuildTools(nextTurn(ctx), "Ops")
+	require.NoError(t, err)
+	assert.Zero(t, empty.Len())
+}
+
+func TestBuildToolsLookupSkipsHiddenDuplicate(t *testing.T) {
+	ctx := withRole(t, "guest")
+	adminSearch := toolset.NewFunction(toolset.NewTool("search", "", func(context.Context, struct{}) (string, error) { return "admin", nil },
+		toolset.WithMetadata(map[string]string{"audience": "admin"}))).Filtered(adminsOnly)
+	userSearch := toolset.NewFunction(toolset.NewTool("search", "", func(context.Context, struct{}) (string, error) { return "user", nil }))
+	tools, err := toolset.BuildTools(ctx, "a", adminSearch, userSearch)
+	require.NoError(t, err)
+	got, err := tools.Execute(ctx, toolset.ToolCall{Name: "search", Args: nil})
+	require.NoError(t, err)
+	assert.Equal(t, "user", got)
+}
 
 // usersToolset shows delete_user to admins only, and counts deletions.
 func usersToolset(deleted *int) toolset.Toolset {
@@ -101,31 +147,4 @@ func TestRunMismatchBoundsTheName(t *testing.T) {
 	var me *toolset.RunMismatchError
 	require.ErrorAs(t, err, &me)
 	assert.Less(t, len(err.Error()), 500)
-}
-
-func TestBuildToolsUnderCancelledContextFails(t *testing.T) {
-	ctx, cancel := context.WithCancel(newRun(t, "r"))
-	cancel()
-	// Functions only: no goroutine would notice the cancellation.
-	tools, err := toolset.BuildTools(ctx, "a", toolset.NewFunction(echoTools("a", "b")...), echoTool("c"))
-	require.ErrorIs(t, err, context.Canceled)
-	assert.Nil(t, tools)
-
-	ctx, cancel = context.WithDeadline(newRun(t, "r"), time.Now().Add(-time.Second))
-	defer cancel()
-	_, err = toolset.BuildTools(ctx, "a", toolset.NewFunction(echoTool("a")))
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-}
-
-func TestBuildToolsCancelledDuringTheTurnFails(t *testing.T) {
-	ctx, cancel := context.WithCancel(newRun(t, "r"))
-	defer cancel()
-	// A predicate that does not look at its context, while the turn's
-	// context ends under it.
-	ts := toolset.NewFunction(echoTools("a", "b")...).Filtered(func(context.Context, toolset.Tool) (bool, error) {
-		cancel()
-		return true, nil
-	})
-	_, err := toolset.BuildTools(ctx, "a", ts)
-	require.True(t, errors.Is(err, context.Canceled), "got %v", err)
 }
