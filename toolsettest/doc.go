@@ -7,7 +7,7 @@
 //
 //   - [AssertGolden] compares the model-visible tool list (names,
 //     descriptions, parameter schemas, in order) with a golden file, and
-//     rewrites the file when the tests run with -update;
+//     rewrites the file when the tests run with -toolsettest.update;
 //   - [AssertNames], [AssertSchema], [AssertConflicts] and
 //     [AssertInvalidNames] check one aspect each, with readable failures;
 //   - [Record] wraps a toolset so every call is recorded with its
@@ -30,6 +30,8 @@
 // testing/synctest bubble for a backend on the process's clock, and
 // [TimeUnit] scales the waits of one on a server's.
 //
-// The -update flag is registered by this package; a test package that
-// defines its own flag named "update" cannot import it.
+// Golden files are rewritten with -toolsettest.update, the flag this
+// package registers, or with a boolean -update flag a test package
+// defines for golden files of its own: importing this package never
+// clashes with it.
 package toolsettest

@@ -19,7 +19,26 @@ import (
 // defaultAgent is the agent name Build builds for.
 const defaultAgent = "test-agent"
 
-var update = flag.Bool("update", false, "rewrite toolsettest golden files with the current tool lists")
+// updateFlag rewrites golden files. Its name is this package's own, so that
+// a test package may define a flag named "update" of its own and import
+// this one; that flag, when it is a boolean, rewrites them too (see
+// updating).
+var updateFlag = flag.Bool("toolsettest.update", false, "rewrite toolsettest golden files with the current tool lists")
+
+// updating reports whether golden files are to be rewritten: with
+// -toolsettest.update, or with a boolean -update flag the test binary
+// defines itself, as many test packages do for golden files of their own.
+func updating() bool {
+	if *updateFlag {
+		return true
+	}
+	f := flag.Lookup("update")
+	if f == nil {
+		return false
+	}
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag() && f.Value.String() == "true"
+}
 
 // Build builds the turn's tools from entries as [toolset.BuildTools] does,
 // for the agent "test-agent", and fails the test at once if the build
@@ -66,9 +85,10 @@ func ModelView(tools *toolset.ToolList) ([]byte, error) {
 
 // AssertGolden compares the tools as the model sees them ([ModelView]) with
 // the golden file at path, and reports a line diff when they differ. Run
-// the tests with -update to write the file instead:
+// the tests with -toolsettest.update (or with -update, if the test package
+// defines a boolean flag of that name) to write the file instead:
 //
-//	go test ./agent -run TestAgentTools -update
+//	go test ./agent -run TestAgentTools -toolsettest.update
 //
 // It reports whether the tools match.
 func AssertGolden(t testing.TB, path string, tools *toolset.ToolList) bool {
@@ -78,7 +98,7 @@ func AssertGolden(t testing.TB, path string, tools *toolset.ToolList) bool {
 		t.Errorf("%v", err)
 		return false
 	}
-	if *update {
+	if updating() {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Errorf("toolsettest: %v", err)
 			return false
@@ -92,7 +112,7 @@ func AssertGolden(t testing.TB, path string, tools *toolset.ToolList) bool {
 	}
 	want, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("toolsettest: golden file %s does not exist; create it with\n\tgo test -run '^%s$' -update", path, topName(t))
+		t.Errorf("toolsettest: golden file %s does not exist; create it with\n\tgo test -run '^%s$' -toolsettest.update", path, topName(t))
 		return false
 	}
 	if err != nil {
@@ -103,7 +123,7 @@ func AssertGolden(t testing.TB, path string, tools *toolset.ToolList) bool {
 	if wantText == string(got) {
 		return true
 	}
-	t.Errorf("toolsettest: the tools the model sees differ from %s:\n%s\nIf the change is intended, update the file with\n\tgo test -run '^%s$' -update",
+	t.Errorf("toolsettest: the tools the model sees differ from %s:\n%s\nIf the change is intended, update the file with\n\tgo test -run '^%s$' -toolsettest.update",
 		path, lineDiff(path, wantText, "current tools", string(got)), topName(t))
 	return false
 }

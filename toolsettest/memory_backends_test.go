@@ -9,9 +9,7 @@ import (
 
 // The root's in-memory backends keep the contracts a third-party backend
 // is held to. Their clock is the process's, so the suites run in a
-// bubble, where an expiry is checked at its very instant. (They run here:
-// the root's own tests define an -update flag, and cannot import this
-// package.)
+// bubble, where an expiry is checked at its very instant.
 
 func TestMemoryRunStoreConformance(t *testing.T) {
 	toolsettest.TestRunStore(t, func(*testing.T) toolset.RunStore { return toolset.NewMemoryRunStore() }, toolsettest.InBubble())

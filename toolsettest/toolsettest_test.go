@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,11 +68,11 @@ func TestGoldenMismatchIsReadable(t *testing.T) {
 	admin := Build(t, NewRun(t, toolset.WithValue(role, "admin")).Turn(t.Context()), registry()...)
 
 	tb := run("TestAgent/viewer", func(tb *fakeTB) { AssertGolden(tb, path, viewer) })
-	assert.Equal(t, "toolsettest: golden file "+path+" does not exist; create it with\n\tgo test -run '^TestAgent$' -update", tb.output())
+	assert.Equal(t, "toolsettest: golden file "+path+" does not exist; create it with\n\tgo test -run '^TestAgent$' -toolsettest.update", tb.output())
 
-	*update = true
+	*updateFlag = true
 	tb = run("TestAgent/viewer", func(tb *fakeTB) { assert.True(t, AssertGolden(tb, path, viewer)) })
-	*update = false
+	*updateFlag = false
 	assert.Empty(t, tb.errors)
 	assert.Equal(t, []string{"toolsettest: wrote " + path}, tb.logs)
 	written, err := os.ReadFile(path)
@@ -115,7 +116,7 @@ func TestGoldenMismatchIsReadable(t *testing.T) {
 		"+    }\n" +
 		"   }\n" +
 		" ]\n" +
-		"\nIf the change is intended, update the file with\n\tgo test -run '^TestAgent$' -update"
+		"\nIf the change is intended, update the file with\n\tgo test -run '^TestAgent$' -toolsettest.update"
 	assert.Equal(t, want, tb.output())
 }
 
@@ -384,4 +385,21 @@ func TestFakeConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Equal(t, 16, f.Calls())
+}
+
+// userUpdate is the -update flag a test package defines for golden files
+// of its own, as many do: it does not clash with this package's, and
+// rewrites its golden files too.
+var userUpdate = flag.Bool("update", false, "a test package's own flag")
+
+func TestATestPackagesOwnUpdateFlagRewritesGoldenFiles(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tools.golden.json")
+	tools := Build(t, NewRun(t, toolset.WithValue(role, "viewer")).Turn(t.Context()), registry()...)
+	*userUpdate = true
+	tb := run("TestAgent", func(tb *fakeTB) { assert.True(t, AssertGolden(tb, path, tools)) })
+	*userUpdate = false
+	assert.Empty(t, tb.errors)
+	require.FileExists(t, path)
+	tb = run("TestAgent", func(tb *fakeTB) { assert.True(t, AssertGolden(tb, path, tools)) })
+	assert.Empty(t, tb.errors, "the file written is the one compared")
 }
