@@ -87,15 +87,14 @@ func (h *handleRuns) acquire(ctx context.Context, id string, resume func(context
 	}
 }
 
-// resume calls resume until it does not fail for another server holding
-// the run, for resumeWait at most.
+// resume calls resume until it does not fail for another holder of the
+// run, for resumeWait at most.
 func (h *handleRuns) resume(ctx context.Context, resume func(context.Context) (*toolset.RunContext, error)) (*toolset.RunContext, error) {
 	deadline := time.Now().Add(resumeWait)
 	delay := 10 * time.Millisecond
 	for {
 		rc, err := resume(ctx)
-		var ce *toolset.RunStateConflictError
-		if err == nil || !errors.As(err, &ce) || time.Now().Add(delay).After(deadline) {
+		if err == nil || !heldElsewhere(err) || time.Now().Add(delay).After(deadline) {
 			return rc, err
 		}
 		t := time.NewTimer(delay)
@@ -107,6 +106,17 @@ func (h *handleRuns) resume(ctx context.Context, resume func(context.Context) (*
 		}
 		delay = min(2*delay, 200*time.Millisecond)
 	}
+}
+
+// heldElsewhere reports whether err, ResumeRun's, says that another
+// holder has the run: another server sharing the store, or another Server
+// of this process (which shares its live runs).
+func heldElsewhere(err error) bool {
+	var (
+		se *toolset.RunStateConflictError
+		le *toolset.RunConflictError
+	)
+	return errors.As(err, &se) || errors.As(err, &le)
 }
 
 // release ends a request's use of e; the last one suspends the run.

@@ -204,14 +204,11 @@ func (s *Server) handleContext(ctx context.Context, method string, req mcp.Reque
 	}
 	e, err := s.handles.acquire(ctx, r.RunID, resume)
 	if err != nil {
-		var (
-			je *jsonrpc.Error
-			ce *toolset.RunStateConflictError
-		)
+		var je *jsonrpc.Error
 		switch {
 		case errors.As(err, &je):
 			return nil, nil, nil, je
-		case errors.As(err, &ce):
+		case heldElsewhere(err):
 			return nil, nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the run of this run handle is busy on another server; retry"}
 		case ctx.Err() != nil:
 			return nil, nil, nil, ctx.Err()
