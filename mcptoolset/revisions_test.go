@@ -8,6 +8,7 @@ import (
 
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/mcptoolset"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -182,4 +183,56 @@ func TestServedListsCarryTheirTTL(t *testing.T) {
 		c.cs.Close()
 		hs.Close()
 	}
+}
+
+// WithRunOptions says who a sessionless client is, at each of its
+// requests; its refusal reaches the client. A server with a run context
+// function and no WithRunOptions makes each sessionless request a run of
+// its own, without a handle.
+func TestRunOptionsSayWhoASessionlessClientIs(t *testing.T) {
+	checkLeaks(t)
+	role := toolset.NewKey[string]("role")
+	admin := toolset.NewFunction(toolset.NewTool("drop_table", "Drop.", func(context.Context, struct{}) (string, error) {
+		return "dropped", nil
+	})).Filtered(func(ctx context.Context, _ toolset.Tool) (bool, error) { return role.Get(ctx) == "admin", nil })
+	var runIDs []string
+	srv := mcptoolset.NewServer(toolset.NewCombined(searchable(), admin), mcptoolset.WithRunOptions(func(_ context.Context, req *mcptoolset.Request) ([]toolset.RunOption, error) {
+		runIDs = append(runIDs, req.RunID)
+		switch r := req.Extra.Header.Get("X-User"); r {
+		case "":
+			return nil, &jsonrpc.Error{Code: 401, Message: "who are you?"}
+		default:
+			return []toolset.RunOption{toolset.WithValue(role, r)}, nil
+		}
+	}))
+	hs := httptest.NewServer(srv.HTTPHandler(nil))
+	t.Cleanup(hs.Close)
+	a := dialAs(t, hs.URL, "admin")
+	assert.ElementsMatch(t, []string{"drop_table", "tool_search"}, a.list(t))
+	_, isErr := a.call(t, "tool_search", map[string]any{"query": "refund", "top_k": 1})
+	require.False(t, isErr)
+	assert.ElementsMatch(t, []string{"drop_table", "refund_payment", "tool_search"}, a.list(t))
+	require.GreaterOrEqual(t, len(runIDs), 3)
+	assert.Equal(t, runIDs[0], runIDs[len(runIDs)-1], "one run, named by the handle")
+	assert.Regexp(t, `^mcp-h-[0-9a-f]{32}$`, runIDs[0])
+	assert.Equal(t, []string{"tool_search"}, dialAs(t, hs.URL, "guest").list(t))
+
+	_, err := dial(t, hs.URL, sessionless, nil).callErr("tool_search", nil)
+	var je *jsonrpc.Error
+	require.ErrorAs(t, err, &je)
+	assert.Equal(t, "who are you?", je.Message)
+
+	var calls int
+	legacy := mcptoolset.NewServer(searchable(), mcptoolset.WithRunContext(func(context.Context, *mcptoolset.Request) (*toolset.RunContext, error) {
+		calls++
+		return toolset.NewRun(""), nil
+	}))
+	lhs := httptest.NewServer(legacy.HTTPHandler(nil))
+	t.Cleanup(lhs.Close)
+	c := dial(t, lhs.URL, sessionless, nil)
+	_, isErr = c.call(t, "tool_search", map[string]any{"query": "refund"})
+	require.False(t, isErr)
+	assert.Equal(t, []string{"tool_search"}, c.list(t), "a run of its own per request")
+	assert.Empty(t, c.handle, "no handle")
+	assert.GreaterOrEqual(t, calls, 2, "the function begins each request's run")
 }

@@ -91,10 +91,15 @@ func RequestFromContext(ctx context.Context) *Request {
 // [WithMaxSessionRuns]. req is that request. Every request of the session
 // is then a turn of the run ([toolset.RunContext.Turn]), and the server
 // ends the run ([toolset.RunContext.End]) when the session ends or its run
-// is dropped. A request without a session (a stateless HTTP request) gets
-// a run of its own, ended after it. So what a client may do is decided
-// once per session; to decide per request, predicates read the request
-// with [RequestFromContext].
+// is dropped. So what a client may do is decided once per session; to
+// decide per request, predicates read the request with
+// [RequestFromContext].
+//
+// A tools/list or tools/call without a session (a 2026-07-28 client's, or
+// any request to a stateless HTTP handler) is not given to it: with
+// [WithRunOptions] it carries on a run by handle (see [WithRunStore]);
+// without, it gets a run of its own from this function, ended after it,
+// and no handle.
 //
 // A nil RunContext means the default run of [WithRunContext]. A run that
 // cannot be used ([toolset.RunContext.Err], such as a run whose ID another
@@ -220,7 +225,8 @@ func WithPageSize(n int) ServerOption { return func(c *serverConfig) { c.page = 
 // So a deferred tool that a search revealed is listed and callable from
 // the session's next request, and never in another session. A session's
 // run is ended when the session ends; at most [WithMaxSessionRuns]
-// sessions keep one. A tool that requires a human's approval
+// sessions keep one. A request without a session carries on a run by the
+// handle its client sends back (see [WithRunStore]). A tool that requires a human's approval
 // ([toolset.WithApprovalRequired]) cannot be approved here, since MCP
 // calls reach the server without a human to ask: the client gets an
 // isError result saying so.
