@@ -337,6 +337,8 @@
 //   - a run handle: 128 bytes, checked before it is decoded; good for
 //     [WithRunHandleTTL], [DefaultRunHandleTTL] (1 hour) after the result
 //     that carried it, as is its run's saved state after its latest save;
+//   - the runs the default run store keeps: [DefaultMaxStoredRuns]
+//     (4,096), the least recently saved dropped, the expired ones too;
 //   - the wait of a request for a run that another server holds: 5
 //     seconds, then a JSON-RPC error that says to retry;
 //   - tools/list ttlMs: [WithListTTL] (default 0).

@@ -29,8 +29,10 @@ type RunOptionsFunc func(ctx context.Context, req *Request) ([]toolset.RunOption
 const MinRunKeyBytes = 32
 
 // WithRunStore sets the store in which the runs of requests without a
-// session are kept between requests; the default is a
-// [toolset.NewMemoryRunStore] of the server's own.
+// session are kept between requests; the default is one in the server's
+// memory, which keeps [DefaultMaxStoredRuns] runs at most, dropping the
+// least recently saved (any client may begin runs: a store shared by
+// servers should expire and bound what it keeps too).
 //
 // A 2026-07-28 client has no session, and neither has a request to a
 // stateless HTTP handler. Such a request carries on the run named by the
@@ -131,7 +133,7 @@ func (s *Server) setupHandles(cfg *serverConfig) {
 	}
 	store := cfg.store
 	if store == nil {
-		store = toolset.NewMemoryRunStore()
+		store = newLocalRunStore(DefaultMaxStoredRuns)
 	}
 	s.keys = &handleKeys{key: key, ttl: ttl, now: time.Now}
 	s.runOpts, s.binding = cfg.runOpts, cfg.binding
