@@ -13,6 +13,7 @@ import (
 
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/mcptoolset"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -153,4 +154,37 @@ func TestShortRunKeyIsRefused(t *testing.T) {
 	assert.PanicsWithValue(t, "mcptoolset: WithRunKey: a key of 16 bytes; it must have 32 at least", func() {
 		mcptoolset.NewServer(toolset.NewFunction(), mcptoolset.WithRunKey(make([]byte, 16)))
 	})
+}
+
+// By default a handle is bound to the user of the request's verified
+// bearer token: another user replaying it is refused, and the owner, with
+// another token of hers, carries on.
+func TestRunHandleIsBoundToTheTokensUser(t *testing.T) {
+	checkLeaks(t)
+	users := map[string]string{"t-alice": "alice", "t-alice-2": "alice", "t-bob": "bob"}
+	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		u, ok := users[token]
+		if !ok {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: u, Expiration: time.Now().Add(time.Hour)}, nil
+	}
+	srv := mcptoolset.NewServer(searchable())
+	hs := httptest.NewServer(auth.RequireBearerToken(verify, nil)(srv.HTTPHandler(nil)))
+	t.Cleanup(hs.Close)
+	as := func(token string) *runClient {
+		hc := &http.Client{Transport: headerTransport{"Authorization", "Bearer " + token}}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: token, Version: "v1"}, nil).
+			Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: sessionless})
+		require.NoError(t, err)
+		t.Cleanup(func() { cs.Close() })
+		return &runClient{cs: cs}
+	}
+	alice := as("t-alice")
+	_, isErr := alice.call(t, "tool_search", map[string]any{"query": "refund", "top_k": 1})
+	require.False(t, isErr)
+	requireHandleRefused(t, as("t-bob"), alice.handle, "invalid run handle")
+	again := as("t-alice-2")
+	again.handle = alice.handle
+	assert.Contains(t, again.list(t), "refund_payment", "the same user carries on her run")
 }

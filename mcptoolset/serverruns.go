@@ -19,7 +19,10 @@ import (
 // (see [WithRunStore]): it is called at each such request, since a run's
 // values are not saved with it. It says who the client is, as a
 // [RunContextFunc] does for a session's run; req is the request, and
-// req.RunID the ID of the run.
+// req.RunID the ID of the run. Requests of one run that this server
+// handles at once share the run, and the options of the one that resumed
+// it: decide from what the handle is bound to (see [WithRunBinding]), not
+// from what may differ between a client's requests.
 //
 // An error refuses the request, as a RunContextFunc's does: a
 // [*jsonrpc.Error] is sent as it is, any other error is internal.
