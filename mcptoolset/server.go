@@ -226,10 +226,10 @@ func WithPageSize(n int) ServerOption { return func(c *serverConfig) { c.page = 
 // the session's next request, and never in another session. A session's
 // run is ended when the session ends; at most [WithMaxSessionRuns]
 // sessions keep one. A request without a session carries on a run by the
-// handle its client sends back (see [WithRunStore]). A tool that requires a human's approval
-// ([toolset.WithApprovalRequired]) cannot be approved here, since MCP
-// calls reach the server without a human to ask: the client gets an
-// isError result saying so.
+// handle its client sends back (see [WithRunStore]). A tool that requires
+// a human's approval ([toolset.WithApprovalRequired]) cannot be approved
+// here, since MCP calls reach the server without a human to ask: the
+// client gets an isError result saying so.
 //
 // An error the model should see ([toolset.ErrorText] reports true)
 // comes back as a result with isError set and the error's text. Any other

@@ -94,7 +94,8 @@ func WithRunOptions(fn RunOptionsFunc) ServerOption {
 // from, to which a run handle is bound: a handle minted for one binding
 // is refused from another. The default is the user ID of the request's
 // verified bearer token (the SDK's auth.TokenInfo), or "" for a request
-// without one. A panic in fn fails the request.
+// without one. A panic in fn fails the request. A handle bound to ""
+// (no authentication) is a bearer secret: whoever holds it has the run.
 func WithRunBinding(fn func(*Request) string) ServerOption {
 	return func(c *serverConfig) { c.binding = fn }
 }
