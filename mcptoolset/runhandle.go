@@ -61,9 +61,10 @@ var (
 
 // handleKeys mints and checks run handles.
 type handleKeys struct {
-	key []byte
-	ttl time.Duration
-	now func() time.Time
+	key      []byte   // the key that signs
+	previous [][]byte // keys that still check
+	ttl      time.Duration
+	now      func() time.Time
 }
 
 // newRunID returns a new random run ID for a handle.
@@ -82,12 +83,12 @@ func (k *handleKeys) mint(id [handleIDLen]byte, binding string) string {
 	var raw [handleRawLen]byte
 	copy(raw[:], id[:])
 	binary.BigEndian.PutUint64(raw[handleIDLen:], uint64(k.now().Add(k.ttl).Unix()))
-	copy(raw[handleBodyLen:], k.mac(raw[:handleBodyLen], binding))
+	copy(raw[handleBodyLen:], mac(k.key, raw[:handleBodyLen], binding))
 	return handlePrefix + base64.RawURLEncoding.EncodeToString(raw[:])
 }
 
-func (k *handleKeys) mac(body []byte, binding string) []byte {
-	m := hmac.New(sha256.New, k.key)
+func mac(key, body []byte, binding string) []byte {
+	m := hmac.New(sha256.New, key)
 	m.Write([]byte(handleDomain))
 	m.Write([]byte{handleVersion})
 	m.Write(body)
@@ -113,7 +114,11 @@ func (k *handleKeys) check(h, binding string) ([handleIDLen]byte, error) {
 	if err != nil || len(raw) != handleRawLen {
 		return id, errHandleMalformed
 	}
-	if !hmac.Equal(raw[handleBodyLen:], k.mac(raw[:handleBodyLen], binding)) {
+	good := hmac.Equal(raw[handleBodyLen:], mac(k.key, raw[:handleBodyLen], binding))
+	for _, key := range k.previous {
+		good = hmac.Equal(raw[handleBodyLen:], mac(key, raw[:handleBodyLen], binding)) || good
+	}
+	if !good {
 		return id, errHandleInvalid
 	}
 	expiry := binary.BigEndian.Uint64(raw[handleIDLen:handleBodyLen])

@@ -154,6 +154,11 @@ func TestShortRunKeyIsRefused(t *testing.T) {
 	assert.PanicsWithValue(t, "mcptoolset: WithRunKey: a key of 16 bytes; it must have 32 at least", func() {
 		mcptoolset.NewServer(toolset.NewFunction(), mcptoolset.WithRunKey(make([]byte, 16)))
 	})
+	assert.PanicsWithValue(t, "mcptoolset: WithRunKey: a key of 0 bytes; it must have 32 at least", func() {
+		mcptoolset.NewServer(toolset.NewFunction(), mcptoolset.WithRunKey(make([]byte, 32), nil))
+	})
+	assert.Panics(t, func() { mcptoolset.NewServer(toolset.NewFunction(), mcptoolset.WithRunKey(nil)) },
+		"an empty key (an unset variable, say) is not the default key")
 }
 
 // By default a handle is bound to the user of the request's verified

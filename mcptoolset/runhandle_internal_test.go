@@ -55,3 +55,22 @@ func FuzzRunHandle(f *testing.F) {
 		}
 	})
 }
+
+// A handle signed with a previous key checks; one signed with a key
+// dropped does not.
+func TestRunHandleKeyChange(t *testing.T) {
+	old := testKeys()
+	id := newRunID()
+	h := old.mint(id, "alice")
+	next := &handleKeys{key: bytes.Repeat([]byte{9}, 32), previous: [][]byte{old.key}, ttl: time.Hour, now: old.now}
+	if got, err := next.check(h, "alice"); err != nil || got != id {
+		t.Fatalf("with the old key as previous: %x, %v", got, err)
+	}
+	if _, err := next.check(next.mint(id, "alice"), "alice"); err != nil {
+		t.Fatalf("a handle of the new key: %v", err)
+	}
+	alone := &handleKeys{key: next.key, ttl: time.Hour, now: old.now}
+	if _, err := alone.check(h, "alice"); err != errHandleInvalid {
+		t.Fatalf("once the old key is dropped: %v", err)
+	}
+}

@@ -133,12 +133,14 @@ type serverConfig struct {
 	trace    toolset.TracePropagator
 	requests RequestObserver
 
-	store     toolset.RunStore
-	key       []byte
-	handleTTL time.Duration
-	runOpts   RunOptionsFunc
-	binding   func(*Request) string
-	listTTL   time.Duration
+	store        toolset.RunStore
+	key          []byte
+	keySet       bool
+	previousKeys [][]byte
+	handleTTL    time.Duration
+	runOpts      RunOptionsFunc
+	binding      func(*Request) string
+	listTTL      time.Duration
 }
 
 // WithImplementation sets the server's name and version sent to clients;

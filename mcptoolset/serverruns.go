@@ -66,15 +66,24 @@ func WithRunStore(store toolset.RunStore) ServerOption {
 // WithRunKey sets the key that signs and checks run handles (see
 // [WithRunStore]), at least [MinRunKeyBytes] long; the default is a
 // random key made for the server, so that its handles are good with it
-// alone. Give servers that share a run store the same key. NewServer
-// panics with a shorter key.
+// alone. Give servers that share a run store the same key. Handles signed
+// with one of the previous keys are still good until they expire: to
+// change keys, give every server the new key with the old one as
+// previous, then, once the old handles have expired, the new one alone.
+// NewServer panics with a key shorter than MinRunKeyBytes.
 //
 // A handle is signed with HMAC-SHA256 over the run's random ID, its
 // expiry and the client's binding (see [WithRunBinding]): it cannot be
 // forged or changed without the key, and it is refused when it expired
 // or another client presents it.
-func WithRunKey(key []byte) ServerOption {
-	return func(c *serverConfig) { c.key = append([]byte(nil), key...) }
+func WithRunKey(key []byte, previous ...[]byte) ServerOption {
+	return func(c *serverConfig) {
+		c.key, c.keySet = append([]byte(nil), key...), true
+		c.previousKeys = nil
+		for _, k := range previous {
+			c.previousKeys = append(c.previousKeys, append([]byte(nil), k...))
+		}
+	}
 }
 
 // WithRunHandleTTL sets how long a run handle is good for after the
@@ -125,11 +134,14 @@ func (s *Server) setupHandles(cfg *serverConfig) {
 		return
 	}
 	key := cfg.key
-	if key == nil {
+	if !cfg.keySet {
 		key = make([]byte, 32)
 		_, _ = rand.Read(key) // never fails
-	} else if len(key) < MinRunKeyBytes {
-		panic(fmt.Sprintf("mcptoolset: WithRunKey: a key of %d bytes; it must have %d at least", len(key), MinRunKeyBytes))
+	}
+	for _, k := range append([][]byte{key}, cfg.previousKeys...) {
+		if len(k) < MinRunKeyBytes {
+			panic(fmt.Sprintf("mcptoolset: WithRunKey: a key of %d bytes; it must have %d at least", len(k), MinRunKeyBytes))
+		}
 	}
 	ttl := cfg.handleTTL
 	if ttl <= 0 {
@@ -139,7 +151,7 @@ func (s *Server) setupHandles(cfg *serverConfig) {
 	if store == nil {
 		store = newLocalRunStore(DefaultMaxStoredRuns)
 	}
-	s.keys = &handleKeys{key: key, ttl: ttl, now: time.Now}
+	s.keys = &handleKeys{key: key, previous: cfg.previousKeys, ttl: ttl, now: time.Now}
 	s.runOpts, s.binding = cfg.runOpts, cfg.binding
 	if s.binding == nil {
 		s.binding = defaultBinding
