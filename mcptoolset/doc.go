@@ -253,6 +253,53 @@
 // ask. The run is ended when the session ends, and [WithMaxSessionRuns]
 // bounds the runs kept.
 //
+// # Clients without sessions (MCP 2026-07-28)
+//
+// The 2026-07-28 revision of MCP has neither sessions nor initialize: a
+// client discovers the server (server/discover) and each request carries
+// its protocol version and client info. [Server.HTTPHandler] serves both
+// kinds of client on one endpoint: a request whose MCP-Protocol-Version
+// header is 2026-07-28 or later goes to a stateless SDK handler, any other
+// to a stateful one, where older clients initialize sessions as before.
+// (The SDK's own handler does one or the other: a stateful one refuses
+// 2026-07-28 requests.)
+//
+// A request without a session, a 2026-07-28 client's or any request to a
+// handler made with Stateless set, carries on a run by handle. Every
+// tools/list and tools/call result it gets carries, in its _meta under
+// [MetaRunHandle] ("io.gotoolset/run"), an opaque handle naming the run;
+// a client that sends the latest handle back in the params._meta of its
+// next requests gets the same run, as a session would:
+//
+//	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "tool_search", Arguments: args})
+//	handle := res.Meta[mcptoolset.MetaRunHandle]
+//	list, err := cs.ListTools(ctx, &mcp.ListToolsParams{Meta: mcp.Meta{mcptoolset.MetaRunHandle: handle}})
+//
+// A request without a handle begins a new run. The run lives in a
+// [toolset.RunStore] ([WithRunStore]; by default one in the server's
+// memory): each request resumes it ([toolset.ResumeRun]), is its next
+// turn, and suspends it back when this server's requests of it are done,
+// so servers that share the store and the key ([WithRunKey]) behind a load
+// balancer serve one client's run as one. The handle is "r1." and the
+// base64url of the run's random 16-byte ID, its expiry (Unix seconds) and
+// an HMAC-SHA256 under the server's key of both and of the client's
+// binding ([WithRunBinding]; by default the verified bearer token's user
+// ID), 78 bytes in all. A handle that is not one, was changed, was made
+// with another key, has expired ([WithRunHandleTTL]) or comes from another
+// client is refused with an invalid-params JSON-RPC error saying which
+// (forged, changed, another key's and another client's all read "invalid
+// run handle"); it never reaches a run. The run's values come from
+// [WithRunOptions]: with a [WithRunContext] function and none, requests
+// without a session are runs of their own, as they were before, and carry
+// no handle.
+//
+// When a tool search reveals a tool, the server tells every client to list
+// again: notifications/tools/list_changed on sessions, and on the
+// subscriptions/listen streams of 2026-07-28 clients that opened one on
+// this server. Lists carry ttlMs ([WithListTTL], zero by default: list
+// again each time) and cacheScope "private", so a 2026-07-28 client that
+// does not listen lists again before it relies on its list.
+//
 // Errors the model should see come back as isError results with their
 // text (an unknown tool too, with the names available). Other errors are
 // internal: the client gets a JSON-RPC error "internal error (id …)", and
@@ -333,5 +380,13 @@
 //     [DefaultMaxSessionRuns] (1,024), the least recently used dropped;
 //   - tools/list page size: [WithPageSize] (default: every tool in one
 //     page);
-//   - a refusal's message from the run context function: 1 KiB.
+//   - a refusal's message from the run context function: 1 KiB;
+//   - a run handle: 128 bytes, checked before it is decoded; good for
+//     [WithRunHandleTTL], [DefaultRunHandleTTL] (1 hour) after the result
+//     that carried it, as is its run's saved state after its latest save;
+//   - the runs the default run store keeps: [DefaultMaxStoredRuns]
+//     (4,096), the least recently saved dropped, the expired ones too;
+//   - the wait of a request for a run that another server holds: 5
+//     seconds, then a JSON-RPC error that says to retry;
+//   - tools/list ttlMs: [WithListTTL] (default 0).
 package mcptoolset

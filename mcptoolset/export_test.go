@@ -1,6 +1,10 @@
 package mcptoolset
 
-import "github.com/modelcontextprotocol/go-sdk/mcp"
+import (
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
 
 // SetMaxPages sets the bound on the pages of one listing, for a test, and
 // returns a function that restores it.
@@ -31,3 +35,9 @@ func SetMaxResponseBytes(n int64) (restore func()) {
 	maxResponseBytes = n
 	return func() { maxResponseBytes = old }
 }
+
+// SetRunClock sets the clock by which s mints and checks run handles.
+func SetRunClock(s *Server, now func() time.Time) { s.keys.now = now }
+
+// HandleRuns returns the number of runs of handles s is using.
+func HandleRuns(s *Server) int { return s.handles.len() }

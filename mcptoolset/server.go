@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/internal/textcut"
@@ -35,6 +36,14 @@ type Server struct {
 	runs     sessionRuns
 	trace    toolset.TracePropagator
 	requests RequestObserver
+
+	// Runs carried by handle, for requests without a session; handles is
+	// nil when they are not (see setupHandles).
+	keys    *handleKeys
+	handles *handleRuns
+	runOpts RunOptionsFunc
+	binding func(*Request) string
+	listTTL time.Duration
 }
 
 // Request describes the MCP request that a run context is built for.
@@ -53,6 +62,11 @@ type Request struct {
 	Extra *mcp.RequestExtra
 	// Tool is the name of the tool called, for "tools/call".
 	Tool string
+	// RunID is the ID of the run the request carries on by run handle
+	// (see [WithRunStore]), or "" for a request of a session.
+	RunID string
+
+	handle string // the run handle the result carries
 }
 
 type requestKey struct{}
@@ -77,10 +91,15 @@ func RequestFromContext(ctx context.Context) *Request {
 // [WithMaxSessionRuns]. req is that request. Every request of the session
 // is then a turn of the run ([toolset.RunContext.Turn]), and the server
 // ends the run ([toolset.RunContext.End]) when the session ends or its run
-// is dropped. A request without a session (a stateless HTTP request) gets
-// a run of its own, ended after it. So what a client may do is decided
-// once per session; to decide per request, predicates read the request
-// with [RequestFromContext].
+// is dropped. So what a client may do is decided once per session; to
+// decide per request, predicates read the request with
+// [RequestFromContext].
+//
+// A tools/list or tools/call without a session (a 2026-07-28 client's, or
+// any request to a stateless HTTP handler) is not given to it: with
+// [WithRunOptions] it carries on a run by handle (see [WithRunStore]);
+// without, it gets a run of its own from this function, ended after it,
+// and no handle.
 //
 // A nil RunContext means the default run of [WithRunContext]. A run that
 // cannot be used ([toolset.RunContext.Err], such as a run whose ID another
@@ -113,6 +132,15 @@ type serverConfig struct {
 	maxRuns  int
 	trace    toolset.TracePropagator
 	requests RequestObserver
+
+	store        toolset.RunStore
+	key          []byte
+	keySet       bool
+	previousKeys [][]byte
+	handleTTL    time.Duration
+	runOpts      RunOptionsFunc
+	binding      func(*Request) string
+	listTTL      time.Duration
 }
 
 // WithImplementation sets the server's name and version sent to clients;
@@ -199,10 +227,11 @@ func WithPageSize(n int) ServerOption { return func(c *serverConfig) { c.page = 
 // So a deferred tool that a search revealed is listed and callable from
 // the session's next request, and never in another session. A session's
 // run is ended when the session ends; at most [WithMaxSessionRuns]
-// sessions keep one. A tool that requires a human's approval
-// ([toolset.WithApprovalRequired]) cannot be approved here, since MCP
-// calls reach the server without a human to ask: the client gets an
-// isError result saying so.
+// sessions keep one. A request without a session carries on a run by the
+// handle its client sends back (see [WithRunStore]). A tool that requires
+// a human's approval ([toolset.WithApprovalRequired]) cannot be approved
+// here, since MCP calls reach the server without a human to ask: the
+// client gets an isError result saying so.
 //
 // An error the model should see ([toolset.ErrorText] reports true)
 // comes back as a result with isError set and the error's text. Any other
@@ -256,6 +285,8 @@ func NewServer(ts toolset.Toolset, opts ...ServerOption) *Server {
 	if s.agent == "" {
 		s.agent = impl.Name
 	}
+	s.listTTL = cfg.listTTL
+	s.setupHandles(&cfg)
 	if _, ok := ts.(toolset.InstructionsProvider); ok && so.Instructions == "" {
 		s.instr = true
 	}
@@ -313,11 +344,46 @@ func (s *Server) ServeStdio(ctx context.Context) error {
 }
 
 // HTTPHandler returns an http.Handler that serves the streamable HTTP
-// transport; opts may be nil. Every HTTP session is a session of this one
-// server.
+// transport to clients of every protocol revision the SDK speaks; opts
+// may be nil. Every HTTP session is a session of this one server.
+//
+// A client of 2026-07-28 or later (its requests' MCP-Protocol-Version
+// header says so) has no session: its requests are served as a stateless
+// handler serves them, and carry on their run by run handle (see
+// [WithRunStore]). Older clients initialize a session, unless
+// opts.Stateless is set: then their requests are sessionless too.
+//
+// The SDK's handler serves sessions or the 2026-07-28 revision, not both;
+// this one holds one of each and sends each request to the one for its
+// revision.
 func (s *Server) HTTPHandler(opts *mcp.StreamableHTTPOptions) http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, opts)
+	get := func(*http.Request) *mcp.Server { return s.srv }
+	var o mcp.StreamableHTTPOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Stateless {
+		return mcp.NewStreamableHTTPHandler(get, &o)
+	}
+	stateful := mcp.NewStreamableHTTPHandler(get, &o)
+	o.Stateless = true
+	stateless := mcp.NewStreamableHTTPHandler(get, &o)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if modernRevision(r.Header.Get("MCP-Protocol-Version")) {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
+	})
 }
+
+// firstSessionless is the first protocol revision without sessions.
+const firstSessionless = "2026-07-28"
+
+// modernRevision reports whether the protocol revision v, as a request's
+// MCP-Protocol-Version header gives it, has no sessions. Revisions are
+// dates, which compare as strings.
+func modernRevision(v string) bool { return v >= firstSessionless }
 
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	h := s.handler(next)
@@ -468,6 +534,9 @@ func (s *Server) context(ctx context.Context, method string, req mcp.Request, to
 		}
 		return rc, nil
 	}
+	if s.usesHandle(r) {
+		return s.handleContext(ctx, method, req, r)
+	}
 	noop := func() {}
 	if r.Session == nil {
 		// No session to keep a run in: the request is a run of its own.
@@ -538,6 +607,9 @@ func (s *Server) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mcp
 		next = makeCursor(end)
 	}
 	res := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, end-start), NextCursor: next}
+	res.Meta = setHandle(ctx, res.Meta)
+	res.TTLMs = int(s.listTTL.Milliseconds())
+	res.CacheScope = "private"
 	for _, t := range list[start:end] {
 		mt, err := mcpTool(t)
 		if err != nil {
@@ -659,14 +731,32 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 		if !ok {
 			return nil, s.internal(ctx, "tools/call", req, err)
 		}
+		res.Meta = setHandle(ctx, res.Meta)
 		return res, nil
+	}
+	if revealed(v) {
+		// The run lists more from its next request: clients list again.
+		s.ToolsChanged()
 	}
 	t, _ := tools.Lookup(name)
 	res, err := toMCP(v, t.Returns != nil)
 	if err != nil {
 		return nil, s.internal(ctx, "tools/call", req, fmt.Errorf("mcptoolset: tool %q: %w", name, err))
 	}
+	res.Meta = setHandle(ctx, res.Meta)
 	return res, nil
+}
+
+// revealed reports whether v, a call's result, is a tool search's that
+// revealed a tool to the run.
+func revealed(v any) bool {
+	switch r := v.(type) {
+	case toolset.ToolSearchResult:
+		return len(r.Tools) > 0
+	case *toolset.ToolSearchResult:
+		return r != nil && len(r.Tools) > 0
+	}
+	return false
 }
 
 // errorResult turns an error the model should see into an isError result,

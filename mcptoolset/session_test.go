@@ -86,7 +86,7 @@ func TestServedHTTPSessionKeepsToolSearchReveals(t *testing.T) {
 	t.Cleanup(httpServer.Close) // after the sessions' cleanups
 	session := func() *mcp.ClientSession {
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "v1"}, nil).
-			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: httpServer.URL}, nil)
+			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: httpServer.URL}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 		require.NoError(t, err)
 		t.Cleanup(func() { cs.Close() })
 		return cs
@@ -231,7 +231,9 @@ func TestServedSessionRunsAreBounded(t *testing.T) {
 }
 
 // In stateless HTTP every request is a session of its own, closed with
-// the request: each is a run of its own, and none is kept.
+// the request: a client that does not send back the run handle of a
+// result (see revisions_test.go for one that does) makes each request a
+// run of its own, and no session is kept.
 func TestStatelessHTTPRequestsKeepNoRuns(t *testing.T) {
 	checkLeaks(t)
 	ctx := context.Background()
