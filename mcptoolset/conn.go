@@ -35,6 +35,8 @@ type conn struct {
 	failAt    time.Time
 	warned    *ServerError // the failure last logged under WithSkipUnavailable
 
+	run heldHandle // the run handle a 2026-07-28 server last gave
+
 	gen     uint64 // bumped when the tool list changes
 	cache   *listing
 	listing *flight
@@ -229,7 +231,7 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, mcp.Transport, 
 	}
 	c.hookNotifications(&opts)
 	client := mcp.NewClient(impl, &opts)
-	client.AddSendingMiddleware(takeListTTL)
+	client.AddSendingMiddleware(takeListTTL, carryRunHandle(&c.run, c.invalidate))
 	s, err := client.Connect(ctx, tr, nil)
 	if err != nil {
 		if ct, ok := tr.(*commandTransport); ok {

@@ -298,7 +298,18 @@
 // subscriptions/listen streams of 2026-07-28 clients that opened one on
 // this server. Lists carry ttlMs ([WithListTTL], zero by default: list
 // again each time) and cacheScope "private", so a 2026-07-28 client that
-// does not listen lists again before it relies on its list.
+// does not listen lists again before it relies on its list. The result of
+// the call that revealed it says so too ([MetaListChanged]), for a client
+// with neither.
+//
+// This package's client ([NewHTTP], [New]) is such a client: each
+// connection keeps the latest handle a server gave it and sends it back
+// with its tools/list and tools/call requests, so a toolset served by this
+// package keeps one run per connection, as it does per session, and lists
+// again after a result that says the list changed. A handle the server
+// refuses (expired, or its key changed) is dropped and the request made
+// once more without it, which begins a new run there: the refusal comes
+// before anything runs.
 //
 // Errors the model should see come back as isError results with their
 // text (an unknown tool too, with the names available). Other errors are

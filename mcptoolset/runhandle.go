@@ -25,6 +25,13 @@ import (
 // travels in _meta, next to the protocol's own per-request fields.
 const MetaRunHandle = "io.gotoolset/run"
 
+// MetaListChanged is the _meta key set to true in a tools/call result
+// whose call changed what the caller's run may list (a tool search that
+// revealed tools): the result itself says so, for a client with neither a
+// session nor a listen stream to be told on. This package's client lists
+// again when it sees it.
+const MetaListChanged = "io.gotoolset/listChanged"
+
 // DefaultRunHandleTTL is how long a run handle, and the saved state of
 // its run, lasts after the latest request that carried it; see
 // [WithRunHandleTTL].

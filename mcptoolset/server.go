@@ -734,7 +734,8 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 		res.Meta = setHandle(ctx, res.Meta)
 		return res, nil
 	}
-	if revealed(v) {
+	more := revealed(v)
+	if more {
 		// The run lists more from its next request: clients list again.
 		s.ToolsChanged()
 	}
@@ -744,6 +745,14 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 		return nil, s.internal(ctx, "tools/call", req, fmt.Errorf("mcptoolset: tool %q: %w", name, err))
 	}
 	res.Meta = setHandle(ctx, res.Meta)
+	if more {
+		// Said in the result too, for a client with no session and no
+		// listen stream to be notified on.
+		if res.Meta == nil {
+			res.Meta = mcp.Meta{}
+		}
+		res.Meta[MetaListChanged] = true
+	}
 	return res, nil
 }
 
