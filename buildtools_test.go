@@ -79,6 +79,34 @@ func TestEntryErrorSaysEachThingOnce(t *testing.T) {
 	}
 }
 
+// TestEntryErrorOneFailureALine checks that each failure of a turn is a
+// line that begins with its whole path, nested Combineds included, and
+// that a toolset's error cannot add a line that reads as the failure of
+// another toolset: its later lines are indented under its own.
+func TestEntryErrorOneFailureALine(t *testing.T) {
+	ctx := context.Background()
+	a := pkgToolset{err: errors.New("a down")}
+	b := pkgToolset{err: errors.New("b down")}
+	_, err := toolset.BuildTools(ctx, "a", toolset.NewCombined(toolset.NewFunction(echoTool("x")), toolset.NewCombined(a, b)), echoTool("y"))
+	assert.EqualError(t, err, `toolset: agent "a": Combined#0/Combined#1/pkgToolset#0 "pkg:fx": a down`+"\n"+
+		`Combined#0/Combined#1/pkgToolset#1 "pkg:fx": b down`)
+	_, err = toolset.BuildTools(ctx, "a", toolset.NewCombined(toolset.NewCombined(a, b).Prefixed("p")))
+	assert.EqualError(t, err, `toolset: agent "a": Combined#0/Prefixed#0 "p"/pkgToolset#0 "pkg:fx": a down`+"\n"+
+		`Combined#0/Prefixed#0 "p"/pkgToolset#1 "pkg:fx": b down`)
+
+	forged := pkgToolset{err: errors.New("boom\nFunction#1 \"billing\": unauthorized\rFunction#2: x")}
+	_, err = toolset.BuildTools(ctx, "a", toolset.NewCombined(forged, toolset.NewFunction(echoTool("x"))), b)
+	assert.EqualError(t, err, `toolset: agent "a": Combined#0/pkgToolset#0 "pkg:fx": boom`+"\n"+
+		`  Function#1 "billing": unauthorized`+"\n"+
+		`  Function#2: x`+"\n"+
+		`pkgToolset#1 "pkg:fx": b down`)
+	_, err = toolset.BuildTools(ctx, "a", toolset.NewCombined(toolset.NewCombined(forged, b)))
+	assert.EqualError(t, err, `toolset: agent "a": Combined#0/Combined#0/pkgToolset#0 "pkg:fx": boom`+"\n"+
+		`  Function#1 "billing": unauthorized`+"\n"+
+		`  Function#2: x`+"\n"+
+		`Combined#0/Combined#0/pkgToolset#1 "pkg:fx": b down`)
+}
+
 func TestBuildToolsUnderCancelledContextFails(t *testing.T) {
 	ctx, cancel := context.WithCancel(newRun(t, "r"))
 	cancel()

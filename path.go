@@ -164,20 +164,44 @@ func (e *entryError) Error() string {
 	text := strings.TrimPrefix(errorText(e.err), "toolset: ")
 	if pkg, name, ok := strings.Cut(e.label, ":"); ok && pkg != "" && name != "" {
 		if rest, ok := strings.CutPrefix(text, pkg+": toolset "+strconv.Quote(name)+": "); ok {
-			return head + ": " + rest
+			return head + ": " + indented(rest)
 		}
 	}
-	return head + ": " + strings.TrimPrefix(text, e.label+": ")
+	return head + ": " + indented(strings.TrimPrefix(text, e.label+": "))
 }
 
 // under names err, one of the failures of the toolset e names (head),
-// on its path when it is a child's.
+// on its path when it is a child's: each of the child's failures, one a
+// line, goes under head.
 func (e *entryError) under(head string, err error) string {
 	text := strings.TrimPrefix(errorText(err), "toolset: ")
-	if childFailure(err) {
-		return head + pathSep + text
+	if !childFailure(err) {
+		return head + ": " + indented(text)
 	}
-	return head + ": " + text
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(l, continuation) {
+			lines[i] = head + pathSep + l
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// continuation begins every line of a failure's message but its first,
+// so that a line that begins with a path is always a failure of its own:
+// a toolset's error (a remote server's text, say) cannot add one that
+// reads as the failure of another toolset.
+const continuation = "  "
+
+// indented returns a failure's message with its later lines indented by
+// continuation.
+func indented(msg string) string {
+	if !strings.ContainsAny(msg, "\r\n") {
+		return msg
+	}
+	msg = strings.ReplaceAll(msg, "\r\n", "\n")
+	msg = strings.ReplaceAll(msg, "\r", "\n")
+	return strings.ReplaceAll(msg, "\n", "\n"+continuation)
 }
 
 // badEntry is the error of a toolset at position i that cannot take its

@@ -16,10 +16,12 @@ import (
 // under the same context; BuildTools never does. Explain lists each tool
 // it returns among those that left the list: hidden, from the
 // toolset's path, under its Name, with its Reasons. A reason whose Kind
-// is zero is a [ReasonRefused], one without a Path gets the toolset's,
-// and a tool without reasons gets one ReasonRefused; Visible, Path and
+// is zero is a [ReasonRefused], every reason's Path is the toolset's (a
+// toolset speaks for itself, never for another place of the turn), and a
+// tool without reasons gets one ReasonRefused; Visible, Path and
 // Renames are Explain's to set, and ignored. Explain quotes at most 200
-// bytes of each reason's Detail and at most 1,000 tools; a panic of
+// bytes of each reason's Detail, at most 16 reasons of a tool and at
+// most 1,000 tools; a panic of
 // RefusedTools is logged with [slog.Default] and its report left out,
 // since the turn itself does not depend on it.
 type RefusalReporter interface {
@@ -29,8 +31,11 @@ type RefusalReporter interface {
 }
 
 // maxRefusedShown bounds the refused tools an explanation lists per
-// toolset.
-const maxRefusedShown = 1000
+// toolset, and maxRefusalReasons the reasons it lists of each.
+const (
+	maxRefusedShown   = 1000
+	maxRefusalReasons = 16
+)
 
 // refused notes, in an explained turn, the tools that ts, a toolset of
 // the caller's just materialised, reports it refused.
@@ -50,14 +55,11 @@ func (x *explainer) refused(ctx context.Context, ts Toolset) {
 	}
 	for _, e := range list[:min(len(list), maxRefusedShown)] {
 		t := &explainedTool{path: x.path, name: e.Name}
-		for _, why := range e.Reasons {
+		for _, why := range e.Reasons[:min(len(e.Reasons), maxRefusalReasons)] {
 			if why.Kind == 0 {
 				why.Kind = ReasonRefused
 			}
-			if why.Path == "" {
-				why.Path = x.path
-			}
-			t.note(why.Kind, why.Path, bound(why.Detail, maxReasonText))
+			t.note(why.Kind, x.path, bound(why.Detail, maxReasonText))
 		}
 		if len(t.reasons) == 0 {
 			t.note(ReasonRefused, x.path, "")

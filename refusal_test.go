@@ -65,6 +65,22 @@ func TestExplainListsRefusedTools(t *testing.T) {
 	assert.Contains(t, e.String(), "admin.delete_user: hidden, from "+del.Path+"\n  - refused by its toolset at "+del.Path+": the name is not one a model can call")
 	assert.Contains(t, e.String(), `agent "a": 1 of 4 tools shown`)
 
+	// A toolset speaks for itself alone: a reason that claims another
+	// place of the turn is placed at the toolset's path, and cannot add
+	// a line to the report.
+	forged := &refusing{refused: []toolset.ToolExplanation{{Name: "x", Reasons: append([]toolset.Reason{
+		{Kind: toolset.ReasonFiltered, Path: "Combined#0/Filtered"},
+		{Path: "refusing \"remote\"\nbilling: hidden, from Function#1"},
+	}, make([]toolset.Reason, 10_000)...)}}}
+	e, err = toolset.Explain(ctx, "a", toolset.NewCombined(toolset.NewFunction(echoTool("y")).Filtered(func(context.Context, toolset.Tool) (bool, error) { return true, nil }), forged))
+	require.NoError(t, err)
+	x := only(t, e, "x")
+	assert.Len(t, x.Reasons, 16, "a tool's reasons are bounded")
+	for _, r := range x.Reasons {
+		assert.Equal(t, `Combined#0/refusing#1 "remote"`, r.Path)
+	}
+	assert.NotContains(t, e.String(), "\nbilling")
+
 	panics := &refusing{tools: []toolset.Tool{echoTool("x")}, refused: ts.refused, panics: true}
 	e, err = toolset.Explain(ctx, "a", panics)
 	require.NoError(t, err, "the report is not the turn's")

@@ -82,7 +82,7 @@ func ParseSchema(data []byte) (*jsonschema.Schema, error) {
 //     says;
 //   - "$schema" must name one of the drafts the validator has built in
 //     (2020-12, 2019-09, draft-07, draft-06, draft-04);
-//   - "$id" (and, in a draft-04 document, "id") must be a fragment or an
+//   - "$id" (and, in a draft-04 document or part of one, "id") must be a fragment or an
 //     absolute http(s) URL with a host and no user information: with every
 //     reference a fragment it only names a part of the document, but a
 //     "file:" or relative base would be resolved against the local disk by

@@ -519,6 +519,19 @@ func TestSchemaIdentifierRule(t *testing.T) {
 	require.ErrorAs(t, err, &re)
 	assert.Equal(t, "id", re.Keyword)
 	refusedEverywhere(t, draft4, "sibling.json")
+	// A part of the document that is a draft-04 resource of its own reads
+	// "id" too, as do the schemas under it, even under a "$schema" the
+	// validator ignores there.
+	for _, doc := range []string{
+		`{"type":"object","properties":{"a":{"$schema":"http://json-schema.org/draft-04/schema#","id":"file:///etc/passwd","type":"string"}}}`,
+		`{"type":"object","properties":{"a":{"$schema":"http://json-schema.org/draft-04/schema#","id":"http://example.com/a","type":"object","properties":{"b":{"id":"file:///etc/passwd"}}}}}`,
+		`{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"a":{"$schema":"https://json-schema.org/draft/2020-12/schema","id":"file:///etc/passwd"}}}`,
+	} {
+		_, err := toolset.ParseSchema([]byte(doc))
+		require.ErrorAs(t, err, &re, doc)
+		assert.Equal(t, "id", re.Keyword, doc)
+		refusedEverywhere(t, doc, "file:///etc/passwd")
+	}
 
 	for _, doc := range []string{
 		`{"$id":"https://example.com/schemas/s.json","type":"object"}`,

@@ -28,7 +28,7 @@ import (
 //     says;
 //   - "$schema" must name one of the drafts the validator has built in
 //     (2020-12, 2019-09, draft-07, draft-06, draft-04);
-//   - "$id" (and, in a draft-04 document, "id") must be a fragment or an
+//   - "$id" (and, in a draft-04 document or part of one, "id") must be a fragment or an
 //     absolute http(s) URL with a host and no user information: with every
 //     reference a fragment it names only a part of the document, but a
 //     "file:" base or a relative one would be resolved against the local
@@ -60,19 +60,26 @@ func (e *RefError) Error() string {
 	return fmt.Sprintf("%s %q at %q refers outside the schema", e.Keyword, e.Ref, e.Location)
 }
 
-// refRule is what the reference check knows of the document it walks.
+// refRule is what the reference check knows of the part of the document
+// it walks.
 type refRule struct {
-	draft4 bool // the root's $schema is draft-04: "id" sets the base
+	draft4 bool // "id" may set the base: the part is, or may be, draft-04
 }
 
-// ruleOf returns the rule for a document whose root's "$schema" member is
-// draft (empty when it has none).
-func ruleOf(draft string) refRule {
+// within returns the rule for an object whose "$schema" member is draft
+// (empty when it has none), inside a part whose rule is r. Draft-04 holds
+// for the object and all it holds once any object that encloses it (or
+// it) names it: the validator reads "id" in a resource of its own, with
+// its own "$schema", anywhere in the document, and in the schemas under
+// it, even under a "$schema" of another draft that it ignores (one
+// without an identifier of its draft).
+func (r refRule) within(draft string) refRule {
 	d, ok := strings.CutPrefix(draft, "http://")
 	if !ok {
 		d, _ = strings.CutPrefix(draft, "https://")
 	}
-	return refRule{draft4: strings.TrimSuffix(d, "#") == "json-schema.org/draft-04/schema"}
+	r.draft4 = r.draft4 || strings.TrimSuffix(d, "#") == "json-schema.org/draft-04/schema"
+	return r
 }
 
 // problem returns the error for member key: val of an object at loc, or
@@ -146,21 +153,17 @@ func pointerOf(loc []string) string {
 
 // checkNodeRefs applies the reference rule to every object member of n, a
 // document read by jsontext.
-func checkNodeRefs(n any) error {
-	var draft string
-	if o, ok := n.(*jsontext.Object); ok {
-		for _, kv := range o.Members() {
-			if kv.Key == "$schema" {
-				draft, _ = kv.Value.(string) // the last, as the validator reads it
-			}
-		}
-	}
-	return ruleOf(draft).nodeRefs(n, nil)
-}
+func checkNodeRefs(n any) error { return refRule{}.nodeRefs(n, nil) }
 
 func (r refRule) nodeRefs(n any, loc []string) error {
 	switch n := n.(type) {
 	case *jsontext.Object:
+		for _, kv := range n.Members() {
+			if kv.Key == "$schema" {
+				draft, _ := kv.Value.(string) // the last counts, as the validator reads it; draft-04 sticks
+				r = r.within(draft)
+			}
+		}
 		for _, kv := range n.Members() {
 			if str, ok := kv.Value.(string); ok {
 				if err := r.problem(kv.Key, str, loc); err != nil {
@@ -184,17 +187,13 @@ func (r refRule) nodeRefs(n any, loc []string) error {
 // checkValueRefs applies the reference rule to every object member of v,
 // a JSON document decoded into Go values. Members are visited in key
 // order, so the error reported is always the same one.
-func checkValueRefs(v any) error {
-	var draft string
-	if m, ok := v.(map[string]any); ok {
-		draft, _ = m["$schema"].(string)
-	}
-	return ruleOf(draft).valueRefs(v, nil)
-}
+func checkValueRefs(v any) error { return refRule{}.valueRefs(v, nil) }
 
 func (r refRule) valueRefs(v any, loc []string) error {
 	switch v := v.(type) {
 	case map[string]any:
+		draft, _ := v["$schema"].(string)
+		r = r.within(draft)
 		keys := make([]string, 0, len(v))
 		for k := range v {
 			keys = append(keys, k)
