@@ -67,7 +67,10 @@ func (c *conn) makeTool(d *mcp.Tool) (toolset.Tool, error) {
 	if err != nil {
 		return toolset.Tool{}, fmt.Errorf("input schema: %w", err)
 	}
-	opts := []toolset.ToolOption{toolset.WithMetadata(metadataOf(c.cfg.name, d))}
+	// The origin makes the tool's identity: a tool the server announces
+	// anew (a changed definition makes a new tool value) keeps the failure
+	// budget and the rate window of the one before.
+	opts := []toolset.ToolOption{toolset.WithMetadata(metadataOf(c.cfg.name, d)), toolset.WithOrigin("mcp:" + c.cfg.name)}
 	if d.OutputSchema != nil {
 		out, err := schemaJSON(d.OutputSchema, lim)
 		if err != nil {
