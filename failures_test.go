@@ -1,8 +1,11 @@
 package toolset_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 
@@ -343,4 +346,73 @@ func TestResumeRefusesAnOriginCountedTwice(t *testing.T) {
 	run, err := toolset.ResumeRun(ctx, store, "r")
 	require.ErrorContains(t, err, "failures[1]")
 	assert.Nil(t, run)
+}
+
+// The saved form of budgets is stable: a run in which a tool without an
+// origin failed, and one with an origin failed under two announcements,
+// saves to the bytes of testdata/runstate_v1_origin.json, and that file
+// resumes both budgets, the second for a tool announced with yet another
+// schema.
+func TestSavedBudgetFormat(t *testing.T) {
+	golden := filepath.Join("testdata", "runstate_v1_origin.json")
+	ctx := context.Background()
+	lookup := func() toolset.Tool {
+		return toolset.NewRawTool("lookup", "Look up.", nil, func(context.Context, json.RawMessage) (any, error) {
+			return nil, toolset.NewModelError("down")
+		}, toolset.WithMaxFailures(2))
+	}
+	search := func(desc string) toolset.Tool {
+		params := &jsonschema.Schema{Type: "object", Properties: jsonschema.NewProperties()}
+		params.Properties.Set(desc, &jsonschema.Schema{Type: "string"})
+		return toolset.NewRawTool("search", "Search.", params, func(context.Context, json.RawMessage) (any, error) {
+			return nil, toolset.NewModelError("the index is down")
+		}, toolset.WithOrigin("mcp:web"), toolset.WithMaxFailures(3))
+	}
+	t.Run("save", func(t *testing.T) {
+		store := toolset.NewMemoryRunStore()
+		run, err := toolset.ResumeRun(ctx, store, "req-7")
+		require.NoError(t, err)
+		lk := lookup()
+		for _, q := range []string{"q", "query"} {
+			turn := run.Turn(ctx)
+			tools, err := toolset.BuildTools(turn, "a", lk, search(q))
+			require.NoError(t, err)
+			for _, name := range []string{"lookup", "search"} {
+				_, err = execute(t, turn, tools, "c", name, `{}`)
+				require.Error(t, err)
+			}
+		}
+		require.NoError(t, run.Suspend(ctx))
+		data, _, err := store.Load(ctx, "req-7")
+		require.NoError(t, err)
+		var pretty bytes.Buffer
+		require.NoError(t, json.Indent(&pretty, data, "", "  "))
+		pretty.WriteByte('\n')
+		if *updateGolden {
+			require.NoError(t, os.WriteFile(golden, pretty.Bytes(), 0o644))
+		}
+		want, err := os.ReadFile(golden)
+		require.NoError(t, err)
+		assert.Equal(t, string(want), pretty.String())
+	})
+	t.Run("restore", func(t *testing.T) {
+		data, err := os.ReadFile(golden)
+		require.NoError(t, err)
+		store := toolset.NewMemoryRunStore()
+		_, err = store.Save(ctx, "req-7", data, 0, 0)
+		require.NoError(t, err)
+		run, err := toolset.ResumeRun(ctx, store, "req-7")
+		require.NoError(t, err)
+		defer run.End()
+		lk, s := lookup(), search("text")
+		turn := run.Turn(ctx)
+		tools, err := toolset.BuildTools(turn, "a", lk, s)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"search"}, tools.Names(), "lookup failed in two steps: spent")
+		_, err = execute(t, turn, tools, "c", "search", `{}`)
+		require.Error(t, err)
+		tools, err = toolset.BuildTools(run.Turn(ctx), "a", lk, s)
+		require.NoError(t, err)
+		assert.Empty(t, tools.Names(), "search failed in two steps, and a third with another schema: spent")
+	})
 }
