@@ -273,6 +273,8 @@
 //   - [WithRateLimit]: wait for a token, or refuse the call.
 //   - [WithTimeout]: a deadline, told to the model or ending the run.
 //   - [WithMaxFailures]: a budget of failing steps per run, then it is spent.
+//   - [WithOrigin]: where the tool comes from; a tool made again with its
+//     name and origin keeps the budget and the rate window of the one before.
 //   - [WithMiddleware]: wrap the handler; [Wrapper] does it per toolset.
 //   - [WithMetadata], [WithReturns]: data for the application; the result's schema.
 //

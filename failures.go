@@ -55,6 +55,23 @@ func (e *UnavailableToolError) ModelText() string {
 type failureCount struct {
 	lastStep int
 	steps    int
+	core     *toolCore // the tool it was last counted or restored for, whose name saving uses
+}
+
+// budgetKey is what a failure budget belongs to in a run: the tool's
+// name and origin when it has an origin (see [WithOrigin]), so that a tool
+// made again (an MCP server's, announced anew) keeps the budget of the one
+// before, and otherwise its core, so that copies share it.
+type budgetKey struct {
+	core         *toolCore
+	origin, name string
+}
+
+func (c *toolCore) budgetKey() budgetKey {
+	if c.origin != "" {
+		return budgetKey{origin: c.origin, name: c.name}
+	}
+	return budgetKey{core: c}
 }
 
 // countsAsFailure reports whether err counts against a failure budget. An error whose
@@ -90,14 +107,18 @@ func (rc *RunContext) recordFailure(t Tool, name string) {
 	}
 	p := &s.parts.failures
 	if p.counts == nil {
-		p.counts = make(map[*toolCore]*failureCount)
+		p.counts = make(map[budgetKey]*failureCount)
 	}
 	s.identify(t, name)
 	s.markDirty()
-	f, ok := p.counts[c]
+	k := c.budgetKey()
+	f, ok := p.counts[k]
 	if !ok {
-		p.counts[c] = &failureCount{lastStep: step, steps: 1}
+		p.counts[k] = &failureCount{lastStep: step, steps: 1, core: c}
 		return
+	}
+	if f.core != c && (s.durable == nil || s.durable.ids[c] != (toolID{})) {
+		f.core = c // named as the tool that failed last
 	}
 	if f.lastStep != step {
 		f.lastStep = step
@@ -114,7 +135,7 @@ func (rc *RunContext) budgetSpent(c *toolCore) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f, ok := s.parts.failures.counts[c]
+	f, ok := s.parts.failures.counts[c.budgetKey()]
 	return ok && f.steps >= c.maxFailures
 }
 
@@ -140,7 +161,7 @@ func (rc *RunContext) failuresLeft(c *toolCore) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	steps := 0
-	if f, ok := s.parts.failures.counts[c]; ok {
+	if f, ok := s.parts.failures.counts[c.budgetKey()]; ok {
 		steps = f.steps
 	}
 	return max(c.maxFailures-steps, 0)
@@ -165,36 +186,82 @@ func (rc *RunContext) stableList() bool {
 func (rc *RunContext) currentStep() int { return rc.Step() }
 
 // failurePart is the run's part of the failure budget: how many steps of
-// the run each tool failed in. Its section of the saved state lists each
-// counted tool once, sorted by name and schema hash:
+// the run each tool failed in, by its budget key. Its section of the
+// saved state lists each counted tool once, sorted by name, schema hash
+// and origin:
 //
-//	"failures": [{"tool": "lookup", "schema": "sha256:...", "steps": 2, "last_step": 3}]
+//	"failures": [{"tool": "lookup", "schema": "sha256:...", "steps": 2, "last_step": 3},
+//	             {"tool": "search", "schema": "sha256:...", "origin": "mcp:web", "steps": 1, "last_step": 0}]
+//
+// An entry of a tool with no origin is keyed by its name and schema, and
+// binds to a tool of that name and schema. One of a tool with an origin
+// ([WithOrigin]) is keyed by its name and origin, and binds to a tool of
+// that name and origin whatever its schema: a server that announced the
+// tool again with another schema has not given it a fresh budget; its
+// "schema" is that of the tool last counted. Two tools of one key (a tool
+// made anew each turn, say) are saved as one entry, the one with the most
+// failing steps; a state that lists a key twice is refused, as no version
+// saves it.
 type failurePart struct {
-	counts map[*toolCore]*failureCount
+	counts map[budgetKey]*failureCount
 }
 
 type savedFailure struct {
 	Tool     string `json:"tool"`
 	Schema   string `json:"schema"`
+	Origin   string `json:"origin,omitempty"`
 	Steps    int    `json:"steps"`
 	LastStep int    `json:"last_step"`
+}
+
+// id is the key of the entry in saved state.
+func (f savedFailure) id() toolID {
+	if f.Origin != "" {
+		return toolID{name: f.Tool, origin: f.Origin}
+	}
+	return toolID{name: f.Tool, schema: f.Schema}
+}
+
+// restoredFailure is a saved count waiting for its tool.
+type restoredFailure struct {
+	steps, lastStep int
+	schema          string
+}
+
+// outweighs reports whether a, rather than b, stands for their key: it
+// counts more failing steps, or as many and a later one, or is first by
+// schema, so that the choice does not depend on an order.
+func (a savedFailure) outweighs(b savedFailure) bool {
+	return cmp.Or(cmp.Compare(a.Steps, b.Steps), cmp.Compare(a.LastStep, b.LastStep), cmp.Compare(b.Schema, a.Schema)) > 0
 }
 
 func (*failurePart) key() string { return "failures" }
 
 func (p *failurePart) save(sv saving) any {
-	var out []savedFailure
-	for c, f := range p.counts {
-		if id, ok := sv.name(c); ok {
-			out = append(out, savedFailure{Tool: id.name, Schema: id.schema, Steps: f.steps, LastStep: f.lastStep})
+	byID := make(map[toolID]savedFailure)
+	add := func(f savedFailure) {
+		if old, ok := byID[f.id()]; !ok || f.outweighs(old) {
+			byID[f.id()] = f
+		}
+	}
+	for _, f := range p.counts {
+		if id, ok := sv.name(f.core); ok {
+			add(savedFailure{Tool: id.name, Schema: id.schema, Origin: f.core.origin, Steps: f.steps, LastStep: f.lastStep})
 		}
 	}
 	for id, v := range sv.restored(p) {
-		f := v.(failureCount)
-		out = append(out, savedFailure{Tool: id.name, Schema: id.schema, Steps: f.steps, LastStep: f.lastStep})
+		f := v.(restoredFailure)
+		add(savedFailure{Tool: id.name, Schema: f.schema, Origin: id.origin, Steps: f.steps, LastStep: f.lastStep})
+	}
+	if len(byID) == 0 {
+		return nil
+	}
+	out := make([]savedFailure, 0, len(byID))
+	for _, f := range byID {
+		out = append(out, f)
 	}
 	slices.SortFunc(out, func(a, b savedFailure) int {
-		return cmp.Or(cmp.Compare(a.Tool, b.Tool), cmp.Compare(a.Schema, b.Schema))
+		return cmp.Or(cmp.Compare(a.Tool, b.Tool), cmp.Compare(a.Schema, b.Schema), cmp.Compare(a.Origin, b.Origin))
 	})
 	return out
 }
@@ -208,23 +275,24 @@ func (p *failurePart) restore(v any, r *restoring) error {
 		if f.Steps < 1 || f.LastStep < -1 || f.LastStep > r.step {
 			return fmt.Errorf("failures[%d]: %d steps, the last %d, in a run at step %d", i, f.Steps, f.LastStep, r.step)
 		}
-		id := toolID{f.Tool, f.Schema}
+		id := f.id()
 		if _, dup := seen[id]; dup {
 			return fmt.Errorf("failures[%d]: tool %q is counted twice", i, boundName(f.Tool))
 		}
 		seen[id] = struct{}{}
-		r.wait(p, id, failureCount{steps: f.Steps, lastStep: f.LastStep})
+		r.wait(p, id, restoredFailure{steps: f.Steps, lastStep: f.LastStep, schema: f.Schema})
 	}
 	return nil
 }
 
 func (p *failurePart) bind(c *toolCore, v any) bool {
-	f := v.(failureCount)
+	f := v.(restoredFailure)
 	if p.counts == nil {
-		p.counts = make(map[*toolCore]*failureCount)
+		p.counts = make(map[budgetKey]*failureCount)
 	}
-	if old, ok := p.counts[c]; !ok || old.steps < f.steps {
-		p.counts[c] = &f
+	k := c.budgetKey()
+	if old, ok := p.counts[k]; !ok || old.steps < f.steps {
+		p.counts[k] = &failureCount{steps: f.steps, lastStep: f.lastStep, core: c}
 	}
 	return true
 }

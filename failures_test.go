@@ -1,12 +1,16 @@
 package toolset_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 
 	"github.com/gotoolset/toolset"
+	"github.com/invopop/jsonschema"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -174,4 +178,241 @@ func TestResumeRefusesImpossibleFailureCounts(t *testing.T) {
 		assert.Nil(t, run, name)
 		assert.Contains(t, err.Error(), "failures[", name)
 	}
+}
+
+// remote makes the tool "search" as a client of a remote server makes it
+// at each announcement: a new value, with the description of this
+// announcement, given the same options.
+func remote(description string, opts ...toolset.ToolOption) toolset.Tool {
+	return toolset.NewRawTool("search", description, nil, func(context.Context, json.RawMessage) (any, error) {
+		return nil, toolset.NewModelError("the index is down")
+	}, opts...)
+}
+
+// A tool made again with the same name and origin (a server announcing its
+// tools anew after a change) keeps the failure budget of the one before:
+// the budget binds the tool, not each announcement of it. A tool without
+// an origin made anew starts afresh, as before; copies share a budget.
+func TestFailureBudgetFollowsTheOrigin(t *testing.T) {
+	ctx := context.Background()
+	run := testRun(t, "r")
+	opts := []toolset.ToolOption{toolset.WithOrigin("mcp:web"), toolset.WithMaxFailures(2)}
+	for i, desc := range []string{"Search.", "Search the web."} {
+		turn := run.Turn(ctx)
+		tools, err := toolset.BuildTools(turn, "a", remote(desc, opts...))
+		require.NoError(t, err)
+		require.Equal(t, []string{"search"}, tools.Names(), "announcement %d", i)
+		_, err = call(t, turn, tools, "search", `{}`)
+		require.Error(t, err)
+	}
+	turn := run.Turn(ctx)
+	tools, err := toolset.BuildTools(turn, "a", remote("Search it all.", opts...))
+	require.NoError(t, err)
+	assert.Empty(t, tools.Names(), "failed in two steps under two announcements: spent")
+	_, err = remote("x", opts...).Execute(turn, toolset.ToolCall{Name: "search", Args: json.RawMessage(`{}`)})
+	var ue *toolset.UnavailableToolError
+	require.ErrorAs(t, err, &ue, "a call of the next announcement is refused")
+
+	other, err := toolset.BuildTools(run.Turn(ctx), "a", remote("Search.", toolset.WithOrigin("mcp:other"), toolset.WithMaxFailures(2)))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"search"}, other.Names(), "another origin is another tool")
+
+	fresh := testRun(t, "fresh")
+	for range 3 {
+		turn := fresh.Turn(ctx)
+		tools, err := toolset.BuildTools(turn, "a", remote("Search.", toolset.WithMaxFailures(2)))
+		require.NoError(t, err)
+		require.Equal(t, []string{"search"}, tools.Names(), "a tool with no origin made anew starts afresh")
+		_, err = call(t, turn, tools, "search", `{}`)
+		require.Error(t, err)
+	}
+}
+
+// A run whose tool is made anew each turn (a Dynamic toolset) and fails in
+// two of them saves a state the next process resumes: the saved state
+// counts the tool once, by its name. With an origin, the two failures are
+// one budget, which the next process finishes spending.
+func TestRunOfAToolMadeEachTurnResumes(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		opts  []toolset.ToolOption
+		steps float64
+	}{
+		{"no origin", []toolset.ToolOption{toolset.WithMaxFailures(3)}, 1},
+		{"origin", []toolset.ToolOption{toolset.WithOrigin("pkg:a"), toolset.WithMaxFailures(3)}, 2},
+	} {
+		store := toolset.NewMemoryRunStore()
+		turns := 0
+		dyn := toolset.NewDynamic(func(context.Context) (toolset.Toolset, error) {
+			turns++ // a new tool value each turn, of one name and schema
+			return remote("Search.", append([]toolset.ToolOption{toolset.WithMetadata(map[string]string{"turn": string(rune('0' + turns))})}, tc.opts...)...), nil
+		})
+		run, err := toolset.ResumeRun(ctx, store, "dyn")
+		require.NoError(t, err, tc.name)
+		for range 2 {
+			turn := run.Turn(ctx)
+			tools, err := toolset.BuildTools(turn, "a", dyn)
+			require.NoError(t, err, tc.name)
+			_, err = execute(t, turn, tools, "c", "search", `{}`)
+			require.Error(t, err, tc.name)
+		}
+		require.NoError(t, run.Suspend(ctx), tc.name)
+		data, _, err := store.Load(ctx, "dyn")
+		require.NoError(t, err)
+		var st struct{ Failures []map[string]any }
+		require.NoError(t, json.Unmarshal(data, &st))
+		require.Len(t, st.Failures, 1, "%s: %s", tc.name, data)
+		assert.Equal(t, tc.steps, st.Failures[0]["steps"], tc.name)
+
+		run, err = toolset.ResumeRun(ctx, store, "dyn")
+		require.NoError(t, err, "%s: the saved state resumes", tc.name)
+		turn := run.Turn(ctx)
+		tools, err := toolset.BuildTools(turn, "a", dyn)
+		require.NoError(t, err, tc.name)
+		require.Equal(t, []string{"search"}, tools.Names(), tc.name)
+		_, err = execute(t, turn, tools, "c", "search", `{}`)
+		require.Error(t, err, tc.name)
+		tools, err = toolset.BuildTools(run.Turn(ctx), "a", dyn)
+		require.NoError(t, err, tc.name)
+		if tc.steps == 2 {
+			assert.Empty(t, tools.Names(), "%s: the third failing step, in the next process, spends the budget", tc.name)
+		}
+		run.End()
+	}
+}
+
+// A budget saved for a tool with an origin resumes for the tool of its
+// name and origin whatever its schema: a server that changed the tool's
+// schema since has not given it a new budget. The saved entry names the
+// origin; another origin's tool of the name does not get it.
+func TestSavedBudgetOfAnOriginIgnoresTheSchema(t *testing.T) {
+	ctx := context.Background()
+	store := toolset.NewMemoryRunStore()
+	run, err := toolset.ResumeRun(ctx, store, "r")
+	require.NoError(t, err)
+	opts := []toolset.ToolOption{toolset.WithOrigin("mcp:web"), toolset.WithMaxFailures(2)}
+	turn := run.Turn(ctx)
+	tools, err := toolset.BuildTools(turn, "a", remote("Search.", opts...))
+	require.NoError(t, err)
+	_, err = execute(t, turn, tools, "c", "search", `{}`)
+	require.Error(t, err)
+	require.NoError(t, run.Suspend(ctx))
+	saved, _, err := store.Load(ctx, "r")
+	require.NoError(t, err)
+	var st struct{ Failures []map[string]any }
+	require.NoError(t, json.Unmarshal(saved, &st))
+	require.Len(t, st.Failures, 1, "%s", saved)
+	assert.Equal(t, "mcp:web", st.Failures[0]["origin"])
+
+	changed := &jsonschema.Schema{Type: "object", Properties: jsonschema.NewProperties()}
+	changed.Properties.Set("q", &jsonschema.Schema{Type: "string"})
+	announced := func(origin string) toolset.Tool {
+		return toolset.NewRawTool("search", "Search, now with a query.", changed, func(context.Context, json.RawMessage) (any, error) {
+			return nil, toolset.NewModelError("the index is down")
+		}, toolset.WithOrigin(origin), toolset.WithMaxFailures(2))
+	}
+	for origin, spent := range map[string]bool{"mcp:web": true, "mcp:other": false} {
+		store := toolset.NewMemoryRunStore()
+		_, err := store.Save(ctx, "r", saved, 0, 0)
+		require.NoError(t, err)
+		run, err := toolset.ResumeRun(ctx, store, "r")
+		require.NoError(t, err)
+		turn := run.Turn(ctx)
+		tools, err := toolset.BuildTools(turn, "a", announced(origin))
+		require.NoError(t, err)
+		_, err = execute(t, turn, tools, "c", "search", `{}`)
+		require.Error(t, err)
+		tools, err = toolset.BuildTools(run.Turn(ctx), "a", announced(origin))
+		require.NoError(t, err)
+		if spent {
+			assert.Empty(t, tools.Names(), "%s: the saved failing step and this one spend the budget", origin)
+		} else {
+			assert.Equal(t, []string{"search"}, tools.Names(), "%s: another origin's budget is not this one's", origin)
+		}
+		run.End()
+	}
+}
+
+// A state lists a tool with an origin once under its name and origin; one
+// that lists it twice is refused.
+func TestResumeRefusesAnOriginCountedTwice(t *testing.T) {
+	ctx := context.Background()
+	store := toolset.NewMemoryRunStore()
+	_, err := store.Save(ctx, "r", []byte(`{"version":1,"id":"r","step":3,"failures":[`+
+		`{"tool":"t","schema":"a","origin":"mcp:web","steps":1,"last_step":0},`+
+		`{"tool":"t","schema":"b","origin":"mcp:web","steps":1,"last_step":1}]}`), 0, 0)
+	require.NoError(t, err)
+	run, err := toolset.ResumeRun(ctx, store, "r")
+	require.ErrorContains(t, err, "failures[1]")
+	assert.Nil(t, run)
+}
+
+// The saved form of budgets is stable: a run in which a tool without an
+// origin failed, and one with an origin failed under two announcements,
+// saves to the bytes of testdata/runstate_v1_origin.json, and that file
+// resumes both budgets, the second for a tool announced with yet another
+// schema.
+func TestSavedBudgetFormat(t *testing.T) {
+	golden := filepath.Join("testdata", "runstate_v1_origin.json")
+	ctx := context.Background()
+	lookup := func() toolset.Tool {
+		return toolset.NewRawTool("lookup", "Look up.", nil, func(context.Context, json.RawMessage) (any, error) {
+			return nil, toolset.NewModelError("down")
+		}, toolset.WithMaxFailures(2))
+	}
+	search := func(desc string) toolset.Tool {
+		params := &jsonschema.Schema{Type: "object", Properties: jsonschema.NewProperties()}
+		params.Properties.Set(desc, &jsonschema.Schema{Type: "string"})
+		return toolset.NewRawTool("search", "Search.", params, func(context.Context, json.RawMessage) (any, error) {
+			return nil, toolset.NewModelError("the index is down")
+		}, toolset.WithOrigin("mcp:web"), toolset.WithMaxFailures(3))
+	}
+	t.Run("save", func(t *testing.T) {
+		store := toolset.NewMemoryRunStore()
+		run, err := toolset.ResumeRun(ctx, store, "req-7")
+		require.NoError(t, err)
+		lk := lookup()
+		for _, q := range []string{"q", "query"} {
+			turn := run.Turn(ctx)
+			tools, err := toolset.BuildTools(turn, "a", lk, search(q))
+			require.NoError(t, err)
+			for _, name := range []string{"lookup", "search"} {
+				_, err = execute(t, turn, tools, "c", name, `{}`)
+				require.Error(t, err)
+			}
+		}
+		require.NoError(t, run.Suspend(ctx))
+		data, _, err := store.Load(ctx, "req-7")
+		require.NoError(t, err)
+		var pretty bytes.Buffer
+		require.NoError(t, json.Indent(&pretty, data, "", "  "))
+		pretty.WriteByte('\n')
+		if *updateGolden {
+			require.NoError(t, os.WriteFile(golden, pretty.Bytes(), 0o644))
+		}
+		want, err := os.ReadFile(golden)
+		require.NoError(t, err)
+		assert.Equal(t, string(want), pretty.String())
+	})
+	t.Run("restore", func(t *testing.T) {
+		data, err := os.ReadFile(golden)
+		require.NoError(t, err)
+		store := toolset.NewMemoryRunStore()
+		_, err = store.Save(ctx, "req-7", data, 0, 0)
+		require.NoError(t, err)
+		run, err := toolset.ResumeRun(ctx, store, "req-7")
+		require.NoError(t, err)
+		defer run.End()
+		lk, s := lookup(), search("text")
+		turn := run.Turn(ctx)
+		tools, err := toolset.BuildTools(turn, "a", lk, s)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"search"}, tools.Names(), "lookup failed in two steps: spent")
+		_, err = execute(t, turn, tools, "c", "search", `{}`)
+		require.Error(t, err)
+		tools, err = toolset.BuildTools(run.Turn(ctx), "a", lk, s)
+		require.NoError(t, err)
+		assert.Empty(t, tools.Names(), "search failed in two steps, and a third with another schema: spent")
+	})
 }

@@ -64,11 +64,7 @@ func NewTool[In, Out any](name, description string, fn func(context.Context, In)
 	}
 	t := newTool(core, description, nil)
 	t.Returns = resultSchema(reflect.TypeFor[Out]())
-	for _, o := range opts {
-		if o != nil {
-			o(&t)
-		}
-	}
+	applyOptions(&t, opts)
 	return t
 }
 

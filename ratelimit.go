@@ -37,29 +37,73 @@ type RateLimit struct {
 
 // WithRateLimit limits how often the tool runs. The window belongs to the
 // tool, not to its name: calls through every renamed or prefixed copy count
-// against the same limit. Calls answered from the tool's cache take no
-// token. A limit with no requests or no interval is ignored.
+// against the same limit. A tool with an origin ([WithOrigin]) keeps the
+// window of the tools of its name and origin made before it with the same
+// option value, so that a tool made again (an MCP server's, announced
+// anew) does not start afresh. Calls answered from the tool's cache take
+// no token. A limit with no requests or no interval is ignored.
 func WithRateLimit(l RateLimit) ToolOption {
+	if l.Requests <= 0 || l.Interval <= 0 {
+		return func(*Tool) {}
+	}
+	burst := l.Burst
+	if burst <= 0 {
+		burst = l.Requests
+	}
+	every := rate.Every(l.Interval / time.Duration(l.Requests))
+	windows := &rateWindows{}
 	return func(t *Tool) {
-		if l.Requests <= 0 || l.Interval <= 0 {
-			return
-		}
-		burst := l.Burst
-		if burst <= 0 {
-			burst = l.Requests
-		}
 		if l.Limiter != nil {
-			l.Burst = burst
-			if l.Key == "" {
-				l.Key = t.core.name
+			shared := l // each tool its own copy: Key defaults to its name
+			shared.Burst = burst
+			if shared.Key == "" {
+				shared.Key = t.core.name
 			}
-			t.core.limiter, t.core.rateShared = nil, &l
+			t.core.limiter, t.core.windows, t.core.rateShared = nil, nil, &shared
 			return
 		}
 		t.core.rateShared = nil
-		t.core.limiter = rate.NewLimiter(rate.Every(l.Interval/time.Duration(l.Requests)), burst)
+		t.core.limiter = rate.NewLimiter(every, burst)
+		t.core.windows = windows
 		t.core.rateReject = l.Reject
 	}
+}
+
+// rateWindows are the in-memory windows of one [WithRateLimit] option
+// value, by the identity of the tools it limits (see [WithOrigin]).
+type rateWindows struct {
+	mu      sync.Mutex
+	byID    map[string]*rate.Limiter
+	pruneAt int // prune idle windows when there are this many
+}
+
+// minPruneWindows is the fewest windows a rateWindows prunes.
+const minPruneWindows = 64
+
+// limiter returns the window of identity id, which is fresh if it has
+// none yet. A window whose bucket is full is dropped when the windows
+// grow, since it limits nothing a fresh one does not: an origin that
+// announces ever new tool names keeps only the windows in use.
+func (w *rateWindows) limiter(id string, fresh *rate.Limiter) *rate.Limiter {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if l, ok := w.byID[id]; ok {
+		return l
+	}
+	if w.byID == nil {
+		w.byID = make(map[string]*rate.Limiter)
+	}
+	if len(w.byID) >= max(w.pruneAt, minPruneWindows) {
+		now := time.Now()
+		for k, l := range w.byID {
+			if l.TokensAt(now) >= float64(l.Burst()) {
+				delete(w.byID, k)
+			}
+		}
+		w.pruneAt = 2 * len(w.byID)
+	}
+	w.byID[id] = fresh
+	return fresh
 }
 
 // RateLimitError reports a call refused by the tool's rate limit: its

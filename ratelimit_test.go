@@ -187,3 +187,66 @@ var errLimiterDown = errors.New("dial tcp 127.0.0.1:6379: connection refused")
 func (failingLimiter) Reserve(context.Context, string, toolset.RateLimit, time.Duration) (time.Duration, bool, error) {
 	return 0, false, errLimiterDown
 }
+
+// announce makes the tool name as a client of a remote server makes it at
+// each announcement: a new value, given the same options.
+func announce(name string, runs *atomic.Int64, opts ...toolset.ToolOption) toolset.Tool {
+	return toolset.NewRawTool(name, "Announced.", nil, func(context.Context, json.RawMessage) (any, error) {
+		runs.Add(1)
+		return "ok", nil
+	}, opts...)
+}
+
+// A tool made again with the same name and origin, with the same options,
+// keeps the rate window of the one before: announcing a tool anew does not
+// give it a fresh window. Whatever the order of the options; another name
+// or another origin has its own window; a tool with no origin made anew
+// starts afresh, as before.
+func TestRateWindowFollowsTheOrigin(t *testing.T) {
+	ctx := context.Background()
+	limit := toolset.WithRateLimit(toolset.RateLimit{Requests: 1, Interval: time.Hour, Reject: true})
+	for name, opts := range map[string][]toolset.ToolOption{
+		"origin first": {toolset.WithOrigin("mcp:web"), limit},
+		"limit first":  {toolset.WithRateLimit(toolset.RateLimit{Requests: 1, Interval: time.Hour, Reject: true}), toolset.WithOrigin("mcp:web")},
+	} {
+		var runs atomic.Int64
+		_, err := announce("search", &runs, opts...).Execute(ctx, toolset.ToolCall{Name: "search"})
+		require.NoError(t, err, name)
+		_, err = announce("search", &runs, opts...).Execute(ctx, toolset.ToolCall{Name: "search"})
+		var rl *toolset.RateLimitError
+		require.ErrorAs(t, err, &rl, "%s: the next announcement has the window of the first", name)
+		assert.Equal(t, int64(1), runs.Load(), name)
+		_, err = announce("fetch", &runs, opts...).Execute(ctx, toolset.ToolCall{Name: "fetch"})
+		require.NoError(t, err, "%s: another tool of the origin has its own window", name)
+	}
+	var runs atomic.Int64
+	_, err := announce("search", &runs, toolset.WithOrigin("mcp:other"), limit).Execute(ctx, toolset.ToolCall{Name: "search"})
+	require.NoError(t, err, "another origin is another tool")
+	for range 2 {
+		_, err := announce("search", &runs, limit).Execute(ctx, toolset.ToolCall{Name: "search"})
+		require.NoError(t, err, "a tool with no origin made anew starts afresh")
+	}
+}
+
+// An origin that announces ever new names: the windows in use stay
+// binding, and a window that refilled limits as a fresh one.
+func TestRateWindowsOfManyNames(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		limit := toolset.WithRateLimit(toolset.RateLimit{Requests: 1, Interval: time.Minute, Reject: true})
+		var runs atomic.Int64
+		_, err := announce("busy", &runs, toolset.WithOrigin("mcp:web"), limit).Execute(ctx, toolset.ToolCall{Name: "busy"})
+		require.NoError(t, err)
+		for i := range 10_000 {
+			name := fmt.Sprintf("t%d", i)
+			_, err := announce(name, &runs, toolset.WithOrigin("mcp:web"), limit).Execute(ctx, toolset.ToolCall{Name: name})
+			require.NoError(t, err)
+			time.Sleep(time.Second)
+		}
+		_, err = announce("busy", &runs, toolset.WithOrigin("mcp:web"), limit).Execute(ctx, toolset.ToolCall{Name: "busy"})
+		require.NoError(t, err, "a window that refilled limits nothing a fresh one does not")
+		_, err = announce("busy", &runs, toolset.WithOrigin("mcp:web"), limit).Execute(ctx, toolset.ToolCall{Name: "busy"})
+		var rl *toolset.RateLimitError
+		require.ErrorAs(t, err, &rl, "the window in use is kept")
+	})
+}

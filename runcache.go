@@ -37,8 +37,9 @@ func (rc *RunContext) runCache(t Tool, name string) *resultCache {
 // cachePart is the run's part of the result cache: the run-scoped caches
 // ([CacheRun]) of its tools. Its section of the saved state lists the
 // caches of the tools that opt in ([CachePolicy].Persist), sorted by name
-// and schema hash, each with its live entries, least recently used
-// first; "expires" is absent for an entry without a TTL:
+// and schema hash, one per name and schema (see mergeCaches), each with
+// its live entries, least recently used first; "expires" is absent for
+// an entry without a TTL:
 //
 //	"caches": [{"tool": "get_weather", "schema": "sha256:...",
 //	            "entries": [{"key": "{\"city\":\"Oslo\"}", "value": {"temp":7},
@@ -116,10 +117,51 @@ func (sec *cacheSection) MarshalJSON() ([]byte, error) {
 			out = append(out, savedCache{Tool: c.id.name, Schema: c.id.schema, Entries: es})
 		}
 	}
-	slices.SortFunc(out, func(a, b savedCache) int {
-		return cmp.Or(cmp.Compare(a.Tool, b.Tool), cmp.Compare(a.Schema, b.Schema))
+	return json.Marshal(mergeCaches(out))
+}
+
+// mergeCaches sorts caches by name and schema and makes one of the
+// caches of each: two tools of one name and schema (a tool made anew each
+// turn, say) each kept a cache in the run, and the saved state names a
+// tool by its name and schema alone. The merged cache has the entries of
+// each, those of the cache with fewer entries first (the order does not
+// depend on the map the caches came from), a key given twice keeping its
+// later entry.
+func mergeCaches(cs []savedCache) []savedCache {
+	slices.SortStableFunc(cs, func(a, b savedCache) int {
+		return cmp.Or(cmp.Compare(a.Tool, b.Tool), cmp.Compare(a.Schema, b.Schema),
+			cmp.Compare(len(a.Entries), len(b.Entries)), compareEntries(a.Entries, b.Entries))
 	})
-	return json.Marshal(out)
+	out := cs[:0]
+	for _, c := range cs {
+		last := len(out) - 1
+		if last < 0 || out[last].Tool != c.Tool || out[last].Schema != c.Schema {
+			out = append(out, c)
+			continue
+		}
+		out[last].Entries = lastOfEachKey(append(slices.Clip(out[last].Entries), c.Entries...))
+	}
+	return out
+}
+
+// compareEntries orders two lists of cache entries of one length by their
+// keys.
+func compareEntries(a, b []savedEntry) int {
+	return slices.CompareFunc(a, b, func(x, y savedEntry) int { return cmp.Compare(x.Key, y.Key) })
+}
+
+// lastOfEachKey drops each entry of es whose key a later entry has.
+func lastOfEachKey(es []savedEntry) []savedEntry {
+	later := make(map[string]struct{}, len(es))
+	out := make([]savedEntry, 0, len(es))
+	for i := len(es) - 1; i >= 0; i-- {
+		if _, dup := later[es[i].Key]; !dup {
+			later[es[i].Key] = struct{}{}
+			out = append(out, es[i])
+		}
+	}
+	slices.Reverse(out)
+	return out
 }
 
 func (*cachePart) section() any { return new([]savedCache) }
@@ -128,7 +170,7 @@ func (p *cachePart) restore(v any, r *restoring) error {
 	saved := *v.(*[]savedCache)
 	seen := make(map[toolID]struct{}, len(saved))
 	for i, c := range saved {
-		id := toolID{c.Tool, c.Schema}
+		id := toolID{name: c.Tool, schema: c.Schema}
 		if _, dup := seen[id]; dup {
 			return fmt.Errorf("caches[%d]: tool %q has a second cache", i, boundName(c.Tool))
 		}

@@ -209,8 +209,9 @@ func decodeState(data []byte, parts []runPart) (savedHead, []any, error) {
 }
 
 // toolID names a tool in saved state: the name it was offered under and
-// the hash of its parameter schema.
-type toolID struct{ name, schema string }
+// the hash of its parameter schema, or, for an entry that belongs to the
+// tool's identity (see failurePart), the name and the tool's origin.
+type toolID struct{ name, schema, origin string }
 
 // schemaHash returns the hash that names t's parameter schema in saved
 // state and in approvals: "sha256:" and the hex SHA-256 of the schema's
@@ -243,7 +244,7 @@ func (s *runState) identify(t Tool, name string) {
 	if err != nil {
 		return // not saved: the tool's schema has no JSON form
 	}
-	s.nameTool(t.core, toolID{name, h})
+	s.nameTool(t.core, toolID{name: name, schema: h})
 }
 
 // nameTool records the name of c in saved state, if it has none yet. The
@@ -299,7 +300,8 @@ func (rc *RunContext) bindTool(t Tool) {
 }
 
 // bindTool gives t the restored entries saved under its name and
-// schema. The caller holds s.mu.
+// schema, and, if it has an origin, those saved under its name and
+// origin (see failurePart). The caller holds s.mu.
 func (s *runState) bindTool(t Tool) {
 	if t.core == nil {
 		return
@@ -311,19 +313,29 @@ func (s *runState) bindTool(t Tool) {
 	if err != nil {
 		return
 	}
-	id := toolID{t.Name, h}
+	named := s.bindEntries(t.core, toolID{name: t.Name, schema: h})
+	if o := t.core.origin; o != "" && s.bindEntries(t.core, toolID{name: t.Name, origin: o}) {
+		named = true
+	}
+	if named {
+		s.nameTool(t.core, toolID{name: t.Name, schema: h})
+	}
+}
+
+// bindEntries gives c the restored entries saved under id, and reports
+// whether c now has one the saved state names it by. The caller holds
+// s.mu.
+func (s *runState) bindEntries(c *toolCore, id toolID) bool {
 	es, ok := s.durable.restored[id]
 	if !ok {
-		return
+		return false
 	}
 	delete(s.durable.restored, id)
 	named := false
 	for _, e := range es {
-		if e.part.bind(t.core, e.v) {
+		if e.part.bind(c, e.v) {
 			named = true
 		}
 	}
-	if named {
-		s.nameTool(t.core, id)
-	}
+	return named
 }

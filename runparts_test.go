@@ -126,3 +126,60 @@ func TestRestoredEntriesWaitForTheirTool(t *testing.T) {
 		assert.NotContains(t, tools.Names(), "lookup", "the failure is bound: two failing steps spend the budget")
 	})(t)
 }
+
+// A run whose tool is made anew each turn (a Dynamic toolset) keeps a
+// run cache for each of those tools, all of one name and schema; its
+// saved state lists them as one cache, which the next process resumes,
+// with the entries of each.
+func TestRunCachesOfAToolMadeEachTurnResume(t *testing.T) {
+	ctx := context.Background()
+	store := toolset.NewMemoryRunStore()
+	var runs []string
+	dyn := toolset.NewDynamic(func(context.Context) (toolset.Toolset, error) {
+		return toolset.NewTool("weather", "Weather of a city.", func(_ context.Context, in struct {
+			City string `json:"city"`
+		}) (string, error) {
+			runs = append(runs, in.City)
+			return "sunny in " + in.City, nil
+		}, toolset.WithCache(toolset.CachePolicy{Scope: toolset.CacheRun, Persist: true})), nil
+	})
+	run, err := toolset.ResumeRun(ctx, store, "dyn")
+	require.NoError(t, err)
+	for _, city := range []string{"Oslo", "Rome", "Oslo"} {
+		turn := run.Turn(ctx)
+		tools, err := toolset.BuildTools(turn, "a", dyn)
+		require.NoError(t, err)
+		_, err = tools.Execute(turn, toolset.ToolCall{Name: "weather", Args: json.RawMessage(`{"city":"` + city + `"}`)})
+		require.NoError(t, err)
+	}
+	require.NoError(t, run.Suspend(ctx))
+	data, _, err := store.Load(ctx, "dyn")
+	require.NoError(t, err)
+	var st struct {
+		Caches []struct {
+			Tool    string
+			Entries []struct{ Key string }
+		}
+	}
+	require.NoError(t, json.Unmarshal(data, &st))
+	require.Len(t, st.Caches, 1, "%s", data)
+	var keys []string
+	for _, e := range st.Caches[0].Entries {
+		keys = append(keys, e.Key)
+	}
+	assert.ElementsMatch(t, []string{`{"city":"Oslo"}`, `{"city":"Rome"}`}, keys, "each key once")
+
+	run, err = toolset.ResumeRun(ctx, store, "dyn")
+	require.NoError(t, err, "the saved state resumes")
+	defer run.End()
+	turn := run.Turn(ctx)
+	tools, err := toolset.BuildTools(turn, "a", dyn)
+	require.NoError(t, err)
+	before := len(runs)
+	for _, city := range []string{"Oslo", "Rome"} {
+		got, err := tools.Execute(turn, toolset.ToolCall{Name: "weather", Args: json.RawMessage(`{"city":"` + city + `"}`)})
+		require.NoError(t, err)
+		assert.Equal(t, "sunny in "+city, got)
+	}
+	assert.Len(t, runs, before, "both answered from the restored cache")
+}

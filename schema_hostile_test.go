@@ -201,3 +201,60 @@ func TestCostlyPatternMatchIsRefused(t *testing.T) {
 	_, err = tool.Execute(context.Background(), toolset.ToolCall{Args: json.RawMessage(`{"` + strings.Repeat("a", 1000) + `c":1,"x":"y"}`)})
 	require.NoError(t, err)
 }
+
+// A key given twice, at any depth and however it is spelt, is refused as
+// an argument error the model sees, naming the field and saying keys must
+// be unique; the handler, which might read the first value while the
+// validator and the approver saw the last, never runs. The fast path (a
+// schema within its subset) and the full validator (one outside it, here
+// with a "not") refuse alike.
+func TestDuplicatedKeyIsRefusedAtAnyDepth(t *testing.T) {
+	for schemaName, src := range map[string]string{
+		"fast": `{"type":"object","properties":{"path":{"type":"string"},"items":{"type":"array","items":{"type":"object"}}}}`,
+		"full": `{"type":"object","not":{"required":["never"]},"properties":{"path":{"type":"string"},"items":{"type":"array","items":{"type":"object"}}}}`,
+	} {
+		s, err := toolset.ParseSchema([]byte(src))
+		require.NoError(t, err)
+		var ran []string
+		tool := toolset.NewRawTool("files", "", s, func(_ context.Context, args json.RawMessage) (any, error) {
+			ran = append(ran, string(args))
+			return "ok", nil
+		})
+		require.NoError(t, tool.Err())
+		for _, tc := range []struct{ args, field string }{
+			{`{"path":"a","path":"/etc/passwd"}`, "path"},
+			{`{"items":[{"a":1},{"b":{"c":1,"c":2}}]}`, "items[1].b.c"},
+			{`{"path":"a","\u0070ath":"/etc/passwd"}`, "path"},
+			{`{"items":[{"a":1,"\u0061":2}]}`, "items[0].a"},
+			{`{"items":[{"é":1,"\u00e9":2}]}`, "items[0].é"},
+			{`{"items":[{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k1":1}]}`, "items[0].k1"},
+		} {
+			_, err := tool.Execute(context.Background(), toolset.ToolCall{Name: "files", Args: json.RawMessage(tc.args)})
+			var ae *toolset.ArgumentError
+			require.ErrorAs(t, err, &ae, "%s: %s", schemaName, tc.args)
+			require.NotEmpty(t, ae.Problems)
+			assert.Equal(t, tc.field, ae.Problems[0].Field, "%s: %s", schemaName, tc.args)
+			text, visible := toolset.ErrorText(err)
+			assert.True(t, visible, "the model sees it")
+			assert.Contains(t, text, "must be unique", "%s: %s", schemaName, tc.args)
+		}
+		assert.Empty(t, ran, "%s: the handler ran on arguments with a key given twice", schemaName)
+
+		// 10,000 distinct keys pass in linear time; one more, repeating
+		// the first, is refused as fast.
+		var b strings.Builder
+		b.WriteString(`{"items":[{`)
+		for i := range 10_000 {
+			fmt.Fprintf(&b, `"k%d":%d,`, i, i)
+		}
+		distinct := strings.TrimSuffix(b.String(), ",") + `}]}`
+		repeated := b.String() + `"k0":0}]}`
+		start := time.Now()
+		_, err = tool.Execute(context.Background(), toolset.ToolCall{Name: "files", Args: json.RawMessage(distinct)})
+		require.NoError(t, err, schemaName)
+		p := argumentProblems(t, tool, repeated)
+		assert.Equal(t, "items[0].k0", p[0].Field, schemaName)
+		assert.Less(t, time.Since(start), 5*time.Second, "%s: no quadratic cost in the keys", schemaName)
+		assert.Len(t, ran, 1, schemaName)
+	}
+}

@@ -348,7 +348,7 @@ func (*revealPart) section() any { return new([]savedTool) }
 func (p *revealPart) restore(v any, r *restoring) error {
 	saved := *v.(*[]savedTool)
 	for _, t := range saved {
-		r.wait(p, toolID{t.Tool, t.Schema}, nil)
+		r.wait(p, toolID{name: t.Tool, schema: t.Schema}, nil)
 	}
 	return nil
 }

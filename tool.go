@@ -128,7 +128,9 @@ type policies struct {
 	maxFailures   int // zero: failures are not counted
 	timeout       time.Duration
 	timeoutAborts bool
+	origin        string // see WithOrigin; empty: none
 	limiter       *rate.Limiter
+	windows       *rateWindows // the windows of the option that made limiter
 	rateReject    bool
 	rateShared    *RateLimit // a limit kept by its Limiter; then limiter is nil
 	cache         *cacheConfig
@@ -146,11 +148,7 @@ func newCore(name string, params *jsonschema.Schema, fn RawHandler) *toolCore {
 
 func newTool(core *toolCore, description string, opts []ToolOption) Tool {
 	t := Tool{Name: core.name, Description: description, Parameters: core.params, core: core}
-	for _, o := range opts {
-		if o != nil {
-			o(&t)
-		}
-	}
+	applyOptions(&t, opts)
 	return t
 }
 

@@ -3,6 +3,7 @@ package mcptoolset_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -116,4 +117,68 @@ func TestToolOptions(t *testing.T) {
 	_, err = ts.GetTools(ctx)
 	require.NoError(t, err)
 	assert.Len(t, seen, 8, "once per definition")
+}
+
+// A tool the server announces anew with a changed definition is a new
+// tool value, but the same tool for the agent's policies: it keeps its
+// failure budget in the run and its rate window, as the options of
+// WithToolOptions set them, instead of starting afresh each announcement.
+func TestReannouncedToolKeepsItsBudgetAndRateWindow(t *testing.T) {
+	checkLeaks(t)
+	ctx := context.Background()
+	s := mcp.NewServer(&mcp.Implementation{Name: "web", Version: "v1"}, nil)
+	announce := func(version string) {
+		mcp.AddTool(s, &mcp.Tool{Name: "search", Description: "Search, " + version + "."},
+			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				return nil, nil, errors.New("the index is down")
+			})
+		mcp.AddTool(s, &mcp.Tool{Name: "ping", Description: "Ping, " + version + "."},
+			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "pong"}}}, nil, nil
+			})
+	}
+	announce("v1")
+	// The same option values for each definition, as an agent's
+	// configuration gives them.
+	opts := map[string][]toolset.ToolOption{
+		"search": {toolset.WithMaxFailures(2)},
+		"ping":   {toolset.WithRateLimit(toolset.RateLimit{Requests: 1, Interval: time.Hour, Reject: true})},
+	}
+	ts, _ := inMemory("web", s, mcptoolset.WithToolOptions(func(d *mcp.Tool) []toolset.ToolOption { return opts[d.Name] }))
+	defer ts.Close()
+	run := toolset.NewRun("r")
+	defer run.End()
+
+	turn := run.Turn(ctx)
+	first, err := ts.GetTools(turn)
+	require.NoError(t, err)
+	tools, err := toolset.BuildTools(turn, "agent", ts)
+	require.NoError(t, err)
+	_, err = tools.Execute(turn, toolset.ToolCall{Name: "search", Args: json.RawMessage(`{}`)})
+	require.Error(t, err)
+	_, err = tools.Execute(turn, toolset.ToolCall{Name: "ping", Args: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+
+	announce("v2") // the server changes both: notifications/tools/list_changed
+	var second []toolset.Tool
+	require.Eventually(t, func() bool {
+		second, err = ts.GetTools(ctx)
+		require.NoError(t, err)
+		return byName(t, second, "search").Description == "Search, v2."
+	}, 5*time.Second, 10*time.Millisecond, "the new definition shows up")
+	require.False(t, byName(t, first, "search").Same(byName(t, second, "search")), "a changed definition makes a new tool")
+
+	turn = run.Turn(ctx)
+	tools, err = toolset.BuildTools(turn, "agent", ts)
+	require.NoError(t, err)
+	require.Contains(t, tools.Names(), "search", "one failing step of two")
+	_, err = tools.Execute(turn, toolset.ToolCall{Name: "search", Args: json.RawMessage(`{}`)})
+	require.Error(t, err)
+	_, err = tools.Execute(turn, toolset.ToolCall{Name: "ping", Args: json.RawMessage(`{}`)})
+	var rl *toolset.RateLimitError
+	require.ErrorAs(t, err, &rl, "the new ping has the window of the old one")
+
+	tools, err = toolset.BuildTools(run.Turn(ctx), "agent", ts)
+	require.NoError(t, err)
+	assert.NotContains(t, tools.Names(), "search", "failed in two steps under two definitions: spent")
 }

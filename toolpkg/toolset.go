@@ -230,7 +230,7 @@ func (t *Toolset) build(ctx context.Context, info Info, stored map[string]any, s
 			"toolpkg.toolset": t.name,
 			"toolpkg.tool":    ti.Name,
 			"toolpkg.version": strconv.Itoa(info.Serving),
-		})}
+		}), toolset.WithOrigin("toolpkg:" + t.name)} // a new version's tool keeps its budget and rate window
 		opts = append(opts, policy.Options()...)
 		tools = append(tools, toolset.NewRawTool(t.name+"__"+ti.Name, ti.Description, params, c.run, opts...))
 		if ti.Instructions != "" {

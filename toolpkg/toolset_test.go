@@ -41,3 +41,20 @@ func TestNilToolsetIsAnError(t *testing.T) {
 	require.ErrorContains(t, err, "nil *Toolset")
 	assert.NotContains(t, err.Error(), "panic")
 }
+
+// Arguments that give a key twice are refused before a process starts:
+// the tool, in whatever language, might read the first value, which
+// nobody validated or approved.
+func TestRepeatedKeyIsRefusedBeforeTheToolRuns(t *testing.T) {
+	s := openStore(t, Options{Sandbox: ModeDirect})
+	pkg := readyToolset(t, s, "demo", nil)
+	for _, args := range []string{`{"text":"hello","text":"$(rm -rf /)"}`, `{"text":"hello","\u0074ext":"x"}`} {
+		_, err := callTool(context.Background(), t, pkg, "demo__echo", args)
+		var ae *toolset.ArgumentError
+		require.ErrorAs(t, err, &ae, args)
+		assert.Equal(t, "text", ae.Problems[0].Field, args)
+		msg, forModel := toolset.ErrorText(err)
+		assert.True(t, forModel)
+		assert.Contains(t, msg, "must be unique", args)
+	}
+}

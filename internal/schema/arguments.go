@@ -268,22 +268,17 @@ func repeatedKeys(args []byte) []Problem {
 				}
 			}
 		case jsontext.ObjectStart:
-			var keys map[string]bool
+			var keys objectKeys
 			for {
 				t, err := l.Next()
 				if err != nil || t.Kind == jsontext.ObjectEnd {
 					return err
 				}
 				key := jsontext.Unquote(args[t.Start+1:t.End-1], t.Flags)
-				if keys == nil {
-					keys = make(map[string]bool)
-				}
 				field.PushKey(key)
-				if keys[key] && len(out) <= maxProblems {
-					out = append(out, Problem{Field: field.String(),
-						Message: "is given more than once; send each field once"})
+				if !keys.add(key) && len(out) <= maxProblems {
+					out = append(out, Problem{Field: field.String(), Message: repeatedKeyMessage})
 				}
-				keys[key] = true
 				if t, err = l.Next(); err == nil {
 					err = walk(t)
 				}
@@ -303,6 +298,43 @@ func repeatedKeys(args []byte) []Problem {
 		return []Problem{{Message: fmt.Sprintf("the arguments cannot be read (%v); send a JSON object", err)}}
 	}
 	return out
+}
+
+// repeatedKeyMessage is the problem of a key given twice in one object.
+const repeatedKeyMessage = "is given more than once; the keys of an object must be unique, send each field once"
+
+// objectKeys is the set of the keys of one object read so far: a few in
+// an array, compared in turn, more in a map, so that an object of many
+// keys costs linear time and one of a few allocates no map.
+type objectKeys struct {
+	few  [8]string
+	n    int
+	many map[string]struct{}
+}
+
+// add adds key, and reports whether it is new.
+func (k *objectKeys) add(key string) bool {
+	if k.many == nil {
+		for _, old := range k.few[:k.n] {
+			if old == key {
+				return false
+			}
+		}
+		if k.n < len(k.few) {
+			k.few[k.n] = key
+			k.n++
+			return true
+		}
+		k.many = make(map[string]struct{}, 2*len(k.few))
+		for _, old := range k.few {
+			k.many[old] = struct{}{}
+		}
+	}
+	if _, dup := k.many[key]; dup {
+		return false
+	}
+	k.many[key] = struct{}{}
+	return true
 }
 
 // jsonSyntaxMessage explains why args is not one JSON value.

@@ -234,9 +234,10 @@ func (e *Entry) policies() policies {
 		c := *e.Cache
 		p.cache = &c
 	}
-	if e.RateLimit != nil {
-		r := *e.RateLimit
-		p.rateLimit = &r
+	if r := e.RateLimit; r != nil {
+		// One option value for every tool made with these policies, so
+		// that a tool made again keeps its window (see toolset.WithOrigin).
+		p.rateLimit = toolset.WithRateLimit(toolset.RateLimit{Requests: r.Calls, Interval: r.Per, Burst: r.Burst, Reject: r.Reject})
 	}
 	return p
 }
@@ -246,7 +247,7 @@ type policies struct {
 	deferred    bool
 	timeout     time.Duration
 	cache       *Cache
-	rateLimit   *RateLimit
+	rateLimit   toolset.ToolOption // nil: none
 	approval    bool
 	maxFailures int
 }
@@ -274,8 +275,8 @@ func (p policies) options(inner *toolset.Tool) []toolset.ToolOption {
 		}
 		opts = append(opts, toolset.WithCache(policy))
 	}
-	if r := p.rateLimit; r != nil {
-		opts = append(opts, toolset.WithRateLimit(toolset.RateLimit{Requests: r.Calls, Interval: r.Per, Burst: r.Burst, Reject: r.Reject}))
+	if p.rateLimit != nil {
+		opts = append(opts, p.rateLimit)
 	}
 	if p.approval {
 		need := always

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -131,7 +132,8 @@ func (f *File) Resolve(ctx context.Context, opts *Options) (*Agent, error) {
 			ts = toolset.NewFiltered(ts, only(slices.Clone(e.Only)))
 		}
 		if e.hasPolicies() && e.MCP == nil {
-			ts = &withPolicies{inner: ts, view: toolset.NewCombined(ts), policies: e.policies(), made: map[string]madeTool{}}
+			origin := "agent:" + f.Name + "/toolsets[" + strconv.Itoa(i) + "]"
+			ts = &withPolicies{inner: ts, view: toolset.NewCombined(ts), policies: e.policies(), origin: origin, made: map[string]madeTool{}}
 		}
 		if len(e.Rename) > 0 {
 			ts = toolset.NewRenamed(ts, e.Rename)
@@ -341,6 +343,11 @@ type withPolicies struct {
 	// from the turn.
 	view     toolset.Toolset
 	policies policies
+	// origin is that of the tools made in front of the inner ones (see
+	// toolset.WithOrigin): a tool made again, for an inner tool of the
+	// same name whose definition changed, keeps the failure budget and the
+	// rate window of the one before.
+	origin string
 
 	mu   sync.Mutex
 	made map[string]madeTool
@@ -381,7 +388,7 @@ func (w *withPolicies) GetTools(ctx context.Context) ([]toolset.Tool, error) {
 			out[i] = m.outer
 			continue
 		}
-		outer := wrapTool(t, w.policies.options(&t))
+		outer := wrapTool(t, append(w.policies.options(&t), toolset.WithOrigin(w.origin)))
 		w.made[t.Name] = madeTool{inner: t, outer: outer}
 		out[i] = outer
 	}

@@ -237,3 +237,59 @@ func TestEntryRateLimitOfAPackageHoldsFromTurnToTurn(t *testing.T) {
 		}
 	}
 }
+
+// remade is a local toolset of one tool that it makes anew each turn,
+// with a description of that turn, as a store's toolset does for a new
+// version; the tool search fails, the tool ping answers.
+type remade struct {
+	name  string
+	turns atomic.Int32
+}
+
+func (r *remade) GetTools(context.Context) ([]toolset.Tool, error) {
+	n := r.turns.Add(1)
+	desc := "Version " + string(rune('0'+n%10)) + "."
+	return []toolset.Tool{toolset.NewRawTool(r.name, desc, nil, func(context.Context, json.RawMessage) (any, error) {
+		if r.name == "search" {
+			return nil, toolset.NewModelError("the index is down")
+		}
+		return "pong", nil
+	})}, nil
+}
+
+// The file's maxFailures and rateLimit bind a tool that its toolset makes
+// anew (a new definition each turn): the tool made in front of it keeps
+// the budget and the window of the one before.
+func TestEntryPoliciesBindAToolMadeAnew(t *testing.T) {
+	file := "name: a\ntoolsets:\n  - local: searcher\n    maxFailures: 2\n  - local: pinger\n    rateLimit: {calls: 1, per: 1h, reject: true}\n"
+	local := map[string]toolset.Toolset{"searcher": &remade{name: "search"}, "pinger": &remade{name: "ping"}}
+	a := resolve(t, file, &agentfile.Options{Local: local})
+	run := toolset.NewRun("anew")
+	defer run.End()
+	ctx := context.Background()
+	for i := range 2 {
+		turn := run.Turn(ctx)
+		tools, err := toolset.BuildTools(turn, a.Name, a.Toolsets...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tools.Names(); !slices.Contains(got, "search") {
+			t.Fatalf("turn %d: %v", i, got)
+		}
+		if _, err := tools.Execute(turn, toolset.ToolCall{Name: "search", Args: json.RawMessage(`{}`)}); err == nil {
+			t.Fatalf("turn %d: search did not fail", i)
+		}
+		_, err = tools.Execute(turn, toolset.ToolCall{Name: "ping", Args: json.RawMessage(`{}`)})
+		var rl *toolset.RateLimitError
+		if i == 0 && err != nil || i == 1 && !errors.As(err, &rl) {
+			t.Fatalf("turn %d: ping: %v (the second, made anew, has the window of the first)", i, err)
+		}
+	}
+	tools, err := toolset.BuildTools(run.Turn(ctx), a.Name, a.Toolsets...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tools.Names(); slices.Contains(got, "search") {
+		t.Fatalf("search failed in two turns, as two tools, and is not spent: %v", got)
+	}
+}
