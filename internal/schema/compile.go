@@ -176,10 +176,29 @@ func compileObject(obj map[string]any, root bool) (*node, bool) {
 	}
 	n.strCheck = n.minLen > 0 || n.maxLen >= 0 || n.pattern != nil || len(n.enums) > 0
 	n.numCheck = len(n.bounds) > 0 || len(n.enums) > 0
+	n.matchSize = matchSizeOf(n)
 	if n.trivial() {
 		return nil, true
 	}
 	return n, true
+}
+
+// matchSizeOf returns the pattern work per byte of a string checked
+// against n: its own pattern's size and those of every branch of its
+// groups, which a string may all be matched against. It saturates past
+// maxMatchCost.
+func matchSizeOf(n *node) int {
+	const limit = maxMatchCost + 1
+	size := 0
+	if n.pattern != nil {
+		size = n.pattern.size
+	}
+	for _, g := range n.groups {
+		for _, b := range g {
+			size = min(size+b.matchSize, limit)
+		}
+	}
+	return size
 }
 
 // trivial reports whether n accepts every value.

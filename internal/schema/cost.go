@@ -43,8 +43,8 @@ type costGraph struct {
 	shared     bool                     // some part is reached twice, or a dynamic reference
 	dynamic    map[string][]*sjs.Schema // schemas with each $dynamicAnchor
 	recursive  []*sjs.Schema            // schemas with "$recursiveAnchor": true
-	keyPattern int                      // size of the largest pattern property
-	strPattern int                      // size of the largest pattern
+	keyPattern int                      // pattern work per byte of a member name (see matchSizes)
+	strPattern int                      // pattern work per byte of a string (see matchSizes)
 }
 
 // newCostGraph walks the compiled schema and checks the evaluations one
@@ -65,14 +65,6 @@ func newCostGraph(root *sjs.Schema) (*costGraph, error) {
 		if s.DynamicRef != nil || s.RecursiveRef != nil {
 			g.shared = true
 		}
-		if l, ok := s.Pattern.(*lazyRegexp); ok {
-			g.strPattern = max(g.strPattern, l.size)
-		}
-		for re := range s.PatternProperties {
-			if l, ok := re.(*lazyRegexp); ok {
-				g.keyPattern = max(g.keyPattern, l.size)
-			}
-		}
 		allEdges(s, func(t *sjs.Schema) {
 			if seen[t] {
 				g.shared = true
@@ -82,6 +74,7 @@ func newCostGraph(root *sjs.Schema) (*costGraph, error) {
 			stack = append(stack, t)
 		})
 	}
+	g.strPattern, g.keyPattern = g.matchSizes(seen)
 	if !g.shared {
 		return g, nil
 	}
@@ -104,6 +97,57 @@ func newCostGraph(root *sjs.Schema) (*costGraph, error) {
 		}
 	}
 	return g, nil
+}
+
+// matchSizes returns the pattern work one string, and one member name, can
+// cost per byte: the sizes of all the patterns matched against one value,
+// through every subschema applied to that value (an anyOf of a hundred
+// patterns matches each string against all hundred), the largest over the
+// schema. A name is matched against every pattern property of its object
+// and the patterns of its propertyNames. The sums saturate past
+// maxMatchCost, when no string is affordable.
+func (g *costGraph) matchSizes(nodes map[*sjs.Schema]bool) (str, key int) {
+	const limit = maxMatchCost + 1
+	own := func(s *sjs.Schema) int {
+		if l, ok := s.Pattern.(*lazyRegexp); ok {
+			return l.size
+		}
+		return 0
+	}
+	ownKeys := func(s *sjs.Schema) int {
+		n := 0
+		for re := range s.PatternProperties {
+			if l, ok := re.(*lazyRegexp); ok {
+				n = min(n+l.size, limit)
+			}
+		}
+		return n
+	}
+	closure := func(size func(*sjs.Schema) int) func(*sjs.Schema) int {
+		memo := map[*sjs.Schema]int{}
+		var sum func(s *sjs.Schema) int
+		sum = func(s *sjs.Schema) int {
+			if c, ok := memo[s]; ok {
+				return c // done, or in progress: a cycle the validator stops
+			}
+			memo[s] = 0
+			total := size(s)
+			g.sameEdges(s, func(t *sjs.Schema) { total = min(total+sum(t), limit) })
+			memo[s] = total
+			return total
+		}
+		return sum
+	}
+	strs, keys := closure(own), closure(ownKeys)
+	for s := range nodes {
+		str = max(str, strs(s))
+		k := keys(s)
+		if s.PropertyNames != nil {
+			k = min(k+strs(s.PropertyNames), limit)
+		}
+		key = max(key, k)
+	}
+	return str, key
 }
 
 // sameEdges calls f for each subschema s applies to the value s is applied

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -53,4 +54,38 @@ func TestArgumentsOverTheBudgetAreRefused(t *testing.T) {
 func itoa(i int) string {
 	b, _ := json.Marshal(i)
 	return string(b)
+}
+
+// A string is matched against every pattern applied to it, through anyOf,
+// allOf and references: the work is the sum of their sizes per byte, and a
+// string too long for that sum is refused before any pattern runs, on the
+// fast path and the full one alike, in well under a second.
+func TestPatternsAppliedToOneStringAreCountedTogether(t *testing.T) {
+	branch := `{"pattern":"(a|b|c|d|e|f|g|h)*[ab]{600}c0"}`
+	for _, applicator := range []string{"anyOf", "allOf", "oneOf"} {
+		t.Run(applicator, func(t *testing.T) {
+			doc := `{"type":"object","properties":{"s":{"type":"string","` + applicator + `":[` + strings.TrimSuffix(strings.Repeat(branch+",", 400), ",") + `]}}}`
+			s, err := Parse([]byte(doc))
+			require.NoError(t, err)
+			v := NewValidator(s)
+			require.NoError(t, v.Compile())
+			args := []byte(`{"s":"` + strings.Repeat("ab", 1600) + `"}`)
+			start := time.Now()
+			problems, err := v.Check(args)
+			require.NoError(t, err)
+			require.NotEmpty(t, problems)
+			assert.Contains(t, problems[0].Message, "too long for this tool's schema to check against its patterns")
+			assert.Less(t, time.Since(start), time.Second)
+		})
+	}
+	// One such pattern alone still matches strings of this length.
+	s, err := Parse([]byte(`{"type":"object","properties":{"s":{"type":"string","anyOf":[` + branch + `]}}}`))
+	require.NoError(t, err)
+	v := NewValidator(s)
+	require.NoError(t, v.Compile())
+	problems, err := v.Check([]byte(`{"s":"` + strings.Repeat("ab", 1600) + `"}`))
+	require.NoError(t, err)
+	for _, p := range problems {
+		assert.NotContains(t, p.Message, "too long", "one pattern's work is affordable")
+	}
 }

@@ -115,6 +115,10 @@ type node struct {
 	// matching branch.
 	groups [][]*node
 
+	// matchSize is the pattern work per byte of a string checked against
+	// n and its groups (see matchSizeOf).
+	matchSize int
+
 	strCheck bool // the decoded string content matters
 	numCheck bool // the numeric value matters
 }
@@ -155,6 +159,9 @@ func check(n *node, l *jsontext.Lexer, d []byte, t jsontext.Token) bool {
 // checkGroups validates the value against n and against one branch of
 // each of its groups.
 func checkGroups(n *node, l *jsontext.Lexer, d []byte, t jsontext.Token) bool {
+	if n.matchSize > 0 && t.Kind == jsontext.String && !matchAffordable(n.matchSize, t.End-t.Start) {
+		return false // matching it against every branch costs too much: not proven
+	}
 	start := *l
 	if !checkNode(n, l, d, t, false) {
 		return false
