@@ -46,7 +46,29 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (any
 			params.Meta[toolset.TracestateField] = state
 		}
 	}
-	res, callErr = s.CallTool(cctx, params)
+	if ans, err := c.pendingAnswer(ctx, name, args); err != nil {
+		return nil, err
+	} else if ans != nil {
+		// The run approved what the server asked about: answer it.
+		ans.Meta, params = params.Meta, ans
+	}
+	for round := 0; ; round++ {
+		res, callErr = s.CallTool(cctx, params)
+		if callErr != nil || !res.NeedsInput() {
+			break
+		}
+		err := c.inputRequired(ctx, name, args, res)
+		if err == errApprovedEarly && round == 0 {
+			if ans, aerr := c.pendingAnswer(ctx, name, args); aerr == nil && ans != nil {
+				ans.Meta, params = params.Meta, ans
+				continue
+			}
+		}
+		if err == errApprovedEarly {
+			err = &InputRequestError{Server: c.cfg.name, Tool: name, Asked: "a confirmation again after it was given"}
+		}
+		return nil, err
+	}
 	if err := callErr; err != nil {
 		if cctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("no answer to tools/call within %v (see WithCallTimeout): %w", c.cfg.callTimeout, err)

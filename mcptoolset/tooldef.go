@@ -84,7 +84,7 @@ func (c *conn) makeTool(d *mcp.Tool, offered string) (toolset.Tool, error) {
 				"tool", textcut.Clip(d.Name, maxNameBytes), "dropped", dropped, "error", why)
 		}
 	}
-	opts := []toolset.ToolOption{toolset.WithMetadata(md)}
+	opts := []toolset.ToolOption{toolset.WithMetadata(md), toolset.WithMiddleware(carryCall)}
 	if d.OutputSchema != nil {
 		out, err := schemaJSON(d.OutputSchema, lim)
 		if err != nil {
