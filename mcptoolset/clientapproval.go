@@ -193,12 +193,8 @@ func confirmation(reqs mcp.InputRequestMap) (id, field, asked string) {
 				msg = fmt.Sprintf(" %q", textcut.Clip(p.Message, maxAskMessageShown))
 			}
 			kinds = append(kinds, "an elicitation"+msg)
-		case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
-			kinds = append(kinds, "a sampling request")
-		case *mcp.ListRootsParams:
-			kinds = append(kinds, "its roots")
 		default:
-			kinds = append(kinds, fmt.Sprintf("%T", r))
+			kinds = append(kinds, "a "+methodOf(k, r)+" request")
 		}
 		if len(kinds) == 8 {
 			kinds = append(kinds, "more")
@@ -207,6 +203,19 @@ func confirmation(reqs mcp.InputRequestMap) (id, field, asked string) {
 	}
 	slices.Sort(kinds)
 	return "", "", strings.Join(kinds, ", ")
+}
+
+// methodOf returns the method of input request r, with ID id, as it goes
+// on the wire.
+func methodOf(id string, r mcp.InputRequest) string {
+	b, err := json.Marshal(mcp.InputRequestMap{id: r})
+	var m map[string]struct {
+		Method string `json:"method"`
+	}
+	if err != nil || json.Unmarshal(b, &m) != nil || m[id].Method == "" {
+		return "kind of"
+	}
+	return textcut.Clip(m[id].Method, maxLoggedName)
 }
 
 // booleanForm returns the one boolean property of form elicitation p, or
@@ -263,7 +272,7 @@ func (e *InputRequestError) ModelText() string {
 // the options' ElicitationHandler, if any; without one it is refused.
 func askInRun(opts *mcp.ClientOptions) {
 	opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
-	caps := &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{ListChanged: true}}
+	caps := &mcp.ClientCapabilities{}
 	if opts.Capabilities != nil {
 		c := *opts.Capabilities
 		caps = &c

@@ -122,8 +122,8 @@ func TestClientServersOtherQuestionsAreModelErrors(t *testing.T) {
 	for name, asked := range map[string]mcp.InputRequestMap{
 		"form":     {"confirm": &mcp.ElicitParams{Message: "Which region?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string"}}}`)}},
 		"two":      {"confirm": confirm["confirm"], "b": confirm["confirm"]},
-		"sampling": {"s": &mcp.CreateMessageParams{MaxTokens: 10, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}}},
-		"roots":    {"r": &mcp.ListRootsParams{}},
+		"sampling": wireRequests(t, `{"s":{"method":"sampling/createMessage","params":{"maxTokens":10,"messages":[{"role":"user","content":{"type":"text","text":"hi"}}]}}}`),
+		"roots":    wireRequests(t, `{"r":{"method":"roots/list","params":{}}}`),
 	} {
 		t.Run(name, func(t *testing.T) {
 			var deployed atomic.Int32
@@ -136,11 +136,19 @@ func TestClientServersOtherQuestionsAreModelErrors(t *testing.T) {
 			text, forModel := toolset.ErrorText(err)
 			require.True(t, forModel, "%v", err)
 			assert.Contains(t, text, `the MCP server "remote" asked, for the call of its tool "deploy", for input this client cannot give`)
+			assert.Contains(t, text, map[string]string{"form": `"Which region?"`, "two": "an elicitation", "sampling": "sampling/createMessage", "roots": "roots/list"}[name])
 			var ire *mcptoolset.InputRequestError
 			require.True(t, errors.As(err, &ire))
 			assert.Empty(t, run.PendingApprovals())
 		})
 	}
+}
+
+// wireRequests decodes input requests from their wire form.
+func wireRequests(t *testing.T, s string) mcp.InputRequestMap {
+	var m mcp.InputRequestMap
+	require.NoError(t, json.Unmarshal([]byte(s), &m))
+	return m
 }
 
 // End to end: this package's client calls this package's server, whose

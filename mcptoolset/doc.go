@@ -342,8 +342,9 @@
 // runs the call. The SDK's client does all of this itself when given an
 // ElicitationHandler.
 //
-// The requestState is "a1." and the base64url of 216 bytes: a random
-// 16-byte nonce (the approved call's ID in the run), an expiry (Unix
+// The requestState is "a1." and the base64url of 184 bytes (249 bytes in
+// all): a random 16-byte nonce (the approved call's ID in the run), an
+// expiry (Unix
 // seconds, [WithApprovalStateTTL], ten minutes by default), the SHA-256
 // of the tool's name, of its arguments in canonical JSON and of the run's
 // ID, the tool's schema hash as [toolset.PendingApproval] names it, and an
