@@ -46,6 +46,8 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (any
 			params.Meta[toolset.TracestateField] = state
 		}
 	}
+	ctx, f, land := c.fly(ctx, name, args)
+	defer land()
 	if ans, err := c.pendingAnswer(ctx, name, args); err != nil {
 		return nil, err
 	} else if ans != nil {
@@ -68,6 +70,13 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (any
 			err = &InputRequestError{Server: c.cfg.name, Tool: name, Asked: "a confirmation again after it was given"}
 		}
 		return nil, err
+	}
+	f.mu.Lock()
+	ferr := f.err
+	f.mu.Unlock()
+	if ferr != nil {
+		// The server asked on the session, and the run had no answer.
+		return nil, ferr
 	}
 	if err := callErr; err != nil {
 		if cctx.Err() != nil && ctx.Err() == nil {

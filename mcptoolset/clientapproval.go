@@ -34,10 +34,11 @@ const (
 // serverAsk is a server's request to confirm a call, waiting for the run's
 // decision.
 type serverAsk struct {
-	state string // the server's requestState, opaque
-	id    string // the input request's ID
-	field string // the boolean property of its form
-	at    time.Time
+	session bool   // asked by elicitation/create on the session
+	state   string // the server's requestState, opaque
+	id      string // the input request's ID
+	field   string // the boolean property of its form
+	at      time.Time
 }
 
 // askTable keeps a connection's server requests to confirm, by the call
@@ -139,6 +140,16 @@ func (c *conn) pendingAnswer(ctx context.Context, name string, args json.RawMess
 			c.asks.put(key, a) // still asked; a denial is used up
 		}
 		return nil, err
+	}
+	if a.session {
+		// Asked on the session again when the call is repeated: the
+		// elicitation handler answers it.
+		if f := flightOf(ctx); f != nil {
+			f.mu.Lock()
+			f.approved = &a
+			f.mu.Unlock()
+		}
+		return nil, nil
 	}
 	return &mcp.CallToolParams{
 		Name: name, Arguments: args, RequestState: a.state,
@@ -268,26 +279,107 @@ func (e *InputRequestError) ModelText() string {
 // askInRun sets opts so that a server's input requests reach the run: the
 // SDK's own answering of input-required results is off (the call answers
 // them, see inputRequired), and form elicitation is declared, so that a
-// 2026-07-28 server asks. A session's elicitation/create is answered by
-// the options' ElicitationHandler, if any; without one it is refused.
-func askInRun(opts *mcp.ClientOptions) {
+// server asks. An elicitation/create on the session is answered by the
+// options' ElicitationHandler, if any; without one, by c (see
+// sessionElicit).
+func (c *conn) askInRun(opts *mcp.ClientOptions) {
 	opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
 	caps := &mcp.ClientCapabilities{}
 	if opts.Capabilities != nil {
-		c := *opts.Capabilities
-		caps = &c
+		cp := *opts.Capabilities
+		caps = &cp
 	}
 	if caps.Elicitation == nil {
 		caps.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}
 	}
 	opts.Capabilities = caps
 	if opts.ElicitationHandler == nil {
-		opts.ElicitationHandler = refuseElicitation
+		opts.ElicitationHandler = c.sessionElicit
 	}
 }
 
-// refuseElicitation answers a session's elicitation/create, which comes
-// outside any tool call's result and so cannot reach the call's run.
-func refuseElicitation(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-	return nil, errors.New("this client answers a server's questions only in a tool call's result (MCP 2026-07-28 input requests), not by elicitation/create on the session")
+// callFlight is a tools/call in flight on a connection, for the elicitation
+// an older server sends on the session while it runs.
+type callFlight struct {
+	ctx  context.Context // the call's: its run and tool call
+	name string          // the server's tool name
+	args json.RawMessage
+
+	mu       sync.Mutex
+	approved *serverAsk // the run approved the call: accept its confirmation
+	err      error      // the call's error, set by the elicitation handler
+}
+
+type flightKey struct{}
+
+func flightOf(ctx context.Context) *callFlight {
+	f, _ := ctx.Value(flightKey{}).(*callFlight)
+	return f
+}
+
+// fly records a call in flight on c, returning its context and a
+// function that ends it.
+func (c *conn) fly(ctx context.Context, name string, args json.RawMessage) (context.Context, *callFlight, func()) {
+	f := &callFlight{name: name, args: args}
+	ctx = context.WithValue(ctx, flightKey{}, f)
+	f.ctx = ctx
+	c.mu.Lock()
+	if c.calls == nil {
+		c.calls = make(map[*callFlight]struct{})
+	}
+	c.calls[f] = struct{}{}
+	c.mu.Unlock()
+	return ctx, f, func() {
+		c.mu.Lock()
+		delete(c.calls, f)
+		c.mu.Unlock()
+	}
+}
+
+// errWhichCall refuses an elicitation that cannot be tied to one call.
+var errWhichCall = errors.New("this client answers elicitation/create only while exactly one of its tool calls is in flight on the session, to tell which call it is about")
+
+// sessionElicit answers an elicitation/create an older server sends on
+// the session while a call runs. The SDK does not say which request it
+// belongs to, so it is taken to belong to the one call in flight, and
+// refused when there is not exactly one. A confirmation (a form with one
+// boolean) the run has approved is accepted; one it has not decided is
+// cancelled, and the call fails with the run's request for approval; any
+// other question is cancelled, and the call fails with an
+// [*InputRequestError].
+func (c *conn) sessionElicit(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	c.mu.Lock()
+	var f *callFlight
+	if len(c.calls) == 1 {
+		for f = range c.calls {
+		}
+	}
+	c.mu.Unlock()
+	if f == nil || req == nil || req.Params == nil {
+		return nil, errWhichCall
+	}
+	field := booleanForm(req.Params)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if field == "" {
+		f.err = &InputRequestError{Server: c.cfg.name, Tool: f.name, Asked: fmt.Sprintf("an elicitation %q", textcut.Clip(req.Params.Message, maxAskMessageShown))}
+		return &mcp.ElicitResult{Action: "cancel"}, nil
+	}
+	if f.approved != nil {
+		f.approved = nil
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{field: true}}, nil
+	}
+	key, call, ok := askKey(f.ctx, f.name, f.args)
+	if !ok {
+		f.err = &InputRequestError{Server: c.cfg.name, Tool: f.name, Asked: "a confirmation, which needs a run and a tool call to be approved in"}
+		return &mcp.ElicitResult{Action: "cancel"}, nil
+	}
+	a := serverAsk{session: true, field: field, at: time.Now()}
+	c.asks.put(key, a)
+	if _, err := gate.Execute(f.ctx, call); err != nil {
+		f.err = err
+		return &mcp.ElicitResult{Action: "cancel"}, nil
+	}
+	c.asks.take(key) // approved before it was asked
+	return &mcp.ElicitResult{Action: "accept", Content: map[string]any{field: true}}, nil
 }

@@ -193,3 +193,48 @@ func TestClientServersOversizedRequestState(t *testing.T) {
 	assert.Contains(t, text, "requestState is too long")
 	assert.Empty(t, run.PendingApprovals())
 }
+
+// An older server (a real SDK server over loopback HTTP, in a 2025-11-25
+// session) that asks on the session by elicitation/create reaches the
+// run too: undecided, the elicitation is cancelled and the call waits for
+// the run's approval; approved, the repeated call's elicitation is
+// accepted.
+func TestClientSessionElicitationIsAnApprovalOfTheRun(t *testing.T) {
+	checkLeaks(t)
+	var deployed atomic.Int32
+	srv := mcp.NewServer(&mcp.Implementation{Name: "old", Version: "v1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "deploy", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			r, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Deploy?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"ok":{"type":"boolean"}}}`)})
+			if err != nil {
+				return nil, err
+			}
+			if r.Action != "accept" || r.Content["ok"] != true {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "not deployed: " + r.Action}}}, nil
+			}
+			deployed.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "deployed"}}}, nil
+		})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+	ts := mcptoolset.NewHTTP(hs.URL, mcptoolset.WithName("old"))
+	t.Cleanup(func() { _ = ts.Close() })
+	run := toolset.NewRun("agent-run")
+	defer run.End()
+
+	turn, tools, _ := names(t, run, ts)
+	call := toolset.ToolCall{ID: "c1", Name: "deploy", Args: json.RawMessage(`{}`)}
+	_, err := tools.Execute(turn, call)
+	var are *toolset.ApprovalRequiredError
+	require.ErrorAs(t, err, &are)
+	require.Len(t, run.PendingApprovals(), 1)
+	assert.Zero(t, deployed.Load())
+
+	run.RecordApproval(call)
+	turn, tools, _ = names(t, run, ts)
+	res, err := tools.Execute(turn, call)
+	require.NoError(t, err)
+	text, _ := toolset.ResultText(res)
+	assert.Equal(t, "deployed", text)
+	assert.EqualValues(t, 1, deployed.Load())
+}

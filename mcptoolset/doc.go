@@ -380,10 +380,16 @@
 // an [*InputRequestError] the model sees, naming what was asked; a typed
 // way to answer them from the run is left for later. The client declares
 // form elicitation to servers for this, and turns off the SDK's own
-// answering of input requests; an elicitation/create on a session (an
-// older server's) goes to the ClientOptions' ElicitationHandler given
-// with [WithClient], and is refused without one. A call so stopped counts
-// against the tool's failure budget, if it has one.
+// answering of input requests. An older server asks on the session
+// instead (elicitation/create, while the call runs): a confirmation the
+// run has not decided is cancelled and the call fails with the run's
+// request for approval, as above, and the repeated call, once approved,
+// accepts the server's next one. The SDK does not say which call an
+// elicitation belongs to, so it is answered so only while exactly one call
+// is in flight on the connection, and refused otherwise; an
+// ElicitationHandler given in the ClientOptions of [WithClient] answers
+// them instead. A call so stopped counts against the tool's failure
+// budget, if it has one.
 //
 // # Traces
 //
