@@ -63,7 +63,7 @@ type approvalSubject struct {
 }
 
 // callID is the ID of the call the approval is for.
-func (a *approvalSubject) callID() string { return "mcp-approval-" + hex.EncodeToString(a.nonce[:]) }
+func (a *approvalSubject) callID() string { return "mcp-call-" + hex.EncodeToString(a.nonce[:]) }
 
 func newNonce() [nonceLen]byte {
 	var n [nonceLen]byte

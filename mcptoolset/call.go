@@ -59,17 +59,14 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (any
 		if callErr != nil || !res.NeedsInput() {
 			break
 		}
-		err := c.inputRequired(ctx, name, args, res)
-		if err == errApprovedEarly && round == 0 {
-			if ans, aerr := c.pendingAnswer(ctx, name, args); aerr == nil && ans != nil {
-				ans.Meta, params = params.Meta, ans
-				continue
-			}
+		ans, err := c.inputRequired(ctx, name, args, res)
+		if err != nil {
+			return nil, err
 		}
-		if err == errApprovedEarly {
-			err = &InputRequestError{Server: c.cfg.name, Tool: name, Asked: "a confirmation again after it was given"}
+		if round > 0 {
+			return nil, &InputRequestError{Server: c.cfg.name, Tool: name, Asked: "a confirmation again after it was given"}
 		}
-		return nil, err
+		ans.Meta, params = params.Meta, ans
 	}
 	f.mu.Lock()
 	ferr := f.err

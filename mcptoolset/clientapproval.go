@@ -151,42 +151,46 @@ func (c *conn) pendingAnswer(ctx context.Context, name string, args json.RawMess
 		}
 		return nil, nil
 	}
-	return &mcp.CallToolParams{
-		Name: name, Arguments: args, RequestState: a.state,
-		InputResponses: mcp.InputResponseMap{a.id: &mcp.ElicitResult{Action: "accept", Content: map[string]any{a.field: true}}},
-	}, nil
+	return a.answer(name, args), nil
 }
 
 // inputRequired handles a server's input-required result to the call of
 // ctx: a request to confirm is asked in the run; any other is an error
-// the model sees, naming what the server asked.
-func (c *conn) inputRequired(ctx context.Context, name string, args json.RawMessage, res *mcp.CallToolResult) error {
+// the model sees, naming what the server asked. It returns the params of
+// the call that answers the server if the run had approved the call
+// already.
+func (c *conn) inputRequired(ctx context.Context, name string, args json.RawMessage, res *mcp.CallToolResult) (*mcp.CallToolParams, error) {
 	if len(res.InputRequests) == 0 {
-		return &InputRequestError{Server: c.cfg.name, Tool: name, Asked: "nothing (it is busy: try again later)"}
+		return nil, &InputRequestError{Server: c.cfg.name, Tool: name, Asked: "nothing (it is busy: try again later)"}
 	}
 	id, field, asked := confirmation(res.InputRequests)
 	if field == "" || len(res.RequestState) > maxRequestStateBytes {
 		if field != "" {
 			asked = "a confirmation whose requestState is too long"
 		}
-		return &InputRequestError{Server: c.cfg.name, Tool: name, Asked: asked}
+		return nil, &InputRequestError{Server: c.cfg.name, Tool: name, Asked: asked}
 	}
 	key, call, ok := askKey(ctx, name, args)
 	if !ok {
-		return &InputRequestError{Server: c.cfg.name, Tool: name, Asked: asked + ", which needs a run and a tool call to be approved in"}
+		return nil, &InputRequestError{Server: c.cfg.name, Tool: name, Asked: asked + ", which needs a run and a tool call to be approved in"}
 	}
-	c.asks.put(key, serverAsk{state: res.RequestState, id: id, field: field, at: time.Now()})
-	_, err := gate.Execute(ctx, call)
-	if err == nil {
-		// Approved before it was asked: answer at once.
-		return errApprovedEarly
+	a := serverAsk{state: res.RequestState, id: id, field: field, at: time.Now()}
+	c.asks.put(key, a)
+	if _, err := gate.Execute(ctx, call); err != nil {
+		return nil, err
 	}
-	return err
+	// Approved before it was asked: answer at once.
+	c.asks.take(key)
+	return a.answer(name, args), nil
 }
 
-// errApprovedEarly says the run approved a call as soon as the server
-// asked: the call is repeated with the answer.
-var errApprovedEarly = errors.New("approved")
+// answer returns the params of the call that answers a with an approval.
+func (a *serverAsk) answer(name string, args json.RawMessage) *mcp.CallToolParams {
+	return &mcp.CallToolParams{
+		Name: name, Arguments: args, RequestState: a.state,
+		InputResponses: mcp.InputResponseMap{a.id: &mcp.ElicitResult{Action: "accept", Content: map[string]any{a.field: true}}},
+	}
+}
 
 // confirmation returns the ID and boolean field of reqs if it is one
 // request to confirm (a form with one boolean property), and in any case

@@ -238,3 +238,23 @@ func TestClientSessionElicitationIsAnApprovalOfTheRun(t *testing.T) {
 	assert.Equal(t, "deployed", text)
 	assert.EqualValues(t, 1, deployed.Load())
 }
+
+// A call the run approved before the server asked (a decision recorded
+// ahead, or kept by a run resumed in another process) answers the
+// server's request at once.
+func TestClientServersConfirmationApprovedAhead(t *testing.T) {
+	checkLeaks(t)
+	var deployed atomic.Int32
+	ts := mcptoolset.NewHTTP(confirmingServer(t, confirm, &deployed), mcptoolset.WithName("remote"))
+	t.Cleanup(func() { _ = ts.Close() })
+	run := toolset.NewRun("agent-run")
+	defer run.End()
+	call := toolset.ToolCall{ID: "c1", Name: "deploy", Args: json.RawMessage(`{"env":"prod"}`)}
+	run.RecordApproval(call)
+	turn, tools, _ := names(t, run, ts)
+	res, err := tools.Execute(turn, call)
+	require.NoError(t, err)
+	text, _ := toolset.ResultText(res)
+	assert.Equal(t, "deployed", text)
+	assert.EqualValues(t, 1, deployed.Load())
+}
