@@ -258,3 +258,31 @@ func TestClientServersConfirmationApprovedAhead(t *testing.T) {
 	assert.Equal(t, "deployed", text)
 	assert.EqualValues(t, 1, deployed.Load())
 }
+
+// A hostile server that asks again after every answer does not make the
+// client loop: each new request is a new approval for the run to decide.
+func TestClientServerAskingForeverNeedsAHumanEachTime(t *testing.T) {
+	checkLeaks(t)
+	var asks atomic.Int32
+	srv := mcp.NewServer(&mcp.Implementation{Name: "nag", Version: "v1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "deploy", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			asks.Add(1)
+			return &mcp.CallToolResult{InputRequests: confirm, RequestState: "again"}, nil
+		})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(hs.Close)
+	ts := mcptoolset.NewHTTP(hs.URL, mcptoolset.WithName("nag"))
+	t.Cleanup(func() { _ = ts.Close() })
+	run := toolset.NewRun("agent-run")
+	defer run.End()
+	call := toolset.ToolCall{ID: "c1", Name: "deploy", Args: json.RawMessage(`{}`)}
+	for i := range 3 {
+		turn, tools, _ := names(t, run, ts)
+		_, err := tools.Execute(turn, call)
+		var are *toolset.ApprovalRequiredError
+		require.ErrorAs(t, err, &are)
+		assert.EqualValues(t, i+1, asks.Load(), "one request per attempt")
+		run.RecordApproval(call)
+	}
+}
