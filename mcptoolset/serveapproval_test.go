@@ -276,3 +276,21 @@ func TestServedApprovalStateHostile(t *testing.T) {
 	})
 	assert.Zero(t, ran.Load()-1, "only the one honest answer ran")
 }
+
+// Over a transport with sessions (in memory, as over stdio) the approval
+// is asked the same ways, the requestState bound to the session's run.
+func TestServedApprovalOverASession(t *testing.T) {
+	checkLeaks(t)
+	for _, version := range []string{sessionless, "2025-11-25"} {
+		t.Run(version, func(t *testing.T) {
+			var ran atomic.Int32
+			yes := &answering{action: "accept", approve: true}
+			cs := connect(t, mcptoolset.NewServer(transferTool(&ran)), &mcp.ClientOptions{ElicitationHandler: yes.handle}, version)
+			text, isErr := callText(t, cs, "transfer", map[string]any{"amount": 3})
+			assert.False(t, isErr, text)
+			assert.Equal(t, "transferred $3", text)
+			assert.EqualValues(t, 1, ran.Load())
+			assert.Len(t, yes.shown(), 1)
+		})
+	}
+}
