@@ -46,7 +46,35 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (any
 			params.Meta[toolset.TracestateField] = state
 		}
 	}
-	res, callErr = s.CallTool(cctx, params)
+	ctx, f, land := c.fly(ctx, name, args)
+	defer land()
+	if ans, err := c.pendingAnswer(ctx, name, args); err != nil {
+		return nil, err
+	} else if ans != nil {
+		// The run approved what the server asked about: answer it.
+		ans.Meta, params = params.Meta, ans
+	}
+	for round := 0; ; round++ {
+		res, callErr = s.CallTool(cctx, params)
+		if callErr != nil || !res.NeedsInput() {
+			break
+		}
+		ans, err := c.inputRequired(ctx, name, args, res)
+		if err != nil {
+			return nil, err
+		}
+		if round > 0 {
+			return nil, &InputRequestError{Server: c.cfg.name, Tool: name, Asked: "a confirmation again after it was given"}
+		}
+		ans.Meta, params = params.Meta, ans
+	}
+	f.mu.Lock()
+	ferr := f.err
+	f.mu.Unlock()
+	if ferr != nil {
+		// The server asked on the session, and the run had no answer.
+		return nil, ferr
+	}
 	if err := callErr; err != nil {
 		if cctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("no answer to tools/call within %v (see WithCallTimeout): %w", c.cfg.callTimeout, err)

@@ -35,7 +35,11 @@ type conn struct {
 	failAt    time.Time
 	warned    *ServerError // the failure last logged under WithSkipUnavailable
 
-	run heldHandle // the run handle a 2026-07-28 server last gave
+	run  heldHandle // the run handle a 2026-07-28 server last gave
+	asks askTable   // the server's requests to confirm a call, waiting for the run
+	// calls are the tools/call requests in flight, for an older
+	// server's elicitation on the session (see sessionElicit).
+	calls map[*callFlight]struct{}
 
 	gen     uint64 // bumped when the tool list changes
 	cache   *listing
@@ -230,6 +234,7 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, mcp.Transport, 
 		opts = *c.cfg.clientOpts
 	}
 	c.hookNotifications(&opts)
+	c.askInRun(&opts)
 	client := mcp.NewClient(impl, &opts)
 	client.AddSendingMiddleware(takeListTTL, carryRunHandle(&c.run, c.invalidate))
 	s, err := client.Connect(ctx, tr, nil)

@@ -248,10 +248,10 @@
 // Each MCP session is one run: its requests share the run's bookkeeping,
 // each request the run's next turn. A tool search's reveals show from the
 // session's next request, run-scoped caches hit across its requests,
-// failure budgets hold for the session; other sessions see none of it. A
-// tool that requires approval gets an isError result: MCP has no human to
-// ask. The run is ended when the session ends, and [WithMaxSessionRuns]
-// bounds the runs kept.
+// failure budgets hold for the session; other sessions see none of it.
+// A tool that requires approval asks the client's user (see "Approvals
+// over MCP"). The run is ended when the session ends, and
+// [WithMaxSessionRuns] bounds the runs kept.
 //
 // # Clients without sessions (MCP 2026-07-28)
 //
@@ -323,6 +323,73 @@
 // when what the toolset shows changes, call [Server.ToolsChanged]: every
 // connected client is told to list the tools again. Tools added to
 // [Server.MCP] with the SDK's AddTool are not listed.
+//
+// # Approvals over MCP
+//
+// A served tool that requires a human's approval
+// ([toolset.WithApprovalRequired]) asks the client for it. A 2026-07-28
+// client that declared form elicitation gets, instead of a result, an
+// input-required result (SEP-2322, multi round-trip requests): one input
+// request, [ApprovalInputID] ("approval"), a form elicitation with one
+// boolean, [ApprovalField] ("approve"), whose message names the tool and
+// its arguments (cut to 1 KiB), and a requestState. The client asks its
+// user and repeats the call with the answer in inputResponses and the
+// state; the server checks the state, checks that the repeated call's
+// arguments and the tool's schema are those the state was made for,
+// records the answer in the run ([toolset.RunContext.RecordApproval]; a
+// declined, cancelled or unticked answer is a
+// [toolset.RunContext.RecordDenial], whose reason the model reads) and
+// runs the call. The SDK's client does all of this itself when given an
+// ElicitationHandler.
+//
+// The requestState is "a1." and the base64url of 184 bytes (249 bytes in
+// all): a random 16-byte nonce (the approved call's ID in the run), an
+// expiry (Unix
+// seconds, [WithApprovalStateTTL], ten minutes by default), the SHA-256
+// of the tool's name, of its arguments in canonical JSON and of the run's
+// ID, the tool's schema hash as [toolset.PendingApproval] names it, and an
+// HMAC-SHA256 of all of it and of the client's binding ([WithRunBinding])
+// under the run key ([WithRunKey], previous keys included). A state that
+// was edited, made by another key or for another client, tool or run, has
+// expired, or has another length is refused with an invalid-params error
+// before anything runs, and so is a repeated call whose arguments differ
+// from those approved. The run is that of the request's run handle, or
+// its session's; in such a run, which spans requests, the call waits in
+// [toolset.RunContext.PendingApprovals] until answered and a state is good
+// for one answer. A request without a handle is a run of its own, so its
+// state binds no run and may be answered more than once before it
+// expires: give clients a run store to have states used once.
+//
+// An older client that declared elicitation is asked on its session
+// (elicitation/create, the same form), and the call runs or is denied in
+// the same request. A client that can do neither, or a stateless request
+// of an older client, gets an isError result saying the call needs an
+// approval that cannot be asked for here.
+//
+// This package's client takes the server's side of it into the agent's
+// run. When a server answers a tools/call with an input-required result
+// that asks for a confirmation (one form elicitation with one boolean
+// property), the call fails with a [*toolset.ApprovalRequiredError] for
+// that call, listed by the run's [toolset.RunContext.PendingApprovals],
+// as for any tool that requires approval: the application asks its human
+// (a provider adapter's Approver does), records the decision, and
+// executes the call again, which answers the server's request with it
+// (the requestState sent back as it came, at most 16 KiB, never read). A
+// denial is the model's to read, and the server is not answered. Any other
+// question (a form of other fields, several at once, sampling, roots) is
+// an [*InputRequestError] the model sees, naming what was asked; a typed
+// way to answer them from the run is left for later. The client declares
+// form elicitation to servers for this, and turns off the SDK's own
+// answering of input requests. An older server asks on the session
+// instead (elicitation/create, while the call runs): a confirmation the
+// run has not decided is cancelled and the call fails with the run's
+// request for approval, as above, and the repeated call, once approved,
+// accepts the server's next one. The SDK does not say which call an
+// elicitation belongs to, so it is answered so only while exactly one call
+// is in flight on the connection, and refused otherwise; an
+// ElicitationHandler given in the ClientOptions of [WithClient] answers
+// them instead. A call so stopped counts against the tool's failure
+// budget, if it has one.
 //
 // # Traces
 //

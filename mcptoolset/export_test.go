@@ -41,3 +41,7 @@ func SetRunClock(s *Server, now func() time.Time) { s.keys.now = now }
 
 // HandleRuns returns the number of runs of handles s is using.
 func HandleRuns(s *Server) int { return s.handles.len() }
+
+// SetApprovalClock sets the clock by which s mints and checks the
+// requestState of requests for approval.
+func SetApprovalClock(s *Server, now func() time.Time) { s.approvals.now = now }

@@ -44,6 +44,8 @@ type Server struct {
 	runOpts RunOptionsFunc
 	binding func(*Request) string
 	listTTL time.Duration
+
+	approvals *handleKeys // signs the requestState of requests for approval
 }
 
 // Request describes the MCP request that a run context is built for.
@@ -141,6 +143,7 @@ type serverConfig struct {
 	runOpts      RunOptionsFunc
 	binding      func(*Request) string
 	listTTL      time.Duration
+	approvalTTL  time.Duration
 }
 
 // WithImplementation sets the server's name and version sent to clients;
@@ -228,10 +231,26 @@ func WithPageSize(n int) ServerOption { return func(c *serverConfig) { c.page = 
 // the session's next request, and never in another session. A session's
 // run is ended when the session ends; at most [WithMaxSessionRuns]
 // sessions keep one. A request without a session carries on a run by the
-// handle its client sends back (see [WithRunStore]). A tool that requires
-// a human's approval ([toolset.WithApprovalRequired]) cannot be approved
-// here, since MCP calls reach the server without a human to ask: the
-// client gets an isError result saying so.
+// handle its client sends back (see [WithRunStore]).
+//
+// A call of a tool that requires a human's approval
+// ([toolset.WithApprovalRequired]) asks the client's user. A 2026-07-28
+// client that can elicit gets an input-required result (SEP-2322): one
+// input request, [ApprovalInputID], a form with the boolean
+// [ApprovalField] whose message names the tool and its arguments (cut to
+// 1 KiB), and a requestState, signed with the run key (see [WithRunKey]),
+// that binds the answer to the tool, its exact arguments (canonical JSON)
+// and parameter schema, the run the call was made in, and an expiry (see
+// [WithApprovalStateTTL]). When the client repeats the call with the
+// answer, the state is checked, the repeated call must have the same
+// arguments, and the answer is recorded in the run
+// ([toolset.RunContext.RecordApproval], or RecordDenial, whose reason the
+// model sees) before the call runs. In a run that spans requests (a run
+// handle's, a session's) a state is good for one answer. An older client
+// that declared elicitation is asked by elicitation/create on its
+// session, and the call runs or is denied in the same request. A client
+// that can do neither gets an isError result saying the call needs an
+// approval that cannot be asked for here.
 //
 // An error the model should see ([toolset.ErrorText] reports true)
 // comes back as a result with isError set and the error's text. Any other
@@ -287,6 +306,7 @@ func NewServer(ts toolset.Toolset, opts ...ServerOption) *Server {
 	}
 	s.listTTL = cfg.listTTL
 	s.setupHandles(&cfg)
+	s.approvals = approvalKeysFor(&cfg, s.keys)
 	if _, ok := ts.(toolset.InstructionsProvider); ok && so.Instructions == "" {
 		s.instr = true
 	}
@@ -725,7 +745,15 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 		ctx = toolset.WithProgress(ctx, progressSender(ctx, req.Session, tok))
 	}
-	v, err := tools.Execute(ctx, toolset.ToolCall{Name: name, Args: req.Params.Arguments})
+	x := s.execute(ctx, req, tools)
+	switch {
+	case x.rpc != nil:
+		return nil, x.rpc
+	case x.input != nil:
+		x.input.Meta = setHandle(ctx, x.input.Meta)
+		return x.input, nil
+	}
+	v, err := x.v, x.err
 	if err != nil {
 		res, ok := errorResult(err)
 		if !ok {

@@ -87,7 +87,7 @@ func (c *conn) makeTool(d *mcp.Tool, offered string) (toolset.Tool, error) {
 	// The origin makes the tool's identity: a tool the server announces
 	// anew (a changed definition makes a new tool value) keeps the failure
 	// budget and the rate window of the one before.
-	opts := []toolset.ToolOption{toolset.WithMetadata(md), toolset.WithOrigin("mcp:" + c.cfg.name)}
+	opts := []toolset.ToolOption{toolset.WithMetadata(md), toolset.WithOrigin("mcp:" + c.cfg.name), toolset.WithMiddleware(carryCall)}
 	if d.OutputSchema != nil {
 		out, err := schemaJSON(d.OutputSchema, lim)
 		if err != nil {
