@@ -87,7 +87,11 @@ func countsAsFailure(err error) (yes bool) {
 		te *ToolError
 		pe *PanicError
 		to *TimeoutError
+		ar *ApprovalRequiredError
 	)
+	if errors.As(err, &ar) {
+		return false // a call waiting for a human, as a remote tool's may, has not failed
+	}
 	return errors.As(err, &ae) || errors.As(err, &te) || errors.As(err, &pe) || errors.As(err, &to)
 }
 

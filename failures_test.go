@@ -416,3 +416,32 @@ func TestSavedBudgetFormat(t *testing.T) {
 		assert.Empty(t, tools.Names(), "search failed in two steps, and a third with another schema: spent")
 	})
 }
+
+// A tool whose handler says its call waits for approval (a remote server's
+// tool that asks its client, say) has not failed: the wait does not spend
+// its failure budget, and the approved call runs.
+func TestWaitingForApprovalIsNotAFailure(t *testing.T) {
+	var approved atomic.Bool
+	remote := toolset.NewRawTool("remote", "Asks first.", nil, func(ctx context.Context, _ json.RawMessage) (any, error) {
+		if !approved.Load() {
+			return nil, &toolset.ApprovalRequiredError{Call: toolset.ToolCall{ID: "c1", Name: "remote"}}
+		}
+		return "done", nil
+	}, toolset.WithMaxFailures(1))
+	run := testRun(t, "r")
+	for range 3 {
+		ctx := run.Turn(context.Background())
+		tools, err := toolset.BuildTools(ctx, "a", remote)
+		require.NoError(t, err)
+		_, err = tools.Execute(ctx, toolset.ToolCall{ID: "c1", Name: "remote", Args: json.RawMessage(`{}`)})
+		var ar *toolset.ApprovalRequiredError
+		require.ErrorAs(t, err, &ar)
+	}
+	approved.Store(true)
+	ctx := run.Turn(context.Background())
+	tools, err := toolset.BuildTools(ctx, "a", remote)
+	require.NoError(t, err)
+	res, err := tools.Execute(ctx, toolset.ToolCall{ID: "c1", Name: "remote", Args: json.RawMessage(`{}`)})
+	require.NoError(t, err, "three waits spent nothing of a budget of one")
+	assert.Equal(t, "done", res)
+}
