@@ -388,8 +388,8 @@
 // elicitation belongs to, so it is answered so only while exactly one call
 // is in flight on the connection, and refused otherwise; an
 // ElicitationHandler given in the ClientOptions of [WithClient] answers
-// them instead. A call so stopped counts against the tool's failure
-// budget, if it has one.
+// them instead. A call so stopped has not failed: it spends nothing of the
+// tool's failure budget.
 //
 // # Traces
 //
