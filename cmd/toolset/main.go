@@ -463,7 +463,8 @@ func (s *session) close() {
 }
 
 // openPackage uploads the zip into a temporary store and runs discovery.
-func openPackage(ctx context.Context, zipPath, name, mode string, stderr io.Writer) (*session, error) {
+// artifacts are the store's artifact options (nil: the defaults).
+func openPackage(ctx context.Context, zipPath, name, mode string, artifacts *toolpkg.ArtifactOptions, stderr io.Writer) (*session, error) {
 	m, err := toolpkg.ParseMode(mode)
 	if err != nil {
 		return nil, usagef("%v", err)
@@ -482,7 +483,7 @@ func openPackage(ctx context.Context, zipPath, name, mode string, stderr io.Writ
 		return nil, err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	st, err := toolpkg.Open(dir, &toolpkg.Options{Sandbox: m, Logger: logger})
+	st, err := toolpkg.Open(dir, &toolpkg.Options{Sandbox: m, Logger: logger, Artifacts: artifacts})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -524,7 +525,7 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	s, err := openPackage(ctx, pos[0], *name, *mode, stderr)
+	s, err := openPackage(ctx, pos[0], *name, *mode, nil, stderr)
 	if err != nil {
 		return err
 	}
@@ -651,7 +652,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		return callOnMesh(ctx, bf, pos[0], pos[1], pos[2], pf.config, stdout, stderr)
 	}
-	s, err := openPackage(ctx, pos[0], *pf.name, *pf.mode, stderr)
+	s, err := openPackage(ctx, pos[0], *pf.name, *pf.mode, nil, stderr)
 	if err != nil {
 		return err
 	}
@@ -766,7 +767,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	token, err := hf.token()
+	auth, err := hf.auth()
 	if err != nil {
 		return err
 	}
@@ -774,7 +775,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if af.file != "" {
-		return serveAgent(ctx, pos, af, pf, hf, token, stdout, stderr)
+		return serveAgent(ctx, pos, af, pf, hf, auth, stdout, stderr)
 	}
 	if af.platform != "" || af.platformToken != "" || af.secrets != "" {
 		return usagef("--platform, --platform-token-file and --secrets go with --agent NAME")
@@ -786,7 +787,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(pos) != 1 {
 		return usagef("expected ZIP (or --agent FILE), got %d argument(s)", len(pos))
 	}
-	s, err := openPackage(ctx, pos[0], *pf.name, *pf.mode, stderr)
+	var artifacts *toolpkg.ArtifactOptions
+	if hf.addr != "" {
+		artifacts = serveArtifacts()
+	}
+	s, err := openPackage(ctx, pos[0], *pf.name, *pf.mode, artifacts, stderr)
 	if err != nil {
 		return err
 	}
@@ -800,16 +805,20 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if _, err := toolset.BuildTools(ctx, s.name, ts); err != nil {
 		return err
 	}
-	srv := mcptoolset.NewServer(ts,
+	opts := []mcptoolset.ServerOption{
 		mcptoolset.WithImplementation(&mcp.Implementation{Name: s.name, Version: fmt.Sprint(s.info.Version)}),
-		mcptoolset.WithAgent(s.name))
-	return serveMCP(ctx, srv, hf, token, longestTimeout(s.info), stdout, stderr)
+		mcptoolset.WithAgent(s.name),
+	}
+	if hf.addr != "" {
+		opts = append(opts, runServerOptions(s.name, auth.runKey)...)
+	}
+	return serveMCP(ctx, mcptoolset.NewServer(ts, opts...), hf, auth, longestTimeout(s.info), stdout, stderr)
 }
 
 // serveMCP serves srv on stdio, or over HTTP with --http.
-func serveMCP(ctx context.Context, srv *mcptoolset.Server, hf *httpFlags, token string, callBound time.Duration, stdout, stderr io.Writer) error {
+func serveMCP(ctx context.Context, srv *mcptoolset.Server, hf *httpFlags, auth httpAuth, callBound time.Duration, stdout, stderr io.Writer) error {
 	if hf.addr != "" {
-		return serveHTTP(ctx, &httpServer{srv: srv, token: token, callBound: callBound, logger: warnLogger(stderr), maxCalls: int64(hf.maxCalls)}, hf, stderr)
+		return serveHTTP(ctx, &httpServer{srv: srv, tokens: auth.tokens, callBound: callBound, logger: warnLogger(stderr), maxCalls: int64(hf.maxCalls)}, hf, stderr)
 	}
 	err := srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
 	if ctx.Err() != nil {
