@@ -796,7 +796,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	auth, err := hf.auth()
+	ha, err := hf.auth()
 	if err != nil {
 		return err
 	}
@@ -804,7 +804,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if af.file != "" {
-		return serveAgent(ctx, pos, af, pf, hf, auth, stdout, stderr)
+		return serveAgent(ctx, pos, af, pf, hf, ha, stdout, stderr)
 	}
 	if af.platform != "" || af.platformToken != "" || af.secrets != "" {
 		return usagef("--platform, --platform-token-file and --secrets go with --agent NAME")
@@ -839,15 +839,15 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		mcptoolset.WithAgent(s.name),
 	}
 	if hf.addr != "" {
-		opts = append(opts, runServerOptions(s.name, auth.runKey)...)
+		opts = append(opts, runServerOptions(s.name, ha.runKey)...)
 	}
-	return serveMCP(ctx, mcptoolset.NewServer(ts, opts...), hf, auth, longestTimeout(s.info), stdout, stderr)
+	return serveMCP(ctx, mcptoolset.NewServer(ts, opts...), hf, ha, longestTimeout(s.info), stdout, stderr)
 }
 
 // serveMCP serves srv on stdio, or over HTTP with --http.
-func serveMCP(ctx context.Context, srv *mcptoolset.Server, hf *httpFlags, auth httpAuth, callBound time.Duration, stdout, stderr io.Writer) error {
+func serveMCP(ctx context.Context, srv *mcptoolset.Server, hf *httpFlags, ha httpAuth, callBound time.Duration, stdout, stderr io.Writer) error {
 	if hf.addr != "" {
-		return serveHTTP(ctx, &httpServer{srv: srv, tokens: auth.tokens, callBound: callBound, logger: warnLogger(stderr), maxCalls: int64(hf.maxCalls)}, hf, stderr)
+		return serveHTTP(ctx, &httpServer{srv: srv, tokens: ha.tokens, callBound: callBound, logger: warnLogger(stderr), maxCalls: int64(hf.maxCalls)}, hf, stderr)
 	}
 	err := srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
 	if ctx.Err() != nil {

@@ -503,7 +503,7 @@ func addAgentFlags(fs *flag.FlagSet) *agentFlags {
 // store, its MCP servers, composed and with their policies as the file
 // says. Local toolsets are registered by the program that runs an agent,
 // so they are left out, with a note.
-func serveAgent(ctx context.Context, pos []string, af *agentFlags, pf *pkgFlags, hf *httpFlags, auth httpAuth, stdout, stderr io.Writer) error {
+func serveAgent(ctx context.Context, pos []string, af *agentFlags, pf *pkgFlags, hf *httpFlags, ha httpAuth, stdout, stderr io.Writer) error {
 	if len(pos) != 0 {
 		return usagef("--agent FILE serves the file's toolsets: give no ZIP (got %d argument(s))", len(pos))
 	}
@@ -595,11 +595,11 @@ func serveAgent(ctx context.Context, pos []string, af *agentFlags, pf *pkgFlags,
 	}
 	if hf.addr != "" {
 		// A session's run, or a run by handle, per client conversation.
-		opts = append(opts, runServerOptions(a.Name, auth.runKey, role...)...)
+		opts = append(opts, runServerOptions(a.Name, ha.runKey, role...)...)
 	} else {
 		opts = append(opts, mcptoolset.WithRunContext(func(context.Context, *mcptoolset.Request) (*toolset.RunContext, error) {
 			return toolset.NewRun("", role...), nil
 		}))
 	}
-	return serveMCP(ctx, mcptoolset.NewServer(ts, opts...), hf, auth, agentCallBound, stdout, stderr)
+	return serveMCP(ctx, mcptoolset.NewServer(ts, opts...), hf, ha, agentCallBound, stdout, stderr)
 }
