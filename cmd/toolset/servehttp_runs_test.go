@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/gotoolset/toolset/mcptoolset"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -329,4 +331,37 @@ func sessionPost(t *testing.T, endpoint, token, id, body string) *http.Response 
 	require.NoError(t, err)
 	resp.Body.Close()
 	return resp
+}
+
+// requireTokens lets in each token of its list and no other, and gives
+// the request the token's binding, a digest that holds no part of it.
+func TestRequireTokensBindsEachTokenApart(t *testing.T) {
+	tokA, tokB := testToken+"-a", testToken+"-b"
+	var got []string
+	h := requireTokens([]string{tokA, tokB}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, auth.TokenInfoFromContext(r.Context()).UserID)
+	}))
+	serve := func(authz string) int {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		if authz != "" {
+			req.Header.Set("Authorization", authz)
+		}
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	for _, authz := range []string{"", "Bearer " + testToken, "Bearer " + tokA + "x", "Basic " + tokA, tokA, "Bearer " + tokA + " " + tokB} {
+		assert.Equal(t, http.StatusUnauthorized, serve(authz), "Authorization: %q", authz)
+	}
+	assert.Empty(t, got, "refused requests reach nothing")
+	assert.Equal(t, http.StatusOK, serve("Bearer "+tokA))
+	assert.Equal(t, http.StatusOK, serve("bearer "+tokB))
+	assert.Equal(t, http.StatusOK, serve("Bearer "+tokA))
+	require.Len(t, got, 3)
+	assert.Equal(t, tokenBinding(tokA), got[0])
+	assert.Equal(t, got[0], got[2])
+	assert.NotEqual(t, got[0], got[1])
+	for _, b := range got {
+		assert.NotContains(t, b, testToken)
+	}
 }
