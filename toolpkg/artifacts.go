@@ -77,6 +77,21 @@ type ArtifactOptions struct {
 	// MaxArtifacts bounds the artifacts one call saves, output files and
 	// data objects together, and the inputs it loads (default 64).
 	MaxArtifacts int
+	// ScopeByRun scopes a call's artifacts to its run: the scope's
+	// SessionID is the run's ID ([toolset.RunContext.ID]) rather than its
+	// session_id value, and a call without a run ID has a scope of its own
+	// that no other call shares. For a server whose runs are its clients'
+	// (such as toolset serve --http, whose run IDs it mints itself): no
+	// value of a run, and nothing a client names, reaches another run's
+	// artifacts.
+	ScopeByRun bool
+	// RandomNames gives the artifacts a call saves unguessable names: a
+	// random suffix before the extension (report.csv becomes
+	// report-<24 hex digits>.csv, and the whole output <tool>_output.txt
+	// <tool>_output-<24 hex digits>.txt), so that no one names a saved
+	// artifact without having been shown it. The result names each
+	// artifact as saved.
+	RandomNames bool
 }
 
 // Defaults of [ArtifactOptions].

@@ -344,3 +344,69 @@ func TestOutputDirSwappedForASymlinkIsNotListed(t *testing.T) {
 		}
 	})
 }
+
+// With ScopeByRun and RandomNames, a call's artifacts are its run's, under
+// names no one can guess: a run with the same values (the same
+// session_id) but another ID loads none of them, by the name the model
+// was shown or by the name the tool chose, and the run itself loads them.
+func TestArtifactsScopedByRunWithRandomNames(t *testing.T) {
+	mode := available(t)[0]
+	s := openStore(t, Options{Sandbox: mode, Artifacts: &ArtifactOptions{ScopeByRun: true, RandomNames: true}})
+	goToolset(t, s, "demo")
+	ts := s.ToolsetWithConfig("demo", Config{Toolset: map[string]any{"api_key": "k-123456"}})
+	values := toolset.WithValues(map[string]any{"app_name": "app", "user_id": "u1", "session_id": "shared"})
+	a := toolset.NewRun("run-a", values)
+	defer a.End()
+	b := toolset.NewRun("run-b", values)
+	defer b.End()
+
+	res, err := execIn(t, a, ts, "demo__report", `{"rows": 3}`)
+	require.NoError(t, err)
+	c := res.(*toolset.Content)
+	arts := c.Structured.(*Result).Artifacts
+	require.Len(t, arts, 2)
+	saved := arts[1].Name
+	assert.Regexp(t, `^report-[0-9a-f]{24}\.csv$`, saved)
+	assert.Regexp(t, `^squares-[0-9a-f]{24}\.txt$`, arts[0].Name)
+	assert.Contains(t, c.ModelText(), `artifact saved: {"filename":"`+saved+`","version":1`)
+	_, data := loadArtifact(t, s, ArtifactScope{AppName: "app", UserID: "u1", SessionID: "run:run-a"}, saved, 0)
+	assert.Equal(t, "n,square\n0,0\n1,1\n2,4\n", data)
+	for _, scope := range []ArtifactScope{{AppName: "app", UserID: "u1", SessionID: "shared"}, {AppName: "app", UserID: "u1", SessionID: "run:run-b"}} {
+		_, _, err := s.artifacts.Store.Load(context.Background(), scope, saved, 0)
+		require.ErrorIs(t, err, ErrArtifactNotFound, "scope %+v", scope)
+	}
+
+	// The same run loads it by the name it was shown.
+	res, err = execIn(t, a, ts, "demo__count", `{"doc": "`+saved+`"}`)
+	require.NoError(t, err)
+	assert.Equal(t, float64(4), resultData(t, res)["lines"])
+
+	// Another run does not, by that name nor by the tool's.
+	for _, name := range []string{saved, "report.csv", "../" + saved, "run:run-a/" + saved} {
+		_, err = execIn(t, b, ts, "demo__count", `{"doc": "`+name+`"}`)
+		var ae *ArtifactError
+		require.ErrorAs(t, err, &ae, "name %q", name)
+	}
+
+	// A call without a run ID shares its scope with no other call.
+	assert.NotEqual(t, artifactScope(nil, s.artifacts), artifactScope(nil, s.artifacts))
+}
+
+// randomName keeps a valid name valid, within the bound, with its
+// extension, and never gives the same name twice.
+func TestRandomArtifactName(t *testing.T) {
+	long := strings.Repeat("a", MaxArtifactNameBytes-4) + ".csv"
+	seen := map[string]bool{}
+	for _, name := range []string{"report.csv", "x_output.txt", "noext", "a.tar.gz", "x.", long, strings.Repeat("b", MaxArtifactNameBytes), "a." + strings.Repeat("e", 40)} {
+		got := randomName(name)
+		require.NoError(t, CheckArtifactName(got), "%q from %q", got, name)
+		assert.LessOrEqual(t, len(got), MaxArtifactNameBytes)
+		assert.Regexp(t, `-[0-9a-f]{24}`, got)
+		if ext := filepath.Ext(name); len(ext) <= 16 {
+			assert.True(t, strings.HasSuffix(got, ext), "%q keeps %q", got, ext)
+		}
+		assert.False(t, seen[got])
+		seen[got] = true
+		assert.NotEqual(t, got, randomName(name))
+	}
+}

@@ -3,7 +3,9 @@ package toolpkg
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,9 +47,48 @@ func (e *ArtifactError) ModelText() string {
 	return fmt.Sprintf("artifact parameter %q: %s", e.Param, e.Reason)
 }
 
-// artifactScope returns the scope of the call's run.
-func artifactScope(rc *toolset.RunContext) ArtifactScope {
-	return ArtifactScope{AppName: runString(rc, "app_name"), UserID: runString(rc, "user_id"), SessionID: runString(rc, "session_id")}
+// artifactScope returns the scope of the call's run: from its values
+// app_name, user_id and session_id, or, with ScopeByRun, its values
+// app_name and user_id and its ID (see [ArtifactOptions]).
+func artifactScope(rc *toolset.RunContext, ao ArtifactOptions) ArtifactScope {
+	scope := ArtifactScope{AppName: runString(rc, "app_name"), UserID: runString(rc, "user_id"), SessionID: runString(rc, "session_id")}
+	if ao.ScopeByRun {
+		if id := rc.ID(); id != "" {
+			scope.SessionID = "run:" + id
+		} else {
+			// No run: nothing to share with, not even the next call.
+			scope.SessionID = "call:" + randomHex(16)
+		}
+	}
+	return scope
+}
+
+// randomSuffixBytes is the size of the random suffix of RandomNames.
+const randomSuffixBytes = 12
+
+// randomHex returns n random bytes in hexadecimal.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails
+	return hex.EncodeToString(b)
+}
+
+// randomName returns name with a random suffix before its extension,
+// within MaxArtifactNameBytes: the stem is cut if need be.
+func randomName(name string) string {
+	ext := filepath.Ext(name)
+	stem := strings.TrimSuffix(name, ext)
+	if stem == "" { // a name that is all extension, such as "_.": keep it whole
+		stem, ext = name, ""
+	}
+	suffix := "-" + randomHex(randomSuffixBytes)
+	if len(ext) > 16 {
+		stem, ext = name, ""
+	}
+	if over := len(stem) + len(suffix) + len(ext) - MaxArtifactNameBytes; over > 0 {
+		stem = stem[:len(stem)-over] // the name is ASCII (CheckArtifactName)
+	}
+	return stem + suffix + ext
 }
 
 // loadInputs loads the artifacts the call's arguments name, for the
@@ -197,33 +238,38 @@ func (c *call) collect(ctx context.Context, r *Result, files []outputFile, fileN
 	var notes []string
 	var inline []toolset.Part
 	saved := 0
-	save := func(name, mimeType, desc string, data []byte) {
+	// save saves an artifact and reports whether it did.
+	save := func(name, mimeType, desc string, data []byte) bool {
 		if saved >= ao.MaxArtifacts {
 			notes = append(notes, fmt.Sprintf("artifact %s not saved: a call saves at most %d artifacts", quoteShort(name), ao.MaxArtifacts))
-			return
+			return false
 		}
 		if err := CheckArtifactName(name); err != nil {
 			notes = append(notes, fmt.Sprintf("artifact not saved: %s", strings.TrimPrefix(err.Error(), "toolpkg: ")))
-			return
+			return false
 		}
 		if c.secrets.text(name) != name {
 			// The model is shown the name (an output file's is the
 			// tool's to choose), and "[secret]" names nothing stored.
 			notes = append(notes, "artifact not saved: its name holds a secret value")
-			return
+			return false
 		}
 		if int64(len(data)) > ao.MaxArtifactBytes {
 			notes = append(notes, fmt.Sprintf("artifact %s not saved: it is %d bytes, more than %d", quoteShort(name), len(data), ao.MaxArtifactBytes))
-			return
+			return false
+		}
+		if ao.RandomNames {
+			name = randomName(name)
 		}
 		ref, err := ao.Store.Save(ctx, scope, ArtifactRef{Name: name, MIMEType: mimeType, Description: textcut.Prefix(desc, maxDescriptionBytes)}, bytes.NewReader(data))
 		if err != nil {
 			c.store.log.Warn("toolpkg: saving an artifact failed", "toolset", c.toolset, "tool", c.tool.Name, "artifact", name, "err", err)
 			notes = append(notes, fmt.Sprintf("artifact %s not saved: the artifact store failed", quoteShort(name)))
-			return
+			return false
 		}
 		saved++
 		r.Artifacts = append(r.Artifacts, ref)
+		return true
 	}
 
 	// Data objects, in order.
@@ -269,18 +315,18 @@ func (c *call) collect(ctx context.Context, r *Result, files []outputFile, fileN
 				save(o.Name, mt, c.secrets.text(o.Description), data)
 			}
 		case disp == "" || disp == "auto" || disp == "artifact" || disp == "artifact_with_preview":
-			save(o.Name, mt, c.secrets.text(o.Description), data)
-			if disp == "artifact_with_preview" && len(r.Artifacts) > 0 && r.Artifacts[len(r.Artifacts)-1].Name == o.Name {
+			if save(o.Name, mt, c.secrets.text(o.Description), data) && disp == "artifact_with_preview" {
+				name := r.Artifacts[len(r.Artifacts)-1].Name
 				preview := o.Preview
 				if preview == "" && text {
 					preview = string(data)
 				}
 				if preview != "" {
 					t, _ := capText(c.secrets.text(preview), ao.ReturnMaxBytes)
-					if t = "preview of " + o.Name + ":\n" + t; fits(len(t)) {
+					if t = "preview of " + name + ":\n" + t; fits(len(t)) {
 						inline = append(inline, toolset.Part{Text: t})
 					} else {
-						notes = append(notes, fmt.Sprintf("preview of %s left out: the result is at its size budget", quoteShort(o.Name)))
+						notes = append(notes, fmt.Sprintf("preview of %s left out: the result is at its size budget", quoteShort(name)))
 					}
 				}
 			}
@@ -302,9 +348,7 @@ func (c *call) collect(ctx context.Context, r *Result, files []outputFile, fileN
 	// data, which the whole output holds: the data then has a home the
 	// model can name.
 	if len(full) > ao.SaveThresholdBytes || (content && jsonSize(&Result{Status: r.Status, Message: r.Message, Data: r.Data}) > budget) {
-		before := len(r.Artifacts)
-		save(c.tool.Name+"_output.txt", "text/plain", "the whole output of "+c.toolset+"__"+c.tool.Name, []byte(full))
-		if len(r.Artifacts) > before {
+		if save(c.tool.Name+"_output.txt", "text/plain", "the whole output of "+c.toolset+"__"+c.tool.Name, []byte(full)) {
 			whole = &r.Artifacts[len(r.Artifacts)-1]
 		}
 	}

@@ -407,7 +407,7 @@ func (c *call) runWith(ctx context.Context, args json.RawMessage, creds Credenti
 		}
 	}
 	rc := toolset.FromContext(ctx)
-	scope := artifactScope(rc)
+	scope := artifactScope(rc, s.artifacts)
 	inPaths, inMeta, err := c.loadInputs(ctx, args, work, workView, scope)
 	if err != nil {
 		return nil, err

@@ -150,7 +150,7 @@ type packageSource struct {
 
 // openPackageSource opens the store in dir, or with --broker a client of
 // the runtimes; neither for "" and no --broker.
-func openPackageSource(ctx context.Context, dir, mode string, bf *brokerFlags, stderr io.Writer) (*packageSource, error) {
+func openPackageSource(ctx context.Context, dir, mode string, bf *brokerFlags, artifacts *toolpkg.ArtifactOptions, stderr io.Writer) (*packageSource, error) {
 	src := &packageSource{}
 	if bf.url != "" {
 		mc, err := bf.client(ctx, warnLogger(stderr))
@@ -160,7 +160,7 @@ func openPackageSource(ctx context.Context, dir, mode string, bf *brokerFlags, s
 		src.mesh = mc
 		return src, nil
 	}
-	store, err := openAgentStore(dir, mode)
+	store, err := openAgentStore(dir, mode, artifacts)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +175,7 @@ func (p *packageSource) close() {
 	p.mesh.close()
 }
 
-func openAgentStore(dir, mode string) (*toolpkg.Store, error) {
+func openAgentStore(dir, mode string, artifacts *toolpkg.ArtifactOptions) (*toolpkg.Store, error) {
 	if dir == "" {
 		return nil, nil
 	}
@@ -183,7 +183,7 @@ func openAgentStore(dir, mode string) (*toolpkg.Store, error) {
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
-	return toolpkg.Open(dir, &toolpkg.Options{Sandbox: m, Logger: slog.New(slog.DiscardHandler)})
+	return toolpkg.Open(dir, &toolpkg.Options{Sandbox: m, Logger: slog.New(slog.DiscardHandler), Artifacts: artifacts})
 }
 
 func cmdAgentCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -218,7 +218,7 @@ func cmdAgentCheck(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return checkOnPlatform(ctx, base, *tokenFile, f, data, stdout)
 	}
 	// Checking runs no tool: the plain mode needs no sandbox probe.
-	store, err := openAgentStore(*storeDir, string(toolpkg.ModeDirect))
+	store, err := openAgentStore(*storeDir, string(toolpkg.ModeDirect), nil)
 	if err != nil {
 		return err
 	}
@@ -262,7 +262,7 @@ func cmdAgentTools(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	src, err := openPackageSource(ctx, *storeDir, *mode, bf, stderr)
+	src, err := openPackageSource(ctx, *storeDir, *mode, bf, nil, stderr)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@
 //	toolset inspect ZIP [--json] [--sandbox MODE]
 //	toolset call ZIP TOOL 'JSON' [--config KEY=VALUE]... [--sandbox MODE]
 //	toolset call --broker URL TOOLSET TOOL 'JSON' [--config KEY=VALUE]...
-//	toolset serve ZIP [--config KEY=VALUE]... [--sandbox MODE] [--http ADDR [--token-file FILE | --insecure-no-auth]]
+//	toolset serve ZIP [--config KEY=VALUE]... [--sandbox MODE] [--http ADDR [--token-file FILE | --insecure-no-auth] [--run-key-file FILE]]
 //	toolset serve --agent FILE [--store DIR | --broker URL] [--role ROLE] [--http ADDR ...]
 //	toolset serve --agent NAME --platform URL [--platform-token-file FILE] [--secrets FILE]
 //		[--store DIR | --broker URL] [--role ROLE] [--http ADDR ...]
@@ -57,9 +57,10 @@
 // an MCP server over streamable HTTP at http://ADDR/mcp, so that the tools
 // can run on runner machines apart from the agents, behind any HTTP load
 // balancer. Every
-// request to /mcp must carry "Authorization: Bearer TOKEN", the token read
-// from --token-file or $TOOLSET_PLATFORM_TOKEN (at least 16 bytes); others
-// get 401 with a JSON error. Without a token the command refuses to start,
+// request to /mcp must carry "Authorization: Bearer TOKEN", a token of
+// --token-file (one per line, each at least 16 bytes; blank lines and
+// lines starting with "#" left out) or the one of $TOOLSET_PLATFORM_TOKEN;
+// others get 401 with a JSON error. Without a token the command refuses to start,
 // unless --insecure-no-auth (for local use only) says to serve without
 // one. GET /healthz answers "ok" without a token, for load balancers' health
 // checks. Once listening, the command prints "listening on http://HOST:PORT/mcp"
@@ -71,32 +72,54 @@
 // runner refuses (403) a request whose Host is not an IP address or
 // localhost, so that a web page cannot reach it by DNS rebinding.
 //
-// The endpoint is stateless: it issues no Mcp-Session-Id, and each request
-// is handled on its own, so any runner can answer any request of a client
-// and the balancer needs no sticky sessions. What that costs: each request
-// is its own run (see mcptoolset.RunContextFunc), so nothing a run keeps
-// (tools a tool search revealed, failure budgets, run-scoped caches) lasts
-// from one request to the next, while a cache of scope process (an agent
-// file's default) gives one client's result to every client that makes
-// the same call, the runner knowing no client from another: a tool whose
-// results must not be shared needs cache scope run, or none; every
-// request's run has the one role --role gives, so a token holder gets
-// every tool that role sees; the server cannot send requests to the
-// client (sampling, elicitation); progress notifications reach the client
-// on the response to its call, and tools/list_changed only on a
-// subscriptions/listen stream, from the runner that holds it.
+// Each client conversation is one run (see mcptoolset.RunContextFunc):
+// what a run keeps (tools a tool search revealed, failure budgets,
+// run-scoped caches) lasts across the conversation's requests. A client
+// before MCP 2026-07-28 has a session (Mcp-Session-Id) on the runner that
+// it initialized with, whose run ID is "mcp-" and the session's ID; the
+// session ends after an hour without a request. A 2026-07-28 client has no
+// session: each result gives it a run handle, signed by the runner's key,
+// which it sends back with its next requests (mcptoolset's client does).
+// The key is a random one of the process, or, with --run-key-file FILE,
+// the file's content (at least 32 bytes, white space around it left out),
+// so that replicas sharing the file accept each other's handles. The runs
+// of handles are kept in the runner's memory (a shared run store, such as
+// package redistoolset's, needs a dependency the command does not have): a
+// handle taken to another replica begins the run there afresh. A session,
+// and a handle, is bound to a digest of the token its client sent: a
+// client with another token gets 403 in the session, and its handle
+// refused ("invalid run handle"), as is a handle another key signed or one
+// changed. Without a token (--insecure-no-auth) a handle is a bearer
+// secret. Behind a load balancer, a client with a session must reach the
+// runner that holds it; a 2026-07-28 client may reach any.
+//
+// The artifacts a call saves (files the tool writes to output/, data
+// objects, the whole of a large result, <tool>_output.txt) are scoped to
+// the call's run, by its ID, which the runner mints: a call loads (by an
+// artifact parameter) only what a call of the same run saved, whatever it
+// names, and nothing names another run's scope (an artifact name has no
+// slash or ".."). They are saved under names with a random suffix
+// (report-<24 hex digits>.csv, <tool>_output-<24 hex digits>.txt), the
+// names the result shows the model, so that none is guessed. Each run's
+// values are app_name, the package's (or agent's) name, and user_id, the
+// token's digest; with --agent, the role of --role too. A cache of scope
+// process (an agent file's default) still gives one client's result to
+// every client that makes the same call: a tool whose results must not be
+// shared needs cache scope run, or none. Progress notifications reach the
+// client on the response to its call; tools/list_changed reaches a
+// session, and a 2026-07-28 client on its subscriptions/listen stream.
 //
 // Requests are bounded: 4096 connections open at once, idle ones
 // included (beyond, new ones wait to be accepted); the header (64 KiB,
 // 10 s); the body (4 MiB, else 413; 30 s) of one JSON-RPC message (a
 // batch, which would run its calls at once, is refused with 400); the
 // calls handled at once, each a process, by --max-calls (default 32 per
-// CPU), their bodies by 32 MiB in all, and the subscriptions/listen
-// streams by 1024, with bodies of 64 KiB at most (else 503, with
+// CPU), their bodies by 32 MiB in all, and the notification streams
+// (subscriptions/listen, a session's GET) by 1024, with bodies of 64 KiB at most (else 503, with
 // Retry-After, so that a load balancer tries another runner); and the
-// response by the longest tool timeout and a minute. The runner knows no
-// client from another (they share the token), so it cannot share the
-// calls out fairly between them: a load balancer in front of it can. On
+// response by the longest tool timeout and a minute. The runner does not
+// share the calls out fairly between clients: a load balancer in front
+// of it can. On
 // SIGINT or SIGTERM the command stops accepting, gives the calls in
 // flight --shutdown-timeout (default 10s) to finish, then cancels them,
 // which ends their tools' processes, and closes its store (a ZIP's
@@ -163,11 +186,17 @@ Commands:
   call --broker URL TOOLSET TOOL JSON [--config KEY=VALUE]...
         the same, on a runtime of the broker at URL that serves TOOLSET
   serve ZIP [--config KEY=VALUE]... [--sandbox MODE] [--name NAME]
-        [--http ADDR [--token-file FILE | --insecure-no-auth] [--shutdown-timeout D] [--max-calls N]]
+        [--http ADDR [--token-file FILE | --insecure-no-auth] [--run-key-file FILE]
+        [--shutdown-timeout D] [--max-calls N]]
         serve the package's tools as an MCP server over stdin and stdout, or
-        with --http over streamable HTTP at http://ADDR/mcp, stateless, for
-        clients sending Authorization: Bearer TOKEN (TOKEN from --token-file
-        or $TOOLSET_PLATFORM_TOKEN); GET /healthz needs no token
+        with --http over streamable HTTP at http://ADDR/mcp, for clients
+        sending Authorization: Bearer TOKEN (a TOKEN of --token-file, one per
+        line, or $TOOLSET_PLATFORM_TOKEN); GET /healthz needs no token. Each
+        client conversation is one run, bound to its token: a session before
+        MCP 2026-07-28, a run handle signed with the key of --run-key-file
+        (at least 32 bytes, shared by replicas; default a random key) from
+        it, the runs kept in memory (no shared run store); the artifacts a
+        call saves are its run's alone, under names with a random suffix
   serve --agent FILE [--store DIR | --broker URL] [--role ROLE] [--sandbox MODE] [--http ADDR ...]
         serve the toolsets of an agent file (packages from the store in DIR
         or the runtimes on the broker at URL, MCP servers, composed as the
@@ -463,7 +492,8 @@ func (s *session) close() {
 }
 
 // openPackage uploads the zip into a temporary store and runs discovery.
-func openPackage(ctx context.Context, zipPath, name, mode string, stderr io.Writer) (*session, error) {
+// artifacts are the store's artifact options (nil: the defaults).
+func openPackage(ctx context.Context, zipPath, name, mode string, artifacts *toolpkg.ArtifactOptions, stderr io.Writer) (*session, error) {
 	m, err := toolpkg.ParseMode(mode)
 	if err != nil {
 		return nil, usagef("%v", err)
@@ -482,7 +512,7 @@ func openPackage(ctx context.Context, zipPath, name, mode string, stderr io.Writ
 		return nil, err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	st, err := toolpkg.Open(dir, &toolpkg.Options{Sandbox: m, Logger: logger})
+	st, err := toolpkg.Open(dir, &toolpkg.Options{Sandbox: m, Logger: logger, Artifacts: artifacts})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -524,7 +554,7 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	s, err := openPackage(ctx, pos[0], *name, *mode, stderr)
+	s, err := openPackage(ctx, pos[0], *name, *mode, nil, stderr)
 	if err != nil {
 		return err
 	}
@@ -651,7 +681,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		return callOnMesh(ctx, bf, pos[0], pos[1], pos[2], pf.config, stdout, stderr)
 	}
-	s, err := openPackage(ctx, pos[0], *pf.name, *pf.mode, stderr)
+	s, err := openPackage(ctx, pos[0], *pf.name, *pf.mode, nil, stderr)
 	if err != nil {
 		return err
 	}
@@ -766,7 +796,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	token, err := hf.token()
+	ha, err := hf.auth()
 	if err != nil {
 		return err
 	}
@@ -774,7 +804,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if af.file != "" {
-		return serveAgent(ctx, pos, af, pf, hf, token, stdout, stderr)
+		return serveAgent(ctx, pos, af, pf, hf, ha, stdout, stderr)
 	}
 	if af.platform != "" || af.platformToken != "" || af.secrets != "" {
 		return usagef("--platform, --platform-token-file and --secrets go with --agent NAME")
@@ -786,7 +816,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(pos) != 1 {
 		return usagef("expected ZIP (or --agent FILE), got %d argument(s)", len(pos))
 	}
-	s, err := openPackage(ctx, pos[0], *pf.name, *pf.mode, stderr)
+	var artifacts *toolpkg.ArtifactOptions
+	if hf.addr != "" {
+		artifacts = serveArtifacts()
+	}
+	s, err := openPackage(ctx, pos[0], *pf.name, *pf.mode, artifacts, stderr)
 	if err != nil {
 		return err
 	}
@@ -800,16 +834,20 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if _, err := toolset.BuildTools(ctx, s.name, ts); err != nil {
 		return err
 	}
-	srv := mcptoolset.NewServer(ts,
+	opts := []mcptoolset.ServerOption{
 		mcptoolset.WithImplementation(&mcp.Implementation{Name: s.name, Version: fmt.Sprint(s.info.Version)}),
-		mcptoolset.WithAgent(s.name))
-	return serveMCP(ctx, srv, hf, token, longestTimeout(s.info), stdout, stderr)
+		mcptoolset.WithAgent(s.name),
+	}
+	if hf.addr != "" {
+		opts = append(opts, runServerOptions(s.name, ha.runKey)...)
+	}
+	return serveMCP(ctx, mcptoolset.NewServer(ts, opts...), hf, ha, longestTimeout(s.info), stdout, stderr)
 }
 
 // serveMCP serves srv on stdio, or over HTTP with --http.
-func serveMCP(ctx context.Context, srv *mcptoolset.Server, hf *httpFlags, token string, callBound time.Duration, stdout, stderr io.Writer) error {
+func serveMCP(ctx context.Context, srv *mcptoolset.Server, hf *httpFlags, ha httpAuth, callBound time.Duration, stdout, stderr io.Writer) error {
 	if hf.addr != "" {
-		return serveHTTP(ctx, &httpServer{srv: srv, token: token, callBound: callBound, logger: warnLogger(stderr), maxCalls: int64(hf.maxCalls)}, hf, stderr)
+		return serveHTTP(ctx, &httpServer{srv: srv, tokens: ha.tokens, callBound: callBound, logger: warnLogger(stderr), maxCalls: int64(hf.maxCalls)}, hf, stderr)
 	}
 	err := srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
 	if ctx.Err() != nil {

@@ -51,7 +51,8 @@ var (
 	readHeaderTimeout = 10 * time.Second
 	// bodyReadTimeout bounds the time a client may take to send the body.
 	bodyReadTimeout = 30 * time.Second
-	// maxListens bounds the subscriptions/listen streams held open;
+	// maxListens bounds the notification streams held open (a 2026-07-28
+	// client's subscriptions/listen, an older client's session GET);
 	// beyond it the runner answers 503, so that a load balancer tries
 	// another. A stream holds no process, only a connection.
 	maxListens int64 = 1024
@@ -72,59 +73,83 @@ var (
 
 // httpFlags are the flags of serve --http.
 type httpFlags struct {
-	addr      string
-	tokenFile string
-	insecure  bool
-	shutdown  time.Duration
-	maxCalls  int
+	addr       string
+	tokenFile  string
+	insecure   bool
+	shutdown   time.Duration
+	maxCalls   int
+	runKeyFile string
 }
 
 func addHTTPFlags(fs *flag.FlagSet) *httpFlags {
 	hf := &httpFlags{}
 	fs.StringVar(&hf.addr, "http", "", "serve MCP over streamable HTTP at ADDR (host:port) instead of stdio")
-	fs.StringVar(&hf.tokenFile, "token-file", "", "the file holding the bearer token clients must send (default: $"+platform.TokenEnv+")")
+	fs.StringVar(&hf.tokenFile, "token-file", "", "the file holding the bearer tokens clients may send, one per line (default: the one of $"+platform.TokenEnv+"); each token's clients have runs of their own")
 	fs.BoolVar(&hf.insecure, "insecure-no-auth", false, "serve over HTTP without a bearer token (local use only)")
 	fs.DurationVar(&hf.shutdown, "shutdown-timeout", defaultShutdownTimeout, "how long calls in flight may go on after SIGINT or SIGTERM")
 	fs.IntVar(&hf.maxCalls, "max-calls", 0, fmt.Sprintf("how many calls the runner handles at once, beyond which it answers 503 (default: %d per CPU)", callsPerCPU))
+	fs.StringVar(&hf.runKeyFile, "run-key-file", "", "the file holding the key (at least 32 bytes) that signs the run handles of 2026-07-28 clients, for replicas to share (default: a random key of this process); runs are kept in the process's memory")
 	return hf
 }
 
-// token checks the flags and returns the bearer token that clients must
-// send, or "" for --insecure-no-auth. It is called before the package is
-// loaded, so that a runner without a token refuses to start at once.
-func (hf *httpFlags) token() (string, error) {
+// httpAuth is what serve --http authenticates with and signs run
+// handles with.
+type httpAuth struct {
+	// tokens are the bearer tokens clients may send; none for
+	// --insecure-no-auth, or without --http.
+	tokens []string
+	// runKey signs run handles; nil for a random key of the process.
+	runKey []byte
+}
+
+// auth checks the flags and returns the bearer tokens that clients may
+// send (none for --insecure-no-auth) and the run key. It is called before
+// the package is loaded, so that a runner without a token refuses to
+// start at once.
+func (hf *httpFlags) auth() (httpAuth, error) {
 	if hf.addr == "" {
-		if hf.tokenFile != "" || hf.insecure || hf.maxCalls != 0 {
-			return "", usagef("--token-file, --insecure-no-auth and --max-calls go with --http ADDR")
+		if hf.tokenFile != "" || hf.insecure || hf.maxCalls != 0 || hf.runKeyFile != "" {
+			return httpAuth{}, usagef("--token-file, --insecure-no-auth, --max-calls and --run-key-file go with --http ADDR")
 		}
-		return "", nil
+		return httpAuth{}, nil
 	}
 	if hf.shutdown <= 0 {
-		return "", usagef("--shutdown-timeout must be positive, got %v", hf.shutdown)
+		return httpAuth{}, usagef("--shutdown-timeout must be positive, got %v", hf.shutdown)
 	}
 	if hf.maxCalls < 0 {
-		return "", usagef("--max-calls must be positive, got %d", hf.maxCalls)
+		return httpAuth{}, usagef("--max-calls must be positive, got %d", hf.maxCalls)
+	}
+	var a httpAuth
+	if hf.runKeyFile != "" {
+		key, err := loadRunKey(hf.runKeyFile)
+		if err != nil {
+			return httpAuth{}, err
+		}
+		a.runKey = key
 	}
 	if hf.insecure {
 		if hf.tokenFile != "" {
-			return "", usagef("--insecure-no-auth and --token-file contradict each other: give one")
+			return httpAuth{}, usagef("--insecure-no-auth and --token-file contradict each other: give one")
 		}
-		return "", nil
+		return a, nil
 	}
-	tok, err := platform.LoadToken(hf.tokenFile)
+	toks, err := loadTokens(hf.tokenFile)
 	if errors.Is(err, platform.ErrNoToken) {
-		return "", fmt.Errorf("refusing to serve over HTTP without authentication: set %s or give --token-file FILE (or, for local use only, --insecure-no-auth)", platform.TokenEnv)
+		return httpAuth{}, fmt.Errorf("refusing to serve over HTTP without authentication: set %s or give --token-file FILE (or, for local use only, --insecure-no-auth)", platform.TokenEnv)
 	}
 	if err != nil {
-		return "", err
+		return httpAuth{}, err
 	}
-	return tok, nil
+	a.tokens = toks
+	return a, nil
 }
 
 // httpServer is what serveHTTP serves.
 type httpServer struct {
-	srv   *mcptoolset.Server
-	token string // "" for no authentication
+	srv *mcptoolset.Server
+	// tokens are the bearer tokens clients may send; none for no
+	// authentication.
+	tokens []string
 	// callBound bounds the time a tools/call takes: the longest timeout
 	// of the tools served.
 	callBound time.Duration
@@ -137,27 +162,27 @@ type httpServer struct {
 }
 
 // handler returns the handler of the runner's endpoints: the MCP server
-// at /mcp, behind the bearer token, and /healthz for load balancers.
+// at /mcp, behind the bearer tokens, and /healthz for load balancers.
 //
-// The MCP endpoint is stateless (mcp.StreamableHTTPOptions.Stateless):
-// each POST is handled on its own, with no Mcp-Session-Id, so that any
-// runner behind a load balancer without sticky sessions can answer any
-// request. Each request is then its own run; progress reaches the client
-// on the response to its call, and tools/list_changed on the client's
-// subscriptions/listen stream, if the runner that holds it sends one.
+// The MCP endpoint is mcptoolset.Server.HTTPHandler's: a client before
+// 2026-07-28 has a session (Mcp-Session-Id), which is one run, and a
+// 2026-07-28 client carries on one run by the run handle each result
+// gives it (see runServerOptions). A session, and a run handle, is bound
+// to the token its client authenticated with: another token's requests
+// cannot use it.
 func (h *httpServer) handler() http.Handler {
 	mcpHandler := h.srv.HTTPHandler(&mcp.StreamableHTTPOptions{
-		Stateless:           true,
 		MaxRequestBodyBytes: maxRequestBody,
 		Logger:              h.logger,
+		SessionTimeout:      sessionTimeout,
 	})
 	maxCalls := h.maxCalls
 	if maxCalls <= 0 {
 		maxCalls = int64(callsPerCPU * runtime.NumCPU())
 	}
 	var protected http.Handler = boundBody(mcpHandler, h.drain, maxCalls)
-	if h.token != "" {
-		protected = platform.RequireToken(h.token, protected)
+	if len(h.tokens) > 0 {
+		protected = requireTokens(h.tokens, protected)
 	} else {
 		protected = literalHostOnly(protected)
 	}
@@ -254,7 +279,9 @@ func boundBody(next http.Handler, drain context.Context, maxCalls int64) http.Ha
 		held = int64(len(body))
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		count, bound, what := &calls, maxCalls, "calls"
-		listen := drain != nil && isListen(body)
+		// A session's GET is its stream of notifications from the
+		// server, as long-lived as a 2026-07-28 client's listen stream.
+		listen := drain != nil && (r.Method == http.MethodGet || isListen(body))
 		if listen {
 			// A listen stream may last as long as the client: it holds
 			// no share of the bodies' bytes, and may have no big body.
@@ -264,7 +291,7 @@ func boundBody(next http.Handler, drain context.Context, maxCalls int64) http.Ha
 			}
 			bodies.Add(-held)
 			held = 0
-			count, bound, what = &listens, maxListens, "subscriptions/listen streams"
+			count, bound, what = &listens, maxListens, "notification streams (subscriptions/listen, or a session's GET)"
 		}
 		defer count.Add(-1)
 		if count.Add(1) > bound {
@@ -351,7 +378,7 @@ func serveHTTP(ctx context.Context, h *httpServer, hf *httpFlags, stderr io.Writ
 		ErrorLog:       slog.NewLogLogger(h.logger.Handler(), slog.LevelWarn),
 	}
 	hs.RegisterOnShutdown(drained)
-	if h.token == "" {
+	if len(h.tokens) == 0 {
 		fmt.Fprintf(stderr, "toolset serve: warning: serving without authentication (--insecure-no-auth): anyone who reaches %s can run these tools\n", ln.Addr())
 	}
 	fmt.Fprintf(stderr, "toolset serve: listening on http://%s/mcp\n", ln.Addr())
@@ -476,7 +503,7 @@ func addAgentFlags(fs *flag.FlagSet) *agentFlags {
 // store, its MCP servers, composed and with their policies as the file
 // says. Local toolsets are registered by the program that runs an agent,
 // so they are left out, with a note.
-func serveAgent(ctx context.Context, pos []string, af *agentFlags, pf *pkgFlags, hf *httpFlags, token string, stdout, stderr io.Writer) error {
+func serveAgent(ctx context.Context, pos []string, af *agentFlags, pf *pkgFlags, hf *httpFlags, ha httpAuth, stdout, stderr io.Writer) error {
 	if len(pos) != 0 {
 		return usagef("--agent FILE serves the file's toolsets: give no ZIP (got %d argument(s))", len(pos))
 	}
@@ -523,7 +550,11 @@ func serveAgent(ctx context.Context, pos []string, af *agentFlags, pf *pkgFlags,
 	} else if f, err = readAgent(af.file, stderr, stderr); err != nil { // stdout may carry the protocol
 		return err
 	}
-	src, err := openPackageSource(ctx, af.store, *pf.mode, af.broker, stderr)
+	var artifacts *toolpkg.ArtifactOptions
+	if hf.addr != "" {
+		artifacts = serveArtifacts()
+	}
+	src, err := openPackageSource(ctx, af.store, *pf.mode, af.broker, artifacts, stderr)
 	if err != nil {
 		return err
 	}
@@ -546,33 +577,29 @@ func serveAgent(ctx context.Context, pos []string, af *agentFlags, pf *pkgFlags,
 		return printProblems(f.Filename, err, stderr)
 	}
 	defer a.Close()
-	if hf.addr != "" {
-		for _, e := range f.Toolsets {
-			if e.Deferred {
-				fmt.Fprintf(stderr, "toolset serve: warning: %s:%d: a deferred toolset: over stateless HTTP each request is a run of its own, so a tool the tool search reveals is not listed at the client's next request\n",
-					printable(f.Filename), e.Pos.Line)
-				break
-			}
-		}
-	}
 	ts := toolset.NewCombined(a.Toolsets...)
-	runCtx := func(context.Context, *mcptoolset.Request) (*toolset.RunContext, error) {
-		var opts []toolset.RunOption
-		if af.role != "" {
-			opts = append(opts, toolset.WithValue(agentfile.Role, af.role))
-		}
-		return toolset.NewRun("", opts...), nil
+	var role []toolset.RunOption
+	if af.role != "" {
+		role = append(role, toolset.WithValue(agentfile.Role, af.role))
 	}
 	// Check the toolsets now rather than on the client's first request.
-	run, _ := runCtx(ctx, nil)
+	run := toolset.NewRun("", role...)
 	_, err = toolset.BuildTools(run.Turn(ctx), a.Name, ts)
 	run.End()
 	if err != nil {
 		return err
 	}
-	srv := mcptoolset.NewServer(ts,
+	opts := []mcptoolset.ServerOption{
 		mcptoolset.WithImplementation(&mcp.Implementation{Name: a.Name, Version: "v0"}),
 		mcptoolset.WithAgent(a.Name),
-		mcptoolset.WithRunContext(runCtx))
-	return serveMCP(ctx, srv, hf, token, agentCallBound, stdout, stderr)
+	}
+	if hf.addr != "" {
+		// A session's run, or a run by handle, per client conversation.
+		opts = append(opts, runServerOptions(a.Name, ha.runKey, role...)...)
+	} else {
+		opts = append(opts, mcptoolset.WithRunContext(func(context.Context, *mcptoolset.Request) (*toolset.RunContext, error) {
+			return toolset.NewRun("", role...), nil
+		}))
+	}
+	return serveMCP(ctx, mcptoolset.NewServer(ts, opts...), hf, ha, agentCallBound, stdout, stderr)
 }

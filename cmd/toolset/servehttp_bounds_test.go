@@ -82,7 +82,10 @@ func serveAt(t *testing.T, addr, token string, srv *mcptoolset.Server, opts ...f
 	pr, pw := io.Pipe()
 	hf := &httpFlags{addr: addr, shutdown: time.Second}
 	done := make(chan error, 1)
-	h := &httpServer{srv: srv, token: token, callBound: time.Minute, logger: warnLogger(io.Discard)}
+	h := &httpServer{srv: srv, callBound: time.Minute, logger: warnLogger(io.Discard)}
+	if token != "" {
+		h.tokens = []string{token}
+	}
 	for _, o := range opts {
 		o(h)
 	}
@@ -225,7 +228,7 @@ func TestTooManyRequestsAre503(t *testing.T) {
 	}, 2*time.Second, 10*time.Millisecond)
 }
 
-func TestProgressReachesTheClientOverStatelessHTTP(t *testing.T) {
+func TestProgressReachesTheClientOverHTTP(t *testing.T) {
 	base := serveInProcess(t, testToken, boundsToolset(nil, nil))
 	ctx := context.Background()
 	got := make(chan string, 10)
@@ -261,10 +264,11 @@ func rawPost(t *testing.T, endpoint, auth, body string) (*http.Response, string,
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(sessionlessBody(body)))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	setSessionless(req.Header, sessionlessBody(body)) // no initialize: a 2026-07-28 client
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
@@ -363,11 +367,12 @@ func TestDNSRebindingToAnInsecureRunnerIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wait","arguments":{"ms":0}}}`
 	post := func(host string) (*http.Response, string) {
-		req, err := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(call))
+		req, err := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(sessionlessBody(call)))
 		require.NoError(t, err)
 		req.Host = host
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
+		setSessionless(req.Header, call) // no initialize: a 2026-07-28 client
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		defer resp.Body.Close()
@@ -448,7 +453,7 @@ func TestDefaultCallBoundFollowsTheMachine(t *testing.T) {
 
 // paddedHold is a call of the hold tool of about n bytes.
 func paddedHold(id, n int) string {
-	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"hold","arguments":{},"_meta":{"pad":"%s"}}}`, id, strings.Repeat("x", n))
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"hold","arguments":{},"_meta":{`+sessionlessMeta+`,"pad":"%s"}}}`, id, strings.Repeat("x", n))
 }
 
 func TestBigBodiesInFlightAreBounded(t *testing.T) {
@@ -505,4 +510,34 @@ func TestBrowserSimpleRequestRunsNoTool(t *testing.T) {
 	resp.Body.Close()
 	assert.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"))
 	assert.Empty(t, held, "a tool ran")
+}
+
+// A session's GET stream, which lasts as long as the session, is counted
+// with the notification streams, not the calls: sessions holding one do
+// not take the calls' slots.
+func TestSessionStreamsTakeNoCallSlot(t *testing.T) {
+	// Two calls at once: a client's initialize may not be quite done
+	// when its notifications/initialized comes. Three sessions, each with
+	// two GET streams, are past it.
+	base := serveInProcess(t, testToken, boundsToolset(nil, nil), withMaxCalls(2))
+	for i := range 3 {
+		c := dialRunner(t, base+"/mcp", testToken, "2025-11-25")
+		require.NotEmpty(t, c.cs.ID())
+		// The GET stream opens after initialize; a raw GET stands for it
+		// for certain.
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/mcp", nil)
+		require.NoError(t, err)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		req.Header.Set("Mcp-Session-Id", c.cs.ID())
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		t.Cleanup(func() { resp.Body.Close() })
+		text, isErr := c.call(t, "wait", map[string]any{"ms": 0})
+		require.False(t, isErr, "session %d: %s", i, text)
+		assert.Equal(t, "waited", text)
+	}
 }

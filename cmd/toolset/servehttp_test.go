@@ -207,11 +207,12 @@ func callText(ctx context.Context, tools *toolset.ToolList, name, args string) (
 // would, with the Authorization header auth ("" for none).
 func rawCall(t *testing.T, endpoint, auth, tool, args string) *http.Response {
 	t.Helper()
-	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, tool, args)
+	body := sessionlessBody(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, tool, args))
 	req, err := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	setSessionless(req.Header, body) // no initialize: a 2026-07-28 client
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
@@ -284,9 +285,10 @@ func TestServeHTTP(t *testing.T) {
 		defer cancel()
 		go func() {
 			req, _ := http.NewRequestWithContext(cctx, http.MethodPost, r.base+"/mcp",
-				strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"demo__hang","arguments":`+args+`}}`))
+				strings.NewReader(sessionlessBody(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"demo__hang","arguments":`+args+`}}`)))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")
+			setSessionless(req.Header, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"demo__hang"}}`) // no initialize: a 2026-07-28 client
 			req.Header.Set("Authorization", "Bearer "+testToken)
 			if resp, err := http.DefaultClient.Do(req); err == nil {
 				_, _ = io.Copy(io.Discard, resp.Body)
@@ -337,6 +339,11 @@ func TestServeHTTP(t *testing.T) {
 			{[]string{"--http", "127.0.0.1:0", "--insecure-no-auth", "--token-file", withToken(t, testToken)}, 2, "contradict"},
 			{[]string{"--token-file", withToken(t, testToken)}, 2, "go with --http"},
 			{[]string{"--max-calls", "8"}, 2, "go with --http"},
+			{[]string{"--run-key-file", withToken(t, strings.Repeat("k", 32))}, 2, "go with --http"},
+			{[]string{"--http", "127.0.0.1:0", "--token-file", withToken(t, testToken), "--run-key-file", withToken(t, strings.Repeat("k", 31)+"\n")}, 1, "the key is 31 bytes; use at least 32"},
+			{[]string{"--http", "127.0.0.1:0", "--token-file", withToken(t, testToken), "--run-key-file", filepath.Join(t.TempDir(), "none")}, 1, "run key file"},
+			{[]string{"--http", "127.0.0.1:0", "--token-file", withToken(t, testToken+"\nshort\n")}, 1, "line 2: the token is 5 bytes long"},
+			{[]string{"--http", "127.0.0.1:0", "--token-file", withToken(t, "# no token\n\n")}, 1, "holds no token"},
 			{[]string{"--http", "127.0.0.1:0", "--token-file", withToken(t, testToken), "--max-calls", "-1"}, 2, "--max-calls must be positive"},
 		} {
 			cmd := exec.Command(bin, append([]string{"serve", zip, "--sandbox", "direct"}, tc.args...)...)
@@ -368,6 +375,7 @@ func TestServeHTTP(t *testing.T) {
 			require.NoError(t, err)
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")
+			setSessionless(req.Header, big) // no initialize: a 2026-07-28 client
 			req.Header.Set("Authorization", "Bearer "+testToken)
 			resp, err := http.DefaultClient.Do(req)
 			if chunked && err != nil {
@@ -388,8 +396,12 @@ func TestServeHTTP(t *testing.T) {
 		require.NoError(t, err)
 	})
 
+	// A 2026-07-28 client has no session: runners that share a run key
+	// serve its requests whichever each reaches. (A client before it has
+	// a session on one runner, which a balancer must route it to.)
 	t.Run("TwoRunnersBehindARoundRobinProxy", func(t *testing.T) {
-		runners := []*runner{startRunner(t, bin, zip, testToken), startRunner(t, bin, zip, testToken)}
+		key := withToken(t, strings.Repeat("r", 32))
+		runners := []*runner{startRunner(t, bin, zip, testToken, "--run-key-file", key), startRunner(t, bin, zip, testToken, "--run-key-file", key)}
 		var next atomic.Uint64
 		var served [2]atomic.Int64
 		var failed atomic.Int64
@@ -416,13 +428,12 @@ func TestServeHTTP(t *testing.T) {
 		lb := httptest.NewServer(proxy)
 		t.Cleanup(lb.Close) // after the client's Close
 
-		tools, err := toolset.BuildTools(ctx, "agent", client(t, lb.URL+"/mcp", testToken))
-		require.NoError(t, err)
-		assert.Contains(t, tools.Names(), "demo__echo")
+		c := dialRunner(t, lb.URL+"/mcp", testToken, sessionless)
 		for i := range 12 {
-			text, err := callText(ctx, tools, "demo__echo", fmt.Sprintf(`{"text":"call %d"}`, i))
-			require.NoError(t, err, "call %d", i)
+			text, isErr := c.call(t, "demo__echo", map[string]any{"text": fmt.Sprintf("call %d", i)})
+			require.False(t, isErr, "call %d: %s", i, text)
 			assert.True(t, strings.HasPrefix(text, fmt.Sprintf("hello, call %d", i)), text)
+			require.NotEmpty(t, c.handle, "call %d", i)
 		}
 		assert.Zero(t, failed.Load(), "requests the runners refused")
 		assert.Positive(t, served[0].Load(), "runner 0 served none")
