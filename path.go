@@ -187,21 +187,29 @@ func (e *entryError) under(head string, err error) string {
 	return strings.Join(lines, "\n")
 }
 
-// continuation begins every line of a failure's message but its first,
-// so that a line that begins with a path is always a failure of its own:
+// continuation begins every line of a failure's message but its first
+// (unless it begins with white space already), so that a line that begins
+// with a path is always a failure of its own:
 // a toolset's error (a remote server's text, say) cannot add one that
 // reads as the failure of another toolset.
 const continuation = "  "
 
 // indented returns a failure's message with its later lines indented by
-// continuation.
+// continuation, those that are not indented already (a message's own
+// list of problems keeps its layout: no path begins with a space).
 func indented(msg string) string {
 	if !strings.ContainsAny(msg, "\r\n") {
 		return msg
 	}
 	msg = strings.ReplaceAll(msg, "\r\n", "\n")
 	msg = strings.ReplaceAll(msg, "\r", "\n")
-	return strings.ReplaceAll(msg, "\n", "\n"+continuation)
+	lines := strings.Split(msg, "\n")
+	for i := 1; i < len(lines); i++ {
+		if !strings.HasPrefix(lines[i], " ") && !strings.HasPrefix(lines[i], "\t") {
+			lines[i] = continuation + lines[i]
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // badEntry is the error of a toolset at position i that cannot take its
