@@ -103,15 +103,7 @@ func (a *approvalSubject) body(expiry time.Time) ([]byte, bool) {
 }
 
 func approvalMAC(key, body []byte, binding string) []byte {
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(approvalDomain))
-	m.Write([]byte{approvalVersion})
-	m.Write(body)
-	var n [4]byte
-	binary.BigEndian.PutUint32(n[:], uint32(len(binding)))
-	m.Write(n[:])
-	m.Write([]byte(binding))
-	return m.Sum(nil)
+	return signature(key, approvalDomain, approvalVersion, body, binding)
 }
 
 // mintApproval returns the requestState of a, for a client with binding,

@@ -95,9 +95,17 @@ func (k *handleKeys) mint(id [handleIDLen]byte, binding string) string {
 }
 
 func mac(key, body []byte, binding string) []byte {
+	return signature(key, handleDomain, handleVersion, body, binding)
+}
+
+// signature is the HMAC-SHA256 under key of what a server signs for a
+// client (a run handle, an approval's state): the kind of thing signed
+// (domain) and its version, the body, and the client's binding, its
+// length first so that no two inputs sign alike.
+func signature(key []byte, domain string, version byte, body []byte, binding string) []byte {
 	m := hmac.New(sha256.New, key)
-	m.Write([]byte(handleDomain))
-	m.Write([]byte{handleVersion})
+	m.Write([]byte(domain))
+	m.Write([]byte{version})
 	m.Write(body)
 	var n [4]byte
 	binary.BigEndian.PutUint32(n[:], uint32(len(binding)))
