@@ -147,7 +147,16 @@ func (s *Server) answered(ctx context.Context, req *mcp.CallToolRequest, tools *
 	call.ID = sub.callID()
 	if run != "" {
 		// A run that spans requests still has the call it asked for,
-		// until it is answered: a state is good once.
+		// until it is answered: a state is good once. Answers of one
+		// state handled at once would each find it pending and take the
+		// others' approval, or ask for the call again, so one is handled
+		// at a time and the others are refused (a run is held by one
+		// server at a time).
+		key := run + "\x00" + call.ID
+		if _, busy := s.answering.LoadOrStore(key, struct{}{}); busy {
+			return refuse(errStateUsed)
+		}
+		defer s.answering.Delete(key)
 		if prev, _ := pendingOf(rc, call.ID, p.Name); len(prev) == 0 {
 			return refuse(errStateUsed)
 		}

@@ -294,3 +294,45 @@ func TestServedApprovalOverASession(t *testing.T) {
 		})
 	}
 }
+
+// One approved requestState sent again and again at once, within a run
+// that spans requests, runs the call once: the answers do not take each
+// other's approval, nor leave the call asked for again for a later
+// replay.
+func TestServedApprovalStateRepeatedAtOnce(t *testing.T) {
+	checkLeaks(t)
+	var ran atomic.Int32
+	_, url := approvalServer(t, &ran)
+	a := manual(t, url)
+	a.list(t)
+	for round := range 20 {
+		st := ask(t, a, 5, a.meta())
+		before := ran.Load()
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() { _, _ = answer(a, "transfer", 5, a.meta(), st) })
+		}
+		wg.Wait()
+		_, _ = answer(a, "transfer", 5, a.meta(), st)
+		assert.EqualValues(t, 1, ran.Load()-before, "round %d: the approved call ran once", round)
+	}
+}
+
+// An approve field that is not the boolean true approves nothing.
+func TestServedApprovalFieldNotTrue(t *testing.T) {
+	checkLeaks(t)
+	var ran atomic.Int32
+	_, url := approvalServer(t, &ran)
+	a := manual(t, url)
+	for _, v := range []any{"true", 1, 1.0, []any{true}, map[string]any{}, nil} {
+		st := ask(t, a, 5, nil)
+		res, err := a.cs.CallTool(context.Background(), &mcp.CallToolParams{
+			Name: "transfer", Arguments: map[string]any{"amount": 5}, RequestState: st,
+			InputResponses: mcp.InputResponseMap{mcptoolset.ApprovalInputID: &mcp.ElicitResult{Action: "accept", Content: map[string]any{mcptoolset.ApprovalField: v}}},
+		})
+		if err == nil {
+			assert.True(t, res.IsError, "%v", v)
+		}
+	}
+	assert.Zero(t, ran.Load())
+}
