@@ -6,7 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/internal/textcut"
@@ -264,8 +268,29 @@ func canAsk(req *mcp.CallToolRequest) bool {
 // approvalRequest is the form that asks for approval of sub's call.
 func approvalRequest(sub *approvalSubject) *mcp.ElicitParams {
 	msg := fmt.Sprintf("Allow the call of tool %q with arguments %s?",
-		textcut.Clip(sub.name, maxLoggedName), textcut.Clip(sub.args, maxApprovalArgsShown))
+		textcut.Clip(sub.name, maxLoggedName), textcut.Clip(shownJSON(sub.args), maxApprovalArgsShown))
 	return &mcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: approvalSchema}
+}
+
+// shownJSON returns the canonical JSON js with every character that is not
+// printable (bidirectional overrides, zero-width and tag characters, line
+// separators) escaped as \uXXXX, which JSON reads as the same value: so
+// that the arguments a human is shown read as they are, not reordered or
+// hidden by characters the call carries.
+func shownJSON(js string) string {
+	var b strings.Builder
+	for _, r := range js {
+		if r == utf8.RuneError || strconv.IsPrint(r) {
+			b.WriteRune(r)
+			continue
+		}
+		if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+			continue
+		}
+		fmt.Fprintf(&b, `\u%04x`, r)
+	}
+	return b.String()
 }
 
 // inputRequired returns the input-required result asking for approval of

@@ -336,3 +336,26 @@ func TestServedApprovalFieldNotTrue(t *testing.T) {
 	}
 	assert.Zero(t, ran.Load())
 }
+
+// The arguments a human is asked to approve are shown as they are:
+// characters that reorder or hide text (a right-to-left override, a tag
+// character) are escaped, as JSON reads them.
+func TestServedApprovalShowsHiddenCharacters(t *testing.T) {
+	checkLeaks(t)
+	var ran atomic.Int32
+	tool := toolset.NewTool("pay", "Pay someone.", func(_ context.Context, in struct {
+		To string `json:"to"`
+	}) (string, error) {
+		ran.Add(1)
+		return "paid " + in.To, nil
+	}, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+	hs := httptest.NewServer(mcptoolset.NewServer(toolset.NewFunction(tool)).HTTPHandler(nil))
+	t.Cleanup(hs.Close)
+	no := &answering{action: "decline"}
+	c := dial(t, hs.URL, sessionless, &mcp.ClientOptions{ElicitationHandler: no.handle})
+	_, isErr := c.call(t, "pay", map[string]any{"to": "bob\u202eevil\U000E0041é"})
+	assert.True(t, isErr)
+	require.Len(t, no.shown(), 1)
+	assert.Equal(t, `Allow the call of tool "pay" with arguments {"to":"bob\u202eevil\udb40\udc41é"}?`, no.shown()[0])
+	assert.Zero(t, ran.Load())
+}
