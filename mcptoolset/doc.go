@@ -332,7 +332,9 @@
 // input-required result (SEP-2322, multi round-trip requests): one input
 // request, [ApprovalInputID] ("approval"), a form elicitation with one
 // boolean, [ApprovalField] ("approve"), whose message names the tool and
-// its arguments (cut to 1 KiB), and a requestState. The client asks its
+// its arguments (cut to 1 KiB; characters that are not printable, such as
+// bidirectional overrides, escaped as JSON escapes them), and a
+// requestState. The client asks its
 // user and repeats the call with the answer in inputResponses and the
 // state; the server checks the state, checks that the repeated call's
 // arguments and the tool's schema are those the state was made for,

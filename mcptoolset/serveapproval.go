@@ -6,7 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/internal/textcut"
@@ -147,7 +151,16 @@ func (s *Server) answered(ctx context.Context, req *mcp.CallToolRequest, tools *
 	call.ID = sub.callID()
 	if run != "" {
 		// A run that spans requests still has the call it asked for,
-		// until it is answered: a state is good once.
+		// until it is answered: a state is good once. Answers of one
+		// state handled at once would each find it pending and take the
+		// others' approval, or ask for the call again, so one is handled
+		// at a time and the others are refused (a run is held by one
+		// server at a time).
+		key := run + "\x00" + call.ID
+		if _, busy := s.answering.LoadOrStore(key, struct{}{}); busy {
+			return refuse(errStateUsed)
+		}
+		defer s.answering.Delete(key)
 		if prev, _ := pendingOf(rc, call.ID, p.Name); len(prev) == 0 {
 			return refuse(errStateUsed)
 		}
@@ -255,8 +268,29 @@ func canAsk(req *mcp.CallToolRequest) bool {
 // approvalRequest is the form that asks for approval of sub's call.
 func approvalRequest(sub *approvalSubject) *mcp.ElicitParams {
 	msg := fmt.Sprintf("Allow the call of tool %q with arguments %s?",
-		textcut.Clip(sub.name, maxLoggedName), textcut.Clip(sub.args, maxApprovalArgsShown))
+		textcut.Clip(sub.name, maxLoggedName), textcut.Clip(shownJSON(sub.args), maxApprovalArgsShown))
 	return &mcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: approvalSchema}
+}
+
+// shownJSON returns the canonical JSON js with every character that is not
+// printable (bidirectional overrides, zero-width and tag characters, line
+// separators) escaped as \uXXXX, which JSON reads as the same value: so
+// that the arguments a human is shown read as they are, not reordered or
+// hidden by characters the call carries.
+func shownJSON(js string) string {
+	var b strings.Builder
+	for _, r := range js {
+		if r == utf8.RuneError || strconv.IsPrint(r) {
+			b.WriteRune(r)
+			continue
+		}
+		if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+			continue
+		}
+		fmt.Fprintf(&b, `\u%04x`, r)
+	}
+	return b.String()
 }
 
 // inputRequired returns the input-required result asking for approval of

@@ -294,3 +294,68 @@ func TestServedApprovalOverASession(t *testing.T) {
 		})
 	}
 }
+
+// One approved requestState sent again and again at once, within a run
+// that spans requests, runs the call once: the answers do not take each
+// other's approval, nor leave the call asked for again for a later
+// replay.
+func TestServedApprovalStateRepeatedAtOnce(t *testing.T) {
+	checkLeaks(t)
+	var ran atomic.Int32
+	_, url := approvalServer(t, &ran)
+	a := manual(t, url)
+	a.list(t)
+	for round := range 20 {
+		st := ask(t, a, 5, a.meta())
+		before := ran.Load()
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() { _, _ = answer(a, "transfer", 5, a.meta(), st) })
+		}
+		wg.Wait()
+		_, _ = answer(a, "transfer", 5, a.meta(), st)
+		assert.EqualValues(t, 1, ran.Load()-before, "round %d: the approved call ran once", round)
+	}
+}
+
+// An approve field that is not the boolean true approves nothing.
+func TestServedApprovalFieldNotTrue(t *testing.T) {
+	checkLeaks(t)
+	var ran atomic.Int32
+	_, url := approvalServer(t, &ran)
+	a := manual(t, url)
+	for _, v := range []any{"true", 1, 1.0, []any{true}, map[string]any{}, nil} {
+		st := ask(t, a, 5, nil)
+		res, err := a.cs.CallTool(context.Background(), &mcp.CallToolParams{
+			Name: "transfer", Arguments: map[string]any{"amount": 5}, RequestState: st,
+			InputResponses: mcp.InputResponseMap{mcptoolset.ApprovalInputID: &mcp.ElicitResult{Action: "accept", Content: map[string]any{mcptoolset.ApprovalField: v}}},
+		})
+		if err == nil {
+			assert.True(t, res.IsError, "%v", v)
+		}
+	}
+	assert.Zero(t, ran.Load())
+}
+
+// The arguments a human is asked to approve are shown as they are:
+// characters that reorder or hide text (a right-to-left override, a tag
+// character) are escaped, as JSON reads them.
+func TestServedApprovalShowsHiddenCharacters(t *testing.T) {
+	checkLeaks(t)
+	var ran atomic.Int32
+	tool := toolset.NewTool("pay", "Pay someone.", func(_ context.Context, in struct {
+		To string `json:"to"`
+	}) (string, error) {
+		ran.Add(1)
+		return "paid " + in.To, nil
+	}, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+	hs := httptest.NewServer(mcptoolset.NewServer(toolset.NewFunction(tool)).HTTPHandler(nil))
+	t.Cleanup(hs.Close)
+	no := &answering{action: "decline"}
+	c := dial(t, hs.URL, sessionless, &mcp.ClientOptions{ElicitationHandler: no.handle})
+	_, isErr := c.call(t, "pay", map[string]any{"to": "bob\u202eevil\U000E0041é"})
+	assert.True(t, isErr)
+	require.Len(t, no.shown(), 1)
+	assert.Equal(t, `Allow the call of tool "pay" with arguments {"to":"bob\u202eevil\udb40\udc41é"}?`, no.shown()[0])
+	assert.Zero(t, ran.Load())
+}

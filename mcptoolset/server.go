@@ -46,6 +46,7 @@ type Server struct {
 	listTTL time.Duration
 
 	approvals *handleKeys // signs the requestState of requests for approval
+	answering sync.Map    // run ID and call ID of the answers being handled
 }
 
 // Request describes the MCP request that a run context is built for.

@@ -86,7 +86,8 @@
 // of handles are kept in the runner's memory (a shared run store, such as
 // package redistoolset's, needs a dependency the command does not have): a
 // handle taken to another replica begins the run there afresh. A session,
-// and a handle, is bound to a digest of the token its client sent: a
+// and a handle, is bound to a keyed digest of the token its client sent
+// (keyed with the run key, or a secret of the process without one): a
 // client with another token gets 403 in the session, and its handle
 // refused ("invalid run handle"), as is a handle another key signed or one
 // changed. Without a token (--insecure-no-auth) a handle is a bearer
@@ -102,7 +103,7 @@
 // (report-<24 hex digits>.csv, <tool>_output-<24 hex digits>.txt), the
 // names the result shows the model, so that none is guessed. Each run's
 // values are app_name, the package's (or agent's) name, and user_id, the
-// token's digest; with --agent, the role of --role too. A cache of scope
+// token's keyed digest, from which no guess of the token can be checked; with --agent, the role of --role too. A cache of scope
 // process (an agent file's default) still gives one client's result to
 // every client that makes the same call: a tool whose results must not be
 // shared needs cache scope run, or none. Progress notifications reach the
@@ -847,7 +848,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // serveMCP serves srv on stdio, or over HTTP with --http.
 func serveMCP(ctx context.Context, srv *mcptoolset.Server, hf *httpFlags, ha httpAuth, callBound time.Duration, stdout, stderr io.Writer) error {
 	if hf.addr != "" {
-		return serveHTTP(ctx, &httpServer{srv: srv, tokens: ha.tokens, callBound: callBound, logger: warnLogger(stderr), maxCalls: int64(hf.maxCalls)}, hf, stderr)
+		return serveHTTP(ctx, &httpServer{srv: srv, tokens: ha.tokens, bindingKey: ha.runKey, callBound: callBound, logger: warnLogger(stderr), maxCalls: int64(hf.maxCalls)}, hf, stderr)
 	}
 	err := srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
 	if ctx.Err() != nil {

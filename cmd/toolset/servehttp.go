@@ -150,6 +150,9 @@ type httpServer struct {
 	// tokens are the bearer tokens clients may send; none for no
 	// authentication.
 	tokens []string
+	// bindingKey keys the tokens' bindings (see tokenBinding): the run
+	// key, nil for a random key of the process.
+	bindingKey []byte
 	// callBound bounds the time a tools/call takes: the longest timeout
 	// of the tools served.
 	callBound time.Duration
@@ -182,7 +185,7 @@ func (h *httpServer) handler() http.Handler {
 	}
 	var protected http.Handler = boundBody(mcpHandler, h.drain, maxCalls)
 	if len(h.tokens) > 0 {
-		protected = requireTokens(h.tokens, protected)
+		protected = requireTokens(h.tokens, h.bindingKey, protected)
 	} else {
 		protected = literalHostOnly(protected)
 	}

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -116,13 +118,27 @@ func readBounded(path string, limit int64) ([]byte, error) {
 	return data, nil
 }
 
+// processBindingKey keys the digests of tokenBinding without a run key: a
+// secret of this process.
+var processBindingKey = func() []byte {
+	k := make([]byte, 32)
+	_, _ = rand.Read(k) // never fails
+	return k
+}()
+
 // tokenBinding is what the runs of clients sending tok are bound to: a
-// digest of it, never the token itself, which reaches the SDK (as the
-// user ID of the request's auth.TokenInfo, to which it binds sessions),
-// run handles, run values and artifact scopes.
-func tokenBinding(tok string) string {
-	sum := sha256.Sum256([]byte("toolset serve --http: the runs of a token\x00" + tok))
-	return "token-" + hex.EncodeToString(sum[:16])
+// digest of it keyed with key, the run key (nil for processBindingKey),
+// never the token itself, which reaches the SDK (as the user ID of the
+// request's auth.TokenInfo, to which it binds sessions), run handles, run
+// values and artifact scopes. Keyed, since packaged tools are given it as
+// their user ID: it lets no one check guesses of a token offline.
+func tokenBinding(key []byte, tok string) string {
+	if key == nil {
+		key = processBindingKey
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("toolset serve --http: the runs of a token\x00" + tok))
+	return "token-" + hex.EncodeToString(m.Sum(nil)[:16])
 }
 
 // requireTokens serves next only to requests whose Authorization header
@@ -131,12 +147,12 @@ func tokenBinding(tok string) string {
 // ID is the token's binding (tokenBinding): the SDK binds a session to it
 // (a request of the session with another token gets 403), and the server
 // binds run handles to it (see mcptoolset.WithRunBinding).
-func requireTokens(tokens []string, next http.Handler) http.Handler {
+func requireTokens(tokens []string, key []byte, next http.Handler) http.Handler {
 	digests := make([][sha256.Size]byte, len(tokens))
 	bindings := make(map[[sha256.Size]byte]string, len(tokens))
 	for i, t := range tokens {
 		digests[i] = sha256.Sum256([]byte(t))
-		bindings[digests[i]] = tokenBinding(t)
+		bindings[digests[i]] = tokenBinding(key, t)
 	}
 	// match returns the binding of the token of the header h, or "".
 	// Every token's digest is compared, in constant time, so the time
