@@ -360,7 +360,9 @@
 // [toolset.RunContext.PendingApprovals] until answered and a state is good
 // for one answer. A request without a handle is a run of its own, so its
 // state binds no run and may be answered more than once before it
-// expires: give clients a run store to have states used once.
+// expires (the SDK's own automatic repeat resends a call without the
+// handle): a state is used once only by a client that sends the run
+// handle back, as this package's client does.
 //
 // An older client that declared elicitation is asked on its session
 // (elicitation/create, the same form), and the call runs or is denied in
