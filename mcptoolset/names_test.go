@@ -86,7 +86,7 @@ func TestNameMappingCallsTheServerUnderItsName(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "ran "+original, content(t, res).Parts[0].Text)
 	}
-	assert.Equal(t, []string{"admin.delete_user", longName}, server.called(), "each call went out under the server's name")
+	assert.ElementsMatch(t, []string{"admin.delete_user", longName}, server.called(), "each call went out under the server's name")
 
 	again, err := ts.GetTools(ctx)
 	require.NoError(t, err)
