@@ -19,6 +19,12 @@ var ErrNotFound = errors.New("toolpkg: no such toolset")
 // ErrClosed is returned by a closed store.
 var ErrClosed = errors.New("toolpkg: store is closed")
 
+// ErrStoreInUse is returned by [Open] when another process (or another
+// [Store] of this one) holds the directory: a store has one owner at a
+// time. A platform serving the store is the usual owner; talk to it
+// through its API instead.
+var ErrStoreInUse = errors.New("toolpkg: store is in use by another process (or another Store)")
+
 // Store keeps toolset packages in a directory: one folder per toolset,
 // holding state.json (status, discovery results and history),
 // config.json (the stored configuration, see [Store.SetConfig]), and a
@@ -202,7 +208,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 	}
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		lock.Close()
-		return nil, fmt.Errorf("toolpkg: store %s is in use by another process (or another Store): %w", dir, unprefixed{err})
+		return nil, fmt.Errorf("%w: %s: %w", ErrStoreInUse, dir, unprefixed{err})
 	}
 	s := &Store{dir: abs, opts: o, log: o.Logger, lock: lock, entries: map[string]*entry{},
 		done: make(chan struct{}), discovering: make(chan struct{}, o.MaxParallelDiscovery)}

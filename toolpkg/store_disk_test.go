@@ -23,7 +23,8 @@ func TestStorePersistsAcrossProcesses(t *testing.T) {
 	require.NoError(t, err)
 
 	_, err = Open(dir, opts)
-	assert.ErrorContains(t, err, "is in use by another process", "one owner at a time")
+	assert.ErrorIs(t, err, ErrStoreInUse, "one owner at a time")
+	assert.ErrorContains(t, err, dir)
 	require.NoError(t, s.Close())
 
 	// A crash left a half-extracted upload and a work directory behind.

@@ -183,7 +183,11 @@ func openAgentStore(dir, mode string, artifacts *toolpkg.ArtifactOptions) (*tool
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
-	return toolpkg.Open(dir, &toolpkg.Options{Sandbox: m, Logger: slog.New(slog.DiscardHandler), Artifacts: artifacts})
+	s, err := toolpkg.Open(dir, &toolpkg.Options{Sandbox: m, Logger: slog.New(slog.DiscardHandler), Artifacts: artifacts})
+	if errors.Is(err, toolpkg.ErrStoreInUse) {
+		return nil, fmt.Errorf("%w\n(a running platform owns its store: to use its packages, give --platform URL instead of --store)", err)
+	}
+	return s, err
 }
 
 func cmdAgentCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {

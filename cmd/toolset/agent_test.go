@@ -199,3 +199,19 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// A store a platform (or anything else) holds cannot be opened a second
+// time; the error says to go through the platform instead.
+func TestAgentCheckOnAHeldStoreSaysToUseThePlatform(t *testing.T) {
+	dir := t.TempDir()
+	storeDir := filepath.Join(dir, "store")
+	held, err := toolpkg.Open(storeDir, &toolpkg.Options{Sandbox: toolpkg.ModeDirect, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	defer held.Close()
+	agent := writeFile(t, dir, "a.yaml", "name: a\ninstructions: Help.\ntoolsets:\n  - package: finance\n")
+
+	code, _, stderr := runCLI("agent", "check", agent, "--store", storeDir)
+	assert.NotEqual(t, 0, code)
+	assert.Contains(t, stderr, "in use by another process")
+	assert.Contains(t, stderr, "give --platform URL instead of --store", "the way out is named")
+}
