@@ -720,6 +720,11 @@ func callTool(ctx context.Context, ts toolset.Toolset, name, tool, args, where s
 		}
 		names := tools.Names()
 		sort.Strings(names)
+		// The turn's own answer to an unknown name holds its suggestions.
+		var unknown *toolset.UnknownToolError
+		if _, err := tools.Execute(ctx, toolset.ToolCall{Name: full, Args: json.RawMessage(`{}`)}); errors.As(err, &unknown) && len(unknown.Suggestions) > 0 {
+			return fmt.Errorf("no tool %q %s; did you mean %q? its tools: %s", tool, where, strings.TrimPrefix(unknown.Suggestions[0], name+"__"), strings.Join(names, ", "))
+		}
 		return fmt.Errorf("no tool %q %s; its tools: %s", tool, where, strings.Join(names, ", "))
 	}
 	res, err := tools.Execute(ctx, toolset.ToolCall{Name: full, Args: json.RawMessage(args)})

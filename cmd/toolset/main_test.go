@@ -172,7 +172,12 @@ func TestInspectAndCall(t *testing.T) {
 
 	code, _, stderr = runCLI("call", zip, "nosuch", `{}`)
 	assert.Equal(t, 1, code)
-	assert.Contains(t, stderr, `no tool "nosuch" in the package; its tools: demo__big, demo__connect`)
+	assert.Contains(t, stderr, `no tool "nosuch" in the package; `)
+	assert.Contains(t, stderr, `its tools: demo__big, demo__connect`)
+
+	code, _, stderr = runCLI("call", zip, "ehco", `{"text":"x"}`)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, `no tool "ehco" in the package; did you mean "echo"?`, "a misspelt name gets the closest one")
 
 	code, _, stderr = runCLI("call", zip, "crash", `{}`)
 	assert.Equal(t, 1, code)
@@ -360,7 +365,8 @@ func TestCallSaysWhichConfigurationAToolNeeds(t *testing.T) {
 
 	code, _, stderr = runCLI("call", "--sandbox", "direct", zip, "nosuch", `{}`)
 	assert.Equal(t, 1, code)
-	assert.Contains(t, stderr, `no tool "nosuch" in the package; its tools: demo__fail`)
+	assert.Contains(t, stderr, `no tool "nosuch" in the package;`)
+	assert.Contains(t, stderr, `its tools: demo__fail`)
 }
 
 // TestErrorsSayEachThingOnce checks that an error the command prints
