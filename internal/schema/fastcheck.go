@@ -464,11 +464,11 @@ func distinctKeys(d []byte) int {
 	l := jsontext.NewLexer(d, lexLimits)
 	l.Next() // '{'
 	for {
-		t, _ := l.Next()
-		if t.Kind == jsontext.ObjectEnd {
+		t, err := l.Next()
+		if err == nil && t.Kind == jsontext.ObjectEnd {
 			break
 		}
-		if n == len(keys) {
+		if err != nil || n == len(keys) || t.Kind != jsontext.String {
 			return -1
 		}
 		keys[n] = d[t.Start+1 : t.End-1]
@@ -476,8 +476,10 @@ func distinctKeys(d []byte) int {
 			keys[n] = []byte(jsontext.Unquote(keys[n], t.Flags))
 		}
 		n++
-		v, _ := l.Next()
-		skip(&l, d, v) // already checked
+		v, err := l.Next()
+		if err != nil || !skipWhole(&l, v) {
+			return -1
+		}
 	}
 	distinct := 0
 outer:
@@ -490,6 +492,30 @@ outer:
 		distinct++
 	}
 	return distinct
+}
+
+// skipWhole reads past the value that starts with t, whatever it holds
+// (skip stops at the first thing it cannot prove, mid-value), and reports
+// whether it got to its end.
+func skipWhole(l *jsontext.Lexer, t jsontext.Token) bool {
+	depth := 0
+	for {
+		switch t.Kind {
+		case jsontext.ArrayStart, jsontext.ObjectStart:
+			depth++
+		case jsontext.ArrayEnd, jsontext.ObjectEnd:
+			depth--
+		case jsontext.End:
+			return false
+		}
+		if depth <= 0 {
+			return true
+		}
+		var err error
+		if t, err = l.Next(); err != nil {
+			return false
+		}
+	}
 }
 
 // uniqueScalars reports whether the elements of the array at the start of

@@ -416,3 +416,26 @@ func Example_fastCheck() {
 	fmt.Println(c.Fast(), c.Valid([]byte(`{"n":3}`)), c.Valid([]byte(`{"n":0}`)), c.Valid([]byte(`{"n":3.0}`)))
 	// Output: true true false false
 }
+
+// Counting an object's keys reads past every member's value, even one the
+// fast path cannot prove (a number of 400 digits in an array here), rather
+// than taking the rest of that value for keys.
+func TestDistinctKeysReadsPastValuesItCannotProve(t *testing.T) {
+	big := strings.Repeat("9", 400)
+	for in, want := range map[string]int{
+		`{"a":[` + big + `,{"b":1}],"c":2,"a":3}`:   2,
+		`{"a":{"x":[1e999,[2]]},"b":[` + big + `]}`: 2,
+		`{"a":1,"b":2}`: 2,
+	} {
+		if got := distinctKeys([]byte(in)); got != want {
+			t.Errorf("distinctKeys(%.40s…) = %d, want %d", in, got, want)
+		}
+	}
+	// A schema whose keys the fast path is unsure of, with such a value:
+	// not proven, never a panic.
+	c, err := compileFast([]byte(`{"type":"object","additionalProperties":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Valid([]byte(`{"a":[` + big + `,{"b":1}],"c":2}`))
+}
