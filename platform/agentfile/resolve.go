@@ -2,6 +2,7 @@ package agentfile
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,9 +24,11 @@ import (
 	"github.com/gotoolset/toolset/toolpkg/skill"
 )
 
-// Role is the run value an entry's roles are matched against: give a run
-// toolset.WithValue(agentfile.Role, "staff"). Its name is "role", so any
-// toolset.NewKey[string]("role") reads and sets the same value.
+// Role is the run value an entry's roles are matched against when the
+// file names no other (roleKey): give a run
+// toolset.WithValue(agentfile.Role, "staff"), or [Agent.WithRole] for any
+// file. Its name is "role", so any toolset.NewKey[string]("role") reads and
+// sets the same value.
 var Role = toolset.NewKey[string]("role")
 
 // Agent is a resolved agent file: its toolsets, ready for
@@ -40,8 +43,22 @@ type Agent struct {
 	// policies, then the tool search of the deferred ones if any. Close
 	// the Agent, not these: a local toolset belongs to the program.
 	Toolsets []toolset.Toolset
+	// RoleKey is the name of the run value the toolsets' roles are
+	// matched against: the file's roleKey, or "role".
+	RoleKey string
 
 	closers []io.Closer
+}
+
+// WithRole returns the run option that gives a run role as the value the
+// agent's roles are matched against (the file's roleKey, [Role] by
+// default).
+func (a *Agent) WithRole(role string) toolset.RunOption {
+	name := Role.Name()
+	if a != nil && a.RoleKey != "" {
+		name = a.RoleKey
+	}
+	return toolset.WithValue(toolset.NewKey[string](name), role)
 }
 
 // Close ends the MCP clients the agent started (a command server is
@@ -119,7 +136,8 @@ func (f *File) Resolve(ctx context.Context, opts *Options) (*Agent, error) {
 		return nil, err
 	}
 	ps := &problems{file: f.Filename}
-	a := &Agent{Name: f.Name, Instructions: f.Instructions}
+	a := &Agent{Name: f.Name, Instructions: f.Instructions, RoleKey: cmp.Or(f.RoleKey, Role.Name())}
+	roleKey := toolset.NewKey[string](a.RoleKey)
 	var deferred []toolset.Toolset
 	for i := range f.Toolsets {
 		e := &f.Toolsets[i]
@@ -146,7 +164,7 @@ func (f *File) Resolve(ctx context.Context, opts *Options) (*Agent, error) {
 			}
 		}
 		if len(e.Roles) > 0 {
-			ts = toolset.NewFiltered(ts, hasRole(slices.Clone(e.Roles)))
+			ts = toolset.NewFiltered(ts, hasRole(roleKey, slices.Clone(e.Roles)))
 		}
 		a.Toolsets = append(a.Toolsets, ts)
 		if e.Deferred {
@@ -222,10 +240,11 @@ func only(names []string) toolset.Predicate {
 	}
 }
 
-// hasRole shows a toolset to runs whose Role is one of roles.
-func hasRole(roles []string) toolset.Predicate {
+// hasRole shows a toolset to runs whose role, the value of key, is one of
+// roles.
+func hasRole(key toolset.Key[string], roles []string) toolset.Predicate {
 	return func(ctx context.Context, _ toolset.Tool) (bool, error) {
-		return slices.Contains(roles, Role.Get(ctx)), nil
+		return slices.Contains(roles, key.Get(ctx)), nil
 	}
 }
 
