@@ -274,10 +274,17 @@
 //   - [WithRateLimit]: wait for a token, or refuse the call.
 //   - [WithTimeout]: a deadline, told to the model or ending the run.
 //   - [WithMaxFailures]: a budget of failing steps per run, then it is spent.
+//   - [WithCallLimit]: a hard bound of the tool's calls per run.
 //   - [WithOrigin]: where the tool comes from; a tool made again with its
 //     name and origin keeps the budget and the rate window of the one before.
 //   - [WithMiddleware]: wrap the handler; [Wrapper] does it per toolset.
 //   - [WithMetadata], [WithReturns]: data for the application; the result's schema.
+//
+// A run's own bounds are run options: [WithCallLimits] bounds its calls,
+// its calls of each tool and its failed calls, hard ([CallLimits]): past a
+// bound a call is refused, first with a message that tells the model to
+// answer without it, then, if the model calls again in a later step, with
+// a [*CallLimitError] that stops the run.
 //
 // A tool made elsewhere (an MCP server's, a package's, another team's) is
 // given policies by [NewGuarded]: each of a toolset's tools is offered

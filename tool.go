@@ -126,6 +126,7 @@ type policies struct {
 	deferred      bool
 	approval      NeedsApprovalFunc
 	maxFailures   int // zero: failures are not counted
+	callLimit     int // calls per run; zero: no bound (see WithCallLimit)
 	timeout       time.Duration
 	timeoutAborts bool
 	origin        string // see WithOrigin; empty: none
