@@ -275,6 +275,10 @@
 //   - [WithTimeout]: a deadline, told to the model or ending the run.
 //   - [WithMaxFailures]: a budget of failing steps per run, then it is spent.
 //   - [WithCallLimit]: a hard bound of the tool's calls per run.
+//   - [WithSequential], [WithResource]: of one model turn's calls, a
+//     sequential tool's run alone in the model's order, and those sharing
+//     a resource one at a time ([ToolList.CallOrder]; the provider
+//     adapters follow it).
 //   - [WithOrigin]: where the tool comes from; a tool made again with its
 //     name and origin keeps the budget and the rate window of the one before.
 //   - [WithMiddleware]: wrap the handler; [Wrapper] does it per toolset.
