@@ -135,7 +135,7 @@ func (c *conn) awaitTask(ctx context.Context, s *mcp.ClientSession, name, id str
 		switch w.Status {
 		case TaskCompleted:
 			var res mcp.CallToolResult
-			if len(w.Result) == 0 {
+			if len(w.Result) == 0 || string(w.Result) == "null" {
 				return nil, taskErr(TaskFailed, "the server's completed task has no result", 0)
 			}
 			if err := res.UnmarshalJSON(w.Result); err != nil {
@@ -185,11 +185,11 @@ func forwardProgress(ctx context.Context, w *taskWire, lastSeq float64, lastMsg 
 		if !ok || frac < 0 || frac > 1 {
 			frac = -1
 		}
-		toolset.ReportProgress(ctx, toolset.Progress{Message: textcut.Clip(msg, maxTaskMessageIn), Fraction: frac})
+		toolset.ReportProgress(ctx, toolset.Progress{Message: textcut.Prefix(msg, maxTaskMessageIn), Fraction: frac})
 		return seq, msg
 	}
 	if w.Status == TaskWorking && w.StatusMessage != "" && w.StatusMessage != lastMsg {
-		toolset.ReportProgress(ctx, toolset.Progress{Message: textcut.Clip(w.StatusMessage, maxTaskMessageIn), Fraction: -1})
+		toolset.ReportProgress(ctx, toolset.Progress{Message: textcut.Prefix(w.StatusMessage, maxTaskMessageIn), Fraction: -1})
 		return lastSeq, w.StatusMessage
 	}
 	return lastSeq, lastMsg

@@ -807,6 +807,10 @@ func (s *Server) finishCall(ctx context.Context, req *mcp.CallToolRequest, tools
 	if err != nil {
 		res, ok := errorResult(err)
 		if !ok {
+			if inTask(ctx) && ctx.Err() != nil {
+				// The task was stopped; it says why.
+				return nil, err
+			}
 			return nil, s.internal(ctx, "tools/call", req, err)
 		}
 		res.Meta = setHandle(ctx, res.Meta)

@@ -98,6 +98,12 @@ func WithTaskLimits(l TaskLimits) ServerOption {
 // defaultLongRunning is the default of WithTasks.
 func defaultLongRunning(t toolset.Tool) bool { return t.Metadata[MetaLongRunning] == "true" }
 
+// taskKey is the context key of the task a call runs as.
+type taskKey struct{}
+
+// inTask reports whether ctx is the context of a task's call.
+func inTask(ctx context.Context) bool { return ctx.Value(taskKey{}) != nil }
+
 // taskOwner is the client a task belongs to: the session that made it,
 // or, for a request without a lasting session, its run binding.
 type taskOwner struct {
@@ -346,7 +352,7 @@ func (s *Server) startTask(ctx context.Context, req *mcp.CallToolRequest, tools 
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tt.limits.MaxLifetime)
 	stop := context.AfterFunc(tt.ctx, cancel)
 	t.cancel = cancel
-	tctx = toolset.WithProgress(tctx, func(p toolset.Progress) { tt.progress(t, p) })
+	tctx = toolset.WithProgress(context.WithValue(tctx, taskKey{}, t), func(p toolset.Progress) { tt.progress(t, p) })
 	created := tt.wire(t, "task")
 	created.Meta = mcp.Meta{metaRelatedTask: map[string]any{"taskId": t.id}}
 	tt.wg.Go(func() {

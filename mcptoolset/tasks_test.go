@@ -323,14 +323,26 @@ func TestToolsetAwaitsTaskWithProgress(t *testing.T) {
 func TestToolsetCancelsTaskWithItsContext(t *testing.T) {
 	checkLeaks(t)
 	st := newSlowTools()
-	srv := mcptoolset.NewServer(st.toolset())
+	srv := mcptoolset.NewServer(st.toolset(), mcptoolset.WithTaskLimits(mcptoolset.TaskLimits{PollInterval: 10 * time.Millisecond}))
 	defer srv.Close()
+	polled := make(chan struct{})
+	once := sync.OnceFunc(func() { close(polled) })
+	srv.MCP().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tasks/get" {
+				once()
+			}
+			return next(ctx, method, req)
+		}
+	})
 	ts := mcptoolset.NewInMemory("remote", srv.MCP())
 	defer ts.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	tools, err := toolset.BuildTools(ctx, "a", ts)
 	require.NoError(t, err)
-	go func() { <-st.started; cancel() }()
+	// Cancelled once the client knows the task, polling it (a cancel while
+	// tools/call is in flight cannot name the task).
+	go func() { <-st.started; <-polled; cancel() }()
 	_, err = tools.Execute(ctx, toolset.ToolCall{Name: "block", Args: json.RawMessage(`{}`)})
 	require.ErrorIs(t, err, context.Canceled)
 	select {
