@@ -283,9 +283,15 @@ func TestToolsetAgainstHostileTaskServer(t *testing.T) {
 		answer func(id string) *taskResult
 		status string
 	}{
-		{"unknown status", func(id string) *taskResult { return &taskResult{ResultType: "complete", TaskID: id, Status: "exploded"} }, mcptoolset.TaskFailed},
-		{"no result", func(id string) *taskResult { return &taskResult{ResultType: "complete", TaskID: id, Status: "completed"} }, mcptoolset.TaskFailed},
-		{"input", func(id string) *taskResult { return &taskResult{ResultType: "complete", TaskID: id, Status: "input_required"} }, mcptoolset.TaskInputRequired},
+		{"unknown status", func(id string) *taskResult {
+			return &taskResult{ResultType: "complete", TaskID: id, Status: "exploded"}
+		}, mcptoolset.TaskFailed},
+		{"no result", func(id string) *taskResult {
+			return &taskResult{ResultType: "complete", TaskID: id, Status: "completed"}
+		}, mcptoolset.TaskFailed},
+		{"input", func(id string) *taskResult {
+			return &taskResult{ResultType: "complete", TaskID: id, Status: "input_required"}
+		}, mcptoolset.TaskInputRequired},
 		{"forever", func(id string) *taskResult {
 			return &taskResult{ResultType: "complete", TaskID: id, Status: "working", PollInterval: 1, StatusMessage: strings.Repeat("é", 5000)}
 		}, mcptoolset.TaskExpired},
