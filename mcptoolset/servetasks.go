@@ -44,14 +44,17 @@ type TaskLimits struct {
 
 // Defaults of [TaskLimits].
 const (
-	DefaultTaskMaxPerClient  = 16
-	DefaultTaskMaxTotal      = 256
-	DefaultTaskMaxRetained   = 1024
-	DefaultTaskMaxLifetime   = time.Hour
-	DefaultTaskRetention     = 10 * time.Minute
-	DefaultTaskPollInterval  = 500 * time.Millisecond
-	taskIDBytes              = 24
-	maxTaskStatusMessageSize = 1024
+	DefaultTaskMaxPerClient = 16
+	DefaultTaskMaxTotal     = 256
+	DefaultTaskMaxRetained  = 1024
+	DefaultTaskMaxLifetime  = time.Hour
+	DefaultTaskRetention    = 10 * time.Minute
+	DefaultTaskPollInterval = 500 * time.Millisecond
+)
+
+const (
+	taskIDBytes              = 24   // random bytes of a task ID
+	maxTaskStatusMessageSize = 1024 // bytes of a task's status message
 )
 
 func (l TaskLimits) withDefaults() TaskLimits {
