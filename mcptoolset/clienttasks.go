@@ -1,10 +1,13 @@
 package mcptoolset
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"sync"
 	"time"
 
 	"github.com/gotoolset/toolset"
@@ -203,4 +206,99 @@ func (c *conn) cancelTask(ctx context.Context, s *mcp.ClientSession, id string) 
 	if _, err := mcp.CallCustomMethod[*taskParams, *taskWire](cctx, s, methodTasksCancel, &taskParams{TaskID: id}); err != nil {
 		c.cfg.logger.WarnContext(ctx, "mcptoolset: cancelling a task failed", "server", c.cfg.name, "task", textcut.Clip(id, 80), "error", err)
 	}
+}
+
+// maxTrackedCalls bounds the tools/call requests a taskConn remembers
+// while they wait for their answer.
+const maxTrackedCalls = 4096
+
+// taskTransport wraps a transport whose connection the SDK uses as any
+// other (stdio, in memory, a command's), so that a server's
+// CreateTaskResult reaches the client even without the related-task
+// _meta that this package's Server adds: see taskConn.
+type taskTransport struct{ mcp.Transport }
+
+// Connect implements mcp.Transport.
+func (t taskTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	conn, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &taskConn{Connection: conn, calls: make(map[jsonrpc.ID]struct{})}, nil
+}
+
+// withTaskTransport wraps tr in a taskTransport when it is one of the
+// SDK's message-stream transports; others (streamable HTTP, whose
+// connection the SDK updates through methods a wrapper would hide, or an
+// application's) are left as they are.
+func withTaskTransport(tr mcp.Transport) mcp.Transport {
+	switch tr.(type) {
+	case *mcp.InMemoryTransport, *mcp.IOTransport, *mcp.CommandTransport, *mcp.StdioTransport, *commandTransport:
+		return taskTransport{tr}
+	}
+	return tr
+}
+
+// taskConn turns the answer to a tools/call that is a CreateTaskResult
+// (resultType "task") into a CallToolResult without content whose _meta
+// names the task, as this package's Server sends it: the SDK's client
+// decodes a tools/call answer as a CallToolResult, which would drop the
+// task's ID.
+type taskConn struct {
+	mcp.Connection
+	mu    sync.Mutex
+	calls map[jsonrpc.ID]struct{} // the tools/call requests awaiting an answer
+}
+
+// Write implements mcp.Connection.
+func (c *taskConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if r, ok := msg.(*jsonrpc.Request); ok && r.Method == "tools/call" && r.IsCall() {
+		c.mu.Lock()
+		if len(c.calls) < maxTrackedCalls {
+			c.calls[r.ID] = struct{}{}
+		}
+		c.mu.Unlock()
+	}
+	return c.Connection.Write(ctx, msg)
+}
+
+// Read implements mcp.Connection.
+func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if r, ok := msg.(*jsonrpc.Response); ok && err == nil {
+		c.mu.Lock()
+		_, call := c.calls[r.ID]
+		delete(c.calls, r.ID)
+		c.mu.Unlock()
+		if call && r.Error == nil {
+			r.Result = namedTask(r.Result)
+		}
+	}
+	return msg, err
+}
+
+// namedTask returns raw, a tools/call answer, as a CallToolResult naming
+// its task when it is a CreateTaskResult, and as it is otherwise.
+func namedTask(raw json.RawMessage) json.RawMessage {
+	if !bytes.Contains(raw, []byte(`"resultType"`)) || !bytes.Contains(raw, []byte(`"task"`)) {
+		return raw // the common case, without decoding a large result
+	}
+	var probe struct {
+		ResultType string         `json:"resultType"`
+		TaskID     string         `json:"taskId"`
+		Meta       map[string]any `json:"_meta"`
+	}
+	if json.Unmarshal(raw, &probe) != nil || probe.ResultType != "task" || probe.TaskID == "" || len(probe.TaskID) > maxTaskIDBytes {
+		return raw
+	}
+	meta := probe.Meta
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta[metaRelatedTask] = map[string]any{"taskId": probe.TaskID}
+	b, err := json.Marshal(map[string]any{"content": []any{}, "_meta": meta})
+	if err != nil {
+		return raw
+	}
+	return b
 }

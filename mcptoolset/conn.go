@@ -241,7 +241,7 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, mcp.Transport, 
 		return nil, nil, c.errorf("connect", "", err)
 	}
 	client.AddSendingMiddleware(takeListTTL, carryRunHandle(&c.run, c.invalidate))
-	s, err := client.Connect(ctx, tr, nil)
+	s, err := client.Connect(ctx, withTaskTransport(tr), nil)
 	if err != nil {
 		if ct, ok := tr.(*commandTransport); ok {
 			err = ct.explain(err)

@@ -450,11 +450,14 @@
 // synchronous one's would be; a task that failed, was cancelled, asked
 // for input, or expired (the server forgot it, or the wait ran out) is a
 // [*TaskError] with the task's ID and status, inside the [*ServerError]
-// of the call. The client recognizes a task by the related-task _meta
-// that a [Server] sends, since the SDK's client decodes a tools/call
-// answer as a CallToolResult and drops the task's other fields; a server
-// that sends a CreateTaskResult without it is seen to answer with an
-// empty result. A caller that cancels while the tools/call itself is in
+// of the call. The SDK's client decodes a tools/call answer as a
+// CallToolResult, which drops a task's ID; the client recognizes a task
+// by the related-task _meta that a [Server] sends and, over stdio, a
+// command and in memory, also reads a bare CreateTaskResult (resultType
+// "task") before the SDK decodes it. Over streamable HTTP, whose
+// connection cannot be wrapped so, a server that sends a CreateTaskResult
+// without the related-task _meta is seen to answer with an empty result.
+// A caller that cancels while the tools/call itself is in
 // flight leaves the task running on the server until its lifetime ends,
 // as the client never learnt its ID.
 //

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -327,4 +328,46 @@ func TestToolsetAgainstHostileTaskServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A server of the Tasks extension that answers with a bare
+// CreateTaskResult (resultType "task", no related-task _meta) is awaited
+// too over a message-stream transport, and its result is the call's.
+func TestToolsetAwaitsForeignCreateTaskResult(t *testing.T) {
+	checkLeaks(t)
+	s := mcp.NewServer(&mcp.Implementation{Name: "foreign", Version: "v0"}, nil)
+	s.AddTool(&mcp.Tool{Name: "t", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "synchronous"}}}, nil
+		})
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/call" {
+				return &taskResult{ResultType: "task", TaskID: "f-1", Status: "working", PollInterval: 1}, nil
+			}
+			return next(ctx, method, req)
+		}
+	})
+	var polls atomic.Int32
+	require.NoError(t, mcp.AddReceivingCustomMethod(s, "tasks/get", func(_ context.Context, _ *mcp.ServerSession, p *taskParams) (*taskResult, error) {
+		if p.TaskID != "f-1" {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Task not found"}
+		}
+		if polls.Add(1) < 3 {
+			return &taskResult{ResultType: "complete", TaskID: "f-1", Status: "working", StatusMessage: "step"}, nil
+		}
+		return &taskResult{ResultType: "complete", TaskID: "f-1", Status: "completed",
+			Result: json.RawMessage(`{"content":[{"type":"text","text":"from the task"}]}`)}, nil
+	}))
+	ts := mcptoolset.NewInMemory("foreign", s)
+	defer ts.Close()
+	ctx := context.Background()
+	tools, err := toolset.BuildTools(ctx, "a", ts)
+	require.NoError(t, err)
+	v, err := tools.Execute(ctx, toolset.ToolCall{Name: "t", Args: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+	text, err := toolset.ResultText(v)
+	require.NoError(t, err)
+	assert.Equal(t, "from the task", text)
+	assert.Equal(t, int32(3), polls.Load())
 }
