@@ -321,6 +321,7 @@ func NewServer(ts toolset.Toolset, opts ...ServerOption) *Server {
 		s.instr = true
 	}
 	s.tasks, s.longRunning = newTaskTable(cfg.taskLimits), cfg.longRunning
+	s.runs.ended = s.tasks.endSession
 	if s.longRunning == nil {
 		s.longRunning = defaultLongRunning
 	}

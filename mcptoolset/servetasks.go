@@ -159,13 +159,14 @@ func taskLimitError(what string, n int) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("too many tasks running (%s: %d); retry once some have finished", what, n)}
 }
 
-// add makes a task for owner, or refuses it for the limits; closed
-// reports a closed server, whose calls are served synchronously.
-func (tt *taskTable) add(owner taskOwner) (t *serverTask, closed bool, err error) {
+// add makes a task for owner, cancelled by cancel, or refuses it for the
+// limits; closed reports a closed server, whose calls are served
+// synchronously. The task counts in tt.wg until it calls tt.wg.Done.
+func (tt *taskTable) add(owner taskOwner, cancel context.CancelFunc) (t *serverTask, closed bool, err error) {
 	var b [taskIDBytes]byte
 	_, _ = rand.Read(b[:]) // never fails
 	now := tt.now()
-	t = &serverTask{id: base64.RawURLEncoding.EncodeToString(b[:]), owner: owner, created: now, updated: now, status: TaskWorking, fraction: -1}
+	t = &serverTask{id: base64.RawURLEncoding.EncodeToString(b[:]), owner: owner, cancel: cancel, created: now, updated: now, status: TaskWorking, fraction: -1}
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
 	if tt.closed {
@@ -181,7 +182,30 @@ func (tt *taskTable) add(owner taskOwner) (t *serverTask, closed bool, err error
 	tt.m[t.id] = t
 	tt.owners[owner]++
 	tt.run++
+	tt.wg.Add(1) // under mu, so never once close has begun to wait
 	return t, false, nil
+}
+
+// endSession cancels the running tasks of session ss, which has ended,
+// and forgets its finished ones: nobody can get them any more.
+func (tt *taskTable) endSession(ss *mcp.ServerSession) {
+	var cancels []context.CancelFunc
+	tt.mu.Lock()
+	for id, t := range tt.m {
+		if t.owner.ss != ss {
+			continue
+		}
+		if t.finished.IsZero() {
+			t.cancelled = true
+			cancels = append(cancels, t.cancel)
+		} else {
+			delete(tt.m, id)
+		}
+	}
+	tt.mu.Unlock()
+	for _, cancel := range cancels {
+		cancel()
+	}
 }
 
 // purge forgets the finished tasks past their retention, and the oldest
@@ -345,20 +369,21 @@ func (s *Server) asTask(ctx context.Context, req *mcp.CallToolRequest, t toolset
 // is closed: the call is to be made synchronously.
 func (s *Server) startTask(ctx context.Context, req *mcp.CallToolRequest, tools *toolset.ToolList, end func()) (*taskWire, error) {
 	tt := s.tasks
-	t, closed, err := tt.add(s.ownerOf(req))
-	if closed || err != nil {
-		return nil, err
-	}
 	// The task outlives the request: its context keeps the request's
 	// values (the run's turn, the trace) but is cancelled by tasks/cancel,
-	// its lifetime, or the server's Close.
+	// its lifetime, the end of its session, or the server's Close.
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tt.limits.MaxLifetime)
+	t, closed, err := tt.add(s.ownerOf(req), cancel)
+	if closed || err != nil {
+		cancel()
+		return nil, err
+	}
 	stop := context.AfterFunc(tt.ctx, cancel)
-	t.cancel = cancel
 	tctx = toolset.WithProgress(context.WithValue(tctx, taskKey{}, t), func(p toolset.Progress) { tt.progress(t, p) })
 	created := tt.wire(t, "task")
 	created.Meta = mcp.Meta{metaRelatedTask: map[string]any{"taskId": t.id}}
-	tt.wg.Go(func() {
+	go func() {
+		defer tt.wg.Done()
 		defer end()
 		defer stop()
 		defer cancel()
@@ -398,7 +423,7 @@ func (s *Server) startTask(ctx context.Context, req *mcp.CallToolRequest, tools 
 			}
 		}
 		tt.finish(t, status, message, raw, werr)
-	})
+	}()
 	return created, nil
 }
 

@@ -371,3 +371,28 @@ func TestToolsetAwaitsForeignCreateTaskResult(t *testing.T) {
 	assert.Equal(t, "from the task", text)
 	assert.Equal(t, int32(3), polls.Load())
 }
+
+// The end of a client's session cancels its running tasks: nobody can
+// poll them any more.
+func TestSessionEndCancelsItsTasks(t *testing.T) {
+	checkLeaks(t)
+	st := newSlowTools()
+	srv := mcptoolset.NewServer(st.toolset())
+	defer srv.Close()
+	st2, ct := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := srv.MCP().Connect(ctx, st2, nil)
+	require.NoError(t, err)
+	cs, err := sdkTaskClient(t).Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	startTask(t, cs, "block")
+	<-st.started
+	require.NoError(t, cs.Close())
+	_ = ss.Wait()
+	select {
+	case err := <-st.canceled:
+		assert.ErrorIs(t, err, context.Canceled)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the task outlived its session")
+	}
+}
