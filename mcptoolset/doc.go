@@ -417,8 +417,11 @@
 // names the task in _meta["io.modelcontextprotocol/related-task"], where
 // the SDK's client keeps it), and the tool runs in the background, in the
 // request's turn of its run, under a context that the server owns:
-// tasks/cancel, the task's lifetime and [Server.Close] cancel it, the
-// client's cancellation of the tools/call does not. The tool's progress
+// tasks/cancel, the task's lifetime, the end of the client's session and
+// [Server.Close] cancel it, the client's cancellation of the tools/call
+// does not. A client without a session gets its run handle (see
+// [WithRunStore]) with the task, and its run goes on while the task
+// runs. The tool's progress
 // ([toolset.ReportProgress]) is the task's status message, and is in
 // tasks/get's _meta under [MetaTaskProgress]. The tool's result, isError
 // included, is the completed task's result; an error that would have

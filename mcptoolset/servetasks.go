@@ -381,7 +381,9 @@ func (s *Server) startTask(ctx context.Context, req *mcp.CallToolRequest, tools 
 	stop := context.AfterFunc(tt.ctx, cancel)
 	tctx = toolset.WithProgress(context.WithValue(tctx, taskKey{}, t), func(p toolset.Progress) { tt.progress(t, p) })
 	created := tt.wire(t, "task")
-	created.Meta = mcp.Meta{metaRelatedTask: map[string]any{"taskId": t.id}}
+	// The run handle too, so that a client without a session carries its
+	// run on from this answer, as from a result.
+	created.Meta = setHandle(ctx, mcp.Meta{metaRelatedTask: map[string]any{"taskId": t.id}})
 	go func() {
 		defer tt.wg.Done()
 		defer end()
