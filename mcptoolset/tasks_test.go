@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -397,4 +398,43 @@ func TestToolsetReportsFailedTask(t *testing.T) {
 	var se *mcptoolset.ServerError
 	require.ErrorAs(t, err, &se, "reported as other remote errors are")
 	assert.Equal(t, "call tool", se.Op)
+}
+
+// In fake time: a task runs no longer than DefaultTaskMaxLifetime, and a
+// client waits no longer than DefaultMaxTaskWait, whichever comes first;
+// a server's suggestion to poll every minute is held to 5 seconds.
+func TestTaskDefaultBoundsInFakeTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, tc := range []struct {
+			name     string
+			server   mcptoolset.TaskLimits
+			client   []mcptoolset.Option
+			status   string
+			after    time.Duration
+			serverTo error
+		}{
+			{"lifetime", mcptoolset.TaskLimits{PollInterval: time.Minute}, []mcptoolset.Option{mcptoolset.WithMaxTaskWait(2 * time.Hour)},
+				mcptoolset.TaskFailed, mcptoolset.DefaultTaskMaxLifetime, context.DeadlineExceeded},
+			{"wait", mcptoolset.TaskLimits{MaxLifetime: 3 * time.Hour, PollInterval: time.Minute}, nil,
+				mcptoolset.TaskExpired, mcptoolset.DefaultMaxTaskWait, context.Canceled},
+		} {
+			st := newSlowTools()
+			srv := mcptoolset.NewServer(st.toolset(), mcptoolset.WithTaskLimits(tc.server))
+			ts := mcptoolset.NewInMemory("remote", srv.MCP(), tc.client...)
+			ctx := context.Background()
+			tools, err := toolset.BuildTools(ctx, "a", ts)
+			require.NoError(t, err)
+			start := time.Now()
+			_, err = tools.Execute(ctx, toolset.ToolCall{Name: "block", Args: json.RawMessage(`{}`)})
+			took := time.Since(start)
+			var te *mcptoolset.TaskError
+			require.ErrorAs(t, err, &te, tc.name)
+			assert.Equal(t, tc.status, te.Status, tc.name)
+			assert.GreaterOrEqual(t, took, tc.after, tc.name)
+			assert.LessOrEqual(t, took, tc.after+5*time.Second, "%s: polled every 5 seconds at most, whatever the server suggests", tc.name)
+			assert.ErrorIs(t, <-st.canceled, tc.serverTo, tc.name)
+			require.NoError(t, ts.Close())
+			require.NoError(t, srv.Close())
+		}
+	})
 }
