@@ -38,6 +38,7 @@ type config struct {
 	failInvalid    bool
 	trace          toolset.TracePropagator
 	requests       RequestObserver
+	maxTaskWait    time.Duration
 }
 
 // Defaults of the options.
