@@ -339,7 +339,7 @@ func TestPythonInterpreterOutOfReachIsNamed(t *testing.T) {
 	require.Equal(t, StatusFailed, info.Status)
 	require.Len(t, info.Errors, 1)
 	assert.Contains(t, info.Errors[0], "is out of reach of uid 65534")
-	assert.Contains(t, info.Errors[0], "set Options.Python or SAM_STR_PYTHON")
+	assert.Contains(t, info.Errors[0], "set Options.Python or TOOLSET_PYTHON")
 }
 
 func TestPythonInterpreterThatIsNoPythonIsRefused(t *testing.T) {

@@ -198,8 +198,12 @@ func isPythonShebang(head []byte) bool {
 	return pythonCmd.MatchString(path.Base(fields[0]))
 }
 
-// pythonEnv is the environment variable that names the interpreter Python
-// tools run with, as the reference platform's runtime reads it.
+// PythonEnv is the environment variable that names the interpreter Python
+// tools run with, when [Options.Python] does not; the reference platform's
+// SAM_STR_PYTHON is read after it.
+const PythonEnv = "TOOLSET_PYTHON"
+
+// pythonEnv is the reference platform runtime's name for PythonEnv.
 const pythonEnv = "SAM_STR_PYTHON"
 
 // interpreter is the Python that Python tools run with.
@@ -221,7 +225,7 @@ const pythonQuery = "import sys; print(sys.executable); print(sys.prefix); print
 func resolvePython(name string) (*interpreter, error) {
 	exe, err := exec.LookPath(name)
 	if err != nil {
-		return nil, fmt.Errorf("the Python interpreter %q was not found: %w; set Options.Python or %s", name, err, pythonEnv)
+		return nil, fmt.Errorf("the Python interpreter %q was not found: %w; set Options.Python or %s", name, err, PythonEnv)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -277,29 +281,61 @@ func (in *interpreter) reachable(sb *sandbox) error {
 	for _, d := range dirs {
 		if !searchable(d, sb.runAs) {
 			return fmt.Errorf("the Python interpreter %s is out of reach of uid %d, whom tools run as in the %s sandbox mode (%s or a directory above it is closed to that user): "+
-				"set Options.Python or %s to an interpreter that user can reach, such as /usr/bin/python3", in.exe, ToolUID, sb.mode, d, pythonEnv)
+				"set Options.Python or %s to an interpreter that user can reach, such as /usr/bin/python3", in.exe, ToolUID, sb.mode, d, PythonEnv)
 		}
 	}
 	return nil
 }
 
-// pythonName returns the interpreter a store runs Python tools with.
-func (o *Options) pythonName() string {
+// pythonName returns the interpreter a store runs Python tools with, and
+// where the name came from.
+func (o *Options) pythonName() (name, from string) {
 	if o.Python != "" {
-		return o.Python
+		return o.Python, "Options.Python"
 	}
-	if v := os.Getenv(pythonEnv); v != "" {
-		return v
+	for _, env := range []string{PythonEnv, pythonEnv} {
+		if v := os.Getenv(env); v != "" {
+			return v, "$" + env
+		}
 	}
-	return "python3"
+	return "python3", ""
+}
+
+// systemPython is the interpreter tried when the python3 on PATH is out of
+// reach of the user tools run as.
+const systemPython = "/usr/bin/python3"
+
+// findPython finds the interpreter of opts and checks that the user tools
+// run as in sb can reach it. When no interpreter was named and the python3
+// on PATH is out of that user's reach (a per-user Python of root's, such
+// as pyenv's), the system one is used if that user can reach it; note
+// then says so.
+func findPython(opts *Options, sb *sandbox) (in *interpreter, note string, err error) {
+	name, from := opts.pythonName()
+	in, err = resolvePython(name)
+	if err == nil {
+		err = in.reachable(sb)
+	}
+	if err == nil || from != "" {
+		return in, "", err
+	}
+	sys, serr := resolvePython(systemPython)
+	if serr != nil || sys.reachable(sb) != nil {
+		return nil, "", err
+	}
+	if in != nil {
+		err = fmt.Errorf("the python3 on PATH, %s, is out of reach of uid %d, whom tools run as in the %s sandbox mode", in.exe, ToolUID, sb.mode)
+	}
+	return sys, fmt.Sprintf("toolpkg: %v; Python tools run with %s instead (set Options.Python or %s to choose)", err, sys.exe, PythonEnv), nil
 }
 
 // python returns the store's interpreter, found once.
 func (s *Store) python() (*interpreter, error) {
 	s.pyOnce.Do(func() {
-		s.py, s.pyErr = resolvePython(s.opts.pythonName())
-		if s.pyErr == nil {
-			s.pyErr = s.py.reachable(s.sb)
+		var note string
+		s.py, note, s.pyErr = findPython(&s.opts, s.sb)
+		if note != "" {
+			warnOnce(s.log, note)
 		}
 		if s.pyErr == nil {
 			s.log.Info("toolpkg: Python tools run with "+s.py.exe, "roots", s.py.roots)

@@ -40,8 +40,11 @@ type Options struct {
 	Artifacts *ArtifactOptions
 
 	// Python is the interpreter Python tools run with: a path, or a
-	// command looked up on PATH. Default: the SAM_STR_PYTHON environment
-	// variable, else python3. A wrapper (a pyenv shim) is seen through:
+	// command looked up on PATH. Default: the TOOLSET_PYTHON environment
+	// variable ([PythonEnv]), else SAM_STR_PYTHON, else python3, or
+	// /usr/bin/python3 when the python3 on PATH is out of reach of the
+	// user tools run as (a warning says so once). A wrapper (a pyenv
+	// shim) is seen through:
 	// the store asks the interpreter for its sys.executable and
 	// sys.prefix once, runs the former, and under bwrap shows the
 	// latter read-only at the same path.

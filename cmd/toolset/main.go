@@ -250,6 +250,11 @@ Commands:
   runtime --broker URL [--dir DIR] [--max-calls N] [--sandbox MODE] [--id ID] [--shutdown-timeout D]
         run the tools of the toolsets the platform publishes on the broker,
         for the agents that call them there, until SIGINT or SIGTERM
+  doctor [--sandbox MODE] [--python PATH] [--broker URL] [--redis ADDR]
+        say what this machine gives: the sandbox mode tools run in and why,
+        the Python interpreter and whether the tools' user can reach it,
+        redis-server and chromium, and the broker and Redis server named;
+        each missing part with its fix
 
 Broker credentials (with --broker, and for --broker-listen's token), from
 files or the environment only: --broker-token-file FILE, --broker-creds
@@ -259,6 +264,9 @@ $TOOLSET_BROKER_NKEY_SEED_FILE, $TOOLSET_BROKER_CA, _CERT and _KEY.
 --namespace NS (default toolset) names the mesh's subjects.
 
 Sandbox modes: auto (default: the strongest that works here), bwrap, prlimit, direct.
+Every command that runs packages takes --python PATH, the interpreter Python
+tools run with (default: $TOOLSET_PYTHON, else $SAM_STR_PYTHON, else python3,
+or /usr/bin/python3 when the python3 on PATH is out of the tools' user's reach).
 Exit codes: 0 success, 1 failure, 2 bad usage.
 `
 
@@ -305,11 +313,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"platform": cmdPlatform,
 		"runtime":  cmdRuntime,
 		"apply":    cmdApply,
+		"doctor":   cmdDoctor,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "toolset: unknown command %q\n\n%s", args[0], usage)
 		return exitUsage
+	}
+	// --python names the interpreter through the environment, for this
+	// command only.
+	if old, ok := os.LookupEnv(toolpkg.PythonEnv); ok {
+		defer os.Setenv(toolpkg.PythonEnv, old)
+	} else {
+		defer os.Unsetenv(toolpkg.PythonEnv)
 	}
 	err := cmd(ctx, args[1:], stdout, stderr)
 	var ue *usageError
@@ -553,6 +569,7 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print the discovery results as JSON")
 	mode := fs.String("sandbox", "auto", "sandbox mode")
+	pythonFlag(fs)
 	name := fs.String("name", "", "toolset name (default: from the zip's file name)")
 	pos, err := parse(fs, args, 1, "ZIP")
 	if err != nil {
@@ -648,6 +665,7 @@ func packageFlags(fs *flag.FlagSet) *pkgFlags {
 	pf := &pkgFlags{}
 	fs.Var(&pf.config, "config", "a configuration value KEY=VALUE (repeat it)")
 	pf.mode = fs.String("sandbox", "auto", "sandbox mode")
+	pythonFlag(fs)
 	pf.name = fs.String("name", "", "toolset name (default: from the zip's file name)")
 	return pf
 }

@@ -46,6 +46,7 @@ func cmdPlatform(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	tokenFile := fs.String("token-file", "", "a file holding the bearer token (default: $"+platform.TokenEnv+")")
 	insecure := fs.Bool("insecure-no-auth", false, "serve without authentication (local use only)")
 	mode := fs.String("sandbox", "auto", "the sandbox mode tools run in")
+	pythonFlag(fs)
 	bf := addBrokerFlags(fs, "the broker's URL (nats://host:port): the runtimes and agents meet there (default: a broker of its own, embedded)")
 	brokerListen := fs.String("broker-listen", "", "expose the embedded broker at ADDR (host:port) to runtimes and agents on other machines; a token is then required ($"+mesh.EnvBrokerToken+" or --broker-token-file)")
 	noRuntime := fs.Bool("no-runtime", false, "run no runtime in this process: the tools run on runtimes elsewhere (toolset runtime)")

@@ -117,6 +117,14 @@ func TestPythonPackageThroughEveryCommand(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "hello, Ada")
 
+	// --python names the interpreter.
+	code, _, stderr = runCLI("call", zipPath, "greet", `{"name":"Ada"}`, "--sandbox", "direct", "--python", "/no/such/python3")
+	require.Equal(t, exitFailure, code)
+	assert.Contains(t, stderr, `the Python interpreter "/no/such/python3" was not found`)
+	code, stdout, stderr = runCLI("call", zipPath, "greet", `{"name":"Ada"}`, "--sandbox", "direct", "--python", "python3")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "hello, Ada")
+
 	bin := filepath.Join(t.TempDir(), "toolset")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	require.NoError(t, err, "%s", out)

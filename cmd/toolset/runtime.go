@@ -23,6 +23,7 @@ func cmdRuntime(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	dir := fs.String("dir", "", "the runtime's own directory: its store and sync state (default: under the user's cache, one per broker)")
 	maxCalls := fs.Int("max-calls", 0, "how many calls run at once; others wait in the broker's queue (default: 4 per CPU)")
 	mode := fs.String("sandbox", "auto", "the sandbox mode tools run in")
+	pythonFlag(fs)
 	id := fs.String("id", "", "the runtime's name in its reports (default: the host name and random hex)")
 	shutdown := fs.Duration("shutdown-timeout", runtimeShutdownTimeout, "how long calls in flight may go on after SIGINT or SIGTERM")
 	if _, err := parse(fs, args, 0, "no argument"); err != nil {
