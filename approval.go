@@ -38,6 +38,10 @@ func WithApprovalRequired(need NeedsApprovalFunc) ToolOption {
 	return func(t *Tool) { t.core.approval = need }
 }
 
+// Always is the [NeedsApprovalFunc] of a tool every call of which waits for
+// a human: WithApprovalRequired(toolset.Always).
+func Always(context.Context, Tool, json.RawMessage) (bool, error) { return true, nil }
+
 // RecordApproval records a human's approval of call in the run, so that the
 // next attempt of that very call runs: the same ID, name and arguments (in
 // any JSON form of the same value), and the same parameter schema as when

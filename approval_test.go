@@ -40,7 +40,7 @@ func TestApproval(t *testing.T) {
 	rc.RecordApproval(big)
 	wipe := toolset.NewTool("wipe", "", func(_ context.Context, in lookupArgs) (string, error) {
 		return "wiped", nil
-	}, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+	}, toolset.WithApprovalRequired(toolset.Always))
 	withWipe, err := toolset.BuildTools(rc.Turn(ctx), "a", toolset.NewFunction(transfer), wipe)
 	require.NoError(t, err)
 	for _, other := range []toolset.ToolCall{
@@ -97,7 +97,7 @@ func TestApprovalBindsToTheCall(t *testing.T) {
 		defer mu.Unlock()
 		paid = append(paid, in.To)
 		return "paid " + in.To, nil
-	}, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+	}, toolset.WithApprovalRequired(toolset.Always))
 	rc := testRun(t, "r")
 	ctx := rc.Turn(context.Background())
 	tools := clones(t, ctx, pay)

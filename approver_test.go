@@ -30,7 +30,7 @@ func TestApproverIsAskedConcurrentlyAndEachAnswerBindsItsCall(t *testing.T) {
 		defer mu.Unlock()
 		paid[in.To]++
 		return "paid " + in.To, nil
-	}, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+	}, toolset.WithApprovalRequired(toolset.Always))
 	ctx := newRun(t, "r")
 	tools, err := toolset.BuildTools(ctx, "a", pay)
 	require.NoError(t, err)

@@ -21,7 +21,7 @@ func ExampleResumeRun() {
 		Amount int    `json:"amount"`
 	}) (string, error) {
 		return fmt.Sprintf("refunded %d on %s", in.Amount, in.Order), nil
-	}, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+	}, toolset.WithApprovalRequired(toolset.Always))
 	call := toolset.ToolCall{ID: "call_1", Name: "refund", Args: json.RawMessage(`{"order":"A-7","amount":300}`)}
 	ctx := context.Background()
 

@@ -155,7 +155,7 @@ func ExampleWithApprovalRequired() {
 		Amount int `json:"amount"`
 	}) (string, error) {
 		return fmt.Sprintf("refunded %d", in.Amount), nil
-	}, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+	}, toolset.WithApprovalRequired(toolset.Always))
 
 	run := toolset.NewRun("r1")
 	defer run.End()

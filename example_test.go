@@ -223,3 +223,32 @@ func ExampleNameConflictError() {
 	//   - "get_temp" contributed by: Function#1, Tool#3 "get_temp"
 	// hint: wrap one of the toolsets with .Prefixed(...) or .Renamed(...)
 }
+
+// A tool every call of which waits for a human: the call stops the run
+// with the call to approve, the run records the decision, and the call
+// runs when made again.
+func ExampleAlways() {
+	type refund struct {
+		Order string `json:"order"`
+	}
+	tool := toolset.NewTool("refund", "Refunds an order.", func(_ context.Context, r refund) (string, error) {
+		return "refunded " + r.Order, nil
+	}, toolset.WithApprovalRequired(toolset.Always))
+
+	run := toolset.NewRun("example-always")
+	defer run.End()
+	turn := run.Turn(context.Background())
+	tools, _ := toolset.BuildTools(turn, "support", tool)
+	call := toolset.ToolCall{ID: "call-1", Name: "refund", Args: json.RawMessage(`{"order":"A-17"}`)}
+
+	_, err := tools.Execute(turn, call)
+	var asked *toolset.ApprovalRequiredError
+	fmt.Println(errors.As(err, &asked))
+
+	run.RecordApproval(asked.Call)
+	res, _ := tools.Execute(turn, call)
+	fmt.Println(res)
+	// Output:
+	// true
+	// refunded A-17
+}

@@ -204,7 +204,7 @@ func TestObserverSeesPolicyDecisions(t *testing.T) {
 		rec := &recorder{}
 		run := testRun(t, "observed-approval", toolset.WithObserver(rec))
 		tools := clones(t, run.Turn(context.Background()), toolset.NewTool("pay", "", func(context.Context, struct{}) (int, error) { return 1, nil },
-			toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil })))
+			toolset.WithApprovalRequired(toolset.Always)))
 		ctx := toolset.NewContext(context.Background(), run)
 		call := toolset.ToolCall{ID: "p1", Name: "pay", Args: json.RawMessage(`{}`)}
 		_, err := tools.Execute(ctx, call)

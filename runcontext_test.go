@@ -283,7 +283,7 @@ func TestRevealsKeptAcrossTurns(t *testing.T) {
 func TestApprovalsKeptAcrossTurns(t *testing.T) {
 	var paid int
 	pay := toolset.NewTool("pay", "", func(context.Context, struct{}) (string, error) { paid++; return "paid", nil },
-		toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+		toolset.WithApprovalRequired(toolset.Always))
 	run := testRun(t, "r")
 	call := toolset.ToolCall{ID: "call_1", Name: "pay", Args: json.RawMessage(`{}`)}
 
@@ -401,7 +401,7 @@ type ToolSearchQuery struct {
 // child's error, which names the child run.
 func TestAgentToolApprovalStopsTheParent(t *testing.T) {
 	wipe := toolset.NewTool("wipe", "", func(context.Context, ToolSearchQuery) (string, error) { return "wiped", nil },
-		toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+		toolset.WithApprovalRequired(toolset.Always))
 	delegate := toolset.NewAgentTool(&subAgent{tools: []toolset.Toolset{wipe}})
 	ctx := newRun(t, "parent")
 	tools, err := toolset.BuildTools(ctx, "lead", delegate)

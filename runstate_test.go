@@ -51,7 +51,7 @@ func newDurableAgent() *durableAgent {
 		a.payRuns.Add(1)
 		a.paid = append(a.paid, in.To)
 		return "paid " + in.To, nil
-	}, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+	}, toolset.WithApprovalRequired(toolset.Always))
 	catalog := toolset.NewFunction(lookup, weather, pay)
 	a.entries = []toolset.Toolset{catalog, toolset.NewToolSearch(catalog)}
 	return a
@@ -164,7 +164,7 @@ func TestResumedApprovalOfAChangedSchemaIsAskedAgain(t *testing.T) {
 	store := toolset.NewMemoryRunStore()
 	ctx := context.Background()
 	var runs atomic.Int64
-	need := toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil })
+	need := toolset.WithApprovalRequired(toolset.Always)
 	v1 := toolset.NewTool("pay", "", func(_ context.Context, in payArgs) (string, error) {
 		runs.Add(1)
 		return "paid", nil

@@ -139,7 +139,7 @@ func payTool(ran string) toolset.Tool {
 		defer f.Close()
 		fmt.Fprintf(f, "%s %d\n", in.To, in.Amount)
 		return fmt.Sprintf("paid %s %d", in.To, in.Amount), nil
-	}, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+	}, toolset.WithApprovalRequired(toolset.Always))
 }
 
 // A run pauses for approval in process A, is approved in process C, which

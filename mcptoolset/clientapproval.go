@@ -103,7 +103,7 @@ func newGate() toolset.Tool {
 	}
 	return toolset.NewRawTool("mcp_confirm", "Confirms a call an MCP server asked about.", params,
 		func(context.Context, json.RawMessage) (any, error) { return nil, nil },
-		toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+		toolset.WithApprovalRequired(toolset.Always))
 }
 
 // askKey names the call of ctx, of the server's tool name with args, in

@@ -27,7 +27,7 @@ func transferTool(ran *atomic.Int32) toolset.Toolset {
 	}) (string, error) {
 		ran.Add(1)
 		return "transferred $" + itoa(in.Amount), nil
-	}, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+	}, toolset.WithApprovalRequired(toolset.Always))
 	return toolset.NewFunction(t)
 }
 
@@ -348,7 +348,7 @@ func TestServedApprovalShowsHiddenCharacters(t *testing.T) {
 	}) (string, error) {
 		ran.Add(1)
 		return "paid " + in.To, nil
-	}, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+	}, toolset.WithApprovalRequired(toolset.Always))
 	hs := httptest.NewServer(mcptoolset.NewServer(toolset.NewFunction(tool)).HTTPHandler(nil))
 	t.Cleanup(hs.Close)
 	no := &answering{action: "decline"}

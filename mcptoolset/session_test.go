@@ -2,7 +2,6 @@ package mcptoolset_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"runtime"
@@ -190,7 +189,7 @@ func TestServedRunConflictIsAnInternalError(t *testing.T) {
 func TestServedApprovalRequiredIsAnErrorResult(t *testing.T) {
 	checkLeaks(t)
 	wipe := toolset.NewTool("wipe", "Wipe.", func(context.Context, struct{}) (string, error) { return "wiped", nil },
-		toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+		toolset.WithApprovalRequired(toolset.Always))
 	cs := connect(t, mcptoolset.NewServer(wipe), nil)
 	text, isErr := callText(t, cs, "wipe", nil)
 	assert.True(t, isErr)

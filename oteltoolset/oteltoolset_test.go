@@ -291,7 +291,7 @@ func TestPolicyDecisionsAreAttributesAndMetrics(t *testing.T) {
 	limited := toolset.NewTool("send", "Send.", func(context.Context, struct{}) (int, error) { return 1, nil },
 		toolset.WithRateLimit(toolset.RateLimit{Requests: 1, Interval: time.Hour, Reject: true}))
 	pay := toolset.NewTool("pay", "Pay.", func(context.Context, struct{}) (int, error) { return 1, nil },
-		toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+		toolset.WithApprovalRequired(toolset.Always))
 	flaky := toolset.NewTool("flaky", "Fails.", func(context.Context, struct{}) (int, error) { return 0, errors.New("down") },
 		toolset.WithMaxFailures(3))
 	turn := run.Turn(context.Background())

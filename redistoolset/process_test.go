@@ -33,7 +33,7 @@ func refundTool(c redis.UniversalClient) toolset.Tool {
 			return "", err
 		}
 		return fmt.Sprintf("refunded %d on %s", in.Amount, in.Order), nil
-	}, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+	}, toolset.WithApprovalRequired(toolset.Always))
 }
 
 // lookupTool is limited to 10 calls a minute by lim, and cached in cache;

@@ -167,7 +167,7 @@ func serve(name, addr string, in io.Reader, out io.Writer) error {
 		}) (string, error) {
 			return fmt.Sprintf("refunded %d on %s by replica %s", in.Amount, in.Order, name), nil
 		},
-		toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+		toolset.WithApprovalRequired(toolset.Always))
 
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {

@@ -285,7 +285,7 @@ func TestRunPanickingApproverStopsTheRun(t *testing.T) {
 	defer run.End()
 	ctx := run.Turn(t.Context())
 	tools, err := toolset.BuildTools(ctx, "test", toolset.NewTool("pay", "Pay.", func(context.Context, struct{}) (string, error) { return "paid", nil },
-		toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil })))
+		toolset.WithApprovalRequired(toolset.Always)))
 	require.NoError(t, err)
 	approve := func(context.Context, toolset.ToolCall) (bool, string, error) { panic("approver exploded") }
 	calls := []toolset.ToolCall{call("a", "pay", `{}`), call("b", "pay", `{}`)}

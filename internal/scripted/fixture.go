@@ -82,7 +82,7 @@ func NeedsApproval(name string) toolset.Tool {
 		ID string `json:"id"`
 	}) (string, error) {
 		return "done " + in.ID, nil
-	}, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+	}, toolset.WithApprovalRequired(toolset.Always))
 }
 
 // GuestTools builds the turn of a user who may see none of the agent's

@@ -283,7 +283,7 @@ func (p policies) options(inner *toolset.Tool) []toolset.ToolOption {
 		opts = append(opts, p.rateLimit)
 	}
 	if p.approval {
-		need := always
+		need := toolset.NeedsApprovalFunc(toolset.Always)
 		if inner != nil {
 			need = unlessAsked(*inner)
 		}
@@ -294,9 +294,6 @@ func (p policies) options(inner *toolset.Tool) []toolset.ToolOption {
 	}
 	return opts
 }
-
-// always asks for approval of every call.
-func always(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }
 
 // unlessAsked asks for approval of the calls inner does not ask for.
 func unlessAsked(inner toolset.Tool) toolset.NeedsApprovalFunc {

@@ -27,7 +27,7 @@ func guarded(runs *atomic.Int32) map[string]toolset.Toolset {
 		toolset.WithEnabled(func(ctx context.Context, _ toolset.Tool) (bool, error) {
 			return slices.Contains(scopes.Get(ctx), "payouts"), nil
 		}),
-		toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }),
+		toolset.WithApprovalRequired(toolset.Always),
 	)
 	return map[string]toolset.Toolset{"payments": toolset.NewFunction(payout), "payments-own": ownToolset{payout}}
 }

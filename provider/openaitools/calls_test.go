@@ -135,7 +135,7 @@ func TestRunChatCallsApprovals(t *testing.T) {
 		Order string `json:"order"`
 	}) (string, error) {
 		return "refunded " + in.Order, nil
-	}, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+	}, toolset.WithApprovalRequired(toolset.Always))
 	run := toolset.NewRun("")
 	defer run.End()
 	ctx := run.Turn(t.Context())
