@@ -14,6 +14,7 @@ import (
 
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/internal/textcut"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -116,19 +117,30 @@ func NewHTTP(endpoint string, opts ...Option) *Toolset {
 	if err == nil && u.Host != "" {
 		name = u.Host
 	}
+	dial := func(cfg *config, oauth auth.OAuthHandler) DialFunc {
+		return func(context.Context) (mcp.Transport, error) {
+			if err != nil {
+				return nil, fmt.Errorf("invalid URL: %w", err)
+			}
+			if u.Scheme != "http" && u.Scheme != "https" {
+				return nil, fmt.Errorf("invalid URL %q: the scheme must be http or https", endpoint)
+			}
+			hc := boundedClient(cfg.httpClient, u)
+			if len(cfg.httpHeader) > 0 {
+				hc.Transport = originHeaders{base: hc.Transport, scheme: u.Scheme, host: u.Host, header: cfg.httpHeader}
+			}
+			return &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, OAuthHandler: oauth}, nil
+		}
+	}
 	ts := NewTransport(name, nil, opts...)
-	ts.c.dial = func(context.Context) (mcp.Transport, error) {
-		if err != nil {
-			return nil, fmt.Errorf("invalid URL: %w", err)
-		}
-		if u.Scheme != "http" && u.Scheme != "https" {
-			return nil, fmt.Errorf("invalid URL %q: the scheme must be http or https", endpoint)
-		}
-		hc := boundedClient(ts.c.cfg.httpClient, u)
-		if len(ts.c.cfg.httpHeader) > 0 {
-			hc.Transport = originHeaders{base: hc.Transport, scheme: u.Scheme, host: u.Host, header: ts.c.cfg.httpHeader}
-		}
-		return &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc}, nil
+	cfg := &ts.c.cfg
+	ts.c.dial = dial(cfg, nil)
+	if cfg.hasIdentity || cfg.tokenSource != nil || cfg.authz != nil {
+		ts.c.ids = newIdentities(cfg, cfg.name, func(_ string, a *identityAuth) *conn {
+			c := newConn(name, nil, opts)
+			c.dial = dial(&c.cfg, a)
+			return c
+		})
 	}
 	return ts
 }
@@ -161,6 +173,10 @@ func (t *Toolset) GetTools(ctx context.Context) ([]toolset.Tool, error) {
 	c := t.c
 	if t.released.Load() {
 		return nil, c.errorf("list tools", "", ErrClosed)
+	}
+	c, err := t.route(ctx, "list tools")
+	if err != nil {
+		return nil, err
 	}
 	tools, err := c.tools(ctx)
 	if err != nil {
@@ -202,6 +218,10 @@ func (t *Toolset) Instructions(ctx context.Context) (string, error) {
 	if t.released.Load() {
 		return "", c.errorf("connect", "", ErrClosed)
 	}
+	c, err := t.route(ctx, "connect")
+	if err != nil {
+		return "", err
+	}
 	s, err := c.session(ctx)
 	if err != nil {
 		if c.skippable(ctx, err) {
@@ -225,7 +245,25 @@ func (t *Toolset) Session(ctx context.Context) (*mcp.ClientSession, error) {
 	if t.released.Load() {
 		return nil, t.c.errorf("connect", "", ErrClosed)
 	}
-	return t.c.session(ctx)
+	c, err := t.route(ctx, "connect")
+	if err != nil {
+		return nil, err
+	}
+	return c.session(ctx)
+}
+
+// route returns the connection of the run of ctx: the toolset's, or,
+// for a toolset of identities, the identity's.
+func (t *Toolset) route(ctx context.Context, op string) (*conn, error) {
+	ids := t.c.ids
+	if ids == nil {
+		return t.c, nil
+	}
+	c, err := ids.conn(ids.of(ctx))
+	if err != nil {
+		return nil, t.c.errorf(op, "", err)
+	}
+	return c, nil
 }
 
 // ToolsChanged drops the cached tool list, so the next GetTools lists the
@@ -234,6 +272,9 @@ func (t *Toolset) Session(ctx context.Context) (*mcp.ClientSession, error) {
 func (t *Toolset) ToolsChanged() {
 	if t != nil && t.c != nil {
 		t.c.invalidate()
+		if t.c.ids != nil {
+			t.c.ids.each((*conn).invalidate)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gotoolset/toolset"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -38,6 +39,13 @@ type config struct {
 	failInvalid    bool
 	trace          toolset.TracePropagator
 	requests       RequestObserver
+
+	identity      toolset.Key[string]
+	hasIdentity   bool
+	tokenSource   TokenSourceFunc
+	maxIdentities int
+	authz         *auth.AuthorizationCodeHandlerConfig
+	authzTimeout  time.Duration
 }
 
 // Defaults of the options.
