@@ -14,7 +14,6 @@ import (
 
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/internal/textcut"
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -117,8 +116,13 @@ func NewHTTP(endpoint string, opts ...Option) *Toolset {
 	if err == nil && u.Host != "" {
 		name = u.Host
 	}
-	dial := func(cfg *config, oauth auth.OAuthHandler) DialFunc {
-		return func(context.Context) (mcp.Transport, error) {
+	dial := func(cfg *config, oauth *identityAuth) DialFunc {
+		return func(ctx context.Context) (mcp.Transport, error) {
+			if oauth != nil {
+				if err := oauth.resolve(ctx); err != nil {
+					return nil, err
+				}
+			}
 			if err != nil {
 				return nil, fmt.Errorf("invalid URL: %w", err)
 			}
@@ -129,7 +133,11 @@ func NewHTTP(endpoint string, opts ...Option) *Toolset {
 			if len(cfg.httpHeader) > 0 {
 				hc.Transport = originHeaders{base: hc.Transport, scheme: u.Scheme, host: u.Host, header: cfg.httpHeader}
 			}
-			return &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, OAuthHandler: oauth}, nil
+			tr := &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc}
+			if oauth != nil {
+				tr.OAuthHandler = oauth
+			}
+			return tr, nil
 		}
 	}
 	ts := NewTransport(name, nil, opts...)
@@ -236,8 +244,9 @@ func (t *Toolset) Instructions(ctx context.Context) (string, error) {
 }
 
 // Session returns the connected session, connecting first if needed, for
-// what the toolset does not cover (prompts, resources). Do not close it:
-// it belongs to the toolset.
+// what the toolset does not cover (prompts, resources); for a toolset of
+// identities ([WithIdentity]), the session of the identity of the run of
+// ctx. Do not close it: it belongs to the toolset.
 func (t *Toolset) Session(ctx context.Context) (*mcp.ClientSession, error) {
 	if t == nil || t.c == nil {
 		return nil, errZero

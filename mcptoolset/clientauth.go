@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -18,8 +19,8 @@ import (
 
 // TokenSourceFunc returns the token source of an identity, for a
 // toolset of [NewHTTP] (see [WithTokenSource]). It is called once for
-// each connection of the identity, under the context of the run that
-// first needs it. A nil source with a nil error means the identity has
+// each connection of the identity, under the context of the run whose
+// turn opens it (a panic fails that connection attempt). A nil source with a nil error means the identity has
 // no token yet: with [WithAuthorization] the toolset asks the user for
 // one, without it the server's 401 fails the run with an
 // [*AuthRequiredError].
@@ -265,25 +266,37 @@ func (f *authFlow) finished() bool {
 	}
 }
 
-// TokenSource implements auth.OAuthHandler.
-func (a *identityAuth) TokenSource(ctx context.Context) (ts oauth2.TokenSource, err error) {
+// resolve asks WithTokenSource for the identity's token source, once
+// (again after a failure), under the context of the connection attempt,
+// which is the run's.
+func (a *identityAuth) resolve(ctx context.Context) (err error) {
+	fn := a.ids.cfg.tokenSource
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !a.asked && a.ids.cfg.tokenSource != nil {
-		a.asked = true
-		func() {
-			defer func() {
-				if p := recover(); p != nil {
-					err = &toolset.PanicError{Callback: "WithTokenSource", Value: p}
-				}
-			}()
-			a.ts, err = a.ids.cfg.tokenSource(ctx, a.id)
-		}()
-		if err != nil {
-			a.asked = false
-			return nil, fmt.Errorf("the token source of identity %q: %w", a.id, err)
-		}
+	if a.asked || fn == nil {
+		return nil
 	}
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				err = &toolset.PanicError{Callback: "WithTokenSource", Value: p, Stack: debug.Stack()}
+			}
+		}()
+		a.ts, err = fn(ctx, a.id)
+	}()
+	if err != nil {
+		a.ts = nil
+		return fmt.Errorf("the token source of identity %q: %w", a.id, err)
+	}
+	a.asked = true
+	return nil
+}
+
+// TokenSource implements auth.OAuthHandler: the identity's source of
+// WithTokenSource, else that of the authorization it completed, if any.
+func (a *identityAuth) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if a.ts != nil {
 		return a.ts, nil
 	}

@@ -55,11 +55,10 @@ type VerifierOptions struct {
 	// Leeway is the clock skew allowed when checking exp, nbf and iat;
 	// the default is one minute.
 	Leeway time.Duration
-	// Algorithms are the signature algorithms accepted; the default is
-	// those the issuer's metadata lists (id_token_signing_alg_values_supported
-	// or token_endpoint_auth_signing_alg_values_supported are not used),
-	// or, when it lists none, RS256, ES256 and EdDSA. "none" and the
-	// HMAC algorithms are never accepted.
+	// Algorithms are the signature algorithms accepted, of RS256 to
+	// RS512, PS256 to PS512, ES256 to ES512 and EdDSA; the default is
+	// RS256, ES256 and EdDSA. "none" and the HMAC algorithms are never
+	// accepted.
 	Algorithms []string
 }
 
