@@ -206,3 +206,26 @@ func TestOAuthClientTokenNeverLeavesTheOrigin(t *testing.T) {
 	assert.Equal(t, "Bearer the-secret-token", here[0], "the endpoint gets the token")
 	assert.Empty(t, elsewhere, "the other origin gets nothing")
 }
+
+// A token source that panics fails the turn of its identity, and the
+// toolset goes on serving the others.
+func TestOAuthClientTokenSourcePanics(t *testing.T) {
+	checkLeaks(t)
+	as := newAuthServer(t, testAudience, "tools")
+	as.addService("ops", "ops-secret")
+	hs := oauthMCP(t, as)
+	ts := mcptoolset.NewHTTP(hs.URL+"/mcp", mcptoolset.WithIdentity(userKey),
+		mcptoolset.WithTokenSource(func(_ context.Context, id string) (oauth2.TokenSource, error) {
+			if id == "ops" {
+				return as.serviceSource("ops", "ops-secret", "tools"), nil
+			}
+			panic("no such user")
+		}))
+	defer ts.Close()
+	_, _, err := turnAs(t, ts, "eve")
+	var pe *toolset.PanicError
+	require.ErrorAs(t, err, &pe)
+	_, tools, err := turnAs(t, ts, "ops")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"whoami"}, tools.Names())
+}

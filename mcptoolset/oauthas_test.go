@@ -101,7 +101,8 @@ func (as *authServer) serviceSource(id, secret string, scopes ...string) oauth2.
 func (as *authServer) mint(t *testing.T, key *rsa.PrivateKey, kid string, claims any) string {
 	t.Helper()
 	if key == nil {
-		key, kid = as.key, as.kid
+		k := as.store.current()
+		key, kid = k.key, k.kid
 	}
 	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: key, KeyID: kid}}, (&jose.SignerOptions{}).WithType("JWT"))
 	require.NoError(t, err)
@@ -328,24 +329,35 @@ func (s *asStorage) GetRefreshTokenInfo(context.Context, string, string) (string
 	return "", "", op.ErrInvalidRefreshToken
 }
 
-type asKey struct{ as *authServer }
+// asKey is the server's key when it was asked for.
+type asKey struct {
+	key *rsa.PrivateKey
+	kid string
+}
 
 func (k asKey) SignatureAlgorithm() jose.SignatureAlgorithm { return jose.RS256 }
 func (k asKey) Algorithm() jose.SignatureAlgorithm          { return jose.RS256 }
-func (k asKey) Key() any                                    { return k.as.key }
-func (k asKey) ID() string                                  { return k.as.kid }
+func (k asKey) Key() any                                    { return k.key }
+func (k asKey) ID() string                                  { return k.kid }
 func (k asKey) Use() string                                 { return "sig" }
 
 type asPublicKey struct{ asKey }
 
-func (k asPublicKey) Key() any { return &k.as.key.PublicKey }
+func (k asPublicKey) Key() any { return &k.key.PublicKey }
 
-func (s *asStorage) SigningKey(context.Context) (op.SigningKey, error) { return asKey{s.as}, nil }
+// current returns the server's key.
+func (s *asStorage) current() asKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return asKey{s.as.key, s.as.kid}
+}
+
+func (s *asStorage) SigningKey(context.Context) (op.SigningKey, error) { return s.current(), nil }
 func (s *asStorage) SignatureAlgorithms(context.Context) ([]jose.SignatureAlgorithm, error) {
 	return []jose.SignatureAlgorithm{jose.RS256}, nil
 }
 func (s *asStorage) KeySet(context.Context) ([]op.Key, error) {
-	return []op.Key{asPublicKey{asKey{s.as}}}, nil
+	return []op.Key{asPublicKey{s.current()}}, nil
 }
 
 func (s *asStorage) GetClientByClientID(_ context.Context, id string) (op.Client, error) {

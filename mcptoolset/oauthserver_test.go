@@ -261,3 +261,31 @@ func TestTokenVerifierBoundsTheIssuer(t *testing.T) {
 		})
 	}
 }
+
+// The issuer rotates its key: a token signed with the new one makes the
+// verifier fetch the key set again, at most once per bound, and a token
+// with a made-up key ID does not make it fetch again within the bound.
+func TestTokenVerifierFollowsKeyRotation(t *testing.T) {
+	checkLeaks(t)
+	as := newAuthServer(t, testAudience, "tools")
+	v, err := mcptoolset.NewTokenVerifier(context.Background(), as.URL, testAudience, nil)
+	require.NoError(t, err)
+	old := as.mint(t, nil, "", as.claims("bob", "tools"))
+	_, err = v.Verify(context.Background(), old, nil)
+	require.NoError(t, err)
+
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	as.store.mu.Lock()
+	as.key, as.kid = key, "key-2"
+	as.store.mu.Unlock()
+	rotated := as.mint(t, nil, "", as.claims("bob", "tools"))
+	_, err = v.Verify(context.Background(), rotated, nil)
+	require.Error(t, err, "within the bound, the key set is not fetched again")
+
+	defer mcptoolset.SetMinKeyRefresh(0)()
+	_, err = v.Verify(context.Background(), rotated, nil)
+	require.NoError(t, err, "past the bound, the new key is fetched")
+	_, err = v.Verify(context.Background(), old, nil)
+	require.Error(t, err, "the old key is gone from the set")
+}

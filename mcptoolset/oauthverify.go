@@ -40,11 +40,13 @@ const (
 	defaultFetchTimeout = 10 * time.Second
 	// defaultLeeway is the clock skew allowed on exp, nbf and iat.
 	defaultLeeway = time.Minute
-	// minKeyRefresh is the least time between two fetches of the key set
-	// for tokens signed with a key it does not hold, so that tokens with
-	// made-up key IDs cannot make the verifier hammer the issuer.
-	minKeyRefresh = 30 * time.Second
 )
+
+// minKeyRefresh is the least time between two fetches of the key set for
+// tokens signed with a key it does not hold, so that tokens with made-up
+// key IDs cannot make the verifier hammer the issuer; a var for the
+// tests.
+var minKeyRefresh = 30 * time.Second
 
 // VerifierOptions configures a [TokenVerifier]; the zero value is the
 // default of every field.
