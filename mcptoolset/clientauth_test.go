@@ -229,3 +229,39 @@ func TestOAuthClientTokenSourcePanics(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"whoami"}, tools.Names())
 }
+
+// A token got by the authorization code flow is refreshed with its
+// refresh token (offline_access) when it expires, without asking the
+// user again.
+func TestOAuthClientAuthorizationRefreshes(t *testing.T) {
+	checkLeaks(t)
+	as := newAuthServer(t, testAudience, "tools")
+	redirect := "http://127.0.0.1:1/callback-of-the-client"
+	as.addPublic("desk", redirect)
+	as.store.mu.Lock()
+	as.store.shortLived = true
+	as.store.mu.Unlock()
+	hs := oauthMCP(t, as)
+	ts := mcptoolset.NewHTTP(hs.URL+"/mcp",
+		mcptoolset.WithIdentity(userKey),
+		mcptoolset.WithAuthorization(&auth.AuthorizationCodeHandlerConfig{
+			PreregisteredClient: &oauthex.ClientCredentials{ClientID: "desk"},
+			RedirectURL:         redirect,
+			RequestRefreshToken: true,
+		}, 0))
+	defer ts.Close()
+	_, _, err := turnAs(t, ts, "alice")
+	var are *mcptoolset.AuthRequiredError
+	require.ErrorAs(t, err, &are)
+	assert.Contains(t, are.URL, "offline_access")
+	q := consent(t, are.URL)
+	require.NoError(t, ts.CompleteAuthorization(context.Background(), "alice", &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}))
+	for range 3 {
+		turn, tools, err := turnAs(t, ts, "alice")
+		require.NoError(t, err)
+		assert.True(t, strings.HasSuffix(execText(t, turn, tools, "whoami"), " offline_access,tools"))
+	}
+	as.store.mu.Lock()
+	defer as.store.mu.Unlock()
+	assert.Positive(t, as.store.refreshed, "the expiring token was refreshed")
+}

@@ -228,6 +228,10 @@ type asStorage struct {
 	codes    map[string]string
 	refresh  map[string]*asRequest
 	issued   int
+	// shortLived makes the access tokens of the code flow expire in 5
+	// seconds, which oauth2 takes as expired at once: each use refreshes.
+	shortLived bool
+	refreshed  int // refresh tokens redeemed
 }
 
 var errNotFound = errors.New("not found")
@@ -309,13 +313,18 @@ func (s *asStorage) CreateAccessAndRefreshTokens(_ context.Context, r op.TokenRe
 	if ar, ok := r.(*asRequest); ok {
 		s.refresh[rt].client = ar.client
 	}
-	return rand.Text(), rt, time.Now().Add(time.Hour), nil
+	exp := time.Now().Add(time.Hour)
+	if s.shortLived {
+		exp = time.Now().Add(5 * time.Second)
+	}
+	return rand.Text(), rt, exp, nil
 }
 
 func (s *asStorage) TokenRequestByRefreshToken(_ context.Context, rt string) (op.RefreshTokenRequest, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r, ok := s.refresh[rt]; ok {
+		s.refreshed++
 		return r, nil
 	}
 	return nil, op.ErrInvalidRefreshToken
