@@ -80,6 +80,7 @@ func TestServeHTTPOAuthFlags(t *testing.T) {
 		{[]string{"--oauth-issuer", "https://issuer.example"}, "--oauth-issuer needs --oauth-audience"},
 		{[]string{"--oauth-audience", "a"}, "--oauth-audience and --oauth-resource go with --oauth-issuer"},
 		{[]string{"--oauth-issuer", "file:///etc/passwd", "--oauth-audience", "a"}, "is not an http(s) URL"},
+		{[]string{"--oauth-issuer", "https://issuer.example", "--oauth-audience", "a", "--oauth-resource", "mcp"}, "--oauth-resource \"mcp\" is not an http(s) URL"},
 	} {
 		code, _, stderr := runCLI(append([]string{"serve", "--http", "127.0.0.1:0", "x.zip"}, c.args...)...)
 		assert.Equal(t, 2, code, "%v: %s", c.args, stderr)
