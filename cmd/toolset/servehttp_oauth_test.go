@@ -36,12 +36,15 @@ func newTestIssuer(t *testing.T) *testIssuer {
 	require.NoError(t, err)
 	is := &testIssuer{key: key}
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The requests come from the runner, another process: the
+		// server's URL is read from them, not from is.
+		base := "http://" + r.Host
 		w.Header().Set("Content-Type", "application/json")
 		switch r.URL.Path {
 		case "/.well-known/oauth-authorization-server":
 			_ = json.NewEncoder(w).Encode(map[string]any{
-				"issuer": is.URL, "authorization_endpoint": is.URL + "/authorize", "token_endpoint": is.URL + "/token",
-				"jwks_uri": is.URL + "/jwks", "code_challenge_methods_supported": []string{"S256"},
+				"issuer": base, "authorization_endpoint": base + "/authorize", "token_endpoint": base + "/token",
+				"jwks_uri": base + "/jwks", "code_challenge_methods_supported": []string{"S256"},
 			})
 		case "/jwks":
 			_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: string(jose.ES256), Use: "sig"}}})
