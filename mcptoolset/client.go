@@ -291,13 +291,27 @@ func (t *Toolset) ToolsChanged() {
 // a schema that does not compile or refers outside itself, a tool over the
 // limits of [WithListLimits], a name listed twice. They are not offered to
 // the model; each was logged once as a warning.
+//
+// For a toolset of identities ([WithIdentity], [WithTokenSource]), each
+// identity's connection lists on its own: InvalidTools gathers the
+// refusals of every identity's last listing, and [Toolset.RefusedTools]
+// gives those of the run's identity.
 func (t *Toolset) InvalidTools() []*InvalidToolError {
 	if t == nil || t.c == nil {
 		return nil
 	}
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	return slices.Clone(t.c.invalid)
+	out := t.c.invalidTools()
+	if t.c.ids != nil {
+		t.c.ids.each(func(c *conn) { out = append(out, c.invalidTools()...) })
+	}
+	return out
+}
+
+// invalidTools returns the refusals of c's last listing.
+func (c *conn) invalidTools() []*InvalidToolError {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.invalid)
 }
 
 // RefusedTools implements [toolset.RefusalReporter], so that
@@ -306,8 +320,15 @@ func (t *Toolset) InvalidTools() []*InvalidToolError {
 // [toolset.ReasonRefused] that says why: "the name is not one a model can
 // call (...); offer it under a mapped name with
 // mcptoolset.WithNameMapping(mcptoolset.ProviderSafeNames)".
-func (t *Toolset) RefusedTools(context.Context) []toolset.ToolExplanation {
-	invalid := t.InvalidTools()
+func (t *Toolset) RefusedTools(ctx context.Context) []toolset.ToolExplanation {
+	var invalid []*InvalidToolError
+	if t != nil && t.c != nil && t.c.ids != nil {
+		if c := t.c.ids.lookup(t.c.ids.of(ctx)); c != nil {
+			invalid = c.c.invalidTools()
+		}
+	} else {
+		invalid = t.InvalidTools()
+	}
 	if len(invalid) == 0 {
 		return nil
 	}

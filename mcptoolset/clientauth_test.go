@@ -13,6 +13,7 @@ import (
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/mcptoolset"
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -264,4 +265,41 @@ func TestOAuthClientAuthorizationRefreshes(t *testing.T) {
 	as.store.mu.Lock()
 	defer as.store.mu.Unlock()
 	assert.Positive(t, as.store.refreshed, "the expiring token was refreshed")
+}
+
+// Each identity lists on its own, and what its listing refused is
+// explained to its runs.
+func TestOAuthClientIdentityRefusals(t *testing.T) {
+	checkLeaks(t)
+	as := newAuthServer(t, testAudience, "tools")
+	as.addService("ops", "ops-secret")
+	v, err := mcptoolset.NewTokenVerifier(context.Background(), as.URL, testAudience, nil)
+	require.NoError(t, err)
+	cfg := &mcptoolset.OAuthConfig{Verifier: v.Verify, AuthorizationServers: []string{as.URL}}
+	sdk := mcp.NewServer(&mcp.Implementation{Name: "sdk", Version: "v0"}, nil)
+	sdk.AddTool(&mcp.Tool{Name: "admin.reset", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+	sdk.AddTool(&mcp.Tool{Name: "ping", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "pong"}}}, nil
+	})
+	hs := httptest.NewServer(cfg.Protect(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sdk }, nil)))
+	defer hs.Close()
+	log, _ := logBuffer()
+	ts := mcptoolset.NewHTTP(hs.URL, mcptoolset.WithIdentity(userKey), mcptoolset.WithLogger(log),
+		mcptoolset.WithTokenSource(func(context.Context, string) (oauth2.TokenSource, error) {
+			return as.serviceSource("ops", "ops-secret", "tools"), nil
+		}))
+	defer ts.Close()
+	turn, tools, err := turnAs(t, ts, "ops")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ping"}, tools.Names())
+	refused := ts.RefusedTools(turn)
+	require.Len(t, refused, 1)
+	assert.Equal(t, "admin.reset", refused[0].Name)
+	require.Len(t, ts.InvalidTools(), 1)
+	other, _, err := turnAs(t, ts, "viewer")
+	require.NoError(t, err)
+	assert.Len(t, ts.RefusedTools(other), 1, "the other identity listed on its own")
+	assert.Len(t, ts.InvalidTools(), 2, "one refusal per identity's listing")
 }
