@@ -65,7 +65,7 @@ func TestApproverIsAskedConcurrentlyAndEachAnswerBindsItsCall(t *testing.T) {
 		return true, "", nil
 	})
 
-	out, err := adapter.Run(ctx, calls, n, adapter.Approving(tools.Execute, approver))
+	out, err := adapter.Run(ctx, calls, n, nil, adapter.Approving(tools.Execute, approver))
 	require.NoError(t, err)
 	for i, o := range out {
 		assert.Equal(t, 1, asked[calls[i].ID], "asked once: %s", calls[i].ID)

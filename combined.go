@@ -184,3 +184,7 @@ func (c *Combined) Prepared(fn PrepareFunc) *Prepared { return NewPrepared(c, fn
 
 // CombinedWith returns a toolset of c followed by others; see [NewCombined].
 func (c *Combined) CombinedWith(others ...Toolset) *Combined { return combineWith(c, others) }
+
+// Guarded returns c with each tool offered again with the options guard
+// returns for it; see [NewGuarded].
+func (c *Combined) Guarded(guard func(Tool) []ToolOption) *Guarded { return NewGuarded(c, guard) }

@@ -55,6 +55,7 @@ const (
 	kToolPtr
 	kPrefixed
 	kRenamed
+	kGuarded
 	kFiltered
 	kPrepared
 	kCombined
@@ -80,6 +81,8 @@ func kindOf(ts Toolset) *toolsetKind {
 		return &kinds[kPrefixed]
 	case *Renamed:
 		return &kinds[kRenamed]
+	case *Guarded:
+		return &kinds[kGuarded]
 	case *Filtered:
 		return &kinds[kFiltered]
 	case *Prepared:
@@ -176,6 +179,22 @@ func init() {
 			size: func(ts Toolset) (int, Toolset) {
 				if r := ts.(*Renamed); r != nil {
 					return 0, r.inner
+				}
+				return 0, nil
+			},
+			what: none,
+		},
+		kGuarded: {
+			name: "Guarded", sample: (*Guarded)(nil), ptr: true,
+			view:  func(ctx context.Context, ts Toolset, sc *scratch) (view, error) { return ts.(*Guarded).view(ctx, sc) },
+			isNil: func(ts Toolset) bool { return ts.(*Guarded) == nil },
+			inline: func(ts Toolset) (bool, Toolset) {
+				g := ts.(*Guarded)
+				return g == nil || g.inline, nil
+			},
+			size: func(ts Toolset) (int, Toolset) {
+				if g := ts.(*Guarded); g != nil {
+					return 0, g.inner
 				}
 				return 0, nil
 			},

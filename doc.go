@@ -58,13 +58,14 @@
 // [Renamed] (the same tools under new names), [Filtered] (tools hidden per
 // turn by a [Predicate]), [Combined] (toolsets merged), [Prepared] (the
 // list edited, pruned or reordered per turn), [Dynamic] (the toolset picked
-// per turn) and [Wrapper] (embed it and override what you need). Every
+// per turn), [Guarded] (tools made elsewhere given policies of the
+// program's) and [Wrapper] (embed it and override what you need). Every
 // pointer toolset type of the module (these but Wrapper, and the Toolset
 // types of mcptoolset and toolpkg) has the builder methods .Prefixed,
-// .Renamed, .Filtered, .Prepared and .CombinedWith, returning the concrete
-// type so that chains read left to right; each builder has a constructor
-// twin that takes any Toolset: [NewPrefixed], [NewRenamed], [NewFiltered],
-// [NewPrepared], [NewCombined].
+// .Renamed, .Filtered, .Prepared, .Guarded and .CombinedWith, returning the
+// concrete type so that chains read left to right; each builder has a
+// constructor twin that takes any Toolset: [NewPrefixed], [NewRenamed],
+// [NewFiltered], [NewPrepared], [NewGuarded], [NewCombined].
 //
 //	db := toolset.NewFunction(query, migrate).Prefixed("db").Filtered(isAdmin)
 //
@@ -75,7 +76,7 @@
 //
 // Toolsets may implement [Labeler] (a name for error messages),
 // [InstructionsProvider] (system-prompt text, gathered by [Instructions])
-// and [io.Closer]. Prefixed, Renamed, Filtered, Prepared and Wrapper forward
+// and [io.Closer]. Prefixed, Renamed, Filtered, Prepared, Guarded and Wrapper forward
 // all three, except that Filtered and Prepared forward instructions only in
 // turns where they show a tool. A Combined has no label, joins its
 // children's instructions and closes them in reverse order. A Dynamic
@@ -273,10 +274,28 @@
 //   - [WithRateLimit]: wait for a token, or refuse the call.
 //   - [WithTimeout]: a deadline, told to the model or ending the run.
 //   - [WithMaxFailures]: a budget of failing steps per run, then it is spent.
+//   - [WithCallLimit]: a hard bound of the tool's calls per run.
+//   - [WithSequential], [WithResource]: of one model turn's calls, a
+//     sequential tool's run alone in the model's order, and those sharing
+//     a resource one at a time ([ToolList.CallOrder]; the provider
+//     adapters follow it).
 //   - [WithOrigin]: where the tool comes from; a tool made again with its
 //     name and origin keeps the budget and the rate window of the one before.
 //   - [WithMiddleware]: wrap the handler; [Wrapper] does it per toolset.
 //   - [WithMetadata], [WithReturns]: data for the application; the result's schema.
+//
+// A run's own bounds are run options: [WithCallLimits] bounds its calls,
+// its calls of each tool and its failed calls, hard ([CallLimits]): past a
+// bound a call is refused, first with a message that tells the model to
+// answer without it, then, if the model calls again in a later step, with
+// a [*CallLimitError] that stops the run.
+//
+// A tool made elsewhere (an MCP server's, a package's, another team's) is
+// given policies by [NewGuarded]: each of a toolset's tools is offered
+// again as a tool of its own with the options a function chooses for it,
+// whose calls run the original's call path inside its own. A guarded tool
+// lasts, with its state, while the original keeps its definition, and a
+// steady turn over a Guarded costs what the same turn without it does.
 //
 // # Errors
 //
@@ -352,14 +371,14 @@
 // steps. Your own toolsets must be safe the same way (see [Toolset]):
 // BuildTools and Combined materialise their entries concurrently. Entries
 // made only of this package's in-memory toolsets (Functions and tools
-// under Prefixed, Renamed, Filtered, Prepared, Combined and Wrapper
-// layers) wait on nothing, and are materialised on the caller's goroutine,
+// under Prefixed, Renamed, Filtered, Prepared, Guarded, Combined and
+// Wrapper layers) wait on nothing, and are materialised on the caller's goroutine,
 // one after the other; a goroutine is started only for an entry that may
 // block (a Dynamic, a remote toolset, a type of yours) and has siblings.
 //
 // What does not depend on the run context is memoised and shared by every
-// run: a Function's list, prefixed and renamed copies (rebuilt only when
-// their input changes), the join of unchanged subtrees, name indexes, each
+// run: a Function's list, prefixed, renamed and guarded copies (rebuilt
+// only when their input changes), the join of unchanged subtrees, name indexes, each
 // tool's compiled validator and schema JSON ([Tool.ParametersJSON]),
 // middleware chains and search indexes. So a turn costs little more than
 // its per-turn callbacks: predicates, prepare and Dynamic functions, and
@@ -374,15 +393,16 @@
 // The names follow a few rules, each decided once:
 //
 //   - Constructors are New<Type>: [NewFunction], [NewPrefixed],
-//     [NewRenamed], [NewFiltered], [NewPrepared], [NewCombined],
+//     [NewRenamed], [NewFiltered], [NewPrepared], [NewGuarded], [NewCombined],
 //     [NewDynamic], [NewRun], [NewKey], [NewMemoryRunStore],
 //     [NewMemoryRateLimiter] ([ResumeRun]
 //     resumes a run rather than making one); those that make a [Tool] are
 //     New…Tool: [NewTool], [NewRawTool], [NewAgentTool], [NewToolSearch].
 //   - Every pointer toolset type (Function, Prefixed, Renamed, Filtered,
-//     Prepared, Combined, Dynamic, mcptoolset.Toolset, toolpkg.Toolset) has
-//     the builders .Prefixed, .Renamed, .Filtered, .Prepared and
-//     .CombinedWith, each the matching constructor applied to it; a Tool (a
+//     Prepared, Guarded, Combined, Dynamic, mcptoolset.Toolset,
+//     toolpkg.Toolset) has the builders .Prefixed, .Renamed, .Filtered,
+//     .Prepared, .Guarded and .CombinedWith, each the matching constructor
+//     applied to it; a Tool (a
 //     value) and a Wrapper (embedded) have none.
 //   - A [Tool] is one tool, a [Toolset] gives tools per turn, and a
 //     [ToolList] is one turn's built set, made by [BuildTools].

@@ -89,3 +89,7 @@ func (d *Dynamic) Prepared(fn PrepareFunc) *Prepared { return NewPrepared(d, fn)
 
 // CombinedWith returns a toolset of d followed by others; see [NewCombined].
 func (d *Dynamic) CombinedWith(others ...Toolset) *Combined { return combineWith(d, others) }
+
+// Guarded returns d with each tool offered again with the options guard
+// returns for it; see [NewGuarded].
+func (d *Dynamic) Guarded(guard func(Tool) []ToolOption) *Guarded { return NewGuarded(d, guard) }

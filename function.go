@@ -118,3 +118,7 @@ func (f *Function) Prepared(fn PrepareFunc) *Prepared { return NewPrepared(f, fn
 
 // CombinedWith returns a toolset of f followed by others; see [NewCombined].
 func (f *Function) CombinedWith(others ...Toolset) *Combined { return combineWith(f, others) }
+
+// Guarded returns f with each tool offered again with the options guard
+// returns for it; see [NewGuarded].
+func (f *Function) Guarded(guard func(Tool) []ToolOption) *Guarded { return NewGuarded(f, guard) }

@@ -71,6 +71,7 @@ var (
 	errNilDynamic  = errors.New("toolset: nil *Dynamic")
 	errNilFiltered = errors.New("toolset: nil *Filtered")
 	errNilFunction = errors.New("toolset: nil *Function")
+	errNilGuarded  = errors.New("toolset: nil *Guarded")
 	errNilPrefixed = errors.New("toolset: nil *Prefixed")
 	errNilPrepared = errors.New("toolset: nil *Prepared")
 	errNilRenamed  = errors.New("toolset: nil *Renamed")

@@ -81,7 +81,7 @@ func (s *snapshot) policies() *policyFacts {
 
 func (s *snapshot) findPolicies() *policyFacts {
 	switch {
-	case s.from != nil && len(s.from.tools) == len(s.tools):
+	case s.from != nil && len(s.from.tools) == len(s.tools) && !s.ownPolicies:
 		return s.from.policies()
 	case s.segs != nil:
 		var out policyFacts

@@ -211,7 +211,7 @@ type CallEnd struct {
 	Result any
 	// Err is the call's error, and ErrorKind a short name for its kind,
 	// for metrics and error.type attributes: "invalid_arguments",
-	// "unknown_tool", "unavailable", "approval_required",
+	// "unknown_tool", "unavailable", "call_limit", "approval_required",
 	// "approval_denied", "rate_limited", "timeout", "model_error" (a
 	// handler's [NewModelError] or another [ModelError]), "tool_error",
 	// "panic", "abort", "canceled", "deadline_exceeded", "run_ended",
@@ -550,6 +550,7 @@ func errorKind(err error) (kind string) {
 		ae  *ArgumentError
 		ut  *UnknownToolError
 		ua  *UnavailableToolError
+		cl  *CallLimitError
 		rm  *RunMismatchError
 		rcf *RunConflictError
 		te  *TurnError
@@ -577,6 +578,8 @@ func errorKind(err error) (kind string) {
 		return "unknown_tool"
 	case errors.As(err, &ua):
 		return "unavailable"
+	case errors.As(err, &cl):
+		return "call_limit"
 	case errors.As(err, &rm):
 		return "run_mismatch"
 	case errors.As(err, &rcf):

@@ -150,3 +150,7 @@ func (p *Prepared) Prepared(fn PrepareFunc) *Prepared { return NewPrepared(p, fn
 
 // CombinedWith returns a toolset of p followed by others; see [NewCombined].
 func (p *Prepared) CombinedWith(others ...Toolset) *Combined { return combineWith(p, others) }
+
+// Guarded returns p with each tool offered again with the options guard
+// returns for it; see [NewGuarded].
+func (p *Prepared) Guarded(guard func(Tool) []ToolOption) *Guarded { return NewGuarded(p, guard) }

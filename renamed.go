@@ -153,3 +153,7 @@ func (r *Renamed) Prepared(fn PrepareFunc) *Prepared { return NewPrepared(r, fn)
 
 // CombinedWith returns a toolset of r followed by others; see [NewCombined].
 func (r *Renamed) CombinedWith(others ...Toolset) *Combined { return combineWith(r, others) }
+
+// Guarded returns r with each tool offered again with the options guard
+// returns for it; see [NewGuarded].
+func (r *Renamed) Guarded(guard func(Tool) []ToolOption) *Guarded { return NewGuarded(r, guard) }

@@ -60,6 +60,7 @@ type runState struct {
 	unindexed    bool           // some names of byName have no key yet
 	deps         any
 	stable       bool
+	limits       *CallLimits  // see WithCallLimits; nil: none
 	obs          *runObserver // see WithObserver
 
 	step     atomic.Int64 // the latest turn begun; -1 before the first
@@ -124,6 +125,7 @@ type runConfig struct {
 	deps   any
 	hasDep bool
 	stable bool
+	limits *CallLimits // see WithCallLimits
 
 	store           RunStore // set by ResumeRun
 	stateTTL, lease time.Duration
@@ -174,7 +176,7 @@ func (rc *RunContext) NewChild(id string, opts ...RunOption) *RunContext {
 	if s := rc.state(); s != nil {
 		parentID = s.id
 		cfg.vals = maps.Clone(s.byName)
-		cfg.deps, cfg.hasDep, cfg.stable = s.deps, true, s.stable
+		cfg.deps, cfg.hasDep, cfg.stable, cfg.limits = s.deps, true, s.stable, s.limits
 		if s.obs != nil {
 			cfg.obs = s.obs.o
 		}
@@ -196,7 +198,7 @@ func newRun(id, parentID string, cfg *runConfig, opts []RunOption) *RunContext {
 		rand.Read(b[:])
 		id = "run-" + hex.EncodeToString(b[:])
 	}
-	s := &runState{id: id, parentID: parentID, deps: cfg.deps, stable: cfg.stable}
+	s := &runState{id: id, parentID: parentID, deps: cfg.deps, stable: cfg.stable, limits: cfg.limits}
 	if cfg.store != nil {
 		s.durable = newDurability(cfg)
 	}

@@ -76,11 +76,12 @@ type runParts struct {
 	failures  failurePart  // failures.go
 	caches    cachePart    // runcache.go
 	marks     markPart     // runmarks.go
+	limits    limitPart    // limits.go
 }
 
 // list returns the parts in the order of their sections.
 func (p *runParts) list() []runPart {
-	return []runPart{&p.approvals, &p.pending, &p.reveals, &p.failures, &p.caches, &p.marks}
+	return []runPart{&p.approvals, &p.pending, &p.reveals, &p.failures, &p.caches, &p.marks, &p.limits}
 }
 
 // saving is what the parts share while a run's state is saved.

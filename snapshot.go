@@ -18,8 +18,8 @@ import (
 //
 // Predicates (Filtered, WithEnabled) only make masks, and a Dynamic only
 // picks a view. A new snapshot is made where tool definitions or their
-// order change: once per input snapshot for Prefixed, Renamed and Wrapper
-// copies; for the result of a Prepared whenever it differs from its
+// order change: once per input snapshot for Prefixed, Renamed, Guarded and
+// Wrapper copies; for the result of a Prepared whenever it differs from its
 // recent results (a Prepared that returns the same list turn after turn
 // reuses its snapshot); and each turn for the tools a WithPrepare function
 // edits, so the layers above those miss their memo in every turn. A turn
@@ -53,6 +53,9 @@ import (
 //     and a caller's toolset read their tools' cores;
 //   - a snapshot's positions of tools with enabled or prepare functions
 //     (snapshot.turn, turnPolicies);
+//   - a Guarded's guarded tools, per input snapshot (Guarded.memo), and
+//     each one per name while the tool it guards keeps its definition
+//     (Guarded.made);
 //   - a Wrapper's middleware copies, per input snapshot and middleware
 //     slice (snapshot.wrapped, withMiddleware), and each layer's composed
 //     handler per tool core (layer.handlers); a tool's own middleware chain
@@ -88,8 +91,11 @@ type snapshot struct {
 
 	// Provenance, used only to name contributors in error messages.
 	from *snapshot // the snapshot this one renames, position for position
-	segs []segment // for a join: where each range of tools came from
-	kind joinKind  // for a join: how to name its parts
+	// ownPolicies says that the tools' policies are not from's: they
+	// are copies with policies of their own (Guarded).
+	ownPolicies bool
+	segs        []segment // for a join: where each range of tools came from
+	kind        joinKind  // for a join: how to name its parts
 
 	// Where tools lies, when it was taken from a block (see toolBlock).
 	block *toolBlock

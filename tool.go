@@ -125,7 +125,10 @@ type policies struct {
 	env           []string
 	deferred      bool
 	approval      NeedsApprovalFunc
-	maxFailures   int // zero: failures are not counted
+	maxFailures   int      // zero: failures are not counted
+	callLimit     int      // calls per run; zero: no bound (see WithCallLimit)
+	sequential    bool     // see WithSequential
+	resources     []string // see WithResource
 	timeout       time.Duration
 	timeoutAborts bool
 	origin        string // see WithOrigin; empty: none

@@ -196,6 +196,9 @@ func (ts *ToolList) execute(ctx context.Context, call ToolCall, rc *RunContext, 
 	if !ok {
 		return nil, ts.unknownTool(call.Name)
 	}
+	if t.core != nil && t.core.limited(rc) {
+		return t.executeLimited(ctx, call, rc, ob)
+	}
 	res, err := t.executeIn(ctx, call, rc, ob)
 	if rc.hasStore() {
 		return rc.saveAfterCall(ctx, call.Name, res, err)

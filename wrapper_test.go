@@ -60,7 +60,7 @@ func TestWrapperOverrideSurvivesBuilders(t *testing.T) {
 // it does not compile.
 func TestWrapperHasNoBuilders(t *testing.T) {
 	for _, typ := range []reflect.Type{reflect.TypeFor[beta](), reflect.TypeFor[*beta](), reflect.TypeFor[toolset.Wrapper]()} {
-		for _, m := range []string{"Prefixed", "Renamed", "Filtered", "Prepared", "CombinedWith"} {
+		for _, m := range []string{"Prefixed", "Renamed", "Filtered", "Prepared", "Guarded", "CombinedWith"} {
 			_, ok := typ.MethodByName(m)
 			assert.False(t, ok, "%s has method %s", typ, m)
 		}
@@ -68,9 +68,9 @@ func TestWrapperHasNoBuilders(t *testing.T) {
 	for _, typ := range []reflect.Type{
 		reflect.TypeFor[*toolset.Function](), reflect.TypeFor[*toolset.Prefixed](), reflect.TypeFor[*toolset.Renamed](),
 		reflect.TypeFor[*toolset.Filtered](), reflect.TypeFor[*toolset.Combined](), reflect.TypeFor[*toolset.Prepared](),
-		reflect.TypeFor[*toolset.Dynamic](),
+		reflect.TypeFor[*toolset.Dynamic](), reflect.TypeFor[*toolset.Guarded](),
 	} {
-		for _, m := range []string{"Prefixed", "Renamed", "Filtered", "Prepared", "CombinedWith"} {
+		for _, m := range []string{"Prefixed", "Renamed", "Filtered", "Prepared", "Guarded", "CombinedWith"} {
 			_, ok := typ.MethodByName(m)
 			assert.True(t, ok, "%s lacks builder %s", typ, m)
 		}

@@ -68,6 +68,17 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (any
 		}
 		ans.Meta, params = params.Meta, ans
 	}
+	if id, ok := createdTask(res); callErr == nil && ok {
+		// The server runs the call as a task: wait for it.
+		if res, callErr = c.awaitTask(ctx, s, name, id); callErr != nil {
+			err := callErr
+			if connectionLost(err) {
+				c.drop(s)
+				err = c.explainLost(s, err)
+			}
+			return nil, c.errorf("call tool", name, err)
+		}
+	}
 	f.mu.Lock()
 	ferr := f.err
 	f.mu.Unlock()

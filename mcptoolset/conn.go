@@ -240,9 +240,13 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, mcp.Transport, 
 	}
 	c.hookNotifications(&opts)
 	c.askInRun(&opts)
+	declareTasks(&opts)
 	client := mcp.NewClient(impl, &opts)
+	if err := addTaskMethods(client); err != nil {
+		return nil, nil, c.errorf("connect", "", err)
+	}
 	client.AddSendingMiddleware(takeListTTL, carryRunHandle(&c.run, c.invalidate))
-	s, err := client.Connect(ctx, tr, nil)
+	s, err := client.Connect(ctx, withTaskTransport(tr), nil)
 	if err != nil {
 		if ct, ok := tr.(*commandTransport); ok {
 			err = ct.explain(err)

@@ -395,6 +395,75 @@
 // them instead. A call so stopped has not failed: it spends nothing of the
 // tool's failure budget.
 //
+// # Tasks (MCP Tasks extension)
+//
+// A tool call that takes minutes need not hold a request open. The Tasks
+// extension ([ExtensionTasks], "io.modelcontextprotocol/tasks", SEP-2663
+// of the 2026-07-28 revision) lets a server answer a tools/call with a
+// task (an ID and a status) that the client polls with tasks/get and may
+// cancel with tasks/cancel. SDK v1.8.0 implements none of it; this
+// package carries its wire over the SDK's extension points: the
+// capabilities' Extensions, custom methods (AddReceivingCustomMethod,
+// AddSendingCustomMethod) and the server's receiving middleware.
+//
+// Serving: a [Server] declares the extension, and serves the call of a
+// long-running tool as a task to a client that declared it too (on the
+// request, or for a session at initialization). A tool is long running
+// when its [MetaLongRunning] metadata is "true", or by the function of
+// [WithTasks]. A client that did not declare the extension, a repeated
+// call that answers a request for approval, and any call after
+// [Server.Close] are served synchronously as before. The call is
+// answered at once with a CreateTaskResult (resultType "task", which also
+// names the task in _meta["io.modelcontextprotocol/related-task"], where
+// the SDK's client keeps it), and the tool runs in the background, in the
+// request's turn of its run, under a context that the server owns:
+// tasks/cancel, the task's lifetime, the end of the client's session and
+// [Server.Close] cancel it, the client's cancellation of the tools/call
+// does not. A client without a session gets its run handle (see
+// [WithRunStore]) with the task, and its run goes on while the task
+// runs. The tool's progress
+// ([toolset.ReportProgress]) is the task's status message, and is in
+// tasks/get's _meta under [MetaTaskProgress]. The tool's result, isError
+// included, is the completed task's result; an error that would have
+// been a JSON-RPC error fails the task with it (an internal error still
+// names only an error ID); a cancelled or closed task ends "cancelled".
+// A tool that asks for approval in a task gets the model an error result,
+// as a task has no round trip to ask in; tasks/update is acknowledged and
+// ignored.
+//
+// Task IDs are 24 random bytes (crypto/rand). A task belongs to the
+// client that made it: its session (stdio, in memory, HTTP with a
+// session ID), or, for a request without one (a 2026-07-28 client), its
+// run binding ([WithRunBinding], by default the bearer token's user). To
+// any other client a task does not exist: tasks/get answers "Task not
+// found" (invalid params) as for a forged ID, and tasks/cancel is
+// acknowledged, as for any ID, and does nothing. Without authentication
+// the sessionless binding is "", and the ID alone is the secret.
+// [WithTaskLimits] bounds the tasks ([TaskLimits]); a call beyond a limit
+// fails with a JSON-RPC error saying which.
+//
+// Using a server: a [Toolset] declares the extension, and a call that
+// the server answers with a task waits for it: it polls tasks/get at the
+// interval the server suggests (within 20 milliseconds and 5 seconds;
+// from 50 milliseconds, doubling, when it suggests none), each poll bound
+// by [WithCallTimeout], the whole by [WithMaxTaskWait]. Progress the task
+// reports reaches the caller's [toolset.WithProgress] callback; the end
+// of the caller's context sends tasks/cancel and the call returns the
+// context's error. The completed task's result is the call's, as a
+// synchronous one's would be; a task that failed, was cancelled, asked
+// for input, or expired (the server forgot it, or the wait ran out) is a
+// [*TaskError] with the task's ID and status, inside the [*ServerError]
+// of the call. The SDK's client decodes a tools/call answer as a
+// CallToolResult, which drops a task's ID; the client recognizes a task
+// by the related-task _meta that a [Server] sends and, over stdio, a
+// command and in memory, also reads a bare CreateTaskResult (resultType
+// "task") before the SDK decodes it. Over streamable HTTP, whose
+// connection cannot be wrapped so, a server that sends a CreateTaskResult
+// without the related-task _meta is seen to answer with an empty result.
+// A caller that cancels while the tools/call itself is in
+// flight leaves the task running on the server until its lifetime ends,
+// as the client never learnt its ID.
+//
 // # Traces
 //
 // A call through an MCP server can be one trace with its caller. Give the
@@ -521,6 +590,9 @@
 //     bytes for the cause of an [*InvalidToolError], 10 refusals joined
 //     under [WithFailOnInvalidTools], 10 refusals of a listing logged one
 //     by one, the others in one line;
+//   - a task's wait: [WithMaxTaskWait], [DefaultMaxTaskWait] (1 hour);
+//     its polls within 20 milliseconds and 5 seconds apart; its progress
+//     messages 1 KiB;
 //   - a subprocess server's stderr: its last [MaxStderrTail] (2 KiB) kept
 //     for a [*CommandError], copied for one second after it exits (or the
 //     command's WaitDelay).
@@ -540,6 +612,13 @@
 //   - the wait of a request for a run that another server holds: 5
 //     seconds, then a JSON-RPC error that says to retry;
 //   - tools/list ttlMs: [WithListTTL] (default 0);
+//   - tasks ([WithTaskLimits], [TaskLimits]): [DefaultTaskMaxPerClient]
+//     (16) running per client, [DefaultTaskMaxTotal] (256) in all,
+//     [DefaultTaskMaxLifetime] (1 hour) each, a finished task's result
+//     kept [DefaultTaskRetention] (10 minutes), at most
+//     [DefaultTaskMaxRetained] (1,024) kept, polls suggested every
+//     [DefaultTaskPollInterval] (500 milliseconds); a task ID named in a
+//     request of at most 256 bytes, a status message of 1 KiB;
 //   - with [WithOAuth]: a bearer token of at most [MaxTokenBytes] (16 KiB)
 //     and [MaxTokenScopes] (256) scopes; the issuer's metadata 1 MiB, its
 //     key set [MaxJWKSBytes] (1 MiB) and [MaxJWKSKeys] (64) keys, each

@@ -39,6 +39,7 @@ type config struct {
 	failInvalid    bool
 	trace          toolset.TracePropagator
 	requests       RequestObserver
+	maxTaskWait    time.Duration
 
 	identity      toolset.Key[string]
 	hasIdentity   bool

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"runtime/debug"
 	"strconv"
@@ -49,6 +50,9 @@ type Server struct {
 
 	approvals *handleKeys // signs the requestState of requests for approval
 	answering sync.Map    // run ID and call ID of the answers being handled
+
+	tasks       *taskTable // the calls running as tasks
+	longRunning func(toolset.Tool) bool
 }
 
 // Request describes the MCP request that a run context is built for.
@@ -148,6 +152,9 @@ type serverConfig struct {
 	listTTL      time.Duration
 	approvalTTL  time.Duration
 	oauth        *OAuthConfig
+
+	longRunning func(toolset.Tool) bool
+	taskLimits  TaskLimits
 }
 
 // WithImplementation sets the server's name and version sent to clients;
@@ -296,6 +303,8 @@ func NewServer(ts toolset.Toolset, opts ...ServerOption) *Server {
 	if caps.Tools == nil {
 		caps.Tools = &mcp.ToolCapabilities{ListChanged: true}
 	}
+	caps.Extensions = maps.Clone(caps.Extensions)
+	caps.AddExtension(ExtensionTasks, map[string]any{})
 	so.Capabilities = caps
 	s := &Server{ts: ts, agent: cfg.agent, runCtx: cfg.runCtx, page: cfg.page, logger: cfg.logger, trace: cfg.trace, requests: cfg.requests}
 	if s.logger == nil {
@@ -323,7 +332,13 @@ func NewServer(ts toolset.Toolset, opts ...ServerOption) *Server {
 	if _, ok := ts.(toolset.InstructionsProvider); ok && so.Instructions == "" {
 		s.instr = true
 	}
+	s.tasks, s.longRunning = newTaskTable(cfg.taskLimits), cfg.longRunning
+	s.runs.ended = s.tasks.endSession
+	if s.longRunning == nil {
+		s.longRunning = defaultLongRunning
+	}
 	s.srv = mcp.NewServer(impl, &so)
+	s.registerTaskMethods()
 	s.srv.AddTool(changeMarker, changeMarkerHandler)
 	s.srv.AddReceivingMiddleware(s.middleware)
 	return s
@@ -481,12 +496,19 @@ func (s *Server) handler(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		case *mcp.CallToolRequest:
 			if method == "tools/call" {
-				res, err := s.callTool(ctx, r)
-				if err != nil {
+				res, task, err := s.callTool(ctx, r)
+				switch {
+				case err != nil:
 					return nil, err
+				case task != nil:
+					return task, nil
 				}
 				return res, nil
 			}
+		}
+		switch method {
+		case methodTasksGet, methodTasksUpdate, methodTasksCancel:
+			return s.taskRequest(method, req)
 		}
 		if !s.instr || (method != "initialize" && method != "server/discover") {
 			return next(ctx, method, req)
@@ -733,9 +755,9 @@ func annotationsOf(md map[string]string) *mcp.ToolAnnotations {
 	return &a
 }
 
-func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, *taskWire, error) {
 	if req.Params == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "missing params"}
+		return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "missing params"}
 	}
 	if s.trace != nil {
 		meta := req.Params.Meta
@@ -748,33 +770,61 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	}
 	ctx, endRequest := startRequest(ctx, s.requests, s.logger, RequestInfo{Method: "tools/call", Tool: req.Params.Name, SessionID: sessionID})
 	var (
-		res *mcp.CallToolResult
-		err error
+		res  *mcp.CallToolResult
+		task *taskWire
+		err  error
 	)
 	defer func() { endRequest(RequestEnd{Err: err, ToolError: err == nil && res != nil && res.IsError}) }()
-	res, err = s.call(ctx, req)
-	return res, err
+	res, task, err = s.call(ctx, req)
+	return res, task, err
 }
 
-// call answers a tools/call request under the context of its trace.
-func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+// call answers a tools/call request under the context of its trace: with
+// a result, or with a task that makes the call in the background.
+func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, *taskWire, error) {
 	name := req.Params.Name
 	ctx, built, done, err := s.context(ctx, "tools/call", req, name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer done()
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			done()
+		}
+	}()
 	// The tools are built and the call made under the context of one turn
 	// of the session's run; the calls of the session's other requests may
 	// run meanwhile.
 	tools, err := toolset.BuildTools(ctx, s.agent, s.ts)
 	built()
 	if err != nil {
-		return nil, s.internal(ctx, "tools/call", req, err)
+		return nil, nil, s.internal(ctx, "tools/call", req, err)
+	}
+	if t, ok := tools.Lookup(name); ok {
+		long, err := s.asTask(ctx, req, t)
+		if err != nil {
+			return nil, nil, err
+		}
+		if long {
+			// The task ends the request's turn when it is done.
+			task, err := s.startTask(ctx, req, tools, done)
+			if err != nil || task != nil {
+				handedOff = task != nil
+				return nil, task, err
+			}
+		}
 	}
 	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 		ctx = toolset.WithProgress(ctx, progressSender(ctx, req.Session, tok))
 	}
+	res, err := s.finishCall(ctx, req, tools)
+	return res, nil, err
+}
+
+// finishCall makes the call of req with tools, under the turn's context.
+func (s *Server) finishCall(ctx context.Context, req *mcp.CallToolRequest, tools *toolset.ToolList) (*mcp.CallToolResult, error) {
+	name := req.Params.Name
 	x := s.execute(ctx, req, tools)
 	switch {
 	case x.rpc != nil:
@@ -787,6 +837,10 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 	if err != nil {
 		res, ok := errorResult(err)
 		if !ok {
+			if inTask(ctx) && ctx.Err() != nil {
+				// The task was stopped; it says why.
+				return nil, err
+			}
 			return nil, s.internal(ctx, "tools/call", req, err)
 		}
 		res.Meta = setHandle(ctx, res.Meta)

@@ -26,6 +26,7 @@ const DefaultMaxSessionRuns = 1024
 type sessionRuns struct {
 	max    int
 	logger *slog.Logger
+	ended  func(*mcp.ServerSession) // called when a session with an entry ends
 
 	mu      sync.Mutex
 	m       map[*mcp.ServerSession]*sessionRun
@@ -126,6 +127,9 @@ func (s *sessionRuns) entry(ss *mcp.ServerSession) *sessionRun {
 // watch forgets e's session, and ends its run, when it ends.
 func (s *sessionRuns) watch(e *sessionRun) {
 	_ = e.ss.Wait()
+	if s.ended != nil {
+		s.ended(e.ss)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m[e.ss] == e {

@@ -29,3 +29,9 @@ func (t *Toolset) Prepared(fn toolset.PrepareFunc) *toolset.Prepared {
 func (t *Toolset) CombinedWith(others ...toolset.Toolset) *toolset.Combined {
 	return toolset.NewCombined(append([]toolset.Toolset{t}, others...)...)
 }
+
+// Guarded returns t with each tool offered again with the options guard
+// returns for it; see [toolset.NewGuarded].
+func (t *Toolset) Guarded(guard func(toolset.Tool) []toolset.ToolOption) *toolset.Guarded {
+	return toolset.NewGuarded(t, guard)
+}

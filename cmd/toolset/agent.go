@@ -249,7 +249,7 @@ func cmdAgentTools(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs := flag.NewFlagSet("agent tools", flag.ContinueOnError)
 	storeDir := fs.String("store", "", "the store the agent's packages come from")
 	mode := fs.String("sandbox", "auto", "sandbox mode of the store's tools")
-	role := fs.String("role", "", "the role of the run (agentfile.Role)")
+	role := fs.String("role", "", "the role of the run (the run value the file's roleKey names, \"role\" by default)")
 	asJSON := fs.Bool("json", false, "print the tools as JSON, with their parameters")
 	bf := addBrokerFlags(fs, "the broker's URL: the agent's packages are the runtimes' there, instead of a store's")
 	pos, err := parse(fs, args, 1, "FILE")
@@ -278,7 +278,7 @@ func cmdAgentTools(ctx context.Context, args []string, stdout, stderr io.Writer)
 	defer a.Close()
 	var opts []toolset.RunOption
 	if *role != "" {
-		opts = append(opts, toolset.WithValue(agentfile.Role, *role))
+		opts = append(opts, a.WithRole(*role))
 	}
 	run := toolset.NewRun("toolset-agent-tools", opts...)
 	defer run.End()

@@ -204,7 +204,10 @@ Commands:
         names (signature, iss, aud --oauth-audience, exp); a 401 points to
         the protected resource metadata at
         /.well-known/oauth-protected-resource/mcp, and a token's scopes are
-        its runs' scopes, which the tools' required_scopes need
+        its runs' scopes, which the tools' required_scopes need.
+        A tool whose timeout is over 300 seconds is served as an MCP task to
+        clients that declare the Tasks extension: the call returns at once,
+        and the client polls it
   serve --agent FILE [--store DIR | --broker URL] [--role ROLE] [--sandbox MODE] [--http ADDR ...]
         serve the toolsets of an agent file (packages from the store in DIR
         or the runtimes on the broker at URL, MCP servers, composed as the
@@ -854,7 +857,30 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if hf.addr != "" {
 		opts = append(opts, runServerOptions(s.name, ha.runKey)...)
 	}
-	return serveMCP(ctx, mcptoolset.NewServer(ts, opts...), hf, ha, longestTimeout(s.info), stdout, stderr)
+	opts = append(opts, mcptoolset.WithTasks(packagedLongRunning(s.info)))
+	srv := mcptoolset.NewServer(ts, opts...)
+	defer srv.Close() // the tasks still running are cancelled
+	return serveMCP(ctx, srv, hf, ha, longestTimeout(s.info), stdout, stderr)
+}
+
+// longRunningAfter is the timeout beyond which a packaged tool is long
+// running: one whose author raised it past the default.
+const longRunningAfter = toolpkg.DefaultTimeoutSeconds * time.Second
+
+// packagedLongRunning returns the WithTasks function of serve: a tool of
+// the package whose timeout is over longRunningAfter, or any tool marked
+// with mcptoolset.MetaLongRunning, is served as an MCP task to clients
+// that declare the Tasks extension.
+func packagedLongRunning(info toolpkg.Info) func(toolset.Tool) bool {
+	long := map[string]bool{}
+	for _, t := range info.Tools {
+		if t.Timeout() > longRunningAfter {
+			long[t.Name] = true
+		}
+	}
+	return func(t toolset.Tool) bool {
+		return t.Metadata[mcptoolset.MetaLongRunning] == "true" || long[t.Metadata["toolpkg.tool"]]
+	}
 }
 
 // serveMCP serves srv on stdio, or over HTTP with --http.

@@ -534,7 +534,7 @@ func addAgentFlags(fs *flag.FlagSet) *agentFlags {
 	af := &agentFlags{}
 	fs.StringVar(&af.file, "agent", "", "serve the toolsets of this agent file (see package platform/agentfile) instead of a ZIP")
 	fs.StringVar(&af.store, "store", "", "with --agent: the store its packages come from")
-	fs.StringVar(&af.role, "role", "", "with --agent: the role of every request's run (agentfile.Role)")
+	fs.StringVar(&af.role, "role", "", "with --agent: the role of every request's run (the run value the file's roleKey names, \"role\" by default)")
 	af.broker = addBrokerFlags(fs, "with --agent: the broker whose runtimes run its packages, instead of a store's")
 	fs.StringVar(&af.platform, "platform", "", "with --agent NAME: load the agent deployed as NAME on the platform at this URL (its effective document)")
 	fs.StringVar(&af.platformToken, "platform-token-file", "", "with --platform: a file holding the platform's bearer token (default: $"+platform.TokenEnv+")")
@@ -623,7 +623,7 @@ func serveAgent(ctx context.Context, pos []string, af *agentFlags, pf *pkgFlags,
 	ts := toolset.NewCombined(a.Toolsets...)
 	var role []toolset.RunOption
 	if af.role != "" {
-		role = append(role, toolset.WithValue(agentfile.Role, af.role))
+		role = append(role, a.WithRole(af.role))
 	}
 	// Check the toolsets now rather than on the client's first request.
 	run := toolset.NewRun("", role...)

@@ -55,12 +55,17 @@ func WithMaxConcurrency(n int) func(*Options) { return func(o *Options) { o.Conc
 // WithApprover sets [Options.Approver].
 func WithApprover(a toolset.Approver) func(*Options) { return func(o *Options) { o.Approver = a } }
 
-// RunCalls runs one turn's calls with exec (approvals asked of
-// o.Approver, see [Approving]), at most o.Concurrency at a time, and
-// converts each outcome, in call order, with conv. pkg names the adapter
-// in the errors.
-func RunCalls[R any](ctx context.Context, pkg string, calls []toolset.ToolCall, o Options, exec Exec, conv func(Outcome) (R, error)) ([]R, error) {
-	outcomes, err := Run(ctx, calls, o.Concurrency, Approving(exec, o.Approver))
+// RunCalls runs one turn's calls of tools with exec (approvals asked of
+// o.Approver, see [Approving]), at most o.Concurrency at a time, in the
+// order tools gives them ([toolset.ToolList.CallOrder]), and converts
+// each outcome, in call order, with conv. pkg names the adapter in the
+// errors.
+func RunCalls[R any](ctx context.Context, pkg string, tools *toolset.ToolList, calls []toolset.ToolCall, o Options, exec Exec, conv func(Outcome) (R, error)) ([]R, error) {
+	var after [][]int
+	if tools != nil && len(calls) > 1 && o.Concurrency > 1 {
+		after = tools.CallOrder(calls)
+	}
+	outcomes, err := Run(ctx, calls, o.Concurrency, after, Approving(exec, o.Approver))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", pkg, err)
 	}

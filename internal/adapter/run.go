@@ -88,16 +88,21 @@ func ask(ctx context.Context, approver toolset.Approver, call toolset.ToolCall) 
 	return approver(ctx, call)
 }
 
-// Run runs calls with exec, at most limit at a time, and returns their
-// outcomes in call order. Errors for which [toolset.ErrorText] reports
-// true become outcomes the model sees, except that a call still waiting for
-// approval ([*toolset.ApprovalRequiredError]) stops the run: nobody would
-// ever ask. Any other error stops the run: the calls still running are
+// Run runs calls with exec, at most limit at a time and in the order
+// after gives ([toolset.ToolList.CallOrder]: after[i] lists the calls
+// that call i waits for; nil, none), and returns their outcomes in call
+// order. Errors for which [toolset.ErrorText] reports true become
+// outcomes the model sees, except that a call still waiting for approval
+// ([*toolset.ApprovalRequiredError]) stops the run: nobody would ever
+// ask. Any other error stops the run: the calls still running are
 // cancelled, calls not yet started are skipped, and Run returns the first
 // such error in call order as a *CallError.
-func Run(ctx context.Context, calls []toolset.ToolCall, limit int, exec Exec) ([]Outcome, error) {
+func Run(ctx context.Context, calls []toolset.ToolCall, limit int, after [][]int, exec Exec) ([]Outcome, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("concurrency limit must be at least 1, got %d", limit)
+	}
+	if after != nil && len(after) != len(calls) {
+		return nil, fmt.Errorf("call order for %d calls, not %d", len(after), len(calls))
 	}
 	out := make([]Outcome, len(calls))
 	errs := make([]error, len(calls))
@@ -120,6 +125,7 @@ func Run(ctx context.Context, calls []toolset.ToolCall, limit int, exec Exec) ([
 		errs[i] = err
 	}
 	if len(calls) <= 1 || limit == 1 {
+		// In call order, one at a time: every order is kept.
 		for i := range calls {
 			done := make(chan struct{})
 			go func() {
@@ -137,23 +143,55 @@ func Run(ctx context.Context, calls []toolset.ToolCall, limit int, exec Exec) ([
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sem := make(chan struct{}, limit)
+	done := make([]chan struct{}, len(calls))
+	for i := range done {
+		done[i] = make(chan struct{})
+	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	failed := false
-	started := 0
+	notStarted := -1 // the first call the caller's context ended before
 	for i := range calls {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		started++
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer close(done[i])
+			var deps []int
+			if after != nil {
+				deps = after[i]
+			}
+			started := func() bool {
+				for _, j := range deps {
+					if j < 0 || j >= i {
+						continue // not an earlier call: nothing to wait for
+					}
+					select {
+					case <-done[j]:
+					case <-ctx.Done():
+						return false
+					}
+				}
+				select {
+				case sem <- struct{}{}:
+					if ctx.Err() != nil {
+						<-sem
+						return false
+					}
+					return true
+				case <-ctx.Done():
+					return false
+				}
+			}()
+			if !started {
+				mu.Lock()
+				if notStarted < 0 || i < notStarted {
+					notStarted = i
+				}
+				mu.Unlock()
+				return
+			}
 			defer func() { <-sem }()
+			// Deferred: a handler's runtime.Goexit unwinds past guard.
 			defer func() {
 				if errs[i] != nil {
 					mu.Lock()
@@ -167,9 +205,9 @@ func Run(ctx context.Context, calls []toolset.ToolCall, limit int, exec Exec) ([
 	}
 	wg.Wait()
 	if !failed {
-		if started < len(calls) {
+		if notStarted >= 0 {
 			// The caller's context ended before every call started.
-			return nil, &CallError{Call: calls[started], Err: fmt.Errorf("not run: %w", context.Cause(ctx))}
+			return nil, &CallError{Call: calls[notStarted], Err: fmt.Errorf("not run: %w", context.Cause(ctx))}
 		}
 		return out, nil
 	}

@@ -214,7 +214,11 @@ func (p *Parser) value(l *Lexer, t Token) (any, error) {
 
 // Append appends v, a value as [Parser] makes them, compactly to dst, with
 // object members in their order and numbers as written. Strings are
-// written as encoding/json writes them without HTML escaping. It panics on
+// written as Go 1.26's encoding/json writes them without HTML escaping:
+// each invalid UTF-8 byte becomes the escape \ufffd on every toolchain (Go
+// 1.27's encoding/json writes the raw replacement character instead), so
+// that the bytes the library produces do not depend on the toolchain that
+// built it. It panics on
 // a value of any other type, which is a programming error.
 func Append(dst []byte, v any) []byte {
 	switch t := v.(type) {

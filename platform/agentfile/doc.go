@@ -16,7 +16,7 @@
 //	}
 //	defer agent.Close() // stops the MCP servers it started
 //
-//	run := toolset.NewRun(requestID, toolset.WithValue(agentfile.Role, "staff"))
+//	run := toolset.NewRun(requestID, agent.WithRole("staff"))
 //	defer run.End()
 //	turn := run.Turn(ctx)
 //	tools, err := toolset.BuildTools(turn, agent.Name, agent.Toolsets...)
@@ -28,11 +28,12 @@
 //	name: support                  # required: 1 to 128 bytes, one line
 //	instructions: |                # optional: system-prompt text
 //	  Answer the customer's questions about their orders.
+//	roleKey: plan                  # optional: the run value roles match ("role")
 //	toolsets:                      # in the order the model is sent the tools
 //	  - local: orders              # a Go toolset the program registers
 //	    prefix: orders             # tools become orders_<name>
 //	    rename: {lookup: find}     # before the prefix: orders_find
-//	    roles: [staff, admin]      # only runs whose role is one of these
+//	    roles: [staff, admin]      # only runs whose roleKey value is one of these
 //	    timeout: 30s               # each call; the model is told when it runs out
 //	    maxFailures: 3             # failing steps per run, then the tool is gone
 //	  - mcp:                       # an MCP server over stdio...
@@ -102,7 +103,11 @@
 // An entry's tools are given its policies, then renamed (rename maps the
 // source's names to new ones), then prefixed (prefix, followed by "_"
 // unless it ends in "_" or "-"), then filtered by roles: with roles, the
-// toolset shows only in runs whose [Role] value is one of them. A
+// toolset shows only in runs whose role is one of them. A run's role is
+// the string run value the file's roleKey names, "role" ([Role]) when it
+// names none: give it with [Agent.WithRole], which knows the key, or with
+// toolset.WithValue(toolset.NewKey[string](KEY), ...). A run without that
+// value sees no entry that has roles. A
 // deferred entry's tools stay out of the model's list until the agent's
 // tool search ("tool_search", appended to [Agent.Toolsets] when any entry
 // is deferred) finds them in the run.

@@ -26,6 +26,9 @@ type File struct {
 	Name string
 	// Instructions is the agent's system-prompt text, if any.
 	Instructions string
+	// RoleKey names the run value that entries' Roles are matched
+	// against (roleKey); empty means "role", [Role]'s name.
+	RoleKey string
 	// Toolsets are the agent's toolsets, in the file's order, which is
 	// the order of the tools the model is sent. In SAM's shape,
 	// spec.tools entries that name a tool of a package come after
@@ -113,7 +116,8 @@ type Entry struct {
 	Prefix string
 	// Rename maps the source's tool names (before Prefix) to new ones.
 	Rename map[string]string
-	// Roles, when not empty, show the toolset only to runs whose [Role]
+	// Roles, when not empty, show the toolset only to runs whose role
+	// (the string run value named by [File.RoleKey], [Role] by default)
 	// is one of them.
 	Roles []string
 	// Deferred keeps the tools out of the model's list until the agent's

@@ -435,7 +435,7 @@ func (p *parser) strList(n *yaml.Node, what string, item func(*yaml.Node) (strin
 
 // Keys of the project's own format.
 var (
-	nativeKeys = []string{"name", "instructions", "toolsets", "toolsetConfigs", "skills"}
+	nativeKeys = []string{"name", "instructions", "roleKey", "toolsets", "toolsetConfigs", "skills"}
 	entryKeys  = []string{"local", "mcp", "package", "prefix", "rename", "roles", "deferred",
 		"timeout", "cache", "rateLimit", "approval", "maxFailures", "config", "tools", "exclude"}
 	mcpKeys      = []string{"name", "command", "env", "url", "headers"}
@@ -466,6 +466,8 @@ func (p *parser) file(root *yaml.Node) *File {
 			}
 		case "instructions":
 			f.Instructions, _ = p.str(fl.val, "instructions", maxInstructions)
+		case "roleKey":
+			f.RoleKey, _ = p.name(fl.val, "roleKey")
 		case "toolsets":
 			f.Toolsets = p.toolsets(fl.val)
 		case "toolsetConfigs":

@@ -115,7 +115,7 @@ func TestEveryProblemHasItsPosition(t *testing.T) {
 		name, file string
 		want       []string
 	}{
-		{"unknown key", "name: a\nmodel: gpt\n", []string{`2:1: unknown key "model" in the agent file; known keys: name, instructions, toolsets, toolsetConfigs, skills`}},
+		{"unknown key", "name: a\nmodel: gpt\n", []string{`2:1: unknown key "model" in the agent file; known keys: name, instructions, roleKey, toolsets, toolsetConfigs, skills`}},
 		{"no name", "toolsets: []\n", []string{"1:1: the agent has no name; give it name: NAME"}},
 		{"name not a string", "name: [a]\n", []string{"1:7: the agent's name must be a string, not a list"}},
 		{"name with control", "name: \"a\\u0007b\"\n", []string{`1:7: the agent's name "a\ab" holds a control character`}},
@@ -175,7 +175,7 @@ func TestSeveralProblemsAreReportedAtOnce(t *testing.T) {
 	}
 	_, err = agentfile.Parse(data, "testdata/broken.yaml")
 	want := "" +
-		"testdata/broken.yaml:2:1: unknown key \"modle\" in the agent file; known keys: name, instructions, toolsets, toolsetConfigs, skills\n" +
+		"testdata/broken.yaml:2:1: unknown key \"modle\" in the agent file; known keys: name, instructions, roleKey, toolsets, toolsetConfigs, skills\n" +
 		"testdata/broken.yaml:4:5: a toolset needs a source: one of local, mcp or package\n" +
 		"testdata/broken.yaml:6:13: prefix \"not ok\" must be 1 to 62 letters, digits, '_' or '-'\n" +
 		"testdata/broken.yaml:7:14: timeout must be a duration such as \"30s\" or \"5m\", not \"forever\"\n" +

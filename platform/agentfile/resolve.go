@@ -1,9 +1,8 @@
 package agentfile
 
 import (
-	"bytes"
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -23,9 +21,11 @@ import (
 	"github.com/gotoolset/toolset/toolpkg/skill"
 )
 
-// Role is the run value an entry's roles are matched against: give a run
-// toolset.WithValue(agentfile.Role, "staff"). Its name is "role", so any
-// toolset.NewKey[string]("role") reads and sets the same value.
+// Role is the run value an entry's roles are matched against when the
+// file names no other (roleKey): give a run
+// toolset.WithValue(agentfile.Role, "staff"), or [Agent.WithRole] for any
+// file. Its name is "role", so any toolset.NewKey[string]("role") reads and
+// sets the same value.
 var Role = toolset.NewKey[string]("role")
 
 // Agent is a resolved agent file: its toolsets, ready for
@@ -40,8 +40,22 @@ type Agent struct {
 	// policies, then the tool search of the deferred ones if any. Close
 	// the Agent, not these: a local toolset belongs to the program.
 	Toolsets []toolset.Toolset
+	// RoleKey is the name of the run value the toolsets' roles are
+	// matched against: the file's roleKey, or "role".
+	RoleKey string
 
 	closers []io.Closer
+}
+
+// WithRole returns the run option that gives a run role as the value the
+// agent's roles are matched against (the file's roleKey, [Role] by
+// default).
+func (a *Agent) WithRole(role string) toolset.RunOption {
+	name := Role.Name()
+	if a != nil && a.RoleKey != "" {
+		name = a.RoleKey
+	}
+	return toolset.WithValue(toolset.NewKey[string](name), role)
 }
 
 // Close ends the MCP clients the agent started (a command server is
@@ -119,7 +133,8 @@ func (f *File) Resolve(ctx context.Context, opts *Options) (*Agent, error) {
 		return nil, err
 	}
 	ps := &problems{file: f.Filename}
-	a := &Agent{Name: f.Name, Instructions: f.Instructions}
+	a := &Agent{Name: f.Name, Instructions: f.Instructions, RoleKey: cmp.Or(f.RoleKey, Role.Name())}
+	roleKey := toolset.NewKey[string](a.RoleKey)
 	var deferred []toolset.Toolset
 	for i := range f.Toolsets {
 		e := &f.Toolsets[i]
@@ -133,7 +148,14 @@ func (f *File) Resolve(ctx context.Context, opts *Options) (*Agent, error) {
 		}
 		if e.hasPolicies() && e.MCP == nil {
 			origin := "agent:" + f.Name + "/toolsets[" + strconv.Itoa(i) + "]"
-			ts = &withPolicies{inner: ts, view: toolset.NewCombined(ts), policies: e.policies(), origin: origin, made: map[string]madeTool{}}
+			// The tools are made elsewhere (a local toolset, a package):
+			// each is offered again with the entry's policies. A tool made
+			// again for a changed definition keeps the failure budget and
+			// rate window of the one before, by its origin.
+			p := e.policies()
+			ts = toolset.NewGuarded(ts, func(t toolset.Tool) []toolset.ToolOption {
+				return append(p.options(&t), toolset.WithOrigin(origin))
+			})
 		}
 		if len(e.Rename) > 0 {
 			ts = toolset.NewRenamed(ts, e.Rename)
@@ -146,7 +168,7 @@ func (f *File) Resolve(ctx context.Context, opts *Options) (*Agent, error) {
 			}
 		}
 		if len(e.Roles) > 0 {
-			ts = toolset.NewFiltered(ts, hasRole(slices.Clone(e.Roles)))
+			ts = toolset.NewFiltered(ts, hasRole(roleKey, slices.Clone(e.Roles)))
 		}
 		a.Toolsets = append(a.Toolsets, ts)
 		if e.Deferred {
@@ -222,10 +244,11 @@ func only(names []string) toolset.Predicate {
 	}
 }
 
-// hasRole shows a toolset to runs whose Role is one of roles.
-func hasRole(roles []string) toolset.Predicate {
+// hasRole shows a toolset to runs whose role, the value of key, is one of
+// roles.
+func hasRole(key toolset.Key[string], roles []string) toolset.Predicate {
 	return func(ctx context.Context, _ toolset.Tool) (bool, error) {
-		return slices.Contains(roles, Role.Get(ctx)), nil
+		return slices.Contains(roles, key.Get(ctx)), nil
 	}
 }
 
@@ -324,136 +347,4 @@ func (a *Agent) mcp(ps *problems, e *Entry, opts *Options) toolset.Toolset {
 	ts := mcptoolset.NewHTTP(m.URL, append(mopts, opts.MCP...)...)
 	a.closers = append(a.closers, ts)
 	return ts
-}
-
-// withPolicies gives the tools of a toolset whose tools are made
-// elsewhere (a local toolset, a package) the entry's policies. The
-// library sets policies when a tool is made, so each tool is offered as
-// a tool of its own with the same name, description and schemas and
-// those policies, whose handler calls the original (with its own
-// policies, if it has any). A made tool is kept while the original stays
-// the same tool with the same definition, so its cache, rate-limit window
-// and failure budget last from turn to turn; a new version of a package
-// makes new tools.
-type withPolicies struct {
-	inner toolset.Toolset
-	// view is inner as the library gives its tools to a turn: with the
-	// tools' own enabled and prepare functions applied, which a made tool
-	// does not carry, so that a policy never shows a tool its owner hides
-	// from the turn.
-	view     toolset.Toolset
-	policies policies
-	// origin is that of the tools made in front of the inner ones (see
-	// toolset.WithOrigin): a tool made again, for an inner tool of the
-	// same name whose definition changed, keeps the failure budget and the
-	// rate window of the one before.
-	origin string
-
-	mu   sync.Mutex
-	made map[string]madeTool
-	last []toolset.Tool // the list GetTools last returned, which the caller must not change
-}
-
-type madeTool struct {
-	inner, outer toolset.Tool
-}
-
-// GetTools implements toolset.Toolset.
-func (w *withPolicies) GetTools(ctx context.Context) ([]toolset.Tool, error) {
-	tools, err := w.view.GetTools(ctx)
-	if err != nil {
-		return nil, err
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	// A steady turn offers the tools made for the last one, in the same
-	// order: the same list is returned, so that the library's memo of it
-	// holds from turn to turn at no cost.
-	if len(w.last) == len(tools) {
-		same := true
-		for i, t := range tools {
-			m, ok := w.made[t.Name]
-			if !ok || !m.outer.Same(w.last[i]) || !sameDefinition(m.inner, t) {
-				same = false
-				break
-			}
-		}
-		if same {
-			return w.last, nil
-		}
-	}
-	out := make([]toolset.Tool, len(tools))
-	for i, t := range tools {
-		if m, ok := w.made[t.Name]; ok && sameDefinition(m.inner, t) {
-			out[i] = m.outer
-			continue
-		}
-		outer := wrapTool(t, append(w.policies.options(&t), toolset.WithOrigin(w.origin)))
-		w.made[t.Name] = madeTool{inner: t, outer: outer}
-		out[i] = outer
-	}
-	w.last = out
-	if len(w.made) > 2*len(tools)+64 {
-		keep := make(map[string]bool, len(tools))
-		for _, t := range tools {
-			keep[t.Name] = true
-		}
-		for name := range w.made {
-			if !keep[name] {
-				delete(w.made, name)
-			}
-		}
-	}
-	return out, nil
-}
-
-// sameDefinition says whether b is a and offered as a was.
-func sameDefinition(a, b toolset.Tool) bool {
-	if !a.Same(b) || a.Description != b.Description {
-		return false
-	}
-	if a.Parameters == b.Parameters && a.Returns == b.Returns {
-		return true
-	}
-	pa, errA := a.ParametersJSON()
-	pb, errB := b.ParametersJSON()
-	if errA != nil || errB != nil || !bytes.Equal(pa, pb) {
-		return false
-	}
-	ra, _ := json.Marshal(a.Returns)
-	rb, _ := json.Marshal(b.Returns)
-	return bytes.Equal(ra, rb)
-}
-
-// wrapTool offers inner as a tool of its own with the options opts.
-func wrapTool(inner toolset.Tool, opts []toolset.ToolOption) toolset.Tool {
-	unreachable := func(context.Context, json.RawMessage) (any, error) {
-		return nil, errors.New("agentfile: tool called past its middleware")
-	}
-	call := func(toolset.Handler) toolset.Handler {
-		return func(ctx context.Context, c toolset.ToolCall) (any, error) {
-			res, err := inner.Execute(ctx, c)
-			// The outer tool names the error once.
-			var te *toolset.ToolError
-			if errors.As(err, &te) && te.Tool == c.Name && te.Err != nil && err == error(te) {
-				return res, te.Err
-			}
-			return res, err
-		}
-	}
-	all := append([]toolset.ToolOption{
-		toolset.WithMetadata(inner.Metadata),
-		toolset.WithReturns(inner.Returns),
-		toolset.WithMiddleware(call),
-	}, opts...)
-	return toolset.NewRawTool(inner.Name, inner.Description, inner.Parameters, unreachable, all...)
-}
-
-// Label implements toolset.Labeler, forwarding the inner toolset's.
-func (w *withPolicies) Label() string { return toolset.LabelOf(w.inner) }
-
-// Instructions implements toolset.InstructionsProvider, forwarding the
-// inner toolset's.
-func (w *withPolicies) Instructions(ctx context.Context) (string, error) {
-	return toolset.Instructions(ctx, w.inner)
 }

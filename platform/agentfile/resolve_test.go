@@ -109,6 +109,56 @@ toolsets:
 	}
 }
 
+// A file's roleKey names the run value its roles match: the default key no
+// longer shows the entry, the named one does, and Agent.WithRole sets
+// whichever the file names.
+func TestRoleKeyNamesTheRunValueRolesMatch(t *testing.T) {
+	a := resolve(t, `
+name: support
+roleKey: plan
+toolsets:
+  - local: faq
+  - local: orders
+    roles: [pro]
+`, &agentfile.Options{Local: registry(nil)})
+	if a.RoleKey != "plan" {
+		t.Fatalf("RoleKey = %q, want plan", a.RoleKey)
+	}
+	all := []string{"answer", "lookup", "cancel", "wait"}
+	for _, tc := range []struct {
+		name string
+		opt  toolset.RunOption
+		want []string
+	}{
+		{"the default key", toolset.WithValue(agentfile.Role, "pro"), []string{"answer"}},
+		{"the named key", toolset.WithValue(toolset.NewKey[string]("plan"), "pro"), all},
+		{"WithRole", a.WithRole("pro"), all},
+		{"WithRole of another role", a.WithRole("free"), []string{"answer"}},
+	} {
+		run := toolset.NewRun("run", tc.opt)
+		if got := names(t, run.Turn(context.Background()), a); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s sees %v, want %v", tc.name, got, tc.want)
+		}
+		run.End()
+	}
+	// Without roleKey, WithRole sets Role.
+	b := resolve(t, "name: b\ntoolsets:\n  - local: orders\n    roles: [pro]\n", &agentfile.Options{Local: registry(nil)})
+	run := toolset.NewRun("run", b.WithRole("pro"))
+	defer run.End()
+	if got := agentfile.Role.Get(run.Turn(context.Background())); got != "pro" {
+		t.Errorf("WithRole without roleKey set Role to %q", got)
+	}
+}
+
+func TestRoleKeyMustBeAName(t *testing.T) {
+	for _, doc := range []string{"name: a\nroleKey: \"\"\ntoolsets: []\n", "name: a\nroleKey: [x]\ntoolsets: []\n"} {
+		_, err := agentfile.Parse([]byte(doc), "agent.yaml")
+		if err == nil || !strings.Contains(err.Error(), "roleKey") {
+			t.Errorf("%q: err = %v, want one naming roleKey", doc, err)
+		}
+	}
+}
+
 func TestPrefixEndingInSeparatorIsUsedAsItIs(t *testing.T) {
 	a := resolve(t, "name: a\ntoolsets:\n  - local: faq\n    prefix: help__\n", &agentfile.Options{Local: registry(nil)})
 	if got := names(t, context.Background(), a); !reflect.DeepEqual(got, []string{"help__answer"}) {

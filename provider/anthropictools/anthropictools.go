@@ -168,7 +168,7 @@ func WithApprover(approver toolset.Approver) Option { return adapter.WithApprove
 // step of its run (see [toolset.ToolList]). A call whose handler panics or
 // calls runtime.Goexit stops the run with a [*toolset.PanicError].
 func RunCalls(ctx context.Context, tools *toolset.ToolList, content []anthropic.ContentBlockUnion, opts ...Option) ([]anthropic.ContentBlockParamUnion, error) {
-	return adapter.RunCalls(ctx, pkg, Calls(content), adapter.Apply(opts), tools.Execute, resultBlock)
+	return adapter.RunCalls(ctx, pkg, tools, Calls(content), adapter.Apply(opts), tools.Execute, resultBlock)
 }
 
 // ResultBlock returns the tool_result block for a call that the

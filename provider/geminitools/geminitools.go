@@ -183,7 +183,7 @@ func RunCalls(ctx context.Context, tools *toolset.ToolList, content *genai.Conte
 	if err != nil || len(calls) == 0 {
 		return nil, err
 	}
-	parts, err := adapter.RunCalls(ctx, pkg, calls, adapter.Apply(opts), tools.Execute, responsePart)
+	parts, err := adapter.RunCalls(ctx, pkg, tools, calls, adapter.Apply(opts), tools.Execute, responsePart)
 	if err != nil {
 		return nil, err
 	}

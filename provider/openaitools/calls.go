@@ -61,7 +61,7 @@ func RunChatCalls(ctx context.Context, tools *toolset.ToolList, calls []openai.C
 	if err != nil {
 		return nil, err
 	}
-	return adapter.RunCalls(ctx, pkg, tcs, adapter.Apply(opts), execute(tools), chatMessage)
+	return adapter.RunCalls(ctx, pkg, tools, tcs, adapter.Apply(opts), execute(tools), chatMessage)
 }
 
 // ChatToolMessage returns the tool message for a call that the application
@@ -104,7 +104,7 @@ func ResponseCalls(items []responses.ResponseOutputItemUnion) []toolset.ToolCall
 // [*toolset.Content] result are sent as input_image parts; other media are
 // described in text.
 func RunResponseCalls(ctx context.Context, tools *toolset.ToolList, items []responses.ResponseOutputItemUnion, opts ...Option) ([]responses.ResponseInputItemUnionParam, error) {
-	return adapter.RunCalls(ctx, pkg, ResponseCalls(items), adapter.Apply(opts), execute(tools), responseOutput)
+	return adapter.RunCalls(ctx, pkg, tools, ResponseCalls(items), adapter.Apply(opts), execute(tools), responseOutput)
 }
 
 // ResponseOutput returns the function_call_output item for a call that the

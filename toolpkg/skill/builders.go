@@ -26,3 +26,8 @@ func (t *Toolset) Prepared(fn toolset.PrepareFunc) *toolset.Prepared {
 func (t *Toolset) CombinedWith(others ...toolset.Toolset) *toolset.Combined {
 	return toolset.NewCombined(append([]toolset.Toolset{t}, others...)...)
 }
+
+// Guarded returns toolset.NewGuarded(t, guard).
+func (t *Toolset) Guarded(guard func(toolset.Tool) []toolset.ToolOption) *toolset.Guarded {
+	return toolset.NewGuarded(t, guard)
+}

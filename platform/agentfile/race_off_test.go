@@ -1,0 +1,5 @@
+//go:build !race
+
+package agentfile_test
+
+const raceDetector = false
