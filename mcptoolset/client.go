@@ -116,19 +116,39 @@ func NewHTTP(endpoint string, opts ...Option) *Toolset {
 	if err == nil && u.Host != "" {
 		name = u.Host
 	}
+	dial := func(cfg *config, oauth *identityAuth) DialFunc {
+		return func(ctx context.Context) (mcp.Transport, error) {
+			if oauth != nil {
+				if err := oauth.resolve(ctx); err != nil {
+					return nil, err
+				}
+			}
+			if err != nil {
+				return nil, fmt.Errorf("invalid URL: %w", err)
+			}
+			if u.Scheme != "http" && u.Scheme != "https" {
+				return nil, fmt.Errorf("invalid URL %q: the scheme must be http or https", endpoint)
+			}
+			hc := boundedClient(cfg.httpClient, u)
+			if len(cfg.httpHeader) > 0 {
+				hc.Transport = originHeaders{base: hc.Transport, scheme: u.Scheme, host: u.Host, header: cfg.httpHeader}
+			}
+			tr := &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc}
+			if oauth != nil {
+				tr.OAuthHandler = oauth
+			}
+			return tr, nil
+		}
+	}
 	ts := NewTransport(name, nil, opts...)
-	ts.c.dial = func(context.Context) (mcp.Transport, error) {
-		if err != nil {
-			return nil, fmt.Errorf("invalid URL: %w", err)
-		}
-		if u.Scheme != "http" && u.Scheme != "https" {
-			return nil, fmt.Errorf("invalid URL %q: the scheme must be http or https", endpoint)
-		}
-		hc := boundedClient(ts.c.cfg.httpClient, u)
-		if len(ts.c.cfg.httpHeader) > 0 {
-			hc.Transport = originHeaders{base: hc.Transport, scheme: u.Scheme, host: u.Host, header: ts.c.cfg.httpHeader}
-		}
-		return &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc}, nil
+	cfg := &ts.c.cfg
+	ts.c.dial = dial(cfg, nil)
+	if cfg.hasIdentity || cfg.tokenSource != nil || cfg.authz != nil {
+		ts.c.ids = newIdentities(cfg, cfg.name, func(_ string, a *identityAuth) *conn {
+			c := newConn(name, nil, opts)
+			c.dial = dial(&c.cfg, a)
+			return c
+		})
 	}
 	return ts
 }
@@ -161,6 +181,10 @@ func (t *Toolset) GetTools(ctx context.Context) ([]toolset.Tool, error) {
 	c := t.c
 	if t.released.Load() {
 		return nil, c.errorf("list tools", "", ErrClosed)
+	}
+	c, err := t.route(ctx, "list tools")
+	if err != nil {
+		return nil, err
 	}
 	tools, err := c.tools(ctx)
 	if err != nil {
@@ -202,6 +226,10 @@ func (t *Toolset) Instructions(ctx context.Context) (string, error) {
 	if t.released.Load() {
 		return "", c.errorf("connect", "", ErrClosed)
 	}
+	c, err := t.route(ctx, "connect")
+	if err != nil {
+		return "", err
+	}
 	s, err := c.session(ctx)
 	if err != nil {
 		if c.skippable(ctx, err) {
@@ -216,8 +244,9 @@ func (t *Toolset) Instructions(ctx context.Context) (string, error) {
 }
 
 // Session returns the connected session, connecting first if needed, for
-// what the toolset does not cover (prompts, resources). Do not close it:
-// it belongs to the toolset.
+// what the toolset does not cover (prompts, resources); for a toolset of
+// identities ([WithIdentity]), the session of the identity of the run of
+// ctx. Do not close it: it belongs to the toolset.
 func (t *Toolset) Session(ctx context.Context) (*mcp.ClientSession, error) {
 	if t == nil || t.c == nil {
 		return nil, errZero
@@ -225,7 +254,25 @@ func (t *Toolset) Session(ctx context.Context) (*mcp.ClientSession, error) {
 	if t.released.Load() {
 		return nil, t.c.errorf("connect", "", ErrClosed)
 	}
-	return t.c.session(ctx)
+	c, err := t.route(ctx, "connect")
+	if err != nil {
+		return nil, err
+	}
+	return c.session(ctx)
+}
+
+// route returns the connection of the run of ctx: the toolset's, or,
+// for a toolset of identities, the identity's.
+func (t *Toolset) route(ctx context.Context, op string) (*conn, error) {
+	ids := t.c.ids
+	if ids == nil {
+		return t.c, nil
+	}
+	c, err := ids.conn(ids.of(ctx))
+	if err != nil {
+		return nil, t.c.errorf(op, "", err)
+	}
+	return c, nil
 }
 
 // ToolsChanged drops the cached tool list, so the next GetTools lists the
@@ -234,6 +281,9 @@ func (t *Toolset) Session(ctx context.Context) (*mcp.ClientSession, error) {
 func (t *Toolset) ToolsChanged() {
 	if t != nil && t.c != nil {
 		t.c.invalidate()
+		if t.c.ids != nil {
+			t.c.ids.each((*conn).invalidate)
+		}
 	}
 }
 
@@ -241,13 +291,27 @@ func (t *Toolset) ToolsChanged() {
 // a schema that does not compile or refers outside itself, a tool over the
 // limits of [WithListLimits], a name listed twice. They are not offered to
 // the model; each was logged once as a warning.
+//
+// For a toolset of identities ([WithIdentity], [WithTokenSource]), each
+// identity's connection lists on its own: InvalidTools gathers the
+// refusals of every identity's last listing, and [Toolset.RefusedTools]
+// gives those of the run's identity.
 func (t *Toolset) InvalidTools() []*InvalidToolError {
 	if t == nil || t.c == nil {
 		return nil
 	}
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	return slices.Clone(t.c.invalid)
+	out := t.c.invalidTools()
+	if t.c.ids != nil {
+		t.c.ids.each(func(c *conn) { out = append(out, c.invalidTools()...) })
+	}
+	return out
+}
+
+// invalidTools returns the refusals of c's last listing.
+func (c *conn) invalidTools() []*InvalidToolError {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.invalid)
 }
 
 // RefusedTools implements [toolset.RefusalReporter], so that
@@ -256,8 +320,15 @@ func (t *Toolset) InvalidTools() []*InvalidToolError {
 // [toolset.ReasonRefused] that says why: "the name is not one a model can
 // call (...); offer it under a mapped name with
 // mcptoolset.WithNameMapping(mcptoolset.ProviderSafeNames)".
-func (t *Toolset) RefusedTools(context.Context) []toolset.ToolExplanation {
-	invalid := t.InvalidTools()
+func (t *Toolset) RefusedTools(ctx context.Context) []toolset.ToolExplanation {
+	var invalid []*InvalidToolError
+	if t != nil && t.c != nil && t.c.ids != nil {
+		if c := t.c.ids.lookup(t.c.ids.of(ctx)); c != nil {
+			invalid = c.c.invalidTools()
+		}
+	} else {
+		invalid = t.InvalidTools()
+	}
 	if len(invalid) == 0 {
 		return nil
 	}

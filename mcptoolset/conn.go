@@ -18,6 +18,10 @@ type conn struct {
 	cfg   config
 	label string
 	dial  DialFunc
+	// ids are the connections of each identity, which a toolset of
+	// WithIdentity or WithTokenSource uses instead of this one; nil for
+	// none.
+	ids *identities
 
 	mu       sync.Mutex
 	refs     int
@@ -105,7 +109,8 @@ func (c *conn) errorf(op, tool string, err error) error {
 // skippable reports whether err may be skipped under WithSkipUnavailable, and
 // logs the warning when it is.
 func (c *conn) skippable(ctx context.Context, err error) bool {
-	if !c.cfg.skip || ctx.Err() != nil || errors.Is(err, ErrClosed) {
+	var are *AuthRequiredError
+	if !c.cfg.skip || ctx.Err() != nil || errors.Is(err, ErrClosed) || errors.As(err, &are) {
 		return false
 	}
 	// A failure returned again during the retry delay is the same value:
@@ -304,8 +309,11 @@ func (c *conn) release() error {
 	c.sess, c.given, c.cache = nil, nil, nil
 	c.mu.Unlock()
 	var err error
+	if c.ids != nil {
+		err = c.ids.close()
+	}
 	if s != nil {
-		err = s.Close()
+		err = errors.Join(err, s.Close())
 	}
 	c.watchers.Wait()
 	if given != nil {

@@ -483,6 +483,71 @@
 // either side, under that trace context; package oteltoolset/otelmcp
 // records them as the spans of the MCP semantic conventions.
 //
+// # OAuth
+//
+// Both ends speak the authorization of the MCP specification: OAuth 2.1
+// bearer tokens, with the protected resource metadata of RFC 9728.
+//
+// A served toolset checks the tokens of an issuer: [NewTokenVerifier]
+// finds the issuer's keys from its metadata (RFC 8414 or OpenID Connect
+// discovery) and verifies JWT access tokens with go-jose (signature,
+// iss, aud, exp, nbf); [WithOAuth] makes [Server.HTTPHandler] refuse a
+// request without such a token with 401 and a WWW-Authenticate header
+// whose resource_metadata names the metadata that
+// [OAuthConfig.MetadataHandler] serves:
+//
+//	v, err := mcptoolset.NewTokenVerifier(ctx, "https://login.example.com", "https://tools.example.com/mcp", nil)
+//	oauth := &mcptoolset.OAuthConfig{Verifier: v.Verify, AuthorizationServers: []string{"https://login.example.com"},
+//		Resource: "https://tools.example.com/mcp", ScopesSupported: []string{"tickets:read", "tickets:write"}}
+//	srv := mcptoolset.NewServer(tools, mcptoolset.WithOAuth(oauth))
+//	mux.Handle("/mcp", srv.HTTPHandler(nil))
+//	mux.Handle(mcptoolset.ProtectedResourceMetadataPath+"/", oauth.MetadataHandler())
+//
+// The token's scopes are the run value [TokenScopes] ("scopes") of the
+// run its session or run handle begins, which is what decides which tools
+// a run sees: the required_scopes of packaged tools (package toolpkg)
+// read it, and so can any filter:
+//
+//	admin := func(ctx context.Context, t toolset.Tool) (bool, error) {
+//		return t.Metadata["scope"] == "" || slices.Contains(mcptoolset.TokenScopes.Get(ctx), t.Metadata["scope"]), nil
+//	}
+//
+// so a tool that needs a scope is neither listed nor callable with a
+// token without it. A [RunContextFunc] of the application's adds the
+// token's values with [TokenRunOptions]. A session stays bound to the
+// user and scopes of the token that began it (see [WithOAuth]). A token
+// over [MaxTokenBytes] is refused unread; the key set is bounded
+// ([MaxJWKSBytes], [MaxJWKSKeys]) and fetched with a timeout; a refused
+// token's [*TokenError] says why ("expired", "wrong audience") and never
+// holds the token.
+//
+// A toolset of [NewHTTP] calls a protected server as the identity of
+// each run: [WithIdentity] names the run value that says who the run is,
+// [WithTokenSource] gives each identity its tokens (golang.org/x/oauth2
+// sources, which refresh), and each identity has a connection of its own,
+// at most [WithMaxIdentities]. [WithAuthorization] gets the token of an
+// identity that has none through the SDK's authorization code flow
+// (discovery, PKCE, client ID metadata documents or registration, the
+// RFC 9207 iss check, refresh): the run's request fails with an
+// [*AuthRequiredError] carrying the URL to send the user to, the agent
+// pauses, and [Toolset.CompleteAuthorization] resumes it with what the
+// authorization server sent back:
+//
+//	gh := mcptoolset.NewHTTP("https://mcp.example.com/mcp",
+//		mcptoolset.WithIdentity(UserID),
+//		mcptoolset.WithAuthorization(&auth.AuthorizationCodeHandlerConfig{
+//			ClientIDMetadataDocumentConfig: &auth.ClientIDMetadataDocumentConfig{URL: "https://app.example.com/client.json"},
+//			RedirectURL:                    "https://app.example.com/oauth/callback",
+//		}, 0))
+//	_, err := toolset.BuildTools(turn, "assistant", gh)
+//	if are, ok := errors.AsType[*mcptoolset.AuthRequiredError](err); ok {
+//		// send the user to are.URL; at the callback:
+//		err = gh.CompleteAuthorization(ctx, user, &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")})
+//	}
+//
+// A token is sent to the endpoint's origin only: a redirect elsewhere is
+// refused (see [RedirectError]) before the request is sent.
+//
 // # Limits
 //
 // Every bound and timeout, with its default. A timeout or delay set to
@@ -498,6 +563,10 @@
 //     [DefaultListTimeout] (30 seconds), and at most 1,000 pages;
 //   - a call's wait for its answer: [WithCallTimeout],
 //     [DefaultCallTimeout] (5 minutes);
+//   - identities with a connection of their own: [WithMaxIdentities],
+//     [DefaultMaxIdentities] (64), the least recently used closed;
+//   - an authorization waiting for [Toolset.CompleteAuthorization]:
+//     [DefaultAuthorizationTimeout] (10 minutes, see [WithAuthorization]);
 //   - the tool list cache: kept until list_changed; [WithCacheTTL]
 //     (default none), the server's ttlMs within [MinListTTL] (1 second)
 //     and [MaxListTTL] (1 hour), [WithoutCache];
@@ -549,5 +618,11 @@
 //     kept [DefaultTaskRetention] (10 minutes), at most
 //     [DefaultTaskMaxRetained] (1,024) kept, polls suggested every
 //     [DefaultTaskPollInterval] (500 milliseconds); a task ID named in a
-//     request of at most 256 bytes, a status message of 1 KiB.
+//     request of at most 256 bytes, a status message of 1 KiB;
+//   - with [WithOAuth]: a bearer token of at most [MaxTokenBytes] (16 KiB)
+//     and [MaxTokenScopes] (256) scopes; the issuer's metadata 1 MiB, its
+//     key set [MaxJWKSBytes] (1 MiB) and [MaxJWKSKeys] (64) keys, each
+//     fetched within 10 seconds, the key set again at most every 30
+//     seconds for a token signed with an unknown key; a clock skew of one
+//     minute ([VerifierOptions]).
 package mcptoolset

@@ -45,3 +45,12 @@ func HandleRuns(s *Server) int { return s.handles.len() }
 // SetApprovalClock sets the clock by which s mints and checks the
 // requestState of requests for approval.
 func SetApprovalClock(s *Server, now func() time.Time) { s.approvals.now = now }
+
+// SetMinKeyRefresh sets the least time between two fetches of a
+// TokenVerifier's key set, for a test, and returns a function that
+// restores it.
+func SetMinKeyRefresh(d time.Duration) (restore func()) {
+	old := minKeyRefresh
+	minKeyRefresh = d
+	return func() { minKeyRefresh = old }
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gotoolset/toolset"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -39,6 +40,13 @@ type config struct {
 	trace          toolset.TracePropagator
 	requests       RequestObserver
 	maxTaskWait    time.Duration
+
+	identity      toolset.Key[string]
+	hasIdentity   bool
+	tokenSource   TokenSourceFunc
+	maxIdentities int
+	authz         *auth.AuthorizationCodeHandlerConfig
+	authzTimeout  time.Duration
 }
 
 // Defaults of the options.

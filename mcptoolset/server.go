@@ -46,6 +46,8 @@ type Server struct {
 	binding func(*Request) string
 	listTTL time.Duration
 
+	oauth *OAuthConfig // nil for none
+
 	approvals *handleKeys // signs the requestState of requests for approval
 	answering sync.Map    // run ID and call ID of the answers being handled
 
@@ -149,6 +151,7 @@ type serverConfig struct {
 	binding      func(*Request) string
 	listTTL      time.Duration
 	approvalTTL  time.Duration
+	oauth        *OAuthConfig
 
 	longRunning func(toolset.Tool) bool
 	taskLimits  TaskLimits
@@ -315,6 +318,15 @@ func NewServer(ts toolset.Toolset, opts ...ServerOption) *Server {
 		s.agent = impl.Name
 	}
 	s.listTTL = cfg.listTTL
+	if cfg.oauth != nil {
+		cfg.oauth.check()
+		s.oauth = cfg.oauth
+		if cfg.runCtx == nil && cfg.runOpts == nil {
+			cfg.runCtx = tokenRun
+			cfg.runOpts = func(_ context.Context, r *Request) ([]toolset.RunOption, error) { return TokenRunOptions(r), nil }
+			s.runCtx = cfg.runCtx
+		}
+	}
 	s.setupHandles(&cfg)
 	s.approvals = approvalKeysFor(&cfg, s.keys)
 	if _, ok := ts.(toolset.InstructionsProvider); ok && so.Instructions == "" {
@@ -392,25 +404,42 @@ func (s *Server) ServeStdio(ctx context.Context) error {
 // The SDK's handler serves sessions or the 2026-07-28 revision, not both;
 // this one holds one of each and sends each request to the one for its
 // revision.
+//
+// With [WithOAuth], the handler serves only requests with a bearer token
+// the configuration's verifier accepts (see [OAuthConfig.Protect]).
 func (s *Server) HTTPHandler(opts *mcp.StreamableHTTPOptions) http.Handler {
 	get := func(*http.Request) *mcp.Server { return s.srv }
 	var o mcp.StreamableHTTPOptions
 	if opts != nil {
 		o = *opts
 	}
+	protect := func(h http.Handler) http.Handler { return h }
+	if s.oauth != nil {
+		protect = s.oauth.Protect
+	}
 	if o.Stateless {
-		return mcp.NewStreamableHTTPHandler(get, &o)
+		return protect(mcp.NewStreamableHTTPHandler(get, &o))
 	}
 	stateful := mcp.NewStreamableHTTPHandler(get, &o)
 	o.Stateless = true
 	stateless := mcp.NewStreamableHTTPHandler(get, &o)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if modernRevision(r.Header.Get("MCP-Protocol-Version")) {
 			stateless.ServeHTTP(w, r)
 			return
 		}
 		stateful.ServeHTTP(w, r)
-	})
+	}))
+}
+
+// tokenRun is the default run of a session of a server with WithOAuth:
+// the default run, with the request's token's run values.
+func tokenRun(_ context.Context, r *Request) (*toolset.RunContext, error) {
+	id := ""
+	if r.Session != nil && r.Session.ID() != "" {
+		id = "mcp-" + r.Session.ID()
+	}
+	return toolset.NewRun(id, TokenRunOptions(r)...), nil
 }
 
 // firstSessionless is the first protocol revision without sessions.

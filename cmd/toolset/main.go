@@ -7,7 +7,7 @@
 //	toolset inspect ZIP [--json] [--sandbox MODE]
 //	toolset call ZIP TOOL 'JSON' [--config KEY=VALUE]... [--sandbox MODE]
 //	toolset call --broker URL TOOLSET TOOL 'JSON' [--config KEY=VALUE]...
-//	toolset serve ZIP [--config KEY=VALUE]... [--sandbox MODE] [--http ADDR [--token-file FILE | --insecure-no-auth] [--run-key-file FILE]]
+//	toolset serve ZIP [--config KEY=VALUE]... [--sandbox MODE] [--http ADDR [--token-file FILE | --insecure-no-auth | --oauth-issuer URL --oauth-audience AUD] [--run-key-file FILE]]
 //	toolset serve --agent FILE [--store DIR | --broker URL] [--role ROLE] [--http ADDR ...]
 //	toolset serve --agent NAME --platform URL [--platform-token-file FILE] [--secrets FILE]
 //		[--store DIR | --broker URL] [--role ROLE] [--http ADDR ...]
@@ -187,7 +187,8 @@ Commands:
   call --broker URL TOOLSET TOOL JSON [--config KEY=VALUE]...
         the same, on a runtime of the broker at URL that serves TOOLSET
   serve ZIP [--config KEY=VALUE]... [--sandbox MODE] [--name NAME]
-        [--http ADDR [--token-file FILE | --insecure-no-auth] [--run-key-file FILE]
+        [--http ADDR [--token-file FILE | --insecure-no-auth |
+        --oauth-issuer URL --oauth-audience AUD [--oauth-resource URL]] [--run-key-file FILE]
         [--shutdown-timeout D] [--max-calls N]]
         serve the package's tools as an MCP server over stdin and stdout, or
         with --http over streamable HTTP at http://ADDR/mcp, for clients
@@ -198,6 +199,12 @@ Commands:
         (at least 32 bytes, shared by replicas; default a random key) from
         it, the runs kept in memory (no shared run store); the artifacts a
         call saves are its run's alone, under names with a random suffix.
+        With --oauth-issuer the tokens are OAuth access tokens (JWTs) of
+        that authorization server, checked against the keys its metadata
+        names (signature, iss, aud --oauth-audience, exp); a 401 points to
+        the protected resource metadata at
+        /.well-known/oauth-protected-resource/mcp, and a token's scopes are
+        its runs' scopes, which the tools' required_scopes need.
         A tool whose timeout is over 300 seconds is served as an MCP task to
         clients that declare the Tasks extension: the call returns at once,
         and the client polls it
@@ -897,7 +904,15 @@ func packagedLongRunning(info toolpkg.Info) func(toolset.Tool) bool {
 // serveMCP serves srv on stdio, or over HTTP with --http.
 func serveMCP(ctx context.Context, srv *mcptoolset.Server, hf *httpFlags, ha httpAuth, callBound time.Duration, stdout, stderr io.Writer) error {
 	if hf.addr != "" {
-		return serveHTTP(ctx, &httpServer{srv: srv, tokens: ha.tokens, bindingKey: ha.runKey, callBound: callBound, logger: warnLogger(stderr), maxCalls: int64(hf.maxCalls)}, hf, stderr)
+		h := &httpServer{srv: srv, tokens: ha.tokens, bindingKey: ha.runKey, callBound: callBound, logger: warnLogger(stderr), maxCalls: int64(hf.maxCalls)}
+		if ha.oauthIssuer != "" {
+			oc, err := oauthConfig(ctx, ha)
+			if err != nil {
+				return err
+			}
+			h.oauth = oc
+		}
+		return serveHTTP(ctx, h, hf, stderr)
 	}
 	err := srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
 	if ctx.Err() != nil {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"runtime"
 	"strings"
 	"sync"
@@ -79,6 +80,8 @@ type httpFlags struct {
 	shutdown   time.Duration
 	maxCalls   int
 	runKeyFile string
+
+	oauthIssuer, oauthAudience, oauthResource string
 }
 
 func addHTTPFlags(fs *flag.FlagSet) *httpFlags {
@@ -88,6 +91,9 @@ func addHTTPFlags(fs *flag.FlagSet) *httpFlags {
 	fs.BoolVar(&hf.insecure, "insecure-no-auth", false, "serve over HTTP without a bearer token (local use only)")
 	fs.DurationVar(&hf.shutdown, "shutdown-timeout", defaultShutdownTimeout, "how long calls in flight may go on after SIGINT or SIGTERM")
 	fs.IntVar(&hf.maxCalls, "max-calls", 0, fmt.Sprintf("how many calls the runner handles at once, beyond which it answers 503 (default: %d per CPU)", callsPerCPU))
+	fs.StringVar(&hf.oauthIssuer, "oauth-issuer", "", "accept OAuth access tokens (JWTs) of the authorization server at URL instead of static tokens: its keys are found from its metadata, and each token's scopes are its runs' \"scopes\" (which required_scopes read); needs --oauth-audience, excludes --token-file and --insecure-no-auth")
+	fs.StringVar(&hf.oauthAudience, "oauth-audience", "", "with --oauth-issuer: the audience (aud) tokens must name, usually the endpoint's URL")
+	fs.StringVar(&hf.oauthResource, "oauth-resource", "", "with --oauth-issuer: the endpoint's public URL (https://host/mcp) published in its protected resource metadata (default: made from each request's Host)")
 	fs.StringVar(&hf.runKeyFile, "run-key-file", "", "the file holding the key (at least 32 bytes) that signs the run handles of 2026-07-28 clients, for replicas to share (default: a random key of this process); runs are kept in the process's memory")
 	return hf
 }
@@ -100,6 +106,10 @@ type httpAuth struct {
 	tokens []string
 	// runKey signs run handles; nil for a random key of the process.
 	runKey []byte
+	// oauthIssuer, oauthAudience and oauthResource are those of
+	// --oauth-issuer: tokens are verified against the issuer's keys
+	// rather than compared with tokens.
+	oauthIssuer, oauthAudience, oauthResource string
 }
 
 // auth checks the flags and returns the bearer tokens that clients may
@@ -108,8 +118,8 @@ type httpAuth struct {
 // start at once.
 func (hf *httpFlags) auth() (httpAuth, error) {
 	if hf.addr == "" {
-		if hf.tokenFile != "" || hf.insecure || hf.maxCalls != 0 || hf.runKeyFile != "" {
-			return httpAuth{}, usagef("--token-file, --insecure-no-auth, --max-calls and --run-key-file go with --http ADDR")
+		if hf.tokenFile != "" || hf.insecure || hf.maxCalls != 0 || hf.runKeyFile != "" || hf.oauthIssuer != "" || hf.oauthAudience != "" || hf.oauthResource != "" {
+			return httpAuth{}, usagef("--token-file, --insecure-no-auth, --oauth-issuer, --oauth-audience, --oauth-resource, --max-calls and --run-key-file go with --http ADDR")
 		}
 		return httpAuth{}, nil
 	}
@@ -126,6 +136,29 @@ func (hf *httpFlags) auth() (httpAuth, error) {
 			return httpAuth{}, err
 		}
 		a.runKey = key
+	}
+	if hf.oauthIssuer == "" && (hf.oauthAudience != "" || hf.oauthResource != "") {
+		return httpAuth{}, usagef("--oauth-audience and --oauth-resource go with --oauth-issuer URL")
+	}
+	if hf.oauthIssuer != "" {
+		switch {
+		case hf.tokenFile != "":
+			return httpAuth{}, usagef("--oauth-issuer and --token-file contradict each other: give one")
+		case hf.insecure:
+			return httpAuth{}, usagef("--oauth-issuer and --insecure-no-auth contradict each other: give one")
+		case hf.oauthAudience == "":
+			return httpAuth{}, usagef("--oauth-issuer needs --oauth-audience AUD, the audience its tokens name for this server")
+		}
+		if u, err := url.Parse(hf.oauthIssuer); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return httpAuth{}, usagef("--oauth-issuer %q is not an http(s) URL", hf.oauthIssuer)
+		}
+		if hf.oauthResource != "" {
+			if u, err := url.Parse(hf.oauthResource); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				return httpAuth{}, usagef("--oauth-resource %q is not an http(s) URL", hf.oauthResource)
+			}
+		}
+		a.oauthIssuer, a.oauthAudience, a.oauthResource = hf.oauthIssuer, hf.oauthAudience, hf.oauthResource
+		return a, nil
 	}
 	if hf.insecure {
 		if hf.tokenFile != "" {
@@ -150,6 +183,9 @@ type httpServer struct {
 	// tokens are the bearer tokens clients may send; none for no
 	// authentication.
 	tokens []string
+	// oauth, when not nil, verifies OAuth access tokens instead of
+	// tokens.
+	oauth *mcptoolset.OAuthConfig
 	// bindingKey keys the tokens' bindings (see tokenBinding): the run
 	// key, nil for a random key of the process.
 	bindingKey []byte
@@ -184,12 +220,16 @@ func (h *httpServer) handler() http.Handler {
 		maxCalls = int64(callsPerCPU * runtime.NumCPU())
 	}
 	var protected http.Handler = boundBody(mcpHandler, h.drain, maxCalls)
-	if len(h.tokens) > 0 {
+	mux := http.NewServeMux()
+	switch {
+	case h.oauth != nil:
+		protected = h.oauth.Protect(protected)
+		mux.Handle(mcptoolset.ProtectedResourceMetadataPath+"/", h.oauth.MetadataHandler())
+	case len(h.tokens) > 0:
 		protected = requireTokens(h.tokens, h.bindingKey, protected)
-	} else {
+	default:
 		protected = literalHostOnly(protected)
 	}
-	mux := http.NewServeMux()
 	mux.Handle("/mcp", protected)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -381,7 +421,7 @@ func serveHTTP(ctx context.Context, h *httpServer, hf *httpFlags, stderr io.Writ
 		ErrorLog:       slog.NewLogLogger(h.logger.Handler(), slog.LevelWarn),
 	}
 	hs.RegisterOnShutdown(drained)
-	if len(h.tokens) == 0 {
+	if len(h.tokens) == 0 && h.oauth == nil {
 		fmt.Fprintf(stderr, "toolset serve: warning: serving without authentication (--insecure-no-auth): anyone who reaches %s can run these tools\n", ln.Addr())
 	}
 	fmt.Fprintf(stderr, "toolset serve: listening on http://%s/mcp\n", ln.Addr())
@@ -605,4 +645,19 @@ func serveAgent(ctx context.Context, pos []string, af *agentFlags, pf *pkgFlags,
 		}))
 	}
 	return serveMCP(ctx, mcptoolset.NewServer(ts, opts...), hf, ha, agentCallBound, stdout, stderr)
+}
+
+// oauthConfig discovers the keys of the issuer of --oauth-issuer and
+// returns the configuration that verifies its tokens for the audience
+// of --oauth-audience.
+func oauthConfig(ctx context.Context, ha httpAuth) (*mcptoolset.OAuthConfig, error) {
+	v, err := mcptoolset.NewTokenVerifier(ctx, ha.oauthIssuer, ha.oauthAudience, nil)
+	if err != nil {
+		return nil, fmt.Errorf("--oauth-issuer: %w", err)
+	}
+	return &mcptoolset.OAuthConfig{
+		Verifier:             v.Verify,
+		AuthorizationServers: []string{ha.oauthIssuer},
+		Resource:             ha.oauthResource,
+	}, nil
 }

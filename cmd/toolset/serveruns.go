@@ -214,7 +214,9 @@ func serveArtifacts() *toolpkg.ArtifactOptions {
 // a 2026-07-28 one, signed with key (nil for a random key of this
 // process) and bound to the client's token, kept in this process's
 // memory. Each run's values are app_name app and user_id the token's
-// binding, and extra adds to its options; artifacts are scoped by the
+// binding, and extra adds to its options; with --oauth-issuer, its
+// token's scopes are the run's scopes (mcptoolset.TokenScopes, which
+// required_scopes read); artifacts are scoped by the
 // run's ID (serveArtifacts).
 func runServerOptions(app string, key []byte, extra ...toolset.RunOption) []mcptoolset.ServerOption {
 	values := func(r *mcptoolset.Request) []toolset.RunOption {
@@ -222,7 +224,13 @@ func runServerOptions(app string, key []byte, extra ...toolset.RunOption) []mcpt
 		if b := requestBinding(r); b != "" {
 			v["user_id"] = b
 		}
-		return append([]toolset.RunOption{toolset.WithValues(v)}, extra...)
+		opts := append([]toolset.RunOption{toolset.WithValues(v)}, extra...)
+		if r != nil && r.Extra != nil && r.Extra.TokenInfo != nil && r.Extra.TokenInfo.Scopes != nil {
+			// An OAuth token's scopes (--oauth-issuer), which the
+			// packaged tools' required_scopes read.
+			opts = append(opts, toolset.WithValue(mcptoolset.TokenScopes, append([]string(nil), r.Extra.TokenInfo.Scopes...)))
+		}
+		return opts
 	}
 	opts := []mcptoolset.ServerOption{
 		mcptoolset.WithRunContext(func(_ context.Context, r *mcptoolset.Request) (*toolset.RunContext, error) {
