@@ -91,11 +91,11 @@ type snapshot struct {
 
 	// Provenance, used only to name contributors in error messages.
 	from *snapshot // the snapshot this one renames, position for position
+	segs []segment // for a join: where each range of tools came from
+	kind joinKind  // for a join: how to name its parts
 	// ownPolicies says that the tools' policies are not from's: they
 	// are copies with policies of their own (Guarded).
 	ownPolicies bool
-	segs        []segment // for a join: where each range of tools came from
-	kind        joinKind  // for a join: how to name its parts
 
 	// Where tools lies, when it was taken from a block (see toolBlock).
 	block *toolBlock
