@@ -357,7 +357,8 @@ func (o *Observer) StartCall(ctx context.Context, info toolset.CallInfo) (contex
 		return ctx, nil // neither a span nor a metric would be recorded
 	}
 	if recording {
-		attrs := make([]attribute.KeyValue, 0, 4)
+		attrs := make([]attribute.KeyValue, 0, 4+len(ta.later))
+		attrs = append(attrs, ta.later...)
 		if info.Call.ID != "" {
 			attrs = append(attrs, keyToolCallID.String(cut(info.Call.ID, maxModelName*2)))
 		}
@@ -396,6 +397,7 @@ type toolAttrs struct {
 	desc     string // the description start was made with
 	spanName string
 	start    []trace.SpanStartOption
+	later    []attribute.KeyValue     // set on a recording span, after start's
 	metric   metric.MeasurementOption // gen_ai.tool.name
 	okAttrs  metric.MeasurementOption // the duration's, for a call that succeeded
 	name     string                   // for metrics: the tool's name, or "_OTHER"
@@ -428,21 +430,26 @@ func newToolAttrs(k toolKey, desc string) *toolAttrs {
 	if !k.found {
 		metricName = "_OTHER"
 	}
-	attrs := make([]attribute.KeyValue, 0, 6)
-	attrs = append(attrs, keyOperation.String(operationValue), keyToolName.String(k.name), keyToolType.String("function"))
+	// A sampler sees the operation and the tool's name; the rest is set
+	// on a span that records, so a span a sampler drops costs no copy of
+	// it.
+	sampled := []attribute.KeyValue{keyOperation.String(operationValue), keyToolName.String(k.name)}
+	later := make([]attribute.KeyValue, 0, 4)
+	later = append(later, keyToolType.String("function"))
 	if k.found {
 		if desc != "" {
-			attrs = append(attrs, keyToolDesc.String(desc))
+			later = append(later, keyToolDesc.String(desc))
 		}
-		attrs = append(attrs, KeyOriginalName.String(k.original))
+		later = append(later, KeyOriginalName.String(k.original))
 		if k.path != "" {
-			attrs = append(attrs, KeyPath.String(k.path))
+			later = append(later, KeyPath.String(k.path))
 		}
 	}
 	return &toolAttrs{
 		desc:     desc,
 		spanName: "execute_tool " + k.name,
-		start:    []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...)},
+		start:    []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(sampled...)},
+		later:    later,
 		metric:   metric.WithAttributeSet(attribute.NewSet(keyToolName.String(metricName))),
 		okAttrs: metric.WithAttributeSet(attribute.NewSet(keyOperation.String(operationValue),
 			keyToolName.String(metricName), keyToolType.String("function"))),

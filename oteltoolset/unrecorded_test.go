@@ -106,3 +106,68 @@ func TestSpanFollowsAChangedDescription(t *testing.T) {
 		assert.Contains(t, spans[i].Attributes(), attribute.String("gen_ai.tool.description", desc))
 	}
 }
+
+// toolSampler samples the spans of one tool by the attributes a sampler
+// is given, and records what it was given.
+type toolSampler struct {
+	tool string
+	seen []attribute.KeyValue
+}
+
+func (s *toolSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	s.seen = append(s.seen[:0], p.Attributes...)
+	for _, a := range p.Attributes {
+		if a.Key == "gen_ai.tool.name" && a.Value.AsString() == s.tool {
+			return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample}
+		}
+	}
+	return sdktrace.SamplingResult{Decision: sdktrace.Drop}
+}
+
+func (s *toolSampler) Description() string { return "by tool" }
+
+// A sampler is given the operation and the tool's name, and can sample by
+// them; a recorded span still gets every attribute; a dropped one costs
+// the SDK's span and context, and no copy of the tool's attributes.
+func TestSamplersSeeTheToolAndDroppedSpansCopyNothing(t *testing.T) {
+	sampler := &toolSampler{tool: "w_get_weather"}
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler), sdktrace.WithSpanProcessor(spans))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	obs, err := oteltoolset.New(oteltoolset.WithTracerProvider(tp), oteltoolset.WithMeterProvider(noop.NewMeterProvider()))
+	require.NoError(t, err)
+	run := toolset.NewRun("sampled", toolset.WithObserver(obs))
+	defer run.End()
+	tc := run.Turn(context.Background())
+	tools, err := toolset.BuildTools(tc, "agent", toolset.NewFunction(benchTool("get_weather"), benchTool("other")).Prefixed("w"))
+	require.NoError(t, err)
+	for _, name := range []string{"w_get_weather", "w_other"} {
+		_, err := tools.Execute(tc, toolset.ToolCall{ID: "c", Name: name, Args: json.RawMessage(`{"city":"Paris","days":3}`)})
+		require.NoError(t, err)
+	}
+	assert.Contains(t, sampler.seen, attribute.String("gen_ai.operation.name", "execute_tool"))
+	assert.Contains(t, sampler.seen, attribute.String("gen_ai.tool.name", "w_other"))
+	var recorded []string
+	for _, s := range spans.Ended() {
+		if s.Name() == "execute_tool w_get_weather" {
+			recorded = append(recorded, s.Name())
+			assert.Contains(t, s.Attributes(), attribute.String(string(oteltoolset.KeyOriginalName), "get_weather"))
+			assert.Contains(t, s.Attributes(), attribute.String("gen_ai.tool.type", "function"))
+		}
+		assert.NotEqual(t, "execute_tool w_other", s.Name(), "the sampler dropped it")
+	}
+	assert.Len(t, recorded, 1)
+
+	if raceEnabled {
+		return
+	}
+	dropTP := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
+	t.Cleanup(func() { _ = dropTP.Shutdown(context.Background()) })
+	dropObs, err := oteltoolset.New(oteltoolset.WithTracerProvider(dropTP), oteltoolset.WithMeterProvider(noop.NewMeterProvider()))
+	require.NoError(t, err)
+	noneCall, _ := callAllocs(t)
+	call, _ := callAllocs(t, toolset.WithObserver(dropObs))
+	// The SDK's Start allocates the span, its context and the sampler's
+	// copy of the start attributes; nothing else is allocated.
+	assert.LessOrEqual(t, call, noneCall+3, "allocations of a call whose span is dropped")
+}
