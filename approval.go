@@ -246,6 +246,11 @@ type ApprovalRequiredError struct {
 	// SchemaHash names the tool's parameter schema as offered (see
 	// [PendingApproval]); it is empty for a call without an ID.
 	SchemaHash string
+	// Interrupted reports a call that began in this run before and never
+	// finished, as its journal says (see [WithCallJournal]): the process
+	// that ran it stopped, and the call may or may not have had its
+	// effect. Approving it runs it again.
+	Interrupted bool
 }
 
 // Error implements error.
@@ -253,6 +258,10 @@ func (e *ApprovalRequiredError) Error() string {
 	if e.Call.ID == "" {
 		return fmt.Sprintf("toolset: run %q: a call of tool %q needs approval, and approvals are recorded by call ID: execute it with a ToolCall that has an ID",
 			boundName(e.RunID), boundName(e.Call.Name))
+	}
+	if e.Interrupted {
+		return fmt.Sprintf("toolset: run %q: call %q of tool %q began before and never finished, and may have had its effect: record whether to run it again with RunContext.RecordApproval or RecordDenial and execute the call again",
+			boundName(e.RunID), boundName(e.Call.ID), boundName(e.Call.Name))
 	}
 	return fmt.Sprintf("toolset: run %q: call %q of tool %q needs a human's approval: record it with RunContext.RecordApproval or RecordDenial and execute the call again",
 		boundName(e.RunID), boundName(e.Call.ID), boundName(e.Call.Name))

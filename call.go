@@ -33,7 +33,7 @@ func (t Tool) Execute(ctx context.Context, call ToolCall) (any, error) {
 // execute is Execute for the run rc that ctx carries, observed by ob.
 func (t Tool) execute(ctx context.Context, call ToolCall, rc *RunContext, ob *callObs) (any, error) {
 	rc.bindTool(t)
-	if t.core != nil && t.core.limited(rc) {
+	if t.core != nil && (t.core.limited(rc) || rc.journaling()) {
 		return t.executeLimited(ctx, call, rc, ob)
 	}
 	res, err := t.executeIn(ctx, call, rc, ob)

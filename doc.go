@@ -290,6 +290,13 @@
 // answer without it, then, if the model calls again in a later step, with
 // a [*CallLimitError] that stops the run.
 //
+// [WithCallJournal] keeps a journal of the run's calls: a call made again
+// with its ID and arguments (a framework's retry, a duplicated message, a
+// resume after a crash) returns what it returned instead of running
+// twice, a call ID reused for another call stops the run, and a resumed
+// run asks a human ([ApprovalRequiredError.Interrupted]) before running
+// again a call that a stopped process left unfinished.
+//
 // A tool made elsewhere (an MCP server's, a package's, another team's) is
 // given policies by [NewGuarded]: each of a toolset's tools is offered
 // again as a tool of its own with the options a function chooses for it,

@@ -278,22 +278,45 @@ func (p *limitPart) restore(v any, r *restoring) error {
 }
 
 // executeLimited is execute for a call whose run or tool bounds its
-// calls: the call is counted, or refused, before it runs, and its failure
-// counted after.
+// calls, or whose run keeps a journal: a call the journal holds returns
+// what it returned before; another is counted, or refused, before it
+// runs, its failure counted after and its outcome journaled.
 func (t Tool) executeLimited(ctx context.Context, call ToolCall, rc *RunContext, ob *callObs) (any, error) {
 	if err := runUsable(call.Name, rc); err != nil {
 		return nil, err
 	}
-	if err := rc.admitCall(t.core, call.Name); err != nil {
-		if rc.hasStore() {
-			return rc.saveAfterCall(ctx, call.Name, nil, err)
+	var ticket *journalTicket
+	if rc.journaling() {
+		res, err, replay, tk := rc.journalBegin(ctx, t, call)
+		if replay {
+			if rc.hasStore() {
+				return rc.saveAfterCall(ctx, call.Name, res, err)
+			}
+			return res, err
 		}
-		return nil, err
+		ticket = tk
+	}
+	if t.core.limited(rc) {
+		if err := rc.admitCall(t.core, call.Name); err != nil {
+			if ticket != nil {
+				rc.journalForget(ticket.id, ticket.e)
+			}
+			if rc.hasStore() {
+				return rc.saveAfterCall(ctx, call.Name, nil, err)
+			}
+			return nil, err
+		}
+	}
+	if ticket != nil {
+		// A handler that ends its goroutine (runtime.Goexit) unwinds past
+		// journalEnd: the call is forgotten, not left running.
+		defer rc.journalAbandon(ticket)
 	}
 	res, err := t.executeIn(ctx, call, rc, ob)
-	if err != nil {
+	if err != nil && rc.state().limits != nil {
 		rc.callFailed()
 	}
+	rc.journalEnd(ticket, res, err)
 	if rc.hasStore() {
 		return rc.saveAfterCall(ctx, call.Name, res, err)
 	}

@@ -60,8 +60,9 @@ type runState struct {
 	unindexed    bool           // some names of byName have no key yet
 	deps         any
 	stable       bool
-	limits       *CallLimits  // see WithCallLimits; nil: none
-	obs          *runObserver // see WithObserver
+	limits       *CallLimits     // see WithCallLimits; nil: none
+	journal      *JournalOptions // see WithCallJournal; nil: none
+	obs          *runObserver    // see WithObserver
 
 	step     atomic.Int64 // the latest turn begun; -1 before the first
 	ended    atomic.Bool
@@ -121,11 +122,12 @@ func (e *TurnError) Error() string {
 
 // runConfig is what the options of NewRun and NewChild set.
 type runConfig struct {
-	vals   map[string]any
-	deps   any
-	hasDep bool
-	stable bool
-	limits *CallLimits // see WithCallLimits
+	vals    map[string]any
+	deps    any
+	hasDep  bool
+	stable  bool
+	limits  *CallLimits     // see WithCallLimits
+	journal *JournalOptions // see WithCallJournal
 
 	store           RunStore // set by ResumeRun
 	stateTTL, lease time.Duration
@@ -176,7 +178,7 @@ func (rc *RunContext) NewChild(id string, opts ...RunOption) *RunContext {
 	if s := rc.state(); s != nil {
 		parentID = s.id
 		cfg.vals = maps.Clone(s.byName)
-		cfg.deps, cfg.hasDep, cfg.stable, cfg.limits = s.deps, true, s.stable, s.limits
+		cfg.deps, cfg.hasDep, cfg.stable, cfg.limits, cfg.journal = s.deps, true, s.stable, s.limits, s.journal
 		if s.obs != nil {
 			cfg.obs = s.obs.o
 		}
@@ -198,7 +200,7 @@ func newRun(id, parentID string, cfg *runConfig, opts []RunOption) *RunContext {
 		rand.Read(b[:])
 		id = "run-" + hex.EncodeToString(b[:])
 	}
-	s := &runState{id: id, parentID: parentID, deps: cfg.deps, stable: cfg.stable, limits: cfg.limits}
+	s := &runState{id: id, parentID: parentID, deps: cfg.deps, stable: cfg.stable, limits: cfg.limits, journal: cfg.journal}
 	if cfg.store != nil {
 		s.durable = newDurability(cfg)
 	}

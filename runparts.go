@@ -77,11 +77,12 @@ type runParts struct {
 	caches    cachePart    // runcache.go
 	marks     markPart     // runmarks.go
 	limits    limitPart    // limits.go
+	journal   journalPart  // journal.go
 }
 
 // list returns the parts in the order of their sections.
 func (p *runParts) list() []runPart {
-	return []runPart{&p.approvals, &p.pending, &p.reveals, &p.failures, &p.caches, &p.marks, &p.limits}
+	return []runPart{&p.approvals, &p.pending, &p.reveals, &p.failures, &p.caches, &p.marks, &p.limits, &p.journal}
 }
 
 // saving is what the parts share while a run's state is saved.

@@ -196,7 +196,7 @@ func (ts *ToolList) execute(ctx context.Context, call ToolCall, rc *RunContext, 
 	if !ok {
 		return nil, ts.unknownTool(call.Name)
 	}
-	if t.core != nil && t.core.limited(rc) {
+	if t.core != nil && (t.core.limited(rc) || rc.journaling()) {
 		return t.executeLimited(ctx, call, rc, ob)
 	}
 	res, err := t.executeIn(ctx, call, rc, ob)
