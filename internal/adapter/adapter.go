@@ -32,6 +32,9 @@ type Options struct {
 	// Approver asks a human about calls that wait for approval; nil stops
 	// the run at such a call.
 	Approver toolset.Approver
+	// Preflight has the conversion of tools check them against the
+	// provider's rules first, and apply the adapter's lossless rewrites.
+	Preflight bool
 }
 
 // Apply returns the options opts set over the defaults; nil options are
@@ -48,6 +51,9 @@ func Apply[O ~func(*Options)](opts []O) Options {
 
 // WithStrict sets [Options.Strict].
 func WithStrict() func(*Options) { return func(o *Options) { o.Strict = true } }
+
+// WithPreflight sets [Options.Preflight].
+func WithPreflight() func(*Options) { return func(o *Options) { o.Preflight = true } }
 
 // WithMaxConcurrency sets [Options.Concurrency].
 func WithMaxConcurrency(n int) func(*Options) { return func(o *Options) { o.Concurrency = n } }

@@ -55,11 +55,18 @@ type CallError = adapter.CallError
 // model is sent them. Each input schema is the tool's parameter schema as
 // [toolset.Tool.ParametersJSON] gives it; its root must be an object
 // schema. Every tool that cannot be sent is reported, the errors joined.
+// With [WithPreflight], the tools are checked against Anthropic's rules
+// first (see [Check]); other options are ignored here.
 //
 // A turn with no tools (every tool hidden from this user, say) gives nil,
 // which the SDK leaves out of the request rather than sending an empty
 // tools array; leave ToolChoice unset in that turn too.
-func Tools(tools *toolset.ToolList) ([]anthropic.ToolUnionParam, error) {
+func Tools(tools *toolset.ToolList, opts ...Option) ([]anthropic.ToolUnionParam, error) {
+	if len(opts) > 0 && adapter.Apply(opts).Preflight {
+		if _, err := Check(tools); err != nil {
+			return nil, err
+		}
+	}
 	return adapter.ConvertTools(tools, convert)
 }
 

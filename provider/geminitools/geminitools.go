@@ -102,8 +102,19 @@ func checkName(name string) error {
 // declaration carries the tool's parameter schema as
 // [toolset.Tool.ParametersJSON] gives it, in ParametersJsonSchema. Every
 // tool that cannot be sent is reported, the errors joined.
-func Tools(tools *toolset.ToolList) ([]*genai.Tool, error) {
-	decls, err := adapter.ConvertTools(tools, declaration)
+//
+// With [WithPreflight], the tools are checked against Gemini's rules first
+// (see [Check]) and sent with their schemas lowered; other options are
+// ignored here.
+func Tools(tools *toolset.ToolList, opts ...Option) ([]*genai.Tool, error) {
+	conv := declaration
+	if len(opts) > 0 && adapter.Apply(opts).Preflight {
+		if _, err := Check(tools); err != nil {
+			return nil, err
+		}
+		conv = loweredDeclaration
+	}
+	decls, err := adapter.ConvertTools(tools, conv)
 	if err != nil || decls == nil {
 		return nil, err
 	}
@@ -122,6 +133,19 @@ func declaration(t toolset.Tool) (*genai.FunctionDeclaration, error) {
 		return nil, fmt.Errorf("%s: tool %q: %w", pkg, t.Name, err)
 	}
 	return &genai.FunctionDeclaration{Name: t.Name, Description: t.Description, ParametersJsonSchema: raw}, nil
+}
+
+// loweredDeclaration is t as a function declaration, its schema lowered
+// for Gemini (see [Check]), which has passed the preflight.
+func loweredDeclaration(t toolset.Tool) (*genai.FunctionDeclaration, error) {
+	l, err := lowered.Of(t)
+	if err != nil {
+		return nil, fmt.Errorf("%s: tool %q: %w", pkg, t.Name, err)
+	}
+	if l.schema == nil {
+		return nil, fmt.Errorf("%s: tool %q: the parameter schema cannot be sent to Gemini", pkg, t.Name)
+	}
+	return &genai.FunctionDeclaration{Name: t.Name, Description: t.Description, ParametersJsonSchema: l.schema}, nil
 }
 
 // Calls returns the function calls of a model's content as tool calls, in
