@@ -19,7 +19,7 @@ const (
 	PreflightMaxBytes = 1 << 20
 	// PreflightMaxDepth is the deepest nesting of JSON values in a
 	// schema a preflight walks.
-	PreflightMaxDepth = 64
+	PreflightMaxDepth = 100
 	// PreflightMaxNodes bounds the subschemas a preflight visits in one
 	// schema, and the subschemas a rewrite may produce (inlining
 	// references can multiply them).
@@ -144,7 +144,7 @@ func ParseBounded(raw json.RawMessage, f *Findings) (v any, ok bool) {
 	}
 	v, err := boundedParser.Parse(raw)
 	if err != nil {
-		f.Problem("", fmt.Sprintf("the schema cannot be read: %v (at most %d levels of nesting are read)", err, PreflightMaxDepth), "flatten the schema")
+		f.Problem("", "the schema cannot be read: "+err.Error(), "flatten the schema")
 		return nil, false
 	}
 	return v, true

@@ -126,6 +126,11 @@ func lower(raw json.RawMessage) (json.RawMessage, *adapter.Findings) {
 		o = &jsontext.Object{}
 	}
 	if _, ok := o.Lookup("type"); !ok {
+		if l.rootRef {
+			// "type": "object" would reach the values the reference
+			// checks too, which need not be objects.
+			f.Problem("/type", `the parameter schema has no "type", and a recursive "$ref": "#" refers to it, so "type": "object" cannot be added without changing what the reference accepts`, `add "type": "object" to the root, or refer to a definition instead`)
+		}
 		o.Set("type", "object")
 	}
 	for _, k := range []string{"$defs", "definitions"} {
@@ -174,6 +179,7 @@ type lowerer struct {
 	nodes    int
 	stopped  bool
 	keptRefs bool // a reference is sent as it is, so $defs must stay
+	rootRef  bool // a "$ref": "#" is sent as it is
 }
 
 // maxLoweredDepth bounds the nesting of the lowered schema, which
@@ -319,6 +325,7 @@ func (l *lowerer) ref(o *jsontext.Object, ref any, path string, depth int, stack
 	recursive := slices.Contains(stack, r)
 	if !resolved || recursive {
 		l.keptRefs = true
+		l.rootRef = l.rootRef || r == "#"
 		switch {
 		case siblings > 0:
 			l.f.Problem(p, fmt.Sprintf("Gemini allows no keywords beside a $ref, and %q cannot be inlined (%s)", r, why(resolved)), "move the sibling keywords into the referenced schema")
@@ -470,7 +477,7 @@ func (l *lowerer) typeUnion(o *jsontext.Object, path string) any {
 	}
 	outer := &jsontext.Object{}
 	branches := make([]any, 0, len(types))
-	for _, typ := range types {
+	for i, typ := range types {
 		b := &jsontext.Object{}
 		b.Set("type", typ)
 		for _, m := range o.Members() {
@@ -495,8 +502,8 @@ func (l *lowerer) typeUnion(o *jsontext.Object, path string) any {
 				b.Set(m.Key, m.Value)
 			}
 		}
-		if e, ok := b.Lookup("enum"); ok && len(e.([]any)) == 0 {
-			continue // no value of this type is in the enum
+		if e, ok := b.Lookup("enum"); ok && len(e.([]any)) == 0 && (len(branches) > 0 || i < len(types)-1) {
+			continue // no value of this type is in the enum; one branch is kept at least
 		}
 		branches = append(branches, b)
 	}
