@@ -42,9 +42,10 @@ type Finding struct {
 // Findings collects the findings about one schema, up to
 // [PreflightMaxProblems].
 type Findings struct {
-	List    []Finding
-	Omitted int // problems (not notes) past the bound
-	notes   int
+	List     []Finding
+	Omitted  int // problems (not notes) past the bound
+	notes    int
+	problems int
 }
 
 // Problem records a problem at path.
@@ -54,19 +55,27 @@ func (f *Findings) Problem(path, problem, fix string) { f.add(Finding{path, prob
 func (f *Findings) Note(path, what string) { f.add(Finding{Path: path, Problem: what, Lowered: true}) }
 
 func (f *Findings) add(x Finding) {
-	if x.Lowered {
-		if f.notes >= PreflightMaxNotes {
-			return
-		}
-		f.notes++
-	}
-	if len(f.List) >= PreflightMaxProblems+PreflightMaxNotes {
-		if !x.Lowered {
-			f.Omitted++
-		}
+	if !keep(x.Lowered, &f.notes, &f.problems, &f.Omitted) {
 		return
 	}
 	f.List = append(f.List, x)
+}
+
+// keep counts a problem or a note, and reports whether it is within the
+// bounds; a problem past them is counted in omitted.
+func keep(lowered bool, notes, problems, omitted *int) bool {
+	n, max := problems, PreflightMaxProblems
+	if lowered {
+		n, max = notes, PreflightMaxNotes
+	}
+	if *n >= max {
+		if !lowered {
+			*omitted++
+		}
+		return false
+	}
+	*n++
+	return true
 }
 
 // Failed reports whether a problem (not a note) was recorded.
@@ -84,10 +93,11 @@ func (f *Findings) Failed() bool {
 
 // Report gathers the problems of a turn's tools for one provider.
 type Report struct {
-	Provider string
-	problems []toolset.PreflightProblem
-	omitted  int
-	notes    int
+	Provider  string
+	problems  []toolset.PreflightProblem
+	omitted   int
+	notes     int
+	nproblems int
 }
 
 // Tool records a problem or a note about a tool's name or description;
@@ -108,19 +118,9 @@ func (r *Report) Schema(tool string, f *Findings) {
 }
 
 func (r *Report) add(p toolset.PreflightProblem) {
-	if p.Lowered {
-		if r.notes >= PreflightMaxNotes {
-			return
-		}
-		r.notes++
+	if keep(p.Lowered, &r.notes, &r.nproblems, &r.omitted) {
+		r.problems = append(r.problems, p)
 	}
-	if len(r.problems) >= PreflightMaxProblems+PreflightMaxNotes {
-		if !p.Lowered {
-			r.omitted++
-		}
-		return
-	}
-	r.problems = append(r.problems, p)
 }
 
 // Result returns every problem and note, and a *toolset.PreflightError

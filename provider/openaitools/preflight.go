@@ -104,7 +104,7 @@ func checkSchema(raw json.RawMessage, strict bool) *adapter.Findings {
 		if se.Keyword != "" {
 			path = adapter.Pointer(path, se.Keyword)
 		}
-		f.Problem(path, "strict mode: "+se.Reason, "rewrite this part of the schema, or send the tools without WithStrict")
+		f.Problem(path, se.Reason, "rewrite this part of the schema, or send the tools without WithStrict")
 	}
 	return f
 }
