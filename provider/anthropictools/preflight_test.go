@@ -66,6 +66,7 @@ func TestCheck(t *testing.T) {
 		{name: "root_union", schema: `{"anyOf":[{"type":"object","properties":{"a":{"type":"string"}}},{"type":"object","properties":{"b":{"type":"string"}}}]}`,
 			problems: []string{"/parameters/anyOf"}, notes: []string{"/parameters"}},
 		{name: "root_string", schema: `{"type":"string"}`, problems: []string{"/parameters/type"}},
+		{name: "no_type", schema: `{"properties":{"a":{"type":"string"}}}`, notes: []string{"/parameters"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			list := build(t, rawTool(t, tc.name, tc.schema))
@@ -87,7 +88,16 @@ func TestCheck(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.NoError(t, terr)
-			assert.Len(t, params, 1)
+			require.Len(t, params, 1)
+			b, err := json.Marshal(params[0])
+			require.NoError(t, err)
+			var sent struct {
+				InputSchema struct {
+					Type string `json:"type"`
+				} `json:"input_schema"`
+			}
+			require.NoError(t, json.Unmarshal(b, &sent))
+			assert.Equal(t, "object", sent.InputSchema.Type, "the type the note promises")
 		})
 	}
 }
