@@ -27,14 +27,16 @@ const DefaultConcurrency = 8
 type Options struct {
 	// Strict asks for a provider's strict mode (OpenAI's).
 	Strict bool
+	// Preflight has the conversion of tools check them against the
+	// provider's rules first, and apply the adapter's lossless rewrites.
+	// (Next to Strict, so that Options stays as small as it was: Apply
+	// allocates one per call.)
+	Preflight bool
 	// Concurrency is how many calls of one turn run at once.
 	Concurrency int
 	// Approver asks a human about calls that wait for approval; nil stops
 	// the run at such a call.
 	Approver toolset.Approver
-	// Preflight has the conversion of tools check them against the
-	// provider's rules first, and apply the adapter's lossless rewrites.
-	Preflight bool
 }
 
 // Apply returns the options opts set over the defaults; nil options are
