@@ -134,7 +134,9 @@ func lower(raw json.RawMessage) (json.RawMessage, *adapter.Findings) {
 		o.Set("type", "object")
 	}
 	for _, k := range []string{"$defs", "definitions"} {
-		defs, ok := o.Lookup(k)
+		// The root's own definitions: the lowered root may be the
+		// target of a root "$ref", which has none.
+		defs, ok := root.Lookup(k)
 		switch {
 		case !ok:
 		case !l.keptRefs:
@@ -143,14 +145,17 @@ func lower(raw json.RawMessage) (json.RawMessage, *adapter.Findings) {
 		default:
 			// A reference into them is sent as it is: they are sent
 			// too, lowered, each with itself on the stack.
-			if do, isObject := defs.(*jsontext.Object); isObject && !l.nested {
-				nd := &jsontext.Object{}
-				for _, dm := range do.Members() {
-					p := adapter.Pointer("", k, dm.Key)
-					nd.Set(dm.Key, l.schema(dm.Value, p, 1, []string{"#", "#" + p}, true))
-				}
-				o.Set(k, nd)
+			do, isObject := defs.(*jsontext.Object)
+			if !isObject || l.nested {
+				o.Set(k, defs)
+				continue
 			}
+			nd := &jsontext.Object{}
+			for _, dm := range do.Members() {
+				p := adapter.Pointer("", k, dm.Key)
+				nd.Set(dm.Key, l.schema(dm.Value, p, 1, []string{"#", "#" + p}, true))
+			}
+			o.Set(k, nd)
 		}
 	}
 	if f.Failed() {

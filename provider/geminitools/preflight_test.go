@@ -308,3 +308,19 @@ func TestCheckHostileSchemas(t *testing.T) {
 		})
 	}
 }
+
+// TestPreflightRootRef checks a schema whose root is a reference to a
+// recursive definition, as some generators write them: the definitions
+// stay, for the reference that is kept.
+func TestPreflightRootRef(t *testing.T) {
+	doc := `{"$ref":"#/$defs/Args","$defs":{
+		"Args":{"type":"object","properties":{"tree":{"$ref":"#/$defs/Node"}},"required":["tree"]},
+		"Node":{"type":"object","properties":{"name":{"type":"string"},"kids":{"type":"array","items":{"$ref":"#/$defs/Node"}}},"required":["name"]}}}`
+	decls, err := geminitools.Tools(build(t, rawTool(t, "v", doc)), geminitools.WithPreflight())
+	require.NoError(t, err)
+	low := string(lowered(t, decls))
+	assert.Contains(t, low, `"$defs":{`)
+	for _, a := range []string{`{"tree":{"name":"a","kids":[{"name":"b"}]}}`, `{"tree":{"kids":[]}}`, `{}`} {
+		assert.Equal(t, accepts(t, doc, a), accepts(t, low, a), "arguments %s against %s", a, low)
+	}
+}
