@@ -27,6 +27,11 @@ const DefaultConcurrency = 8
 type Options struct {
 	// Strict asks for a provider's strict mode (OpenAI's).
 	Strict bool
+	// Preflight has the conversion of tools check them against the
+	// provider's rules first, and apply the adapter's lossless rewrites.
+	// (Next to Strict, so that Options stays as small as it was: Apply
+	// allocates one per call.)
+	Preflight bool
 	// Concurrency is how many calls of one turn run at once.
 	Concurrency int
 	// Approver asks a human about calls that wait for approval; nil stops
@@ -48,6 +53,9 @@ func Apply[O ~func(*Options)](opts []O) Options {
 
 // WithStrict sets [Options.Strict].
 func WithStrict() func(*Options) { return func(o *Options) { o.Strict = true } }
+
+// WithPreflight sets [Options.Preflight].
+func WithPreflight() func(*Options) { return func(o *Options) { o.Preflight = true } }
 
 // WithMaxConcurrency sets [Options.Concurrency].
 func WithMaxConcurrency(n int) func(*Options) { return func(o *Options) { o.Concurrency = n } }

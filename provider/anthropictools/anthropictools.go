@@ -27,6 +27,21 @@
 // returned. A call that waits for a human's approval is put to the
 // [toolset.Approver] of [WithApprover] and runs again; without one, it
 // stops the run with its [*toolset.ApprovalRequiredError].
+//
+// # Preflight
+//
+// A schema Anthropic refuses is otherwise found when Anthropic answers 400,
+// one tool at a time. [Check] applies Anthropic's rules to a turn's tools
+// and reports every problem of every tool at once, as
+// [toolset.PreflightProblem]s (tool, JSON Pointer, what is wrong, what to
+// do), and a [*toolset.PreflightError] listing them; [WithPreflight] runs
+// it as part of [Tools], which then fails with that error rather than send
+// the tools. Schemas come from MCP servers and packages, so the work is
+// bounded: a schema over 1 MiB, nested over 100 levels, or with over 20000
+// subschemas is one problem, found without walking it, and at most 500
+// problems and 200 notes are kept for a turn (the rest are counted). Check
+// remembers its findings for each schema, so a turn over unchanged tools
+// walks none again. A conversion without WithPreflight does none of this.
 package anthropictools
 
 import (
@@ -55,11 +70,18 @@ type CallError = adapter.CallError
 // model is sent them. Each input schema is the tool's parameter schema as
 // [toolset.Tool.ParametersJSON] gives it; its root must be an object
 // schema. Every tool that cannot be sent is reported, the errors joined.
+// With [WithPreflight], the tools are checked against Anthropic's rules
+// first (see [Check]); other options are ignored here.
 //
 // A turn with no tools (every tool hidden from this user, say) gives nil,
 // which the SDK leaves out of the request rather than sending an empty
 // tools array; leave ToolChoice unset in that turn too.
-func Tools(tools *toolset.ToolList) ([]anthropic.ToolUnionParam, error) {
+func Tools(tools *toolset.ToolList, opts ...Option) ([]anthropic.ToolUnionParam, error) {
+	if len(opts) > 0 && adapter.Apply(opts).Preflight {
+		if _, err := Check(tools); err != nil {
+			return nil, err
+		}
+	}
 	return adapter.ConvertTools(tools, convert)
 }
 
@@ -136,7 +158,8 @@ func Calls(content []anthropic.ContentBlockUnion) []toolset.ToolCall {
 	return out
 }
 
-// Option configures how [RunCalls] runs calls.
+// Option configures the conversion of tools ([WithPreflight]) and how
+// [RunCalls] runs calls.
 type Option func(*adapter.Options)
 
 // WithMaxConcurrency sets how many tool calls of one turn run at once; 1

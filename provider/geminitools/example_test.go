@@ -33,3 +33,34 @@ func ExampleTools() {
 	// Output:
 	// [{"functionDeclarations":[{"description":"Get the weather.","name":"get_weather","parametersJsonSchema":{"properties":{"city":{"type":"string","description":"City name"}},"additionalProperties":false,"type":"object","required":["city"]}}]}]
 }
+
+// A preflight of a tool whose schema came from an MCP server: the
+// rewrites Tools makes with WithPreflight are notes, and what Gemini
+// cannot take is a problem, with where and what to do.
+func ExampleCheck() {
+	schema, err := toolset.ParseSchema([]byte(`{
+		"type": "object",
+		"properties": {
+			"path": {"type": ["string", "null"]},
+			"confirm": {"const": true}
+		}
+	}`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	remove := toolset.NewRawTool("remove_file", "Remove a file.", schema,
+		func(context.Context, json.RawMessage) (any, error) { return "removed", nil })
+	tools, err := toolset.BuildTools(context.Background(), "assistant", remove)
+	if err != nil {
+		log.Fatal(err)
+	}
+	problems, err := geminitools.Check(tools)
+	for _, p := range problems {
+		fmt.Println(p.Lowered, p.Path)
+	}
+	fmt.Println(err != nil)
+	// Output:
+	// true /parameters/properties/path/type
+	// false /parameters/properties/confirm/const
+	// true
+}

@@ -32,6 +32,27 @@
 // ([toolset.WithApprovalRequired]) are recorded by call ID, so such a call
 // of a tool that needs approval cannot be approved, even with an approver:
 // it stops the run with a [*toolset.ApprovalRequiredError] that says so.
+//
+// # Preflight
+//
+// A schema Gemini refuses is otherwise found when Gemini answers 400, one
+// tool at a time. [Check] applies Gemini's rules to a turn's tools and
+// reports every problem of every tool at once, as
+// [toolset.PreflightProblem]s (tool, JSON Pointer, what is wrong, what to
+// do), and a [*toolset.PreflightError] listing them; [WithPreflight] runs
+// it as part of [Tools], which then fails with that error rather than send
+// the tools. Where a lossless rewrite exists (inlining a non-recursive
+// $ref, a type list as an anyOf, const as a one-value enum, merging an
+// allOf), Tools with WithPreflight sends the schema rewritten, and Check
+// reports the rewrite as a note ([toolset.PreflightProblem.Lowered]); what
+// cannot be rewritten without changing which arguments are valid is a
+// problem. Schemas come from MCP servers and packages, so the work is
+// bounded: a schema over 1 MiB, nested over 100 levels, or with over 20000
+// subschemas (references inlined) is one problem, found without walking it,
+// and at most 500 problems and 200 notes are kept for a turn (the rest are
+// counted). Check remembers its findings for each schema, so a turn over
+// unchanged tools walks none again. A conversion without WithPreflight does
+// none of this.
 package geminitools
 
 import (
@@ -102,8 +123,19 @@ func checkName(name string) error {
 // declaration carries the tool's parameter schema as
 // [toolset.Tool.ParametersJSON] gives it, in ParametersJsonSchema. Every
 // tool that cannot be sent is reported, the errors joined.
-func Tools(tools *toolset.ToolList) ([]*genai.Tool, error) {
-	decls, err := adapter.ConvertTools(tools, declaration)
+//
+// With [WithPreflight], the tools are checked against Gemini's rules first
+// (see [Check]) and sent with their schemas lowered; other options are
+// ignored here.
+func Tools(tools *toolset.ToolList, opts ...Option) ([]*genai.Tool, error) {
+	conv := declaration
+	if len(opts) > 0 && adapter.Apply(opts).Preflight {
+		if _, err := Check(tools); err != nil {
+			return nil, err
+		}
+		conv = loweredDeclaration
+	}
+	decls, err := adapter.ConvertTools(tools, conv)
 	if err != nil || decls == nil {
 		return nil, err
 	}
@@ -122,6 +154,19 @@ func declaration(t toolset.Tool) (*genai.FunctionDeclaration, error) {
 		return nil, fmt.Errorf("%s: tool %q: %w", pkg, t.Name, err)
 	}
 	return &genai.FunctionDeclaration{Name: t.Name, Description: t.Description, ParametersJsonSchema: raw}, nil
+}
+
+// loweredDeclaration is t as a function declaration, its schema lowered
+// for Gemini (see [Check]), which has passed the preflight.
+func loweredDeclaration(t toolset.Tool) (*genai.FunctionDeclaration, error) {
+	l, err := lowered.Of(t)
+	if err != nil {
+		return nil, fmt.Errorf("%s: tool %q: %w", pkg, t.Name, err)
+	}
+	if l.schema == nil {
+		return nil, fmt.Errorf("%s: tool %q: the parameter schema cannot be sent to Gemini", pkg, t.Name)
+	}
+	return &genai.FunctionDeclaration{Name: t.Name, Description: t.Description, ParametersJsonSchema: l.schema}, nil
 }
 
 // Calls returns the function calls of a model's content as tool calls, in
@@ -146,7 +191,8 @@ func Calls(content *genai.Content) ([]toolset.ToolCall, error) {
 	return out, nil
 }
 
-// Option configures how [RunCalls] runs calls.
+// Option configures the conversion of tools ([WithPreflight]) and how
+// [RunCalls] runs calls.
 type Option func(*adapter.Options)
 
 // WithMaxConcurrency sets how many function calls of one turn run at once;

@@ -36,4 +36,21 @@
 // [WithApprover] names the [toolset.Approver] that asks a human about each
 // call waiting for approval, which then runs again. Without an approver,
 // such a call stops the run with its [*toolset.ApprovalRequiredError].
+//
+// # Preflight
+//
+// A schema OpenAI refuses is otherwise found when OpenAI answers 400, one
+// tool at a time. [Check] applies OpenAI's rules to a turn's tools and
+// reports every problem of every tool at once, as
+// [toolset.PreflightProblem]s (tool, JSON Pointer, what is wrong, what to
+// do), and a [*toolset.PreflightError] listing them; [WithPreflight] runs
+// it as part of [ChatTools] and [ResponseTools], which then fails with that
+// error rather than send the tools. With [WithStrict], Check also reports
+// the first keyword of each schema that strict mode cannot take, as the
+// conversion would. Schemas come from MCP servers and packages, so the work
+// is bounded: a schema over 1 MiB, nested over 100 levels, or with over
+// 20000 subschemas is one problem, found without walking it, and at most
+// 500 problems and 200 notes are kept for a turn (the rest are counted).
+// Check remembers its findings for each schema, so a turn over unchanged
+// tools walks none again. A conversion without WithPreflight does none of this.
 package openaitools

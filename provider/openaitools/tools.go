@@ -56,6 +56,11 @@ type function struct {
 // functions converts the turn's tools, reporting every tool that cannot be
 // sent.
 func functions(tools *toolset.ToolList, o adapter.Options) ([]function, error) {
+	if o.Preflight {
+		if _, err := check(tools, o.Strict); err != nil {
+			return nil, err
+		}
+	}
 	return adapter.ConvertTools(tools, func(t toolset.Tool) (function, error) { return convert(t, o.Strict) })
 }
 
@@ -93,7 +98,8 @@ func optString(s string) param.Opt[string] {
 // [toolset.Tool.ParametersJSON] gives it, or in its strict form with
 // [WithStrict]. Every tool that cannot be sent is reported, the errors joined.
 // Tool names need no check here: OpenAI's rule is the one
-// [toolset.BuildTools] enforces.
+// [toolset.BuildTools] enforces. With [WithPreflight], the tools are
+// checked against OpenAI's rules first (see [Check]).
 //
 // A turn with no tools (every tool hidden from this user, say) gives nil,
 // which the SDK leaves out of the request: OpenAI rejects an empty tools

@@ -1,0 +1,110 @@
+package openaitools
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/gotoolset/toolset"
+	"github.com/gotoolset/toolset/internal/adapter"
+	"github.com/gotoolset/toolset/internal/jsontext"
+)
+
+// provider names OpenAI in a *toolset.PreflightError.
+const provider = "OpenAI"
+
+const (
+	maxNameLen = 64
+	nameRule   = "^[a-zA-Z0-9_-]{1,64}$"
+)
+
+// WithPreflight has [ChatTools] and [ResponseTools] run [Check] first, with
+// the same options, and fail with its *toolset.PreflightError, listing
+// every problem of every tool, rather than send a tool OpenAI would
+// refuse.
+func WithPreflight() Option { return adapter.WithPreflight() }
+
+// Check applies OpenAI's rules for function definitions to the turn's
+// tools and reports every tool OpenAI would refuse, all at once:
+//
+//   - a name must match ^[a-zA-Z0-9_-]{1,64}$ (the rule
+//     [toolset.BuildTools] enforces too);
+//   - the parameter schema must be an object schema with "type":
+//     "object" at its root, and no anyOf, oneOf or allOf there;
+//   - with [WithStrict], the schema must fit strict mode (see
+//     [WithStrict]); the first keyword of each schema that cannot is
+//     reported, as [ChatTools] would report it with a [*StrictError].
+//
+// Options other than [WithStrict] are ignored. It returns every problem
+// (see [toolset.PreflightProblem]), and a *toolset.PreflightError listing
+// them when there is one. A schema is walked within bounds (see the
+// package doc, "Preflight"); one past them is a problem.
+func Check(tools *toolset.ToolList, opts ...Option) ([]toolset.PreflightProblem, error) {
+	return check(tools, adapter.Apply(opts).Strict)
+}
+
+func check(tools *toolset.ToolList, strict bool) ([]toolset.PreflightProblem, error) {
+	r := &adapter.Report{Provider: provider}
+	for t := range tools.All() {
+		adapter.CheckName(r, t.Name, maxNameLen, adapter.Word, nil, nameRule)
+		cache := checkedPlain
+		if strict {
+			cache = checkedStrict
+		}
+		f, err := cache.Of(t)
+		if err != nil {
+			r.Tool(t.Name, "/parameters", err.Error(), "give the tool a valid parameter schema")
+			continue
+		}
+		r.Schema(t.Name, f)
+	}
+	return r.Result()
+}
+
+// checkedPlain and checkedStrict remember the findings of each parameter
+// schema, so that a preflight of unchanged tools walks no schema again.
+var (
+	checkedPlain  = adapter.NewSchemaCache(func(raw json.RawMessage) (*adapter.Findings, error) { return checkSchema(raw, false), nil })
+	checkedStrict = adapter.NewSchemaCache(func(raw json.RawMessage) (*adapter.Findings, error) { return checkSchema(raw, true), nil })
+)
+
+func checkSchema(raw json.RawMessage, strict bool) *adapter.Findings {
+	f := &adapter.Findings{}
+	v, ok := adapter.ParseBounded(raw, f)
+	if !ok {
+		return f
+	}
+	root, isObject := v.(*jsontext.Object)
+	if !isObject {
+		f.Problem("", fmt.Sprintf("the parameter schema is %s, not an object schema", adapter.Encode(v)), `make the parameters a JSON object schema with "type": "object"`)
+		return f
+	}
+	types, present, _ := adapter.TypeNames(root)
+	switch {
+	case !present:
+		f.Problem("", `the parameter schema has no "type"; OpenAI requires "type": "object" at the root`, `add "type": "object"`)
+	case len(types) != 1 || types[0] != "object":
+		f.Problem("/type", fmt.Sprintf(`the parameter schema must have "type": "object", not %s`, adapter.Encode(root.Get("type"))), "make the parameters one object whose properties are the arguments")
+	}
+	for _, k := range []string{"anyOf", "oneOf", "allOf"} {
+		if _, ok := root.Lookup(k); ok {
+			f.Problem("/"+k, "OpenAI does not accept "+k+" at the root of a parameter schema", "merge the alternatives into one object schema, or move them into a property")
+		}
+	}
+	if !strict || f.Failed() {
+		return f
+	}
+	if _, err := strictSchema(raw); err != nil {
+		var se *StrictError
+		if !errors.As(err, &se) {
+			f.Problem("", err.Error(), "")
+			return f
+		}
+		path := se.Path
+		if se.Keyword != "" {
+			path = adapter.Pointer(path, se.Keyword)
+		}
+		f.Problem(path, se.Reason, "rewrite this part of the schema, or send the tools without WithStrict")
+	}
+	return f
+}
