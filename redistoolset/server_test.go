@@ -36,7 +36,8 @@ func startServerWith(t testing.TB, durable bool) *server {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		t.Skip("redis-server is not installed (Debian package redis-server); these tests run a real one")
+		t.Log("these tests run a real redis-server")
+		t.Skip("redis-server not installed (apt-get install redis-server)")
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

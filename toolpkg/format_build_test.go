@@ -194,7 +194,7 @@ func TestBuildScriptFailuresSayWhy(t *testing.T) {
 func pythonSource(t *testing.T) string {
 	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed")
+		t.Skip(skipPython)
 	}
 	src := t.TempDir()
 	files := map[string]string{

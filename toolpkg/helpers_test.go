@@ -152,11 +152,20 @@ func available(t testing.TB) []Mode {
 	return modes
 }
 
+// The skip messages of tests that need a program a machine may lack: one
+// text each, the same in every module, so that a summary of the run
+// (internal/testsummary) counts them under one line.
+const (
+	skipBwrap  = "bubblewrap cannot run here (apt-get install bubblewrap)"
+	skipPython = "python3 not installed (apt-get install python3)"
+)
+
 // requireBwrap skips the test, saying why, when bubblewrap cannot run here.
 func requireBwrap(t testing.TB) {
 	t.Helper()
 	if _, err := bwrapSandbox(); err != nil {
-		t.Skipf("bubblewrap cannot run on this machine (install it with apt-get install -y bubblewrap): %v", err)
+		t.Logf("bubblewrap: %v", err)
+		t.Skip(skipBwrap)
 	}
 }
 

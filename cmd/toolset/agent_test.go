@@ -50,9 +50,7 @@ func writeFile(t *testing.T, dir, name, data string) string {
 // store holding the same package.
 func TestAgentCommands(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "toolset")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := cliBinary(t)
 	zip := packaged(t)
 
 	storeDir := filepath.Join(dir, "store")

@@ -26,9 +26,7 @@ import (
 // the --secrets file.
 func TestServeDeployedAgentFromThePlatform(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "toolset")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := cliBinary(t)
 	zip := packaged(t)
 	ctx := context.Background()
 	discard := slog.New(slog.DiscardHandler)

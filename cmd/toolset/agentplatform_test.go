@@ -39,9 +39,7 @@ func countingServer(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic
 // whose lock the platform holds, as a running "toolset platform" does.
 func TestAgentCheckOnPlatform(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "toolset")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := cliBinary(t)
 	zip := packaged(t)
 
 	discard := slog.New(slog.DiscardHandler)
@@ -158,9 +156,7 @@ toolsets:
 // not followed with the token.
 func TestAgentCheckOnPlatformUnexpectedAnswers(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "toolset")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := cliBinary(t)
 	good := writeFile(t, dir, "helpdesk.yaml", "name: helpdesk\ntoolsets:\n  - package: finance\n")
 	t.Setenv(platform.TokenEnv, "cli-check-token-0123456789abcdef")
 

@@ -61,9 +61,7 @@ var glossaryFiles = map[string]string{
 // from the platform, and the client loads it and reads its files.
 func TestServeDeployedAgentWithSkills(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "toolset")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := cliBinary(t)
 	ctx := context.Background()
 	discard := slog.New(slog.DiscardHandler)
 
@@ -113,7 +111,7 @@ func TestServeDeployedAgentWithSkills(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, do("DELETE", "/api/v1/platform/skills/glossary?force=true", nil))
 	cmd := exec.Command(bin, "serve", "--sandbox", "direct", "--agent", "writer", "--platform", hs.URL, "--platform-token-file", tokenFile)
 	cmd.Env = runnerEnv(t.TempDir(), "")
-	out, err = cmd.CombinedOutput()
+	out, err := cmd.CombinedOutput()
 	require.Error(t, err, "%s", out)
 	assert.Contains(t, string(out), `skill "glossary"`)
 	assert.Contains(t, string(out), "NotFound")
@@ -195,9 +193,7 @@ const (
 // says so.
 func TestServeDeployedSkillWithTools(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "toolset")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := cliBinary(t)
 	ctx := context.Background()
 	discard := slog.New(slog.DiscardHandler)
 

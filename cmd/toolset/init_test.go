@@ -143,7 +143,7 @@ func TestInitGoScaffoldBuildsAndRuns(t *testing.T) {
 // module it ships, which toolset package builds as it is, offline.
 func TestInitPythonScaffoldBuildsAndRuns(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed: the Python scaffold's build.sh and its tool run on it")
+		t.Skip(skipPython)
 	}
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash is not installed: the scaffold's build.sh is a bash script")
@@ -377,10 +377,10 @@ func TestPackageBuildScriptFailures(t *testing.T) {
 // is in its own tree, so that pip needs no network).
 func TestInitPythonScaffoldInstallsDependencies(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed")
+		t.Skip(skipPython)
 	}
 	if err := exec.Command("python3", "-m", "pip", "--version").Run(); err != nil {
-		t.Skip("pip is not installed for python3: the scaffold's build.sh installs dependencies with it")
+		t.Skip("pip not installed for python3 (apt-get install python3-pip): the scaffold's build.sh installs dependencies with it")
 	}
 	t.Setenv("PIP_NO_INDEX", "1")
 	dep := t.TempDir()

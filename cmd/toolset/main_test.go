@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -43,6 +44,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// skipPython is the skip message of the tests that need python3, the
+// same as toolpkg's, so that a summary of the run counts them together.
+const skipPython = "python3 not installed (apt-get install python3)"
+
 // runCLI runs the command line in-process.
 func runCLI(args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
@@ -55,8 +60,16 @@ func runCLI(args ...string) (code int, stdout, stderr string) {
 func sourceDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
+	require.NoError(t, writeSource(dir))
+	return dir
+}
+
+// writeSource writes the source directory of sourceDir into dir.
+func writeSource(dir string) error {
 	src, err := os.ReadFile("../../toolpkg/testdata/tooldemo/main.go")
-	require.NoError(t, err)
+	if err != nil {
+		return err
+	}
 	files := map[string]string{
 		"manifest.yaml":    "version: 1\ntools:\n  demo:\n    runtime: go\n    executable: ./tooldemo\n    timeout_seconds: 5\n",
 		"go.mod":           "module example.com/clitest\n\ngo 1.26\n",
@@ -64,19 +77,50 @@ func sourceDir(t *testing.T) string {
 	}
 	for name, data := range files {
 		p := filepath.Join(dir, name)
-		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(t, os.WriteFile(p, []byte(data), 0o644))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			return err
+		}
 	}
-	return dir
+	return nil
 }
 
-// packaged builds the test package with the CLI and returns the zip path.
+var (
+	packagedOnce sync.Once
+	packagedZip  []byte
+	packagedErr  error
+)
+
+// packaged returns the path of the test package, built with the CLI
+// once per test binary (a go build each time would cost seconds a test)
+// and copied into a directory of t's own, so that no test sees another's
+// changes.
 func packaged(t *testing.T) string {
 	t.Helper()
+	packagedOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "toolset-packaged-")
+		if err != nil {
+			packagedErr = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		src := filepath.Join(dir, "src")
+		zip := filepath.Join(dir, "demo.zip")
+		if packagedErr = writeSource(src); packagedErr != nil {
+			return
+		}
+		code, stdout, stderr := runCLI("package", src, "-o", zip)
+		if code != 0 || !strings.Contains(stdout, "wrote "+zip) {
+			packagedErr = fmt.Errorf("toolset package: exit code %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+			return
+		}
+		packagedZip, packagedErr = os.ReadFile(zip)
+	})
+	require.NoError(t, packagedErr)
 	zip := filepath.Join(t.TempDir(), "demo.zip")
-	code, stdout, stderr := runCLI("package", sourceDir(t), "-o", zip)
-	require.Equal(t, 0, code, stderr)
-	assert.Contains(t, stdout, "wrote "+zip)
+	require.NoError(t, os.WriteFile(zip, packagedZip, 0o644))
 	return zip
 }
 
@@ -186,13 +230,11 @@ func TestInspectAndCall(t *testing.T) {
 
 // TestBuiltBinary builds the command and runs it as a user would.
 func TestBuiltBinary(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "toolset")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := cliBinary(t)
 
 	zip := filepath.Join(t.TempDir(), "weather-tools.zip")
 	cmd := exec.Command(bin, "package", sourceDir(t), "-o", zip)
-	out, err = cmd.CombinedOutput()
+	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
 	cmd = exec.Command(bin, "call", zip, "echo", `{"text":"from a real process"}`)
@@ -267,9 +309,7 @@ func TestInspectNeverPrintsASecretDefault(t *testing.T) {
 }
 
 func TestCallStaysResponsiveToSIGTERM(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "toolset")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := cliBinary(t)
 	schema, err := os.ReadFile("../../toolpkg/testdata/hostile/schema.json")
 	require.NoError(t, err)
 	zip := packaged(t)

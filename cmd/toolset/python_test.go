@@ -26,7 +26,7 @@ import (
 func pythonZip(t *testing.T) string {
 	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("no python3 here")
+		t.Skip(skipPython)
 	}
 	files := map[string]string{
 		"manifest.yaml": "tools:\n  hello:\n    executable: hello\n    timeout_seconds: 10\n    description: A Python tool\n    maintainer: someone\n",
@@ -125,9 +125,7 @@ func TestPythonPackageThroughEveryCommand(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "hello, Ada")
 
-	bin := filepath.Join(t.TempDir(), "toolset")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := cliBinary(t)
 	served := mcptoolset.NewCommand(exec.Command(bin, "serve", zipPath, "--sandbox", "direct"), mcptoolset.WithName("py"))
 	defer served.Close()
 	var mu sync.Mutex

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -232,9 +231,7 @@ func requireInvalidHandle(t *testing.T, err error) {
 // reaches, by name, by guessing, by another's run handle or by naming a
 // scope in its arguments.
 func TestServeHTTPKeepsEachClientsRunAndArtifacts(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "toolset")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := cliBinary(t)
 	zip := artsPackage(t)
 	tokenA, tokenB := testToken+"-a", testToken+"-b"
 	tokens := withToken(t, "# the clients\n"+tokenA+"\n\n"+tokenB+"\n")

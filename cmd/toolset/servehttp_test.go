@@ -238,9 +238,7 @@ func marker() string {
 // TestServeHTTP runs `toolset serve --http` as real processes, reached by
 // real MCP clients over loopback.
 func TestServeHTTP(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "toolset")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := cliBinary(t)
 	zip := packaged(t)
 	ctx := context.Background()
 
@@ -500,9 +498,7 @@ func TestServeHTTP(t *testing.T) {
 // TestServeAgentFileOverHTTP serves the toolsets of an agent file, with
 // its package from a store, its composition and its roles.
 func TestServeAgentFileOverHTTP(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "toolset")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := cliBinary(t)
 	ctx := context.Background()
 	storeDir := t.TempDir()
 	st, err := toolpkg.Open(storeDir, &toolpkg.Options{Sandbox: toolpkg.ModeDirect, Logger: slog.New(slog.DiscardHandler)})
@@ -563,9 +559,7 @@ func withToken(t *testing.T, token string) string {
 // gets it, as with `toolset agent tools`, but neither the server's
 // environment nor a ${NAME} of the file gets the runner's bearer token.
 func TestServeAgentFileKeepsTheRunnersTokenFromItsServers(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "toolset")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := cliBinary(t)
 	ctx := context.Background()
 	zip := packaged(t)
 	dir := t.TempDir()
