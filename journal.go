@@ -214,9 +214,9 @@ type journalTicket struct {
 // recorded outcome of an earlier call (replay true), or the error that
 // stops this one, or a ticket for a call to run (nil for a call the
 // journal does not keep).
-func (rc *RunContext) journalBegin(ctx context.Context, t Tool, call ToolCall) (res any, err error, replay bool, ticket *journalTicket) {
+func (rc *RunContext) journalBegin(ctx context.Context, t Tool, call ToolCall) (res any, replay bool, ticket *journalTicket, err error) {
 	if call.ID == "" {
-		return nil, nil, false, nil
+		return nil, false, nil, nil
 	}
 	s := rc.st
 	hash := argsHash(call.Args)
@@ -239,40 +239,40 @@ func (rc *RunContext) journalBegin(ctx context.Context, t Tool, call ToolCall) (
 			// during the call leaves word of it.
 			if err := s.save(ctx, true); err != nil {
 				rc.journalForget(call.ID, e)
-				return nil, err, true, nil
+				return nil, true, nil, err
 			}
 		}
-		return nil, nil, false, &journalTicket{id: call.ID, e: e}
+		return nil, false, &journalTicket{id: call.ID, e: e}, nil
 	case e.tool != call.Name || e.args != hash:
 		s.mu.Unlock()
-		return nil, &CallIDReusedError{CallID: call.ID, Tool: call.Name, Earlier: e.tool}, true, nil
+		return nil, true, nil, &CallIDReusedError{CallID: call.ID, Tool: call.Name, Earlier: e.tool}
 	case e.done:
 		defer s.mu.Unlock()
-		return e.replay(), e.replayErr(), true, nil
+		return e.replay(), true, nil, e.replayErr()
 	case e.running:
 		s.mu.Unlock()
-		return nil, fmt.Errorf("toolset: call %q of tool %q is running already in this run: a call is made once", boundName(call.ID), boundName(call.Name)), true, nil
+		return nil, true, nil, fmt.Errorf("toolset: call %q of tool %q is running already in this run: a call is made once", boundName(call.ID), boundName(call.Name))
 	}
 	// Interrupted: ask a human before it runs again.
 	s.mu.Unlock()
 	schema, herr := schemaHash(t)
 	if herr != nil {
-		return nil, fmt.Errorf("toolset: tool %q: hashing the parameter schema: %w", call.Name, herr), true, nil
+		return nil, true, nil, fmt.Errorf("toolset: tool %q: hashing the parameter schema: %w", call.Name, herr)
 	}
 	subj := subjectOf(call)
 	d, ok := rc.takeDecision(subj, schema)
 	switch {
 	case !ok:
 		rc.ask(subj, schema)
-		return nil, &ApprovalRequiredError{Call: call, RunID: rc.ID(), SchemaHash: schema, Interrupted: true}, true, nil
+		return nil, true, nil, &ApprovalRequiredError{Call: call, RunID: rc.ID(), SchemaHash: schema, Interrupted: true}
 	case !d.approved:
-		return nil, &ApprovalDeniedError{Call: call, Reason: d.reason}, true, nil
+		return nil, true, nil, &ApprovalDeniedError{Call: call, Reason: d.reason}
 	}
 	s.mu.Lock()
 	e.interrupted, e.running = false, true
 	s.markDirty()
 	s.mu.Unlock()
-	return nil, nil, false, &journalTicket{id: call.ID, e: e}
+	return nil, false, &journalTicket{id: call.ID, e: e}, nil
 }
 
 // journalForget drops the entry e of id, for a call that will not run or

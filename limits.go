@@ -287,7 +287,7 @@ func (t Tool) executeLimited(ctx context.Context, call ToolCall, rc *RunContext,
 	}
 	var ticket *journalTicket
 	if rc.journaling() {
-		res, err, replay, tk := rc.journalBegin(ctx, t, call)
+		res, replay, tk, err := rc.journalBegin(ctx, t, call)
 		if replay {
 			if rc.hasStore() {
 				return rc.saveAfterCall(ctx, call.Name, res, err)

@@ -114,12 +114,12 @@ func printTree(w io.Writer, spans []trace.ReadOnlySpan) {
 		attrs := slices.Clone(s.Attributes())
 		slices.SortFunc(attrs, func(a, b attribute.KeyValue) int { return strings.Compare(string(a.Key), string(b.Key)) })
 		for _, a := range attrs {
-			fmt.Fprintf(w, "%s    %s = %s\n", more, a.Key, a.Value.Emit())
+			fmt.Fprintf(w, "%s    %s = %s\n", more, a.Key, a.Value.String())
 		}
 		for _, e := range s.Events() {
 			var parts []string
 			for _, a := range e.Attributes {
-				parts = append(parts, fmt.Sprintf("%s=%s", a.Key, a.Value.Emit()))
+				parts = append(parts, fmt.Sprintf("%s=%s", a.Key, a.Value.String()))
 			}
 			fmt.Fprintf(w, "%s    event %s: %s\n", more, e.Name, strings.Join(parts, " "))
 		}
