@@ -23,6 +23,7 @@ import (
 	"google.golang.org/adk/v2/runner"
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool"
+	"google.golang.org/adk/v2/tool/functiontool"
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
 )
@@ -349,4 +350,79 @@ func TestRunnerModelErrorsAndStoppingErrors(t *testing.T) {
 	}
 	assert.Equal(t, adktoolset.ErrStopped.Error(), last["error"])
 	assert.False(t, strings.Contains(fmt.Sprint(last), "database"), "the stopping error is not sent to the model")
+}
+
+func TestRunnerHostileConfiguration(t *testing.T) {
+	lookup := toolset.NewTool("lookup", "Look an order up.", func(_ context.Context, in orderArgs) (string, error) {
+		return "ok", nil
+	})
+	newRunner := func(t *testing.T, ts *adktoolset.Toolset, m *scripted, extra ...tool.Tool) *runner.Runner {
+		t.Helper()
+		t.Cleanup(func() { _ = ts.Close() })
+		a, err := llmagent.New(llmagent.Config{Name: "assistant", Model: m, Tools: extra, Toolsets: []tool.Toolset{ts}})
+		require.NoError(t, err)
+		r, err := runner.NewInMemory("app", a)
+		require.NoError(t, err)
+		return r
+	}
+	drain := func(r *runner.Runner, sid string) ([]*session.Event, error) {
+		var evs []*session.Event
+		for ev, err := range r.Run(t.Context(), "u", sid, userText("hi"), agent.RunConfig{}) {
+			if err != nil {
+				return evs, err
+			}
+			evs = append(evs, ev)
+		}
+		return evs, nil
+	}
+
+	t.Run("run options panic", func(t *testing.T) {
+		ts := adktoolset.New("lib", []toolset.Toolset{lookup}, adktoolset.WithRunOptions(func(agent.ReadonlyContext) []toolset.RunOption {
+			panic("hostile")
+		}))
+		_, err := drain(newRunner(t, ts, &scripted{}), "s")
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "panicked")
+	})
+
+	t.Run("name conflict", func(t *testing.T) {
+		other := toolset.NewTool("lookup", "Another lookup.", func(context.Context, struct{}) (string, error) { return "", nil })
+		ts := adktoolset.New("lib", []toolset.Toolset{toolset.NewFunction(lookup), toolset.NewFunction(other)})
+		m := &scripted{}
+		_, err := drain(newRunner(t, ts, m), "s")
+		var nc *toolset.NameConflictError
+		require.ErrorAs(t, err, &nc)
+		assert.Empty(t, m.offered, "the model is not called")
+	})
+
+	t.Run("a name an ADK tool has", func(t *testing.T) {
+		ts := adktoolset.New("lib", []toolset.Toolset{lookup})
+		own, err := functiontool.New(functiontool.Config{Name: "lookup", Description: "ADK's own."},
+			func(agent.Context, orderArgs) (map[string]any, error) { return nil, nil })
+		require.NoError(t, err)
+		m := &scripted{}
+		_, err = drain(newRunner(t, ts, m, own), "s")
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "lookup")
+		assert.Empty(t, m.offered)
+	})
+
+	t.Run("bounded live runs", func(t *testing.T) {
+		ts := adktoolset.New("lib", []toolset.Toolset{lookup}, adktoolset.WithMaxRuns(1))
+		m := &scripted{steps: []func(*model.LLMRequest) *genai.Content{
+			func(*model.LLMRequest) *genai.Content { return answer("one") },
+			func(*model.LLMRequest) *genai.Content { return answer("two") },
+		}}
+		r := newRunner(t, ts, m)
+		evs1, err := drain(r, "s1")
+		require.NoError(t, err)
+		inv1 := evs1[0].InvocationID
+		run1 := ts.Run(inv1)
+		require.NotNil(t, run1)
+		evs2, err := drain(r, "s2")
+		require.NoError(t, err)
+		assert.Nil(t, ts.Run(inv1), "the least recently used run is ended")
+		assert.ErrorIs(t, run1.Err(), toolset.ErrRunEnded)
+		assert.NotNil(t, ts.Run(evs2[0].InvocationID))
+	})
 }
