@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/cloudwego/eino/components/model"
+	"github.com/cloudwego/eino/components/tool"
 	"github.com/cloudwego/eino/compose"
 	"github.com/cloudwego/eino/schema"
 	"github.com/gotoolset/toolset"
@@ -267,4 +269,63 @@ func TestGraphStoppingErrorAndNoRun(t *testing.T) {
 
 	_, err = g.Invoke(t.Context(), []*schema.Message{schema.UserMessage("go")})
 	assert.ErrorIs(t, err, einotoolset.ErrNoRun)
+}
+
+func TestToolsHostileInput(t *testing.T) {
+	var wipes atomic.Int32
+	wipe := toolset.NewTool("wipe", "Wipe an order.", func(_ context.Context, in orderArgs) (string, error) {
+		wipes.Add(1)
+		return "wiped", nil
+	}, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil }))
+	lookup := toolset.NewTool("lookup", "Look an order up.", func(_ context.Context, in orderArgs) (string, error) { return "ok", nil })
+	ts := einotoolset.New("assistant", toolset.NewFunction(lookup, wipe))
+	huge := strings.Repeat("x", 1<<16)
+	m := newScripted(
+		calls(call("a1", "lookup", `not json`), call("a2", "lookup", `{"id":`+huge+`}`), call("a3", huge, `{}`), call("w1", "wipe", `{"id":1}`)),
+		answer("done"))
+	g := agentGraph(t, m, ts)
+	run := toolset.NewRun("")
+	defer run.End()
+	ctx := toolset.NewContext(t.Context(), run)
+	defer ts.Forget(ctx)
+
+	_, err := g.Invoke(ctx, []*schema.Message{schema.UserMessage("go")}, compose.WithCheckPointID("cp"))
+	info, ok := compose.ExtractInterruptInfo(err)
+	require.True(t, ok, "%v", err)
+	require.Len(t, info.InterruptContexts, 1)
+	// Resume data of another type than *Decision is no approval.
+	_, err = g.Invoke(compose.ResumeWithData(ctx, info.InterruptContexts[0].ID, "yes please"), nil, compose.WithCheckPointID("cp"))
+	require.NoError(t, err)
+	seen := (*m.seen)[1]
+	assert.Contains(t, seen["a1"], "JSON", "arguments that are not JSON are the model's to fix")
+	assert.Less(t, len(seen["a2"]), 4096, "an argument error stays bounded")
+	assert.Less(t, len(seen["a3"]), 4096, "an unknown-tool error stays bounded")
+	assert.Contains(t, seen["w1"], einotoolset.DeniedReason)
+	assert.Zero(t, wipes.Load())
+}
+
+func TestToolsConvertsSchemas(t *testing.T) {
+	lookup := toolset.NewTool("lookup", "Look an order up.", func(_ context.Context, in orderArgs) (string, error) { return "ok", nil })
+	list, err := toolset.BuildTools(t.Context(), "a", lookup)
+	require.NoError(t, err)
+	tools, err := einotoolset.Tools(list)
+	require.NoError(t, err)
+	infos, err := einotoolset.ToolInfos(t.Context(), tools)
+	require.NoError(t, err)
+	require.Len(t, infos, 1)
+	assert.Equal(t, "lookup", infos[0].Name)
+	js, err := infos[0].ParamsOneOf.ToJSONSchema()
+	require.NoError(t, err)
+	got, err := json.Marshal(js)
+	require.NoError(t, err)
+	want, err := lookup.ParametersJSON()
+	require.NoError(t, err)
+	assert.JSONEq(t, string(want), string(got), "the schema reaches Eino as it is")
+
+	// A turn's tools called under no run: calls of no run work for the tools of no run.
+	out, err := tools[0].(interface {
+		InvokableRun(context.Context, string, ...tool.Option) (string, error)
+	}).InvokableRun(t.Context(), `{"id":1}`)
+	require.NoError(t, err)
+	assert.Equal(t, "ok", out)
 }
