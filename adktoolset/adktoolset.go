@@ -159,7 +159,7 @@ func (ts *Toolset) ProcessRequest(ctx agent.Context, req *model.LLMRequest) erro
 	inv.fresh = false
 	var errs []error
 	for t := range tl.All() {
-		at := &adkTool{ts: ts, t: t, declares: true}
+		at := &adkTool{ts: ts, t: t}
 		if _, err := at.declaration(); err != nil {
 			errs = append(errs, err)
 			continue
@@ -323,9 +323,8 @@ func (ts *Toolset) Close() error {
 // adkTool is one library tool offered to ADK. Its calls run through the
 // current turn of the invocation they are made in.
 type adkTool struct {
-	ts       *Toolset
-	t        toolset.Tool
-	declares bool // declared to the model by ProcessRequest
+	ts *Toolset
+	t  toolset.Tool
 }
 
 // Name implements [tool.Tool].
@@ -371,7 +370,7 @@ func (a *adkTool) Run(ctx agent.Context, args any) (map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("adktoolset: tool %q: encoding the arguments: %w", a.t.Name, err)
 	}
-	if args == nil {
+	if string(raw) == "null" {
 		raw = []byte("{}")
 	}
 	call := toolset.ToolCall{ID: ctx.FunctionCallID(), Name: a.t.Name, Args: raw}
