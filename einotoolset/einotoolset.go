@@ -180,7 +180,13 @@ type Step struct {
 	Infos []*schema.ToolInfo
 	// Context is the turn's context.
 	Context context.Context
+
+	run *toolset.RunContext
 }
+
+// sweepAt is how many runs' steps a Toolset keeps before it drops those
+// of runs that have ended.
+const sweepAt = 1024
 
 // New returns a Toolset that offers the tools of entries to the agent
 // named agent.
@@ -212,9 +218,16 @@ func (ts *Toolset) Step(ctx context.Context) (*Step, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &Step{List: list, Tools: tools, Infos: infos, Context: tc}
+	st := &Step{List: list, Tools: tools, Infos: infos, Context: tc, run: rc}
 	ts.mu.Lock()
 	ts.steps[rc.ID()] = st
+	if len(ts.steps) > sweepAt {
+		for id, s := range ts.steps {
+			if errors.Is(s.run.Err(), toolset.ErrRunEnded) {
+				delete(ts.steps, id)
+			}
+		}
+	}
 	ts.mu.Unlock()
 	return st, nil
 }
@@ -226,8 +239,9 @@ func (ts *Toolset) Current(ctx context.Context) *Step {
 	return ts.steps[toolset.FromContext(ctx).ID()]
 }
 
-// Forget drops what the Toolset keeps of the run ctx carries; call it
-// when the run ends.
+// Forget drops what the Toolset keeps of the run ctx carries (its latest
+// step); call it when the run ends. A Toolset that keeps the steps of
+// more than a thousand runs drops those of the runs that have ended.
 func (ts *Toolset) Forget(ctx context.Context) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
