@@ -426,3 +426,59 @@ func TestRunnerHostileConfiguration(t *testing.T) {
 		assert.NotNil(t, ts.Run(evs2[0].InvocationID))
 	})
 }
+
+// A tool revealed before the pause is still revealed when the answer
+// resumes the invocation: the run is the same.
+func TestRunnerRevealSurvivesConfirmation(t *testing.T) {
+	var wipes atomic.Int32
+	archive := toolset.NewFunction(toolset.NewTool("archive_wipe", "Wipe an archived order from the archive.",
+		func(_ context.Context, in orderArgs) (string, error) {
+			wipes.Add(1)
+			return "wiped", nil
+		}, toolset.WithDeferred(), toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return true, nil })))
+	tier := toolset.NewKey[int]("tier")
+	var sawTier atomic.Int64
+	probe := toolset.NewTool("probe", "Report the tier.", func(ctx context.Context, _ struct{}) (int, error) {
+		sawTier.Store(int64(tier.Get(ctx)))
+		return tier.Get(ctx), nil
+	})
+	m := &scripted{steps: []func(*model.LLMRequest) *genai.Content{
+		func(*model.LLMRequest) *genai.Content {
+			return calls(call("s1", "tool_search", map[string]any{"query": "archive wipe"}), call("p1", "probe", nil))
+		},
+		func(*model.LLMRequest) *genai.Content {
+			return calls(call("w1", "archive_wipe", map[string]any{"id": 4}))
+		},
+		func(*model.LLMRequest) *genai.Content { return answer("done") },
+	}}
+	ts := adktoolset.New("lib", []toolset.Toolset{archive, toolset.NewToolSearch(archive), probe},
+		adktoolset.WithRunOptions(func(ctx agent.ReadonlyContext) []toolset.RunOption {
+			v, err := ctx.ReadonlyState().Get("tier")
+			if err != nil {
+				return nil
+			}
+			n, _ := v.(int)
+			return []toolset.RunOption{toolset.WithValue(tier, n)}
+		}))
+	t.Cleanup(func() { _ = ts.Close() })
+	a, err := llmagent.New(llmagent.Config{Name: "assistant", Model: m, Toolsets: []tool.Toolset{ts}})
+	require.NoError(t, err)
+	svc := session.InMemoryService()
+	r, err := runner.New(runner.Config{AppName: "app", Agent: a, SessionService: svc})
+	require.NoError(t, err)
+	f := &fixture{model: m, tools: ts, runner: r, svc: svc}
+	f.session(t, "s", map[string]any{"tier": 3})
+
+	evs := f.run(t, "s", userText("wipe archived order 4"))
+	assert.Equal(t, int64(3), sawTier.Load(), "a typed value from the session state")
+	id, orig := confirmationRequest(t, evs)
+	assert.Equal(t, "w1", orig.ID)
+	assert.Zero(t, wipes.Load())
+
+	evs = f.run(t, "s", confirm(id, true))
+	assert.Equal(t, int32(1), wipes.Load(), "the revealed tool runs once approved")
+	require.Len(t, m.offered, 3)
+	assert.Contains(t, m.offered[2], "archive_wipe", "still revealed after the resume")
+	assert.Equal(t, 2, ts.Run(evs[len(evs)-1].InvocationID).Step(),
+		"three turns: two model steps before the pause, then the resume's, in which the approved call runs and the model answers")
+}
