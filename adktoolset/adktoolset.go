@@ -84,6 +84,7 @@ type invocation struct {
 
 	mu    sync.Mutex
 	tools *toolset.ToolList // the current turn's, nil before the first
+	turn  context.Context   // the current turn's context
 	fresh bool              // tools built by Tools and not yet offered
 	err   error             // the error that stopped the run
 }
@@ -126,7 +127,7 @@ func (ts *Toolset) Tools(ctx agent.ReadonlyContext) ([]tool.Tool, error) {
 	}
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
-	tl, err := inv.turn(ctx, ctx.AgentName(), ts.entries)
+	tl, err := inv.begin(ctx, ctx.AgentName(), ts.entries)
 	if err != nil {
 		return nil, ts.stepError(err)
 	}
@@ -151,12 +152,17 @@ func (ts *Toolset) ProcessRequest(ctx agent.Context, req *model.LLMRequest) erro
 	defer inv.mu.Unlock()
 	tl := inv.tools
 	if !inv.fresh || tl == nil {
-		tl, err = inv.turn(ctx, ctx.AgentName(), ts.entries)
+		tl, err = inv.begin(ctx, ctx.AgentName(), ts.entries)
 		if err != nil {
 			return ts.stepError(err)
 		}
 	}
 	inv.fresh = false
+	text, err := toolset.Instructions(inv.turn, ts.entries...)
+	if err != nil {
+		return ts.stepError(err)
+	}
+	appendInstructions(req, text)
 	var errs []error
 	for t := range tl.All() {
 		at := &adkTool{ts: ts, t: t}
@@ -179,19 +185,20 @@ func (ts *Toolset) stepError(err error) error {
 	return fmt.Errorf("adktoolset: toolset %q: %w", ts.name, err)
 }
 
-// turn begins a turn of the run and builds its tools; inv.mu is held.
-func (inv *invocation) turn(ctx context.Context, agentName string, entries []toolset.Toolset) (*toolset.ToolList, error) {
+// begin begins a turn of the run and builds its tools; inv.mu is held.
+func (inv *invocation) begin(ctx context.Context, agentName string, entries []toolset.Toolset) (*toolset.ToolList, error) {
 	if inv.err != nil {
 		return nil, inv.err
 	}
 	if err := inv.run.Err(); err != nil {
 		return nil, err
 	}
-	tl, err := toolset.BuildTools(inv.run.Turn(ctx), agentName, entries...)
+	tc := inv.run.Turn(ctx)
+	tl, err := toolset.BuildTools(tc, agentName, entries...)
 	if err != nil {
 		return nil, err
 	}
-	inv.tools = tl
+	inv.tools, inv.turn = tl, tc
 	return tl, nil
 }
 
@@ -378,7 +385,7 @@ func (a *adkTool) Run(ctx agent.Context, args any) (map[string]any, error) {
 	inv.mu.Lock()
 	tl, stopped := inv.tools, inv.err != nil
 	if tl == nil && !stopped {
-		tl, err = inv.turn(ctx, ctx.AgentName(), a.ts.entries)
+		tl, err = inv.begin(ctx, ctx.AgentName(), a.ts.entries)
 	}
 	inv.mu.Unlock()
 	if stopped {
@@ -446,6 +453,21 @@ func (e *StopError) Error() string {
 
 // Unwrap returns the call's error.
 func (e *StopError) Unwrap() error { return e.Err }
+
+// appendInstructions adds text to the system instruction of req.
+func appendInstructions(req *model.LLMRequest, text string) {
+	if text == "" {
+		return
+	}
+	if req.Config == nil {
+		req.Config = &genai.GenerateContentConfig{}
+	}
+	if req.Config.SystemInstruction == nil {
+		req.Config.SystemInstruction = &genai.Content{Role: genai.RoleUser}
+	}
+	si := req.Config.SystemInstruction
+	si.Parts = append(si.Parts, genai.NewPartFromText(text))
+}
 
 // resultMap renders a tool's result as an ADK function response: a
 // result whose text is a JSON object is that object, any other is

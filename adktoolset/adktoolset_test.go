@@ -36,6 +36,7 @@ type scripted struct {
 	mu      sync.Mutex
 	steps   []func(req *model.LLMRequest) *genai.Content
 	offered [][]string
+	system  []string // the system instruction of each call
 }
 
 func (m *scripted) Name() string { return "scripted" }
@@ -45,6 +46,13 @@ func (m *scripted) GenerateContent(_ context.Context, req *model.LLMRequest, _ b
 		m.mu.Lock()
 		i := len(m.offered)
 		m.offered = append(m.offered, declared(req))
+		var sys []string
+		if req.Config != nil && req.Config.SystemInstruction != nil {
+			for _, p := range req.Config.SystemInstruction.Parts {
+				sys = append(sys, p.Text)
+			}
+		}
+		m.system = append(m.system, strings.Join(sys, "\n"))
 		m.mu.Unlock()
 		if i >= len(m.steps) {
 			yield(nil, fmt.Errorf("scripted model: no step %d", i))
@@ -481,4 +489,20 @@ func TestRunnerRevealSurvivesConfirmation(t *testing.T) {
 	assert.Contains(t, m.offered[2], "archive_wipe", "still revealed after the resume")
 	assert.Equal(t, 2, ts.Run(evs[len(evs)-1].InvocationID).Step(),
 		"three turns: two model steps before the pause, then the resume's, in which the approved call runs and the model answers")
+}
+
+func TestRunnerInstructionsPerTurn(t *testing.T) {
+	refund := toolset.NewTool("refund", "Refund an order.", func(context.Context, orderArgs) (string, error) { return "refunded", nil })
+	staff := toolset.NewFunction(refund).WithInstructions("Refunds need an order ID.").
+		Filtered(func(ctx context.Context, _ toolset.Tool) (bool, error) { return Role.Get(ctx) == "staff", nil })
+	for role, want := range map[string]bool{"staff": true, "guest": false} {
+		t.Run(role, func(t *testing.T) {
+			f := newFixture(t, []toolset.Toolset{staff}, func(*model.LLMRequest) *genai.Content { return answer("ok") })
+			f.session(t, "s", map[string]any{"role": role})
+			f.run(t, "s", userText("hi"))
+			require.Len(t, f.model.system, 1)
+			assert.Equal(t, want, strings.Contains(f.model.system[0], "Refunds need an order ID."),
+				"a filtered toolset's instructions reach the model in the turns it shows a tool: %q", f.model.system[0])
+		})
+	}
 }

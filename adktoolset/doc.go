@@ -21,7 +21,9 @@
 // revealed in one step is offered from the next, and a failure budget
 // spent in one step stays spent in the next. ADK asks a toolset for its
 // tools once per agent run; the Toolset declares each step's tools itself,
-// in ProcessRequest, which ADK calls before every model call.
+// in ProcessRequest, which ADK calls before every model call, and adds
+// the instructions the toolsets give for the turn ([toolset.Instructions])
+// to the request's system instruction.
 //
 // A run outlives its invocation's last event, because ADK resumes an
 // invocation paused for a confirmation under the same invocation ID: the
