@@ -18,7 +18,8 @@
 // ([toolset.NewContext]) and ends it when the request is answered. A
 // [Toolset] ([New]) maps each model step of the graph to one turn of that
 // run: the node that calls the model calls [Toolset.Step] and binds the
-// step's Infos, and the tools node is [Toolset.RunTools], which runs the
+// step's Infos (and sends its Instructions, the toolsets' system-prompt
+// text for the turn), and the tools node is [Toolset.RunTools], which runs the
 // model's calls through a compose.ToolsNode over the step's tools. So a
 // tool a search revealed in one step is offered from the next, and a
 // failure budget spent in one step stays spent.

@@ -178,6 +178,9 @@ type Step struct {
 	Tools []tool.BaseTool
 	// Infos are their infos, for a chat model's WithTools.
 	Infos []*schema.ToolInfo
+	// Instructions is the system-prompt text the toolsets give for the
+	// turn ([toolset.Instructions]), empty when they give none.
+	Instructions string
 	// Context is the turn's context.
 	Context context.Context
 
@@ -218,7 +221,11 @@ func (ts *Toolset) Step(ctx context.Context) (*Step, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &Step{List: list, Tools: tools, Infos: infos, Context: tc, run: rc}
+	text, err := toolset.Instructions(tc, ts.entries...)
+	if err != nil {
+		return nil, fmt.Errorf("einotoolset: %w", err)
+	}
+	st := &Step{List: list, Tools: tools, Infos: infos, Instructions: text, Context: tc, run: rc}
 	ts.mu.Lock()
 	ts.steps[rc.ID()] = st
 	if len(ts.steps) > sweepAt {

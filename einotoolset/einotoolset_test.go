@@ -329,3 +329,23 @@ func TestToolsConvertsSchemas(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "ok", out)
 }
+
+func TestStepInstructions(t *testing.T) {
+	refund := toolset.NewTool("refund", "Refund an order.", func(context.Context, orderArgs) (string, error) { return "refunded", nil })
+	staff := toolset.NewFunction(refund).WithInstructions("Refunds need an order ID.").
+		Filtered(func(ctx context.Context, _ toolset.Tool) (bool, error) { return Role.Get(ctx) == "staff", nil })
+	ts := einotoolset.New("assistant", staff)
+	for role, want := range map[string]string{"staff": "Refunds need an order ID.", "guest": ""} {
+		run := toolset.NewRun("", toolset.WithValue(Role, role))
+		ctx := toolset.NewContext(t.Context(), run)
+		st, err := ts.Step(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, want, st.Instructions, role)
+		assert.Same(t, st, ts.Current(ctx))
+		ts.Forget(ctx)
+		assert.Nil(t, ts.Current(ctx))
+		run.End()
+	}
+	_, err := ts.Step(t.Context())
+	assert.ErrorIs(t, err, einotoolset.ErrNoRun)
+}
