@@ -98,7 +98,9 @@ var (
 
 // New returns a Toolset named name offering the tools of entries. Each
 // model step of an invocation is one turn of a library run that lives as
-// long as the invocation (see the package documentation).
+// long as the invocation (see the package documentation). The name is part
+// of the run IDs, so two Toolsets that serve one invocation need names of
+// their own: runs of one ID conflict ([*toolset.RunConflictError]).
 func New(name string, entries []toolset.Toolset, opts ...Option) *Toolset {
 	ts := &Toolset{name: name, entries: entries, runs: make(map[string]*list.Element)}
 	for _, o := range opts {

@@ -29,7 +29,9 @@
 // invocation paused for a confirmation under the same invocation ID: the
 // Toolset keeps at most [DefaultMaxRuns] runs live ([WithMaxRuns]),
 // ending the least recently used; [Toolset.End] ends one, [Toolset.Close]
-// all. [Toolset.Run] returns an invocation's run.
+// all. [Toolset.Run] returns an invocation's run. An invocation whose run
+// was ended begins a new one at its next step, without the old one's
+// reveals, budgets and decisions.
 //
 // # Values from the session state
 //
