@@ -420,7 +420,11 @@ func (a *adkTool) Run(ctx agent.Context, args any) (map[string]any, error) {
 		}
 		return nil, a.stop(inv, call, err)
 	}
-	return resultMap(res)
+	m, err := resultMap(res)
+	if err != nil {
+		return nil, a.stop(inv, call, err)
+	}
+	return m, nil
 }
 
 // stop records err, the error of call, as the error that stopped the

@@ -506,3 +506,16 @@ func TestRunnerInstructionsPerTurn(t *testing.T) {
 		})
 	}
 }
+
+func TestRunnerResultThatCannotBeEncodedStopsTheRun(t *testing.T) {
+	bad := toolset.NewTool("bad", "Returns a channel.", func(context.Context, struct{}) (chan int, error) { return make(chan int), nil })
+	f := newFixture(t, []toolset.Toolset{bad},
+		func(*model.LLMRequest) *genai.Content { return calls(call("x1", "bad", nil)) },
+		func(*model.LLMRequest) *genai.Content { return answer("should not be reached") })
+	f.session(t, "s", nil)
+	_, err := f.runErr(t, "s", userText("go"))
+	var se *adktoolset.StopError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "x1", se.Call.ID)
+	assert.Len(t, f.model.offered, 1)
+}
