@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 )
 
@@ -203,7 +204,21 @@ func guardTool(inner Tool, opts []ToolOption) Tool {
 	// Innermost, after any middleware the options add: it never calls
 	// the unreachable handler.
 	all = append(all, WithMiddleware(relay))
-	return newTool(newCore(inner.Name, inner.Parameters, unreachable), inner.Description, all)
+	c := newCore(inner.Name, inner.Parameters, unreachable)
+	carryListing(c, inner.core)
+	return newTool(c, inner.Description, all)
+}
+
+// carryListing gives the guarded tool's core the policies of the inner
+// tool's that are read from the tool a turn lists rather than on its call
+// path: its deferral, required environment, call bound and call order.
+// The guard's options, applied after, may add to them.
+func carryListing(c, inner *toolCore) {
+	c.deferred = inner.deferred
+	c.env = slices.Clone(inner.env)
+	c.callLimit = inner.callLimit
+	c.sequential = inner.sequential
+	c.resources = slices.Clone(inner.resources)
 }
 
 // Guarded returns g with each tool offered again with the options guard

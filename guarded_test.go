@@ -201,3 +201,29 @@ func TestGuardedConflictPath(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "Guarded#0")
 }
+
+// What a turn reads from the listed tool (deferral, the call bound and
+// order) follows the guarded tool from the one it guards.
+func TestGuardedKeepsWhatTheListReads(t *testing.T) {
+	noop := func(context.Context, struct{}) (string, error) { return "ok", nil }
+	inner := toolset.NewFunction(
+		toolset.NewTool("hidden", "A deferred tool.", noop, toolset.WithDeferred()),
+		toolset.NewTool("deploy", "Deploys.", noop, toolset.WithSequential(), toolset.WithCallLimit(1)),
+		toolset.NewTool("write", "Writes.", noop, toolset.WithResource("file")),
+	)
+	g := toolset.NewGuarded(inner, func(toolset.Tool) []toolset.ToolOption {
+		return []toolset.ToolOption{toolset.WithTimeout(time.Minute, toolset.TimeoutTellModel)}
+	})
+	run := testRun(t, "listing")
+	turn := run.Turn(context.Background())
+	list, err := toolset.BuildTools(turn, "a", g, toolset.NewToolSearch(g))
+	require.NoError(t, err)
+	assert.NotContains(t, list.Names(), "hidden", "a deferred tool stays deferred under a guard")
+	calls := []toolset.ToolCall{{Name: "write"}, {Name: "deploy"}, {Name: "write"}}
+	assert.Equal(t, [][]int{nil, {0}, {1}}, list.CallOrder(calls))
+	_, err = list.Execute(turn, toolset.ToolCall{Name: "deploy", Args: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+	_, err = list.Execute(turn, toolset.ToolCall{Name: "deploy", Args: json.RawMessage(`{}`)})
+	var limit *toolset.CallLimitError
+	require.ErrorAs(t, err, &limit, "the inner tool's call bound holds")
+}
