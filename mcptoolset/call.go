@@ -12,6 +12,12 @@ import (
 
 // call sends tools/call for the tool named name on the server.
 func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (any, error) {
+	if c.identity {
+		if !c.hold() {
+			return nil, c.errorf("connect", "", ErrClosed)
+		}
+		defer func() { _ = c.release() }()
+	}
 	s, err := c.session(ctx)
 	if err != nil {
 		return nil, err // names the server; the core adds the tool's name

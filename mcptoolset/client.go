@@ -146,7 +146,7 @@ func NewHTTP(endpoint string, opts ...Option) *Toolset {
 	if cfg.hasIdentity || cfg.tokenSource != nil || cfg.authz != nil {
 		ts.c.ids = newIdentities(cfg, cfg.name, func(_ string, a *identityAuth) *conn {
 			c := newConn(name, nil, opts)
-			c.dial = dial(&c.cfg, a)
+			c.dial, c.identity = dial(&c.cfg, a), true
 			return c
 		})
 	}

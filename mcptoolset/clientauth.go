@@ -216,7 +216,7 @@ func (ids *identities) close() error {
 	ids.flows.Wait()
 	var errs []error
 	for _, it := range all {
-		errs = append(errs, it.c.release())
+		errs = append(errs, it.c.shut())
 	}
 	return errors.Join(errs...)
 }

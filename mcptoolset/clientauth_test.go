@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/mcptoolset"
@@ -302,4 +303,48 @@ func TestOAuthClientIdentityRefusals(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, ts.RefusedTools(other), 1, "the other identity listed on its own")
 	assert.Len(t, ts.InvalidTools(), 2, "one refusal per identity's listing")
+}
+
+// Another identity's turn evicting an identity (beyond WithMaxIdentities)
+// whose call is in flight does not cut that call off: the connection
+// closes once the call has returned.
+func TestIdentityEvictionSparesCallsInFlight(t *testing.T) {
+	checkLeaks(t)
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	wait := toolset.NewTool("wait", "Waits.", func(ctx context.Context, _ struct{}) (string, error) {
+		started <- struct{}{}
+		select {
+		case <-release:
+			return "waited", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	})
+	srv := mcptoolset.NewServer(toolset.NewFunction(wait))
+	defer srv.Close()
+	hs := httptest.NewServer(srv.HTTPHandler(nil))
+	defer hs.Close()
+	ts := mcptoolset.NewHTTP(hs.URL, mcptoolset.WithIdentity(userKey), mcptoolset.WithMaxIdentities(1),
+		mcptoolset.WithCallTimeout(10*time.Second))
+	defer ts.Close()
+
+	turn, tools, err := turnAs(t, ts, "alice")
+	require.NoError(t, err)
+	type answer struct {
+		text string
+		err  error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := tools.Execute(turn, toolset.ToolCall{ID: "1", Name: "wait", Args: json.RawMessage(`{}`)})
+		text, _ := toolset.ResultText(res)
+		done <- answer{text, err}
+	}()
+	<-started
+	_, _, err = turnAs(t, ts, "bob") // evicts alice's connection
+	require.NoError(t, err)
+	close(release)
+	got := <-done
+	require.NoError(t, got.err, "alice's call in flight was not cut off")
+	assert.Equal(t, "waited", got.text)
 }
