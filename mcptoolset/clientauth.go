@@ -47,7 +47,8 @@ func WithIdentity(k toolset.Key[string]) Option {
 // (Authorization: Bearer, to the endpoint's origin only) for each
 // identity (see [WithIdentity]; without it, one identity ""). Wrap a
 // source that makes a request for each token in oauth2.ReuseTokenSource.
-// A panic in fn fails the connection.
+// A panic in fn, or in the Token method of the source it returns, fails
+// the connection.
 func WithTokenSource(fn TokenSourceFunc) Option {
 	return func(c *config) { c.tokenSource = fn }
 }
@@ -288,8 +289,26 @@ func (a *identityAuth) resolve(ctx context.Context) (err error) {
 		a.ts = nil
 		return fmt.Errorf("the token source of identity %q: %w", a.id, err)
 	}
+	if a.ts != nil {
+		a.ts = safeSource{a.ts}
+	}
 	a.asked = true
 	return nil
+}
+
+// safeSource is a token source of WithTokenSource under recover: the SDK
+// asks it for a token on each request, some on goroutines of its own,
+// where a panic would end the program.
+type safeSource struct{ ts oauth2.TokenSource }
+
+// Token implements oauth2.TokenSource.
+func (s safeSource) Token() (tok *oauth2.Token, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			tok, err = nil, &toolset.PanicError{Callback: "the token source of WithTokenSource", Value: p, Stack: debug.Stack()}
+		}
+	}()
+	return s.ts.Token()
 }
 
 // TokenSource implements auth.OAuthHandler: the identity's source of

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -347,4 +349,53 @@ func TestIdentityEvictionSparesCallsInFlight(t *testing.T) {
 	got := <-done
 	require.NoError(t, got.err, "alice's call in flight was not cut off")
 	assert.Equal(t, "waited", got.text)
+}
+
+// panicSource is a token source that gives good tokens n times, then
+// panics.
+type panicSource struct {
+	ts oauth2.TokenSource
+	n  atomic.Int32
+}
+
+func (p *panicSource) Token() (*oauth2.Token, error) {
+	if p.n.Add(-1) < 0 {
+		panic("the token store is gone")
+	}
+	return p.ts.Token()
+}
+
+// A token source of WithTokenSource whose Token method panics, on
+// whichever request of the SDK's (some made on goroutines of its own),
+// fails that identity's requests and neither crashes the program nor
+// wedges the connection.
+func TestOAuthClientTokenMethodPanics(t *testing.T) {
+	checkLeaks(t)
+	as := newAuthServer(t, testAudience, "tools")
+	as.addService("ops", "ops-secret")
+	hs := oauthMCP(t, as)
+	for _, good := range []int32{0, 1, 2, 3, 4} {
+		t.Run(fmt.Sprint(good), func(t *testing.T) {
+			ts := mcptoolset.NewHTTP(hs.URL+"/mcp", mcptoolset.WithIdentity(userKey),
+				mcptoolset.WithCallTimeout(5*time.Second), mcptoolset.WithConnectTimeout(5*time.Second),
+				mcptoolset.WithTokenSource(func(_ context.Context, id string) (oauth2.TokenSource, error) {
+					src := as.serviceSource("ops", "ops-secret", "tools")
+					if id == "ops" {
+						return src, nil
+					}
+					p := &panicSource{ts: src}
+					p.n.Store(good)
+					return p, nil
+				}))
+			defer ts.Close()
+			turn, tools, err := turnAs(t, ts, "eve")
+			for i := 0; err == nil && i < 8; i++ { // each call takes a token
+				_, err = tools.Execute(turn, toolset.ToolCall{ID: "1", Name: "whoami", Args: json.RawMessage(`{}`)})
+			}
+			require.Error(t, err)
+			turn, tools, err = turnAs(t, ts, "ops")
+			require.NoError(t, err)
+			execText(t, turn, tools, "whoami")
+		})
+	}
 }
