@@ -13,10 +13,12 @@ import (
 // call sends tools/call for the tool named name on the server.
 func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (any, error) {
 	if c.identity {
-		if !c.hold() {
-			return nil, c.errorf("connect", "", ErrClosed)
+		h, err := c.held()
+		if err != nil {
+			return nil, err
 		}
-		defer func() { _ = c.release() }()
+		defer func() { _ = h.release() }()
+		c = h
 	}
 	s, err := c.session(ctx)
 	if err != nil {

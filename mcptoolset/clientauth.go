@@ -148,7 +148,9 @@ func (ids *identities) of(ctx context.Context) string {
 	return ids.cfg.identity.Get(ctx)
 }
 
-// conn returns the connection of identity id, making it if needed.
+// conn returns the connection of identity id, making it if needed, held
+// (see conn.hold): the caller releases it once done, and until then the
+// eviction of the identity does not close it.
 func (ids *identities) conn(id string) (*conn, error) {
 	ids.mu.Lock()
 	if ids.closed {
@@ -158,12 +160,17 @@ func (ids *identities) conn(id string) (*conn, error) {
 	if e, ok := ids.byID[id]; ok {
 		ids.lru.MoveToBack(e)
 		c := e.Value.(*identity).c
+		// Still in the table, so not closed: the eviction that would
+		// close it takes it out first, under ids.mu.
+		c.hold()
 		ids.mu.Unlock()
 		return c, nil
 	}
 	a := &identityAuth{ids: ids, id: id}
 	it := &identity{id: id, auth: a}
 	it.c = ids.newConn(id, a)
+	it.c.reroute = func() (*conn, error) { return ids.conn(id) }
+	it.c.hold()
 	ids.byID[id] = ids.lru.PushBack(it)
 	var evicted *identity
 	if ids.lru.Len() > ids.max {

@@ -399,3 +399,44 @@ func TestOAuthClientTokenMethodPanics(t *testing.T) {
 		})
 	}
 }
+
+// Many runs of more identities than WithMaxIdentities keeps, at once:
+// each turn lists and calls as its own identity, whichever connection
+// the others' turns evict meanwhile.
+func TestIdentitiesChurnConcurrently(t *testing.T) {
+	checkLeaks(t)
+	echo := toolset.NewTool("echo", "Says hi.", func(ctx context.Context, _ struct{}) (string, error) {
+		return "hi", nil
+	})
+	srv := mcptoolset.NewServer(toolset.NewFunction(echo))
+	defer srv.Close()
+	hs := httptest.NewServer(srv.HTTPHandler(nil))
+	defer hs.Close()
+	ts := mcptoolset.NewHTTP(hs.URL, mcptoolset.WithIdentity(userKey), mcptoolset.WithMaxIdentities(2),
+		mcptoolset.WithCallTimeout(10*time.Second))
+	defer ts.Close()
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := range 6 {
+		wg.Go(func() {
+			for i := range 6 {
+				run := toolset.NewRun("", toolset.WithValue(userKey, fmt.Sprint("user", (g+i)%5)))
+				turn := run.Turn(context.Background())
+				tools, err := toolset.BuildTools(turn, "agent", ts)
+				if err == nil {
+					_, err = tools.Execute(turn, toolset.ToolCall{ID: "1", Name: "echo", Args: json.RawMessage(`{}`)})
+				}
+				run.End()
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}

@@ -23,8 +23,10 @@ type conn struct {
 	// none.
 	ids *identities
 	// identity marks the connection of one identity of ids: a call in
-	// flight holds a reference (see hold).
+	// flight holds a reference (see hold), and reroute returns the
+	// identity's connection, held, once this one is evicted.
 	identity bool
+	reroute  func() (*conn, error)
 
 	mu       sync.Mutex
 	refs     int
@@ -310,6 +312,22 @@ func (c *conn) hold() bool {
 	}
 	c.refs++
 	return true
+}
+
+// held returns c held or, when it is an evicted identity's, the
+// identity's connection now, held; the caller releases it.
+func (c *conn) held() (*conn, error) {
+	if c.hold() {
+		return c, nil
+	}
+	if c.reroute == nil {
+		return nil, c.errorf("connect", "", ErrClosed)
+	}
+	nc, err := c.reroute()
+	if err != nil {
+		return nil, c.errorf("connect", "", err)
+	}
+	return nc, nil
 }
 
 // shut closes the connection, whatever references calls in flight hold.
