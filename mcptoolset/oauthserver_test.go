@@ -315,3 +315,35 @@ func TestTokenVerifierRefreshOutlivesTheRequest(t *testing.T) {
 	_, err = v.Verify(context.Background(), rotated, nil)
 	require.NoError(t, err, "the fetch the dropped request began took the new key")
 }
+
+// A verifier that panics answers the request 500, with neither the
+// token nor the panic's value in the answer, and the endpoint goes on
+// serving.
+func TestOAuthServerVerifierPanics(t *testing.T) {
+	checkLeaks(t)
+	const secret = "tok-0123456789abcdef"
+	cfg := &mcptoolset.OAuthConfig{
+		Verifier: func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+			if token == "good" {
+				return &auth.TokenInfo{UserID: "u", Expiration: time.Now().Add(time.Hour)}, nil
+			}
+			panic("cannot verify " + token)
+		},
+		AuthorizationServers: []string{"https://as.example"},
+	}
+	srv := mcptoolset.NewServer(scopedTools(), mcptoolset.WithOAuth(cfg))
+	hs := httptest.NewServer(srv.HTTPHandler(nil))
+	defer hs.Close()
+	res, body := post(t, hs.URL, "Bearer "+secret)
+	assert.Equal(t, http.StatusInternalServerError, res.StatusCode)
+	assert.NotContains(t, body, secret)
+	res, _ = post(t, hs.URL, "Bearer good")
+	assert.Equal(t, http.StatusOK, res.StatusCode)
+	del, err := http.NewRequest(http.MethodDelete, hs.URL, nil)
+	require.NoError(t, err)
+	del.Header.Set("Authorization", "Bearer good")
+	del.Header.Set("Mcp-Session-Id", res.Header.Get("Mcp-Session-Id"))
+	dres, err := http.DefaultClient.Do(del)
+	require.NoError(t, err)
+	dres.Body.Close()
+}
