@@ -440,3 +440,60 @@ func TestIdentitiesChurnConcurrently(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A malicious server whose authorization server names an authorization
+// endpoint of a scheme a browser would run (javascript:, data:), of
+// plain http elsewhere than loopback, or at a private address, never
+// has its URL handed to the application to send a user to.
+func TestOAuthClientRefusesHostileAuthorizationURLs(t *testing.T) {
+	checkLeaks(t)
+	var endpoint string
+	var hs *httptest.Server
+	hs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/mcp":
+			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+hs.URL+`/.well-known/oauth-protected-resource/mcp"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+		case "/.well-known/oauth-protected-resource/mcp":
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]any{"resource": hs.URL + "/mcp", "authorization_servers": []string{hs.URL}})
+		case "/.well-known/oauth-authorization-server":
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]any{"issuer": hs.URL, "authorization_endpoint": endpoint,
+				"token_endpoint": hs.URL + "/token", "code_challenge_methods_supported": []string{"S256"}})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer hs.Close()
+	newToolset := func() *mcptoolset.Toolset {
+		return mcptoolset.NewHTTP(hs.URL+"/mcp", mcptoolset.WithIdentity(userKey),
+			mcptoolset.WithAuthorization(&auth.AuthorizationCodeHandlerConfig{
+				PreregisteredClient: &oauthex.ClientCredentials{ClientID: "desk"},
+				RedirectURL:         "http://127.0.0.1:1/callback",
+			}, 0))
+	}
+	// The same server with a sound endpoint: its URL is handed on.
+	endpoint = hs.URL + "/authorize"
+	good := newToolset()
+	_, _, err := turnAs(t, good, "alice")
+	var are *mcptoolset.AuthRequiredError
+	require.ErrorAs(t, err, &are)
+	require.True(t, strings.HasPrefix(are.URL, endpoint+"?"), are.URL)
+	require.NoError(t, good.Close())
+
+	for _, bad := range []string{"javascript:alert(1)", "JavaScript:alert(1)", "data:text/html,<script>1</script>",
+		"http://evil.example/authorize", "https://10.0.0.1/authorize", "https://169.254.169.254/authorize"} {
+		t.Run(bad, func(t *testing.T) {
+			endpoint = bad
+			ts := newToolset()
+			defer ts.Close()
+			_, _, err := turnAs(t, ts, "alice")
+			require.Error(t, err)
+			var are *mcptoolset.AuthRequiredError
+			if errors.As(err, &are) {
+				assert.NotContains(t, strings.ToLower(are.URL), strings.ToLower(bad[:10]), "the hostile URL is not handed on")
+			}
+		})
+	}
+}
