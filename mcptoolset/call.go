@@ -12,6 +12,14 @@ import (
 
 // call sends tools/call for the tool named name on the server.
 func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (any, error) {
+	if c.identity {
+		h, err := c.held()
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = h.release() }()
+		c = h
+	}
 	s, err := c.session(ctx)
 	if err != nil {
 		return nil, err // names the server; the core adds the tool's name

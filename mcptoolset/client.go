@@ -146,7 +146,7 @@ func NewHTTP(endpoint string, opts ...Option) *Toolset {
 	if cfg.hasIdentity || cfg.tokenSource != nil || cfg.authz != nil {
 		ts.c.ids = newIdentities(cfg, cfg.name, func(_ string, a *identityAuth) *conn {
 			c := newConn(name, nil, opts)
-			c.dial = dial(&c.cfg, a)
+			c.dial, c.identity = dial(&c.cfg, a), true
 			return c
 		})
 	}
@@ -182,10 +182,11 @@ func (t *Toolset) GetTools(ctx context.Context) ([]toolset.Tool, error) {
 	if t.released.Load() {
 		return nil, c.errorf("list tools", "", ErrClosed)
 	}
-	c, err := t.route(ctx, "list tools")
+	c, done, err := t.route(ctx, "list tools")
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	tools, err := c.tools(ctx)
 	if err != nil {
 		if c.skippable(ctx, err) {
@@ -226,10 +227,11 @@ func (t *Toolset) Instructions(ctx context.Context) (string, error) {
 	if t.released.Load() {
 		return "", c.errorf("connect", "", ErrClosed)
 	}
-	c, err := t.route(ctx, "connect")
+	c, done, err := t.route(ctx, "connect")
 	if err != nil {
 		return "", err
 	}
+	defer done()
 	s, err := c.session(ctx)
 	if err != nil {
 		if c.skippable(ctx, err) {
@@ -254,25 +256,27 @@ func (t *Toolset) Session(ctx context.Context) (*mcp.ClientSession, error) {
 	if t.released.Load() {
 		return nil, t.c.errorf("connect", "", ErrClosed)
 	}
-	c, err := t.route(ctx, "connect")
+	c, done, err := t.route(ctx, "connect")
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	return c.session(ctx)
 }
 
 // route returns the connection of the run of ctx: the toolset's, or,
-// for a toolset of identities, the identity's.
-func (t *Toolset) route(ctx context.Context, op string) (*conn, error) {
+// for a toolset of identities, the identity's, held until done is called
+// so that another identity's turn does not close it meanwhile.
+func (t *Toolset) route(ctx context.Context, op string) (c *conn, done func(), err error) {
 	ids := t.c.ids
 	if ids == nil {
-		return t.c, nil
+		return t.c, func() {}, nil
 	}
-	c, err := ids.conn(ids.of(ctx))
+	c, err = ids.conn(ids.of(ctx))
 	if err != nil {
-		return nil, t.c.errorf(op, "", err)
+		return nil, nil, t.c.errorf(op, "", err)
 	}
-	return c, nil
+	return c, func() { _ = c.release() }, nil
 }
 
 // ToolsChanged drops the cached tool list, so the next GetTools lists the

@@ -47,7 +47,8 @@ func WithIdentity(k toolset.Key[string]) Option {
 // (Authorization: Bearer, to the endpoint's origin only) for each
 // identity (see [WithIdentity]; without it, one identity ""). Wrap a
 // source that makes a request for each token in oauth2.ReuseTokenSource.
-// A panic in fn fails the connection.
+// A panic in fn, or in the Token method of the source it returns, fails
+// the connection.
 func WithTokenSource(fn TokenSourceFunc) Option {
 	return func(c *config) { c.tokenSource = fn }
 }
@@ -147,7 +148,9 @@ func (ids *identities) of(ctx context.Context) string {
 	return ids.cfg.identity.Get(ctx)
 }
 
-// conn returns the connection of identity id, making it if needed.
+// conn returns the connection of identity id, making it if needed, held
+// (see conn.hold): the caller releases it once done, and until then the
+// eviction of the identity does not close it.
 func (ids *identities) conn(id string) (*conn, error) {
 	ids.mu.Lock()
 	if ids.closed {
@@ -157,12 +160,17 @@ func (ids *identities) conn(id string) (*conn, error) {
 	if e, ok := ids.byID[id]; ok {
 		ids.lru.MoveToBack(e)
 		c := e.Value.(*identity).c
+		// Still in the table, so not closed: the eviction that would
+		// close it takes it out first, under ids.mu.
+		c.hold()
 		ids.mu.Unlock()
 		return c, nil
 	}
 	a := &identityAuth{ids: ids, id: id}
 	it := &identity{id: id, auth: a}
 	it.c = ids.newConn(id, a)
+	it.c.reroute = func() (*conn, error) { return ids.conn(id) }
+	it.c.hold()
 	ids.byID[id] = ids.lru.PushBack(it)
 	var evicted *identity
 	if ids.lru.Len() > ids.max {
@@ -216,7 +224,7 @@ func (ids *identities) close() error {
 	ids.flows.Wait()
 	var errs []error
 	for _, it := range all {
-		errs = append(errs, it.c.release())
+		errs = append(errs, it.c.shut())
 	}
 	return errors.Join(errs...)
 }
@@ -288,8 +296,26 @@ func (a *identityAuth) resolve(ctx context.Context) (err error) {
 		a.ts = nil
 		return fmt.Errorf("the token source of identity %q: %w", a.id, err)
 	}
+	if a.ts != nil {
+		a.ts = safeSource{a.ts}
+	}
 	a.asked = true
 	return nil
+}
+
+// safeSource is a token source of WithTokenSource under recover: the SDK
+// asks it for a token on each request, some on goroutines of its own,
+// where a panic would end the program.
+type safeSource struct{ ts oauth2.TokenSource }
+
+// Token implements oauth2.TokenSource.
+func (s safeSource) Token() (tok *oauth2.Token, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			tok, err = nil, &toolset.PanicError{Callback: "the token source of WithTokenSource", Value: p, Stack: debug.Stack()}
+		}
+	}()
+	return s.ts.Token()
 }
 
 // TokenSource implements auth.OAuthHandler: the identity's source of

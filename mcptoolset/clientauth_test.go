@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/mcptoolset"
@@ -302,4 +305,195 @@ func TestOAuthClientIdentityRefusals(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, ts.RefusedTools(other), 1, "the other identity listed on its own")
 	assert.Len(t, ts.InvalidTools(), 2, "one refusal per identity's listing")
+}
+
+// Another identity's turn evicting an identity (beyond WithMaxIdentities)
+// whose call is in flight does not cut that call off: the connection
+// closes once the call has returned.
+func TestIdentityEvictionSparesCallsInFlight(t *testing.T) {
+	checkLeaks(t)
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	wait := toolset.NewTool("wait", "Waits.", func(ctx context.Context, _ struct{}) (string, error) {
+		started <- struct{}{}
+		select {
+		case <-release:
+			return "waited", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	})
+	srv := mcptoolset.NewServer(toolset.NewFunction(wait))
+	defer srv.Close()
+	hs := httptest.NewServer(srv.HTTPHandler(nil))
+	defer hs.Close()
+	ts := mcptoolset.NewHTTP(hs.URL, mcptoolset.WithIdentity(userKey), mcptoolset.WithMaxIdentities(1),
+		mcptoolset.WithCallTimeout(10*time.Second))
+	defer ts.Close()
+
+	turn, tools, err := turnAs(t, ts, "alice")
+	require.NoError(t, err)
+	type answer struct {
+		text string
+		err  error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := tools.Execute(turn, toolset.ToolCall{ID: "1", Name: "wait", Args: json.RawMessage(`{}`)})
+		text, _ := toolset.ResultText(res)
+		done <- answer{text, err}
+	}()
+	<-started
+	_, _, err = turnAs(t, ts, "bob") // evicts alice's connection
+	require.NoError(t, err)
+	close(release)
+	got := <-done
+	require.NoError(t, got.err, "alice's call in flight was not cut off")
+	assert.Equal(t, "waited", got.text)
+}
+
+// panicSource is a token source that gives good tokens n times, then
+// panics.
+type panicSource struct {
+	ts oauth2.TokenSource
+	n  atomic.Int32
+}
+
+func (p *panicSource) Token() (*oauth2.Token, error) {
+	if p.n.Add(-1) < 0 {
+		panic("the token store is gone")
+	}
+	return p.ts.Token()
+}
+
+// A token source of WithTokenSource whose Token method panics, on
+// whichever request of the SDK's (some made on goroutines of its own),
+// fails that identity's requests and neither crashes the program nor
+// wedges the connection.
+func TestOAuthClientTokenMethodPanics(t *testing.T) {
+	checkLeaks(t)
+	as := newAuthServer(t, testAudience, "tools")
+	as.addService("ops", "ops-secret")
+	hs := oauthMCP(t, as)
+	for _, good := range []int32{0, 1, 2, 3, 4} {
+		t.Run(fmt.Sprint(good), func(t *testing.T) {
+			ts := mcptoolset.NewHTTP(hs.URL+"/mcp", mcptoolset.WithIdentity(userKey),
+				mcptoolset.WithCallTimeout(5*time.Second), mcptoolset.WithConnectTimeout(5*time.Second),
+				mcptoolset.WithTokenSource(func(_ context.Context, id string) (oauth2.TokenSource, error) {
+					src := as.serviceSource("ops", "ops-secret", "tools")
+					if id == "ops" {
+						return src, nil
+					}
+					p := &panicSource{ts: src}
+					p.n.Store(good)
+					return p, nil
+				}))
+			defer ts.Close()
+			turn, tools, err := turnAs(t, ts, "eve")
+			for i := 0; err == nil && i < 8; i++ { // each call takes a token
+				_, err = tools.Execute(turn, toolset.ToolCall{ID: "1", Name: "whoami", Args: json.RawMessage(`{}`)})
+			}
+			require.Error(t, err)
+			turn, tools, err = turnAs(t, ts, "ops")
+			require.NoError(t, err)
+			execText(t, turn, tools, "whoami")
+		})
+	}
+}
+
+// Many runs of more identities than WithMaxIdentities keeps, at once:
+// each turn lists and calls as its own identity, whichever connection
+// the others' turns evict meanwhile.
+func TestIdentitiesChurnConcurrently(t *testing.T) {
+	checkLeaks(t)
+	echo := toolset.NewTool("echo", "Says hi.", func(ctx context.Context, _ struct{}) (string, error) {
+		return "hi", nil
+	})
+	srv := mcptoolset.NewServer(toolset.NewFunction(echo))
+	defer srv.Close()
+	hs := httptest.NewServer(srv.HTTPHandler(nil))
+	defer hs.Close()
+	ts := mcptoolset.NewHTTP(hs.URL, mcptoolset.WithIdentity(userKey), mcptoolset.WithMaxIdentities(2),
+		mcptoolset.WithCallTimeout(10*time.Second))
+	defer ts.Close()
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := range 6 {
+		wg.Go(func() {
+			for i := range 6 {
+				run := toolset.NewRun("", toolset.WithValue(userKey, fmt.Sprint("user", (g+i)%5)))
+				turn := run.Turn(context.Background())
+				tools, err := toolset.BuildTools(turn, "agent", ts)
+				if err == nil {
+					_, err = tools.Execute(turn, toolset.ToolCall{ID: "1", Name: "echo", Args: json.RawMessage(`{}`)})
+				}
+				run.End()
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// A malicious server whose authorization server names an authorization
+// endpoint of a scheme a browser would run (javascript:, data:), of
+// plain http elsewhere than loopback, or at a private address, never
+// has its URL handed to the application to send a user to.
+func TestOAuthClientRefusesHostileAuthorizationURLs(t *testing.T) {
+	checkLeaks(t)
+	var endpoint string
+	var hs *httptest.Server
+	hs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/mcp":
+			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+hs.URL+`/.well-known/oauth-protected-resource/mcp"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+		case "/.well-known/oauth-protected-resource/mcp":
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]any{"resource": hs.URL + "/mcp", "authorization_servers": []string{hs.URL}})
+		case "/.well-known/oauth-authorization-server":
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]any{"issuer": hs.URL, "authorization_endpoint": endpoint,
+				"token_endpoint": hs.URL + "/token", "code_challenge_methods_supported": []string{"S256"}})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer hs.Close()
+	newToolset := func() *mcptoolset.Toolset {
+		return mcptoolset.NewHTTP(hs.URL+"/mcp", mcptoolset.WithIdentity(userKey),
+			mcptoolset.WithAuthorization(&auth.AuthorizationCodeHandlerConfig{
+				PreregisteredClient: &oauthex.ClientCredentials{ClientID: "desk"},
+				RedirectURL:         "http://127.0.0.1:1/callback",
+			}, 0))
+	}
+	// The same server with a sound endpoint: its URL is handed on.
+	endpoint = hs.URL + "/authorize"
+	good := newToolset()
+	_, _, err := turnAs(t, good, "alice")
+	var are *mcptoolset.AuthRequiredError
+	require.ErrorAs(t, err, &are)
+	require.True(t, strings.HasPrefix(are.URL, endpoint+"?"), are.URL)
+	require.NoError(t, good.Close())
+
+	for _, bad := range []string{"javascript:alert(1)", "JavaScript:alert(1)", "data:text/html,<script>1</script>",
+		"http://evil.example/authorize", "https://10.0.0.1/authorize", "https://169.254.169.254/authorize"} {
+		t.Run(bad, func(t *testing.T) {
+			endpoint = bad
+			ts := newToolset()
+			defer ts.Close()
+			_, _, err := turnAs(t, ts, "alice")
+			require.Error(t, err)
+			var are *mcptoolset.AuthRequiredError
+			if errors.As(err, &are) {
+				assert.NotContains(t, strings.ToLower(are.URL), strings.ToLower(bad[:10]), "the hostile URL is not handed on")
+			}
+		})
+	}
 }

@@ -22,6 +22,11 @@ type conn struct {
 	// WithIdentity or WithTokenSource uses instead of this one; nil for
 	// none.
 	ids *identities
+	// identity marks the connection of one identity of ids: a call in
+	// flight holds a reference (see hold), and reroute returns the
+	// identity's connection, held, once this one is evicted.
+	identity bool
+	reroute  func() (*conn, error)
 
 	mu       sync.Mutex
 	refs     int
@@ -294,6 +299,43 @@ func (c *conn) drop(s *mcp.ClientSession) bool {
 	c.sess = nil
 	c.gen++
 	return true
+}
+
+// hold takes a reference for a call in flight on an identity's
+// connection, so that the eviction of the identity closes it only once
+// the call has returned; false when it is closed.
+func (c *conn) hold() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		return false
+	}
+	c.refs++
+	return true
+}
+
+// held returns c held or, when it is an evicted identity's, the
+// identity's connection now, held; the caller releases it.
+func (c *conn) held() (*conn, error) {
+	if c.hold() {
+		return c, nil
+	}
+	if c.reroute == nil {
+		return nil, c.errorf("connect", "", ErrClosed)
+	}
+	nc, err := c.reroute()
+	if err != nil {
+		return nil, c.errorf("connect", "", err)
+	}
+	return nc, nil
+}
+
+// shut closes the connection, whatever references calls in flight hold.
+func (c *conn) shut() error {
+	c.mu.Lock()
+	c.refs = 1
+	c.mu.Unlock()
+	return c.release()
 }
 
 // release drops one reference; the last one closes the session.

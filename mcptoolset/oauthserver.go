@@ -1,6 +1,8 @@
 package mcptoolset
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -41,7 +43,7 @@ type OAuthConfig struct {
 	// Verifier verifies a bearer token, such as a [TokenVerifier]'s
 	// Verify. A verifier's error that matches auth.ErrInvalidToken
 	// answers 401, any other 500; its text is the response's body, so
-	// it must hold no secret.
+	// it must hold no secret. A panic answers 500 too.
 	Verifier auth.TokenVerifier
 	// AuthorizationServers are the issuers clients may get tokens from,
 	// published in the metadata; at least one is required.
@@ -116,8 +118,25 @@ func (c *OAuthConfig) Protect(next http.Handler) http.Handler {
 			http.Error(w, (&TokenError{Reason: "over the size limit"}).Error(), http.StatusUnauthorized)
 			return
 		}
-		auth.RequireBearerToken(c.Verifier, opts)(next).ServeHTTP(w, r)
+		auth.RequireBearerToken(c.safeVerifier, opts)(next).ServeHTTP(w, r)
 	})
+}
+
+// errVerifierPanicked is the error of a Verifier that panicked: its text
+// is the 500's body, and the panic's value, which may hold the token, is
+// left out of it.
+var errVerifierPanicked = errors.New("mcptoolset: the token verifier failed")
+
+// safeVerifier calls c.Verifier under recover: a panic, which net/http
+// would log with its value and answer by dropping the connection, is a
+// 500.
+func (c *OAuthConfig) safeVerifier(ctx context.Context, token string, r *http.Request) (info *auth.TokenInfo, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			info, err = nil, errVerifierPanicked
+		}
+	}()
+	return c.Verifier(ctx, token, r)
 }
 
 // resource returns the endpoint's resource URL, for a request to the

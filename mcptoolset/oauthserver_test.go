@@ -289,3 +289,61 @@ func TestTokenVerifierFollowsKeyRotation(t *testing.T) {
 	_, err = v.Verify(context.Background(), old, nil)
 	require.Error(t, err, "the old key is gone from the set")
 }
+
+// A client that gives up on its request (here, a context already ended)
+// while its token, of a key ID the verifier does not hold, makes it fetch
+// the key set must not abort that fetch: the failure would hold off the
+// next one for the whole bound, so that by dropping such a request every
+// bound, an attacker would keep the tokens of a rotated key refused.
+func TestTokenVerifierRefreshOutlivesTheRequest(t *testing.T) {
+	checkLeaks(t)
+	as := newAuthServer(t, testAudience, "tools")
+	v, err := mcptoolset.NewTokenVerifier(context.Background(), as.URL, testAudience, nil)
+	require.NoError(t, err)
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	as.store.mu.Lock()
+	as.key, as.kid = key, "key-2"
+	as.store.mu.Unlock()
+	rotated := as.mint(t, nil, "", as.claims("bob", "tools"))
+
+	restore := mcptoolset.SetMinKeyRefresh(0)
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _ = v.Verify(gone, as.mint(t, nil, "", as.claims("mallory", "tools")), nil)
+	restore() // the bound again: no fetch until it passes
+	_, err = v.Verify(context.Background(), rotated, nil)
+	require.NoError(t, err, "the fetch the dropped request began took the new key")
+}
+
+// A verifier that panics answers the request 500, with neither the
+// token nor the panic's value in the answer, and the endpoint goes on
+// serving.
+func TestOAuthServerVerifierPanics(t *testing.T) {
+	checkLeaks(t)
+	const secret = "tok-0123456789abcdef"
+	cfg := &mcptoolset.OAuthConfig{
+		Verifier: func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+			if token == "good" {
+				return &auth.TokenInfo{UserID: "u", Expiration: time.Now().Add(time.Hour)}, nil
+			}
+			panic("cannot verify " + token)
+		},
+		AuthorizationServers: []string{"https://as.example"},
+	}
+	srv := mcptoolset.NewServer(scopedTools(), mcptoolset.WithOAuth(cfg))
+	hs := httptest.NewServer(srv.HTTPHandler(nil))
+	defer hs.Close()
+	res, body := post(t, hs.URL, "Bearer "+secret)
+	assert.Equal(t, http.StatusInternalServerError, res.StatusCode)
+	assert.NotContains(t, body, secret)
+	res, _ = post(t, hs.URL, "Bearer good")
+	assert.Equal(t, http.StatusOK, res.StatusCode)
+	del, err := http.NewRequest(http.MethodDelete, hs.URL, nil)
+	require.NoError(t, err)
+	del.Header.Set("Authorization", "Bearer good")
+	del.Header.Set("Mcp-Session-Id", res.Header.Get("Mcp-Session-Id"))
+	dres, err := http.DefaultClient.Do(del)
+	require.NoError(t, err)
+	dres.Body.Close()
+}

@@ -244,7 +244,10 @@ func (v *TokenVerifier) keySet(ctx context.Context, kid string) jose.JSONWebKeyS
 	if has(keys, kid) || time.Since(fetched) < minKeyRefresh {
 		return keys
 	}
-	fctx, cancel := context.WithTimeout(ctx, defaultFetchTimeout)
+	// The fetch is not cut short when the request that began it is: a
+	// failure holds off the next fetch for minKeyRefresh, which a client
+	// dropping its requests could otherwise make last.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), defaultFetchTimeout)
 	defer cancel()
 	if err := v.refresh(fctx); err != nil {
 		// Try again no sooner than the bound, with the keys held.

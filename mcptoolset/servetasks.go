@@ -28,8 +28,8 @@ type TaskLimits struct {
 	// default is 256.
 	MaxTotal int
 	// MaxRetained bounds the finished tasks whose result the server
-	// keeps; beyond it the one that finished first is forgotten. The
-	// default is 1024.
+	// keeps; beyond it the one that finished first, of the client that
+	// has the most kept, is forgotten. The default is 1024.
 	MaxRetained int
 	// MaxLifetime bounds how long a task runs: then its context is
 	// cancelled and it fails. The default is one hour.
@@ -208,11 +208,13 @@ func (tt *taskTable) endSession(ss *mcp.ServerSession) {
 	}
 }
 
-// purge forgets the finished tasks past their retention, and the oldest
-// finished ones beyond MaxRetained. tt.mu is held.
+// purge forgets the finished tasks past their retention and, beyond
+// MaxRetained, the oldest finished ones of the client that keeps the
+// most, so that a client flooding the server with tasks pushes out its
+// own results, not those of others. tt.mu is held.
 func (tt *taskTable) purge(now time.Time) {
 	done := 0
-	var oldest *serverTask
+	kept := make(map[taskOwner]int)
 	for id, t := range tt.m {
 		if t.finished.IsZero() {
 			continue
@@ -222,19 +224,27 @@ func (tt *taskTable) purge(now time.Time) {
 			continue
 		}
 		done++
-		if oldest == nil || t.finished.Before(oldest.finished) {
-			oldest = t
-		}
+		kept[t.owner]++
 	}
-	for done >= tt.limits.MaxRetained && oldest != nil {
-		delete(tt.m, oldest.id)
-		done--
-		oldest = nil
+	for ; done >= tt.limits.MaxRetained; done-- {
+		var most taskOwner
+		n := 0
+		for o, k := range kept {
+			if k > n {
+				most, n = o, k
+			}
+		}
+		var oldest *serverTask
 		for _, t := range tt.m {
-			if !t.finished.IsZero() && (oldest == nil || t.finished.Before(oldest.finished)) {
+			if t.owner == most && !t.finished.IsZero() && (oldest == nil || t.finished.Before(oldest.finished)) {
 				oldest = t
 			}
 		}
+		if oldest == nil {
+			return
+		}
+		delete(tt.m, oldest.id)
+		kept[most]--
 	}
 }
 

@@ -401,3 +401,31 @@ func TestSessionEndCancelsItsTasks(t *testing.T) {
 		t.Fatal("the task outlived its session")
 	}
 }
+
+// A client that floods the server with tasks it never reads the results
+// of pushes its own oldest results out of MaxRetained, not another
+// client's: the victim's result, finished first, is still there.
+func TestTaskFloodKeepsOtherClientsResults(t *testing.T) {
+	checkLeaks(t)
+	st := newSlowTools()
+	srv := mcptoolset.NewServer(st.toolset(), mcptoolset.WithTaskLimits(mcptoolset.TaskLimits{MaxRetained: 4}))
+	defer srv.Close()
+	victim, flooder := connectTasks(t, srv), connectTasks(t, srv)
+	id := startTask(t, victim, "slow")
+	<-st.started
+	st.release <- struct{}{}
+	require.Equal(t, "completed", pollUntil(t, victim, id).Status)
+
+	var ids []string
+	for range 8 {
+		ids = append(ids, startTask(t, flooder, "slow"))
+		<-st.started
+		st.release <- struct{}{}
+		require.Equal(t, "completed", pollUntil(t, flooder, ids[len(ids)-1]).Status)
+	}
+	got, err := getTask(context.Background(), victim, id)
+	require.NoError(t, err, "the flood did not push out another client's result")
+	assert.Equal(t, "completed", got.Status)
+	_, err = getTask(context.Background(), flooder, ids[0])
+	requireRPCError(t, err, jsonrpc.CodeInvalidParams, "Task not found")
+}
