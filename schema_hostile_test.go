@@ -258,3 +258,26 @@ func TestDuplicatedKeyIsRefusedAtAnyDepth(t *testing.T) {
 		assert.Len(t, ran, 1, schemaName)
 	}
 }
+
+// A schema of more objects than the validator compiles makes the tool
+// unusable with an error that says so, before the compiler, whose cost
+// grows with the square of the schema's subschemas, spends seconds on
+// it; one within the bound compiles.
+func TestSchemaOfTooManyObjectsIsRefused(t *testing.T) {
+	props := func(n int) string {
+		var b strings.Builder
+		b.WriteString(`{"type":"object","properties":{`)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"p%d":{"type":"string"}`, i)
+		}
+		b.WriteString(`}}`)
+		return b.String()
+	}
+	big := rawTool(t, props(5000))
+	require.Error(t, big.Err())
+	assert.Contains(t, big.Err().Error(), "more than 4096 objects")
+	require.NoError(t, rawTool(t, props(2000)).Err())
+}

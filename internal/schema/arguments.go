@@ -138,6 +138,9 @@ func nesting(doc any) int {
 // expressions go through [CompilePattern], which refuses those
 // costly to compile.
 func compileDoc(doc any) (*sjs.Schema, error) {
+	if n := countObjects(doc, MaxSchemaObjects); n > MaxSchemaObjects {
+		return nil, &schemaCompileError{fmt.Errorf("the schema holds more than %d objects, the most the validator compiles (its cost grows with the square of their number)", MaxSchemaObjects)}
+	}
 	c := sjs.NewCompiler()
 	c.DefaultDraft(sjs.Draft2020)
 	c.UseLoader(refusingLoader{})
@@ -151,6 +154,42 @@ func compileDoc(doc any) (*sjs.Schema, error) {
 		return nil, &schemaCompileError{err}
 	}
 	return s, nil
+}
+
+// MaxSchemaObjects bounds the JSON objects of a schema the validator
+// compiles. The compiler's work grows with the square of a schema's
+// subschemas: 2,500 properties take 0.3 s and 10,000 take 1.7 s, so a
+// server's tool list of such schemas would cost minutes of CPU. 4,096 is
+// far above what a tool's parameters need.
+const MaxSchemaObjects = 4096
+
+// countObjects counts the JSON objects of a decoded document, stopping
+// once past limit.
+func countObjects(doc any, limit int) int {
+	n := 0
+	stack := []any{doc}
+	for len(stack) > 0 && n <= limit {
+		v := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		switch v := v.(type) {
+		case map[string]any:
+			n++
+			for _, e := range v {
+				switch e.(type) {
+				case map[string]any, []any:
+					stack = append(stack, e)
+				}
+			}
+		case []any:
+			for _, e := range v {
+				switch e.(type) {
+				case map[string]any, []any:
+					stack = append(stack, e)
+				}
+			}
+		}
+	}
+	return n
 }
 
 // schemaCompileError is the validator's reason for refusing a schema, its
