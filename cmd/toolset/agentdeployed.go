@@ -274,6 +274,9 @@ type storePackages struct{ s *toolpkg.Store }
 
 func (p storePackages) Info(name string) (toolpkg.Info, error) { return p.s.Info(name) }
 
+// PackageNames implements agentfile.PackageLister.
+func (p storePackages) PackageNames() []string { return agentfile.StoreNames(p.s) }
+
 func (p storePackages) ToolsetWithConfig(name string, cfg toolpkg.Config) toolset.Toolset {
 	return p.s.ToolsetWithConfig(name, cfg)
 }

@@ -86,8 +86,29 @@ type Packages interface {
 	ToolsetWithConfig(name string, cfg toolpkg.Config) toolset.Toolset
 }
 
+// PackageLister is what Packages may implement to list the toolsets they
+// have, so that a misspelt package name gets the closest one as a
+// suggestion. A store's Packages implement it.
+type PackageLister interface {
+	// PackageNames returns the names of the toolsets.
+	PackageNames() []string
+}
+
 // storePackages are a store's toolsets as Packages.
 type storePackages struct{ s *toolpkg.Store }
+
+// PackageNames implements PackageLister.
+func (p storePackages) PackageNames() []string { return StoreNames(p.s) }
+
+// StoreNames returns the names of the store's toolsets, for a
+// [PackageLister] of Packages made from a store.
+func StoreNames(s *toolpkg.Store) []string {
+	var names []string
+	for _, info := range s.List() {
+		names = append(names, info.Name)
+	}
+	return names
+}
 
 func (p storePackages) Info(name string) (toolpkg.Info, error) { return p.s.Info(name) }
 
@@ -243,7 +264,11 @@ func checkPackage(ps *problems, e *Entry, pkgs Packages) []string {
 	info, err := packageInfo(pkgs, name)
 	if err != nil {
 		if errors.Is(err, toolpkg.ErrNotFound) {
-			ps.add(e.position("package"), "unknown package %s: the store has no toolset of that name", quote(name))
+			msg := fmt.Sprintf("unknown package %s: the store has no toolset of that name", quote(name))
+			if near := closestPackage(pkgs, name); near != "" {
+				msg += fmt.Sprintf("; did you mean %s?", quote(near))
+			}
+			ps.add(e.position("package"), "%s", msg)
 		} else {
 			ps.add(e.position("package"), "package %s: %s", quote(name), textcut.Clip(err.Error(), maxQuotedError))
 		}
@@ -506,4 +531,60 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// closestPackage returns the name of pkgs closest to name, if pkgs list
+// their names and one is close enough to be a misspelling: at most a
+// third of its length, and four, edits away. A lister that panics lists
+// nothing.
+func closestPackage(pkgs Packages, name string) (near string) {
+	l, ok := pkgs.(PackageLister)
+	if !ok {
+		return ""
+	}
+	defer func() {
+		if recover() != nil {
+			near = ""
+		}
+	}()
+	best := min((len(name)+1)/3, 4) + 1
+	for _, n := range l.PackageNames() {
+		if len(n) > 2*maxNameBytes {
+			continue
+		}
+		if d := editDistance(name, n, best); d < best {
+			best, near = d, n
+		}
+	}
+	return near
+}
+
+// editDistance is the Levenshtein distance of a and b in bytes, or limit
+// once it is at least limit.
+func editDistance(a, b string, limit int) int {
+	if d := len(a) - len(b); d >= limit || -d >= limit {
+		return limit
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		low := cur[0]
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			low = min(low, cur[j])
+		}
+		if low >= limit {
+			return limit
+		}
+		prev, cur = cur, prev
+	}
+	return min(prev[len(b)], limit)
 }

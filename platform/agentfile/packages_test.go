@@ -188,3 +188,36 @@ func TestHostilePackagesMakeProblems(t *testing.T) {
 		})
 	}
 }
+
+// listedPackages are remotePackages that list their names.
+type listedPackages struct{ *remotePackages }
+
+func (p listedPackages) PackageNames() []string {
+	var names []string
+	for n := range p.infos {
+		names = append(names, n)
+	}
+	return names
+}
+
+// A misspelt package name gets the closest name the packages list; a
+// name close to none gets no guess, and packages that do not list their
+// names none either.
+func TestUnknownPackageGetsTheClosestName(t *testing.T) {
+	f, err := agentfile.Parse([]byte("name: a\ntoolsets:\n  - package: finanse\n  - package: zzzzzzzz\n"), "a.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := lines(t, agentfile.Check(context.Background(), f, &agentfile.Options{Packages: listedPackages{&remotePackages{infos: remoteInfos()}}}))
+	want := []string{
+		`3:14: unknown package "finanse": the store has no toolset of that name; did you mean "finance"?`,
+		`4:14: unknown package "zzzzzzzz": the store has no toolset of that name`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	got = lines(t, agentfile.Check(context.Background(), f, &agentfile.Options{Packages: &remotePackages{infos: remoteInfos()}}))
+	if strings.Contains(strings.Join(got, "\n"), "did you mean") {
+		t.Errorf("a guess without a list: %v", got)
+	}
+}
