@@ -80,3 +80,26 @@ func ExampleToolList_CallOrder() {
 	// 3 deploy after [0 1 2]
 	// 4 read after [3]
 }
+
+// A framework that retries a call: with the run's journal, the payment is
+// made once, and the retry gets the first answer.
+func ExampleWithCallJournal() {
+	type payment struct {
+		To     string `json:"to"`
+		Amount int    `json:"amount"`
+	}
+	paid := 0
+	pay := toolset.NewTool("pay", "Pays.", func(_ context.Context, p payment) (string, error) {
+		paid++
+		return fmt.Sprintf("paid %d to %s", p.Amount, p.To), nil
+	})
+	run := toolset.NewRun("example-journal", toolset.WithCallJournal(toolset.JournalOptions{}))
+	defer run.End()
+	turn := run.Turn(context.Background())
+	tools, _ := toolset.BuildTools(turn, "a", pay)
+	call := toolset.ToolCall{ID: "call-7", Name: "pay", Args: json.RawMessage(`{"to":"bob","amount":5}`)}
+	first, _ := tools.Execute(turn, call)
+	retry, _ := tools.Execute(turn, call)
+	fmt.Println(first, "|", retry, "| payments:", paid)
+	// Output: paid 5 to bob | paid 5 to bob | payments: 1
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/mcptoolset"
@@ -122,4 +123,42 @@ func ExampleToolset_Acquire() {
 	// 1 <nil>
 	// <nil>
 	// true
+}
+
+// A served tool that needs a human's approval asks the client's user: on
+// a session, by elicitation. The client approves and the call runs.
+func ExampleNewServer_approval() {
+	ctx := context.Background()
+	refund := toolset.NewTool("refund", "Refund an order.", func(_ context.Context, in struct {
+		Order string `json:"order"`
+	}) (string, error) {
+		return "refunded " + in.Order, nil
+	}, toolset.WithApprovalRequired(toolset.Always))
+	srv := mcptoolset.NewServer(toolset.NewFunction(refund))
+
+	serverEnd, clientEnd := mcp.NewInMemoryTransports()
+	ss, err := srv.MCP().Connect(ctx, serverEnd, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer ss.Wait()
+	// The client's user: shown what is asked, answers yes.
+	approve := func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		fmt.Println("asked:", strings.Contains(req.Params.Message, "refund"))
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{mcptoolset.ApprovalField: true}}, nil
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "v1"}, &mcp.ClientOptions{ElicitationHandler: approve})
+	cs, err := client.Connect(ctx, clientEnd, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "refund", Arguments: map[string]any{"order": "A-17"}})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Content[0].(*mcp.TextContent).Text)
+	// Output:
+	// asked: true
+	// refunded A-17
 }
