@@ -297,6 +297,12 @@
 // run asks a human ([ApprovalRequiredError.Interrupted]) before running
 // again a call that a stopped process left unfinished.
 //
+// A tool may declare what its calls do ([WithEffects]: read-only,
+// destructive, idempotent, open world; an MCP server's tools declare their
+// annotations, with the specification's pessimistic defaults). The
+// declaration is data: [EffectPolicies], a guard for [NewGuarded], makes
+// every call of a tool that may destroy wait for a human and run alone.
+//
 // A tool made elsewhere (an MCP server's, a package's, another team's) is
 // given policies by [NewGuarded]: each of a toolset's tools is offered
 // again as a tool of its own with the options a function chooses for it,

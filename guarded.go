@@ -211,7 +211,8 @@ func guardTool(inner Tool, opts []ToolOption) Tool {
 
 // carryListing gives the guarded tool's core the policies of the inner
 // tool's that are read from the tool a turn lists rather than on its call
-// path: its deferral, required environment, call bound and call order.
+// path: its deferral, required environment, call bound and call order,
+// and its declared effects.
 // The guard's options, applied after, may add to them.
 func carryListing(c, inner *toolCore) {
 	c.deferred = inner.deferred
@@ -219,6 +220,7 @@ func carryListing(c, inner *toolCore) {
 	c.callLimit = inner.callLimit
 	c.sequential = inner.sequential
 	c.resources = slices.Clone(inner.resources)
+	c.effects = inner.effects
 }
 
 // Guarded returns g with each tool offered again with the options guard

@@ -128,6 +128,7 @@ type policies struct {
 	maxFailures   int      // zero: failures are not counted
 	callLimit     int      // calls per run; zero: no bound (see WithCallLimit)
 	sequential    bool     // see WithSequential
+	effects       *Effects // see WithEffects; nil: none declared
 	resources     []string // see WithResource
 	timeout       time.Duration
 	timeoutAborts bool

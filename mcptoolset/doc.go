@@ -95,15 +95,22 @@
 // a JSON array, bounded; only http(s) URLs and data: URIs of images are
 // kept) and its annotations as
 // "true" or "false" ([MetaReadOnly], [MetaDestructive], [MetaIdempotent],
-// [MetaOpenWorld]; set only when the server sent annotations). Annotations
+// [MetaOpenWorld]; set only when the server sent annotations), and the
+// tool declares the effects they say ([toolset.Tool.Effects]), with the
+// specification's pessimistic defaults for what the server leaves out
+// (destructive, not idempotent, open world), so that
+// toolset.NewGuarded(ts, toolset.EffectPolicies) has a human approve each
+// call of a tool that may destroy. Annotations
 // are hints from the server, not guarantees: do not base security
-// decisions on them for servers you do not trust. [WithToolOptions] gives
+// decisions on them for servers you do not trust. A served tool that
+// declares its effects ([toolset.WithEffects]) is listed with them as
+// its annotations. [WithToolOptions] gives
 // the tools the core's policies, chosen per tool from its definition:
 //
 //	mcptoolset.WithToolOptions(func(def *mcp.Tool) []toolset.ToolOption {
 //		opts := []toolset.ToolOption{toolset.WithTimeout(30*time.Second, toolset.TimeoutTellModel)}
 //		if a := def.Annotations; a == nil || !a.ReadOnlyHint {
-//			opts = append(opts, toolset.WithApprovalRequired(always))
+//			opts = append(opts, toolset.WithApprovalRequired(toolset.Always))
 //		}
 //		return opts
 //	})

@@ -725,6 +725,12 @@ func mcpTool(t toolset.Tool) (*mcp.Tool, error) {
 		mt.OutputSchema = json.RawMessage(b)
 	}
 	mt.Annotations = annotationsOf(t.Metadata)
+	if e, declared := t.Effects(); declared && mt.Annotations == nil {
+		// A tool of the program's that declares its effects: its
+		// annotations say them.
+		mt.Annotations = &mcp.ToolAnnotations{ReadOnlyHint: e.ReadOnly, IdempotentHint: e.Idempotent,
+			DestructiveHint: &e.Destructive, OpenWorldHint: &e.OpenWorld}
+	}
 	return mt, nil
 }
 

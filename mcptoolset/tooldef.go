@@ -87,7 +87,8 @@ func (c *conn) makeTool(d *mcp.Tool, offered string) (toolset.Tool, error) {
 	// The origin makes the tool's identity: a tool the server announces
 	// anew (a changed definition makes a new tool value) keeps the failure
 	// budget and the rate window of the one before.
-	opts := []toolset.ToolOption{toolset.WithMetadata(md), toolset.WithOrigin("mcp:" + c.cfg.name), toolset.WithMiddleware(carryCall)}
+	opts := []toolset.ToolOption{toolset.WithMetadata(md), toolset.WithOrigin("mcp:" + c.cfg.name), toolset.WithMiddleware(carryCall),
+		toolset.WithEffects(effectsOf(d.Annotations))}
 	if d.OutputSchema != nil {
 		out, err := schemaJSON(d.OutputSchema, lim)
 		if err != nil {
@@ -147,4 +148,22 @@ func metadataOf(server string, d *mcp.Tool) map[string]string {
 		md[MetaTitle] = title
 	}
 	return md
+}
+
+// effectsOf reads a tool's annotations as its effects, with the
+// specification's defaults for what they leave out: not read-only,
+// destructive, not idempotent, open world.
+func effectsOf(a *mcp.ToolAnnotations) toolset.Effects {
+	e := toolset.UnknownEffects
+	if a == nil {
+		return e
+	}
+	e.ReadOnly, e.Idempotent = a.ReadOnlyHint, a.IdempotentHint
+	if a.DestructiveHint != nil {
+		e.Destructive = *a.DestructiveHint
+	}
+	if a.OpenWorldHint != nil {
+		e.OpenWorld = *a.OpenWorldHint
+	}
+	return e
 }
