@@ -297,6 +297,11 @@
 // run asks a human ([ApprovalRequiredError.Interrupted]) before running
 // again a call that a stopped process left unfinished.
 //
+// [WithResultBudget] bounds what of a tool's result reaches the model: a
+// longer one is sent as its head and tail with a marker, and a
+// [ResultArchive] keeps the whole text for the run, which the model reads
+// back a range at a time with the archive's tool ([ResultArchive.ReadTool]).
+//
 // A tool may declare what its calls do ([WithEffects]: read-only,
 // destructive, idempotent, open world; an MCP server's tools declare their
 // annotations, with the specification's pessimistic defaults). The

@@ -125,11 +125,12 @@ type policies struct {
 	env           []string
 	deferred      bool
 	approval      NeedsApprovalFunc
-	maxFailures   int      // zero: failures are not counted
-	callLimit     int      // calls per run; zero: no bound (see WithCallLimit)
-	sequential    bool     // see WithSequential
-	effects       *Effects // see WithEffects; nil: none declared
-	resources     []string // see WithResource
+	maxFailures   int           // zero: failures are not counted
+	callLimit     int           // calls per run; zero: no bound (see WithCallLimit)
+	sequential    bool          // see WithSequential
+	effects       *Effects      // see WithEffects; nil: none declared
+	budget        *ResultBudget // see WithResultBudget; nil: none
+	resources     []string      // see WithResource
 	timeout       time.Duration
 	timeoutAborts bool
 	origin        string // see WithOrigin; empty: none
