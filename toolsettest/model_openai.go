@@ -3,6 +3,8 @@ package toolsettest
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/gotoolset/toolset"
 )
@@ -102,6 +104,50 @@ func (chatWire) reply(n int, model string, calls []toolset.ToolCall, text string
 		"choices": []any{map[string]any{"index": 0, "finish_reason": finish, "logprobs": nil, "message": msg}},
 		"usage":   map[string]any{"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
 	}, nil
+}
+
+// stream is the n-th reply as Chat Completions streams it: a chunk with
+// the role, the text cut after each space or each call (its ID and name,
+// then its arguments in two pieces), and a last chunk with the finish
+// reason.
+func (chatWire) stream(n int, model string, calls []toolset.ToolCall, text string) ([]any, error) {
+	id := fmt.Sprintf("chatcmpl-%d", n)
+	chunk := func(delta map[string]any, finish any) any {
+		return map[string]any{
+			"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}},
+		}
+	}
+	events := []any{chunk(map[string]any{"role": "assistant", "content": ""}, nil)}
+	finish := "stop"
+	if len(calls) > 0 {
+		finish = "tool_calls"
+		for i, c := range calls {
+			events = append(events, chunk(map[string]any{"tool_calls": []any{map[string]any{
+				"index": i, "id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": ""},
+			}}}, nil))
+			args := stringArgs(c)
+			half := len(args) / 2
+			for half > 0 && !utf8.RuneStart(args[half]) {
+				half-- // a piece is whole characters: JSON strings are UTF-8
+			}
+			for _, piece := range []string{args[:half], args[half:]} {
+				events = append(events, chunk(map[string]any{"tool_calls": []any{map[string]any{
+					"index": i, "function": map[string]any{"arguments": piece},
+				}}}, nil))
+			}
+		}
+	} else {
+		for rest := text; rest != ""; {
+			piece := rest
+			if i := strings.IndexByte(rest, ' '); i >= 0 {
+				piece = rest[:i+1]
+			}
+			rest = rest[len(piece):]
+			events = append(events, chunk(map[string]any{"content": piece}, nil))
+		}
+	}
+	return append(events, chunk(map[string]any{}, finish)), nil
 }
 
 type responsesWire struct{}

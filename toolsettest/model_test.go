@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -98,7 +99,7 @@ func TestScriptedModelOffScriptRequestsFail(t *testing.T) {
 		api                    API
 	}{
 		{"other path", "/v1/embeddings", `{}`, `unexpected POST "/v1/embeddings" for the OpenAI Chat Completions API`, OpenAIChat},
-		{"stream", "/v1/messages", `{"model":"m","stream":true,"messages":[]}`, "request 1 asks for a stream, which is not scripted", Anthropic},
+		{"stream", "/v1/messages", `{"model":"m","stream":true,"messages":[]}`, "request 1 asks for a stream, which the scripted Anthropic Messages API does not send", Anthropic},
 		{"Gemini stream", "/v1beta/models/g:streamGenerateContent", `{}`, `unexpected POST "/v1beta/models/g:streamGenerateContent" for the Gemini generateContent API`, Gemini},
 		{"not JSON", "/v1/responses", `{"model":`, "request 1 is not a OpenAI Responses request: unexpected end of JSON input", OpenAIResponses},
 	}
@@ -241,4 +242,39 @@ func (c *cleanupTB) cleanup() {
 	for i := len(c.fns) - 1; i >= 0; i-- {
 		c.fns[i]()
 	}
+}
+
+func TestScriptedModelStreamsChatCompletions(t *testing.T) {
+	m, f := startModel(t, OpenAIChat,
+		CallTools(toolset.ToolCall{ID: "call_1", Name: "f", Args: json.RawMessage(`{"c":"üüü"}`)}),
+		Answer("Hi there"))
+	var lines []string
+	for range 2 {
+		status, reply := post(t, m, "/v1/chat/completions", `{"model":"m","stream":true,"messages":[]}`)
+		require.Equal(t, http.StatusOK, status, reply)
+		for l := range strings.SplitSeq(reply, "\n") {
+			if l != "" {
+				lines = append(lines, l)
+			}
+		}
+	}
+	assert.Empty(t, f.all())
+	// The arguments are cut in halves of whole characters.
+	chunk := func(n int, delta, finish string) string {
+		return `data: {"choices":[{"delta":` + delta + `,"finish_reason":` + finish + `,"index":0,"logprobs":null}],"created":1700000000,"id":"chatcmpl-` +
+			strconv.Itoa(n) + `","model":"m","object":"chat.completion.chunk"}`
+	}
+	assert.Equal(t, []string{
+		chunk(1, `{"content":"","role":"assistant"}`, "null"),
+		chunk(1, `{"tool_calls":[{"function":{"arguments":"","name":"f"},"id":"call_1","index":0,"type":"function"}]}`, "null"),
+		chunk(1, `{"tool_calls":[{"function":{"arguments":"{\"c\":\""},"index":0}]}`, "null"),
+		chunk(1, `{"tool_calls":[{"function":{"arguments":"üüü\"}"},"index":0}]}`, "null"),
+		chunk(1, `{}`, `"tool_calls"`),
+		"data: [DONE]",
+		chunk(2, `{"content":"","role":"assistant"}`, "null"),
+		chunk(2, `{"content":"Hi "}`, "null"),
+		chunk(2, `{"content":"there"}`, "null"),
+		chunk(2, `{}`, `"stop"`),
+		"data: [DONE]",
+	}, lines)
 }

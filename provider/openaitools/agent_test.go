@@ -253,3 +253,48 @@ func TestRunChatLoopToolErrorTheModelSees(t *testing.T) {
 	assert.Equal(t, "Paris is sunny.", res.Text)
 	assert.Equal(t, 3, res.Steps)
 }
+
+func TestRunChatLoopStreamsTheModelsText(t *testing.T) {
+	model := toolsettest.NewScriptedModel(t, toolsettest.OpenAIChat, scripted.Script()...)
+	var deltas []string
+	res, err := openaitools.RunChatLoop(t.Context(), newClient(model), question(), toolsettest.NewRun(t), "assistant", scripted.AgentTools(),
+		openaitools.WithStream(func(delta string) { deltas = append(deltas, delta) }))
+	require.NoError(t, err)
+	assert.Equal(t, scripted.Answer, res.Text)
+	assert.Equal(t, strings.SplitAfter(scripted.Answer, " "), deltas, "the pieces, in order")
+	assert.Equal(t, res.Text, strings.Join(deltas, ""))
+	// The calls came in pieces too, and ran: the model saw both results.
+	scripted.AssertRun(t, model.Requests(), scripted.SentTools(), false)
+	for _, r := range model.Requests() {
+		assert.Contains(t, string(r.Body), `"stream":true`)
+	}
+	require.NotNil(t, res.Completion)
+	assert.Equal(t, "chatcmpl-2", res.Completion.ID)
+}
+
+func TestRunChatLoopStreamFunctionThatPanics(t *testing.T) {
+	model := toolsettest.NewScriptedModel(t, toolsettest.OpenAIChat, toolsettest.Answer("hello world"))
+	res, err := openaitools.RunChatLoop(t.Context(), newClient(model), question(), nil, "assistant", scripted.AgentTools(),
+		openaitools.WithStream(func(string) { panic("boom") }))
+	var me *openaitools.ModelError
+	require.ErrorAs(t, err, &me)
+	assert.Contains(t, err.Error(), "the stream function panicked: boom")
+	assert.Len(t, res.Messages, 1)
+}
+
+func TestRunChatLoopStreamedModelError(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprint(w, `{"error":{"type":"server_error","message":"the model is down"}}`)
+	}))
+	defer srv.Close()
+	defer srv.Client().CloseIdleConnections()
+	client := openai.NewClient(option.WithBaseURL(srv.URL+"/v1/"), option.WithAPIKey("k"),
+		option.WithHTTPClient(srv.Client()), option.WithMaxRetries(0))
+	_, err := openaitools.RunChatLoop(t.Context(), client, question(), nil, "assistant", scripted.AgentTools(),
+		openaitools.WithStream(func(string) {}))
+	var apiErr *openai.Error
+	require.ErrorAs(t, err, &apiErr)
+	assert.Equal(t, http.StatusInternalServerError, apiErr.StatusCode)
+}
