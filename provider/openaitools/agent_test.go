@@ -298,3 +298,28 @@ func TestRunChatLoopStreamedModelError(t *testing.T) {
 	require.ErrorAs(t, err, &apiErr)
 	assert.Equal(t, http.StatusInternalServerError, apiErr.StatusCode)
 }
+
+func TestRunChatLoopHostileStream(t *testing.T) {
+	for name, body := range map[string]string{
+		"choice index out of range": `data: {"id":"x","object":"chat.completion.chunk","choices":[{"index":100000,"delta":{"content":"hi"}}]}` + "\n\n",
+		"not JSON":                  "data: {\"id\":\n\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				fmt.Fprint(w, body+"data: [DONE]\n\n")
+			}))
+			defer srv.Close()
+			defer srv.Client().CloseIdleConnections()
+			client := openai.NewClient(option.WithBaseURL(srv.URL+"/v1/"), option.WithAPIKey("k"),
+				option.WithHTTPClient(srv.Client()), option.WithMaxRetries(0))
+			var deltas []string
+			res, err := openaitools.RunChatLoop(t.Context(), client, question(), nil, "assistant", scripted.AgentTools(),
+				openaitools.WithStream(func(d string) { deltas = append(deltas, d) }))
+			var me *openaitools.ModelError
+			require.ErrorAs(t, err, &me)
+			assert.Empty(t, deltas)
+			assert.Len(t, res.Messages, 1)
+		})
+	}
+}
