@@ -323,3 +323,49 @@ func TestRunChatLoopHostileStream(t *testing.T) {
 		})
 	}
 }
+
+func TestRunChatLoopResumedConversationThatIsNotOurs(t *testing.T) {
+	// A conversation ending with a call of a custom tool the loop cannot
+	// run: an error, and the model is not asked.
+	model := toolsettest.NewScriptedModel(t, toolsettest.OpenAIChat)
+	params := question()
+	params.Messages = append(params.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &openai.ChatCompletionAssistantMessageParam{
+		ToolCalls: []openai.ChatCompletionMessageToolCallUnionParam{{OfCustom: &openai.ChatCompletionMessageCustomToolCallParam{
+			ID: "call_c", Custom: openai.ChatCompletionMessageCustomToolCallCustomParam{Name: "grammar", Input: "x"}}}},
+	}})
+	res, err := openaitools.RunChatLoop(t.Context(), newClient(model), params, nil, "assistant", scripted.AgentTools())
+	var cte *openaitools.CallTypeError
+	require.ErrorAs(t, err, &cte)
+	assert.Equal(t, "call_c", cte.ID)
+	assert.Len(t, res.Messages, 2)
+
+	// A call of a tool no longer offered: the model is told, and goes on.
+	model = toolsettest.NewScriptedModel(t, toolsettest.OpenAIChat, toolsettest.Answer("ok"))
+	params = question()
+	params.Messages = append(params.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &openai.ChatCompletionAssistantMessageParam{
+		ToolCalls: []openai.ChatCompletionMessageToolCallUnionParam{{OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+			ID: "call_gone", Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: "gone", Arguments: "{}"}}}},
+	}})
+	res, err = openaitools.RunChatLoop(t.Context(), newClient(model), params, nil, "assistant", scripted.AgentTools())
+	require.NoError(t, err)
+	assert.Equal(t, "ok", res.Text)
+	results := model.Requests()[0].Results
+	require.Len(t, results, 1)
+	assert.Contains(t, results[0].Text, `unknown tool "gone"`)
+}
+
+func TestRunChatLoopReplyWithoutChoices(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"x","object":"chat.completion","choices":[]}`)
+	}))
+	defer srv.Close()
+	defer srv.Client().CloseIdleConnections()
+	client := openai.NewClient(option.WithBaseURL(srv.URL+"/v1/"), option.WithAPIKey("k"),
+		option.WithHTTPClient(srv.Client()), option.WithMaxRetries(0))
+	res, err := openaitools.RunChatLoop(t.Context(), client, question(), nil, "assistant", scripted.AgentTools())
+	var me *openaitools.ModelError
+	require.ErrorAs(t, err, &me)
+	assert.ErrorContains(t, err, "no choices")
+	assert.Len(t, res.Messages, 1)
+}
