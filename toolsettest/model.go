@@ -148,11 +148,12 @@ const maxFailures = 16
 // the provider's real SDK client and adapter. Each request is answered by
 // the next [Step] of the script and recorded ([ScriptedModel.Requests]).
 //
-// For [OpenAIChat], a request with "stream": true is answered as OpenAI
-// streams: server-sent chat.completion.chunk events, the text cut after
-// each space and each call's arguments in two pieces, then [DONE]. The
-// other APIs do not stream: a request for a stream does not follow the
-// script.
+// For [OpenAIChat] and [Anthropic], a request with "stream": true is
+// answered as the API streams, in server-sent events: the text cut after
+// each space and each call's arguments in two pieces (chat.completion.chunk
+// events then [DONE]; message_start, content block and message_delta
+// events, then message_stop). The other APIs do not stream: a request for
+// a stream does not follow the script.
 //
 // A request that does not follow the script (past its end, to another
 // path, streamed where the API does not, or that a step refuses) fails the test, or for a model
@@ -342,25 +343,39 @@ func (m *ScriptedModel) serve(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(reply)
 }
 
-// writeEvents sends events as server-sent events, one data line each,
-// then the end of the stream, flushing each.
-func writeEvents(w http.ResponseWriter, events []any) {
+// sseEvent is one server-sent event: its name, if any, and its data, a
+// value sent as JSON or a string sent as it is.
+type sseEvent struct {
+	name string
+	data any
+}
+
+// writeEvents sends events as server-sent events, flushing each.
+func writeEvents(w http.ResponseWriter, events []sseEvent) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	flusher, _ := w.(http.Flusher)
 	for _, e := range events {
-		b, err := json.Marshal(e)
-		if err != nil {
-			return
+		data, ok := e.data.(string)
+		if !ok {
+			b, err := json.Marshal(e.data)
+			if err != nil {
+				return
+			}
+			data = string(b)
 		}
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+		if e.name != "" {
+			if _, err := fmt.Fprintf(w, "event: %s\n", e.name); err != nil {
+				return
+			}
+		}
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", data); err != nil {
 			return
 		}
 		if flusher != nil {
 			flusher.Flush()
 		}
 	}
-	_, _ = io.WriteString(w, "data: [DONE]\n\n")
 }
 
 // decide plays a decided step; a panic is an error.
@@ -435,9 +450,8 @@ type wire interface {
 
 // streamer is a wire that can send a reply as a stream of events.
 type streamer interface {
-	// stream is the n-th reply as the events of a stream, each sent as
-	// the data of one server-sent event.
-	stream(n int, model string, calls []toolset.ToolCall, text string) ([]any, error)
+	// stream is the n-th reply as the events of a stream.
+	stream(n int, model string, calls []toolset.ToolCall, text string) ([]sseEvent, error)
 }
 
 // rules is what an API's rules say of a request.

@@ -3,6 +3,7 @@ package anthropictools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -20,8 +21,15 @@ type LoopOption func(*loopConfig)
 
 type loopConfig struct {
 	maxSteps int
+	stream   func(delta string)
 	opts     []Option
 }
+
+// WithStream has the loop ask the model for a stream of events and pass
+// each piece of its text to fn as it arrives, in order. The pieces of one
+// answer joined are its text. fn runs on the loop's goroutine; a panic in
+// fn stops the loop with an error.
+func WithStream(fn func(delta string)) LoopOption { return func(c *loopConfig) { c.stream = fn } }
 
 // WithMaxSteps sets how many times the loop asks the model at most; a
 // model still calling tools then stops the loop with a
@@ -143,7 +151,7 @@ func RunLoop(ctx context.Context, client anthropic.Client, params anthropic.Mess
 			return res, err
 		}
 		p.Messages = res.Messages
-		msg, err := client.Messages.New(turn, p)
+		msg, err := ask(turn, client, p, cfg.stream)
 		if err != nil {
 			return res, &ModelError{Step: res.Steps, Err: err}
 		}
@@ -166,6 +174,46 @@ func RunLoop(ctx context.Context, client anthropic.Client, params anthropic.Mess
 		res.Messages = append(res.Messages, anthropic.NewUserMessage(results...))
 	}
 	return res, &StepLimitError{Steps: cfg.maxSteps, Messages: res.Messages}
+}
+
+// ask sends one request, streamed if stream is set.
+func ask(ctx context.Context, client anthropic.Client, p anthropic.MessageNewParams, stream func(string)) (*anthropic.Message, error) {
+	if stream == nil {
+		return client.Messages.New(ctx, p)
+	}
+	s := client.Messages.NewStreaming(ctx, p)
+	defer s.Close()
+	var msg anthropic.Message
+	for s.Next() {
+		ev := s.Current()
+		if err := msg.Accumulate(ev); err != nil {
+			return nil, err
+		}
+		if ev.Type == "content_block_delta" && ev.Delta.Type == "text_delta" && ev.Delta.Text != "" {
+			if err := callStream(stream, ev.Delta.Text); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	if msg.ID == "" {
+		return nil, errors.New("the stream ended before the message started")
+	}
+	return &msg, nil
+}
+
+// callStream passes delta to the application's stream function, under
+// recover.
+func callStream(fn func(string), delta string) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the stream function panicked: %v", p)
+		}
+	}()
+	fn(delta)
+	return nil
 }
 
 // pendingCalls returns the tool_use blocks of the conversation's last

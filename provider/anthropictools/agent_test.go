@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -181,4 +182,55 @@ func TestRunLoopStopsAtACallErrorThatStopsTheRun(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "call_x", ce.Call.ID)
 	assert.Len(t, res.Messages, 2)
+}
+
+func TestRunLoopStreamsTheModelsText(t *testing.T) {
+	model := toolsettest.NewScriptedModel(t, toolsettest.Anthropic, scripted.Script()...)
+	var deltas []string
+	res, err := anthropictools.RunLoop(t.Context(), newClient(model), question(), toolsettest.NewRun(t), "assistant", scripted.AgentTools(),
+		anthropictools.WithStream(func(d string) { deltas = append(deltas, d) }))
+	require.NoError(t, err)
+	assert.Equal(t, scripted.Answer, res.Text)
+	assert.Equal(t, strings.SplitAfter(scripted.Answer, " "), deltas, "the pieces, in order")
+	assert.Equal(t, res.Text, strings.Join(deltas, ""))
+	// The calls came in pieces too, and ran: the model saw both results.
+	scripted.AssertRun(t, model.Requests(), scripted.SentTools(), true)
+	for _, r := range model.Requests() {
+		assert.Contains(t, string(r.Body), `"stream":true`)
+	}
+	require.NotNil(t, res.Message)
+	assert.Equal(t, "msg_2", res.Message.ID)
+}
+
+func TestRunLoopHostileStream(t *testing.T) {
+	for name, body := range map[string]string{
+		"no message_start": "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n",
+		"not JSON":         "event: message_start\ndata: {\"type\":\n\n",
+		"nothing":          "",
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				fmt.Fprint(w, body)
+			}))
+			defer srv.Close()
+			defer srv.Client().CloseIdleConnections()
+			client := anthropic.NewClient(option.WithBaseURL(srv.URL), option.WithAPIKey("k"),
+				option.WithHTTPClient(srv.Client()), option.WithMaxRetries(0))
+			var deltas []string
+			res, err := anthropictools.RunLoop(t.Context(), client, question(), nil, "assistant", scripted.AgentTools(),
+				anthropictools.WithStream(func(d string) { deltas = append(deltas, d) }))
+			var me *anthropictools.ModelError
+			require.ErrorAs(t, err, &me)
+			assert.Empty(t, deltas)
+			assert.Len(t, res.Messages, 1)
+		})
+	}
+}
+
+func TestRunLoopStreamFunctionThatPanics(t *testing.T) {
+	model := toolsettest.NewScriptedModel(t, toolsettest.Anthropic, toolsettest.Answer("hello world"))
+	_, err := anthropictools.RunLoop(t.Context(), newClient(model), question(), nil, "assistant", scripted.AgentTools(),
+		anthropictools.WithStream(func(string) { panic("boom") }))
+	require.ErrorContains(t, err, "the stream function panicked: boom")
 }

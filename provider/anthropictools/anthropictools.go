@@ -38,9 +38,12 @@
 //		Model: anthropic.ModelClaudeSonnet4_5, MaxTokens: 1024, Messages: messages,
 //	}, run, "assistant", []toolset.Toolset{weather, db},
 //		anthropictools.WithMaxSteps(10),
+//		anthropictools.WithStream(func(delta string) { fmt.Print(delta) }),
 //		anthropictools.WithCallOptions(anthropictools.WithApprover(askUser)))
 //
-// The result holds the conversation whatever the outcome. The loop stops
+// [WithStream] asks for a stream and hands each piece of the model's text
+// to a function as it arrives. The result holds the conversation whatever
+// the outcome. The loop stops
 // at the step limit with a [*StepLimitError], at a failed request with a
 // [*ModelError] (wrapping the SDK's *anthropic.Error for an HTTP status),
 // and at a call's error that should stop the run with a [*CallError].
