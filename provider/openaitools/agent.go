@@ -108,12 +108,13 @@ func (e *ModelError) Unwrap() error { return e.Err }
 // Without an approver ([WithApprover] through [WithCallOptions]), a call
 // waiting for a human's approval pauses the loop: the error wraps the
 // [*toolset.ApprovalRequiredError], and the conversation ends with the
-// model's message whose calls have not run. Record the decision
+// model's message calling tools, followed by the tool messages of the
+// calls that ran: the calls waiting for approval, and those ordered after
+// them, are held back while the others run. Record the decisions
 // ([toolset.RunContext.RecordApproval] or RecordDenial, on the same run or
 // on one resumed with [toolset.ResumeRun]) and call RunChatLoop again with
-// that conversation: a conversation that ends with a message calling
-// tools has those calls run first, all of them again, before the model is
-// asked.
+// that conversation: a conversation that ends so has the calls without a
+// tool message run first, before the model is asked.
 func RunChatLoop(ctx context.Context, client openai.Client, params openai.ChatCompletionNewParams, run *toolset.RunContext, agent string, toolsets []toolset.Toolset, opts ...LoopOption) (*ChatLoopResult, error) {
 	cfg := loopConfig{maxSteps: DefaultMaxSteps}
 	for _, o := range opts {
@@ -135,11 +136,11 @@ func RunChatLoop(ctx context.Context, client openai.Client, params openai.ChatCo
 		if err != nil {
 			return res, err
 		}
-		results, err := adapter.RunCalls(turn, pkg, tools, tcs, adapter.Apply(cfg.opts), execute(tools), chatMessage)
+		results, _, err := adapter.RunPausing(turn, pkg, tools, tcs, adapter.Apply(cfg.opts), execute(tools), chatMessage)
+		res.Messages = append(res.Messages, results...)
 		if err != nil {
 			return res, err
 		}
-		res.Messages = append(res.Messages, results...)
 	}
 	for res.Steps < cfg.maxSteps {
 		res.Steps++
@@ -167,11 +168,15 @@ func RunChatLoop(ctx context.Context, client openai.Client, params openai.ChatCo
 			res.Text = msg.Content
 			return res, nil
 		}
-		results, err := RunChatCalls(turn, tools, msg.ToolCalls, cfg.opts...)
+		tcs, err := ChatCalls(msg.ToolCalls)
 		if err != nil {
 			return res, err
 		}
+		results, _, err := adapter.RunPausing(turn, pkg, tools, tcs, adapter.Apply(cfg.opts), execute(tools), chatMessage)
 		res.Messages = append(res.Messages, results...)
+		if err != nil {
+			return res, err
+		}
 	}
 	return res, &StepLimitError{Steps: cfg.maxSteps, Messages: res.Messages}
 }
@@ -215,12 +220,19 @@ func callStream(fn func(string), delta string) (err error) {
 }
 
 // pendingCalls reports whether the conversation ends with an assistant
-// message calling tools, and returns a function reading its calls.
+// message calling tools (and perhaps the tool messages of some of its
+// calls), and returns a function reading its calls that have no tool
+// message yet.
 func pendingCalls(msgs []openai.ChatCompletionMessageParamUnion) (func() ([]toolset.ToolCall, error), bool) {
-	if len(msgs) == 0 {
+	answered := map[string]bool{}
+	i := len(msgs) - 1
+	for ; i >= 0 && msgs[i].OfTool != nil; i-- {
+		answered[msgs[i].OfTool.ToolCallID] = true
+	}
+	if i < 0 {
 		return nil, false
 	}
-	last := msgs[len(msgs)-1].OfAssistant
+	last := msgs[i].OfAssistant
 	if last == nil || len(last.ToolCalls) == 0 {
 		return nil, false
 	}
@@ -235,7 +247,9 @@ func pendingCalls(msgs []openai.ChatCompletionMessageParamUnion) (func() ([]tool
 				}
 				return nil, &CallTypeError{ID: id, Type: "custom"}
 			}
-			out = append(out, toolset.ToolCall{ID: f.ID, Name: f.Function.Name, Args: json.RawMessage(f.Function.Arguments)})
+			if !answered[f.ID] {
+				out = append(out, toolset.ToolCall{ID: f.ID, Name: f.Function.Name, Args: json.RawMessage(f.Function.Arguments)})
+			}
 		}
 		return out, nil
 	}, true

@@ -63,13 +63,13 @@
 // through [WithCallOptions].
 //
 // Without an approver, a call waiting for approval pauses the loop: the
-// error wraps the [*toolset.ApprovalRequiredError] and the conversation
-// ends with the model's message whose calls have not run. Record the
-// decisions on the run (or on the run resumed from its store with
-// [toolset.ResumeRun], in another process, say) and call RunChatLoop again
-// with that conversation: it runs those calls first, then asks the model.
-// Every call of that message runs again, the ones that did not need
-// approval too.
+// error wraps the [*toolset.ApprovalRequiredError], the calls that need
+// no approval (and are not ordered after one that does) have run, and the
+// conversation ends with the model's message and their tool messages.
+// Record the decisions on the run (or on the run resumed from its store
+// with [toolset.ResumeRun], in another process, say) and call RunChatLoop
+// again with that conversation: it runs the calls still without a result
+// first, then asks the model. No call runs twice.
 //
 // # Preflight
 //
