@@ -107,13 +107,14 @@ func (e *ModelError) Unwrap() error { return e.Err }
 //
 // Without an approver ([WithApprover] through [WithCallOptions]), a call
 // waiting for a human's approval pauses the loop: the error wraps the
-// [*toolset.ApprovalRequiredError], and the conversation ends with the
-// model's message whose calls have not run. Record the decision
-// ([toolset.RunContext.RecordApproval] or RecordDenial, on the same run or
-// on one resumed with [toolset.ResumeRun]) and call RunLoop again with
-// that conversation: a conversation that ends with an assistant message
-// calling tools has those calls run first, all of them again, before the
-// model is asked.
+// [*toolset.ApprovalRequiredError]; the calls that need no approval (and
+// are not ordered after one that does) have run, and the conversation
+// ends with the model's message and, if any ran, a user message of their
+// results. Record the decisions ([toolset.RunContext.RecordApproval] or
+// RecordDenial, on the same run or on one resumed with
+// [toolset.ResumeRun]) and call RunLoop again with that conversation: the
+// calls still without a result run first, their results joining that
+// user message, before the model is asked. No call runs twice.
 func RunLoop(ctx context.Context, client anthropic.Client, params anthropic.MessageNewParams, run *toolset.RunContext, agent string, toolsets []toolset.Toolset, opts ...LoopOption) (*LoopResult, error) {
 	cfg := loopConfig{maxSteps: DefaultMaxSteps}
 	for _, o := range opts {
@@ -125,7 +126,7 @@ func RunLoop(ctx context.Context, client anthropic.Client, params anthropic.Mess
 	if cfg.maxSteps < 1 {
 		return res, fmt.Errorf("anthropictools: WithMaxSteps(%d): the limit must be at least 1", cfg.maxSteps)
 	}
-	if calls, ok, err := pendingCalls(res.Messages); err != nil {
+	if calls, partial, ok, err := pendingCalls(res.Messages); err != nil {
 		return res, err
 	} else if ok {
 		turn := run.Turn(ctx)
@@ -133,11 +134,11 @@ func RunLoop(ctx context.Context, client anthropic.Client, params anthropic.Mess
 		if err != nil {
 			return res, err
 		}
-		results, err := adapter.RunCalls(turn, pkg, tools, calls, adapter.Apply(cfg.opts), tools.Execute, resultBlock)
+		results, _, err := adapter.RunPausing(turn, pkg, tools, calls, adapter.Apply(cfg.opts), tools.Execute, resultBlock)
+		res.Messages = addResults(res.Messages, results, partial)
 		if err != nil {
 			return res, err
 		}
-		res.Messages = append(res.Messages, anthropic.NewUserMessage(results...))
 	}
 	for res.Steps < cfg.maxSteps {
 		res.Steps++
@@ -167,11 +168,11 @@ func RunLoop(ctx context.Context, client anthropic.Client, params anthropic.Mess
 			res.Text = text.String()
 			return res, nil
 		}
-		results, err := RunCalls(turn, tools, msg.Content, cfg.opts...)
+		results, _, err := adapter.RunPausing(turn, pkg, tools, Calls(msg.Content), adapter.Apply(cfg.opts), tools.Execute, resultBlock)
+		res.Messages = addResults(res.Messages, results, false)
 		if err != nil {
 			return res, err
 		}
-		res.Messages = append(res.Messages, anthropic.NewUserMessage(results...))
 	}
 	return res, &StepLimitError{Steps: cfg.maxSteps, Messages: res.Messages}
 }
@@ -217,28 +218,53 @@ func callStream(fn func(string), delta string) (err error) {
 }
 
 // pendingCalls returns the tool_use blocks of the conversation's last
-// message, if it is the assistant's and calls tools.
-func pendingCalls(msgs []anthropic.MessageParam) ([]toolset.ToolCall, bool, error) {
-	if len(msgs) == 0 {
-		return nil, false, nil
+// assistant message that have no tool_result yet: the message is the
+// last, or followed by a user message of the results of some of its
+// calls (partial reports that one).
+func pendingCalls(msgs []anthropic.MessageParam) (calls []toolset.ToolCall, partial, ok bool, err error) {
+	i := len(msgs) - 1
+	answered := map[string]bool{}
+	if i >= 0 && msgs[i].OfUser != nil {
+		for _, b := range msgs[i].OfUser.Content {
+			if b.OfToolResult == nil {
+				return nil, false, false, nil
+			}
+			answered[b.OfToolResult.ToolUseID] = true
+		}
+		partial = true
+		i--
 	}
-	last := msgs[len(msgs)-1].OfAssistant
-	if last == nil {
-		return nil, false, nil
+	if i < 0 || msgs[i].OfAssistant == nil {
+		return nil, false, false, nil
 	}
-	var calls []toolset.ToolCall
-	for _, b := range last.Content {
+	for _, b := range msgs[i].OfAssistant.Content {
 		u := b.OfToolUse
-		if u == nil {
+		if u == nil || answered[u.ID] {
 			continue
 		}
 		args, err := inputJSON(u.Input)
 		if err != nil {
-			return nil, false, fmt.Errorf("anthropictools: the input of tool_use %q: %w", u.ID, err)
+			return nil, false, false, fmt.Errorf("anthropictools: the input of tool_use %q: %w", u.ID, err)
 		}
 		calls = append(calls, toolset.ToolCall{ID: u.ID, Name: u.Name, Args: args})
 	}
-	return calls, len(calls) > 0, nil
+	return calls, partial, len(calls) > 0, nil
+}
+
+// addResults appends results to the conversation: to its last message
+// when partial (a user message of the other results of the same calls),
+// or as a new user message.
+func addResults(msgs []anthropic.MessageParam, results []anthropic.ContentBlockParamUnion, partial bool) []anthropic.MessageParam {
+	if len(results) == 0 {
+		return msgs
+	}
+	if partial {
+		last := *msgs[len(msgs)-1].OfUser
+		last.Content = append(append([]anthropic.ContentBlockParamUnion(nil), last.Content...), results...)
+		msgs[len(msgs)-1] = anthropic.MessageParam{OfUser: &last}
+		return msgs
+	}
+	return append(msgs, anthropic.NewUserMessage(results...))
 }
 
 // inputJSON returns a tool_use block's input as JSON: the bytes of a

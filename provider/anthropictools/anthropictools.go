@@ -50,8 +50,9 @@
 // Without an approver, a call waiting for approval pauses the loop with
 // the [*toolset.ApprovalRequiredError]; record the decisions on the run
 // (or on the run resumed with [toolset.ResumeRun]) and call RunLoop again
-// with the conversation, which runs every call of its last message again,
-// then asks the model.
+// with the conversation, which runs the calls still without a result,
+// then asks the model; the calls that ran before the pause do not run
+// again.
 //
 // # Preflight
 //
