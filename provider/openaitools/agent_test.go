@@ -369,3 +369,38 @@ func TestRunChatLoopReplyWithoutChoices(t *testing.T) {
 	assert.ErrorContains(t, err, "no choices")
 	assert.Len(t, res.Messages, 1)
 }
+
+func TestRunChatLoopPauseKeepsTheResultsOfTheCallsThatRan(t *testing.T) {
+	ctx := t.Context()
+	var weatherRuns atomic.Int32
+	weather := toolset.NewTool("weather", "Weather.", func(context.Context, struct{}) (string, error) {
+		weatherRuns.Add(1)
+		return "sunny", nil
+	})
+	tools := []toolset.Toolset{weather, scripted.NeedsApproval("refund")}
+	model := toolsettest.NewScriptedModel(t, toolsettest.OpenAIChat,
+		toolsettest.CallTools(
+			toolset.ToolCall{ID: "call_w", Name: "weather"},
+			toolset.ToolCall{ID: "call_r", Name: "refund", Args: json.RawMessage(`{"id":"R"}`)}),
+		toolsettest.Answer("done"))
+	client := newClient(model)
+	run := toolsettest.NewRun(t)
+	res, err := openaitools.RunChatLoop(ctx, client, question(), run, "assistant", tools)
+	var need *toolset.ApprovalRequiredError
+	require.ErrorAs(t, err, &need)
+	assert.Equal(t, "call_r", need.Call.ID)
+	require.Len(t, res.Messages, 3, "the question, the calls, the result of the call that ran")
+	assert.Equal(t, "call_w", res.Messages[2].OfTool.ToolCallID)
+
+	run.RecordApproval(need.Call)
+	params := question()
+	params.Messages = res.Messages
+	res, err = openaitools.RunChatLoop(ctx, client, params, run, "assistant", tools)
+	require.NoError(t, err)
+	assert.Equal(t, "done", res.Text)
+	assert.Equal(t, int32(1), weatherRuns.Load(), "the call that ran before the pause does not run again")
+	assert.Equal(t, []toolsettest.ToolResult{
+		{CallID: "call_w", Name: "weather", Text: "sunny"},
+		{CallID: "call_r", Name: "refund", Text: "done R"},
+	}, model.Requests()[1].Results)
+}
