@@ -148,8 +148,15 @@ const maxFailures = 16
 // the provider's real SDK client and adapter. Each request is answered by
 // the next [Step] of the script and recorded ([ScriptedModel.Requests]).
 //
+// For [OpenAIChat] and [Anthropic], a request with "stream": true is
+// answered as the API streams, in server-sent events: the text cut after
+// each space and each call's arguments in two pieces (chat.completion.chunk
+// events then [DONE]; message_start, content block and message_delta
+// events, then message_stop). The other APIs do not stream: a request for
+// a stream does not follow the script.
+//
 // A request that does not follow the script (past its end, to another
-// path, streamed, or that a step refuses) fails the test, or for a model
+// path, streamed where the API does not, or that a step refuses) fails the test, or for a model
 // from [StartScriptedModel] is kept for [ScriptedModel.Err], and is
 // answered with status 400, which the SDKs do not retry. A request the
 // real API would refuse with status 400 is refused the same way without
@@ -288,9 +295,10 @@ func (m *ScriptedModel) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	m.requests = append(m.requests, req)
 	n := len(m.requests)
-	if rules.stream {
+	streamed, canStream := m.wire.(streamer)
+	if rules.stream && !canStream {
 		m.mu.Unlock()
-		m.refuse(w, http.StatusBadRequest, fmt.Errorf("request %d asks for a stream, which is not scripted", n), true)
+		m.refuse(w, http.StatusBadRequest, fmt.Errorf("request %d asks for a stream, which the scripted %v API does not send", n, m.api), true)
 		return
 	}
 	if rules.refusal != "" {
@@ -316,13 +324,58 @@ func (m *ScriptedModel) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	reply, err := m.wire.reply(n, req.Model, m.identify(step.calls), step.text)
+	calls := m.identify(step.calls)
+	if rules.stream {
+		events, err := streamed.stream(n, req.Model, calls, step.text)
+		if err != nil {
+			m.refuse(w, http.StatusBadRequest, fmt.Errorf("step %d: %w", n, err), true)
+			return
+		}
+		writeEvents(w, events)
+		return
+	}
+	reply, err := m.wire.reply(n, req.Model, calls, step.text)
 	if err != nil {
 		m.refuse(w, http.StatusBadRequest, fmt.Errorf("step %d: %w", n, err), true)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(reply)
+}
+
+// sseEvent is one server-sent event: its name, if any, and its data, a
+// value sent as JSON or a string sent as it is.
+type sseEvent struct {
+	name string
+	data any
+}
+
+// writeEvents sends events as server-sent events, flushing each.
+func writeEvents(w http.ResponseWriter, events []sseEvent) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	flusher, _ := w.(http.Flusher)
+	for _, e := range events {
+		data, ok := e.data.(string)
+		if !ok {
+			b, err := json.Marshal(e.data)
+			if err != nil {
+				return
+			}
+			data = string(b)
+		}
+		if e.name != "" {
+			if _, err := fmt.Fprintf(w, "event: %s\n", e.name); err != nil {
+				return
+			}
+		}
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", data); err != nil {
+			return
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
 }
 
 // decide plays a decided step; a panic is an error.
@@ -393,6 +446,12 @@ type wire interface {
 	decode(body []byte, req *ModelRequest) (rules, error)
 	// reply is the n-th reply: calls, or else text.
 	reply(n int, model string, calls []toolset.ToolCall, text string) (any, error)
+}
+
+// streamer is a wire that can send a reply as a stream of events.
+type streamer interface {
+	// stream is the n-th reply as the events of a stream.
+	stream(n int, model string, calls []toolset.ToolCall, text string) ([]sseEvent, error)
 }
 
 // rules is what an API's rules say of a request.

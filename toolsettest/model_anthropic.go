@@ -80,3 +80,50 @@ func (anthropicWire) reply(n int, model string, calls []toolset.ToolCall, text s
 		"usage": map[string]any{"input_tokens": 0, "output_tokens": 0},
 	}, nil
 }
+
+// stream is the n-th reply as the Messages API streams it: message_start,
+// then each content block (its start, its text cut after each space or a
+// call's input in two pieces, its stop), message_delta with the stop
+// reason, and message_stop.
+func (anthropicWire) stream(n int, model string, calls []toolset.ToolCall, text string) ([]sseEvent, error) {
+	for _, c := range calls {
+		if _, err := objectArgs(c); err != nil {
+			return nil, err
+		}
+	}
+	event := func(name string, fields map[string]any) sseEvent {
+		fields["type"] = name
+		return sseEvent{name: name, data: fields}
+	}
+	events := []sseEvent{event("message_start", map[string]any{"message": map[string]any{
+		"id": fmt.Sprintf("msg_%d", n), "type": "message", "role": "assistant", "model": model,
+		"stop_reason": nil, "stop_sequence": nil, "content": []any{},
+		"usage": map[string]any{"input_tokens": 0, "output_tokens": 0},
+	}})}
+	index := 0
+	if text != "" || len(calls) == 0 {
+		events = append(events, event("content_block_start", map[string]any{"index": index, "content_block": map[string]any{"type": "text", "text": ""}}))
+		for _, piece := range words(text) {
+			events = append(events, event("content_block_delta", map[string]any{"index": index, "delta": map[string]any{"type": "text_delta", "text": piece}}))
+		}
+		events = append(events, event("content_block_stop", map[string]any{"index": index}))
+		index++
+	}
+	for _, c := range calls {
+		args, _ := objectArgs(c)
+		events = append(events, event("content_block_start", map[string]any{"index": index,
+			"content_block": map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": map[string]any{}}}))
+		for _, piece := range halves(string(args)) {
+			events = append(events, event("content_block_delta", map[string]any{"index": index, "delta": map[string]any{"type": "input_json_delta", "partial_json": piece}}))
+		}
+		events = append(events, event("content_block_stop", map[string]any{"index": index}))
+		index++
+	}
+	stop := "end_turn"
+	if len(calls) > 0 {
+		stop = "tool_use"
+	}
+	return append(events,
+		event("message_delta", map[string]any{"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 0}}),
+		event("message_stop", map[string]any{})), nil
+}

@@ -3,6 +3,8 @@ package toolsettest
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/gotoolset/toolset"
 )
@@ -102,6 +104,64 @@ func (chatWire) reply(n int, model string, calls []toolset.ToolCall, text string
 		"choices": []any{map[string]any{"index": 0, "finish_reason": finish, "logprobs": nil, "message": msg}},
 		"usage":   map[string]any{"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
 	}, nil
+}
+
+// stream is the n-th reply as Chat Completions streams it: a chunk with
+// the role, the text cut after each space or each call (its ID and name,
+// then its arguments in two pieces), and a last chunk with the finish
+// reason.
+func (chatWire) stream(n int, model string, calls []toolset.ToolCall, text string) ([]sseEvent, error) {
+	id := fmt.Sprintf("chatcmpl-%d", n)
+	chunk := func(delta map[string]any, finish any) sseEvent {
+		return sseEvent{data: map[string]any{
+			"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}},
+		}}
+	}
+	events := []sseEvent{chunk(map[string]any{"role": "assistant", "content": ""}, nil)}
+	finish := "stop"
+	if len(calls) > 0 {
+		finish = "tool_calls"
+		for i, c := range calls {
+			events = append(events, chunk(map[string]any{"tool_calls": []any{map[string]any{
+				"index": i, "id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": ""},
+			}}}, nil))
+			for _, piece := range halves(stringArgs(c)) {
+				events = append(events, chunk(map[string]any{"tool_calls": []any{map[string]any{
+					"index": i, "function": map[string]any{"arguments": piece},
+				}}}, nil))
+			}
+		}
+	} else {
+		for _, piece := range words(text) {
+			events = append(events, chunk(map[string]any{"content": piece}, nil))
+		}
+	}
+	return append(events, chunk(map[string]any{}, finish), sseEvent{data: "[DONE]"}), nil
+}
+
+// halves cuts s in two pieces of whole characters, as JSON strings are
+// UTF-8.
+func halves(s string) []string {
+	half := len(s) / 2
+	for half > 0 && !utf8.RuneStart(s[half]) {
+		half--
+	}
+	return []string{s[:half], s[half:]}
+}
+
+// words cuts s after each space.
+func words(s string) []string {
+	var out []string
+	for s != "" {
+		piece := s
+		if i := strings.IndexByte(s, ' '); i >= 0 {
+			piece = s[:i+1]
+		}
+		s = s[len(piece):]
+		out = append(out, piece)
+	}
+	return out
 }
 
 type responsesWire struct{}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -98,7 +99,7 @@ func TestScriptedModelOffScriptRequestsFail(t *testing.T) {
 		api                    API
 	}{
 		{"other path", "/v1/embeddings", `{}`, `unexpected POST "/v1/embeddings" for the OpenAI Chat Completions API`, OpenAIChat},
-		{"stream", "/v1/messages", `{"model":"m","stream":true,"messages":[]}`, "request 1 asks for a stream, which is not scripted", Anthropic},
+		{"stream", "/v1/responses", `{"model":"m","stream":true,"input":[]}`, "request 1 asks for a stream, which the scripted OpenAI Responses API does not send", OpenAIResponses},
 		{"Gemini stream", "/v1beta/models/g:streamGenerateContent", `{}`, `unexpected POST "/v1beta/models/g:streamGenerateContent" for the Gemini generateContent API`, Gemini},
 		{"not JSON", "/v1/responses", `{"model":`, "request 1 is not a OpenAI Responses request: unexpected end of JSON input", OpenAIResponses},
 	}
@@ -241,4 +242,76 @@ func (c *cleanupTB) cleanup() {
 	for i := len(c.fns) - 1; i >= 0; i-- {
 		c.fns[i]()
 	}
+}
+
+func TestScriptedModelStreamsChatCompletions(t *testing.T) {
+	m, f := startModel(t, OpenAIChat,
+		CallTools(toolset.ToolCall{ID: "call_1", Name: "f", Args: json.RawMessage(`{"c":"üüü"}`)}),
+		Answer("Hi there"))
+	var lines []string
+	for range 2 {
+		status, reply := post(t, m, "/v1/chat/completions", `{"model":"m","stream":true,"messages":[]}`)
+		require.Equal(t, http.StatusOK, status, reply)
+		for l := range strings.SplitSeq(reply, "\n") {
+			if l != "" {
+				lines = append(lines, l)
+			}
+		}
+	}
+	assert.Empty(t, f.all())
+	// The arguments are cut in halves of whole characters.
+	chunk := func(n int, delta, finish string) string {
+		return `data: {"choices":[{"delta":` + delta + `,"finish_reason":` + finish + `,"index":0,"logprobs":null}],"created":1700000000,"id":"chatcmpl-` +
+			strconv.Itoa(n) + `","model":"m","object":"chat.completion.chunk"}`
+	}
+	assert.Equal(t, []string{
+		chunk(1, `{"content":"","role":"assistant"}`, "null"),
+		chunk(1, `{"tool_calls":[{"function":{"arguments":"","name":"f"},"id":"call_1","index":0,"type":"function"}]}`, "null"),
+		chunk(1, `{"tool_calls":[{"function":{"arguments":"{\"c\":\""},"index":0}]}`, "null"),
+		chunk(1, `{"tool_calls":[{"function":{"arguments":"üüü\"}"},"index":0}]}`, "null"),
+		chunk(1, `{}`, `"tool_calls"`),
+		"data: [DONE]",
+		chunk(2, `{"content":"","role":"assistant"}`, "null"),
+		chunk(2, `{"content":"Hi "}`, "null"),
+		chunk(2, `{"content":"there"}`, "null"),
+		chunk(2, `{}`, `"stop"`),
+		"data: [DONE]",
+	}, lines)
+}
+
+func TestScriptedModelStreamsAnthropicMessages(t *testing.T) {
+	m, f := startModel(t, Anthropic,
+		CallTools(toolset.ToolCall{ID: "call_1", Name: "f", Args: json.RawMessage(`{"c":"üüü"}`)}),
+		Answer("Hi there"))
+	var names, data []string
+	for range 2 {
+		status, reply := post(t, m, "/v1/messages", `{"model":"m","stream":true,"messages":[]}`)
+		require.Equal(t, http.StatusOK, status, reply)
+		for l := range strings.SplitSeq(reply, "\n") {
+			if name, ok := strings.CutPrefix(l, "event: "); ok {
+				names = append(names, name)
+			} else if d, ok := strings.CutPrefix(l, "data: "); ok {
+				data = append(data, d)
+			}
+		}
+	}
+	assert.Empty(t, f.all())
+	assert.Equal(t, []string{
+		"message_start", "content_block_start", "content_block_delta", "content_block_delta", "content_block_stop", "message_delta", "message_stop",
+		"message_start", "content_block_start", "content_block_delta", "content_block_delta", "content_block_stop", "message_delta", "message_stop",
+	}, names)
+	require.Len(t, data, len(names))
+	for i, d := range data {
+		var e struct {
+			Type string `json:"type"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(d), &e), d)
+		assert.Equal(t, names[i], e.Type, "each event's data names its event")
+	}
+	assert.JSONEq(t, `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"call_1","name":"f","input":{}}}`, data[1])
+	assert.JSONEq(t, `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"c\":\""}}`, data[2])
+	assert.JSONEq(t, `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"üüü\"}"}}`, data[3])
+	assert.JSONEq(t, `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":0}}`, data[5])
+	assert.JSONEq(t, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi "}}`, data[9])
+	assert.JSONEq(t, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"there"}}`, data[10])
 }

@@ -1,7 +1,8 @@
 // Command agentloop is a complete agent loop on the OpenAI Chat Completions
-// API: tools built per turn with toolset.BuildTools, parallel tool calls run
-// through the turn's set, a bad-argument error fed back to the model, and
-// the model's final answer. Conversions of large amounts wait for the
+// API, run by openaitools.RunChatLoop: tools built per turn, parallel tool
+// calls run through the turn's set, a bad-argument error fed back to the
+// model, and the model's final answer, streamed. With -by-hand it runs the
+// same loop written out (handwritten.go), to show what RunChatLoop does. Conversions of large amounts wait for the
 // user's approval, and a tool that keeps failing leaves the list once its
 // retry budget is spent.
 //
@@ -12,12 +13,14 @@
 // gpt-4.1-mini).
 //
 //	go run ./examples/agentloop
+//	go run ./examples/agentloop -by-hand
 package main
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -108,6 +111,9 @@ func pause(ctx context.Context) error {
 }
 
 func main() {
+	var byHand bool
+	flag.BoolVar(&byHand, "by-hand", false, "run the hand-written loop (handwritten.go) instead of openaitools.RunChatLoop")
+	flag.Parse()
 	ctx := context.Background()
 	var client openai.Client
 	model := os.Getenv("OPENAI_MODEL")
@@ -127,67 +133,63 @@ func main() {
 		fmt.Println("model: scripted, served on " + scripted.URL() + " (set OPENAI_API_KEY to use the OpenAI API)")
 		client = scriptedClient(scripted)
 	}
-	answer, err := run(ctx, os.Stdout, client, model)
-	if err != nil {
+	if byHand {
+		answer, err := runByHand(ctx, os.Stdout, client, model)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println("\nassistant:", answer)
+		return
+	}
+	if _, err := run(ctx, os.Stdout, client, model); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("\nassistant:", answer)
 }
 
-// run is the agent loop. Each turn builds the tools for that turn, asks the
-// model, and runs its tool calls, until the model answers in text.
+// run is the agent loop, run by openaitools.RunChatLoop: each step
+// builds the tools for that turn, asks the model (its text streamed to
+// out), and runs its tool calls, until the model answers in text. Then it
+// prints what the loop did, from the conversation it returns.
 func run(ctx context.Context, out io.Writer, client openai.Client, model string) (string, error) {
-	// One run for the user's request: made once, ended when it is over,
-	// each turn begun with Turn.
+	// One run for the user's request: made once, ended when it is over.
 	rc := toolset.NewRun("run-1", toolset.WithValue(Role, "traveller"))
 	defer rc.End()
-	messages := []openai.ChatCompletionMessageParamUnion{
-		openai.SystemMessage("You are a travel assistant. Use the tools; call independent tools in parallel."),
-		openai.UserMessage(question),
-	}
 	fmt.Fprintln(out, "user:", question)
-	toolsets := travelTools()
-	for step := range 6 {
-		turn := rc.Turn(ctx)
-		tools, err := toolset.BuildTools(turn, "travel-assistant", toolsets...)
-		if err != nil {
-			return "", err
-		}
-		params, err := openaitools.ChatTools(tools)
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(out, "\nturn %d: tools offered: %s\n", step+1, strings.Join(tools.Names(), ", "))
-		completion, err := client.Chat.Completions.New(turn, openai.ChatCompletionNewParams{
-			Model: model, Messages: messages, Tools: params,
-		})
-		if err != nil {
-			return "", err
-		}
-		if len(completion.Choices) == 0 {
-			return "", errors.New("the model sent no choices")
-		}
-		msg := completion.Choices[0].Message
-		if len(msg.ToolCalls) == 0 {
-			return msg.Content, nil
-		}
-		messages = append(messages, msg.ToParam())
-		for _, c := range msg.ToolCalls {
-			fmt.Fprintf(out, "  -> %s %s %s\n", c.ID, c.Function.Name, c.Function.Arguments)
-		}
-		start := time.Now()
-		results, err := openaitools.RunChatCalls(turn, tools, msg.ToolCalls, openaitools.WithApprover(askUser(out)))
-		if err != nil {
-			return "", err // an error that should stop the run
-		}
-		for _, r := range results {
-			text := r.OfTool.Content.OfString.Value
-			fmt.Fprintf(out, "  <- %s %s\n", r.OfTool.ToolCallID, strings.ReplaceAll(text, "\n", "\n     "))
-		}
-		fmt.Fprintf(out, "  (%s in %.1fs)\n", plural(len(results), "call"), time.Since(start).Seconds())
-		messages = append(messages, results...)
+	streamed := false
+	res, err := openaitools.RunChatLoop(ctx, client, openai.ChatCompletionNewParams{
+		Model: model,
+		Messages: []openai.ChatCompletionMessageParamUnion{
+			openai.SystemMessage("You are a travel assistant. Use the tools; call independent tools in parallel."),
+			openai.UserMessage(question),
+		},
+	}, rc, "travel-assistant", travelTools(),
+		openaitools.WithMaxSteps(6),
+		openaitools.WithStream(func(delta string) {
+			if !streamed {
+				fmt.Fprint(out, "\nassistant: ")
+				streamed = true
+			}
+			fmt.Fprint(out, delta)
+		}),
+		openaitools.WithCallOptions(openaitools.WithApprover(askUser(out))))
+	if streamed {
+		fmt.Fprintln(out)
 	}
-	return "", errors.New("no answer after 6 turns")
+	fmt.Fprintf(out, "\nwhat the loop did, in %s:\n", plural(res.Steps, "step"))
+	for _, m := range res.Messages {
+		switch {
+		case m.OfAssistant != nil:
+			for _, c := range m.OfAssistant.ToolCalls {
+				if f := c.OfFunction; f != nil {
+					fmt.Fprintf(out, "  -> %s %s %s\n", f.ID, f.Function.Name, f.Function.Arguments)
+				}
+			}
+		case m.OfTool != nil:
+			text := strings.ReplaceAll(m.OfTool.Content.OfString.Value, "\n", "\n     ")
+			fmt.Fprintf(out, "  <- %s %s\n", m.OfTool.ToolCallID, text)
+		}
+	}
+	return res.Text, err
 }
 
 // askUser puts a call that needs approval to the user; here, the user

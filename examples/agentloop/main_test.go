@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gotoolset/toolset/toolsettest"
 	"github.com/stretchr/testify/assert"
@@ -15,16 +16,48 @@ import (
 	"go.uber.org/goleak"
 )
 
-// TestRunScripted runs the loop in-process against the scripted model.
+const wantAnswer = "Here is what I found: Lisbon: 24°C, sunny; Porto: 19°C, sunny; 250.00 EUR = 272.50 USD. Enjoy the trip!"
+
+// TestRunScripted runs RunChatLoop in-process against the scripted model.
 func TestRunScripted(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the model's cleanup, which closes it
 	model := toolsettest.NewScriptedModel(t, toolsettest.OpenAIChat, script()...)
 	client := scriptedClient(model)
 
 	var out strings.Builder
+	start := time.Now()
 	answer, err := run(t.Context(), &out, client, "scripted")
+	took := time.Since(start)
 	require.NoError(t, err)
-	assert.Equal(t, "Here is what I found: Lisbon: 24°C, sunny; Porto: 19°C, sunny; 250.00 EUR = 272.50 USD. Enjoy the trip!", answer)
+	assert.Equal(t, wantAnswer, answer)
+
+	transcript := out.String()
+	assert.Contains(t, transcript, "\nassistant: "+wantAnswer+"\n", "the answer is streamed")
+	assert.Contains(t, transcript, "what the loop did, in 3 steps:\n")
+	assert.Contains(t, transcript, "  <- call_convert invalid arguments for tool \"convert_currency\":\n     - \"amount\": expected number")
+	assert.Contains(t, transcript, "  ?? call_convert_2 convert_currency {\"amount\":250,\"from\":\"EUR\",\"to\":\"USD\"} needs the user's approval: approved\n")
+	assert.Contains(t, transcript, "  <- call_convert_2 250.00 EUR = 272.50 USD\n")
+	// The two weather calls ran at once: two steps of one pause each, not
+	// three pauses.
+	assert.Less(t, took.Seconds(), 0.85, "the weather calls one after the other would take 0.9s")
+
+	reqs := model.Requests()
+	require.Len(t, reqs, 3)
+	assert.Equal(t, []string{"get_weather", "convert_currency"}, reqs[0].ToolNames(), "refund_booking is hidden from travellers")
+	assert.Equal(t, 0, model.Remaining())
+}
+
+// TestRunByHand runs the hand-written loop in-process against the
+// scripted model.
+func TestRunByHand(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	model := toolsettest.NewScriptedModel(t, toolsettest.OpenAIChat, script()...)
+	client := scriptedClient(model)
+
+	var out strings.Builder
+	answer, err := runByHand(t.Context(), &out, client, "scripted")
+	require.NoError(t, err)
+	assert.Equal(t, wantAnswer, answer)
 
 	transcript := out.String()
 	assert.Contains(t, transcript, "turn 1: tools offered: get_weather, convert_currency\n", "refund_booking is hidden from travellers")
@@ -66,5 +99,12 @@ func TestCommand(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	assert.Regexp(t, `^model: scripted, served on http://127\.0\.0\.1:\d+ `, string(out))
-	assert.Contains(t, string(out), "\nassistant: Here is what I found: Lisbon: 24°C, sunny; Porto: 19°C, sunny; 250.00 EUR = 272.50 USD. Enjoy the trip!\n")
+	assert.Contains(t, string(out), "\nassistant: "+wantAnswer+"\n")
+
+	byHand := exec.CommandContext(t.Context(), bin, "-by-hand")
+	byHand.Env = env
+	out, err = byHand.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "turn 1: tools offered: get_weather, convert_currency\n")
+	assert.Contains(t, string(out), "\nassistant: "+wantAnswer+"\n")
 }

@@ -28,6 +28,32 @@
 // [toolset.Approver] of [WithApprover] and runs again; without one, it
 // stops the run with its [*toolset.ApprovalRequiredError].
 //
+// # Agent loop
+//
+// [RunLoop] is that loop, written once: each step begins a turn of the
+// run, builds the turn's tools, asks the model with the conversation so
+// far, and runs its calls, until the model answers without calling tools.
+//
+//	res, err := anthropictools.RunLoop(ctx, client, anthropic.MessageNewParams{
+//		Model: anthropic.ModelClaudeSonnet4_5, MaxTokens: 1024, Messages: messages,
+//	}, run, "assistant", []toolset.Toolset{weather, db},
+//		anthropictools.WithMaxSteps(10),
+//		anthropictools.WithStream(func(delta string) { fmt.Print(delta) }),
+//		anthropictools.WithCallOptions(anthropictools.WithApprover(askUser)))
+//
+// [WithStream] asks for a stream and hands each piece of the model's text
+// to a function as it arrives. The result holds the conversation whatever
+// the outcome. The loop stops
+// at the step limit with a [*StepLimitError], at a failed request with a
+// [*ModelError] (wrapping the SDK's *anthropic.Error for an HTTP status),
+// and at a call's error that should stop the run with a [*CallError].
+// Without an approver, a call waiting for approval pauses the loop with
+// the [*toolset.ApprovalRequiredError]; record the decisions on the run
+// (or on the run resumed with [toolset.ResumeRun]) and call RunLoop again
+// with the conversation, which runs the calls still without a result,
+// then asks the model; the calls that ran before the pause do not run
+// again.
+//
 // # Preflight
 //
 // A schema Anthropic refuses is otherwise found when Anthropic answers 400,

@@ -37,6 +37,40 @@
 // call waiting for approval, which then runs again. Without an approver,
 // such a call stops the run with its [*toolset.ApprovalRequiredError].
 //
+// # Agent loop
+//
+// [RunChatLoop] is that loop, written once: each step begins a turn of the
+// run, builds the turn's tools, asks the model with the conversation so
+// far, and runs its calls, until the model answers without calling tools.
+//
+//	run := toolset.NewRun("run-1")
+//	defer run.End()
+//	res, err := openaitools.RunChatLoop(ctx, client, openai.ChatCompletionNewParams{
+//		Model: openai.ChatModelGPT4_1Mini, Messages: messages,
+//	}, run, "assistant", []toolset.Toolset{weather, db},
+//		openaitools.WithMaxSteps(10),
+//		openaitools.WithStream(func(delta string) { fmt.Print(delta) }),
+//		openaitools.WithCallOptions(openaitools.WithApprover(askUser)))
+//	fmt.Println(res.Text)
+//
+// The result holds the conversation (the request's messages and those the
+// loop added) whatever the outcome. The loop stops at the step limit with
+// a [*StepLimitError], at a failed request to the model with a
+// [*ModelError] (wrapping the SDK's *openai.Error for an HTTP status), and
+// at a call's error that should stop the run with a [*CallError].
+// [WithStream] asks for a stream and hands each piece of the model's text
+// to a function as it arrives. The adapter's options reach each step
+// through [WithCallOptions].
+//
+// Without an approver, a call waiting for approval pauses the loop: the
+// error wraps the [*toolset.ApprovalRequiredError], the calls that need
+// no approval (and are not ordered after one that does) have run, and the
+// conversation ends with the model's message and their tool messages.
+// Record the decisions on the run (or on the run resumed from its store
+// with [toolset.ResumeRun], in another process, say) and call RunChatLoop
+// again with that conversation: it runs the calls still without a result
+// first, then asks the model. No call runs twice.
+//
 // # Preflight
 //
 // A schema OpenAI refuses is otherwise found when OpenAI answers 400, one
