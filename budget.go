@@ -41,7 +41,7 @@ func WithResultBudget(b ResultBudget) ToolOption {
 const minResultBudget = 256
 
 // apply returns what of res the model is sent.
-func (b *ResultBudget) apply(ctx context.Context, rc *RunContext, res any) (any, error) {
+func (b *ResultBudget) apply(rc *RunContext, res any) (any, error) {
 	if _, isContent := res.(*Content); isContent {
 		return res, nil
 	}
@@ -51,9 +51,7 @@ func (b *ResultBudget) apply(ctx context.Context, rc *RunContext, res any) (any,
 	}
 	var name string
 	if b.Archive != nil && rc != nil {
-		if name, err = b.Archive.keep(rc.ID(), text); err != nil {
-			return nil, err
-		}
+		name = b.Archive.keep(rc.ID(), text)
 	}
 	// What the marker takes, at most; the rest is the head's and the tail's.
 	room := b.MaxBytes - 80
@@ -106,9 +104,9 @@ func NewResultArchive(maxBytes int) *ResultArchive {
 
 // keep keeps text for run and returns its name, or "" when it is larger
 // than the whole archive.
-func (a *ResultArchive) keep(run, text string) (string, error) {
+func (a *ResultArchive) keep(run, text string) string {
 	if len(text) > a.maxBytes {
-		return "", nil // kept nowhere: the model gets the cut text only
+		return "" // kept nowhere: the model gets the cut text only
 	}
 	var b [12]byte
 	rand.Read(b[:])
@@ -124,7 +122,7 @@ func (a *ResultArchive) keep(run, text string) (string, error) {
 	a.items[k] = text
 	a.order = append(a.order, k)
 	a.size += len(text)
-	return k.name, nil
+	return k.name
 }
 
 // MaxReadBytes bounds what one call of the archive's read tool returns.

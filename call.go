@@ -34,7 +34,7 @@ func (t Tool) Execute(ctx context.Context, call ToolCall) (any, error) {
 func (t Tool) execute(ctx context.Context, call ToolCall, rc *RunContext, ob *callObs) (any, error) {
 	rc.bindTool(t)
 	if t.core != nil && (t.core.limited(rc) || rc.journaling()) {
-		return t.executeLimited(ctx, call, rc, ob)
+		return t.executeRecorded(ctx, call, rc, ob)
 	}
 	res, err := t.executeIn(ctx, call, rc, ob)
 	if rc.hasStore() {
@@ -83,7 +83,7 @@ func (t Tool) executeIn(ctx context.Context, call ToolCall, rc *RunContext, ob *
 	call.Args = normalizeArgs(call.Args)
 	res, err := t.validated(ctx, call, rc, ob)
 	if err == nil && c.budget != nil {
-		res, err = c.budget.apply(ctx, rc, res)
+		res, err = c.budget.apply(rc, res)
 	}
 	if err != nil && c.maxFailures > 0 && countsAsFailure(err) {
 		rc.recordFailure(t, call.Name)

@@ -277,11 +277,11 @@ func (p *limitPart) restore(v any, r *restoring) error {
 	return nil
 }
 
-// executeLimited is execute for a call whose run or tool bounds its
+// executeRecorded is execute for a call whose run or tool bounds its
 // calls, or whose run keeps a journal: a call the journal holds returns
 // what it returned before; another is counted, or refused, before it
 // runs, its failure counted after and its outcome journaled.
-func (t Tool) executeLimited(ctx context.Context, call ToolCall, rc *RunContext, ob *callObs) (any, error) {
+func (t Tool) executeRecorded(ctx context.Context, call ToolCall, rc *RunContext, ob *callObs) (any, error) {
 	if err := runUsable(call.Name, rc); err != nil {
 		return nil, err
 	}

@@ -197,7 +197,7 @@ func (ts *ToolList) execute(ctx context.Context, call ToolCall, rc *RunContext, 
 		return nil, ts.unknownTool(call.Name)
 	}
 	if t.core != nil && (t.core.limited(rc) || rc.journaling()) {
-		return t.executeLimited(ctx, call, rc, ob)
+		return t.executeRecorded(ctx, call, rc, ob)
 	}
 	res, err := t.executeIn(ctx, call, rc, ob)
 	if rc.hasStore() {
