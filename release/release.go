@@ -237,12 +237,11 @@ func bumpWork(p, root, version string) error {
 // hashes by module path.
 func tidyAndZip(w io.Writer, repo string, mods []*repoModule, version, proxyDir string) (map[string]string, error) {
 	root := rootPath(mods)
-	tmp, err := os.MkdirTemp("", "release-modcache")
+	cache, err := releaseModCache(root)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
-	env, err := goEnv(proxyDir, tmp)
+	env, err := goEnv(proxyDir, cache)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // consumerMain is a program of a user's module: it serves a tool over MCP
@@ -130,10 +131,11 @@ func TestReleaseThroughAFileProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
 	if err := release(&out, clone, mods, releaseOptions{Version: "v0.1.0", Proxy: proxy}); err != nil {
 		t.Fatalf("release: %v\n%s", err, out.String())
 	}
-	t.Logf("release:\n%s", out.String())
+	t.Logf("release (%s):\n%s", time.Since(start).Round(time.Second), out.String())
 	tags := mustRun(t, clone, nil, "git", "tag", "--list")
 	for _, want := range []string{"v0.1.0", "mcptoolset/v0.1.0", "cmd/toolset/v0.1.0", "oteltoolset/otelmcp/v0.1.0"} {
 		if !strings.Contains("\n"+tags, "\n"+want+"\n") {
@@ -157,8 +159,13 @@ func TestReleaseThroughAFileProxy(t *testing.T) {
 		t.Fatal("cmd/toolset's go.sum has no line for its siblings")
 	}
 
+	start = time.Now()
 	home := t.TempDir()
-	env, err := goEnv(proxy, filepath.Join(home, "modcache"))
+	cache, err := releaseModCache(rootPath(mods))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := goEnv(proxy, cache)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,14 +195,19 @@ func TestReleaseThroughAFileProxy(t *testing.T) {
 			t.Errorf("%s: the user's go.sum has %s, the release's %s", k, h, r)
 		}
 	}
+	t.Logf("go get, go mod tidy: %s", time.Since(start).Round(time.Second))
+	start = time.Now()
 	mustRun(t, user, env, "go", "build", "-o", filepath.Join(home, "consumer.bin"), ".")
 	got := mustRun(t, user, env, filepath.Join(home, "consumer.bin"))
 	if !strings.Contains(got, "tool demo_greet\n") || !strings.Contains(got, "result hello world\n") {
 		t.Errorf("the program printed:\n%s", got)
 	}
 
+	t.Logf("go build, run: %s", time.Since(start).Round(time.Second))
+	start = time.Now()
 	mustRun(t, home, env, "go", "install", "github.com/gotoolset/toolset/cmd/toolset@v0.1.0")
 	help := mustRun(t, home, env, filepath.Join(home, "bin", "toolset"), "--help")
+	t.Logf("go install, run: %s", time.Since(start).Round(time.Second))
 	if !strings.Contains(help, "serve") {
 		t.Errorf("toolset --help printed:\n%s", help)
 	}

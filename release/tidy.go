@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -111,7 +112,11 @@ func tidyCheck(w io.Writer, repo string, mods []*repoModule, proxyDir string) er
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	env, err := goEnv(proxyDir, filepath.Join(tmp, "modcache"))
+	cache, err := releaseModCache(root)
+	if err != nil {
+		return err
+	}
+	env, err := goEnv(proxyDir, cache)
 	if err != nil {
 		return err
 	}
@@ -265,12 +270,11 @@ func requiredVersion(repo string, mods []*repoModule) (string, error) {
 // proxyDir; the go.sum lines of the siblings stay as they were.
 func tidyInPlace(w io.Writer, repo string, mods []*repoModule, proxyDir string) error {
 	root := rootPath(mods)
-	tmp, err := os.MkdirTemp("", "tidy")
+	cache, err := releaseModCache(root)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	env, err := goEnv(proxyDir, filepath.Join(tmp, "modcache"))
+	env, err := goEnv(proxyDir, cache)
 	if err != nil {
 		return err
 	}
@@ -344,4 +348,52 @@ func sortSum(sum []byte) []byte {
 		b.WriteString(l.text + "\n")
 	}
 	return b.Bytes()
+}
+
+// releaseModCache returns the module cache of this command's go commands:
+// a directory of its own in the user's cache directory, not the user's
+// module cache, which must never hold the working tree's zips under a
+// version that may be published with other contents. It is the same
+// directory from run to run, so that builds from it hit the build cache
+// (whose keys hold the source directories). The repository's modules are
+// removed from it first: they come from the file proxy of each run.
+func releaseModCache(root string) (string, error) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("the module cache of the release: %w", err)
+	}
+	dir := filepath.Join(base, "gotoolset-release", "modcache")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	esc, err := module.EscapePath(root)
+	if err != nil {
+		return "", err
+	}
+	stale, err := filepath.Glob(filepath.Join(dir, filepath.FromSlash(esc)+"@*"))
+	if err != nil {
+		return "", err
+	}
+	stale = append(stale, filepath.Join(dir, filepath.FromSlash(esc)), filepath.Join(dir, "cache", "download", filepath.FromSlash(esc)))
+	for _, p := range stale {
+		if err := removeAll(p); err != nil {
+			return "", fmt.Errorf("clearing the module cache of the release: %w", err)
+		}
+	}
+	return dir, nil
+}
+
+// removeAll removes p and everything under it, read-only directories of a
+// module cache included.
+func removeAll(p string) error {
+	if _, err := os.Lstat(p); os.IsNotExist(err) {
+		return nil
+	}
+	_ = filepath.WalkDir(p, func(q string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(q, 0o755)
+		}
+		return nil
+	})
+	return os.RemoveAll(p)
 }
