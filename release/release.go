@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -145,6 +146,12 @@ func git(repo string, args ...string) (string, error) {
 // that the workspace builds before the version is published.
 func bump(repo string, mods []*repoModule, version string) error {
 	root := rootPath(mods)
+	required := map[string]bool{}
+	for _, m := range mods {
+		for _, s := range m.Siblings {
+			required[s] = true
+		}
+	}
 	for _, m := range mods {
 		p := filepath.Join(repo, filepath.FromSlash(m.Dir), "go.mod")
 		data, err := os.ReadFile(p)
@@ -185,13 +192,14 @@ func bump(repo string, mods []*repoModule, version string) error {
 		if d.IsDir() || d.Name() != "go.work" {
 			return nil
 		}
-		return bumpWork(p, root, version)
+		return bumpWork(p, root, version, required)
 	})
 }
 
-// bumpWork replaces, in the go.work at p, each used module of the
-// repository at version with its directory.
-func bumpWork(p, root, version string) error {
+// bumpWork replaces, in the go.work at p, each module of the workspace
+// that a sibling requires, at version, with its directory: one replace
+// block, after the rest of the file.
+func bumpWork(p, root, version string, required map[string]bool) error {
 	data, err := os.ReadFile(p)
 	if err != nil {
 		return err
@@ -207,28 +215,37 @@ func bumpWork(p, root, version string) error {
 			}
 		}
 	}
+	var lines []string
 	for _, u := range f.Use {
-		dir := filepath.Join(filepath.Dir(p), filepath.FromSlash(u.Path))
-		gomod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		gomod, err := os.ReadFile(filepath.Join(filepath.Dir(p), filepath.FromSlash(u.Path), "go.mod"))
 		if err != nil {
 			return err
 		}
 		modPath := modfile.ModulePath(gomod)
-		if !isSibling(root, modPath) {
+		if !isSibling(root, modPath) || !required[modPath] {
 			continue
 		}
 		target := u.Path
-		if target == "." {
-			target = "./"
+		if !strings.HasSuffix(target, "/") && (target == "." || target == "..") {
+			target += "/"
 		}
-		if err := f.AddReplace(modPath, version, target, ""); err != nil {
-			return err
-		}
+		lines = append(lines, fmt.Sprintf("\t%s %s => %s\n", modPath, version, target))
 	}
-	f.SortBlocks()
 	f.Cleanup()
-	return os.WriteFile(p, modfile.Format(f.Syntax), 0o644)
+	out := bytes.TrimRight(modfile.Format(f.Syntax), "\n")
+	// A comment of the replace block that was dropped is gone with it.
+	out = bytes.TrimSuffix(out, []byte(workComment))
+	out = append(bytes.TrimRight(out, "\n"), '\n')
+	if len(lines) > 0 {
+		slices.Sort(lines)
+		out = append(out, "\n"+workComment+"\nreplace (\n"+strings.Join(lines, "")+")\n"...)
+	}
+	return os.WriteFile(p, out, 0o644)
 }
+
+// workComment is the comment of the replace block of a go.work.
+const workComment = `// Each module of the workspace at the version at which its siblings
+// require it: the workspace builds before that version is published.`
 
 // tidyAndZip tidies each module in dependency order, outside the
 // workspace and against the file proxy at proxyDir, which it fills with
@@ -329,13 +346,21 @@ func compareAPI(w io.Writer, repo string, mods []*repoModule, prev, version, api
 		}
 		cmd := exec.Command(cmdline[0], append(cmdline[1:], "-m", "-incompatible", export, m.Path)...)
 		cmd.Dir = filepath.Join(repo, filepath.FromSlash(m.Dir))
-		out, err := cmd.CombinedOutput()
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
 		if err != nil {
-			return fmt.Errorf("apidiff of %s: %w\n%s", m.Path, err, out)
+			return fmt.Errorf("apidiff of %s: %w\n%s%s", m.Path, err, out, stderr.Bytes())
 		}
-		if report := strings.TrimSpace(string(out)); report != "" {
+		var report []string
+		for _, l := range strings.Split(string(out), "\n") {
+			if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "Ignoring internal package") {
+				report = append(report, l)
+			}
+		}
+		if len(report) > 0 {
 			breaking = true
-			fmt.Fprintf(w, "%s: incompatible changes since %s:\n%s\n", m.Path, prev, report)
+			fmt.Fprintf(w, "%s: incompatible changes since %s:\n%s\n", m.Path, prev, strings.Join(report, "\n"))
 		}
 	}
 	if breaking && semver.Major(prev) == semver.Major(version) && semver.Major(version) != "v0" {
