@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -76,7 +77,15 @@ func moduleFiles(repo string, m *repoModule) ([]zip.File, error) {
 		}
 	}
 	sort.Strings(rels)
-	files := make([]zip.File, 0, len(rels))
+	files := make([]zip.File, 0, len(rels)+1)
+	// A sub-module without a LICENSE of its own gets the repository's, as
+	// the go command and module proxies make its zip from version control.
+	if m.Dir != "." && !slices.Contains(rels, "LICENSE") {
+		abs := filepath.Join(repo, "LICENSE")
+		if info, err := os.Lstat(abs); err == nil && info.Mode().IsRegular() {
+			files = append(files, diskFile{rel: "LICENSE", abs: abs, info: info})
+		}
+	}
 	for _, rel := range rels {
 		abs := filepath.Join(dir, filepath.FromSlash(rel))
 		info, err := os.Lstat(abs)
