@@ -35,7 +35,7 @@ type NeedsApprovalFunc func(ctx context.Context, t Tool, args json.RawMessage) (
 // ApprovalRequiredError that says approvals need one, and a call without a
 // run fails with an error that says it needs one.
 func WithApprovalRequired(need NeedsApprovalFunc) ToolOption {
-	return func(t *Tool) { t.core.approval = need }
+	return func(t *Tool) { t.core.approval, t.core.approvalBy = need, "" }
 }
 
 // Always is the [NeedsApprovalFunc] of a tool every call of which waits for
