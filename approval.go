@@ -260,7 +260,7 @@ func (e *ApprovalRequiredError) Error() string {
 			boundName(e.RunID), boundName(e.Call.Name))
 	}
 	if e.Interrupted {
-		return fmt.Sprintf("toolset: run %q: call %q of tool %q began before and never finished, and may have had its effect: record whether to run it again with RunContext.RecordApproval or RecordDenial and execute the call again",
+		return fmt.Sprintf("toolset: run %q: call %q of tool %q began before and never finished, and may have had its effect; the tool is not one that runs again unasked (WithResumeRerun, or EffectPolicies for a read-only or idempotent tool): record whether to run it again with RunContext.RecordApproval or RecordDenial and execute the call again",
 			boundName(e.RunID), boundName(e.Call.ID), boundName(e.Call.Name))
 	}
 	return fmt.Sprintf("toolset: run %q: call %q of tool %q needs a human's approval: record it with RunContext.RecordApproval or RecordDenial and execute the call again",

@@ -159,13 +159,26 @@ func effectOptions(t Tool, r EffectRules) []ToolOption {
 			opts = append(opts, func(t *Tool) { t.core.approval, t.core.approvalBy = Always, why })
 		}
 	}
-	if e.harmlessAgain() && !r.AskOnResume {
+	switch {
+	case t.core != nil && t.core.resumeRerun:
+		// The tool's own WithResumeRerun, or a guard's before: kept.
+	case e.harmlessAgain() && !r.AskOnResume:
 		what := "idempotent"
 		if e.ReadOnly {
 			what = "read-only"
 		}
 		why := what + ", declared by " + by
 		opts = append(opts, func(t *Tool) { t.core.resumeRerun, t.core.resumeBy = true, why })
+	default:
+		// Asked as every tool is; said so, for Explain.
+		why := "not idempotent, declared by " + by
+		switch {
+		case r.AskOnResume && e.harmlessAgain():
+			why = "explicit EffectRules.AskOnResume"
+		case t.core != nil && t.core.effects == nil && r.Declare == nil:
+			why = "declares no effects, taken as not idempotent"
+		}
+		opts = append(opts, func(t *Tool) { t.core.resumeBy = why })
 	}
 	return opts
 }

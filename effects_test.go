@@ -85,7 +85,8 @@ func TestEffectPoliciesExplicitApprovalWins(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, `drop: shown, from Guarded#0/Function
   - approval: never (explicit WithApprovalRequired)
-  - order: runs alone, in the model's order (destructive, declared by WithEffects)`, x.Find("drop")[0].String())
+  - order: runs alone, in the model's order (destructive, declared by WithEffects)
+  - resume: an interrupted call asks a human before it runs again (not idempotent, declared by WithEffects)`, x.Find("drop")[0].String())
 }
 
 // EffectRules turn a default off for a whole toolset, or declare its
@@ -142,7 +143,8 @@ func TestEffectGuardRules(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, `wipe: shown, from Guarded#0/Function
   - approval: required (declares no effects, taken as destructive)
-  - order: runs alone, in the model's order (declares no effects, taken as destructive)`, x.Find("wipe")[0].String())
+  - order: runs alone, in the model's order (declares no effects, taken as destructive)
+  - resume: an interrupted call asks a human before it runs again (declares no effects, taken as not idempotent)`, x.Find("wipe")[0].String())
 	assert.Equal(t, `peek: shown, from Guarded#0/Function`, x.Find("peek")[0].String())
 }
 
@@ -189,11 +191,15 @@ func TestJournalResumeRerunsOnlyIdempotentTools(t *testing.T) {
 		name   string
 		effect toolset.Effects
 		asks   bool
+		rerun  bool                 // the tool's own WithResumeRerun
+		rules  *toolset.EffectRules // instead of EffectPolicies
 	}{
-		{"put", toolset.Effects{Idempotent: true}, false},
-		{"read", toolset.Effects{ReadOnly: true}, false},
-		{"charge", toolset.Effects{}, true},
-		{"wipe", toolset.UnknownEffects, true},
+		{name: "put", effect: toolset.Effects{Idempotent: true}},
+		{name: "read", effect: toolset.Effects{ReadOnly: true}},
+		{name: "charge", effect: toolset.Effects{}, asks: true},
+		{name: "wipe", effect: toolset.UnknownEffects, asks: true},
+		{name: "explicit", effect: toolset.Effects{}, rerun: true},
+		{name: "ask", effect: toolset.Effects{Idempotent: true}, asks: true, rules: &toolset.EffectRules{AskOnResume: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -207,7 +213,30 @@ func TestJournalResumeRerunsOnlyIdempotentTools(t *testing.T) {
 					}
 					return "done", nil
 				}, toolset.WithEffects(tc.effect), toolset.WithApprovalRequired(toolset.Never))
-				ts := toolset.NewFunction(tool).Guarded(toolset.EffectPolicies)
+				if tc.rerun {
+					tool = toolset.NewTool(tc.name, "A tool.", func(ctx context.Context, _ struct{}) (string, error) {
+						ran++
+						if crashed == nil {
+							crashed, _, _ = store.Load(ctx, "r")
+						}
+						return "done", nil
+					}, toolset.WithEffects(tc.effect), toolset.WithApprovalRequired(toolset.Never), toolset.WithResumeRerun())
+				}
+				guard := toolset.EffectPolicies
+				if tc.rules != nil {
+					guard = toolset.EffectGuard(*tc.rules)
+				}
+				ts := toolset.NewFunction(tool).Guarded(guard)
+				x, err := toolset.Explain(ctx, "a", ts)
+				require.NoError(t, err)
+				want := "resume: an interrupted call runs again unasked"
+				if tc.asks {
+					want = "resume: an interrupted call asks a human"
+				}
+				assert.Contains(t, x.String(), want)
+				if tc.rerun {
+					assert.Contains(t, x.String(), "(explicit WithResumeRerun)")
+				}
 				call := toolset.ToolCall{ID: "c1", Name: tc.name, Args: json.RawMessage(`{}`)}
 
 				// A short lease: the process that resumes after the crash need
@@ -257,6 +286,6 @@ func TestEffectsDeclaredByHostileText(t *testing.T) {
 	x, err := toolset.Explain(context.Background(), "a", toolset.NewFunction(tool).Guarded(toolset.EffectPolicies))
 	require.NoError(t, err)
 	text := x.Find("drop")[0].String()
-	assert.Equal(t, 3, strings.Count(text, "\n")+1, "one line per policy: %s", text)
-	assert.Less(t, len(text), 2000)
+	assert.Equal(t, 4, strings.Count(text, "\n")+1, "one line per policy: %s", text)
+	assert.Less(t, len(text), 3000)
 }

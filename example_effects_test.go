@@ -79,4 +79,5 @@ func Example_effectsAndBudgets() {
 	// list_files - resume: an interrupted call runs again unasked (read-only, declared by WithEffects)
 	// delete_file - approval: required (destructive, declared by WithEffects)
 	// delete_file - order: runs alone, in the model's order (destructive, declared by WithEffects)
+	// delete_file - resume: an interrupted call asks a human before it runs again (not idempotent, declared by WithEffects)
 }

@@ -217,9 +217,12 @@ func policiesOf(c *toolCore) []Policy {
 		by := cmp.Or(c.sequentialBy, "explicit WithSequential")
 		out = append(out, Policy{Name: "order", Value: "runs alone, in the model's order", By: by})
 	}
-	if c.resumeRerun {
+	switch {
+	case c.resumeRerun:
 		by := cmp.Or(c.resumeBy, "explicit WithResumeRerun")
 		out = append(out, Policy{Name: "resume", Value: "an interrupted call runs again unasked", By: by})
+	case c.resumeBy != "":
+		out = append(out, Policy{Name: "resume", Value: "an interrupted call asks a human before it runs again", By: c.resumeBy})
 	}
 	for a := c; a != nil; a = a.guards {
 		if a.cache != nil && a.cache.policy.Shared != nil {
