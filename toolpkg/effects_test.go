@@ -102,3 +102,31 @@ func TestArtifactResultsReadBack(t *testing.T) {
 	msg, _ := toolset.ErrorText(err)
 	assert.Contains(t, msg, "no result named")
 }
+
+// A packaged tool carries the effects its schema's annotations declare,
+// and Explain names the package as their source.
+func TestPackagedToolDeclaresItsAnnotations(t *testing.T) {
+	s := openStore(t, Options{})
+	schema := `{"tools": {
+	  "lookup": {"description": "Looks up.", "annotations": {"readOnlyHint": true}},
+	  "purge":  {"description": "Purges.", "annotations": {"destructiveHint": true}},
+	  "plain":  {"description": "Says nothing of its effects."}}}`
+	info := upload(t, s, "fx", demoPackage(t, demoManifest(""), zfile{name: "schema.json", data: []byte(schema)}))
+	require.Equal(t, StatusReady, info.Status, "discovery errors: %v", info.Errors)
+	ts := s.Toolset("fx", nil)
+	tools, err := ts.GetTools(context.Background())
+	require.NoError(t, err)
+	byName := map[string]toolset.Tool{}
+	for _, tl := range tools {
+		byName[tl.Name] = tl
+	}
+	e, declared := byName["fx__lookup"].Effects()
+	assert.True(t, declared && e.ReadOnly)
+	_, declared = byName["fx__plain"].Effects()
+	assert.False(t, declared)
+	x, err := toolset.Explain(context.Background(), "a", toolset.NewGuarded(ts, toolset.EffectPolicies))
+	require.NoError(t, err)
+	purge := x.Find("fx__purge")
+	require.Len(t, purge, 1)
+	assert.Contains(t, purge[0].String(), `- approval: required (destructive, declared by the annotations of package "fx", version 1)`)
+}
