@@ -248,3 +248,37 @@ func TestResultArchiveHostile(t *testing.T) {
 	assert.ErrorIs(t, err, toolset.ErrResultNotFound)
 
 }
+
+// A turn budget of nothing, or less, still gives each result the least a
+// budget gives; results of content parts and errors pass whole and are
+// not counted.
+func TestTurnResultBudgetHostile(t *testing.T) {
+	text := bigText(5000)
+	tools := toolset.NewFunction(
+		toolset.NewTool("dump", "Dumps.", func(context.Context, struct{}) (string, error) { return text, nil }),
+		toolset.NewTool("parts", "Parts.", func(context.Context, struct{}) (*toolset.Content, error) {
+			return &toolset.Content{Parts: []toolset.Part{{Text: text}}}, nil
+		}),
+		toolset.NewTool("fail", "Fails.", func(context.Context, struct{}) (string, error) {
+			return "", toolset.NewModelError(text)
+		}))
+	for _, max := range []int{-1 << 62, -1, 0, 1} {
+		run := testRun(t, "turn-budget-hostile", toolset.WithTurnResultBudget(toolset.ResultBudget{MaxBytes: max}))
+		turn := run.Turn(context.Background())
+		list, err := toolset.BuildTools(turn, "a", tools)
+		require.NoError(t, err)
+		res, err := list.Execute(turn, toolset.ToolCall{Name: "parts", Args: json.RawMessage(`{}`)})
+		require.NoError(t, err)
+		got, _ := toolset.ResultText(res)
+		assert.Equal(t, text, got, "content parts are left whole")
+		_, err = list.Execute(turn, toolset.ToolCall{Name: "fail", Args: json.RawMessage(`{}`)})
+		msg, forModel := toolset.ErrorText(err)
+		assert.True(t, forModel)
+		assert.Equal(t, text, msg, "an error is not cut by the turn's budget")
+		res, err = list.Execute(turn, toolset.ToolCall{Name: "dump", Args: json.RawMessage(`{}`)})
+		require.NoError(t, err)
+		assert.LessOrEqual(t, len(res.(string)), 256, "max %d", max)
+		assert.NotNil(t, markerRE.FindStringSubmatch(res.(string)))
+		run.End()
+	}
+}

@@ -301,6 +301,10 @@
 // longer one is sent as its head and tail with a marker, and a
 // [ResultArchive] keeps the whole text for the run, which the model reads
 // back a range at a time with the archive's tool ([ResultArchive.ReadTool]).
+// [WithTurnResultBudget] bounds all the results of one turn's calls
+// together. An archive made by [NewStoredResultArchive] keeps the texts in
+// a [ResultStore] ([DirResultStore], or toolpkg's ArtifactResults), where a
+// run resumed in another process still reads them.
 //
 // A tool may declare what its calls do ([WithEffects]: read-only,
 // destructive, idempotent, open world; an MCP server's tools declare their

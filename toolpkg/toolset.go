@@ -265,9 +265,7 @@ type ToolPolicy struct {
 func (p ToolPolicy) Options() []toolset.ToolOption {
 	var opts []toolset.ToolOption
 	if p.Approval {
-		opts = append(opts, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) {
-			return true, nil
-		}))
+		opts = append(opts, toolset.WithApprovalRequired(toolset.Always))
 	}
 	if scopes := append([]string(nil), p.Scopes...); len(scopes) > 0 {
 		opts = append(opts, toolset.WithEnabled(func(ctx context.Context, _ toolset.Tool) (bool, error) {
