@@ -103,6 +103,9 @@ func buildTools(ctx context.Context, agent string, entries []Toolset, rc *RunCon
 	ts := newTools(agent, s, keep)
 	ts.over = over
 	ts.rc = rc
+	if st := rc.state(); st != nil {
+		ts.turnBudget = st.turnBudget
+	}
 	return ts, nil
 }
 

@@ -83,7 +83,7 @@ func (t Tool) executeIn(ctx context.Context, call ToolCall, rc *RunContext, ob *
 	call.Args = normalizeArgs(call.Args)
 	res, err := t.validated(ctx, call, rc, ob)
 	if err == nil && c.budget != nil {
-		res, err = c.budget.apply(rc, res)
+		res, err = c.budget.apply(ctx, rc, res)
 	}
 	if err != nil && c.maxFailures > 0 && countsAsFailure(err) {
 		rc.recordFailure(t, call.Name)

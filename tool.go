@@ -129,6 +129,12 @@ type policies struct {
 	callLimit     int           // calls per run; zero: no bound (see WithCallLimit)
 	sequential    bool          // see WithSequential
 	effects       *Effects      // see WithEffects; nil: none declared
+	effectsBy     string        // who declared effects
+	approvalBy    string        // why EffectPolicies set approval; "": explicit
+	sequentialBy  string        // why EffectPolicies set sequential; "": explicit
+	resumeRerun   bool          // see WithResumeRerun
+	resumeBy      string        // why EffectPolicies set resumeRerun; "": explicit
+	guards        *toolCore     // the tool a guarded tool runs, or nil
 	budget        *ResultBudget // see WithResultBudget; nil: none
 	resources     []string      // see WithResource
 	timeout       time.Duration
