@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/gotoolset/toolset"
-	"github.com/gotoolset/toolset/internal/adapter"
+	"github.com/gotoolset/toolset/provider"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 )
@@ -61,17 +61,17 @@ func RunChatCalls(ctx context.Context, tools *toolset.ToolList, calls []openai.C
 	if err != nil {
 		return nil, err
 	}
-	return adapter.RunCalls(ctx, pkg, tools, tcs, adapter.Apply(opts), execute(tools), chatMessage)
+	return provider.RunCalls(ctx, pkg, tools, tcs, provider.Apply(opts), execute(tools), chatMessage)
 }
 
 // ChatToolMessage returns the tool message for a call that the application
 // ran itself: the result as text, or the text of an error the model should
 // see. Any other error is returned, since it should stop the run.
 func ChatToolMessage(call toolset.ToolCall, result any, err error) (openai.ChatCompletionMessageParamUnion, error) {
-	return adapter.Result(pkg, call, result, err, chatMessage)
+	return provider.Result(pkg, call, result, err, chatMessage)
 }
 
-func chatMessage(o adapter.Outcome) (openai.ChatCompletionMessageParamUnion, error) {
+func chatMessage(o provider.Outcome) (openai.ChatCompletionMessageParamUnion, error) {
 	if o.IsError {
 		return openai.ToolMessage(o.Message, o.Call.ID), nil
 	}
@@ -104,33 +104,33 @@ func ResponseCalls(items []responses.ResponseOutputItemUnion) []toolset.ToolCall
 // [*toolset.Content] result are sent as input_image parts; other media are
 // described in text.
 func RunResponseCalls(ctx context.Context, tools *toolset.ToolList, items []responses.ResponseOutputItemUnion, opts ...Option) ([]responses.ResponseInputItemUnionParam, error) {
-	return adapter.RunCalls(ctx, pkg, tools, ResponseCalls(items), adapter.Apply(opts), execute(tools), responseOutput)
+	return provider.RunCalls(ctx, pkg, tools, ResponseCalls(items), provider.Apply(opts), execute(tools), responseOutput)
 }
 
 // ResponseOutput returns the function_call_output item for a call that the
 // application ran itself; see [ChatToolMessage].
 func ResponseOutput(call toolset.ToolCall, result any, err error) (responses.ResponseInputItemUnionParam, error) {
-	return adapter.Result(pkg, call, result, err, responseOutput)
+	return provider.Result(pkg, call, result, err, responseOutput)
 }
 
 // responseImage reports whether a function_call_output can carry p as an
 // input_image: JPEG, PNG, GIF and WebP, as data or at a web URL.
 func responseImage(p toolset.Part) bool {
-	return adapter.IsImage(p.MIMEType) && (p.Data != nil || adapter.IsWebURL(p.URI))
+	return provider.IsImage(p.MIMEType) && (p.Data != nil || provider.IsWebURL(p.URI))
 }
 
-func responseOutput(o adapter.Outcome) (responses.ResponseInputItemUnionParam, error) {
+func responseOutput(o provider.Outcome) (responses.ResponseInputItemUnionParam, error) {
 	item := &responses.ResponseInputItemFunctionCallOutputParam{CallID: openai.String(o.Call.ID)}
 	if o.IsError {
 		item.Output.OfString = openai.String(o.Message)
 		return responses.ResponseInputItemUnionParam{OfFunctionCallOutput: item}, nil
 	}
-	segs, err := adapter.Segments(o.Result, responseImage)
+	segs, err := provider.Segments(o.Result, responseImage)
 	if err != nil {
 		return responses.ResponseInputItemUnionParam{}, err
 	}
-	if !adapter.HasMedia(segs) {
-		item.Output.OfString = openai.String(adapter.JoinText(segs))
+	if !provider.HasMedia(segs) {
+		item.Output.OfString = openai.String(provider.JoinText(segs))
 		return responses.ResponseInputItemUnionParam{OfFunctionCallOutput: item}, nil
 	}
 	list := make(responses.ResponseFunctionCallOutputItemListParam, 0, len(segs))
@@ -154,7 +154,7 @@ const pkg = "openaitools"
 
 // execute runs a call through tools, after removing the null values a
 // model in strict mode sends for the optional properties it leaves out.
-func execute(tools *toolset.ToolList) adapter.Exec {
+func execute(tools *toolset.ToolList) provider.Exec {
 	return func(ctx context.Context, call toolset.ToolCall) (any, error) {
 		if t, ok := tools.Lookup(call.Name); ok {
 			if params, err := t.ParametersJSON(); err == nil {

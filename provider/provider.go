@@ -1,12 +1,61 @@
-// Package adapter is what the provider adapters (provider/openaitools,
-// provider/anthropictools, provider/geminitools) share, so that each of
-// them holds only its provider's wire types: the options, the error that
-// stops a run ([CallError]), the running of one turn's calls (concurrently
-// up to a bound, results in call order, errors the model should see kept
-// apart from errors that stop the run, approvals asked of an
-// [toolset.Approver]), the splitting of results into text and media, and
-// the cache of the provider form of parameter schemas ([SchemaCache]).
-package adapter
+// Package provider holds what an adapter between a [toolset.ToolList]
+// and one model provider's API needs besides that provider's wire types.
+// The adapters of this repository (provider/openaitools,
+// provider/anthropictools, provider/geminitools) are built on it; so can
+// an adapter for another provider, outside the repository.
+//
+// An adapter does three things each turn: it converts the turn's tools to
+// the provider's form, runs the calls the model makes, and converts their
+// results to what the provider is sent. This package does the parts of
+// each that do not depend on the provider.
+//
+// # Options
+//
+// [Options] are the options every adapter takes. An adapter declares an
+// Option type of its own, func(*[Options]), so that an option of one
+// adapter cannot be passed to another, exports the constructors it
+// supports ([WithPreflight], [WithMaxConcurrency], [WithApprover],
+// [WithStrict]) under its own name, and reads them with [Apply].
+//
+// # Converting tools
+//
+// [ConvertTools] converts each of a turn's tools with the adapter's
+// function and reports every tool that cannot be sent, not only the first.
+// A [SchemaCache] keeps the provider form of each parameter schema, so
+// that a turn over unchanged tools converts nothing again.
+//
+// # Running calls
+//
+// [RunCalls] runs one turn's calls: concurrently up to
+// [Options.Concurrency], calls that depend on each other in the order
+// [toolset.ToolList.CallOrder] gives, calls that wait for approval put to
+// [Options.Approver]. Each [Outcome] is a result or the text of an error
+// the model should see; any other error stops the run as a [*CallError].
+// [RunPausing] is the form for an agent loop that pauses for approval
+// rather than stopping, and [Result] converts the result of a call the
+// application ran itself.
+//
+// # Results
+//
+// [Segments] splits a result into the text and media [Segment]s a
+// provider is sent in a tool result, keeping the order of a
+// [*toolset.Content]'s parts; [JoinText], [HasMedia], [IsImage] and
+// [IsWebURL] help an adapter decide what its provider takes.
+//
+// # Preflight
+//
+// A preflight checks a turn's tools against a provider's rules before the
+// provider is sent them, so that a schema the provider would refuse, or
+// accept and then ignore, is reported with its path and a fix.
+// [ParseBounded] decodes a parameter schema within bounds on its size and
+// depth (schemas come from MCP servers and packages), [Walk] visits its
+// subschemas ([ShapeOf] tells which keywords hold them), and a
+// [Findings] collects the problems, which a [Report] ties to their tools
+// and turns into a [*toolset.PreflightError]. [CheckName], [Word],
+// [TypeNames] and [Pointer] are the common checks. Schemas are decoded as
+// [Object]s, which keep the order of their members, and written back with
+// [Encode].
+package provider
 
 import (
 	"context"
@@ -60,11 +109,12 @@ func WithPreflight() func(*Options) { return func(o *Options) { o.Preflight = tr
 // WithMaxConcurrency sets [Options.Concurrency].
 func WithMaxConcurrency(n int) func(*Options) { return func(o *Options) { o.Concurrency = n } }
 
-// WithApprover sets [Options.Approver].
+// WithApprover sets [Options.Approver]: calls that wait for approval are
+// put to a, from the goroutines that run them, and run once it answers.
 func WithApprover(a toolset.Approver) func(*Options) { return func(o *Options) { o.Approver = a } }
 
 // RunCalls runs one turn's calls of tools with exec (approvals asked of
-// o.Approver, see [Approving]), at most o.Concurrency at a time, in the
+// o.Approver, see [WithApprover]), at most o.Concurrency at a time, in the
 // order tools gives them ([toolset.ToolList.CallOrder]), and converts
 // each outcome, in call order, with conv. pkg names the adapter in the
 // errors.
@@ -73,7 +123,7 @@ func RunCalls[R any](ctx context.Context, pkg string, tools *toolset.ToolList, c
 	if tools != nil && len(calls) > 1 && o.Concurrency > 1 {
 		after = tools.CallOrder(calls)
 	}
-	outcomes, err := Run(ctx, calls, o.Concurrency, after, Approving(exec, o.Approver))
+	outcomes, err := run(ctx, calls, o.Concurrency, after, approving(exec, o.Approver))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", pkg, err)
 	}
