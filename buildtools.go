@@ -76,6 +76,7 @@ func buildTools(ctx context.Context, agent string, entries []Toolset, rc *RunCon
 		return nil, fmt.Errorf("toolset: agent %q: tools not built: %w", agent, err)
 	}
 	rc.bindRestored(s.tools, keep)
+	built := keep
 	keep, over, h := forRun(rc, s, keep)
 	if hidden != nil {
 		*hidden = h
@@ -103,6 +104,9 @@ func buildTools(ctx context.Context, agent string, entries []Toolset, rc *RunCon
 	ts := newTools(agent, s, keep)
 	ts.over = over
 	ts.rc = rc
+	if h.unrevealed > 0 {
+		ts.unrevealed = &unrevealedTools{built: built}
+	}
 	return ts, nil
 }
 

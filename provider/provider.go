@@ -81,6 +81,13 @@ type Options struct {
 	// (Next to Strict, so that Options stays as small as it was: Apply
 	// allocates one per call.)
 	Preflight bool
+	// DeferLoading sends deferred tools ([toolset.WithDeferred]) through
+	// the provider's own deferred loading, where it has one: the turn's
+	// whole catalogue ([toolset.ToolList.Catalog]) with deferred tools
+	// marked, and a tool search's results as the provider's references
+	// to the tools found, so that the tools sent stay the same as searches
+	// reveal tools.
+	DeferLoading bool
 	// Concurrency is how many calls of one turn run at once.
 	Concurrency int
 	// Approver asks a human about calls that wait for approval; nil stops
@@ -163,6 +170,27 @@ func Result[R any](pkg string, call toolset.ToolCall, result any, err error, con
 // encoding failed or panicked).
 func convError(pkg string, call toolset.ToolCall, err error) error {
 	return fmt.Errorf("%s: tool call %s of %q: %w", pkg, call.ID, call.Name, err)
+}
+
+// ConvertCatalog is [ConvertTools] over the turn's catalogue
+// ([toolset.ToolList.Catalog]): its tools and, in their places, the
+// deferred tools its run has not revealed, for a provider that is sent
+// deferred tools marked as such ([toolset.Tool.Deferred]).
+func ConvertCatalog[T any](tools *toolset.ToolList, conv func(toolset.Tool) (T, error)) ([]T, error) {
+	var out []T
+	var errs []error
+	for t := range tools.Catalog() {
+		v, err := conv(t)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, v)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
 }
 
 // ConvertTools converts each of the turn's tools with conv, in the order

@@ -103,9 +103,15 @@ type CallError = provider.CallError
 // which the SDK leaves out of the request rather than sending an empty
 // tools array; leave ToolChoice unset in that turn too.
 func Tools(tools *toolset.ToolList, opts ...Option) ([]anthropic.ToolUnionParam, error) {
-	if len(opts) > 0 && provider.Apply(opts).Preflight {
-		if _, err := Check(tools); err != nil {
-			return nil, err
+	if len(opts) > 0 {
+		o := provider.Apply(opts)
+		if o.Preflight {
+			if _, err := Check(tools); err != nil {
+				return nil, err
+			}
+		}
+		if o.DeferLoading {
+			return provider.ConvertCatalog(tools, convertDeferred)
 		}
 	}
 	return provider.ConvertTools(tools, convert)
@@ -217,7 +223,8 @@ func WithApprover(approver toolset.Approver) Option { return provider.WithApprov
 // step of its run (see [toolset.ToolList]). A call whose handler panics or
 // calls runtime.Goexit stops the run with a [*toolset.PanicError].
 func RunCalls(ctx context.Context, tools *toolset.ToolList, content []anthropic.ContentBlockUnion, opts ...Option) ([]anthropic.ContentBlockParamUnion, error) {
-	return provider.RunCalls(ctx, pkg, tools, Calls(content), provider.Apply(opts), tools.Execute, resultBlock)
+	o := provider.Apply(opts)
+	return provider.RunCalls(ctx, pkg, tools, Calls(content), o, tools.Execute, resultsFor(tools, o))
 }
 
 // ResultBlock returns the tool_result block for a call that the
