@@ -53,3 +53,8 @@ func (ts *ToolList) Catalog() iter.Seq[Tool] {
 func hiddenUnrevealed(rc *RunContext, c *toolCore) bool {
 	return c.deferred && (c.maxFailures == 0 || !rc.budgetSpent(c))
 }
+
+// IsToolSearch reports whether the tool is a tool search made by
+// [NewToolSearch] (or a copy of one: renamed, prefixed), so that an
+// adapter can send it as the provider's own client-executed tool search.
+func (t Tool) IsToolSearch() bool { return t.core != nil && t.core.search != nil }

@@ -81,3 +81,10 @@ func TestCatalogOfATurnIsFixedWhenASearchRevealsDuringIt(t *testing.T) {
 	assert.Equal(t, before, after)
 	assert.Equal(t, []string{"always_there", "tool_search"}, tools.Names())
 }
+
+func TestIsToolSearch(t *testing.T) {
+	search := toolset.NewToolSearch(deferredCatalog())
+	assert.True(t, search.IsToolSearch())
+	assert.False(t, echoTool("x").IsToolSearch())
+	assert.False(t, toolset.Tool{}.IsToolSearch())
+}

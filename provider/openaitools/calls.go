@@ -84,16 +84,22 @@ func chatMessage(o provider.Outcome) (openai.ChatCompletionMessageParamUnion, er
 }
 
 // ResponseCalls returns the function calls among the output items of a
-// Responses API response, in order. Other items (messages, reasoning,
-// built-in tool calls) are not tool calls of this package and are skipped.
+// Responses API response, in order, and the tool_search_call items the
+// application is to execute (sent with [WithDeferLoading]), as calls of a
+// tool named "tool_search". Other items (messages, reasoning, built-in
+// tool calls) are not tool calls of this package and are skipped.
 func ResponseCalls(items []responses.ResponseOutputItemUnion) []toolset.ToolCall {
 	var out []toolset.ToolCall
 	for _, it := range items {
-		if it.Type != "function_call" {
-			continue
+		switch it.Type {
+		case "function_call":
+			fc := it.AsFunctionCall()
+			out = append(out, toolset.ToolCall{ID: fc.CallID, Name: fc.Name, Args: json.RawMessage(fc.Arguments)})
+		case "tool_search_call":
+			if c, ok := searchCall(it, "tool_search"); ok {
+				out = append(out, c)
+			}
 		}
-		fc := it.AsFunctionCall()
-		out = append(out, toolset.ToolCall{ID: fc.CallID, Name: fc.Name, Args: json.RawMessage(fc.Arguments)})
 	}
 	return out
 }
@@ -104,7 +110,11 @@ func ResponseCalls(items []responses.ResponseOutputItemUnion) []toolset.ToolCall
 // [*toolset.Content] result are sent as input_image parts; other media are
 // described in text.
 func RunResponseCalls(ctx context.Context, tools *toolset.ToolList, items []responses.ResponseOutputItemUnion, opts ...Option) ([]responses.ResponseInputItemUnionParam, error) {
-	return provider.RunCalls(ctx, pkg, tools, ResponseCalls(items), provider.Apply(opts), execute(tools), responseOutput)
+	o := provider.Apply(opts)
+	if o.DeferLoading {
+		return runSearching(ctx, tools, items, o)
+	}
+	return provider.RunCalls(ctx, pkg, tools, ResponseCalls(items), o, execute(tools), responseOutput)
 }
 
 // ResponseOutput returns the function_call_output item for a call that the

@@ -51,17 +51,32 @@ type function struct {
 	name, description string
 	params            map[string]any
 	strict            bool
+	// deferred and search mark, with defer loading (Responses only), a
+	// deferred tool and the tool search.
+	deferred, search bool
 }
 
 // functions converts the turn's tools, reporting every tool that cannot be
-// sent.
-func functions(tools *toolset.ToolList, o provider.Options) ([]function, error) {
+// sent. With catalog, the turn's whole catalogue is converted, deferred
+// tools and the first tool search marked.
+func functions(tools *toolset.ToolList, o provider.Options, catalog bool) ([]function, error) {
 	if o.Preflight {
 		if _, err := check(tools, o.Strict); err != nil {
 			return nil, err
 		}
 	}
-	return provider.ConvertTools(tools, func(t toolset.Tool) (function, error) { return convert(t, o.Strict) })
+	if !catalog {
+		return provider.ConvertTools(tools, func(t toolset.Tool) (function, error) { return convert(t, o.Strict) })
+	}
+	searched := false
+	return provider.ConvertCatalog(tools, func(t toolset.Tool) (function, error) {
+		f, err := convert(t, o.Strict)
+		f.deferred = t.Deferred()
+		if t.IsToolSearch() && !searched {
+			f.search, searched = true, true
+		}
+		return f, err
+	})
 }
 
 func convert(t toolset.Tool, strict bool) (function, error) {
@@ -106,7 +121,7 @@ func optString(s string) param.Opt[string] {
 // array with status 400. Leave ToolChoice and ParallelToolCalls unset in
 // that turn too, since OpenAI rejects them without tools.
 func ChatTools(tools *toolset.ToolList, opts ...Option) ([]openai.ChatCompletionToolUnionParam, error) {
-	fs, err := functions(tools, provider.Apply(opts))
+	fs, err := functions(tools, provider.Apply(opts), false)
 	if err != nil || len(fs) == 0 {
 		return nil, err
 	}
@@ -129,20 +144,40 @@ func ChatTools(tools *toolset.ToolList, opts ...Option) ([]openai.ChatCompletion
 // the order the model is sent them; see [ChatTools]. The Responses API
 // requires the strict flag, which is false unless [WithStrict] is given. A
 // turn with no tools gives nil, as for ChatTools, so that the request has
-// no tools field.
+// no tools field. With [WithDeferLoading], the turn's whole catalogue is
+// sent, deferred tools with defer_loading, and the tool search as
+// OpenAI's client-executed tool_search.
 func ResponseTools(tools *toolset.ToolList, opts ...Option) ([]responses.ToolUnionParam, error) {
-	fs, err := functions(tools, provider.Apply(opts))
+	o := provider.Apply(opts)
+	fs, err := functions(tools, o, o.DeferLoading)
 	if err != nil || len(fs) == 0 {
 		return nil, err
 	}
 	out := make([]responses.ToolUnionParam, len(fs))
 	for i, f := range fs {
-		out[i] = responses.ToolUnionParam{OfFunction: &responses.FunctionToolParam{
-			Name:        f.name,
-			Description: optString(f.description),
-			Parameters:  f.params,
-			Strict:      openai.Bool(f.strict),
-		}}
+		if f.search {
+			out[i] = responses.ToolUnionParam{OfToolSearch: &responses.ToolSearchToolParam{
+				Description: optString(f.description),
+				Parameters:  f.params,
+				Execution:   responses.ToolSearchToolExecutionClient,
+			}}
+			continue
+		}
+		out[i] = responses.ToolUnionParam{OfFunction: f.responseTool()}
 	}
 	return out, nil
+}
+
+// responseTool is f as a Responses API function tool.
+func (f function) responseTool() *responses.FunctionToolParam {
+	p := &responses.FunctionToolParam{
+		Name:        f.name,
+		Description: optString(f.description),
+		Parameters:  f.params,
+		Strict:      openai.Bool(f.strict),
+	}
+	if f.deferred {
+		p.DeferLoading = openai.Bool(true)
+	}
+	return p
 }
