@@ -11,7 +11,7 @@ import (
 
 type def struct{ name, schema string }
 
-func defName(d def) string          { return d.name }
+func defName(d def) string         { return d.name }
 func defKey(d def) ([]byte, error) { return []byte(d.schema), nil }
 
 func TestStableSendsTheEarlierToolsAndRestricts(t *testing.T) {

@@ -106,7 +106,11 @@ func Tools(tools *toolset.ToolList, opts ...Option) ([]anthropic.ToolUnionParam,
 	if len(opts) > 0 {
 		o := provider.Apply(opts)
 		if o.Preflight {
-			if _, err := Check(tools); err != nil {
+			check := Check
+			if o.DeferLoading {
+				check = checkCatalog // every tool sent
+			}
+			if _, err := check(tools); err != nil {
 				return nil, err
 			}
 		}

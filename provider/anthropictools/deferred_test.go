@@ -170,3 +170,21 @@ func TestDeferLoadingOversizedQuery(t *testing.T) {
 		}
 	}
 }
+
+// With defer loading, a preflight checks every tool sent, the deferred
+// tools not yet revealed too.
+func TestDeferLoadingPreflightChecksTheCatalogue(t *testing.T) {
+	s, err := toolset.ParseSchema([]byte(`{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"}},"anyOf":[{"required":["a"]},{"required":["b"]}]}`))
+	require.NoError(t, err)
+	bad := toolset.NewRawTool("bad_deferred", "A deferred tool.", s, func(context.Context, json.RawMessage) (any, error) { return "ok", nil }, toolset.WithDeferred())
+	catalog := toolset.NewFunction(bad)
+	tools, err := toolset.BuildTools(toolsettest.NewRun(t).Turn(t.Context()), "assistant", catalog, toolset.NewToolSearch(catalog))
+	require.NoError(t, err)
+
+	_, err = anthropictools.Tools(tools, anthropictools.WithPreflight())
+	require.NoError(t, err, "without defer loading the hidden tool is not sent, nor checked")
+	_, err = anthropictools.Tools(tools, anthropictools.WithPreflight(), anthropictools.WithDeferLoading())
+	var pe *toolset.PreflightError
+	require.ErrorAs(t, err, &pe)
+	assert.Contains(t, err.Error(), "bad_deferred")
+}

@@ -42,15 +42,29 @@ func WithPreflight() Option { return provider.WithPreflight() }
 func Check(tools *toolset.ToolList) ([]toolset.PreflightProblem, error) {
 	r := &provider.Report{Provider: providerName}
 	for t := range tools.All() {
-		provider.CheckName(r, t.Name, maxNameLen, provider.Word, nil, nameRule)
-		f, err := checked.Of(t)
-		if err != nil {
-			r.Tool(t.Name, "/parameters", err.Error(), "give the tool a valid parameter schema")
-			continue
-		}
-		r.Schema(t.Name, f)
+		checkTool(r, t)
 	}
 	return r.Result()
+}
+
+// checkCatalog is Check over the turn's catalogue, every tool sent with
+// defer loading.
+func checkCatalog(tools *toolset.ToolList) ([]toolset.PreflightProblem, error) {
+	r := &provider.Report{Provider: providerName}
+	for t := range tools.Catalog() {
+		checkTool(r, t)
+	}
+	return r.Result()
+}
+
+func checkTool(r *provider.Report, t toolset.Tool) {
+	provider.CheckName(r, t.Name, maxNameLen, provider.Word, nil, nameRule)
+	f, err := checked.Of(t)
+	if err != nil {
+		r.Tool(t.Name, "/parameters", err.Error(), "give the tool a valid parameter schema")
+		return
+	}
+	r.Schema(t.Name, f)
 }
 
 // checked remembers the findings of each parameter schema, so that a

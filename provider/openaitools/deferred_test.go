@@ -221,3 +221,21 @@ func TestChatToolsIgnoreDeferLoading(t *testing.T) {
 	assert.Equal(t, string(a), string(b))
 	assert.Len(t, plain, 2)
 }
+
+// With defer loading, a Responses preflight checks every tool sent, the
+// deferred tools not yet revealed too.
+func TestResponsesDeferLoadingPreflightChecksTheCatalogue(t *testing.T) {
+	s, err := toolset.ParseSchema([]byte(`{"type":"object","oneOf":[{"required":["a"]},{"required":["b"]}],"properties":{"a":{},"b":{}}}`))
+	require.NoError(t, err)
+	bad := toolset.NewRawTool("bad_deferred", "A deferred tool.", s, func(context.Context, json.RawMessage) (any, error) { return "ok", nil }, toolset.WithDeferred())
+	catalog := toolset.NewFunction(bad)
+	tools, err := toolset.BuildTools(toolsettest.NewRun(t).Turn(t.Context()), "assistant", catalog, toolset.NewToolSearch(catalog))
+	require.NoError(t, err)
+
+	_, err = openaitools.ResponseTools(tools, openaitools.WithPreflight())
+	require.NoError(t, err, "without defer loading the hidden tool is not sent, nor checked")
+	_, err = openaitools.ResponseTools(tools, openaitools.WithPreflight(), openaitools.WithDeferLoading())
+	var pe *toolset.PreflightError
+	require.ErrorAs(t, err, &pe)
+	assert.Contains(t, err.Error(), "bad_deferred")
+}

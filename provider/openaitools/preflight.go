@@ -39,25 +39,37 @@ func WithPreflight() Option { return provider.WithPreflight() }
 // them when there is one. A schema is walked within bounds (see the
 // package doc, "Preflight"); one past them is a problem.
 func Check(tools *toolset.ToolList, opts ...Option) ([]toolset.PreflightProblem, error) {
-	return check(tools, provider.Apply(opts).Strict)
+	return check(tools, provider.Apply(opts).Strict, false)
 }
 
-func check(tools *toolset.ToolList, strict bool) ([]toolset.PreflightProblem, error) {
+// check is Check, over the turn's catalogue with catalog (every tool sent
+// with defer loading).
+func check(tools *toolset.ToolList, strict, catalog bool) ([]toolset.PreflightProblem, error) {
 	r := &provider.Report{Provider: providerName}
-	for t := range tools.All() {
-		provider.CheckName(r, t.Name, maxNameLen, provider.Word, nil, nameRule)
-		cache := checkedPlain
-		if strict {
-			cache = checkedStrict
+	if catalog {
+		for t := range tools.Catalog() {
+			checkTool(r, t, strict)
 		}
-		f, err := cache.Of(t)
-		if err != nil {
-			r.Tool(t.Name, "/parameters", err.Error(), "give the tool a valid parameter schema")
-			continue
+	} else {
+		for t := range tools.All() {
+			checkTool(r, t, strict)
 		}
-		r.Schema(t.Name, f)
 	}
 	return r.Result()
+}
+
+func checkTool(r *provider.Report, t toolset.Tool, strict bool) {
+	provider.CheckName(r, t.Name, maxNameLen, provider.Word, nil, nameRule)
+	cache := checkedPlain
+	if strict {
+		cache = checkedStrict
+	}
+	f, err := cache.Of(t)
+	if err != nil {
+		r.Tool(t.Name, "/parameters", err.Error(), "give the tool a valid parameter schema")
+		return
+	}
+	r.Schema(t.Name, f)
 }
 
 // checkedPlain and checkedStrict remember the findings of each parameter

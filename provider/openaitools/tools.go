@@ -61,7 +61,7 @@ type function struct {
 // tools and the first tool search marked.
 func functions(tools *toolset.ToolList, o provider.Options, catalog bool) ([]function, error) {
 	if o.Preflight {
-		if _, err := check(tools, o.Strict); err != nil {
+		if _, err := check(tools, o.Strict, catalog); err != nil {
 			return nil, err
 		}
 	}
