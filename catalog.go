@@ -58,3 +58,13 @@ func hiddenUnrevealed(rc *RunContext, c *toolCore) bool {
 // [NewToolSearch] (or a copy of one: renamed, prefixed), so that an
 // adapter can send it as the provider's own client-executed tool search.
 func (t Tool) IsToolSearch() bool { return t.core != nil && t.core.search != nil }
+
+// Prefix returns the prefix and the separator that p puts before every
+// tool name, so that an adapter can send p's tools as a group of the
+// provider's (OpenAI's namespaces) under the prefix, by their own names.
+func (p *Prefixed) Prefix() (prefix, separator string) {
+	if p == nil {
+		return "", ""
+	}
+	return p.prefix, p.sep
+}

@@ -88,3 +88,15 @@ func TestIsToolSearch(t *testing.T) {
 	assert.False(t, echoTool("x").IsToolSearch())
 	assert.False(t, toolset.Tool{}.IsToolSearch())
 }
+
+func TestPrefixedPrefix(t *testing.T) {
+	p, sep := deferredCatalog().Prefixed("billing").Prefix()
+	assert.Equal(t, "billing", p)
+	assert.Equal(t, "_", sep)
+	p, sep = toolset.NewPrefixed(deferredCatalog(), "db", toolset.WithSeparator(".")).Prefix()
+	assert.Equal(t, "db", p)
+	assert.Equal(t, ".", sep)
+	var none *toolset.Prefixed
+	p, sep = none.Prefix()
+	assert.Empty(t, p + sep)
+}

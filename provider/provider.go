@@ -88,11 +88,26 @@ type Options struct {
 	// to the tools found, so that the tools sent stay the same as searches
 	// reveal tools.
 	DeferLoading bool
+	// Namespaces are groups of tools a provider is sent together under a
+	// name (OpenAI's namespaces); nil sends every tool on its own.
+	Namespaces []Namespace
 	// Concurrency is how many calls of one turn run at once.
 	Concurrency int
 	// Approver asks a human about calls that wait for approval; nil stops
 	// the run at such a call.
 	Approver toolset.Approver
+}
+
+// Namespace is a group of tools a provider is sent under one name: the
+// tools whose names begin with Prefix and Separator (the tools of a
+// [toolset.Prefixed]), each by the rest of its name.
+type Namespace struct {
+	// Prefix is the group's name, and the start of its tools' names.
+	Prefix string
+	// Separator follows Prefix in the tools' names.
+	Separator string
+	// Description tells the model what the group's tools are for.
+	Description string
 }
 
 // Apply returns the options opts set over the defaults; nil options are

@@ -86,7 +86,8 @@ func chatMessage(o provider.Outcome) (openai.ChatCompletionMessageParamUnion, er
 // ResponseCalls returns the function calls among the output items of a
 // Responses API response, in order, and the tool_search_call items the
 // application is to execute (sent with [WithDeferLoading]), as calls of a
-// tool named "tool_search". Other items (messages, reasoning, built-in
+// tool named "tool_search". A call of a tool of a namespace
+// ([WithNamespace]) is named namespace_name. Other items (messages, reasoning, built-in
 // tool calls) are not tool calls of this package and are skipped.
 func ResponseCalls(items []responses.ResponseOutputItemUnion) []toolset.ToolCall {
 	var out []toolset.ToolCall
@@ -94,7 +95,7 @@ func ResponseCalls(items []responses.ResponseOutputItemUnion) []toolset.ToolCall
 		switch it.Type {
 		case "function_call":
 			fc := it.AsFunctionCall()
-			out = append(out, toolset.ToolCall{ID: fc.CallID, Name: fc.Name, Args: json.RawMessage(fc.Arguments)})
+			out = append(out, toolset.ToolCall{ID: fc.CallID, Name: fullName(fc, nil), Args: json.RawMessage(fc.Arguments)})
 		case "tool_search_call":
 			if c, ok := searchCall(it, "tool_search"); ok {
 				out = append(out, c)
@@ -111,8 +112,8 @@ func ResponseCalls(items []responses.ResponseOutputItemUnion) []toolset.ToolCall
 // described in text.
 func RunResponseCalls(ctx context.Context, tools *toolset.ToolList, items []responses.ResponseOutputItemUnion, opts ...Option) ([]responses.ResponseInputItemUnionParam, error) {
 	o := provider.Apply(opts)
-	if o.DeferLoading {
-		return runSearching(ctx, tools, items, o)
+	if o.DeferLoading || len(o.Namespaces) > 0 || needsMapping(items) {
+		return runResponseCalls(ctx, tools, items, o)
 	}
 	return provider.RunCalls(ctx, pkg, tools, ResponseCalls(items), o, execute(tools), responseOutput)
 }

@@ -28,10 +28,11 @@ import (
 // tools it finds from the next turn on.
 func WithDeferLoading() Option { return func(o *provider.Options) { o.DeferLoading = true } }
 
-// runSearching is RunResponseCalls with defer loading: the function calls
-// and the client-executed tool_search_call items, in item order, the
-// latter run by the turn's tool search.
-func runSearching(ctx context.Context, tools *toolset.ToolList, items []responses.ResponseOutputItemUnion, o provider.Options) ([]responses.ResponseInputItemUnionParam, error) {
+// runResponseCalls is RunResponseCalls with defer loading or namespaces:
+// the function calls (a namespaced one by its full name) and the
+// client-executed tool_search_call items, in item order, the latter run by
+// the turn's tool search.
+func runResponseCalls(ctx context.Context, tools *toolset.ToolList, items []responses.ResponseOutputItemUnion, o provider.Options) ([]responses.ResponseInputItemUnionParam, error) {
 	search := "tool_search" // the name a call is reported under when the turn has no search
 	for t := range tools.All() {
 		if t.IsToolSearch() {
@@ -45,7 +46,7 @@ func runSearching(ctx context.Context, tools *toolset.ToolList, items []response
 		switch it.Type {
 		case "function_call":
 			fc := it.AsFunctionCall()
-			calls = append(calls, toolset.ToolCall{ID: fc.CallID, Name: fc.Name, Args: json.RawMessage(fc.Arguments)})
+			calls = append(calls, toolset.ToolCall{ID: fc.CallID, Name: fullName(fc, o.Namespaces), Args: json.RawMessage(fc.Arguments)})
 		case "tool_search_call":
 			c, ok := searchCall(it, search)
 			if !ok {

@@ -165,6 +165,9 @@ func ResponseTools(tools *toolset.ToolList, opts ...Option) ([]responses.ToolUni
 		}
 		out[i] = responses.ToolUnionParam{OfFunction: f.responseTool()}
 	}
+	if len(o.Namespaces) > 0 {
+		out = group(out, fs, o.Namespaces)
+	}
 	return out, nil
 }
 
