@@ -89,8 +89,9 @@ type Options struct {
 	// reveal tools.
 	DeferLoading bool
 	// Namespaces are groups of tools a provider is sent together under a
-	// name (OpenAI's namespaces); nil sends every tool on its own.
-	Namespaces []Namespace
+	// name (OpenAI's namespaces); nil sends every tool on its own. (A
+	// pointer, so that Options stays small.)
+	Namespaces *[]Namespace
 	// Concurrency is how many calls of one turn run at once.
 	Concurrency int
 	// Approver asks a human about calls that wait for approval; nil stops
@@ -113,6 +114,9 @@ type Namespace struct {
 // Apply returns the options opts set over the defaults; nil options are
 // skipped.
 func Apply[O ~func(*Options)](opts []O) Options {
+	if len(opts) == 0 {
+		return Options{Concurrency: DefaultConcurrency} // not escaping: no allocation
+	}
 	o := Options{Concurrency: DefaultConcurrency}
 	for _, opt := range opts {
 		if opt != nil {

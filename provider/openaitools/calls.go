@@ -112,7 +112,7 @@ func ResponseCalls(items []responses.ResponseOutputItemUnion) []toolset.ToolCall
 // described in text.
 func RunResponseCalls(ctx context.Context, tools *toolset.ToolList, items []responses.ResponseOutputItemUnion, opts ...Option) ([]responses.ResponseInputItemUnionParam, error) {
 	o := provider.Apply(opts)
-	if o.DeferLoading || len(o.Namespaces) > 0 || needsMapping(items) {
+	if o.DeferLoading || len(namespaces(o)) > 0 || needsMapping(items) {
 		return runResponseCalls(ctx, tools, items, o)
 	}
 	return provider.RunCalls(ctx, pkg, tools, ResponseCalls(items), o, execute(tools), responseOutput)

@@ -46,7 +46,7 @@ func runResponseCalls(ctx context.Context, tools *toolset.ToolList, items []resp
 		switch it.Type {
 		case "function_call":
 			fc := it.AsFunctionCall()
-			calls = append(calls, toolset.ToolCall{ID: fc.CallID, Name: fullName(fc, o.Namespaces), Args: json.RawMessage(fc.Arguments)})
+			calls = append(calls, toolset.ToolCall{ID: fc.CallID, Name: fullName(fc, namespaces(o)), Args: json.RawMessage(fc.Arguments)})
 		case "tool_search_call":
 			c, ok := searchCall(it, search)
 			if !ok {

@@ -1,6 +1,7 @@
 package openaitools
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/gotoolset/toolset"
@@ -21,7 +22,11 @@ func WithNamespace(p *toolset.Prefixed, description string) Option {
 	prefix, sep := p.Prefix()
 	return func(o *provider.Options) {
 		if prefix != "" {
-			o.Namespaces = append(o.Namespaces, provider.Namespace{Prefix: prefix, Separator: sep, Description: description})
+			ns := []provider.Namespace{{Prefix: prefix, Separator: sep, Description: description}}
+			if o.Namespaces != nil {
+				ns = append(slices.Clip(*o.Namespaces), ns[0])
+			}
+			o.Namespaces = &ns
 		}
 	}
 }
@@ -97,4 +102,12 @@ func needsMapping(items []responses.ResponseOutputItemUnion) bool {
 		}
 	}
 	return false
+}
+
+// namespaces returns the namespaces of o.
+func namespaces(o provider.Options) []provider.Namespace {
+	if o.Namespaces == nil {
+		return nil
+	}
+	return *o.Namespaces
 }

@@ -165,8 +165,8 @@ func ResponseTools(tools *toolset.ToolList, opts ...Option) ([]responses.ToolUni
 		}
 		out[i] = responses.ToolUnionParam{OfFunction: f.responseTool()}
 	}
-	if len(o.Namespaces) > 0 {
-		out = group(out, fs, o.Namespaces)
+	if ns := namespaces(o); len(ns) > 0 {
+		out = group(out, fs, ns)
 	}
 	return out, nil
 }
