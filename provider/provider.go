@@ -24,6 +24,17 @@
 // A [SchemaCache] keeps the provider form of each parameter schema, so
 // that a turn over unchanged tools converts nothing again.
 //
+// # Keeping the prompt cache
+//
+// A provider caches the prompt it was sent, tools first, and a change to
+// the tools loses the cache. [ConvertCatalog] converts a turn's whole
+// catalogue, the deferred tools its run has not revealed included, for a
+// provider that loads deferred tools itself ([Options.DeferLoading]), so
+// that a tool search's reveals do not change the tools sent. [Stable]
+// sends the earlier tools again when a turn hides some, for a provider
+// that restricts the model to some of the tools by name.
+// [Options.Namespaces] group tools for a provider that takes groups.
+//
 // # Running calls
 //
 // [RunCalls] runs one turn's calls: concurrently up to

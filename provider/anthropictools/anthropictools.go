@@ -54,6 +54,17 @@
 // then asks the model; the calls that ran before the pause do not run
 // again.
 //
+// # Deferred tools
+//
+// A deferred tool ([toolset.WithDeferred]) is found by the library's tool
+// search ([toolset.NewToolSearch]) and shown from the next step on, which
+// changes the tools array and so loses Anthropic's prompt cache. With
+// [WithDeferLoading], the array holds every deferred tool from the first
+// step, with defer_loading, and the search's results go back as
+// tool_reference blocks, which load the tools found: the array stays the
+// same, byte for byte. Anthropic has no restriction of the model to some
+// of the tools sent, so a turn that hides a tool sends a shorter array.
+//
 // # Preflight
 //
 // A schema Anthropic refuses is otherwise found when Anthropic answers 400,

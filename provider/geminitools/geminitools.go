@@ -33,6 +33,13 @@
 // of a tool that needs approval cannot be approved, even with an approver:
 // it stops the run with a [*toolset.ApprovalRequiredError] that says so.
 //
+// # Keeping the prompt cache
+//
+// Gemini has no tool search of its own: the library's search tool
+// ([toolset.NewToolSearch]) shows the tools it finds from the next step
+// on. A turn that hides a tool shown before can keep the declarations the
+// same, restricting the model by name instead: see [StableTools].
+//
 // # Preflight
 //
 // A schema Gemini refuses is otherwise found when Gemini answers 400, one
