@@ -73,7 +73,7 @@ const (
 
 // BadArgsMessage is the text the model must be sent for the call with
 // BadArgs: what the turn's tools say about those arguments.
-func BadArgsMessage(t *testing.T) string {
+func BadArgsMessage(t testing.TB) string {
 	t.Helper()
 	tools, err := toolset.BuildTools(t.Context(), "assistant", Tools()...)
 	if err != nil {
@@ -99,7 +99,7 @@ func NeedsApproval(name string) toolset.Tool {
 
 // GuestTools builds the turn of a user who may see none of the agent's
 // tools: a filter keeps every one of them for admins only.
-func GuestTools(t *testing.T) *toolset.ToolList {
+func GuestTools(t testing.TB) *toolset.ToolList {
 	t.Helper()
 	adminOnly := toolset.NewFiltered(toolset.NewCombined(Tools()...),
 		func(ctx context.Context, _ toolset.Tool) (bool, error) {
@@ -146,7 +146,7 @@ func SentTools() []toolsettest.SentTool {
 // AssertRun checks what the model was sent over a run of [Script]: want
 // as the tools each time, then the two results, the bad call's flagged as
 // an error where the API can say so (flagged).
-func AssertRun(t *testing.T, reqs []toolsettest.ModelRequest, want []toolsettest.SentTool, flagged bool) {
+func AssertRun(t testing.TB, reqs []toolsettest.ModelRequest, want []toolsettest.SentTool, flagged bool) {
 	t.Helper()
 	if len(reqs) != 2 {
 		t.Fatalf("the model was sent %d requests, want 2", len(reqs))
