@@ -102,11 +102,11 @@ func buildTools(ctx context.Context, agent string, entries []Toolset, rc *RunCon
 		return nil, err
 	}
 	ts := newTools(agent, s, keep)
-	ts.over = over
-	ts.rc = rc
 	if h.unrevealed > 0 {
 		ts.unrevealed = &unrevealedTools{built: built}
 	}
+	ts.over = over
+	ts.rc = rc
 	return ts, nil
 }
 
