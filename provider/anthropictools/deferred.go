@@ -53,8 +53,8 @@ func resultsFor(tools *toolset.ToolList, o provider.Options) func(provider.Outco
 		default:
 			return resultBlock(oc)
 		}
-		if oc.IsError {
-			return resultBlock(oc)
+		if t, ok := tools.Lookup(oc.Call.Name); oc.IsError || !ok || !t.IsToolSearch() {
+			return resultBlock(oc) // not a search's result
 		}
 		if deferred == nil {
 			deferred = map[string]bool{}

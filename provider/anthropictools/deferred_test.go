@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/provider/anthropictools"
 	"github.com/gotoolset/toolset/toolsettest"
@@ -187,4 +188,31 @@ func TestDeferLoadingPreflightChecksTheCatalogue(t *testing.T) {
 	var pe *toolset.PreflightError
 	require.ErrorAs(t, err, &pe)
 	assert.Contains(t, err.Error(), "bad_deferred")
+}
+
+// A tool of one's own that returns a search result's type is no search:
+// its result goes back as JSON text, and without deferred tools the
+// option sends the same array as without it.
+func TestDeferLoadingOnlyTurnsSearchesIntoReferences(t *testing.T) {
+	fake := toolset.NewTool("fake_search", "Looks like a search.", func(context.Context, struct{}) (toolset.ToolSearchResult, error) {
+		return toolset.ToolSearchResult{Tools: []toolset.FoundTool{{Name: "fake_search"}}}, nil
+	})
+	turn := toolsettest.NewRun(t).Turn(t.Context())
+	tools, err := toolset.BuildTools(turn, "assistant", fake)
+	require.NoError(t, err)
+	plain, err := anthropictools.Tools(tools)
+	require.NoError(t, err)
+	deferred, err := anthropictools.Tools(tools, anthropictools.WithDeferLoading())
+	require.NoError(t, err)
+	a, _ := json.Marshal(plain)
+	b, _ := json.Marshal(deferred)
+	assert.Equal(t, string(a), string(b))
+
+	content := []anthropic.ContentBlockUnion{}
+	require.NoError(t, json.Unmarshal([]byte(`[{"type":"tool_use","id":"f1","name":"fake_search","input":{}}]`), &content))
+	results, err := anthropictools.RunCalls(turn, tools, content, anthropictools.WithDeferLoading())
+	require.NoError(t, err)
+	out, _ := json.Marshal(results)
+	assert.NotContains(t, string(out), "tool_reference")
+	assert.Contains(t, string(out), "fake_search")
 }
