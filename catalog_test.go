@@ -98,5 +98,5 @@ func TestPrefixedPrefix(t *testing.T) {
 	assert.Equal(t, ".", sep)
 	var none *toolset.Prefixed
 	p, sep = none.Prefix()
-	assert.Empty(t, p + sep)
+	assert.Empty(t, p+sep)
 }
