@@ -30,6 +30,8 @@ type ToolList struct {
 	over  map[int32]Tool // tools shown differently this turn (marked unavailable)
 	n     int
 
+	unrevealed *unrevealedTools // deferred tools the run hid, or nil: none
+
 	unknown atomic.Pointer[unknownFacts] // made by the first call of an unknown name
 	obs     *turnObserved                // the turn's observation, or nil
 
