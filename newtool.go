@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/gotoolset/toolset/internal/schema"
 	"github.com/invopop/jsonschema"
@@ -50,17 +51,34 @@ func NewTool[In, Out any](name, description string, fn func(context.Context, In)
 	core := newCore(name, params, nil)
 	core.err = err
 	floats := floatWidth(reflect.TypeFor[In](), nil)
-	core.handler = func(ctx context.Context, args json.RawMessage) (any, error) {
-		var in In
-		if err := json.Unmarshal(args, &in); err != nil {
-			return nil, decodeError(err, args, params)
-		}
+	// checked finishes a call whose arguments are valid and decoded.
+	checked := func(ctx context.Context, args json.RawMessage, in In) (any, error) {
 		if floats > 0 && floatRisk(args, floats) {
 			if problems := floatProblems(args, reflect.TypeFor[In](), core.validatorFor(params)); len(problems) > 0 {
 				return nil, &ArgumentError{Problems: problems}
 			}
 		}
 		return fn(ctx, in)
+	}
+	core.handler = func(ctx context.Context, args json.RawMessage) (any, error) {
+		var in In
+		if err := json.Unmarshal(args, &in); err != nil {
+			return nil, decodeError(err, args, params)
+		}
+		return checked(ctx, args, in)
+	}
+	if plan := schema.NewPlan(reflect.TypeFor[In]()); plan != nil && fn != nil {
+		core.fused = func(ctx context.Context, args json.RawMessage) (any, error) {
+			var in In
+			v := core.validatorFor(params)
+			if (*schema.Validator)(v).Decode(args, plan, unsafe.Pointer(&in)) {
+				return checked(ctx, args, in)
+			}
+			if err := v.check(args); err != nil {
+				return nil, &refusedArgs{err}
+			}
+			return core.handler(ctx, args)
+		}
 	}
 	t := newTool(core, description, nil)
 	t.Returns = resultSchema(reflect.TypeFor[Out]())
