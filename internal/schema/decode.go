@@ -3,6 +3,7 @@ package schema
 import (
 	"reflect"
 	"strconv"
+	"strings"
 	"unsafe"
 
 	"github.com/gotoolset/toolset/internal/jsontext"
@@ -122,24 +123,10 @@ func plainFieldName(f reflect.StructField) (string, bool) {
 	if tag == "-" {
 		return "", true
 	}
-	name, opts := tag, ""
-	for i := 0; i < len(tag); i++ {
-		if tag[i] == ',' {
-			name, opts = tag[:i], tag[i+1:]
-			break
-		}
-	}
+	name, opts, _ := strings.Cut(tag, ",")
 	for opts != "" {
-		opt := opts
-		for i := 0; i < len(opts); i++ {
-			if opts[i] == ',' {
-				opt, opts = opts[:i], opts[i+1:]
-				break
-			}
-		}
-		if opt == opts {
-			opts = ""
-		}
+		var opt string
+		opt, opts, _ = strings.Cut(opts, ",")
 		if opt != "omitempty" && opt != "omitzero" {
 			return "", false
 		}
