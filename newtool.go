@@ -29,7 +29,9 @@ import (
 // reflected from Out unless Out is an interface type.
 //
 // Each call validates the model's arguments against the schema, decodes them
-// into In and calls fn. A type that cannot be reflected (a recursive type, a
+// into In and calls fn; for a struct of strings, booleans and numbers, and
+// a call with no policy in between (see "The call path" in the package
+// documentation), in one pass over the arguments. A type that cannot be reflected (a recursive type, a
 // channel) makes the tool unusable: [Tool.Err], [NewFunction] and
 // [BuildTools] report it.
 func NewTool[In, Out any](name, description string, fn func(context.Context, In) (Out, error), opts ...ToolOption) Tool {
