@@ -302,3 +302,24 @@ func TestFusedOnlyWithoutPolicies(t *testing.T) {
 	edited.Parameters = schema.EmptyObject()
 	assert.False(t, plain.core.fusable(edited))
 }
+
+// Hostile arguments cost the one-pass path no more than a walk of their
+// bytes, and get the two-pass path's answer: many members, deep nesting,
+// a long string, a key repeated past what field bits can see.
+func TestFusedCallHostileArguments(t *testing.T) {
+	var many strings.Builder
+	many.WriteString(`{"city":"a","days":1`)
+	for i := range 5000 {
+		many.WriteString(`,"k` + strings.Repeat("x", i%7) + `":1`)
+	}
+	many.WriteString("}")
+	deep := `{"city":"a","days":1,"where":` + strings.Repeat(`{"lat":`, 3000) + "1" + strings.Repeat("}", 3000) + "}"
+	long := `{"city":"` + strings.Repeat("é", 100000) + `","days":1}`
+	repeated := `{"city":"a","days":1` + strings.Repeat(`,"ok":true`, 100) + "}"
+	pairs := fusedPairs(t)
+	for _, args := range []string{many.String(), deep, long, repeated} {
+		for _, p := range pairs {
+			compareFused(t, p, []byte(args))
+		}
+	}
+}
