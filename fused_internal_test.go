@@ -130,6 +130,7 @@ func fusedPairs(t testing.TB) []fusedPair {
 		newFusedPair[fusedEmbedded](t, "embedded"),
 		newFusedPair[fusedCustom](t, "custom"),
 		newFusedPair[fusedOther](t, "other"),
+		newFusedPair[struct{}](t, "empty"),
 	}
 }
 

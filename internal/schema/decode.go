@@ -222,13 +222,20 @@ type decoder struct {
 	lex  jsontext.Lexer
 	// text is a copy of data, made at the first string stored: every
 	// string decoded is a part of it, so that a call's strings cost one
-	// allocation.
+	// allocation. Only short arguments are copied whole, so that a
+	// string the handler keeps holds on to little more than itself.
 	text string
 }
+
+// maxSharedText bounds the arguments whose strings share one copy.
+const maxSharedText = 1024
 
 // str returns the raw content of the string token t, which is its
 // decoded form, as a string the decoded value may keep.
 func (d *decoder) str(t jsontext.Token) string {
+	if len(d.data) > maxSharedText {
+		return string(d.data[t.Start+1 : t.End-1])
+	}
 	if d.text == "" {
 		d.text = string(d.data)
 	}
