@@ -317,8 +317,9 @@ func TestFusedCallHostileArguments(t *testing.T) {
 	deep := `{"city":"a","days":1,"where":` + strings.Repeat(`{"lat":`, 3000) + "1" + strings.Repeat("}", 3000) + "}"
 	long := `{"city":"` + strings.Repeat("é", 100000) + `","days":1}`
 	repeated := `{"city":"a","days":1` + strings.Repeat(`,"ok":true`, 100) + "}"
+	longNote := `{"city":"a","days":1,"Note":"` + strings.Repeat("ü", 3000) + `"}` // valid: its strings are copied each
 	pairs := fusedPairs(t)
-	for _, args := range []string{many.String(), deep, long, repeated} {
+	for _, args := range []string{many.String(), deep, long, repeated, longNote} {
 		for _, p := range pairs {
 			compareFused(t, p, []byte(args))
 		}
