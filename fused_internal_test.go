@@ -24,18 +24,21 @@ type fusedPlace struct {
 }
 
 type fusedArgs struct {
-	City  string     `json:"city" jsonschema:"minLength=1,maxLength=20"`
-	Days  int        `json:"days" jsonschema:"minimum=1,maximum=14"`
-	Units string     `json:"units,omitempty" jsonschema:"enum=metric,enum=imperial"`
-	Small int8       `json:"small,omitempty"`
-	Count uint16     `json:"count,omitempty"`
-	Big   int64      `json:"big,omitempty"`
-	Ratio float64    `json:"ratio,omitempty" jsonschema:"exclusiveMinimum=0,maximum=1"`
-	Temp  float32    `json:"temp,omitempty"`
-	OK    bool       `json:"ok,omitempty"`
-	Where fusedPlace `json:"where,omitzero"`
-	Note  string     `json:",omitempty"`
-	Skip  string     `json:"-"`
+	City  string       `json:"city" jsonschema:"minLength=1,maxLength=20"`
+	Days  int          `json:"days" jsonschema:"minimum=1,maximum=14"`
+	Units string       `json:"units,omitempty" jsonschema:"enum=metric,enum=imperial"`
+	Small int8         `json:"small,omitempty"`
+	Count uint16       `json:"count,omitempty"`
+	Big   int64        `json:"big,omitempty"`
+	Ratio float64      `json:"ratio,omitempty" jsonschema:"exclusiveMinimum=0,maximum=1"`
+	Temp  float32      `json:"temp,omitempty"`
+	OK    bool         `json:"ok,omitempty"`
+	Where fusedPlace   `json:"where,omitzero"`
+	Tags  []string     `json:"tags,omitempty" jsonschema:"maxItems=4,uniqueItems=true"`
+	Stops []fusedPlace `json:"stops,omitempty"`
+	Grid  [][]int      `json:"grid,omitempty"`
+	Note  string       `json:",omitempty"`
+	Skip  string       `json:"-"`
 	quiet string
 }
 
@@ -86,7 +89,7 @@ type fusedCustom struct {
 // fusedOther has fields the one-pass decode does not cover.
 type fusedOther struct {
 	City  *string           `json:"city,omitempty"`
-	Tags  []string          `json:"tags,omitempty"`
+	Bytes []byte            `json:"bytes,omitempty"`
 	Extra map[string]int    `json:"extra,omitempty"`
 	Raw   json.RawMessage   `json:"raw,omitempty"`
 	Any   any               `json:"any,omitempty"`
@@ -206,6 +209,13 @@ var fusedSeeds = []string{
 	`{"city":"Paris","days":2,"where":{"name":"x"}}`,
 	`{"city":"Paris","days":2,"where":null}`,
 	`{"city":"Paris","days":2,"Skip":"s","quiet":"q"}`,
+	`{"city":"Paris","days":2,"tags":["a","b"],"stops":[{"lat":1},{"lat":2,"name":"n"}],"grid":[[1,2],[],[3]]}`,
+	`{"city":"Paris","days":2,"tags":[],"stops":[],"grid":[]}`,
+	`{"city":"Paris","days":2,"tags":["a","a"]}`,
+	`{"city":"Paris","days":2,"tags":["a","b","c","d","e"]}`,
+	`{"city":"Paris","days":2,"tags":null,"grid":[null]}`,
+	`{"city":"Paris","days":2,"stops":[{"lat":1,"LAT":2}],"grid":[[1.5]]}`,
+	`{"city":"Paris","days":2,"bytes":"aGk=","tags":["x"]}`,
 	`{"city":"\ud800","days":2}`,
 	"{\"city\":\"\xff\",\"days\":2}",
 	`{"city":"Paris","days":2,"units":"metric","tags":["a"],"num":1.50,"any":{"a":[1,2.5]}}`,
@@ -242,10 +252,14 @@ func TestFusedDecodeIsTaken(t *testing.T) {
 		ok := v.Decode([]byte(args), plan, unsafe.Pointer(&in))
 		return in, ok
 	}
-	in, ok := decode(`{"city":"Paris","days":3,"units":"metric","small":-8,"count":7,"big":1,"ratio":0.5,"temp":1.5,"ok":true,"where":{"lat":1.25,"name":"x"},"Note":"n"}`)
+	in, ok := decode(`{"city":"Paris","days":3,"units":"metric","small":-8,"count":7,"big":1,"ratio":0.5,"temp":1.5,"ok":true,"where":{"lat":1.25,"name":"x"},"Note":"n",
+		"tags":["a","b"],"stops":[{"lat":2}],"grid":[[1],[]]}`)
 	require.True(t, ok)
 	assert.Equal(t, fusedArgs{City: "Paris", Days: 3, Units: "metric", Small: -8, Count: 7, Big: 1, Ratio: 0.5, Temp: 1.5, OK: true,
-		Where: fusedPlace{Lat: 1.25, Name: "x"}, Note: "n"}, in)
+		Where: fusedPlace{Lat: 1.25, Name: "x"}, Note: "n", Tags: []string{"a", "b"}, Stops: []fusedPlace{{Lat: 2}}, Grid: [][]int{{1}, {}}}, in)
+	in, ok = decode(`{"city":"Paris","days":3,"tags":[]}`)
+	require.True(t, ok)
+	assert.NotNil(t, in.Tags, "an empty array decodes to an empty slice, as encoding/json decodes it")
 	for _, args := range []string{
 		`{"city":"Par\u00eds","days":3}`,       // escaped
 		`{"city":"Paris","days":3,"NOTE":"n"}`, // not an exact name

@@ -29,7 +29,8 @@ import (
 // reflected from Out unless Out is an interface type.
 //
 // Each call validates the model's arguments against the schema, decodes them
-// into In and calls fn; for a struct of strings, booleans and numbers, and
+// into In and calls fn; for a struct of strings, booleans, numbers, slices
+// and structs of those, and
 // a call with no policy in between (see "The call path" in the package
 // documentation), in one pass over the arguments. A type that cannot be reflected (a recursive type, a
 // channel) makes the tool unusable: [Tool.Err], [NewFunction] and

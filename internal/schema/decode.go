@@ -16,7 +16,8 @@ import (
 // and storing it into the struct as encoding/json would.
 //
 // It covers only what it can decode exactly as encoding/json does: structs
-// of strings, booleans, integers and floats (and structs of those), with
+// of strings, booleans, integers and floats, and of slices and structs of
+// those (but []byte, which is base64), with
 // plain field names, matched by their exact name, and none that decodes
 // itself. Anything else (an escaped or non-UTF-8 string, a key that is not
 // exactly a field's name, which encoding/json would match ignoring case, a
@@ -30,6 +31,8 @@ type Plan struct {
 	kind   planKind
 	bits   int // of an integer or float
 	fields []planField
+	typ    reflect.Type // of a slice
+	elem   *Plan        // of a slice
 }
 
 type planKind uint8
@@ -41,6 +44,7 @@ const (
 	planUint
 	planFloat
 	planStruct
+	planSlice
 )
 
 // planField is a struct field: its JSON name, its offset in the struct
@@ -78,6 +82,15 @@ func newPlan(t reflect.Type, depth int) *Plan {
 		return &Plan{kind: planUint, bits: t.Bits()}
 	case reflect.Float32, reflect.Float64:
 		return &Plan{kind: planFloat, bits: t.Bits()}
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return nil // base64
+		}
+		elem := newPlan(t.Elem(), depth+1)
+		if elem == nil {
+			return nil
+		}
+		return &Plan{kind: planSlice, typ: t, elem: elem}
 	case reflect.Struct:
 	default:
 		return nil
@@ -251,6 +264,8 @@ func (d *decoder) value(n *node, p *Plan, t jsontext.Token, dst unsafe.Pointer) 
 	switch p.kind {
 	case planStruct:
 		return t.Kind == jsontext.ObjectStart && n != nil && n.types&tObject != 0 && len(n.enums) == 0 && d.object(n, p, t, dst)
+	case planSlice:
+		return t.Kind == jsontext.ArrayStart && n != nil && n.types&tArray != 0 && len(n.enums) == 0 && d.array(n, p, t, dst)
 	case planString:
 		if t.Kind != jsontext.String || !jsontext.Plain(d.data[t.Start+1:t.End-1], t.Flags) || (n != nil && !checkString(n, d.data, t)) {
 			return false
@@ -398,4 +413,49 @@ func (d *decoder) object(n *node, p *Plan, start jsontext.Token, dst unsafe.Poin
 		distinct = count
 	}
 	return count >= n.minProps && distinct >= n.minProps
+}
+
+// array is checkArray, storing the elements into the slice at dst, grown
+// one element at a time as encoding/json grows it.
+func (d *decoder) array(n *node, p *Plan, start jsontext.Token, dst unsafe.Pointer) bool {
+	// The slice is grown in a value of its own, not at dst, which reflect
+	// would make every decoded value escape to the heap.
+	holder := reflect.New(p.typ)
+	sv := holder.Elem()
+	count := 0
+	for {
+		t, err := d.lex.Next()
+		if err != nil {
+			return false
+		}
+		if t.Kind == jsontext.ArrayEnd {
+			break
+		}
+		if count >= sv.Cap() {
+			sv.Grow(1)
+		}
+		sv.SetLen(count + 1)
+		if !d.value(n.items, p.elem, t, sv.Index(count).Addr().UnsafePointer()) {
+			return false
+		}
+		count++
+	}
+	if count < n.minItems || (n.maxItems >= 0 && count > n.maxItems) {
+		return false
+	}
+	if n.unique && count > 1 && !uniqueScalars(d.data[start.Start:]) {
+		return false
+	}
+	if count == 0 {
+		sv.Set(reflect.MakeSlice(p.typ, 0, 0)) // empty, not nil
+	}
+	*(*sliceHeader)(dst) = *(*sliceHeader)(holder.UnsafePointer())
+	return true
+}
+
+// sliceHeader is the layout of a slice, its pointer typed as one so that
+// copying it is seen by the garbage collector.
+type sliceHeader struct {
+	data     unsafe.Pointer
+	len, cap int
 }
