@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/gotoolset/toolset/internal/schema"
@@ -37,6 +38,9 @@ type fusedArgs struct {
 	Tags  []string     `json:"tags,omitempty" jsonschema:"maxItems=4,uniqueItems=true"`
 	Stops []fusedPlace `json:"stops,omitempty"`
 	Grid  [][]int      `json:"grid,omitempty"`
+	Max   *int         `json:"max,omitempty" jsonschema:"maximum=100"`
+	Home  *fusedPlace  `json:"home,omitempty"`
+	Maybe []*string    `json:"maybe,omitempty"`
 	Note  string       `json:",omitempty"`
 	Skip  string       `json:"-"`
 	quiet string
@@ -88,7 +92,7 @@ type fusedCustom struct {
 
 // fusedOther has fields the one-pass decode does not cover.
 type fusedOther struct {
-	City  *string           `json:"city,omitempty"`
+	City  *json.Number      `json:"city,omitempty"`
 	Bytes []byte            `json:"bytes,omitempty"`
 	Extra map[string]int    `json:"extra,omitempty"`
 	Raw   json.RawMessage   `json:"raw,omitempty"`
@@ -216,6 +220,9 @@ var fusedSeeds = []string{
 	`{"city":"Paris","days":2,"tags":null,"grid":[null]}`,
 	`{"city":"Paris","days":2,"stops":[{"lat":1,"LAT":2}],"grid":[[1.5]]}`,
 	`{"city":"Paris","days":2,"bytes":"aGk=","tags":["x"]}`,
+	`{"city":"Paris","days":2,"max":7,"home":{"lat":3},"maybe":["a","b"]}`,
+	`{"city":"Paris","days":2,"max":null,"home":null,"maybe":[null,"b"]}`,
+	`{"city":"Paris","days":2,"max":101,"home":{"lat":3,"name":"toolongname"}}`,
 	`{"city":"\ud800","days":2}`,
 	"{\"city\":\"\xff\",\"days\":2}",
 	`{"city":"Paris","days":2,"units":"metric","tags":["a"],"num":1.50,"any":{"a":[1,2.5]}}`,
@@ -257,6 +264,14 @@ func TestFusedDecodeIsTaken(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, fusedArgs{City: "Paris", Days: 3, Units: "metric", Small: -8, Count: 7, Big: 1, Ratio: 0.5, Temp: 1.5, OK: true,
 		Where: fusedPlace{Lat: 1.25, Name: "x"}, Note: "n", Tags: []string{"a", "b"}, Stops: []fusedPlace{{Lat: 2}}, Grid: [][]int{{1}, {}}}, in)
+	in, ok = decode(`{"city":"Paris","days":3,"max":7,"home":{"lat":2},"maybe":["m"]}`)
+	require.True(t, ok)
+	require.NotNil(t, in.Max)
+	require.NotNil(t, in.Home)
+	require.Len(t, in.Maybe, 1)
+	assert.Equal(t, 7, *in.Max)
+	assert.Equal(t, fusedPlace{Lat: 2}, *in.Home)
+	assert.Equal(t, "m", *in.Maybe[0])
 	in, ok = decode(`{"city":"Paris","days":3,"tags":[]}`)
 	require.True(t, ok)
 	assert.NotNil(t, in.Tags, "an empty array decodes to an empty slice, as encoding/json decodes it")
@@ -279,6 +294,12 @@ func TestFusedDecodeIsTaken(t *testing.T) {
 			A string `json:"a,string"`
 		}](), reflect.TypeFor[struct {
 			A string `json:"a-b"`
+		}](), reflect.TypeFor[struct {
+			N json.Number `json:"n"`
+		}](), reflect.TypeFor[struct {
+			D []time.Duration `json:"d"`
+		}](), reflect.TypeFor[struct {
+			B []byte `json:"b"`
 		}](), reflect.TypeFor[struct {
 			A string `json:"a"`
 			B string `json:"A"`

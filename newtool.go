@@ -29,8 +29,8 @@ import (
 // reflected from Out unless Out is an interface type.
 //
 // Each call validates the model's arguments against the schema, decodes them
-// into In and calls fn. For a struct of strings, booleans, numbers, slices
-// and structs of those, called with no policy between validation and the
+// into In and calls fn. For a struct of strings, booleans, numbers, and
+// pointers, slices and structs of those, called with no policy between validation and the
 // handler (see "The call path" in the package documentation), validation
 // and decoding are one pass over the arguments. A type that cannot be
 // reflected (a recursive type, a channel) makes the tool unusable:

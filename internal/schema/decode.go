@@ -1,9 +1,11 @@
 package schema
 
 import (
+	"encoding/json"
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/gotoolset/toolset/internal/jsontext"
@@ -16,8 +18,8 @@ import (
 // and storing it into the struct as encoding/json would.
 //
 // It covers only what it can decode exactly as encoding/json does: structs
-// of strings, booleans, integers and floats, and of slices and structs of
-// those (but []byte, which is base64), with
+// of strings, booleans, integers and floats, and of pointers, slices and
+// structs of those (but []byte, which is base64), with
 // plain field names, matched by their exact name, and none that decodes
 // itself. Anything else (an escaped or non-UTF-8 string, a key that is not
 // exactly a field's name, which encoding/json would match ignoring case, a
@@ -31,8 +33,8 @@ type Plan struct {
 	kind   planKind
 	bits   int // of an integer or float
 	fields []planField
-	typ    reflect.Type // of a slice
-	elem   *Plan        // of a slice
+	typ    reflect.Type // of a slice, or of what a pointer points to
+	elem   *Plan        // of a slice or a pointer
 }
 
 type planKind uint8
@@ -45,6 +47,7 @@ const (
 	planFloat
 	planStruct
 	planSlice
+	planPointer
 )
 
 // planField is a struct field: its JSON name, its offset in the struct
@@ -68,8 +71,8 @@ func NewPlan(t reflect.Type) *Plan {
 }
 
 func newPlan(t reflect.Type, depth int) *Plan {
-	if depth > maxPlanDepth || decodesItself(t) {
-		return nil
+	if depth > maxPlanDepth || decodesItself(t) || t == numberType || t == durationType {
+		return nil // json.Number checks its string; time.Duration is left out to be sure
 	}
 	switch t.Kind() {
 	case reflect.String:
@@ -82,6 +85,12 @@ func newPlan(t reflect.Type, depth int) *Plan {
 		return &Plan{kind: planUint, bits: t.Bits()}
 	case reflect.Float32, reflect.Float64:
 		return &Plan{kind: planFloat, bits: t.Bits()}
+	case reflect.Pointer:
+		elem := newPlan(t.Elem(), depth+1)
+		if elem == nil {
+			return nil
+		}
+		return &Plan{kind: planPointer, typ: t.Elem(), elem: elem}
 	case reflect.Slice:
 		if t.Elem().Kind() == reflect.Uint8 {
 			return nil // base64
@@ -124,6 +133,11 @@ func newPlan(t reflect.Type, depth int) *Plan {
 	}
 	return p
 }
+
+var (
+	numberType   = reflect.TypeFor[json.Number]()
+	durationType = reflect.TypeFor[time.Duration]()
+)
 
 // plainFieldName returns the JSON name of f, "" for a field encoding/json
 // skips, and false when its tag asks for anything but a plain name and
@@ -266,6 +280,18 @@ func (d *decoder) value(n *node, p *Plan, t jsontext.Token, dst unsafe.Pointer) 
 		return t.Kind == jsontext.ObjectStart && n != nil && n.types&tObject != 0 && len(n.enums) == 0 && d.object(n, p, t, dst)
 	case planSlice:
 		return t.Kind == jsontext.ArrayStart && n != nil && n.types&tArray != 0 && len(n.enums) == 0 && d.array(n, p, t, dst)
+	case planPointer:
+		// Not null (encoding/json leaves the pointer nil, and the schema
+		// says whether null is allowed): a new value, decoded.
+		if t.Kind == jsontext.Null {
+			return false
+		}
+		v := reflect.New(p.typ).UnsafePointer()
+		if !d.value(n, p.elem, t, v) {
+			return false
+		}
+		*(*unsafe.Pointer)(dst) = v
+		return true
 	case planString:
 		if t.Kind != jsontext.String || !jsontext.Plain(d.data[t.Start+1:t.End-1], t.Flags) || (n != nil && !checkString(n, d.data, t)) {
 			return false
