@@ -30,11 +30,12 @@ import (
 //
 // Each call validates the model's arguments against the schema, decodes them
 // into In and calls fn. For a struct of strings, booleans, numbers, and
-// pointers, slices and structs of those, called with no policy between validation and the
-// handler (see "The call path" in the package documentation), validation
-// and decoding are one pass over the arguments. A type that cannot be
-// reflected (a recursive type, a channel) makes the tool unusable:
-// [Tool.Err], [NewFunction] and [BuildTools] report it.
+// pointers, slices and structs of those, called with no policy between
+// validation and the handler (see "The call path" in the package
+// documentation), validation and decoding are one pass over the
+// arguments. A type that cannot be reflected (a recursive type, a
+// channel) makes the tool unusable: [Tool.Err], [NewFunction] and
+// [BuildTools] report it.
 func NewTool[In, Out any](name, description string, fn func(context.Context, In) (Out, error), opts ...ToolOption) Tool {
 	params, err := parametersSchema(reflect.TypeFor[In]())
 	if err == nil {
