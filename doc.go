@@ -239,6 +239,14 @@
 // calls with the same cache key on a cold cache run steps 5 to 8 once and
 // share the result.
 //
+// A tool made with [NewTool] that has none of steps 3 to 6 nor a timeout,
+// offered with the schema it was made with, runs steps 2 and 7 as one:
+// nothing else sees the arguments between them, so its handler checks them
+// against the schema as it decodes them, in a single pass over the bytes.
+// The verdict, the errors and the value decoded are those of the two steps
+// apart; arguments or types the single pass does not cover exactly (see
+// internal/schema's Decode) take the two steps.
+//
 // A handler reports how far it has come with [ReportProgress]; the caller
 // receives the reports through the callback it put on the call's context
 // with [WithProgress] (a no-op without one). mcptoolset carries them

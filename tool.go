@@ -79,7 +79,11 @@ type toolCore struct {
 	name    string             // the name the tool was made with
 	params  *jsonschema.Schema // the schema the tool was made with
 	handler RawHandler
-	err     error // why the tool cannot be used, found at construction
+	// fused, when not nil, is handler for arguments not yet validated:
+	// it validates and decodes them in one pass (see validated), and
+	// returns a *refusedArgs for arguments the schema refuses.
+	fused RawHandler
+	err   error // why the tool cannot be used, found at construction
 
 	valOnce sync.Once
 	val     *validator
