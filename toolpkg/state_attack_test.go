@@ -27,7 +27,12 @@ func TestHugeDiscoveredSchemasDoNotLoseTheServingVersion(t *testing.T) {
 	require.NoError(t, err)
 	upload(t, s, "demo", scriptPackage(t, schemaEcho(greetSchema)))
 
-	const exes, each = 10, 7 << 20
+	// Each output is within maxSchemaOutput; together they are over
+	// MaxToolDefinitionBytes, which is what keeps state.json small enough
+	// to reload (ten of them once made it larger than maxStateFile).
+	const exes, each = 3, 6 << 20
+	require.Greater(t, exes*each, MaxToolDefinitionBytes)
+	require.Less(t, each, maxSchemaOutput)
 	var manifest strings.Builder
 	manifest.WriteString("version: 1\ntools:\n")
 	files := []zfile{}
