@@ -21,6 +21,7 @@ import (
 // discovery, not become a record the next Open calls damaged (losing
 // the version that served).
 func TestHugeDiscoveredSchemasDoNotLoseTheServingVersion(t *testing.T) {
+	t.Parallel()
 	dir := storeDir(t)
 	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.DiscardHandler)}
 	s, err := Open(dir, opts)
