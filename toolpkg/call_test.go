@@ -23,8 +23,8 @@ import (
 
 // forEachMode runs fn once per sandbox mode that works here, the modes
 // side by side: each has a store of its own, and most of their time is
-// spent waiting on the processes they run. A test that calls it does
-// nothing else, so that nothing of its own ends before the modes run.
+// spent waiting on the processes they run. A test calls it last and
+// defers nothing: the modes run once the test's own function returned.
 func forEachMode(t *testing.T, fn func(t *testing.T, mode Mode)) {
 	for _, mode := range available(t) {
 		t.Run(string(mode), func(t *testing.T) {
