@@ -35,7 +35,7 @@ type NeedsApprovalFunc func(ctx context.Context, t Tool, args json.RawMessage) (
 // ApprovalRequiredError that says approvals need one, and a call without a
 // run fails with an error that says it needs one.
 func WithApprovalRequired(need NeedsApprovalFunc) ToolOption {
-	return func(t *Tool) { t.core.approval = need }
+	return func(t *Tool) { t.core.approval, t.core.approvalBy = need, "" }
 }
 
 // Always is the [NeedsApprovalFunc] of a tool every call of which waits for
@@ -260,7 +260,7 @@ func (e *ApprovalRequiredError) Error() string {
 			boundName(e.RunID), boundName(e.Call.Name))
 	}
 	if e.Interrupted {
-		return fmt.Sprintf("toolset: run %q: call %q of tool %q began before and never finished, and may have had its effect: record whether to run it again with RunContext.RecordApproval or RecordDenial and execute the call again",
+		return fmt.Sprintf("toolset: run %q: call %q of tool %q began before and never finished, and may have had its effect; the tool is not one that runs again unasked (WithResumeRerun, or EffectPolicies for a read-only or idempotent tool): record whether to run it again with RunContext.RecordApproval or RecordDenial and execute the call again",
 			boundName(e.RunID), boundName(e.Call.ID), boundName(e.Call.Name))
 	}
 	return fmt.Sprintf("toolset: run %q: call %q of tool %q needs a human's approval: record it with RunContext.RecordApproval or RecordDenial and execute the call again",

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gotoolset/toolset"
-	"github.com/gotoolset/toolset/internal/adapter"
+	"github.com/gotoolset/toolset/provider"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -65,7 +65,8 @@ func TestApproverIsAskedConcurrentlyAndEachAnswerBindsItsCall(t *testing.T) {
 		return true, "", nil
 	})
 
-	out, err := adapter.Run(ctx, calls, n, nil, adapter.Approving(tools.Execute, approver))
+	o := provider.Options{Concurrency: n, Approver: approver}
+	out, err := provider.RunCalls(ctx, "test", tools, calls, o, tools.Execute, func(oc provider.Outcome) (provider.Outcome, error) { return oc, nil })
 	require.NoError(t, err)
 	for i, o := range out {
 		assert.Equal(t, 1, asked[calls[i].ID], "asked once: %s", calls[i].ID)

@@ -213,20 +213,80 @@ func BenchmarkCall(b *testing.B) {
 	benchCalls(b, tools, "get_weather")
 }
 
-// BenchmarkCallFloor decodes the same arguments into the struct and calls
-// the function directly.
-func BenchmarkCallFloor(b *testing.B) {
+// BenchmarkCallFloor decodes the same arguments into the struct with
+// encoding/json and calls the function directly. Where encoding/json/v2
+// is there, BenchmarkCallFloorV2 does the same with it; the floor of a
+// call is the faster of the two.
+func BenchmarkCallFloor(b *testing.B) { benchFloor(b, floorDecoders[0].unmarshal) }
+
+// floorDecoder is a way to decode arguments for the floor of a call.
+type floorDecoder struct {
+	name      string
+	unmarshal func([]byte, any) error
+}
+
+// floorDecoders are encoding/json, then encoding/json/v2 where the
+// toolchain has it (bench_v2_test.go).
+var floorDecoders = []floorDecoder{{"v1", json.Unmarshal}}
+
+// benchFloor decodes benchCallArgs with unmarshal and calls the function.
+func benchFloor(b *testing.B, unmarshal func([]byte, any) error) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		var in benchArgs
-		if err := json.Unmarshal(benchCallArgs, &in); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := benchHandler(ctx, in); err != nil {
-			b.Fatal(err)
-		}
+		floorCall(b, ctx, unmarshal)
 	}
+}
+
+func floorCall(b *testing.B, ctx context.Context, unmarshal func([]byte, any) error) {
+	var in benchArgs
+	if err := unmarshal(benchCallArgs, &in); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := benchHandler(ctx, in); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkCallRatio times BenchmarkCall against its floor in alternating
+// batches, and reports the ratio to the fastest floor (see
+// BenchmarkCallFloor), which a noisy machine moves less than the times
+// of separate benchmarks.
+func BenchmarkCallRatio(b *testing.B) {
+	tools, err := toolset.BuildTools(context.Background(), "bench",
+		toolset.NewTool("get_weather", "Weather.", benchHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	const batch = 100
+	var tCall time.Duration
+	tFloor := make([]time.Duration, len(floorDecoders))
+	calls := 0
+	for b.Loop() {
+		start := time.Now()
+		for range batch {
+			if _, err := tools.Execute(ctx, toolset.ToolCall{Name: "get_weather", Args: benchCallArgs}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		tCall += time.Since(start)
+		for i, d := range floorDecoders {
+			start := time.Now()
+			for range batch {
+				floorCall(b, ctx, d.unmarshal)
+			}
+			tFloor[i] += time.Since(start)
+		}
+		calls += batch
+	}
+	floor := tFloor[0]
+	for i, d := range floorDecoders {
+		b.ReportMetric(float64(tFloor[i].Nanoseconds())/float64(calls), "floor-"+d.name+"-ns/call")
+		floor = min(floor, tFloor[i])
+	}
+	b.ReportMetric(float64(tCall.Nanoseconds())/float64(calls), "call-ns/call")
+	b.ReportMetric(float64(tCall)/float64(floor), "ratio")
 }
 
 // BenchmarkCacheHit calls a cached tool through a prefixed copy with the

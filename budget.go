@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/gotoolset/toolset/internal/textcut"
 )
@@ -41,7 +43,7 @@ func WithResultBudget(b ResultBudget) ToolOption {
 const minResultBudget = 256
 
 // apply returns what of res the model is sent.
-func (b *ResultBudget) apply(rc *RunContext, res any) (any, error) {
+func (b *ResultBudget) apply(ctx context.Context, rc *RunContext, res any) (any, error) {
 	if _, isContent := res.(*Content); isContent {
 		return res, nil
 	}
@@ -49,36 +51,89 @@ func (b *ResultBudget) apply(rc *RunContext, res any) (any, error) {
 	if err != nil || len(text) <= b.MaxBytes {
 		return res, err
 	}
+	return b.cut(ctx, rc, text, b.MaxBytes), nil
+}
+
+// cut returns text cut to at most limit bytes, head and tail around a
+// marker, kept whole in the archive first if there is one.
+func (b *ResultBudget) cut(ctx context.Context, rc *RunContext, text string, limit int) string {
 	var name string
 	if b.Archive != nil && rc != nil {
-		name = b.Archive.keep(rc.ID(), text)
+		name = b.Archive.keep(ctx, rc.ID(), text)
 	}
 	// What the marker takes, at most; the rest is the head's and the tail's.
-	room := b.MaxBytes - 80
+	room := limit - 80
 	if name != "" {
 		room -= len(name) + len(b.Archive.tool) + 40
 	}
 	room = max(room, 64)
-	head := textcut.Prefix(text, room*2/3)
-	tail := textcut.Suffix(text, room/3)
-	left := len(text) - len(head) - len(tail)
-	marker := fmt.Sprintf("\n[... %d of %d bytes left out ...]\n", left, len(text))
-	if name != "" {
-		marker = fmt.Sprintf("\n[... %d of %d bytes left out; read them with %s, name %q, offset %d ...]\n", left, len(text), b.Archive.tool, name, len(head))
-	}
-	return head + marker + tail, nil
+	head := room * 2 / 3
+	out, _ := textcut.HeadTail(text, limit, head, room/3, func(kept, left int) string {
+		if name == "" {
+			return fmt.Sprintf("\n[... %d of %d bytes left out ...]\n", left, len(text))
+		}
+		return fmt.Sprintf("\n[... %d of %d bytes left out; read them with %s, name %q, offset %d ...]\n",
+			left, len(text), b.Archive.tool, name, len(textcut.Prefix(text, head)))
+	})
+	return out
 }
 
-// ResultArchive keeps, in memory, the whole text of the results a
-// [ResultBudget] cut, for the runs that made the calls, and gives the
-// model a tool to read them back a range at a time. A run reads only its
-// own results, under random names. It keeps at most its bound of bytes in
-// all, dropping the oldest results first: size it for the runs that live
-// at once. A result larger than the whole bound is not kept, and its
-// marker does not name it.
+// WithTurnResultBudget bounds, for each turn of the run, the text of all
+// the results that reach the model from the calls of the turn's
+// [ToolList] together, as a [ResultBudget] bounds one tool's: once the
+// turn's results add up to b.MaxBytes, each further result is cut to
+// what is left (at least 256 bytes, enough for a head, a tail and the
+// marker), kept whole in b.Archive if there is one. Results are counted
+// as their calls finish, after each tool's own budget; results of
+// content parts ([*Content]) and errors are not counted, nor cut.
+func WithTurnResultBudget(b ResultBudget) RunOption {
+	b.MaxBytes = max(b.MaxBytes, minResultBudget)
+	return func(c *runConfig) { c.turnBudget = &b }
+}
+
+// turnBudgeted returns what of res the model is sent under the turn
+// budget of ts.
+func (ts *ToolList) turnBudgeted(ctx context.Context, rc *RunContext, res any, err error) (any, error) {
+	if err != nil || res == nil {
+		return res, err
+	}
+	if _, isContent := res.(*Content); isContent {
+		return res, nil
+	}
+	text, terr := ResultText(res)
+	if terr != nil {
+		return res, nil // the adapters report it as they would have
+	}
+	b := ts.turnBudget
+	n := int64(len(text))
+	before := ts.turnUsed.Add(n) - n
+	if before+n <= int64(b.MaxBytes) {
+		return res, nil
+	}
+	limit := max(int64(b.MaxBytes)-before, minResultBudget)
+	if n <= limit {
+		return res, nil
+	}
+	out := b.cut(ctx, rc, text, int(limit))
+	ts.turnUsed.Add(int64(len(out)) - n)
+	return out, nil
+}
+
+// ResultArchive keeps the whole text of the results a [ResultBudget]
+// cut, for the runs that made the calls, and gives the model a tool to
+// read them back a range at a time. A run reads only its own results,
+// under random names.
+//
+// One made by [NewResultArchive] keeps them in memory, at most its bound
+// of bytes in all, dropping the oldest results first: size it for the
+// runs that live at once. A result larger than the whole bound is not
+// kept, and its marker does not name it. One made by
+// [NewStoredResultArchive] keeps them in a [ResultStore], where a run
+// resumed in another process ([ResumeRun]) still reads them.
 type ResultArchive struct {
 	maxBytes int
 	tool     string
+	store    ResultStore // nil: in memory
 
 	mu    sync.Mutex
 	items map[archiveKey]string
@@ -93,8 +148,8 @@ type archiveKey struct{ run, name string }
 const DefaultArchiveBytes = 64 << 20
 
 // NewResultArchive returns an archive that keeps at most maxBytes of
-// results (≤ 0: [DefaultArchiveBytes]), read back with a tool named
-// "read_result".
+// results in memory (≤ 0: [DefaultArchiveBytes]), read back with a tool
+// named "read_result".
 func NewResultArchive(maxBytes int) *ResultArchive {
 	if maxBytes <= 0 {
 		maxBytes = DefaultArchiveBytes
@@ -102,15 +157,47 @@ func NewResultArchive(maxBytes int) *ResultArchive {
 	return &ResultArchive{maxBytes: maxBytes, tool: "read_result", items: map[archiveKey]string{}}
 }
 
-// keep keeps text for run and returns its name, or "" when it is larger
-// than the whole archive.
-func (a *ResultArchive) keep(run, text string) string {
+// NewStoredResultArchive returns an archive that keeps results in store,
+// each of at most [DefaultArchiveBytes], read back with a tool named
+// "read_result". A result the store fails to keep reaches the model cut,
+// its marker naming nothing, and the failure is logged.
+func NewStoredResultArchive(store ResultStore) *ResultArchive {
+	return &ResultArchive{maxBytes: DefaultArchiveBytes, tool: "read_result", store: store}
+}
+
+// ResultStore keeps the whole texts of a [ResultArchive] outside the
+// process. It must be safe for concurrent use. [DirResultStore] keeps
+// them in files; toolpkg's ArtifactResults keeps them as artifacts.
+type ResultStore interface {
+	// Save keeps text as the result name of run. The store must not keep
+	// text after Save returns.
+	Save(ctx context.Context, run, name string, text []byte) error
+	// Read returns at most n bytes (n > 0) of the result name of run,
+	// from byte offset off (0 ≤ off), and the result's whole size; an
+	// offset at or past the end gives no bytes. A result the store does
+	// not have, for this run, is an error wrapping [ErrResultNotFound].
+	Read(ctx context.Context, run, name string, off, n int64) (data []byte, size int64, err error)
+}
+
+// ErrResultNotFound reports a result a [ResultStore] does not have.
+var ErrResultNotFound = errors.New("toolset: result not found")
+
+// keep keeps text for run and returns its name, or "" when it is not
+// kept: larger than the whole archive, or refused by its store.
+func (a *ResultArchive) keep(ctx context.Context, run, text string) string {
 	if len(text) > a.maxBytes {
 		return "" // kept nowhere: the model gets the cut text only
 	}
 	var b [12]byte
 	rand.Read(b[:])
 	k := archiveKey{run: run, name: "result-" + hex.EncodeToString(b[:])}
+	if a.store != nil {
+		if err := a.save(ctx, k, text); err != nil {
+			logWarn(ctx, "toolset: result archive: a cut result was not kept", slog.String("run", boundName(run)), slog.Any("error", err))
+			return ""
+		}
+		return k.name
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for a.size+len(text) > a.maxBytes && len(a.order) > 0 {
@@ -123,6 +210,46 @@ func (a *ResultArchive) keep(run, text string) string {
 	a.order = append(a.order, k)
 	a.size += len(text)
 	return k.name
+}
+
+// save keeps text in the store, under recover: the store is the
+// program's code.
+func (a *ResultArchive) save(ctx context.Context, k archiveKey, text string) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = newPanicError("result store Save", a.tool, "", p)
+		}
+	}()
+	return a.store.Save(ctx, k.run, k.name, []byte(text))
+}
+
+// read returns at most n bytes of the result k from off, and its size.
+func (a *ResultArchive) read(ctx context.Context, k archiveKey, off, n int) (_ string, size int, err error) {
+	if a.store == nil {
+		a.mu.Lock()
+		text, ok := a.items[k]
+		a.mu.Unlock()
+		if !ok {
+			return "", 0, ErrResultNotFound
+		}
+		if off >= len(text) {
+			return "", len(text), nil
+		}
+		return text[off:min(len(text), off+n)], len(text), nil
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = newPanicError("result store Read", a.tool, "", p)
+		}
+	}()
+	data, sz, err := a.store.Read(ctx, k.run, k.name, int64(off), int64(n))
+	switch {
+	case err != nil:
+		return "", 0, err
+	case sz < 0 || int64(len(data)) > int64(n) || sz > int64(a.maxBytes):
+		return "", 0, fmt.Errorf("toolset: result store: %d bytes of a result of %d, asked for %d at most", len(data), sz, n)
+	}
+	return string(data), int(sz), nil
 }
 
 // MaxReadBytes bounds what one call of the archive's read tool returns.
@@ -141,26 +268,30 @@ func (a *ResultArchive) ReadTool() Tool {
 	return NewTool(a.tool, "Read a range of a tool result that was cut short, by the name and offset its marker gave.",
 		func(ctx context.Context, in readResultArgs) (string, error) {
 			rc := FromContext(ctx)
-			if rc == nil {
+			if rc == nil || rc.ID() == "" {
 				return "", errors.New("toolset: read_result needs a run")
 			}
-			a.mu.Lock()
-			text, ok := a.items[archiveKey{run: rc.ID(), name: in.Name}]
-			a.mu.Unlock()
-			if !ok {
-				return "", NewModelError(fmt.Sprintf("no result named %q in this run: use the name a cut result gave", boundName(in.Name)))
-			}
-			if in.Offset > len(text) {
-				return "", NewModelError(fmt.Sprintf("offset %d is past the result's end (%d bytes)", in.Offset, len(text)))
+			if in.Offset < 0 || in.Length < 0 {
+				return "", NewModelError(fmt.Sprintf("offset %d and length %d: neither may be negative", in.Offset, in.Length))
 			}
 			n := in.Length
 			if n <= 0 || n > MaxReadBytes {
 				n = MaxReadBytes
 			}
-			rest := text[in.Offset:]
-			part := textcut.Prefix(rest, n)
-			if len(part) < len(rest) {
-				part += fmt.Sprintf("\n[... %d more bytes from offset %d ...]", len(rest)-len(part), in.Offset+len(part))
+			// A few bytes more, so that a character the range ends in is
+			// left whole for the next read.
+			raw, size, err := a.read(ctx, archiveKey{run: rc.ID(), name: in.Name}, in.Offset, n+utf8.UTFMax)
+			switch {
+			case errors.Is(err, ErrResultNotFound):
+				return "", NewModelError(fmt.Sprintf("no result named %q in this run: use the name a cut result gave", boundName(in.Name)))
+			case err != nil:
+				return "", fmt.Errorf("toolset: %s: %w", a.tool, err)
+			case in.Offset > size:
+				return "", NewModelError(fmt.Sprintf("offset %d is past the result's end (%d bytes)", in.Offset, size))
+			}
+			part := textcut.Prefix(raw, n)
+			if end := in.Offset + len(part); end < size {
+				part += fmt.Sprintf("\n[... %d more bytes from offset %d ...]", size-end, end)
 			}
 			return part, nil
 		}, WithEffects(Effects{ReadOnly: true, Idempotent: true}))

@@ -76,6 +76,7 @@ func buildTools(ctx context.Context, agent string, entries []Toolset, rc *RunCon
 		return nil, fmt.Errorf("toolset: agent %q: tools not built: %w", agent, err)
 	}
 	rc.bindRestored(s.tools, keep)
+	built := keep
 	keep, over, h := forRun(rc, s, keep)
 	if hidden != nil {
 		*hidden = h
@@ -101,8 +102,14 @@ func buildTools(ctx context.Context, agent string, entries []Toolset, rc *RunCon
 		return nil, err
 	}
 	ts := newTools(agent, s, keep)
+	if h.unrevealed > 0 {
+		ts.unrevealed = &unrevealedTools{built: built}
+	}
 	ts.over = over
 	ts.rc = rc
+	if st := rc.state(); st != nil {
+		ts.turnBudget = st.turnBudget
+	}
 	return ts, nil
 }
 

@@ -66,6 +66,10 @@ type CachePolicy struct {
 	// Namespace names the tool's entries in Shared; empty means the
 	// tool's name. Tools with the same Namespace share their entries.
 	Namespace string
+	// ShareNonIdempotent lets Shared serve a tool that declares calls
+	// that are neither read-only nor idempotent ([Effects]); without it,
+	// such a tool's calls bypass Shared and always run.
+	ShareNonIdempotent bool
 }
 
 const defaultCacheEntries = 1024
@@ -128,6 +132,9 @@ var keyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &
 func (c *toolCore) cached(ctx context.Context, t Tool, call ToolCall, rc *RunContext, clock *callClock) (any, error) {
 	cfg := c.cache
 	if cfg.policy.Shared != nil {
+		if !c.sharesResults() {
+			return t.run(ctx, call, clock)
+		}
 		return c.cachedShared(ctx, t, call, clock)
 	}
 	store := cfg.process

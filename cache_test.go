@@ -366,6 +366,10 @@ func TestCacheMissAllocatesNothing(t *testing.T) {
 			}
 		})
 	}
-	plain := allocs()
-	assert.Equal(t, plain, allocs(toolset.WithCache(toolset.CachePolicy{ShouldCache: func(any) bool { return false }})))
+	// A call with no policy between validation and the handler validates
+	// as it decodes, in one pass; any such policy (here an approval that
+	// is never needed) makes the call validate first, then decode.
+	twoPass := allocs(toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) { return false, nil }))
+	assert.LessOrEqual(t, allocs(), twoPass)
+	assert.Equal(t, twoPass, allocs(toolset.WithCache(toolset.CachePolicy{ShouldCache: func(any) bool { return false }})))
 }

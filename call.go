@@ -83,7 +83,7 @@ func (t Tool) executeIn(ctx context.Context, call ToolCall, rc *RunContext, ob *
 	call.Args = normalizeArgs(call.Args)
 	res, err := t.validated(ctx, call, rc, ob)
 	if err == nil && c.budget != nil {
-		res, err = c.budget.apply(rc, res)
+		res, err = c.budget.apply(ctx, rc, res)
 	}
 	if err != nil && c.maxFailures > 0 && countsAsFailure(err) {
 		rc.recordFailure(t, call.Name)
@@ -95,6 +95,9 @@ func (t Tool) executeIn(ctx context.Context, call ToolCall, rc *RunContext, ob *
 // validated runs steps 2 to 8 of the call path.
 func (t Tool) validated(ctx context.Context, call ToolCall, rc *RunContext, ob *callObs) (any, error) {
 	c := t.core
+	if c.fused != nil && c.fusable(t) {
+		return t.runFused(ctx, call)
+	}
 	if err := c.validatorFor(t.Parameters).check(call.Args); err != nil {
 		return nil, attributeError(call.Name, err)
 	}
@@ -131,7 +134,7 @@ func (t Tool) run(ctx context.Context, call ToolCall, clock *callClock) (any, er
 		defer dc.finish()
 		ctx = dc
 	}
-	res, err, panicked := t.handle(ctx, call)
+	res, err, panicked := t.handle(ctx, call, nil)
 	switch {
 	case panicked:
 		return nil, err
@@ -141,9 +144,10 @@ func (t Tool) run(ctx context.Context, call ToolCall, clock *callClock) (any, er
 	return res, nil
 }
 
-// handle runs the middleware chain and the handler. A panic becomes a
+// handle runs h, or when it is nil the middleware chain and the
+// handler. A panic becomes a
 // *PanicError naming the middleware or the handler.
-func (t Tool) handle(ctx context.Context, call ToolCall) (res any, err error, panicked bool) {
+func (t Tool) handle(ctx context.Context, call ToolCall, h Handler) (res any, err error, panicked bool) {
 	c := t.core
 	normal := false
 	defer func() {
@@ -170,13 +174,54 @@ func (t Tool) handle(ctx context.Context, call ToolCall) (res any, err error, pa
 		pe.relayed = false
 		res, err, panicked = nil, pe, true
 	}()
-	h := c.chain
-	if t.mw != nil {
-		h = t.mw.handler(c)
+	if h == nil {
+		h = c.chain
+		if t.mw != nil {
+			h = t.mw.handler(c)
+		}
 	}
 	res, err = h(ctx, call)
 	normal = true
 	return res, err, false
+}
+
+// fusable reports whether nothing between validation and the handler
+// (steps 3 to 6, and the timeout) is configured for t, which is offered
+// with the schema it was made with: then no other code sees the arguments
+// between the two, and its handler may validate them as it decodes them.
+func (c *toolCore) fusable(t Tool) bool {
+	return (t.Parameters == nil || t.Parameters == c.params) && t.mw == nil && len(c.mw) == 0 &&
+		c.approval == nil && c.cache == nil && c.limiter == nil && c.rateShared == nil &&
+		c.timeout == 0 && c.delegate == nil
+}
+
+// refusedArgs is the error of a fused handler for arguments the schema
+// refuses: the error validation gives them (see validated).
+type refusedArgs struct{ err error }
+
+func (e *refusedArgs) Error() string { return e.err.Error() }
+
+// runFused runs steps 2 and 7 of the call path in one for a fusable tool:
+// the handler validates the arguments as it decodes them. The errors are
+// those of the two steps apart.
+func (t Tool) runFused(ctx context.Context, call ToolCall) (any, error) {
+	c := t.core
+	res, err, panicked := t.handle(ctx, call, c.fusedBase)
+	switch {
+	case panicked:
+		return nil, err
+	case err != nil:
+		if r, ok := err.(*refusedArgs); ok {
+			return nil, attributeError(call.Name, r.err)
+		}
+		return nil, c.explain(ctx, call.Name, err)
+	}
+	return res, nil
+}
+
+// fusedBase is base for a fusable tool.
+func (c *toolCore) fusedBase(ctx context.Context, call ToolCall) (any, error) {
+	return c.fused(ctx, call.Args)
 }
 
 // base is the innermost handler of a tool without middleware: it calls

@@ -10,7 +10,7 @@ import "slices"
 // payment). [ToolList.CallOrder] says what waits for what, and the
 // provider adapters follow it.
 func WithSequential() ToolOption {
-	return func(t *Tool) { t.core.sequential = true }
+	return func(t *Tool) { t.core.sequential, t.core.sequentialBy = true, "" }
 }
 
 // WithResource declares the resources the tool's calls use (a file, an

@@ -239,6 +239,14 @@
 // calls with the same cache key on a cold cache run steps 5 to 8 once and
 // share the result.
 //
+// A tool made with [NewTool] that has none of steps 3 to 6 nor a timeout,
+// offered with the schema it was made with, runs steps 2 and 7 as one:
+// nothing else sees the arguments between them, so its handler checks them
+// against the schema as it decodes them, in a single pass over the bytes.
+// The verdict, the errors and the value decoded are those of the two steps
+// apart; arguments or types the single pass does not cover exactly (see
+// internal/schema's Decode) take the two steps.
+//
 // A handler reports how far it has come with [ReportProgress]; the caller
 // receives the reports through the callback it put on the call's context
 // with [WithProgress] (a no-op without one). mcptoolset carries them
@@ -301,12 +309,20 @@
 // longer one is sent as its head and tail with a marker, and a
 // [ResultArchive] keeps the whole text for the run, which the model reads
 // back a range at a time with the archive's tool ([ResultArchive.ReadTool]).
+// [WithTurnResultBudget] bounds all the results of one turn's calls
+// together. An archive made by [NewStoredResultArchive] keeps the texts in
+// a [ResultStore] ([DirResultStore], or toolpkg's ArtifactResults), where a
+// run resumed in another process still reads them.
 //
 // A tool may declare what its calls do ([WithEffects]: read-only,
 // destructive, idempotent, open world; an MCP server's tools declare their
 // annotations, with the specification's pessimistic defaults). The
 // declaration is data: [EffectPolicies], a guard for [NewGuarded], makes
-// every call of a tool that may destroy wait for a human and run alone.
+// every call of a tool that may destroy wait for a human and run alone,
+// and lets a resumed run call a read-only or idempotent tool again where
+// a crash cut a call short; a shared cache never serves a tool that is
+// neither. An explicit policy wins over these defaults ([EffectGuard]
+// turns them off for a toolset), and [Explain] names what set each.
 //
 // A tool made elsewhere (an MCP server's, a package's, another team's) is
 // given policies by [NewGuarded]: each of a toolset's tools is offered

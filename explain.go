@@ -1,8 +1,10 @@
 package toolset
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode"
@@ -162,6 +164,77 @@ type ToolExplanation struct {
 	// Reasons says what decided, in the order it was decided, innermost
 	// first.
 	Reasons []Reason
+	// Policies lists the tool's policies that its effects bear on
+	// (approval, call order, what a resumed run does with an interrupted
+	// call, a shared cache), each with what set it; nil when it has none.
+	Policies []Policy
+}
+
+// Policy is one policy of a tool's calls, and what set it: an explicit
+// option, or a default [EffectPolicies] drew from a declaration.
+type Policy struct {
+	// Name names the policy: "approval", "order", "resume" or "shared
+	// cache".
+	Name string
+	// Value says what it does: "required", "runs alone", ...
+	Value string
+	// By says what set it: "explicit WithApprovalRequired", or the
+	// effect and who declared it.
+	By string
+}
+
+// String reports the policy: `approval: required (destructive, declared
+// by MCP annotations of server "fs" (destructiveHint: true))`.
+func (p Policy) String() string {
+	return p.Name + ": " + p.Value + " (" + printable(p.By) + ")"
+}
+
+// policiesOf returns the policies of the tool of c that its effects bear
+// on.
+func policiesOf(c *toolCore) []Policy {
+	if c == nil {
+		return nil
+	}
+	var out []Policy
+	for a := c; a != nil; a = a.guards {
+		if a.approval == nil {
+			continue
+		}
+		p := Policy{Name: "approval", Value: "when its function says", By: "explicit WithApprovalRequired"}
+		switch fn := reflect.ValueOf(a.approval).Pointer(); fn {
+		case reflect.ValueOf(Always).Pointer():
+			p.Value = "required"
+		case reflect.ValueOf(NeedsApprovalFunc(Never)).Pointer():
+			p.Value = "never"
+		}
+		if a.approvalBy != "" {
+			p.By = a.approvalBy
+		}
+		out = append(out, p)
+		break
+	}
+	if c.sequential {
+		by := cmp.Or(c.sequentialBy, "explicit WithSequential")
+		out = append(out, Policy{Name: "order", Value: "runs alone, in the model's order", By: by})
+	}
+	switch {
+	case c.resumeRerun:
+		by := cmp.Or(c.resumeBy, "explicit WithResumeRerun")
+		out = append(out, Policy{Name: "resume", Value: "an interrupted call runs again unasked", By: by})
+	case c.resumeBy != "":
+		out = append(out, Policy{Name: "resume", Value: "an interrupted call asks a human before it runs again", By: c.resumeBy})
+	}
+	for a := c; a != nil; a = a.guards {
+		if a.cache != nil && a.cache.policy.Shared != nil {
+			if !a.sharesResults() {
+				out = append(out, Policy{Name: "shared cache", Value: "bypassed, every call runs",
+					By: "not idempotent, declared by " + a.effectsBy})
+			} else if a.effects != nil && !a.effects.harmlessAgain() {
+				out = append(out, Policy{Name: "shared cache", Value: "serves calls", By: "explicit ShareNonIdempotent"})
+			}
+		}
+	}
+	return out
 }
 
 // Rename is one step of a tool's names: a prefix or a rename.
@@ -330,7 +403,7 @@ func (e *Explanation) String() string {
 }
 
 // String reports the tool: its name, whether it is shown and where it
-// came from, then a line for each rename and each reason.
+// came from, then a line for each rename, each reason and each policy.
 func (t ToolExplanation) String() string {
 	var b strings.Builder
 	b.WriteString(printable(bound(t.Name, maxShownName)))
@@ -358,6 +431,10 @@ func (t ToolExplanation) String() string {
 	for _, r := range t.Reasons {
 		b.WriteString("\n  - ")
 		b.WriteString(r.String())
+	}
+	for _, p := range t.Policies {
+		b.WriteString("\n  - ")
+		b.WriteString(p.String())
 	}
 	return b.String()
 }

@@ -42,6 +42,7 @@ func (x *explainedTool) explanation(t Tool, visible bool) ToolExplanation {
 	if t.core != nil && t.core.name != "" {
 		e.Original = t.core.name
 	}
+	e.Policies = policiesOf(t.core)
 	return e
 }
 

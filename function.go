@@ -21,11 +21,13 @@ type Function struct {
 // a duplicate is never silently dropped.
 func NewFunction(tools ...Tool) *Function {
 	own := make([]Tool, len(tools))
+	names := 0
 	for i, t := range tools {
 		t.prepared = false
 		own[i] = t
+		names += len(t.Name)
 	}
-	f := &Function{snap: newSnapshot(own)}
+	f := &Function{snap: &snapshot{tools: own, names: names}}
 	f.snap.policies() // now, not in the first turn
 	var errs []error
 	seen := make(map[string]int, len(tools))

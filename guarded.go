@@ -212,15 +212,17 @@ func guardTool(inner Tool, opts []ToolOption) Tool {
 // carryListing gives the guarded tool's core the policies of the inner
 // tool's that are read from the tool a turn lists rather than on its call
 // path: its deferral, required environment, call bound and call order,
-// and its declared effects.
+// its declared effects and whether an interrupted call runs again.
 // The guard's options, applied after, may add to them.
 func carryListing(c, inner *toolCore) {
 	c.deferred = inner.deferred
 	c.env = slices.Clone(inner.env)
 	c.callLimit = inner.callLimit
-	c.sequential = inner.sequential
+	c.sequential, c.sequentialBy = inner.sequential, inner.sequentialBy
 	c.resources = slices.Clone(inner.resources)
-	c.effects = inner.effects
+	c.effects, c.effectsBy = inner.effects, inner.effectsBy
+	c.resumeRerun, c.resumeBy = inner.resumeRerun, inner.resumeBy
+	c.guards = inner
 }
 
 // Guarded returns g with each tool offered again with the options guard

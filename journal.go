@@ -50,7 +50,8 @@ const (
 // process stopped during the call, which may or may not have had its
 // effect) does not run it again unasked: the call returns an
 // [*ApprovalRequiredError] whose Interrupted is set, and runs once a human
-// approves it ([RunContext.RecordApproval]).
+// approves it ([RunContext.RecordApproval]); a tool made [WithResumeRerun]
+// runs it again unasked.
 func WithCallJournal(o JournalOptions) RunOption {
 	if o.MaxEntries <= 0 {
 		o.MaxEntries = DefaultJournalEntries
@@ -253,7 +254,14 @@ func (rc *RunContext) journalBegin(ctx context.Context, t Tool, call ToolCall) (
 		s.mu.Unlock()
 		return nil, true, nil, fmt.Errorf("toolset: call %q of tool %q is running already in this run: a call is made once", boundName(call.ID), boundName(call.Name))
 	}
-	// Interrupted: ask a human before it runs again.
+	// Interrupted: ask a human before it runs again, unless a second
+	// call is harmless.
+	if t.core != nil && t.core.resumeRerun {
+		e.interrupted, e.running = false, true
+		s.markDirty()
+		s.mu.Unlock()
+		return nil, false, &journalTicket{id: call.ID, e: e}, nil
+	}
 	s.mu.Unlock()
 	schema, herr := schemaHash(t)
 	if herr != nil {

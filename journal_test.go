@@ -171,6 +171,9 @@ func TestCallJournalAcrossACrash(t *testing.T) {
 	ran := filepath.Join(dir, "ran")
 	store := &fileRunStore{dir: dir}
 	ctx := context.Background()
+	// The child's last save, just before it died, holds the run for its
+	// lease of a millisecond: a resume within it is refused, rightly.
+	time.Sleep(10 * time.Millisecond)
 	run, err := toolset.ResumeRun(ctx, store, "journal-crash", toolset.WithCallJournal(toolset.JournalOptions{}))
 	require.NoError(t, err)
 	defer run.End()

@@ -136,7 +136,7 @@ func appendShifted(dst, src []int32, by int32) []int32 {
 // made at start-up, so names chosen by a remote toolset cannot be made to
 // collide.
 type nameTable struct {
-	slots []nameSlot // a power of two in length, at most half full
+	slots []nameSlot // a power of two in length, at most two thirds full
 }
 
 type nameSlot struct {
@@ -148,7 +148,7 @@ var nameSeed = maphash.MakeSeed()
 
 func newNameTable(n int) nameTable {
 	size := 8
-	for size < 2*n {
+	for size < n+n/2 {
 		size <<= 1
 	}
 	return nameTable{slots: make([]nameSlot, size)}
@@ -175,8 +175,8 @@ func (t *nameTable) find(tools []Tool, name string) (int32, bool) {
 }
 
 // probe returns the slot that holds name (found), or else the empty slot
-// where it would go, and name's tag. The table is at most half full, so
-// an empty slot always ends the search.
+// where it would go, and name's tag. The table is at most two thirds
+// full, so an empty slot always ends the search.
 func (t *nameTable) probe(tools []Tool, name string) (s *nameSlot, tag uint32, found bool) {
 	h := maphash.String(nameSeed, name)
 	tag, mask := uint32(h>>32)|1, uint64(len(t.slots)-1)

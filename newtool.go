@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/gotoolset/toolset/internal/schema"
 	"github.com/invopop/jsonschema"
@@ -28,7 +29,11 @@ import (
 // reflected from Out unless Out is an interface type.
 //
 // Each call validates the model's arguments against the schema, decodes them
-// into In and calls fn. A type that cannot be reflected (a recursive type, a
+// into In and calls fn. For a struct of strings, booleans, numbers, and
+// pointers, slices and structs of those, called with no policy between
+// validation and the handler (see "The call path" in the package
+// documentation), validation and decoding are one pass over the
+// arguments. A type that cannot be reflected (a recursive type, a
 // channel) makes the tool unusable: [Tool.Err], [NewFunction] and
 // [BuildTools] report it.
 func NewTool[In, Out any](name, description string, fn func(context.Context, In) (Out, error), opts ...ToolOption) Tool {
@@ -50,17 +55,34 @@ func NewTool[In, Out any](name, description string, fn func(context.Context, In)
 	core := newCore(name, params, nil)
 	core.err = err
 	floats := floatWidth(reflect.TypeFor[In](), nil)
-	core.handler = func(ctx context.Context, args json.RawMessage) (any, error) {
-		var in In
-		if err := json.Unmarshal(args, &in); err != nil {
-			return nil, decodeError(err, args, params)
-		}
+	// checked finishes a call whose arguments are valid and decoded.
+	checked := func(ctx context.Context, args json.RawMessage, in In) (any, error) {
 		if floats > 0 && floatRisk(args, floats) {
 			if problems := floatProblems(args, reflect.TypeFor[In](), core.validatorFor(params)); len(problems) > 0 {
 				return nil, &ArgumentError{Problems: problems}
 			}
 		}
 		return fn(ctx, in)
+	}
+	core.handler = func(ctx context.Context, args json.RawMessage) (any, error) {
+		var in In
+		if err := json.Unmarshal(args, &in); err != nil {
+			return nil, decodeError(err, args, params)
+		}
+		return checked(ctx, args, in)
+	}
+	if plan := schema.NewPlan(reflect.TypeFor[In]()); plan != nil && fn != nil {
+		core.fused = func(ctx context.Context, args json.RawMessage) (any, error) {
+			var in In
+			v := core.validatorFor(params)
+			if (*schema.Validator)(v).Decode(args, plan, unsafe.Pointer(&in)) {
+				return checked(ctx, args, in)
+			}
+			if err := v.check(args); err != nil {
+				return nil, &refusedArgs{err}
+			}
+			return core.handler(ctx, args)
+		}
 	}
 	t := newTool(core, description, nil)
 	t.Returns = resultSchema(reflect.TypeFor[Out]())

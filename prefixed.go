@@ -3,7 +3,7 @@ package toolset
 import (
 	"context"
 	"errors"
-	"strings"
+	"unsafe"
 )
 
 // Prefixed namespaces a toolset: every tool name becomes prefix, separator,
@@ -84,31 +84,24 @@ func (p *Prefixed) view(ctx context.Context, sc *scratch) (view, error) {
 }
 
 // build makes the prefixed copies of the tools of in, taking them from
-// sc. Their names are cut from one string, so that a toolset's names
-// cost one allocation, not one each.
+// sc. Their names are laid end to end in one buffer, so that a toolset's
+// names cost one allocation, not one each, and each name is cut from the
+// buffer as it is written: the bytes of a name are never written again.
 func (p *Prefixed) build(in *snapshot, sc *scratch) *derived {
 	head := len(p.prefix) + len(p.sep)
-	size := head * len(in.tools)
-	for _, t := range in.tools {
-		size += len(t.Name)
-	}
-	var b strings.Builder
-	b.Grow(size)
-	for _, t := range in.tools {
-		b.WriteString(p.prefix)
-		b.WriteString(p.sep)
-		b.WriteString(t.Name)
-	}
-	names := b.String()
+	size := head*len(in.tools) + in.nameBytes()
+	buf := make([]byte, size)
 	tools, block, off := sc.newTools(len(in.tools))
 	copy(tools, in.tools) // in bulk: far cheaper than tool by tool while the GC runs
 	at := 0
 	for i := range tools {
-		end := at + head + len(tools[i].Name)
-		tools[i].Name = names[at:end]
-		at = end
+		n := copy(buf[at:], p.prefix)
+		n += copy(buf[at+n:], p.sep)
+		n += copy(buf[at+n:], tools[i].Name)
+		tools[i].Name = unsafe.String(&buf[at], n)
+		at += n
 	}
-	return &derived{out: &snapshot{tools: tools, from: in, block: block, off: off}}
+	return &derived{out: &snapshot{tools: tools, from: in, block: block, off: off, names: size}}
 }
 
 // Prefixed returns p with every tool name prefixed again; see [NewPrefixed].

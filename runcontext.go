@@ -62,6 +62,7 @@ type runState struct {
 	stable       bool
 	limits       *CallLimits     // see WithCallLimits; nil: none
 	journal      *JournalOptions // see WithCallJournal; nil: none
+	turnBudget   *ResultBudget   // see WithTurnResultBudget; nil: none
 	obs          *runObserver    // see WithObserver
 
 	step     atomic.Int64 // the latest turn begun; -1 before the first
@@ -122,12 +123,13 @@ func (e *TurnError) Error() string {
 
 // runConfig is what the options of NewRun and NewChild set.
 type runConfig struct {
-	vals    map[string]any
-	deps    any
-	hasDep  bool
-	stable  bool
-	limits  *CallLimits     // see WithCallLimits
-	journal *JournalOptions // see WithCallJournal
+	vals       map[string]any
+	deps       any
+	hasDep     bool
+	stable     bool
+	limits     *CallLimits     // see WithCallLimits
+	journal    *JournalOptions // see WithCallJournal
+	turnBudget *ResultBudget   // see WithTurnResultBudget
 
 	store           RunStore // set by ResumeRun
 	stateTTL, lease time.Duration
@@ -178,7 +180,7 @@ func (rc *RunContext) NewChild(id string, opts ...RunOption) *RunContext {
 	if s := rc.state(); s != nil {
 		parentID = s.id
 		cfg.vals = maps.Clone(s.byName)
-		cfg.deps, cfg.hasDep, cfg.stable, cfg.limits, cfg.journal = s.deps, true, s.stable, s.limits, s.journal
+		cfg.deps, cfg.hasDep, cfg.stable, cfg.limits, cfg.journal, cfg.turnBudget = s.deps, true, s.stable, s.limits, s.journal, s.turnBudget
 		if s.obs != nil {
 			cfg.obs = s.obs.o
 		}
@@ -200,7 +202,7 @@ func newRun(id, parentID string, cfg *runConfig, opts []RunOption) *RunContext {
 		rand.Read(b[:])
 		id = "run-" + hex.EncodeToString(b[:])
 	}
-	s := &runState{id: id, parentID: parentID, deps: cfg.deps, stable: cfg.stable, limits: cfg.limits, journal: cfg.journal}
+	s := &runState{id: id, parentID: parentID, deps: cfg.deps, stable: cfg.stable, limits: cfg.limits, journal: cfg.journal, turnBudget: cfg.turnBudget}
 	if cfg.store != nil {
 		s.durable = newDurability(cfg)
 	}

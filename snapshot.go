@@ -101,6 +101,10 @@ type snapshot struct {
 	block *toolBlock
 	off   int
 
+	// names is the length of the tools' names put together, when it was
+	// known as the snapshot was made, or 0 (see nameBytes).
+	names int
+
 	idxOnce sync.Once
 	idx     nameIndex
 
@@ -121,6 +125,18 @@ type snapshot struct {
 }
 
 func newSnapshot(tools []Tool) *snapshot { return &snapshot{tools: tools} }
+
+// nameBytes returns the length of the tools' names put together.
+func (s *snapshot) nameBytes() int {
+	if s.names > 0 {
+		return s.names
+	}
+	n := 0
+	for i := range s.tools {
+		n += len(s.tools[i].Name)
+	}
+	return n
+}
 
 // emptySnapshot hosts the memo of joins without parts.
 var emptySnapshot = newSnapshot(nil)

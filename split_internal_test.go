@@ -17,9 +17,14 @@ import (
 // would take it and share their masks.
 func TestGoexitDuringSplitTurnWaitsForItsGoroutines(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	// Copies of one tool under many names, as a Prefixed makes: a turn
+	// treats them as it would distinct tools, and making them compiles
+	// one schema, not tens of thousands.
+	one := NewRawTool("t", "", nil, func(context.Context, json.RawMessage) (any, error) { return nil, nil })
 	tools := make([]Tool, splitMin/2)
 	for i := range tools {
-		tools[i] = NewRawTool(fmt.Sprint("t", i), "", nil, func(context.Context, json.RawMessage) (any, error) { return nil, nil })
+		tools[i] = one
+		tools[i].Name = fmt.Sprint("t", i)
 	}
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})

@@ -79,7 +79,11 @@ type toolCore struct {
 	name    string             // the name the tool was made with
 	params  *jsonschema.Schema // the schema the tool was made with
 	handler RawHandler
-	err     error // why the tool cannot be used, found at construction
+	// fused, when not nil, is handler for arguments not yet validated:
+	// it validates and decodes them in one pass (see validated), and
+	// returns a *refusedArgs for arguments the schema refuses.
+	fused RawHandler
+	err   error // why the tool cannot be used, found at construction
 
 	valOnce sync.Once
 	val     *validator
@@ -129,6 +133,12 @@ type policies struct {
 	callLimit     int           // calls per run; zero: no bound (see WithCallLimit)
 	sequential    bool          // see WithSequential
 	effects       *Effects      // see WithEffects; nil: none declared
+	effectsBy     string        // who declared effects
+	approvalBy    string        // why EffectPolicies set approval; "": explicit
+	sequentialBy  string        // why EffectPolicies set sequential; "": explicit
+	resumeRerun   bool          // see WithResumeRerun
+	resumeBy      string        // why EffectPolicies set resumeRerun; "": explicit
+	guards        *toolCore     // the tool a guarded tool runs, or nil
 	budget        *ResultBudget // see WithResultBudget; nil: none
 	resources     []string      // see WithResource
 	timeout       time.Duration

@@ -30,8 +30,13 @@ type ToolList struct {
 	over  map[int32]Tool // tools shown differently this turn (marked unavailable)
 	n     int
 
+	unrevealed *unrevealedTools // deferred tools the run hid, or nil: none
+
 	unknown atomic.Pointer[unknownFacts] // made by the first call of an unknown name
 	obs     *turnObserved                // the turn's observation, or nil
+
+	turnBudget *ResultBudget // the run's WithTurnResultBudget, or nil
+	turnUsed   atomic.Int64  // the bytes of results the turn's calls sent
 }
 
 // at returns the tool at position i as this turn shows it.
@@ -186,6 +191,15 @@ func (ts *ToolList) Execute(ctx context.Context, call ToolCall) (any, error) {
 
 // execute is Execute for the run rc that ctx carries, observed by ob.
 func (ts *ToolList) execute(ctx context.Context, call ToolCall, rc *RunContext, ob *callObs) (any, error) {
+	if ts != nil && ts.turnBudget != nil {
+		res, err := ts.executeCall(ctx, call, rc, ob)
+		return ts.turnBudgeted(ctx, rc, res, err)
+	}
+	return ts.executeCall(ctx, call, rc, ob)
+}
+
+// executeCall is execute before the turn's result budget.
+func (ts *ToolList) executeCall(ctx context.Context, call ToolCall, rc *RunContext, ob *callObs) (any, error) {
 	if err := runUsable(call.Name, rc); err != nil {
 		return nil, err
 	}

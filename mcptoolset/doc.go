@@ -100,7 +100,8 @@
 // specification's pessimistic defaults for what the server leaves out
 // (destructive, not idempotent, open world), so that
 // toolset.NewGuarded(ts, toolset.EffectPolicies) has a human approve each
-// call of a tool that may destroy. Annotations
+// call of a tool that may destroy; toolset.Explain names the server and
+// the hints it sent as the source of each such policy. Annotations
 // are hints from the server, not guarantees: do not base security
 // decisions on them for servers you do not trust. A served tool that
 // declares its effects ([toolset.WithEffects]) is listed with them as

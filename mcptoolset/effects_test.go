@@ -64,3 +64,23 @@ func TestServedEffectsAreAnnotations(t *testing.T) {
 	require.NotNil(t, a.OpenWorldHint)
 	assert.False(t, *a.OpenWorldHint)
 }
+
+// Explain names the annotations that set each policy EffectPolicies gave
+// a server's tool, or says that the server gave none.
+func TestExplainNamesTheAnnotationsBehindAPolicy(t *testing.T) {
+	checkLeaks(t)
+	ts := mcptoolset.NewInMemory("files", fixture.SDKServer("files"))
+	defer ts.Close()
+	x, err := toolset.Explain(context.Background(), "a", ts.Guarded(toolset.EffectPolicies))
+	require.NoError(t, err)
+	add := x.Find("add")
+	require.Len(t, add, 1)
+	text := add[0].String()
+	assert.Contains(t, text, `- approval: required (destructive, declared by MCP annotations of server "files" (none given: the specification's defaults))`)
+	assert.Contains(t, text, `- order: runs alone, in the model's order (destructive, declared by MCP annotations of server "files"`)
+	read := x.Find("read_file")
+	require.Len(t, read, 1)
+	text = read[0].String()
+	assert.NotContains(t, text, "approval:")
+	assert.Contains(t, text, `- resume: an interrupted call runs again unasked (read-only, declared by MCP annotations of server "files" (readOnlyHint: true, destructiveHint: false, idempotentHint: false))`)
+}

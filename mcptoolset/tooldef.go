@@ -88,7 +88,7 @@ func (c *conn) makeTool(d *mcp.Tool, offered string) (toolset.Tool, error) {
 	// anew (a changed definition makes a new tool value) keeps the failure
 	// budget and the rate window of the one before.
 	opts := []toolset.ToolOption{toolset.WithMetadata(md), toolset.WithOrigin("mcp:" + c.cfg.name), toolset.WithMiddleware(carryCall),
-		toolset.WithEffects(effectsOf(d.Annotations))}
+		toolset.WithEffectsFrom(effectsOf(d.Annotations), effectsSource(c.cfg.name, d.Annotations))}
 	if d.OutputSchema != nil {
 		out, err := schemaJSON(d.OutputSchema, lim)
 		if err != nil {
@@ -148,6 +148,24 @@ func metadataOf(server string, d *mcp.Tool) map[string]string {
 		md[MetaTitle] = title
 	}
 	return md
+}
+
+// effectsSource says where a tool's effects come from, for
+// toolset.Explain: the server and the hints it gave, or that it gave
+// none and the specification's defaults apply.
+func effectsSource(server string, a *mcp.ToolAnnotations) string {
+	by := fmt.Sprintf("MCP annotations of server %q", textcut.Clip(server, maxNameBytes))
+	if a == nil {
+		return by + " (none given: the specification's defaults)"
+	}
+	hint := func(name string, v *bool) string {
+		if v == nil {
+			return name + " unset"
+		}
+		return name + ": " + strconv.FormatBool(*v)
+	}
+	return by + " (" + hint("readOnlyHint", &a.ReadOnlyHint) + ", " + hint("destructiveHint", a.DestructiveHint) + ", " +
+		hint("idempotentHint", &a.IdempotentHint) + ")"
 }
 
 // effectsOf reads a tool's annotations as its effects, with the

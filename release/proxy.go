@@ -77,6 +77,7 @@ func moduleFiles(repo string, m *repoModule) ([]zip.File, error) {
 		}
 	}
 	sort.Strings(rels)
+	rels = slices.Compact(rels) // an unmerged file is listed once per stage
 	files := make([]zip.File, 0, len(rels)+1)
 	// A sub-module without a LICENSE of its own gets the repository's, as
 	// the go command and module proxies make its zip from version control.

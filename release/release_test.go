@@ -178,7 +178,11 @@ func TestReleaseThroughAFileProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustRun(t, user, env, "go", "mod", "init", "example.com/consumer")
-	mustRun(t, user, env, "go", "get", "github.com/gotoolset/toolset@v0.1.0", "github.com/gotoolset/toolset/mcptoolset@v0.1.0")
+	mustRun(t, user, env, "go", "get", "github.com/gotoolset/toolset@v0.1.0", "github.com/gotoolset/toolset/mcptoolset@v0.1.0",
+		"github.com/gotoolset/toolset/provider/openaitools@v0.1.0")
+	// A provider adapter builds from the release: it imports only the
+	// core's public packages (package provider) and the frozen internal ones.
+	mustRun(t, user, env, "go", "build", "github.com/gotoolset/toolset/provider/openaitools")
 	mustRun(t, user, env, "go", "mod", "tidy")
 	gomod, err := os.ReadFile(filepath.Join(user, "go.mod"))
 	if err != nil {

@@ -23,7 +23,10 @@ import (
 //
 // GOPRIVATE and GONOPROXY are cleared: either would send the repository's
 // modules past the proxy, to their repository. The checksum database is
-// off: it knows nothing of versions from the working tree.
+// off: it knows nothing of versions from the working tree. So is the go
+// command's index of the module cache (GODEBUG goindex=0), which takes a
+// module at one version in one cache to have the same files forever: the
+// tree's files under that version change from run to run.
 func goEnv(proxyDir, modCache string) ([]string, error) {
 	out, err := exec.Command("go", "env", "GOPROXY", "GOMODCACHE", "GOFLAGS").Output()
 	if err != nil {
@@ -44,7 +47,7 @@ func goEnv(proxyDir, modCache string) ([]string, error) {
 		proxies = append(proxies, userProxy)
 	}
 	drop := map[string]bool{"GOWORK": true, "GOPROXY": true, "GOMODCACHE": true, "GOFLAGS": true,
-		"GOSUMDB": true, "GONOSUMDB": true, "GOPRIVATE": true, "GONOPROXY": true}
+		"GOSUMDB": true, "GONOSUMDB": true, "GOPRIVATE": true, "GONOPROXY": true, "GODEBUG": true}
 	var env []string
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); !drop[k] {
@@ -60,6 +63,7 @@ func goEnv(proxyDir, modCache string) ([]string, error) {
 		"GONOSUMDB=",
 		"GOPRIVATE=",
 		"GONOPROXY=",
+		"GODEBUG="+strings.TrimPrefix(os.Getenv("GODEBUG")+",goindex=0", ","),
 	), nil
 }
 

@@ -122,6 +122,7 @@ func TestArtifactsIn(t *testing.T) {
 // A missing required artifact is an error the model sees, and the tool
 // does not run.
 func TestMissingRequiredArtifactIsAModelError(t *testing.T) {
+	t.Parallel()
 	for _, mode := range available(t) {
 		t.Run(string(mode), func(t *testing.T) {
 			s := openStore(t, Options{Sandbox: mode})
@@ -174,6 +175,7 @@ func TestOutputSymlinkAndFIFOAreRefused(t *testing.T) {
 }
 
 func TestHostileDataObjects(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect, Artifacts: &ArtifactOptions{MaxArtifactBytes: 1 << 20}})
 	goToolset(t, s, "demo")
 	ts := s.ToolsetWithConfig("demo", Config{Toolset: map[string]any{"api_key": "k-123456"}})

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,10 +21,16 @@ import (
 	"github.com/gotoolset/toolset"
 )
 
-// forEachMode runs fn once per sandbox mode that works here.
+// forEachMode runs fn once per sandbox mode that works here, the modes
+// side by side: each has a store of its own, and most of their time is
+// spent waiting on the processes they run. A test calls it last and
+// defers nothing: the modes run once the test's own function returned.
 func forEachMode(t *testing.T, fn func(t *testing.T, mode Mode)) {
 	for _, mode := range available(t) {
-		t.Run(string(mode), func(t *testing.T) { fn(t, mode) })
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			fn(t, mode)
+		})
 	}
 }
 
@@ -120,13 +127,12 @@ func TestCallFailures(t *testing.T) {
 	})
 }
 
-var markerSeq int
+var markerSeq atomic.Int64
 
 // uniqueMarker returns a sleep duration that no other process uses, to
 // find the tool's grandchild by its command line.
 func uniqueMarker() string {
-	markerSeq++
-	return fmt.Sprintf("%d.%06d%d", 300+markerSeq, os.Getpid()%1000000, time.Now().UnixNano()%1000)
+	return fmt.Sprintf("%d.%06d%d", 300+markerSeq.Add(1), os.Getpid()%1000000, time.Now().UnixNano()%1000)
 }
 
 func TestTimeoutKillsTheProcessGroup(t *testing.T) {

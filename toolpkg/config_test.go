@@ -45,6 +45,7 @@ func turnTools(t *testing.T, run *toolset.RunContext, ts toolset.Toolset) (conte
 }
 
 func TestConfigOverlayPrecedenceAndCoercion(t *testing.T) {
+	t.Parallel()
 	for _, mode := range available(t) {
 		t.Run(string(mode), func(t *testing.T) {
 			s := openStore(t, Options{Sandbox: mode})
@@ -147,6 +148,7 @@ func TestConfigValuesOfTheWrongTypeAreRefused(t *testing.T) {
 // hil: the tool waits for a human through the core's approval policy; the
 // approved call then runs in the sandbox.
 func TestHILRequiresApprovalInARun(t *testing.T) {
+	t.Parallel()
 	for _, mode := range available(t) {
 		t.Run(string(mode), func(t *testing.T) {
 			s := openStore(t, Options{Sandbox: mode})
@@ -184,6 +186,7 @@ func TestHILRequiresApprovalInARun(t *testing.T) {
 // required_scopes: the tool is offered only to runs that carry every
 // scope, given by key or by name.
 func TestRequiredScopesHideTheToolFromRunsWithout(t *testing.T) {
+	t.Parallel()
 	for _, mode := range available(t) {
 		t.Run(string(mode), func(t *testing.T) {
 			s := openStore(t, Options{Sandbox: mode})
@@ -219,6 +222,7 @@ func digest(s string) string {
 // tool_auth_headers and tool_oauth_token; they never appear in the
 // store's log, and a tool that prints them has them hidden in the error.
 func TestAuthReachesTheToolAndNeverItsLogs(t *testing.T) {
+	t.Parallel()
 	const static, token = "Bearer static-secret-4711", "run-token-8815"
 	for _, mode := range available(t) {
 		t.Run(string(mode), func(t *testing.T) {

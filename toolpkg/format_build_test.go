@@ -28,6 +28,7 @@ func zipOf(t *testing.T, dir string) []byte {
 // The go.mod convention: each Go tool cross-compiled with CGO_ENABLED=0
 // into dist/<os>-<arch>/, zipped, uploaded and called in every mode.
 func TestBuildGoSourceDirectory(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	res, err := Build(context.Background(), "testdata/gopkg", &BuildOptions{Out: out})
 	require.NoError(t, err)

@@ -50,6 +50,7 @@ func TestManifestAliasBombIsBounded(t *testing.T) {
 }
 
 func TestManifestLongValuesAreNotQuotedWhole(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("A", 500000)
 	for name, m := range map[string]string{
 		"string value":    "version: 1\ntools:\n  x: \"" + long + "\"\n",
@@ -78,6 +79,7 @@ func TestManifestLongValuesAreNotQuotedWhole(t *testing.T) {
 }
 
 func TestSchemaOutputOfHostileSizeIsBounded(t *testing.T) {
+	t.Parallel()
 	ex := Executable{Key: "demo", TimeoutSeconds: 5}
 	var many strings.Builder
 	many.WriteString(`{"tools":{`)

@@ -40,6 +40,34 @@ type ToolInfo struct {
 	// Instructions is text for the system prompt while the tool is
 	// available ([Toolset.Instructions]).
 	Instructions string `json:"instructions,omitempty"`
+	// Effects are what the schema's annotations declare the tool's calls
+	// do, MCP's hints read with MCP's defaults for those left out; nil
+	// when the schema has no annotations.
+	Effects *toolset.Effects `json:"effects,omitempty"`
+}
+
+// schemaAnnotations are a tool schema's annotations: MCP's hints.
+type schemaAnnotations struct {
+	ReadOnlyHint    *bool `json:"readOnlyHint"`
+	DestructiveHint *bool `json:"destructiveHint"`
+	IdempotentHint  *bool `json:"idempotentHint"`
+	OpenWorldHint   *bool `json:"openWorldHint"`
+}
+
+// effects reads the hints as MCP does: not read-only, destructive, not
+// idempotent and open world unless they say otherwise.
+func (a *schemaAnnotations) effects() *toolset.Effects {
+	e := toolset.UnknownEffects
+	set := func(dst *bool, v *bool) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&e.ReadOnly, a.ReadOnlyHint)
+	set(&e.Destructive, a.DestructiveHint)
+	set(&e.Idempotent, a.IdempotentHint)
+	set(&e.OpenWorld, a.OpenWorldHint)
+	return &e
 }
 
 // Timeout returns the call timeout.
@@ -102,6 +130,7 @@ type schemaTool struct {
 	ArtifactParams json.RawMessage `json:"artifact_params"`
 	Auth           json.RawMessage `json:"auth"`
 	Instructions   *string         `json:"instructions"`
+	Annotations    json.RawMessage `json:"annotations"`
 }
 
 // parseSchemaOutput parses and checks the --schema output of the executable
@@ -183,6 +212,14 @@ func parseSchemaOutput(e Executable, out []byte) ([]ToolInfo, []string) {
 				add("tool %q: auth is %d bytes; at most %d are allowed", name, len(a), maxAuthSchemaBytes)
 			} else {
 				ti.Auth = json.RawMessage(a)
+			}
+		}
+		if a := bytes.TrimSpace(st.Annotations); len(a) > 0 && string(a) != "null" {
+			var ann schemaAnnotations
+			if err := json.Unmarshal(a, &ann); err != nil {
+				add("tool %q: annotations must be an object of boolean hints (readOnlyHint, destructiveHint, idempotentHint, openWorldHint): %v", name, err)
+			} else {
+				ti.Effects = ann.effects()
 			}
 		}
 		if len(probs) == n {

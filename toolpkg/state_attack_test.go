@@ -21,13 +21,19 @@ import (
 // discovery, not become a record the next Open calls damaged (losing
 // the version that served).
 func TestHugeDiscoveredSchemasDoNotLoseTheServingVersion(t *testing.T) {
+	t.Parallel()
 	dir := storeDir(t)
 	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.DiscardHandler)}
 	s, err := Open(dir, opts)
 	require.NoError(t, err)
 	upload(t, s, "demo", scriptPackage(t, schemaEcho(greetSchema)))
 
-	const exes, each = 10, 7 << 20
+	// Each output is within maxSchemaOutput; together they are over
+	// MaxToolDefinitionBytes, which is what keeps state.json small enough
+	// to reload (ten of them once made it larger than maxStateFile).
+	const exes, each = 3, 6 << 20
+	require.Greater(t, exes*each, MaxToolDefinitionBytes)
+	require.Less(t, each, maxSchemaOutput)
 	var manifest strings.Builder
 	manifest.WriteString("version: 1\ntools:\n")
 	files := []zfile{}

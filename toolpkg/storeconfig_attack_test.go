@@ -135,6 +135,7 @@ func TestFlatConfigFileIsAllSealed(t *testing.T) {
 // configuration of the toolset it removed, never the one a Create and
 // SetConfig racing its last steps stored for the new toolset.
 func TestConfigSetRightAfterRemoveAndCreateSurvives(t *testing.T) {
+	t.Parallel()
 	dir := storeDir(t)
 	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.DiscardHandler)}
 	s, err := Open(dir, opts)

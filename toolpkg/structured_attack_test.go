@@ -45,6 +45,7 @@ func structuredOf(t *testing.T, res any) (*toolset.Content, *Result, int) {
 // cap as the structured result: the data is left out of it, and the
 // model is told it is in the saved whole output.
 func TestOversizeDataIsNotStructuredWhole(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	ts := readyToolset(t, s, "demo", nil)
 	res, err := callTool(context.Background(), t, ts, "demo__big", `{"n": 4000000}`)
@@ -67,6 +68,7 @@ func TestOversizeDataIsNotStructuredWhole(t *testing.T) {
 // client, which may hand it to the model, is sent no more than the cap,
 // and reads where the data went. A small result is sent as before.
 func TestOversizeDataIsNotSentWholeOverMCP(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	ts := readyToolset(t, s, "demo", nil)
 	st, ct := mcp.NewInMemoryTransports()
@@ -129,6 +131,7 @@ func TestOversizeDataWithNoArtifactIsLeftOutWithANote(t *testing.T) {
 // are left out of it when large: their contents are the result's
 // artifacts.
 func TestOversizeDataObjectsAreNotStructuredWhole(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	ts := objectsToolset(t, s)
 	res, err := callTool(context.Background(), t, ts, "demo__objects", `{"n": 2, "size": 3000000, "disposition": "artifact"}`)

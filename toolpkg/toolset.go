@@ -232,6 +232,9 @@ func (t *Toolset) build(ctx context.Context, info Info, stored map[string]any, s
 			"toolpkg.version": strconv.Itoa(info.Serving),
 		}), toolset.WithOrigin("toolpkg:" + t.name)} // a new version's tool keeps its budget and rate window
 		opts = append(opts, policy.Options()...)
+		if ti.Effects != nil {
+			opts = append(opts, toolset.WithEffectsFrom(*ti.Effects, fmt.Sprintf("the annotations of package %q, version %d", t.name, info.Serving)))
+		}
 		tools = append(tools, toolset.NewRawTool(t.name+"__"+ti.Name, ti.Description, params, c.run, opts...))
 		if ti.Instructions != "" {
 			instr = append(instr, ti.Instructions)
@@ -262,9 +265,7 @@ type ToolPolicy struct {
 func (p ToolPolicy) Options() []toolset.ToolOption {
 	var opts []toolset.ToolOption
 	if p.Approval {
-		opts = append(opts, toolset.WithApprovalRequired(func(context.Context, toolset.Tool, json.RawMessage) (bool, error) {
-			return true, nil
-		}))
+		opts = append(opts, toolset.WithApprovalRequired(toolset.Always))
 	}
 	if scopes := append([]string(nil), p.Scopes...); len(scopes) > 0 {
 		opts = append(opts, toolset.WithEnabled(func(ctx context.Context, _ toolset.Tool) (bool, error) {
@@ -655,8 +656,9 @@ func capText(s string, limit int) (string, bool) {
 	if len(s) <= limit {
 		return s, false
 	}
-	kept := textcut.Prefix(s, limit)
-	return kept + fmt.Sprintf("\n[output cut: %d of %d bytes shown]", len(kept), len(s)), true
+	return textcut.HeadTail(s, limit, limit, 0, func(kept, _ int) string {
+		return fmt.Sprintf("\n[output cut: %d of %d bytes shown]", kept, len(s))
+	})
 }
 
 // ToolFailure is a packaged tool's own error (result.json's "error", or

@@ -19,7 +19,10 @@
 //     Anthropic Messages, Gemini generateContent), so that an agent loop is
 //     tested end to end with the provider's real SDK client and adapter,
 //     and records what the model was sent ([ModelRequest]: the tools, the
-//     tool results). It needs no provider SDK itself.
+//     tool results). It needs no provider SDK itself. Package
+//     [github.com/gotoolset/toolset/toolsettest/sampleagent] is an agent
+//     ready to run against it, with the checks of what a loop that works
+//     sends.
 //
 // A backend of the toolset's pluggable stores, in a database or a broker
 // of one's own, is checked against the contract of its interface by the

@@ -60,3 +60,20 @@ func Clip(s string, n int) string {
 	}
 	return Prefix(s, n) + Ellipsis
 }
+
+// HeadTail returns s when it is at most limit bytes long. Otherwise it
+// keeps the [Prefix] of head bytes and the [Suffix] of tail bytes of s
+// (tail may be 0) with the text mark returns between them, given how
+// many bytes of s are kept and how many left out, and reports the cut.
+// It is the one cut of a result that is too long for the model: the
+// core's result budgets and packaged tools' outputs both make theirs
+// with it.
+func HeadTail(s string, limit, head, tail int, mark func(kept, left int) string) (string, bool) {
+	if len(s) <= limit {
+		return s, false
+	}
+	h := Prefix(s, head)
+	t := Suffix(s[len(h):], tail)
+	kept := len(h) + len(t)
+	return h + mark(kept, len(s)-kept) + t, true
+}

@@ -1,6 +1,7 @@
 package textcut
 
 import (
+	"strconv"
 	"testing"
 	"unicode/utf8"
 )
@@ -96,4 +97,27 @@ func FuzzSuffix(f *testing.F) {
 			t.Fatalf("Suffix(%q, %d) = %q: splits a character", s, n, got)
 		}
 	})
+}
+
+func TestHeadTail(t *testing.T) {
+	mark := func(kept, left int) string { return "[" + strconv.Itoa(kept) + "+" + strconv.Itoa(left) + "]" }
+	for _, c := range []struct {
+		s                 string
+		limit, head, tail int
+		want              string
+		cut               bool
+	}{
+		{"short", 10, 2, 2, "short", false},
+		{"abcdefghij", 5, 2, 2, "ab[4+6]ij", true},
+		{"abcdefghij", 5, 3, 0, "abc[3+7]", true},
+		{"héllo wörld", 4, 2, 2, "h[3+10]ld", true}, // é and ö are not split
+		{"abc", 1, 10, 10, "abc[3+0]", true},        // a head over s keeps it all
+		{"abcdef", 1, 4, 4, "abcd[6+0]ef", true},    // overlapping: the tail takes what the head left
+		{"abcdef", 0, -1, -1, "[0+6]", true},
+	} {
+		got, cut := HeadTail(c.s, c.limit, c.head, c.tail, mark)
+		if got != c.want || cut != c.cut {
+			t.Errorf("HeadTail(%q, %d, %d, %d) = %q, %v; want %q, %v", c.s, c.limit, c.head, c.tail, got, cut, c.want, c.cut)
+		}
+	}
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/gotoolset/toolset"
-	"github.com/gotoolset/toolset/internal/adapter"
+	"github.com/gotoolset/toolset/provider"
 )
 
 // DefaultMaxSteps (20) is how many times [RunLoop] asks the model unless
@@ -126,6 +126,7 @@ func RunLoop(ctx context.Context, client anthropic.Client, params anthropic.Mess
 	if cfg.maxSteps < 1 {
 		return res, fmt.Errorf("anthropictools: WithMaxSteps(%d): the limit must be at least 1", cfg.maxSteps)
 	}
+	o := provider.Apply(cfg.opts)
 	if calls, partial, ok, err := pendingCalls(res.Messages); err != nil {
 		return res, err
 	} else if ok {
@@ -134,7 +135,7 @@ func RunLoop(ctx context.Context, client anthropic.Client, params anthropic.Mess
 		if err != nil {
 			return res, err
 		}
-		results, _, err := adapter.RunPausing(turn, pkg, tools, calls, adapter.Apply(cfg.opts), tools.Execute, resultBlock)
+		results, _, err := provider.RunPausing(turn, pkg, tools, calls, o, tools.Execute, resultsFor(tools, o))
 		res.Messages = addResults(res.Messages, results, partial)
 		if err != nil {
 			return res, err
@@ -168,7 +169,7 @@ func RunLoop(ctx context.Context, client anthropic.Client, params anthropic.Mess
 			res.Text = text.String()
 			return res, nil
 		}
-		results, _, err := adapter.RunPausing(turn, pkg, tools, Calls(msg.Content), adapter.Apply(cfg.opts), tools.Execute, resultBlock)
+		results, _, err := provider.RunPausing(turn, pkg, tools, Calls(msg.Content), o, tools.Execute, resultsFor(tools, o))
 		res.Messages = addResults(res.Messages, results, false)
 		if err != nil {
 			return res, err

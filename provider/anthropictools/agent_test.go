@@ -15,9 +15,9 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/gotoolset/toolset"
-	"github.com/gotoolset/toolset/internal/scripted"
 	"github.com/gotoolset/toolset/provider/anthropictools"
 	"github.com/gotoolset/toolset/toolsettest"
+	"github.com/gotoolset/toolset/toolsettest/sampleagent"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -25,15 +25,15 @@ import (
 func question() anthropic.MessageNewParams {
 	return anthropic.MessageNewParams{
 		Model: "claude-test", MaxTokens: 1024,
-		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(scripted.Question))},
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(sampleagent.Question))},
 	}
 }
 
 func TestRunLoopCallsToolsThenAnswers(t *testing.T) {
-	model := toolsettest.NewScriptedModel(t, toolsettest.Anthropic, scripted.Script()...)
-	res, err := anthropictools.RunLoop(t.Context(), newClient(model), question(), toolsettest.NewRun(t), "assistant", scripted.AgentTools())
+	model := toolsettest.NewScriptedModel(t, toolsettest.Anthropic, sampleagent.Script()...)
+	res, err := anthropictools.RunLoop(t.Context(), newClient(model), question(), toolsettest.NewRun(t), "assistant", sampleagent.Tools())
 	require.NoError(t, err)
-	assert.Equal(t, scripted.Answer, res.Text)
+	assert.Equal(t, sampleagent.Answer, res.Text)
 	assert.Equal(t, 2, res.Steps)
 	require.NotNil(t, res.Message)
 	// The question, the calls, the user message of their results, the
@@ -42,7 +42,7 @@ func TestRunLoopCallsToolsThenAnswers(t *testing.T) {
 	assert.NotNil(t, res.Messages[1].OfAssistant)
 	assert.Len(t, res.Messages[2].OfUser.Content, 2)
 	// The bad arguments came back flagged, for the model to fix.
-	scripted.AssertRun(t, model.Requests(), scripted.SentTools(), true)
+	sampleagent.AssertRun(t, model.Requests(), sampleagent.SentTools(), true)
 }
 
 func TestRunLoopRunsCallsInParallel(t *testing.T) {
@@ -82,7 +82,7 @@ func TestRunLoopStopsAtTheStepLimit(t *testing.T) {
 		return toolsettest.CallTools(toolset.ToolCall{ID: id, Name: "get_weather", Args: json.RawMessage(`{"city":"Paris"}`)})
 	}
 	model := toolsettest.NewScriptedModel(t, toolsettest.Anthropic, weather("call_1"), weather("call_2"))
-	res, err := anthropictools.RunLoop(t.Context(), newClient(model), question(), nil, "assistant", scripted.AgentTools(),
+	res, err := anthropictools.RunLoop(t.Context(), newClient(model), question(), nil, "assistant", sampleagent.Tools(),
 		anthropictools.WithMaxSteps(2))
 	var limit *anthropictools.StepLimitError
 	require.ErrorAs(t, err, &limit)
@@ -90,7 +90,7 @@ func TestRunLoopStopsAtTheStepLimit(t *testing.T) {
 	require.Len(t, limit.Messages, 5)
 	assert.Equal(t, res.Messages, limit.Messages)
 
-	_, err = anthropictools.RunLoop(t.Context(), newClient(model), question(), nil, "assistant", scripted.AgentTools(),
+	_, err = anthropictools.RunLoop(t.Context(), newClient(model), question(), nil, "assistant", sampleagent.Tools(),
 		anthropictools.WithMaxSteps(-1))
 	require.ErrorContains(t, err, "WithMaxSteps(-1)")
 }
@@ -104,7 +104,7 @@ func TestRunLoopPausesForApprovalAndResumes(t *testing.T) {
 			toolset.ToolCall{ID: "call_b", Name: "refund", Args: json.RawMessage(`{"id":"B"}`)}),
 		toolsettest.Answer("A is refunded."))
 	client := newClient(model)
-	refund := []toolset.Toolset{scripted.NeedsApproval("refund")}
+	refund := []toolset.Toolset{sampleagent.NeedsApproval("refund")}
 
 	run, err := toolset.ResumeRun(ctx, store, "run-1")
 	require.NoError(t, err)
@@ -161,7 +161,7 @@ func TestRunLoopReportsAModelError(t *testing.T) {
 	defer srv.Client().CloseIdleConnections()
 	client := anthropic.NewClient(option.WithBaseURL(srv.URL), option.WithAPIKey("k"),
 		option.WithHTTPClient(srv.Client()), option.WithMaxRetries(0))
-	res, err := anthropictools.RunLoop(t.Context(), client, question(), nil, "assistant", scripted.AgentTools())
+	res, err := anthropictools.RunLoop(t.Context(), client, question(), nil, "assistant", sampleagent.Tools())
 	var me *anthropictools.ModelError
 	require.ErrorAs(t, err, &me)
 	assert.Equal(t, 1, me.Step)
@@ -185,16 +185,16 @@ func TestRunLoopStopsAtACallErrorThatStopsTheRun(t *testing.T) {
 }
 
 func TestRunLoopStreamsTheModelsText(t *testing.T) {
-	model := toolsettest.NewScriptedModel(t, toolsettest.Anthropic, scripted.Script()...)
+	model := toolsettest.NewScriptedModel(t, toolsettest.Anthropic, sampleagent.Script()...)
 	var deltas []string
-	res, err := anthropictools.RunLoop(t.Context(), newClient(model), question(), toolsettest.NewRun(t), "assistant", scripted.AgentTools(),
+	res, err := anthropictools.RunLoop(t.Context(), newClient(model), question(), toolsettest.NewRun(t), "assistant", sampleagent.Tools(),
 		anthropictools.WithStream(func(d string) { deltas = append(deltas, d) }))
 	require.NoError(t, err)
-	assert.Equal(t, scripted.Answer, res.Text)
-	assert.Equal(t, strings.SplitAfter(scripted.Answer, " "), deltas, "the pieces, in order")
+	assert.Equal(t, sampleagent.Answer, res.Text)
+	assert.Equal(t, strings.SplitAfter(sampleagent.Answer, " "), deltas, "the pieces, in order")
 	assert.Equal(t, res.Text, strings.Join(deltas, ""))
 	// The calls came in pieces too, and ran: the model saw both results.
-	scripted.AssertRun(t, model.Requests(), scripted.SentTools(), true)
+	sampleagent.AssertRun(t, model.Requests(), sampleagent.SentTools(), true)
 	for _, r := range model.Requests() {
 		assert.Contains(t, string(r.Body), `"stream":true`)
 	}
@@ -218,7 +218,7 @@ func TestRunLoopHostileStream(t *testing.T) {
 			client := anthropic.NewClient(option.WithBaseURL(srv.URL), option.WithAPIKey("k"),
 				option.WithHTTPClient(srv.Client()), option.WithMaxRetries(0))
 			var deltas []string
-			res, err := anthropictools.RunLoop(t.Context(), client, question(), nil, "assistant", scripted.AgentTools(),
+			res, err := anthropictools.RunLoop(t.Context(), client, question(), nil, "assistant", sampleagent.Tools(),
 				anthropictools.WithStream(func(d string) { deltas = append(deltas, d) }))
 			var me *anthropictools.ModelError
 			require.ErrorAs(t, err, &me)
@@ -230,7 +230,7 @@ func TestRunLoopHostileStream(t *testing.T) {
 
 func TestRunLoopStreamFunctionThatPanics(t *testing.T) {
 	model := toolsettest.NewScriptedModel(t, toolsettest.Anthropic, toolsettest.Answer("hello world"))
-	_, err := anthropictools.RunLoop(t.Context(), newClient(model), question(), nil, "assistant", scripted.AgentTools(),
+	_, err := anthropictools.RunLoop(t.Context(), newClient(model), question(), nil, "assistant", sampleagent.Tools(),
 		anthropictools.WithStream(func(string) { panic("boom") }))
 	require.ErrorContains(t, err, "the stream function panicked: boom")
 }
@@ -242,7 +242,7 @@ func TestRunLoopPauseKeepsTheResultsOfTheCallsThatRan(t *testing.T) {
 		weatherRuns.Add(1)
 		return "sunny", nil
 	})
-	tools := []toolset.Toolset{weather, scripted.NeedsApproval("refund")}
+	tools := []toolset.Toolset{weather, sampleagent.NeedsApproval("refund")}
 	model := toolsettest.NewScriptedModel(t, toolsettest.Anthropic,
 		toolsettest.CallTools(
 			toolset.ToolCall{ID: "call_w", Name: "weather"},

@@ -54,6 +54,17 @@
 // then asks the model; the calls that ran before the pause do not run
 // again.
 //
+// # Deferred tools
+//
+// A deferred tool ([toolset.WithDeferred]) is found by the library's tool
+// search ([toolset.NewToolSearch]) and shown from the next step on, which
+// changes the tools array and so loses Anthropic's prompt cache. With
+// [WithDeferLoading], the array holds every deferred tool from the first
+// step, with defer_loading, and the search's results go back as
+// tool_reference blocks, which load the tools found: the array stays the
+// same, byte for byte. Anthropic has no restriction of the model to some
+// of the tools sent, so a turn that hides a tool sends a shorter array.
+//
 // # Preflight
 //
 // A schema Anthropic refuses is otherwise found when Anthropic answers 400,
@@ -80,17 +91,17 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/gotoolset/toolset"
-	"github.com/gotoolset/toolset/internal/adapter"
+	"github.com/gotoolset/toolset/provider"
 )
 
 // DefaultConcurrency (8) is how many tool calls of one turn run at once unless
 // [WithMaxConcurrency] says otherwise.
-const DefaultConcurrency = adapter.DefaultConcurrency
+const DefaultConcurrency = provider.DefaultConcurrency
 
 // CallError is a tool call whose error should stop the run. It wraps the
 // error the call returned (a *toolset.ToolError, a *toolset.PanicError, a
 // *toolset.ApprovalRequiredError, ...).
-type CallError = adapter.CallError
+type CallError = provider.CallError
 
 // Tools returns the turn's tools as Anthropic tool params, in the order the
 // model is sent them. Each input schema is the tool's parameter schema as
@@ -103,12 +114,22 @@ type CallError = adapter.CallError
 // which the SDK leaves out of the request rather than sending an empty
 // tools array; leave ToolChoice unset in that turn too.
 func Tools(tools *toolset.ToolList, opts ...Option) ([]anthropic.ToolUnionParam, error) {
-	if len(opts) > 0 && adapter.Apply(opts).Preflight {
-		if _, err := Check(tools); err != nil {
-			return nil, err
+	if len(opts) > 0 {
+		o := provider.Apply(opts)
+		if o.Preflight {
+			check := Check
+			if o.DeferLoading {
+				check = checkCatalog // every tool sent
+			}
+			if _, err := check(tools); err != nil {
+				return nil, err
+			}
+		}
+		if o.DeferLoading {
+			return provider.ConvertCatalog(tools, convertDeferred)
 		}
 	}
-	return adapter.ConvertTools(tools, convert)
+	return provider.ConvertTools(tools, convert)
 }
 
 func convert(t toolset.Tool) (anthropic.ToolUnionParam, error) {
@@ -164,7 +185,7 @@ func split(raw json.RawMessage) (splitSchema, error) {
 
 // schemas remembers split schemas, so that a turn over unchanged tools
 // does not parse their schemas again.
-var schemas = adapter.NewSchemaCache(split)
+var schemas = provider.NewSchemaCache(split)
 
 // pkg names this package in its errors.
 const pkg = "anthropictools"
@@ -186,11 +207,11 @@ func Calls(content []anthropic.ContentBlockUnion) []toolset.ToolCall {
 
 // Option configures the conversion of tools ([WithPreflight]) and how
 // [RunCalls] runs calls.
-type Option func(*adapter.Options)
+type Option func(*provider.Options)
 
 // WithMaxConcurrency sets how many tool calls of one turn run at once; 1
 // runs them one after another. Values below 1 make [RunCalls] fail.
-func WithMaxConcurrency(n int) Option { return adapter.WithMaxConcurrency(n) }
+func WithMaxConcurrency(n int) Option { return provider.WithMaxConcurrency(n) }
 
 // WithApprover has each call that waits for a human's approval (see
 // [toolset.WithApprovalRequired]) put to approver: the run records the
@@ -199,7 +220,7 @@ func WithMaxConcurrency(n int) Option { return adapter.WithMaxConcurrency(n) }
 // returns a [*CallError] wrapping the [*toolset.ApprovalRequiredError], and
 // the results of the other calls are lost. Approvals need call IDs and a
 // run context.
-func WithApprover(approver toolset.Approver) Option { return adapter.WithApprover(approver) }
+func WithApprover(approver toolset.Approver) Option { return provider.WithApprover(approver) }
 
 // RunCalls runs the tool_use blocks of a message's content through the
 // turn's tools and returns one tool_result block per call, in call order,
@@ -217,7 +238,8 @@ func WithApprover(approver toolset.Approver) Option { return adapter.WithApprove
 // step of its run (see [toolset.ToolList]). A call whose handler panics or
 // calls runtime.Goexit stops the run with a [*toolset.PanicError].
 func RunCalls(ctx context.Context, tools *toolset.ToolList, content []anthropic.ContentBlockUnion, opts ...Option) ([]anthropic.ContentBlockParamUnion, error) {
-	return adapter.RunCalls(ctx, pkg, tools, Calls(content), adapter.Apply(opts), tools.Execute, resultBlock)
+	o := provider.Apply(opts)
+	return provider.RunCalls(ctx, pkg, tools, Calls(content), o, tools.Execute, resultsFor(tools, o))
 }
 
 // ResultBlock returns the tool_result block for a call that the
@@ -225,24 +247,24 @@ func RunCalls(ctx context.Context, tools *toolset.ToolList, content []anthropic.
 // should see with is_error set. Any other error is returned, since it
 // should stop the run.
 func ResultBlock(call toolset.ToolCall, result any, err error) (anthropic.ContentBlockParamUnion, error) {
-	return adapter.Result(pkg, call, result, err, resultBlock)
+	return provider.Result(pkg, call, result, err, resultBlock)
 }
 
 // supported reports whether a tool_result can carry p as a block: an image
 // or a PDF, as data or at a web URL.
 func supported(p toolset.Part) bool {
-	media := adapter.IsImage(p.MIMEType) || p.MIMEType == "application/pdf"
-	return media && (p.Data != nil || adapter.IsWebURL(p.URI))
+	media := provider.IsImage(p.MIMEType) || p.MIMEType == "application/pdf"
+	return media && (p.Data != nil || provider.IsWebURL(p.URI))
 }
 
-func resultBlock(oc adapter.Outcome) (anthropic.ContentBlockParamUnion, error) {
+func resultBlock(oc provider.Outcome) (anthropic.ContentBlockParamUnion, error) {
 	r := &anthropic.ToolResultBlockParam{ToolUseID: oc.Call.ID}
 	if oc.IsError {
 		r.IsError = anthropic.Bool(true)
 		r.Content = []anthropic.ToolResultBlockParamContentUnion{{OfText: &anthropic.TextBlockParam{Text: oc.Message}}}
 		return anthropic.ContentBlockParamUnion{OfToolResult: r}, nil
 	}
-	segs, err := adapter.Segments(oc.Result, supported)
+	segs, err := provider.Segments(oc.Result, supported)
 	if err != nil {
 		return anthropic.ContentBlockParamUnion{}, err
 	}

@@ -5,12 +5,11 @@ import (
 	"fmt"
 
 	"github.com/gotoolset/toolset"
-	"github.com/gotoolset/toolset/internal/adapter"
-	"github.com/gotoolset/toolset/internal/jsontext"
+	"github.com/gotoolset/toolset/provider"
 )
 
 // provider names Anthropic in a *toolset.PreflightError.
-const provider = "Anthropic"
+const providerName = "Anthropic"
 
 // maxNameLen is the longest tool name Anthropic accepts: its tool use
 // documentation gives the rule ^[a-zA-Z0-9_-]{1,64}$.
@@ -21,7 +20,7 @@ const nameRule = "^[a-zA-Z0-9_-]{1,64}$"
 // WithPreflight has [Tools] run [Check] first and fail with its
 // *toolset.PreflightError, listing every problem of every tool, rather
 // than send a tool Anthropic would refuse.
-func WithPreflight() Option { return adapter.WithPreflight() }
+func WithPreflight() Option { return provider.WithPreflight() }
 
 // Check applies Anthropic's rules for tool definitions to the turn's
 // tools and reports every tool Anthropic would refuse, all at once:
@@ -41,90 +40,102 @@ func WithPreflight() Option { return adapter.WithPreflight() }
 // schema is walked within bounds (see the package doc, "Preflight"); one
 // past them is a problem.
 func Check(tools *toolset.ToolList) ([]toolset.PreflightProblem, error) {
-	r := &adapter.Report{Provider: provider}
+	r := &provider.Report{Provider: providerName}
 	for t := range tools.All() {
-		adapter.CheckName(r, t.Name, maxNameLen, adapter.Word, nil, nameRule)
-		f, err := checked.Of(t)
-		if err != nil {
-			r.Tool(t.Name, "/parameters", err.Error(), "give the tool a valid parameter schema")
-			continue
-		}
-		r.Schema(t.Name, f)
+		checkTool(r, t)
 	}
 	return r.Result()
 }
 
+// checkCatalog is Check over the turn's catalogue, every tool sent with
+// defer loading.
+func checkCatalog(tools *toolset.ToolList) ([]toolset.PreflightProblem, error) {
+	r := &provider.Report{Provider: providerName}
+	for t := range tools.Catalog() {
+		checkTool(r, t)
+	}
+	return r.Result()
+}
+
+func checkTool(r *provider.Report, t toolset.Tool) {
+	provider.CheckName(r, t.Name, maxNameLen, provider.Word, nil, nameRule)
+	f, err := checked.Of(t)
+	if err != nil {
+		r.Tool(t.Name, "/parameters", err.Error(), "give the tool a valid parameter schema")
+		return
+	}
+	r.Schema(t.Name, f)
+}
+
 // checked remembers the findings of each parameter schema, so that a
 // preflight of unchanged tools, turn after turn, walks no schema again.
-var checked = adapter.NewSchemaCache(func(raw json.RawMessage) (*adapter.Findings, error) {
+var checked = provider.NewSchemaCache(func(raw json.RawMessage) (*provider.Findings, error) {
 	return checkSchema(raw), nil
 })
 
 // checkSchema applies Anthropic's rules to one parameter schema.
-func checkSchema(raw json.RawMessage) *adapter.Findings {
-	f := &adapter.Findings{}
-	v, ok := adapter.ParseBounded(raw, f)
+func checkSchema(raw json.RawMessage) *provider.Findings {
+	f := &provider.Findings{}
+	v, ok := provider.ParseBounded(raw, f)
 	if !ok {
 		return f
 	}
-	root, isObject := v.(*jsontext.Object)
+	root, isObject := v.(*provider.Object)
 	if !isObject {
-		f.Problem("", fmt.Sprintf("the input schema is %s, not an object schema", adapter.Encode(v)), `make the parameters a JSON object schema with "type": "object"`)
+		f.Problem("", fmt.Sprintf("the input schema is %s, not an object schema", provider.Encode(v)), `make the parameters a JSON object schema with "type": "object"`)
 		return f
 	}
-	switch types, present, _ := adapter.TypeNames(root); {
+	switch types, present, _ := provider.TypeNames(root); {
 	case !present:
 		f.Note("", `the input schema has no "type"; it is sent with "type": "object"`)
 	case len(types) != 1 || types[0] != "object":
 		t, _ := root.Lookup("type")
-		f.Problem("/type", fmt.Sprintf(`the input schema must have "type": "object", not %s`, adapter.Encode(t)), "make the parameters one object whose properties are the arguments")
+		f.Problem("/type", fmt.Sprintf(`the input schema must have "type": "object", not %s`, provider.Encode(t)), "make the parameters one object whose properties are the arguments")
 	}
 	for _, k := range []string{"anyOf", "oneOf", "allOf"} {
 		if _, ok := root.Lookup(k); ok {
 			f.Problem("/"+k, "Anthropic does not accept "+k+" at the root of an input schema", "merge the alternatives into one object schema, or move them into a property")
 		}
 	}
-	adapter.Walk(root, f, func(o *jsontext.Object, path string) { draft2020(o, path, f) })
+	provider.Walk(root, f, func(o *provider.Object, path string) { draft2020(o, path, f) })
 	return f
 }
 
 // draft2020 reports the keywords of o that draft 2020-12's meta-schema
 // refuses.
-func draft2020(o *jsontext.Object, path string, f *adapter.Findings) {
-	if _, present, ok := adapter.TypeNames(o); present && !ok {
-		f.Problem(adapter.Pointer(path, "type"), fmt.Sprintf("%s names no JSON type", adapter.Encode(o.Get("type"))), `use "string", "number", "integer", "boolean", "object", "array" or "null", or an array of them`)
+func draft2020(o *provider.Object, path string, f *provider.Findings) {
+	if _, present, ok := provider.TypeNames(o); present && !ok {
+		f.Problem(provider.Pointer(path, "type"), fmt.Sprintf("%s names no JSON type", provider.Encode(o.Get("type"))), `use "string", "number", "integer", "boolean", "object", "array" or "null", or an array of them`)
 	}
 	if r, ok := o.Lookup("required"); ok && !stringList(r) {
-		f.Problem(adapter.Pointer(path, "required"), "required must be an array of property names", "list the required properties' names as strings")
+		f.Problem(provider.Pointer(path, "required"), "required must be an array of property names", "list the required properties' names as strings")
 	}
 	if e, ok := o.Lookup("enum"); ok {
 		if _, isArray := e.([]any); !isArray {
-			f.Problem(adapter.Pointer(path, "enum"), "enum must be an array", "list the allowed values in an array")
+			f.Problem(provider.Pointer(path, "enum"), "enum must be an array", "list the allowed values in an array")
 		}
 	}
 	if it, ok := o.Lookup("items"); ok {
 		if _, isArray := it.([]any); isArray {
-			f.Problem(adapter.Pointer(path, "items"), "an array \"items\" (a tuple, in drafts before 2020-12) is not valid in draft 2020-12", `use "prefixItems" for the tuple, and "items" for what follows it`)
+			f.Problem(provider.Pointer(path, "items"), "an array \"items\" (a tuple, in drafts before 2020-12) is not valid in draft 2020-12", `use "prefixItems" for the tuple, and "items" for what follows it`)
 		}
 	}
 	for _, k := range []string{"exclusiveMinimum", "exclusiveMaximum"} {
 		if b, ok := o.Lookup(k); ok {
 			if _, isBool := b.(bool); isBool {
-				f.Problem(adapter.Pointer(path, k), "a boolean "+k+" (draft-04) is not valid in draft 2020-12", "give "+k+" the bound itself, as a number, in place of minimum/maximum")
+				f.Problem(provider.Pointer(path, k), "a boolean "+k+" (draft-04) is not valid in draft 2020-12", "give "+k+" the bound itself, as a number, in place of minimum/maximum")
 			}
 		}
 	}
-	for _, k := range adapter.MapKeywords {
-		if m, ok := o.Lookup(k); ok {
-			if _, isObject := m.(*jsontext.Object); !isObject {
-				f.Problem(adapter.Pointer(path, k), k+" must be an object of schemas", "")
+	for _, m := range o.Members() {
+		switch provider.ShapeOf(m.Key) {
+		case provider.SubschemaMap:
+			if _, isObject := m.Value.(*provider.Object); !isObject {
+				f.Problem(provider.Pointer(path, m.Key), m.Key+" must be an object of schemas", "")
 			}
-		}
-	}
-	for _, k := range adapter.ListKeywords {
-		if l, ok := o.Lookup(k); ok {
-			if list, isArray := l.([]any); !isArray || len(list) == 0 && k != "prefixItems" {
-				f.Problem(adapter.Pointer(path, k), k+" must be a non-empty array of schemas", "")
+		case provider.SubschemaList:
+			if list, isArray := m.Value.([]any); !isArray || len(list) == 0 && m.Key != "prefixItems" {
+				f.Problem(provider.Pointer(path, m.Key), m.Key+" must be a non-empty array of schemas", "")
 			}
 		}
 	}

@@ -7,8 +7,7 @@ import (
 	"testing"
 
 	"github.com/gotoolset/toolset"
-	"github.com/gotoolset/toolset/internal/adapter"
-	"github.com/gotoolset/toolset/internal/jsontext"
+	"github.com/gotoolset/toolset/provider"
 )
 
 // FuzzLower checks that any schema the core takes is either refused with
@@ -49,8 +48,8 @@ func FuzzLower(f *testing.F) {
 		if findings.Failed() {
 			t.Fatalf("a schema and a problem for %s", raw)
 		}
-		lv, _ := adapter.ParseBounded(low, &adapter.Findings{})
-		adapter.Walk(lv, &adapter.Findings{}, func(o *jsontext.Object, path string) {
+		lv, _ := provider.ParseBounded(low, &provider.Findings{})
+		provider.Walk(lv, &provider.Findings{}, func(o *provider.Object, path string) {
 			_, schema := o.Lookup("$schema")
 			_, isList := o.Get("type").([]any)
 			if schema || isList {

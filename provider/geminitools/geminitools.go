@@ -33,6 +33,13 @@
 // of a tool that needs approval cannot be approved, even with an approver:
 // it stops the run with a [*toolset.ApprovalRequiredError] that says so.
 //
+// # Keeping the prompt cache
+//
+// Gemini has no tool search of its own: the library's search tool
+// ([toolset.NewToolSearch]) shows the tools it finds from the next step
+// on. A turn that hides a tool shown before can keep the declarations the
+// same, restricting the model by name instead: see [StableTools].
+//
 // # Preflight
 //
 // A schema Gemini refuses is otherwise found when Gemini answers 400, one
@@ -62,18 +69,18 @@ import (
 	"strings"
 
 	"github.com/gotoolset/toolset"
-	"github.com/gotoolset/toolset/internal/adapter"
+	"github.com/gotoolset/toolset/provider"
 	"google.golang.org/genai"
 )
 
 // DefaultConcurrency (8) is how many tool calls of one turn run at once unless
 // [WithMaxConcurrency] says otherwise.
-const DefaultConcurrency = adapter.DefaultConcurrency
+const DefaultConcurrency = provider.DefaultConcurrency
 
 // CallError is a tool call whose error should stop the run. It wraps the
 // error the call returned (a *toolset.ToolError, a *toolset.PanicError, a
 // *toolset.ApprovalRequiredError, ...).
-type CallError = adapter.CallError
+type CallError = provider.CallError
 
 // pkg names this package in its errors.
 const pkg = "geminitools"
@@ -129,13 +136,13 @@ func checkName(name string) error {
 // ignored here.
 func Tools(tools *toolset.ToolList, opts ...Option) ([]*genai.Tool, error) {
 	conv := declaration
-	if len(opts) > 0 && adapter.Apply(opts).Preflight {
+	if len(opts) > 0 && provider.Apply(opts).Preflight {
 		if _, err := Check(tools); err != nil {
 			return nil, err
 		}
 		conv = loweredDeclaration
 	}
-	decls, err := adapter.ConvertTools(tools, conv)
+	decls, err := provider.ConvertTools(tools, conv)
 	if err != nil || decls == nil {
 		return nil, err
 	}
@@ -193,11 +200,11 @@ func Calls(content *genai.Content) ([]toolset.ToolCall, error) {
 
 // Option configures the conversion of tools ([WithPreflight]) and how
 // [RunCalls] runs calls.
-type Option func(*adapter.Options)
+type Option func(*provider.Options)
 
 // WithMaxConcurrency sets how many function calls of one turn run at once;
 // 1 runs them one after another. Values below 1 make [RunCalls] fail.
-func WithMaxConcurrency(n int) Option { return adapter.WithMaxConcurrency(n) }
+func WithMaxConcurrency(n int) Option { return provider.WithMaxConcurrency(n) }
 
 // WithApprover has each call that waits for a human's approval (see
 // [toolset.WithApprovalRequired]) put to approver: the run records the
@@ -206,7 +213,7 @@ func WithMaxConcurrency(n int) Option { return adapter.WithMaxConcurrency(n) }
 // returns a [*CallError] wrapping the [*toolset.ApprovalRequiredError], and
 // the results of the other calls are lost. Approvals need call IDs (which
 // the Gemini API does not always send) and a run context.
-func WithApprover(approver toolset.Approver) Option { return adapter.WithApprover(approver) }
+func WithApprover(approver toolset.Approver) Option { return provider.WithApprover(approver) }
 
 // RunCalls runs the function calls of a model's content through the turn's
 // tools and returns a user content with one function response per call, in
@@ -229,7 +236,7 @@ func RunCalls(ctx context.Context, tools *toolset.ToolList, content *genai.Conte
 	if err != nil || len(calls) == 0 {
 		return nil, err
 	}
-	parts, err := adapter.RunCalls(ctx, pkg, tools, calls, adapter.Apply(opts), tools.Execute, responsePart)
+	parts, err := provider.RunCalls(ctx, pkg, tools, calls, provider.Apply(opts), tools.Execute, responsePart)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +247,7 @@ func RunCalls(ctx context.Context, tools *toolset.ToolList, content *genai.Conte
 // application ran itself: the result, or the text of an error the model
 // should see. Any other error is returned, since it should stop the run.
 func ResponsePart(call toolset.ToolCall, result any, err error) (*genai.Part, error) {
-	return adapter.Result(pkg, call, result, err, responsePart)
+	return provider.Result(pkg, call, result, err, responsePart)
 }
 
 // supported reports whether a function response can carry p as a part.
@@ -249,7 +256,7 @@ func supported(p toolset.Part) bool {
 	return media && (p.Data != nil || p.URI != "")
 }
 
-func responsePart(oc adapter.Outcome) (*genai.Part, error) {
+func responsePart(oc provider.Outcome) (*genai.Part, error) {
 	fr := &genai.FunctionResponse{ID: oc.Call.ID, Name: oc.Call.Name}
 	if oc.IsError {
 		fr.Response = map[string]any{"error": oc.Message}
@@ -257,11 +264,11 @@ func responsePart(oc adapter.Outcome) (*genai.Part, error) {
 	}
 	var output any
 	if c, ok := oc.Result.(*toolset.Content); ok && c != nil {
-		segs, err := adapter.Segments(c, supported)
+		segs, err := provider.Segments(c, supported)
 		if err != nil {
 			return nil, err
 		}
-		output = adapter.JoinText(segs)
+		output = provider.JoinText(segs)
 		for _, s := range segs {
 			switch {
 			case s.Media == nil:

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/gotoolset/toolset"
-	"github.com/gotoolset/toolset/internal/scripted"
 	"github.com/gotoolset/toolset/provider/geminitools"
 	"github.com/gotoolset/toolset/toolsettest"
+	"github.com/gotoolset/toolset/toolsettest/sampleagent"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 
 // loop is an agent loop as an application writes it.
 func loop(ctx context.Context, client *genai.Client, toolsets []toolset.Toolset, opts ...geminitools.Option) (string, error) {
-	contents := []*genai.Content{genai.NewContentFromText(scripted.Question, genai.RoleUser)}
+	contents := []*genai.Content{genai.NewContentFromText(sampleagent.Question, genai.RoleUser)}
 	for range 4 {
 		turn := toolset.FromContext(ctx).Turn(ctx) // ctx itself when it carries no run
 		tools, err := toolset.BuildTools(turn, "assistant", toolsets...)
@@ -65,30 +65,30 @@ func newClient(t *testing.T, m *toolsettest.ScriptedModel) *genai.Client {
 }
 
 func TestLoop(t *testing.T) {
-	model := toolsettest.NewScriptedModel(t, toolsettest.Gemini, scripted.Script()...)
-	got, err := loop(t.Context(), newClient(t, model), scripted.AgentTools())
+	model := toolsettest.NewScriptedModel(t, toolsettest.Gemini, sampleagent.Script()...)
+	got, err := loop(t.Context(), newClient(t, model), sampleagent.Tools())
 	require.NoError(t, err)
-	assert.Equal(t, scripted.Answer, got)
+	assert.Equal(t, sampleagent.Answer, got)
 
 	reqs := model.Requests()
-	scripted.AssertRun(t, reqs, scripted.SentTools(), true)
+	sampleagent.AssertRun(t, reqs, sampleagent.SentTools(), true)
 	tools := `[{"functionDeclarations":[` +
-		`{"name":"get_weather","description":"Get the current weather in a city.","parametersJsonSchema":` + scripted.WeatherSchema + `},` +
-		`{"name":"convert_currency","description":"Convert an amount between currencies.","parametersJsonSchema":` + scripted.ConvertSchema + `}]}]`
-	user := `{"role":"user","parts":[{"text":` + scripted.Quote(scripted.Question) + `}]}`
+		`{"name":"get_weather","description":"Get the current weather in a city.","parametersJsonSchema":` + sampleagent.WeatherSchema + `},` +
+		`{"name":"convert_currency","description":"Convert an amount between currencies.","parametersJsonSchema":` + sampleagent.ConvertSchema + `}]}]`
+	user := `{"role":"user","parts":[{"text":` + quote(sampleagent.Question) + `}]}`
 	assert.JSONEq(t, `{"contents":[`+user+`],"generationConfig":{},"tools":`+tools+`}`, string(reqs[0].Body))
 	assert.JSONEq(t, `{"tools":`+tools+`,"generationConfig":{},"contents":[`+user+`,`+
 		`{"role":"model","parts":[`+
 		`{"functionCall":{"id":"call_weather","name":"get_weather","args":{"city":"Paris"}}},`+
-		`{"functionCall":{"id":"call_convert","name":"convert_currency","args":`+scripted.BadArgs+`}}]},`+
+		`{"functionCall":{"id":"call_convert","name":"convert_currency","args":`+sampleagent.BadArgs+`}}]},`+
 		`{"role":"user","parts":[`+
 		`{"functionResponse":{"id":"call_weather","name":"get_weather","response":{"output":"Paris: 22°C, sunny"}}},`+
-		`{"functionResponse":{"id":"call_convert","name":"convert_currency","response":{"error":`+scripted.Quote(scripted.BadArgsMessage(t))+`}}}`+
+		`{"functionResponse":{"id":"call_convert","name":"convert_currency","response":{"error":`+quote(sampleagent.BadArgsMessage(t))+`}}}`+
 		`]}]}`, string(reqs[1].Body))
 }
 
 func TestLoopApprovals(t *testing.T) {
-	deploy := scripted.NeedsApproval("deploy")
+	deploy := sampleagent.NeedsApproval("deploy")
 	approver := func(context.Context, toolset.ToolCall) (bool, string, error) { return false, "not on a Friday", nil }
 	ctx := toolset.NewContext(t.Context(), toolsettest.NewRun(t))
 
@@ -113,16 +113,22 @@ func TestLoopApprovals(t *testing.T) {
 
 func TestTurnWithNoVisibleToolsSendsNoToolsField(t *testing.T) {
 	ctx := t.Context()
-	decls, err := geminitools.Tools(scripted.GuestTools(t))
+	decls, err := geminitools.Tools(sampleagent.GuestTools(t))
 	require.NoError(t, err)
 	assert.Nil(t, decls, "a tool with no function declarations must not be sent")
 
-	model := toolsettest.NewScriptedModel(t, toolsettest.Gemini, toolsettest.Answer(scripted.Answer))
-	user := genai.NewContentFromText(scripted.Question, genai.RoleUser)
+	model := toolsettest.NewScriptedModel(t, toolsettest.Gemini, toolsettest.Answer(sampleagent.Answer))
+	user := genai.NewContentFromText(sampleagent.Question, genai.RoleUser)
 	resp, err := newClient(t, model).Models.GenerateContent(ctx, "gemini-test", []*genai.Content{user}, &genai.GenerateContentConfig{Tools: decls})
 	require.NoError(t, err)
-	assert.Equal(t, scripted.Answer, resp.Text())
+	assert.Equal(t, sampleagent.Answer, resp.Text())
 	reqs := model.Requests()
 	require.Len(t, reqs, 1)
-	assert.JSONEq(t, `{"contents":[{"role":"user","parts":[{"text":`+scripted.Quote(scripted.Question)+`}]}],"generationConfig":{}}`, string(reqs[0].Body))
+	assert.JSONEq(t, `{"contents":[{"role":"user","parts":[{"text":`+quote(sampleagent.Question)+`}]}],"generationConfig":{}}`, string(reqs[0].Body))
+}
+
+// quote returns s as a JSON string.
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

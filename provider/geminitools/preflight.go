@@ -7,12 +7,11 @@ import (
 	"strings"
 
 	"github.com/gotoolset/toolset"
-	"github.com/gotoolset/toolset/internal/adapter"
-	"github.com/gotoolset/toolset/internal/jsontext"
+	"github.com/gotoolset/toolset/provider"
 )
 
 // provider names Gemini in a *toolset.PreflightError.
-const provider = "Gemini"
+const providerName = "Gemini"
 
 const nameRule = "a letter or '_' first, then letters, digits, '_', '.', ':' or '-', at most 128 characters"
 
@@ -20,7 +19,7 @@ const nameRule = "a letter or '_' first, then letters, digits, '_', '.', ':' or 
 // *toolset.PreflightError, listing every problem of every tool, rather
 // than send a tool Gemini would refuse or misread; the tools it passes are
 // sent with their schemas lowered as Check describes.
-func WithPreflight() Option { return adapter.WithPreflight() }
+func WithPreflight() Option { return provider.WithPreflight() }
 
 // Check applies Gemini's rules for function declarations to the turn's
 // tools and reports every tool Gemini would refuse or misread, all at
@@ -65,9 +64,9 @@ func WithPreflight() Option { return adapter.WithPreflight() }
 // listing the problems when there is one. A schema is walked within
 // bounds (see the package doc, "Preflight"); one past them is a problem.
 func Check(tools *toolset.ToolList) ([]toolset.PreflightProblem, error) {
-	r := &adapter.Report{Provider: provider}
+	r := &provider.Report{Provider: providerName}
 	for t := range tools.All() {
-		adapter.CheckName(r, t.Name, maxNameLen, nameByte, nameStart, nameRule)
+		provider.CheckName(r, t.Name, maxNameLen, nameByte, nameStart, nameRule)
 		l, err := lowered.Of(t)
 		if err != nil {
 			r.Tool(t.Name, "/parameters", err.Error(), "give the tool a valid parameter schema")
@@ -78,52 +77,52 @@ func Check(tools *toolset.ToolList) ([]toolset.PreflightProblem, error) {
 	return r.Result()
 }
 
-func nameByte(c byte) bool  { return adapter.Word(c) || c == '.' || c == ':' }
+func nameByte(c byte) bool  { return provider.Word(c) || c == '.' || c == ':' }
 func nameStart(c byte) bool { return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 
 // lowering is a parameter schema rewritten for Gemini, with what the
 // rewrite found.
 type lowering struct {
 	schema   json.RawMessage // nil when the schema has problems
-	findings *adapter.Findings
+	findings *provider.Findings
 }
 
 // lowered remembers the lowering of each parameter schema, so that a turn
 // over unchanged tools rewrites no schema again.
-var lowered = adapter.NewSchemaCache(func(raw json.RawMessage) (*lowering, error) {
+var lowered = provider.NewSchemaCache(func(raw json.RawMessage) (*lowering, error) {
 	s, f := lower(raw)
 	return &lowering{schema: s, findings: f}, nil
 })
 
 // lower rewrites the parameter schema raw for Gemini, see [Check].
-func lower(raw json.RawMessage) (json.RawMessage, *adapter.Findings) {
-	f := &adapter.Findings{}
-	v, ok := adapter.ParseBounded(raw, f)
+func lower(raw json.RawMessage) (json.RawMessage, *provider.Findings) {
+	f := &provider.Findings{}
+	v, ok := provider.ParseBounded(raw, f)
 	if !ok {
 		return nil, f
 	}
-	root, isObject := v.(*jsontext.Object)
+	root, isObject := v.(*provider.Object)
 	if !isObject {
 		if v == true {
-			root = &jsontext.Object{}
+			root = &provider.Object{}
 		} else {
-			f.Problem("", fmt.Sprintf("the parameter schema is %s, not an object schema", adapter.Encode(v)), `make the parameters a JSON object schema with "type": "object"`)
+			f.Problem("", fmt.Sprintf("the parameter schema is %s, not an object schema", provider.Encode(v)), `make the parameters a JSON object schema with "type": "object"`)
 			return nil, f
 		}
 	}
-	switch types, present, _ := adapter.TypeNames(root); {
+	switch types, present, _ := provider.TypeNames(root); {
 	case !present:
 		// Arguments are always an object; saying so changes nothing.
 		f.Note("", `the parameter schema has no "type"; it is sent with "type": "object"`)
 	case len(types) != 1 || types[0] != "object":
-		f.Problem("/type", fmt.Sprintf(`the parameter schema must have "type": "object", not %s`, adapter.Encode(root.Get("type"))), "make the parameters one object whose properties are the arguments")
+		f.Problem("/type", fmt.Sprintf(`the parameter schema must have "type": "object", not %s`, provider.Encode(root.Get("type"))), "make the parameters one object whose properties are the arguments")
 		return nil, f
 	}
 	l := &lowerer{doc: root, f: f, nested: nestedID(root)}
 	out := l.schema(root, "", 0, []string{"#"}, false)
-	o, _ := out.(*jsontext.Object)
+	o, _ := out.(*provider.Object)
 	if o == nil {
-		o = &jsontext.Object{}
+		o = &provider.Object{}
 	}
 	if _, ok := o.Lookup("type"); !ok {
 		if l.rootRef {
@@ -141,18 +140,18 @@ func lower(raw json.RawMessage) (json.RawMessage, *adapter.Findings) {
 		case !ok:
 		case !l.keptRefs:
 			o.Delete(k)
-			f.Note(adapter.Pointer("", k), k+" dropped: every reference into it is inlined")
+			f.Note(provider.Pointer("", k), k+" dropped: every reference into it is inlined")
 		default:
 			// A reference into them is sent as it is: they are sent
 			// too, lowered, each with itself on the stack.
-			do, isObject := defs.(*jsontext.Object)
+			do, isObject := defs.(*provider.Object)
 			if !isObject || l.nested {
 				o.Set(k, defs)
 				continue
 			}
-			nd := &jsontext.Object{}
+			nd := &provider.Object{}
 			for _, dm := range do.Members() {
-				p := adapter.Pointer("", k, dm.Key)
+				p := provider.Pointer("", k, dm.Key)
 				nd.Set(dm.Key, l.schema(dm.Value, p, 1, []string{"#", "#" + p}, true))
 			}
 			o.Set(k, nd)
@@ -161,15 +160,15 @@ func lower(raw json.RawMessage) (json.RawMessage, *adapter.Findings) {
 	if f.Failed() {
 		return nil, f
 	}
-	return adapter.Encode(o), f
+	return provider.Encode(o), f
 }
 
 // nestedID reports whether a subschema other than the root has an "$id",
 // which would make "#/..." references inside it resolve against it, not
 // against the root.
-func nestedID(root *jsontext.Object) bool {
+func nestedID(root *provider.Object) bool {
 	found := false
-	adapter.Walk(root, &adapter.Findings{}, func(o *jsontext.Object, path string) {
+	provider.Walk(root, &provider.Findings{}, func(o *provider.Object, path string) {
 		if _, ok := o.Lookup("$id"); ok && path != "" {
 			found = true
 		}
@@ -178,8 +177,8 @@ func nestedID(root *jsontext.Object) bool {
 }
 
 type lowerer struct {
-	doc      *jsontext.Object
-	f        *adapter.Findings
+	doc      *provider.Object
+	f        *provider.Findings
 	nested   bool // a nested $id: references are not inlined
 	nodes    int
 	stopped  bool
@@ -189,7 +188,7 @@ type lowerer struct {
 
 // maxLoweredDepth bounds the nesting of the lowered schema, which
 // inlining references can deepen.
-const maxLoweredDepth = 2 * adapter.PreflightMaxDepth
+const maxLoweredDepth = 2 * provider.PreflightMaxDepth
 
 // Keyword classes for Gemini.
 var (
@@ -225,23 +224,23 @@ func (l *lowerer) schema(v any, path string, depth int, stack []string, optional
 	if l.stopped {
 		return v
 	}
-	if l.nodes++; l.nodes > adapter.PreflightMaxNodes || depth > maxLoweredDepth {
+	if l.nodes++; l.nodes > provider.PreflightMaxNodes || depth > maxLoweredDepth {
 		l.stopped = true
-		l.f.Problem(path, fmt.Sprintf("the schema, with its references inlined, has more than %d subschemas or %d levels", adapter.PreflightMaxNodes, maxLoweredDepth), "simplify the schema, or reuse fewer definitions")
+		l.f.Problem(path, fmt.Sprintf("the schema, with its references inlined, has more than %d subschemas or %d levels", provider.PreflightMaxNodes, maxLoweredDepth), "simplify the schema, or reuse fewer definitions")
 		return v
 	}
-	o, ok := v.(*jsontext.Object)
+	o, ok := v.(*provider.Object)
 	if !ok {
 		return v // true, false; other values are not schemas, and left to the validator
 	}
 	if ref, ok := o.Lookup("$ref"); ok {
 		return l.ref(o, ref, path, depth, stack, optional)
 	}
-	out := &jsontext.Object{}
+	out := &provider.Object{}
 	required := requiredSet(o)
 	for _, m := range o.Members() {
 		k, val := m.Key, m.Value
-		p := adapter.Pointer(path, k)
+		p := provider.Pointer(path, k)
 		switch {
 		case k == "$schema" || k == "$comment":
 			l.f.Note(p, k+" dropped")
@@ -249,14 +248,14 @@ func (l *lowerer) schema(v any, path string, depth int, stack []string, optional
 			l.f.Problem(p, fmt.Sprintf("Gemini does not support %s; the model would never see this rule", k), "remove it and check the rule in the handler (the tool still validates its arguments), or state it in the description")
 			out.Set(k, val)
 		case k == "properties":
-			props, isObject := val.(*jsontext.Object)
+			props, isObject := val.(*provider.Object)
 			if !isObject {
 				out.Set(k, val)
 				continue
 			}
-			np := &jsontext.Object{}
+			np := &provider.Object{}
 			for _, pm := range props.Members() {
-				np.Set(pm.Key, l.schema(pm.Value, adapter.Pointer(p, pm.Key), depth+1, stack, optional || !required[pm.Key]))
+				np.Set(pm.Key, l.schema(pm.Value, provider.Pointer(p, pm.Key), depth+1, stack, optional || !required[pm.Key]))
 			}
 			out.Set(k, np)
 		case k == "$defs" || k == "definitions":
@@ -276,11 +275,11 @@ func (l *lowerer) schema(v any, path string, depth int, stack []string, optional
 		case k == "const":
 			l.constant(out, o, val, p)
 		case k == "enum":
-			types, _, _ := adapter.TypeNames(o)
+			types, _, _ := provider.TypeNames(o)
 			if list, isList := val.([]any); isList {
 				for i, e := range list {
 					if !scalar(e) && !(e == nil && len(types) > 1 && slices.Contains(types, "null")) {
-						l.f.Problem(adapter.Pointer(p, fmt.Sprint(i)), fmt.Sprintf("Gemini's enum holds strings and numbers only, not %s", adapter.Encode(e)), enumFix(e))
+						l.f.Problem(provider.Pointer(p, fmt.Sprint(i)), fmt.Sprintf("Gemini's enum holds strings and numbers only, not %s", provider.Encode(e)), enumFix(e))
 						break
 					}
 				}
@@ -297,7 +296,7 @@ func (l *lowerer) schema(v any, path string, depth int, stack []string, optional
 		}
 	}
 	if all, ok := o.Lookup("allOf"); ok {
-		out = l.allOf(out, all, adapter.Pointer(path, "allOf"), depth, stack, optional)
+		out = l.allOf(out, all, provider.Pointer(path, "allOf"), depth, stack, optional)
 	}
 	return l.typeUnion(out, path)
 }
@@ -310,15 +309,15 @@ func (l *lowerer) list(v any, path string, depth int, stack []string) any {
 	}
 	out := make([]any, len(list))
 	for i, e := range list {
-		out[i] = l.schema(e, adapter.Pointer(path, fmt.Sprint(i)), depth+1, stack, true)
+		out[i] = l.schema(e, provider.Pointer(path, fmt.Sprint(i)), depth+1, stack, true)
 	}
 	return out
 }
 
 // ref lowers a subschema with a "$ref": the target inlined, or the
 // reference kept where it cannot be.
-func (l *lowerer) ref(o *jsontext.Object, ref any, path string, depth int, stack []string, optional bool) any {
-	p := adapter.Pointer(path, "$ref")
+func (l *lowerer) ref(o *provider.Object, ref any, path string, depth int, stack []string, optional bool) any {
+	p := provider.Pointer(path, "$ref")
 	r, _ := ref.(string)
 	siblings := 0
 	for _, k := range o.Keys() {
@@ -344,22 +343,22 @@ func (l *lowerer) ref(o *jsontext.Object, ref any, path string, depth int, stack
 	if siblings == 0 {
 		return in
 	}
-	merged, isObject := in.(*jsontext.Object)
+	merged, isObject := in.(*provider.Object)
 	if !isObject {
 		if in == false {
 			return false
 		}
-		merged = &jsontext.Object{}
+		merged = &provider.Object{}
 	} else {
 		merged = clone(merged)
 	}
-	rest := &jsontext.Object{}
+	rest := &provider.Object{}
 	for _, m := range o.Members() {
 		if !strings.HasPrefix(m.Key, "$") {
 			rest.Set(m.Key, m.Value)
 		}
 	}
-	low, _ := l.schema(rest, path, depth, stack, optional).(*jsontext.Object)
+	low, _ := l.schema(rest, path, depth, stack, optional).(*provider.Object)
 	if low == nil {
 		return merged
 	}
@@ -368,8 +367,8 @@ func (l *lowerer) ref(o *jsontext.Object, ref any, path string, depth int, stack
 		switch {
 		case !clash || annotations[m.Key]:
 			merged.Set(m.Key, m.Value)
-		case string(adapter.Encode(have)) != string(adapter.Encode(m.Value)):
-			l.f.Problem(adapter.Pointer(path, m.Key), fmt.Sprintf("Gemini allows no keywords beside a $ref, and %s is set both here and in %q, so the two cannot be merged", m.Key, r), "merge the two schemas by hand")
+		case string(provider.Encode(have)) != string(provider.Encode(m.Value)):
+			l.f.Problem(provider.Pointer(path, m.Key), fmt.Sprintf("Gemini allows no keywords beside a $ref, and %s is set both here and in %q, so the two cannot be merged", m.Key, r), "merge the two schemas by hand")
 		}
 	}
 	return merged
@@ -394,7 +393,7 @@ func (l *lowerer) resolve(ref string) (any, bool) {
 	for _, tok := range strings.Split(ref[2:], "/") {
 		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
 		switch c := v.(type) {
-		case *jsontext.Object:
+		case *provider.Object:
 			next, ok := c.Lookup(tok)
 			if !ok {
 				return nil, false
@@ -414,7 +413,7 @@ func (l *lowerer) resolve(ref string) (any, bool) {
 }
 
 // constant lowers "const" into out.
-func (l *lowerer) constant(out, o *jsontext.Object, c any, path string) {
+func (l *lowerer) constant(out, o *provider.Object, c any, path string) {
 	_, hasEnum := o.Lookup("enum")
 	_, hasType := o.Lookup("type")
 	switch {
@@ -425,7 +424,7 @@ func (l *lowerer) constant(out, o *jsontext.Object, c any, path string) {
 		out.Set("type", "null")
 		l.f.Note(path, `const null sent as "type": "null"`)
 	default:
-		l.f.Problem(path, fmt.Sprintf("Gemini has no const, and %s cannot be a one-value enum (its enum holds strings and numbers only)", adapter.Encode(c)), enumFix(c))
+		l.f.Problem(path, fmt.Sprintf("Gemini has no const, and %s cannot be a one-value enum (its enum holds strings and numbers only)", provider.Encode(c)), enumFix(c))
 		out.Set("const", c)
 	}
 }
@@ -466,8 +465,8 @@ func scalar(v any) bool {
 }
 
 // typeUnion rewrites a "type" array as an anyOf of one branch per type.
-func (l *lowerer) typeUnion(o *jsontext.Object, path string) any {
-	types, present, ok := adapter.TypeNames(o)
+func (l *lowerer) typeUnion(o *provider.Object, path string) any {
+	types, present, ok := provider.TypeNames(o)
 	if !present || !ok {
 		return o
 	}
@@ -477,13 +476,13 @@ func (l *lowerer) typeUnion(o *jsontext.Object, path string) any {
 	}
 	if len(types) == 1 {
 		o.Set("type", types[0])
-		l.f.Note(adapter.Pointer(path, "type"), fmt.Sprintf("type [%q] sent as %q", types[0], types[0]))
+		l.f.Note(provider.Pointer(path, "type"), fmt.Sprintf("type [%q] sent as %q", types[0], types[0]))
 		return o
 	}
-	outer := &jsontext.Object{}
+	outer := &provider.Object{}
 	branches := make([]any, 0, len(types))
 	for i, typ := range types {
-		b := &jsontext.Object{}
+		b := &provider.Object{}
 		b.Set("type", typ)
 		for _, m := range o.Members() {
 			switch {
@@ -523,13 +522,13 @@ func (l *lowerer) typeUnion(o *jsontext.Object, path string) any {
 		outer.Delete("anyOf")
 	}
 	outer.Set("anyOf", branches)
-	l.f.Note(adapter.Pointer(path, "type"), fmt.Sprintf("type %s sent as an anyOf of one branch per type", adapter.Encode(t)))
+	l.f.Note(provider.Pointer(path, "type"), fmt.Sprintf("type %s sent as an anyOf of one branch per type", provider.Encode(t)))
 	return outer
 }
 
 // allOf merges the lowered branches of an allOf into out, when no two of
 // them (out included) set the same keyword in different ways.
-func (l *lowerer) allOf(out *jsontext.Object, all any, path string, depth int, stack []string, optional bool) *jsontext.Object {
+func (l *lowerer) allOf(out *provider.Object, all any, path string, depth int, stack []string, optional bool) *provider.Object {
 	list, ok := all.([]any)
 	if !ok {
 		out.Set("allOf", all)
@@ -540,18 +539,18 @@ func (l *lowerer) allOf(out *jsontext.Object, all any, path string, depth int, s
 	for _, k := range out.Keys() {
 		sources[k] = 1
 	}
-	fail := func(reason string) *jsontext.Object {
+	fail := func(reason string) *provider.Object {
 		l.f.Problem(path, "Gemini does not support allOf, and these branches cannot be merged: "+reason, "merge the subschemas into one by hand")
 		out.Set("allOf", all)
 		return out
 	}
 	for i, e := range list {
-		b, isObject := l.schema(e, adapter.Pointer(path, fmt.Sprint(i)), depth+1, stack, optional).(*jsontext.Object)
+		b, isObject := l.schema(e, provider.Pointer(path, fmt.Sprint(i)), depth+1, stack, optional).(*provider.Object)
 		if !isObject {
 			if e == true {
 				continue
 			}
-			return fail(fmt.Sprintf("branch %d is %s", i, adapter.Encode(e)))
+			return fail(fmt.Sprintf("branch %d is %s", i, provider.Encode(e)))
 		}
 		for _, m := range b.Members() {
 			have, clash := merged.Lookup(m.Key)
@@ -560,8 +559,8 @@ func (l *lowerer) allOf(out *jsontext.Object, all any, path string, depth int, s
 			case !clash:
 				merged.Set(m.Key, m.Value)
 			case m.Key == "properties":
-				hp, _ := have.(*jsontext.Object)
-				np, _ := m.Value.(*jsontext.Object)
+				hp, _ := have.(*provider.Object)
+				np, _ := m.Value.(*provider.Object)
 				if hp == nil || np == nil {
 					return fail("properties is not an object")
 				}
@@ -583,7 +582,7 @@ func (l *lowerer) allOf(out *jsontext.Object, all any, path string, depth int, s
 					}
 				}
 				merged.Set("required", joined)
-			case string(adapter.Encode(have)) != string(adapter.Encode(m.Value)):
+			case string(provider.Encode(have)) != string(provider.Encode(m.Value)):
 				return fail(fmt.Sprintf("%s is set by two branches", m.Key))
 			}
 		}
@@ -604,7 +603,7 @@ func exclusive(branches []any) bool {
 	keys := map[string]bool{}
 	kind := ""
 	for _, b := range branches {
-		o, ok := b.(*jsontext.Object)
+		o, ok := b.(*provider.Object)
 		if !ok {
 			return false
 		}
@@ -625,8 +624,8 @@ func exclusive(branches []any) bool {
 
 // discriminator returns what tells o from the other branches of a oneOf,
 // and the values it takes.
-func discriminator(o *jsontext.Object) (kind string, keys []string) {
-	if types, present, ok := adapter.TypeNames(o); present && ok && len(types) == 1 && !hasAny(o, "anyOf", "oneOf", "allOf", "$ref") {
+func discriminator(o *provider.Object) (kind string, keys []string) {
+	if types, present, ok := provider.TypeNames(o); present && ok && len(types) == 1 && !hasAny(o, "anyOf", "oneOf", "allOf", "$ref") {
 		if types[0] == "integer" {
 			types[0] = "number"
 		}
@@ -640,11 +639,11 @@ func discriminator(o *jsontext.Object) (kind string, keys []string) {
 			if !scalar(v) {
 				return "", nil
 			}
-			keys = append(keys, string(adapter.Encode(v)))
+			keys = append(keys, string(provider.Encode(v)))
 		}
 		return "enum", keys
 	}
-	props, _ := o.Get("properties").(*jsontext.Object)
+	props, _ := o.Get("properties").(*provider.Object)
 	if props == nil {
 		if t, _ := o.Get("type").(string); t == "object" {
 			return "type", []string{"object"}
@@ -653,12 +652,12 @@ func discriminator(o *jsontext.Object) (kind string, keys []string) {
 	}
 	required := requiredSet(o)
 	for _, m := range props.Members() {
-		po, _ := m.Value.(*jsontext.Object)
+		po, _ := m.Value.(*provider.Object)
 		if !required[m.Key] || po == nil {
 			continue
 		}
 		if e, _ := po.Get("enum").([]any); len(e) == 1 && scalar(e[0]) {
-			return "prop:" + m.Key, []string{string(adapter.Encode(e[0]))}
+			return "prop:" + m.Key, []string{string(provider.Encode(e[0]))}
 		}
 	}
 	if t, _ := o.Get("type").(string); t == "object" {
@@ -667,7 +666,7 @@ func discriminator(o *jsontext.Object) (kind string, keys []string) {
 	return "", nil
 }
 
-func hasAny(o *jsontext.Object, keys ...string) bool {
+func hasAny(o *provider.Object, keys ...string) bool {
 	for _, k := range keys {
 		if _, ok := o.Lookup(k); ok {
 			return true
@@ -676,7 +675,7 @@ func hasAny(o *jsontext.Object, keys ...string) bool {
 	return false
 }
 
-func requiredSet(o *jsontext.Object) map[string]bool {
+func requiredSet(o *provider.Object) map[string]bool {
 	out := map[string]bool{}
 	list, _ := o.Get("required").([]any)
 	for _, n := range list {
@@ -688,8 +687,8 @@ func requiredSet(o *jsontext.Object) map[string]bool {
 }
 
 // clone copies an object's members (values shared).
-func clone(o *jsontext.Object) *jsontext.Object {
-	c := &jsontext.Object{}
+func clone(o *provider.Object) *provider.Object {
+	c := &provider.Object{}
 	for _, m := range o.Members() {
 		c.Set(m.Key, m.Value)
 	}

@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/gotoolset/toolset"
-	"github.com/gotoolset/toolset/internal/adapter"
+	"github.com/gotoolset/toolset/provider"
 	"github.com/openai/openai-go/v3"
 )
 
@@ -136,7 +136,7 @@ func RunChatLoop(ctx context.Context, client openai.Client, params openai.ChatCo
 		if err != nil {
 			return res, err
 		}
-		results, _, err := adapter.RunPausing(turn, pkg, tools, tcs, adapter.Apply(cfg.opts), execute(tools), chatMessage)
+		results, _, err := provider.RunPausing(turn, pkg, tools, tcs, provider.Apply(cfg.opts), execute(tools), chatMessage)
 		res.Messages = append(res.Messages, results...)
 		if err != nil {
 			return res, err
@@ -172,7 +172,7 @@ func RunChatLoop(ctx context.Context, client openai.Client, params openai.ChatCo
 		if err != nil {
 			return res, err
 		}
-		results, _, err := adapter.RunPausing(turn, pkg, tools, tcs, adapter.Apply(cfg.opts), execute(tools), chatMessage)
+		results, _, err := provider.RunPausing(turn, pkg, tools, tcs, provider.Apply(cfg.opts), execute(tools), chatMessage)
 		res.Messages = append(res.Messages, results...)
 		if err != nil {
 			return res, err

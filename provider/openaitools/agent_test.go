@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/gotoolset/toolset"
-	"github.com/gotoolset/toolset/internal/scripted"
 	"github.com/gotoolset/toolset/provider/openaitools"
 	"github.com/gotoolset/toolset/toolsettest"
+	"github.com/gotoolset/toolset/toolsettest/sampleagent"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/stretchr/testify/assert"
@@ -25,34 +25,34 @@ import (
 func question() openai.ChatCompletionNewParams {
 	return openai.ChatCompletionNewParams{
 		Model:    "gpt-test",
-		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(scripted.Question)},
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(sampleagent.Question)},
 	}
 }
 
 func TestRunChatLoopCallsToolsThenAnswers(t *testing.T) {
-	model := toolsettest.NewScriptedModel(t, toolsettest.OpenAIChat, scripted.Script()...)
-	res, err := openaitools.RunChatLoop(t.Context(), newClient(model), question(), toolsettest.NewRun(t), "assistant", scripted.AgentTools())
+	model := toolsettest.NewScriptedModel(t, toolsettest.OpenAIChat, sampleagent.Script()...)
+	res, err := openaitools.RunChatLoop(t.Context(), newClient(model), question(), toolsettest.NewRun(t), "assistant", sampleagent.Tools())
 	require.NoError(t, err)
-	assert.Equal(t, scripted.Answer, res.Text)
+	assert.Equal(t, sampleagent.Answer, res.Text)
 	assert.Equal(t, 2, res.Steps)
 	require.NotNil(t, res.Completion)
 	assert.Equal(t, "chatcmpl-2", res.Completion.ID)
 	// The question, the calls, their two results, the answer.
 	require.Len(t, res.Messages, 5)
 	assert.NotNil(t, res.Messages[1].OfAssistant)
-	assert.Equal(t, scripted.Answer, res.Messages[4].OfAssistant.Content.OfString.Value)
+	assert.Equal(t, sampleagent.Answer, res.Messages[4].OfAssistant.Content.OfString.Value)
 
 	// The model was sent the tools each time, and the bad arguments as
 	// the result of their call.
-	scripted.AssertRun(t, model.Requests(), scripted.SentTools(), false)
-	assert.Equal(t, scripted.BadArgsMessage(t), model.Requests()[1].Results[1].Text)
+	sampleagent.AssertRun(t, model.Requests(), sampleagent.SentTools(), false)
+	assert.Equal(t, sampleagent.BadArgsMessage(t), model.Requests()[1].Results[1].Text)
 }
 
 func TestRunChatLoopWithoutARun(t *testing.T) {
-	model := toolsettest.NewScriptedModel(t, toolsettest.OpenAIChat, scripted.Script()...)
-	res, err := openaitools.RunChatLoop(t.Context(), newClient(model), question(), nil, "assistant", scripted.AgentTools())
+	model := toolsettest.NewScriptedModel(t, toolsettest.OpenAIChat, sampleagent.Script()...)
+	res, err := openaitools.RunChatLoop(t.Context(), newClient(model), question(), nil, "assistant", sampleagent.Tools())
 	require.NoError(t, err)
-	assert.Equal(t, scripted.Answer, res.Text)
+	assert.Equal(t, sampleagent.Answer, res.Text)
 }
 
 func TestRunChatLoopRunsCallsInParallel(t *testing.T) {
@@ -95,7 +95,7 @@ func TestRunChatLoopStopsAtTheStepLimit(t *testing.T) {
 		return toolsettest.CallTools(toolset.ToolCall{ID: id, Name: "get_weather", Args: json.RawMessage(`{"city":"Paris"}`)})
 	}
 	model := toolsettest.NewScriptedModel(t, toolsettest.OpenAIChat, weather("call_1"), weather("call_2"))
-	res, err := openaitools.RunChatLoop(t.Context(), newClient(model), question(), toolsettest.NewRun(t), "assistant", scripted.AgentTools(),
+	res, err := openaitools.RunChatLoop(t.Context(), newClient(model), question(), toolsettest.NewRun(t), "assistant", sampleagent.Tools(),
 		openaitools.WithMaxSteps(2))
 	var limit *openaitools.StepLimitError
 	require.ErrorAs(t, err, &limit)
@@ -111,7 +111,7 @@ func TestRunChatLoopStopsAtTheStepLimit(t *testing.T) {
 
 func TestRunChatLoopRefusesABadStepLimit(t *testing.T) {
 	model := toolsettest.NewScriptedModel(t, toolsettest.OpenAIChat)
-	res, err := openaitools.RunChatLoop(t.Context(), newClient(model), question(), nil, "assistant", scripted.AgentTools(),
+	res, err := openaitools.RunChatLoop(t.Context(), newClient(model), question(), nil, "assistant", sampleagent.Tools(),
 		openaitools.WithMaxSteps(0))
 	require.ErrorContains(t, err, "WithMaxSteps(0)")
 	assert.Len(t, res.Messages, 1)
@@ -204,7 +204,7 @@ func TestRunChatLoopReportsAModelError(t *testing.T) {
 	defer srv.Client().CloseIdleConnections()
 	client := openai.NewClient(option.WithBaseURL(srv.URL+"/v1/"), option.WithAPIKey("k"),
 		option.WithHTTPClient(srv.Client()), option.WithMaxRetries(0))
-	res, err := openaitools.RunChatLoop(t.Context(), client, question(), toolsettest.NewRun(t), "assistant", scripted.AgentTools())
+	res, err := openaitools.RunChatLoop(t.Context(), client, question(), toolsettest.NewRun(t), "assistant", sampleagent.Tools())
 	var me *openaitools.ModelError
 	require.ErrorAs(t, err, &me)
 	assert.Equal(t, 1, me.Step)
@@ -255,16 +255,16 @@ func TestRunChatLoopToolErrorTheModelSees(t *testing.T) {
 }
 
 func TestRunChatLoopStreamsTheModelsText(t *testing.T) {
-	model := toolsettest.NewScriptedModel(t, toolsettest.OpenAIChat, scripted.Script()...)
+	model := toolsettest.NewScriptedModel(t, toolsettest.OpenAIChat, sampleagent.Script()...)
 	var deltas []string
-	res, err := openaitools.RunChatLoop(t.Context(), newClient(model), question(), toolsettest.NewRun(t), "assistant", scripted.AgentTools(),
+	res, err := openaitools.RunChatLoop(t.Context(), newClient(model), question(), toolsettest.NewRun(t), "assistant", sampleagent.Tools(),
 		openaitools.WithStream(func(delta string) { deltas = append(deltas, delta) }))
 	require.NoError(t, err)
-	assert.Equal(t, scripted.Answer, res.Text)
-	assert.Equal(t, strings.SplitAfter(scripted.Answer, " "), deltas, "the pieces, in order")
+	assert.Equal(t, sampleagent.Answer, res.Text)
+	assert.Equal(t, strings.SplitAfter(sampleagent.Answer, " "), deltas, "the pieces, in order")
 	assert.Equal(t, res.Text, strings.Join(deltas, ""))
 	// The calls came in pieces too, and ran: the model saw both results.
-	scripted.AssertRun(t, model.Requests(), scripted.SentTools(), false)
+	sampleagent.AssertRun(t, model.Requests(), sampleagent.SentTools(), false)
 	for _, r := range model.Requests() {
 		assert.Contains(t, string(r.Body), `"stream":true`)
 	}
@@ -274,7 +274,7 @@ func TestRunChatLoopStreamsTheModelsText(t *testing.T) {
 
 func TestRunChatLoopStreamFunctionThatPanics(t *testing.T) {
 	model := toolsettest.NewScriptedModel(t, toolsettest.OpenAIChat, toolsettest.Answer("hello world"))
-	res, err := openaitools.RunChatLoop(t.Context(), newClient(model), question(), nil, "assistant", scripted.AgentTools(),
+	res, err := openaitools.RunChatLoop(t.Context(), newClient(model), question(), nil, "assistant", sampleagent.Tools(),
 		openaitools.WithStream(func(string) { panic("boom") }))
 	var me *openaitools.ModelError
 	require.ErrorAs(t, err, &me)
@@ -292,7 +292,7 @@ func TestRunChatLoopStreamedModelError(t *testing.T) {
 	defer srv.Client().CloseIdleConnections()
 	client := openai.NewClient(option.WithBaseURL(srv.URL+"/v1/"), option.WithAPIKey("k"),
 		option.WithHTTPClient(srv.Client()), option.WithMaxRetries(0))
-	_, err := openaitools.RunChatLoop(t.Context(), client, question(), nil, "assistant", scripted.AgentTools(),
+	_, err := openaitools.RunChatLoop(t.Context(), client, question(), nil, "assistant", sampleagent.Tools(),
 		openaitools.WithStream(func(string) {}))
 	var apiErr *openai.Error
 	require.ErrorAs(t, err, &apiErr)
@@ -314,7 +314,7 @@ func TestRunChatLoopHostileStream(t *testing.T) {
 			client := openai.NewClient(option.WithBaseURL(srv.URL+"/v1/"), option.WithAPIKey("k"),
 				option.WithHTTPClient(srv.Client()), option.WithMaxRetries(0))
 			var deltas []string
-			res, err := openaitools.RunChatLoop(t.Context(), client, question(), nil, "assistant", scripted.AgentTools(),
+			res, err := openaitools.RunChatLoop(t.Context(), client, question(), nil, "assistant", sampleagent.Tools(),
 				openaitools.WithStream(func(d string) { deltas = append(deltas, d) }))
 			var me *openaitools.ModelError
 			require.ErrorAs(t, err, &me)
@@ -333,7 +333,7 @@ func TestRunChatLoopResumedConversationThatIsNotOurs(t *testing.T) {
 		ToolCalls: []openai.ChatCompletionMessageToolCallUnionParam{{OfCustom: &openai.ChatCompletionMessageCustomToolCallParam{
 			ID: "call_c", Custom: openai.ChatCompletionMessageCustomToolCallCustomParam{Name: "grammar", Input: "x"}}}},
 	}})
-	res, err := openaitools.RunChatLoop(t.Context(), newClient(model), params, nil, "assistant", scripted.AgentTools())
+	res, err := openaitools.RunChatLoop(t.Context(), newClient(model), params, nil, "assistant", sampleagent.Tools())
 	var cte *openaitools.CallTypeError
 	require.ErrorAs(t, err, &cte)
 	assert.Equal(t, "call_c", cte.ID)
@@ -346,7 +346,7 @@ func TestRunChatLoopResumedConversationThatIsNotOurs(t *testing.T) {
 		ToolCalls: []openai.ChatCompletionMessageToolCallUnionParam{{OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
 			ID: "call_gone", Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: "gone", Arguments: "{}"}}}},
 	}})
-	res, err = openaitools.RunChatLoop(t.Context(), newClient(model), params, nil, "assistant", scripted.AgentTools())
+	res, err = openaitools.RunChatLoop(t.Context(), newClient(model), params, nil, "assistant", sampleagent.Tools())
 	require.NoError(t, err)
 	assert.Equal(t, "ok", res.Text)
 	results := model.Requests()[0].Results
@@ -363,7 +363,7 @@ func TestRunChatLoopReplyWithoutChoices(t *testing.T) {
 	defer srv.Client().CloseIdleConnections()
 	client := openai.NewClient(option.WithBaseURL(srv.URL+"/v1/"), option.WithAPIKey("k"),
 		option.WithHTTPClient(srv.Client()), option.WithMaxRetries(0))
-	res, err := openaitools.RunChatLoop(t.Context(), client, question(), nil, "assistant", scripted.AgentTools())
+	res, err := openaitools.RunChatLoop(t.Context(), client, question(), nil, "assistant", sampleagent.Tools())
 	var me *openaitools.ModelError
 	require.ErrorAs(t, err, &me)
 	assert.ErrorContains(t, err, "no choices")
@@ -377,7 +377,7 @@ func TestRunChatLoopPauseKeepsTheResultsOfTheCallsThatRan(t *testing.T) {
 		weatherRuns.Add(1)
 		return "sunny", nil
 	})
-	tools := []toolset.Toolset{weather, scripted.NeedsApproval("refund")}
+	tools := []toolset.Toolset{weather, sampleagent.NeedsApproval("refund")}
 	model := toolsettest.NewScriptedModel(t, toolsettest.OpenAIChat,
 		toolsettest.CallTools(
 			toolset.ToolCall{ID: "call_w", Name: "weather"},

@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/gotoolset/toolset"
-	"github.com/gotoolset/toolset/internal/adapter"
+	"github.com/gotoolset/toolset/provider"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 )
@@ -61,17 +61,17 @@ func RunChatCalls(ctx context.Context, tools *toolset.ToolList, calls []openai.C
 	if err != nil {
 		return nil, err
 	}
-	return adapter.RunCalls(ctx, pkg, tools, tcs, adapter.Apply(opts), execute(tools), chatMessage)
+	return provider.RunCalls(ctx, pkg, tools, tcs, provider.Apply(opts), execute(tools), chatMessage)
 }
 
 // ChatToolMessage returns the tool message for a call that the application
 // ran itself: the result as text, or the text of an error the model should
 // see. Any other error is returned, since it should stop the run.
 func ChatToolMessage(call toolset.ToolCall, result any, err error) (openai.ChatCompletionMessageParamUnion, error) {
-	return adapter.Result(pkg, call, result, err, chatMessage)
+	return provider.Result(pkg, call, result, err, chatMessage)
 }
 
-func chatMessage(o adapter.Outcome) (openai.ChatCompletionMessageParamUnion, error) {
+func chatMessage(o provider.Outcome) (openai.ChatCompletionMessageParamUnion, error) {
 	if o.IsError {
 		return openai.ToolMessage(o.Message, o.Call.ID), nil
 	}
@@ -84,16 +84,23 @@ func chatMessage(o adapter.Outcome) (openai.ChatCompletionMessageParamUnion, err
 }
 
 // ResponseCalls returns the function calls among the output items of a
-// Responses API response, in order. Other items (messages, reasoning,
-// built-in tool calls) are not tool calls of this package and are skipped.
+// Responses API response, in order, and the tool_search_call items the
+// application is to execute (sent with [WithDeferLoading]), as calls of a
+// tool named "tool_search". A call of a tool of a namespace
+// ([WithNamespace]) is named namespace_name. Other items (messages, reasoning, built-in
+// tool calls) are not tool calls of this package and are skipped.
 func ResponseCalls(items []responses.ResponseOutputItemUnion) []toolset.ToolCall {
 	var out []toolset.ToolCall
 	for _, it := range items {
-		if it.Type != "function_call" {
-			continue
+		switch it.Type {
+		case "function_call":
+			fc := it.AsFunctionCall()
+			out = append(out, toolset.ToolCall{ID: fc.CallID, Name: fullName(fc, nil), Args: json.RawMessage(fc.Arguments)})
+		case "tool_search_call":
+			if c, ok := searchCall(it, "tool_search"); ok {
+				out = append(out, c)
+			}
 		}
-		fc := it.AsFunctionCall()
-		out = append(out, toolset.ToolCall{ID: fc.CallID, Name: fc.Name, Args: json.RawMessage(fc.Arguments)})
 	}
 	return out
 }
@@ -104,33 +111,37 @@ func ResponseCalls(items []responses.ResponseOutputItemUnion) []toolset.ToolCall
 // [*toolset.Content] result are sent as input_image parts; other media are
 // described in text.
 func RunResponseCalls(ctx context.Context, tools *toolset.ToolList, items []responses.ResponseOutputItemUnion, opts ...Option) ([]responses.ResponseInputItemUnionParam, error) {
-	return adapter.RunCalls(ctx, pkg, tools, ResponseCalls(items), adapter.Apply(opts), execute(tools), responseOutput)
+	o := provider.Apply(opts)
+	if o.DeferLoading || len(namespaces(o)) > 0 || needsMapping(items) {
+		return runResponseCalls(ctx, tools, items, o)
+	}
+	return provider.RunCalls(ctx, pkg, tools, ResponseCalls(items), o, execute(tools), responseOutput)
 }
 
 // ResponseOutput returns the function_call_output item for a call that the
 // application ran itself; see [ChatToolMessage].
 func ResponseOutput(call toolset.ToolCall, result any, err error) (responses.ResponseInputItemUnionParam, error) {
-	return adapter.Result(pkg, call, result, err, responseOutput)
+	return provider.Result(pkg, call, result, err, responseOutput)
 }
 
 // responseImage reports whether a function_call_output can carry p as an
 // input_image: JPEG, PNG, GIF and WebP, as data or at a web URL.
 func responseImage(p toolset.Part) bool {
-	return adapter.IsImage(p.MIMEType) && (p.Data != nil || adapter.IsWebURL(p.URI))
+	return provider.IsImage(p.MIMEType) && (p.Data != nil || provider.IsWebURL(p.URI))
 }
 
-func responseOutput(o adapter.Outcome) (responses.ResponseInputItemUnionParam, error) {
+func responseOutput(o provider.Outcome) (responses.ResponseInputItemUnionParam, error) {
 	item := &responses.ResponseInputItemFunctionCallOutputParam{CallID: openai.String(o.Call.ID)}
 	if o.IsError {
 		item.Output.OfString = openai.String(o.Message)
 		return responses.ResponseInputItemUnionParam{OfFunctionCallOutput: item}, nil
 	}
-	segs, err := adapter.Segments(o.Result, responseImage)
+	segs, err := provider.Segments(o.Result, responseImage)
 	if err != nil {
 		return responses.ResponseInputItemUnionParam{}, err
 	}
-	if !adapter.HasMedia(segs) {
-		item.Output.OfString = openai.String(adapter.JoinText(segs))
+	if !provider.HasMedia(segs) {
+		item.Output.OfString = openai.String(provider.JoinText(segs))
 		return responses.ResponseInputItemUnionParam{OfFunctionCallOutput: item}, nil
 	}
 	list := make(responses.ResponseFunctionCallOutputItemListParam, 0, len(segs))
@@ -154,7 +165,7 @@ const pkg = "openaitools"
 
 // execute runs a call through tools, after removing the null values a
 // model in strict mode sends for the optional properties it leaves out.
-func execute(tools *toolset.ToolList) adapter.Exec {
+func execute(tools *toolset.ToolList) provider.Exec {
 	return func(ctx context.Context, call toolset.ToolCall) (any, error) {
 		if t, ok := tools.Lookup(call.Name); ok {
 			if params, err := t.ParametersJSON(); err == nil {

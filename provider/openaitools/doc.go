@@ -71,6 +71,26 @@
 // again with that conversation: it runs the calls still without a result
 // first, then asks the model. No call runs twice.
 //
+// # Keeping the prompt cache
+//
+// OpenAI caches the prompt it was sent, tools first. Three things change
+// the tools array of a conversation, and each has a way around it on the
+// Responses API:
+//
+//   - a deferred tool ([toolset.WithDeferred]) that the library's tool
+//     search reveals joins the list from the next step on. With
+//     [WithDeferLoading], the array holds every deferred tool from the
+//     first step, with defer_loading, the search is sent as a
+//     client-executed tool_search, and its results go back as a
+//     tool_search_output that loads the tools found;
+//   - a turn that hides a tool shown before sends a shorter array.
+//     [StableTools] sends the earlier array again and restricts the model
+//     to the turn's tools with tool_choice allowed_tools;
+//   - many tools under a common prefix crowd the top level.
+//     [WithNamespace] sends a [toolset.Prefixed] as one namespace tool.
+//
+// Chat Completions has none of these: the options are ignored there.
+//
 // # Preflight
 //
 // A schema OpenAI refuses is otherwise found when OpenAI answers 400, one

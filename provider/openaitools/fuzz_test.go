@@ -3,10 +3,9 @@ package openaitools
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/gotoolset/toolset/provider"
 	"reflect"
 	"testing"
-
-	"github.com/gotoolset/toolset/internal/jsontext"
 )
 
 // FuzzDecodeJSON checks that the order-keeping decoder accepts exactly what
@@ -90,9 +89,9 @@ func FuzzStrictSchema(f *testing.F) {
 // false or does not require every property.
 func checkClosed(t *testing.T, v any) {
 	switch v := v.(type) {
-	case *jsontext.Object:
+	case *provider.Object:
 		if p, ok := v.Lookup("properties"); ok {
-			if props, ok := p.(*jsontext.Object); ok {
+			if props, ok := p.(*provider.Object); ok {
 				if ap, _ := v.Lookup("additionalProperties"); ap != false {
 					t.Fatalf("object without additionalProperties false: %s", encodeJSON(v))
 				}

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/gotoolset/toolset"
-	"github.com/gotoolset/toolset/internal/scripted"
 	"github.com/gotoolset/toolset/provider/openaitools"
 	"github.com/gotoolset/toolset/toolsettest"
+	"github.com/gotoolset/toolset/toolsettest/sampleagent"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // chatLoop is an agent loop as an application writes it.
 func chatLoop(ctx context.Context, client openai.Client, toolsets []toolset.Toolset, opts ...openaitools.Option) (string, error) {
-	messages := []openai.ChatCompletionMessageParamUnion{openai.UserMessage(scripted.Question)}
+	messages := []openai.ChatCompletionMessageParamUnion{openai.UserMessage(sampleagent.Question)}
 	for range 4 {
 		turn := toolset.FromContext(ctx).Turn(ctx) // ctx itself when it carries no run
 		tools, err := toolset.BuildTools(turn, "assistant", toolsets...)
@@ -63,23 +63,23 @@ func newClient(m *toolsettest.ScriptedModel) openai.Client {
 }
 
 func TestChatLoop(t *testing.T) {
-	model := toolsettest.NewScriptedModel(t, toolsettest.OpenAIChat, scripted.Script()...)
-	got, err := chatLoop(t.Context(), newClient(model), scripted.AgentTools())
+	model := toolsettest.NewScriptedModel(t, toolsettest.OpenAIChat, sampleagent.Script()...)
+	got, err := chatLoop(t.Context(), newClient(model), sampleagent.Tools())
 	require.NoError(t, err)
-	assert.Equal(t, scripted.Answer, got)
+	assert.Equal(t, sampleagent.Answer, got)
 
 	reqs := model.Requests()
-	scripted.AssertRun(t, reqs, scripted.SentTools(), false)
-	tools := `[{"type":"function","function":{"name":"get_weather","description":"Get the current weather in a city.","parameters":` + scripted.WeatherSchema + `}},` +
-		`{"type":"function","function":{"name":"convert_currency","description":"Convert an amount between currencies.","parameters":` + scripted.ConvertSchema + `}}]`
-	assert.JSONEq(t, `{"model":"gpt-test","messages":[{"role":"user","content":`+scripted.Quote(scripted.Question)+`}],"tools":`+tools+`}`, string(reqs[0].Body))
+	sampleagent.AssertRun(t, reqs, sampleagent.SentTools(), false)
+	tools := `[{"type":"function","function":{"name":"get_weather","description":"Get the current weather in a city.","parameters":` + sampleagent.WeatherSchema + `}},` +
+		`{"type":"function","function":{"name":"convert_currency","description":"Convert an amount between currencies.","parameters":` + sampleagent.ConvertSchema + `}}]`
+	assert.JSONEq(t, `{"model":"gpt-test","messages":[{"role":"user","content":`+quote(sampleagent.Question)+`}],"tools":`+tools+`}`, string(reqs[0].Body))
 	assert.JSONEq(t, `{"model":"gpt-test","tools":`+tools+`,"messages":[`+
-		`{"role":"user","content":`+scripted.Quote(scripted.Question)+`},`+
+		`{"role":"user","content":`+quote(sampleagent.Question)+`},`+
 		`{"role":"assistant","tool_calls":[`+
 		`{"id":"call_weather","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}},`+
-		`{"id":"call_convert","type":"function","function":{"name":"convert_currency","arguments":`+scripted.Quote(scripted.BadArgs)+`}}]},`+
+		`{"id":"call_convert","type":"function","function":{"name":"convert_currency","arguments":`+quote(sampleagent.BadArgs)+`}}]},`+
 		`{"role":"tool","tool_call_id":"call_weather","content":"Paris: 22°C, sunny"},`+
-		`{"role":"tool","tool_call_id":"call_convert","content":`+scripted.Quote(scripted.BadArgsMessage(t))+`}]}`, string(reqs[1].Body))
+		`{"role":"tool","tool_call_id":"call_convert","content":`+quote(sampleagent.BadArgsMessage(t))+`}]}`, string(reqs[1].Body))
 }
 
 func TestChatLoopStrict(t *testing.T) {
@@ -87,11 +87,11 @@ func TestChatLoopStrict(t *testing.T) {
 	model := toolsettest.NewScriptedModel(t, toolsettest.OpenAIChat,
 		toolsettest.CallTools(
 			toolset.ToolCall{ID: "call_weather", Name: "get_weather", Args: json.RawMessage(`{"city":"Paris","unit":null}`)},
-			toolset.ToolCall{ID: "call_convert", Name: "convert_currency", Args: json.RawMessage(scripted.BadArgs)}),
-		scripted.Script()[1])
-	got, err := chatLoop(t.Context(), newClient(model), scripted.AgentTools(), openaitools.WithStrict())
+			toolset.ToolCall{ID: "call_convert", Name: "convert_currency", Args: json.RawMessage(sampleagent.BadArgs)}),
+		sampleagent.Script()[1])
+	got, err := chatLoop(t.Context(), newClient(model), sampleagent.Tools(), openaitools.WithStrict())
 	require.NoError(t, err)
-	assert.Equal(t, scripted.Answer, got)
+	assert.Equal(t, sampleagent.Answer, got)
 
 	strict := []toolsettest.SentTool{
 		{Name: "get_weather", Description: "Get the current weather in a city.", Strict: true,
@@ -100,11 +100,11 @@ func TestChatLoopStrict(t *testing.T) {
 			Parameters: json.RawMessage(`{"properties":{"amount":{"type":"number","minimum":0},"from":{"type":"string"},"to":{"type":"string"}},"additionalProperties":false,"type":"object","required":["amount","from","to"]}`)},
 	}
 	// The null unit is dropped before the call, so get_weather succeeds.
-	scripted.AssertRun(t, model.Requests(), strict, false)
+	sampleagent.AssertRun(t, model.Requests(), strict, false)
 }
 
 // refundTools is a tool that waits for a human's approval of every call.
-func refundTools() []toolset.Toolset { return []toolset.Toolset{scripted.NeedsApproval("refund")} }
+func refundTools() []toolset.Toolset { return []toolset.Toolset{sampleagent.NeedsApproval("refund")} }
 
 func refundCalls() toolsettest.Step {
 	return toolsettest.CallTools(
@@ -145,11 +145,11 @@ func TestChatLoopWithoutApproverStopsAtACallThatNeedsApproval(t *testing.T) {
 // responsesLoop is an agent loop over the Responses API, chaining turns
 // with previous_response_id.
 func responsesLoop(ctx context.Context, client openai.Client, opts ...openaitools.Option) (string, error) {
-	input := responses.ResponseInputParam{responses.ResponseInputItemParamOfMessage(scripted.Question, responses.EasyInputMessageRoleUser)}
+	input := responses.ResponseInputParam{responses.ResponseInputItemParamOfMessage(sampleagent.Question, responses.EasyInputMessageRoleUser)}
 	previous := ""
 	for range 4 {
 		turn := toolset.FromContext(ctx).Turn(ctx) // ctx itself when it carries no run
-		tools, err := toolset.BuildTools(turn, "assistant", scripted.AgentTools()...)
+		tools, err := toolset.BuildTools(turn, "assistant", sampleagent.Tools()...)
 		if err != nil {
 			return "", err
 		}
@@ -181,59 +181,65 @@ func responsesLoop(ctx context.Context, client openai.Client, opts ...openaitool
 }
 
 func TestResponsesLoop(t *testing.T) {
-	model := toolsettest.NewScriptedModel(t, toolsettest.OpenAIResponses, scripted.Script()...)
+	model := toolsettest.NewScriptedModel(t, toolsettest.OpenAIResponses, sampleagent.Script()...)
 	got, err := responsesLoop(t.Context(), newClient(model))
 	require.NoError(t, err)
-	assert.Equal(t, scripted.Answer, got)
+	assert.Equal(t, sampleagent.Answer, got)
 
 	reqs := model.Requests()
-	scripted.AssertRun(t, reqs, scripted.SentTools(), false)
-	tools := `[{"type":"function","name":"get_weather","description":"Get the current weather in a city.","strict":false,"parameters":` + scripted.WeatherSchema + `},` +
-		`{"type":"function","name":"convert_currency","description":"Convert an amount between currencies.","strict":false,"parameters":` + scripted.ConvertSchema + `}]`
-	assert.JSONEq(t, `{"model":"gpt-test","input":[{"role":"user","content":`+scripted.Quote(scripted.Question)+`}],"tools":`+tools+`}`, string(reqs[0].Body))
+	sampleagent.AssertRun(t, reqs, sampleagent.SentTools(), false)
+	tools := `[{"type":"function","name":"get_weather","description":"Get the current weather in a city.","strict":false,"parameters":` + sampleagent.WeatherSchema + `},` +
+		`{"type":"function","name":"convert_currency","description":"Convert an amount between currencies.","strict":false,"parameters":` + sampleagent.ConvertSchema + `}]`
+	assert.JSONEq(t, `{"model":"gpt-test","input":[{"role":"user","content":`+quote(sampleagent.Question)+`}],"tools":`+tools+`}`, string(reqs[0].Body))
 	assert.JSONEq(t, `{"model":"gpt-test","previous_response_id":"resp_1","tools":`+tools+`,"input":[`+
 		`{"type":"function_call_output","call_id":"call_weather","output":"Paris: 22°C, sunny"},`+
-		`{"type":"function_call_output","call_id":"call_convert","output":`+scripted.Quote(scripted.BadArgsMessage(t))+`}]}`, string(reqs[1].Body))
+		`{"type":"function_call_output","call_id":"call_convert","output":`+quote(sampleagent.BadArgsMessage(t))+`}]}`, string(reqs[1].Body))
 }
 
 func TestChatTurnWithNoVisibleToolsSendsNoToolsField(t *testing.T) {
-	params, err := openaitools.ChatTools(scripted.GuestTools(t))
+	params, err := openaitools.ChatTools(sampleagent.GuestTools(t))
 	require.NoError(t, err)
 	assert.Nil(t, params)
 
 	// The scripted model refuses what OpenAI refuses with status 400: an
 	// empty tools array, and tool_choice or parallel_tool_calls without
 	// tools.
-	model := toolsettest.NewScriptedModel(t, toolsettest.OpenAIChat, toolsettest.Answer(scripted.Answer))
+	model := toolsettest.NewScriptedModel(t, toolsettest.OpenAIChat, toolsettest.Answer(sampleagent.Answer))
 	client := newClient(model)
 	completion, err := client.Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{
-		Model: "gpt-test", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(scripted.Question)}, Tools: params,
+		Model: "gpt-test", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(sampleagent.Question)}, Tools: params,
 	})
 	require.NoError(t, err)
-	assert.Equal(t, scripted.Answer, completion.Choices[0].Message.Content)
+	assert.Equal(t, sampleagent.Answer, completion.Choices[0].Message.Content)
 	reqs := model.Requests()
 	require.Len(t, reqs, 1)
-	assert.JSONEq(t, `{"model":"gpt-test","messages":[{"role":"user","content":`+scripted.Quote(scripted.Question)+`}]}`, string(reqs[0].Body))
+	assert.JSONEq(t, `{"model":"gpt-test","messages":[{"role":"user","content":`+quote(sampleagent.Question)+`}]}`, string(reqs[0].Body))
 }
 
 func TestResponsesTurnWithNoVisibleToolsSendsNoToolsField(t *testing.T) {
 	for _, opts := range [][]openaitools.Option{nil, {openaitools.WithStrict()}} {
-		params, err := openaitools.ResponseTools(scripted.GuestTools(t), opts...)
+		params, err := openaitools.ResponseTools(sampleagent.GuestTools(t), opts...)
 		require.NoError(t, err)
 		assert.Nil(t, params)
 
-		model := toolsettest.NewScriptedModel(t, toolsettest.OpenAIResponses, toolsettest.Answer(scripted.Answer))
+		model := toolsettest.NewScriptedModel(t, toolsettest.OpenAIResponses, toolsettest.Answer(sampleagent.Answer))
 		client := newClient(model)
 		resp, err := client.Responses.New(t.Context(), responses.ResponseNewParams{
 			Model: "gpt-test",
 			Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{
-				responses.ResponseInputItemParamOfMessage(scripted.Question, responses.EasyInputMessageRoleUser)}},
+				responses.ResponseInputItemParamOfMessage(sampleagent.Question, responses.EasyInputMessageRoleUser)}},
 			Tools: params,
 		})
 		require.NoError(t, err)
-		assert.Equal(t, scripted.Answer, resp.OutputText())
+		assert.Equal(t, sampleagent.Answer, resp.OutputText())
 		reqs := model.Requests()
 		require.Len(t, reqs, 1)
-		assert.JSONEq(t, `{"model":"gpt-test","input":[{"role":"user","content":`+scripted.Quote(scripted.Question)+`}]}`, string(reqs[0].Body))
+		assert.JSONEq(t, `{"model":"gpt-test","input":[{"role":"user","content":`+quote(sampleagent.Question)+`}]}`, string(reqs[0].Body))
 	}
+}
+
+// quote returns s as a JSON string.
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

@@ -3,10 +3,9 @@ package openaitools
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/gotoolset/toolset/provider"
 	"slices"
 	"strings"
-
-	"github.com/gotoolset/toolset/internal/jsontext"
 )
 
 // Models that follow a strict schema send null for every optional property
@@ -54,12 +53,12 @@ func (w nullWalker) walk(schema, v any, depth int) bool {
 	s := w.resolve(schema)
 	changed := false
 	switch v := v.(type) {
-	case *jsontext.Object:
+	case *provider.Object:
 		o := w.branch(s, "object")
 		if o == nil {
 			return false
 		}
-		props, _ := o.Get("properties").(*jsontext.Object)
+		props, _ := o.Get("properties").(*provider.Object)
 		if props == nil {
 			return false
 		}
@@ -100,8 +99,8 @@ func (w nullWalker) walk(schema, v any, depth int) bool {
 
 // branch returns the schema that describes values of JSON type kind: s
 // itself, or the first branch of its anyOf or oneOf that does.
-func (w nullWalker) branch(s any, kind string) *jsontext.Object {
-	o, ok := s.(*jsontext.Object)
+func (w nullWalker) branch(s any, kind string) *provider.Object {
+	o, ok := s.(*provider.Object)
 	if !ok {
 		return nil
 	}
@@ -111,7 +110,7 @@ func (w nullWalker) branch(s any, kind string) *jsontext.Object {
 	for _, key := range []string{"anyOf", "oneOf"} {
 		list, _ := o.Get(key).([]any)
 		for _, b := range list {
-			if bo, ok := w.resolve(b).(*jsontext.Object); ok && describes(bo, kind) {
+			if bo, ok := w.resolve(b).(*provider.Object); ok && describes(bo, kind) {
 				return bo
 			}
 		}
@@ -120,7 +119,7 @@ func (w nullWalker) branch(s any, kind string) *jsontext.Object {
 }
 
 // describes reports whether o describes values of JSON type kind.
-func describes(o *jsontext.Object, kind string) bool {
+func describes(o *provider.Object, kind string) bool {
 	switch t := o.Get("type").(type) {
 	case string:
 		return t == kind
@@ -138,7 +137,7 @@ func describes(o *jsontext.Object, kind string) bool {
 	return false
 }
 
-func requiredSet(o *jsontext.Object) map[string]bool {
+func requiredSet(o *provider.Object) map[string]bool {
 	list, _ := o.Get("required").([]any)
 	set := make(map[string]bool, len(list))
 	for _, n := range list {
@@ -158,7 +157,7 @@ func (w nullWalker) acceptsNull(s any, depth int) bool {
 	switch s := s.(type) {
 	case bool:
 		return s
-	case *jsontext.Object:
+	case *provider.Object:
 		return acceptsNull(s, func(b any) bool { return w.acceptsNull(b, depth+1) })
 	}
 	return false
@@ -166,7 +165,7 @@ func (w nullWalker) acceptsNull(s any, depth int) bool {
 
 // acceptsNull reports whether schema o accepts null; branch decides for a
 // subschema, or nil to treat a subschema as not accepting null.
-func acceptsNull(o *jsontext.Object, branch func(any) bool) bool {
+func acceptsNull(o *provider.Object, branch func(any) bool) bool {
 	if branch == nil {
 		branch = func(any) bool { return false }
 	}
@@ -215,7 +214,7 @@ func (w nullWalker) resolve(s any) any {
 			s = w.lookup(ref)
 			continue
 		}
-		o, ok := s.(*jsontext.Object)
+		o, ok := s.(*provider.Object)
 		if !ok {
 			return s
 		}
@@ -248,7 +247,7 @@ func (w nullWalker) lookup(ref string) any {
 	for _, tok := range strings.Split(ptr[1:], "/") {
 		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
 		switch c := cur.(type) {
-		case *jsontext.Object:
+		case *provider.Object:
 			next, ok := c.Lookup(tok)
 			if !ok {
 				return nil

@@ -6,12 +6,11 @@ import (
 	"fmt"
 
 	"github.com/gotoolset/toolset"
-	"github.com/gotoolset/toolset/internal/adapter"
-	"github.com/gotoolset/toolset/internal/jsontext"
+	"github.com/gotoolset/toolset/provider"
 )
 
 // provider names OpenAI in a *toolset.PreflightError.
-const provider = "OpenAI"
+const providerName = "OpenAI"
 
 const (
 	maxNameLen = 64
@@ -22,7 +21,7 @@ const (
 // the same options, and fail with its *toolset.PreflightError, listing
 // every problem of every tool, rather than send a tool OpenAI would
 // refuse.
-func WithPreflight() Option { return adapter.WithPreflight() }
+func WithPreflight() Option { return provider.WithPreflight() }
 
 // Check applies OpenAI's rules for function definitions to the turn's
 // tools and reports every tool OpenAI would refuse, all at once:
@@ -40,51 +39,63 @@ func WithPreflight() Option { return adapter.WithPreflight() }
 // them when there is one. A schema is walked within bounds (see the
 // package doc, "Preflight"); one past them is a problem.
 func Check(tools *toolset.ToolList, opts ...Option) ([]toolset.PreflightProblem, error) {
-	return check(tools, adapter.Apply(opts).Strict)
+	return check(tools, provider.Apply(opts).Strict, false)
 }
 
-func check(tools *toolset.ToolList, strict bool) ([]toolset.PreflightProblem, error) {
-	r := &adapter.Report{Provider: provider}
-	for t := range tools.All() {
-		adapter.CheckName(r, t.Name, maxNameLen, adapter.Word, nil, nameRule)
-		cache := checkedPlain
-		if strict {
-			cache = checkedStrict
+// check is Check, over the turn's catalogue with catalog (every tool sent
+// with defer loading).
+func check(tools *toolset.ToolList, strict, catalog bool) ([]toolset.PreflightProblem, error) {
+	r := &provider.Report{Provider: providerName}
+	if catalog {
+		for t := range tools.Catalog() {
+			checkTool(r, t, strict)
 		}
-		f, err := cache.Of(t)
-		if err != nil {
-			r.Tool(t.Name, "/parameters", err.Error(), "give the tool a valid parameter schema")
-			continue
+	} else {
+		for t := range tools.All() {
+			checkTool(r, t, strict)
 		}
-		r.Schema(t.Name, f)
 	}
 	return r.Result()
+}
+
+func checkTool(r *provider.Report, t toolset.Tool, strict bool) {
+	provider.CheckName(r, t.Name, maxNameLen, provider.Word, nil, nameRule)
+	cache := checkedPlain
+	if strict {
+		cache = checkedStrict
+	}
+	f, err := cache.Of(t)
+	if err != nil {
+		r.Tool(t.Name, "/parameters", err.Error(), "give the tool a valid parameter schema")
+		return
+	}
+	r.Schema(t.Name, f)
 }
 
 // checkedPlain and checkedStrict remember the findings of each parameter
 // schema, so that a preflight of unchanged tools walks no schema again.
 var (
-	checkedPlain  = adapter.NewSchemaCache(func(raw json.RawMessage) (*adapter.Findings, error) { return checkSchema(raw, false), nil })
-	checkedStrict = adapter.NewSchemaCache(func(raw json.RawMessage) (*adapter.Findings, error) { return checkSchema(raw, true), nil })
+	checkedPlain  = provider.NewSchemaCache(func(raw json.RawMessage) (*provider.Findings, error) { return checkSchema(raw, false), nil })
+	checkedStrict = provider.NewSchemaCache(func(raw json.RawMessage) (*provider.Findings, error) { return checkSchema(raw, true), nil })
 )
 
-func checkSchema(raw json.RawMessage, strict bool) *adapter.Findings {
-	f := &adapter.Findings{}
-	v, ok := adapter.ParseBounded(raw, f)
+func checkSchema(raw json.RawMessage, strict bool) *provider.Findings {
+	f := &provider.Findings{}
+	v, ok := provider.ParseBounded(raw, f)
 	if !ok {
 		return f
 	}
-	root, isObject := v.(*jsontext.Object)
+	root, isObject := v.(*provider.Object)
 	if !isObject {
-		f.Problem("", fmt.Sprintf("the parameter schema is %s, not an object schema", adapter.Encode(v)), `make the parameters a JSON object schema with "type": "object"`)
+		f.Problem("", fmt.Sprintf("the parameter schema is %s, not an object schema", provider.Encode(v)), `make the parameters a JSON object schema with "type": "object"`)
 		return f
 	}
-	types, present, _ := adapter.TypeNames(root)
+	types, present, _ := provider.TypeNames(root)
 	switch {
 	case !present:
 		f.Problem("", `the parameter schema has no "type"; OpenAI requires "type": "object" at the root`, `add "type": "object"`)
 	case len(types) != 1 || types[0] != "object":
-		f.Problem("/type", fmt.Sprintf(`the parameter schema must have "type": "object", not %s`, adapter.Encode(root.Get("type"))), "make the parameters one object whose properties are the arguments")
+		f.Problem("/type", fmt.Sprintf(`the parameter schema must have "type": "object", not %s`, provider.Encode(root.Get("type"))), "make the parameters one object whose properties are the arguments")
 	}
 	for _, k := range []string{"anyOf", "oneOf", "allOf"} {
 		if _, ok := root.Lookup(k); ok {
@@ -102,7 +113,7 @@ func checkSchema(raw json.RawMessage, strict bool) *adapter.Findings {
 		}
 		path := se.Path
 		if se.Keyword != "" {
-			path = adapter.Pointer(path, se.Keyword)
+			path = provider.Pointer(path, se.Keyword)
 		}
 		f.Problem(path, se.Reason, "rewrite this part of the schema, or send the tools without WithStrict")
 	}

@@ -6,9 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gotoolset/toolset/internal/adapter"
-
-	"github.com/gotoolset/toolset/internal/jsontext"
+	"github.com/gotoolset/toolset/provider"
 )
 
 // Strict mode (OpenAI's Structured Outputs for function calling) accepts a
@@ -105,7 +103,7 @@ func strictSchema(params json.RawMessage) (json.RawMessage, error) {
 	if err != nil {
 		return nil, &StrictError{Reason: "the schema is not valid JSON: " + err.Error()}
 	}
-	root, ok := v.(*jsontext.Object)
+	root, ok := v.(*provider.Object)
 	if !ok {
 		return nil, &StrictError{Keyword: "type", Reason: "the parameter schema must be an object schema"}
 	}
@@ -120,7 +118,7 @@ func strictSchema(params json.RawMessage) (json.RawMessage, error) {
 	}
 	root.Set("type", "object")
 	if _, ok := root.Lookup("properties"); !ok {
-		root.Set("properties", &jsontext.Object{})
+		root.Set("properties", &provider.Object{})
 	}
 	s := &strictifier{}
 	if err := s.schema(root, "", 0, true); err != nil {
@@ -152,7 +150,7 @@ func pointer(path string, tokens ...string) string {
 // schema rewrites the subschema v at path in place. depth counts the
 // objects it is nested in.
 func (s *strictifier) schema(v any, path string, depth int, root bool) error {
-	o, ok := v.(*jsontext.Object)
+	o, ok := v.(*provider.Object)
 	if !ok {
 		if b, isBool := v.(bool); isBool {
 			if b {
@@ -197,7 +195,7 @@ func (s *strictifier) schema(v any, path string, depth int, root bool) error {
 		if !ok {
 			continue
 		}
-		do, isObject := d.(*jsontext.Object)
+		do, isObject := d.(*provider.Object)
 		if !isObject {
 			return refuse(path, defs, "must be an object of schemas")
 		}
@@ -250,14 +248,14 @@ func (s *strictifier) schema(v any, path string, depth int, root bool) error {
 
 // object rewrites an object schema: every property required, the optional
 // ones nullable, no additional properties.
-func (s *strictifier) object(o *jsontext.Object, path string, depth int, root bool) error {
+func (s *strictifier) object(o *provider.Object, path string, depth int, root bool) error {
 	if depth+1 > strictMaxDepth {
 		return refuse(path, "properties", fmt.Sprintf("objects nested more than %d levels deep", strictMaxDepth))
 	}
-	props := &jsontext.Object{}
+	props := &provider.Object{}
 	if p, ok := o.Lookup("properties"); ok {
 		var isObject bool
-		if props, isObject = p.(*jsontext.Object); !isObject {
+		if props, isObject = p.(*provider.Object); !isObject {
 			return refuse(path, "properties", "must be an object of schemas")
 		}
 	}
@@ -292,7 +290,7 @@ func (s *strictifier) object(o *jsontext.Object, path string, depth int, root bo
 			return err
 		}
 		if !required[name] {
-			props.Set(name, nullable(props.Get(name).(*jsontext.Object)))
+			props.Set(name, nullable(props.Get(name).(*provider.Object)))
 		}
 		all = append(all, name)
 	}
@@ -303,7 +301,7 @@ func (s *strictifier) object(o *jsontext.Object, path string, depth int, root bo
 }
 
 // schemaTypes returns the types a schema names with "type".
-func schemaTypes(o *jsontext.Object, path string) ([]string, error) {
+func schemaTypes(o *provider.Object, path string) ([]string, error) {
 	t, ok := o.Lookup("type")
 	if !ok {
 		return nil, nil
@@ -333,7 +331,7 @@ var jsonTypes = map[string]bool{
 	"object": true, "array": true, "null": true,
 }
 
-func hasAny(o *jsontext.Object, keys ...string) bool {
+func hasAny(o *provider.Object, keys ...string) bool {
 	for _, k := range keys {
 		if _, ok := o.Lookup(k); ok {
 			return true
@@ -343,12 +341,12 @@ func hasAny(o *jsontext.Object, keys ...string) bool {
 }
 
 // nullable returns schema o changed to accept null as well.
-func nullable(o *jsontext.Object) *jsontext.Object {
+func nullable(o *provider.Object) *provider.Object {
 	if acceptsNull(o, localNull) {
 		return o
 	}
 	if _, ok := o.Lookup("$ref"); ok {
-		w := &jsontext.Object{}
+		w := &provider.Object{}
 		w.Set("anyOf", []any{o, nullSchema()})
 		return w
 	}
@@ -376,12 +374,12 @@ func nullable(o *jsontext.Object) *jsontext.Object {
 // localNull reports whether subschema s accepts null, without following
 // references.
 func localNull(s any) bool {
-	o, ok := s.(*jsontext.Object)
+	o, ok := s.(*provider.Object)
 	return ok && acceptsNull(o, localNull)
 }
 
-func nullSchema() *jsontext.Object {
-	n := &jsontext.Object{}
+func nullSchema() *provider.Object {
+	n := &provider.Object{}
 	n.Set("type", "null")
 	return n
 }
@@ -397,8 +395,8 @@ type field struct {
 // its top-level fields, as it is and in strict form: a turn over unchanged
 // tools neither parses nor rewrites their schemas again.
 var (
-	plainSchemas  = adapter.NewSchemaCache(func(raw json.RawMessage) ([]field, error) { return split(raw, false) })
-	strictSchemas = adapter.NewSchemaCache(func(raw json.RawMessage) ([]field, error) { return split(raw, true) })
+	plainSchemas  = provider.NewSchemaCache(func(raw json.RawMessage) ([]field, error) { return split(raw, false) })
+	strictSchemas = provider.NewSchemaCache(func(raw json.RawMessage) ([]field, error) { return split(raw, true) })
 )
 
 func split(params json.RawMessage, strict bool) ([]field, error) {
@@ -412,7 +410,7 @@ func split(params json.RawMessage, strict bool) ([]field, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parameter schema: %w", err)
 	}
-	o, ok := v.(*jsontext.Object)
+	o, ok := v.(*provider.Object)
 	if !ok {
 		return nil, fmt.Errorf("parameter schema is not a JSON object: %s", params)
 	}
@@ -423,25 +421,23 @@ func split(params json.RawMessage, strict bool) ([]field, error) {
 	return fs, nil
 }
 
-// jsonParser reads schemas and arguments with object members in order, so
+// decodeJSON reads schemas and arguments with object members in order, so
 // a schema rewritten for strict mode lists its properties in the order the
 // tool declared them (models fill arguments in that order), and arguments
 // keep the order the model wrote them in. A key that occurs twice keeps
 // its first position and its last value, as encoding/json keeps the value.
-var jsonParser = jsontext.Parser{Limits: jsontext.Limits{MaxDepth: maxDepth}}
-
-// maxDepth bounds nesting, so hostile input cannot exhaust the stack.
-const maxDepth = 1000
-
-// decodeJSON parses one JSON value: nil, bool, json.Number, string, []any
-// or *jsontext.Object.
+// It parses one JSON value: nil, bool, json.Number, string, []any or
+// *provider.Object.
 func decodeJSON(data []byte) (any, error) {
-	v, err := jsonParser.Parse(data)
+	v, err := provider.Decode(data, maxDepth)
 	if err != nil {
 		return nil, fmt.Errorf("invalid JSON: %w", err)
 	}
 	return v, nil
 }
 
+// maxDepth bounds nesting, so hostile input cannot exhaust the stack.
+const maxDepth = 1000
+
 // encodeJSON writes v compactly, object members in their order.
-func encodeJSON(v any) []byte { return jsontext.Append(nil, v) }
+func encodeJSON(v any) []byte { return provider.Encode(v) }

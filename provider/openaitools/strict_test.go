@@ -5,9 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gotoolset/toolset/internal/adapter"
+	"github.com/gotoolset/toolset/provider"
 
-	"github.com/gotoolset/toolset/internal/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -82,8 +81,8 @@ func TestStrictSchema(t *testing.T) {
 func keyOrder(t *testing.T, schema string) []string {
 	v, err := decodeJSON([]byte(schema))
 	require.NoError(t, err)
-	p, _ := v.(*jsontext.Object).Lookup("properties")
-	return p.(*jsontext.Object).Keys()
+	p, _ := v.(*provider.Object).Lookup("properties")
+	return p.(*provider.Object).Keys()
 }
 
 func TestStrictSchemaRefused(t *testing.T) {
@@ -148,7 +147,7 @@ func itoa(i int) string {
 
 func TestSchemaCacheReusesFields(t *testing.T) {
 	params := json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}}}`)
-	schemas := map[bool]*adapter.SchemaCache[[]field]{false: plainSchemas, true: strictSchemas}
+	schemas := map[bool]*provider.SchemaCache[[]field]{false: plainSchemas, true: strictSchemas}
 	for _, strict := range []bool{false, true} {
 		first, err := schemas[strict].Get(params)
 		require.NoError(t, err)

@@ -1,4 +1,4 @@
-package adapter_test
+package provider_test
 
 import (
 	"context"
@@ -8,19 +8,19 @@ import (
 	"testing"
 
 	"github.com/gotoolset/toolset"
-	"github.com/gotoolset/toolset/internal/adapter"
+	"github.com/gotoolset/toolset/provider"
 	"github.com/invopop/jsonschema"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // option is an adapter's Option type.
-type option func(*adapter.Options)
+type option func(*provider.Options)
 
 func TestApply(t *testing.T) {
-	assert.Equal(t, adapter.Options{Concurrency: adapter.DefaultConcurrency}, adapter.Apply[option](nil))
+	assert.Equal(t, provider.Options{Concurrency: provider.DefaultConcurrency}, provider.Apply[option](nil))
 	approver := func(context.Context, toolset.ToolCall) (bool, string, error) { return true, "", nil }
-	o := adapter.Apply([]option{adapter.WithStrict(), nil, adapter.WithMaxConcurrency(2), adapter.WithApprover(approver)})
+	o := provider.Apply([]option{provider.WithStrict(), nil, provider.WithMaxConcurrency(2), provider.WithApprover(approver)})
 	assert.True(t, o.Strict)
 	assert.Equal(t, 2, o.Concurrency)
 	assert.NotNil(t, o.Approver)
@@ -28,7 +28,7 @@ func TestApply(t *testing.T) {
 
 func TestSchemaCacheConvertsEachSchemaOnce(t *testing.T) {
 	converted := 0
-	cache := adapter.NewSchemaCache(func(raw json.RawMessage) (string, error) {
+	cache := provider.NewSchemaCache(func(raw json.RawMessage) (string, error) {
 		converted++
 		if string(raw) == `{"type":"string"}` {
 			return "", errors.New("not an object")
@@ -59,17 +59,17 @@ func TestSchemaCacheConvertsEachSchemaOnce(t *testing.T) {
 
 func TestSchemaCacheStartsAfreshWhenFull(t *testing.T) {
 	converted := 0
-	cache := adapter.NewSchemaCache(func(raw json.RawMessage) (int, error) { converted++; return len(raw), nil })
+	cache := provider.NewSchemaCache(func(raw json.RawMessage) (int, error) { converted++; return len(raw), nil })
 	first := json.RawMessage(`{"n":0}`)
 	_, _ = cache.Get(first)
-	for i := 1; i < adapter.SchemaCacheSize; i++ {
+	for i := 1; i < provider.SchemaCacheSize; i++ {
 		_, _ = cache.Get(json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)))
 	}
 	_, _ = cache.Get(first)
-	assert.Equal(t, adapter.SchemaCacheSize, converted, "a full cache still holds the first entry")
+	assert.Equal(t, provider.SchemaCacheSize, converted, "a full cache still holds the first entry")
 	_, _ = cache.Get(json.RawMessage(`{"n":"more"}`))
 	_, _ = cache.Get(first)
-	assert.Equal(t, adapter.SchemaCacheSize+2, converted, "past its size the cache starts afresh")
+	assert.Equal(t, provider.SchemaCacheSize+2, converted, "past its size the cache starts afresh")
 }
 
 func TestConvertToolsReportsEveryTool(t *testing.T) {
@@ -77,11 +77,11 @@ func TestConvertToolsReportsEveryTool(t *testing.T) {
 	tools, err := toolset.BuildTools(t.Context(), "test",
 		toolset.NewRawTool("a", "", nil, noop), toolset.NewRawTool("b", "", nil, noop), toolset.NewRawTool("c", "", nil, noop))
 	require.NoError(t, err)
-	names, err := adapter.ConvertTools(tools, func(t toolset.Tool) (string, error) { return t.Name, nil })
+	names, err := provider.ConvertTools(tools, func(t toolset.Tool) (string, error) { return t.Name, nil })
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a", "b", "c"}, names)
 
-	_, err = adapter.ConvertTools(tools, func(t toolset.Tool) (string, error) {
+	_, err = provider.ConvertTools(tools, func(t toolset.Tool) (string, error) {
 		if t.Name == "b" {
 			return "", nil
 		}
@@ -91,32 +91,32 @@ func TestConvertToolsReportsEveryTool(t *testing.T) {
 
 	empty, err := toolset.BuildTools(t.Context(), "test")
 	require.NoError(t, err)
-	names, err = adapter.ConvertTools(empty, func(t toolset.Tool) (string, error) { return t.Name, nil })
+	names, err = provider.ConvertTools(empty, func(t toolset.Tool) (string, error) { return t.Name, nil })
 	require.NoError(t, err)
 	assert.Nil(t, names, "a turn with no tools gives nil, so no empty tools field is sent")
 }
 
 func TestResult(t *testing.T) {
 	call := toolset.ToolCall{ID: "c1", Name: "lookup"}
-	text := func(o adapter.Outcome) (string, error) {
+	text := func(o provider.Outcome) (string, error) {
 		if o.IsError {
 			return "error: " + o.Message, nil
 		}
 		return toolset.ResultText(o.Result)
 	}
-	got, err := adapter.Result("pkg", call, []int{1}, nil, text)
+	got, err := provider.Result("pkg", call, []int{1}, nil, text)
 	require.NoError(t, err)
 	assert.Equal(t, "[1]", got)
-	got, err = adapter.Result("pkg", call, nil, toolset.NewModelError("narrow it"), text)
+	got, err = provider.Result("pkg", call, nil, toolset.NewModelError("narrow it"), text)
 	require.NoError(t, err)
 	assert.Equal(t, "error: narrow it", got)
 
-	_, err = adapter.Result("pkg", call, nil, errors.New("disk full"), text)
+	_, err = provider.Result("pkg", call, nil, errors.New("disk full"), text)
 	assert.EqualError(t, err, `pkg: tool call c1 of "lookup": disk full`)
-	var ce *adapter.CallError
+	var ce *provider.CallError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, call, ce.Call)
 
-	_, err = adapter.Result("pkg", call, make(chan int), nil, text)
+	_, err = provider.Result("pkg", call, make(chan int), nil, text)
 	assert.ErrorContains(t, err, `pkg: tool call c1 of "lookup": `)
 }

@@ -1,4 +1,4 @@
-package adapter_test
+package provider_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/gotoolset/toolset"
-	"github.com/gotoolset/toolset/internal/adapter"
+	"github.com/gotoolset/toolset/provider"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -72,7 +72,7 @@ func TestRunConcurrentInCallOrder(t *testing.T) {
 		call("e", "sleep", `{"ms":"x"}`),
 	}
 	start := time.Now()
-	out, err := adapter.Run(t.Context(), calls, 8, nil, tools.Execute)
+	out, err := provider.Run(t.Context(), calls, 8, nil, tools.Execute)
 	require.NoError(t, err)
 	require.Len(t, out, 5)
 	for i, o := range out {
@@ -80,7 +80,7 @@ func TestRunConcurrentInCallOrder(t *testing.T) {
 	}
 	assert.Equal(t, 60, out[0].Result)
 	assert.Equal(t, 1, out[1].Result)
-	assert.Equal(t, adapter.Outcome{Call: calls[2], IsError: true, Message: "use a smaller page"}, out[2])
+	assert.Equal(t, provider.Outcome{Call: calls[2], IsError: true, Message: "use a smaller page"}, out[2])
 	assert.True(t, out[3].IsError)
 	assert.Contains(t, out[3].Message, `unknown tool "nope"`)
 	assert.True(t, out[4].IsError)
@@ -98,7 +98,7 @@ func TestRunBounded(t *testing.T) {
 		for i := range calls {
 			calls[i] = call(string(rune('a'+i)), "sleep", `{"ms":10}`)
 		}
-		out, err := adapter.Run(t.Context(), calls, limit, nil, tools.Execute)
+		out, err := provider.Run(t.Context(), calls, limit, nil, tools.Execute)
 		require.NoError(t, err)
 		require.Len(t, out, 6)
 		assert.Equal(t, int32(limit), peak.Load(), "at most %d calls at once", limit)
@@ -114,9 +114,9 @@ func TestRunStopsOnRunError(t *testing.T) {
 		call("b", "fail", `{}`),
 	}
 	start := time.Now()
-	out, err := adapter.Run(t.Context(), calls, 8, nil, tools.Execute)
+	out, err := provider.Run(t.Context(), calls, 8, nil, tools.Execute)
 	require.Nil(t, out)
-	var ce *adapter.CallError
+	var ce *provider.CallError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "b", ce.Call.ID, "the failing call is named, not the one it cancelled")
 	var te *toolset.ToolError
@@ -136,7 +136,7 @@ func TestRunSequentialStopsAtFirstRunError(t *testing.T) {
 		mu.Unlock()
 		return tools.Execute(ctx, c)
 	}
-	_, err := adapter.Run(t.Context(), []toolset.ToolCall{call("a", "fail", `{}`), call("b", "sleep", `{"ms":1}`)}, 1, nil, exec)
+	_, err := provider.Run(t.Context(), []toolset.ToolCall{call("a", "fail", `{}`), call("b", "sleep", `{"ms":1}`)}, 1, nil, exec)
 	require.Error(t, err)
 	assert.Equal(t, []string{"a"}, ran, "calls after a run-stopping error are not started")
 }
@@ -161,7 +161,7 @@ func TestRunApprovals(t *testing.T) {
 	require.NoError(t, err)
 	calls := []toolset.ToolCall{call("a", "pay", `{"ms":5}`), call("b", "pay", `{"ms":500}`), call("c", "pay", `{"ms":900}`)}
 
-	_, err = adapter.Run(ctx, calls, 8, nil, tools.Execute)
+	_, err = provider.Run(ctx, calls, 8, nil, tools.Execute)
 	var need *toolset.ApprovalRequiredError
 	require.ErrorAs(t, err, &need, "without an approver, a call waiting for approval stops the run")
 
@@ -172,7 +172,7 @@ func TestRunApprovals(t *testing.T) {
 		asked = append(asked, c.ID)
 		return c.ID == "b", "too much", nil
 	}
-	out, err := adapter.Run(ctx, calls, 8, nil, adapter.Approving(tools.Execute, approve))
+	out, err := provider.Run(ctx, calls, 8, nil, provider.Approving(tools.Execute, approve))
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{"b", "c"}, asked, "only calls that need approval are put to the approver")
 	assert.Equal(t, 5, out[0].Result)
@@ -183,7 +183,7 @@ func TestRunApprovals(t *testing.T) {
 	failing := func(context.Context, toolset.ToolCall) (bool, string, error) {
 		return false, "", errors.New("no one answered")
 	}
-	_, err = adapter.Run(ctx, []toolset.ToolCall{call("d", "pay", `{"ms":700}`)}, 8, nil, adapter.Approving(tools.Execute, failing))
+	_, err = provider.Run(ctx, []toolset.ToolCall{call("d", "pay", `{"ms":700}`)}, 8, nil, provider.Approving(tools.Execute, failing))
 	require.ErrorContains(t, err, "asking for approval: no one answered")
 
 	// The approval a call waits for must be its own: a sub-agent's call
@@ -192,20 +192,20 @@ func TestRunApprovals(t *testing.T) {
 		return nil, &toolset.ToolError{Tool: c.Name, Err: &toolset.ApprovalRequiredError{Call: call("inner", "pay", `{"ms":700}`)}}
 	}
 	asked = nil
-	_, err = adapter.Run(ctx, []toolset.ToolCall{call("outer", "delegate", `{}`)}, 8, nil, adapter.Approving(nested, approve))
+	_, err = provider.Run(ctx, []toolset.ToolCall{call("outer", "delegate", `{}`)}, 8, nil, provider.Approving(nested, approve))
 	require.ErrorAs(t, err, &need)
 	assert.Empty(t, asked)
 
 	// Without a run context nothing could record an answer: nobody is asked.
 	noRun, err := toolset.BuildTools(t.Context(), "test", payTool)
 	require.NoError(t, err)
-	_, err = adapter.Run(t.Context(), []toolset.ToolCall{call("e", "pay", `{"ms":700}`)}, 8, nil, adapter.Approving(noRun.Execute, approve))
+	_, err = provider.Run(t.Context(), []toolset.ToolCall{call("e", "pay", `{"ms":700}`)}, 8, nil, provider.Approving(noRun.Execute, approve))
 	require.ErrorContains(t, err, "approvals are recorded in the run")
 	assert.Empty(t, asked)
 }
 
 func TestRunBadLimit(t *testing.T) {
-	_, err := adapter.Run(t.Context(), nil, 0, nil, nil)
+	_, err := provider.Run(t.Context(), nil, 0, nil, nil)
 	assert.EqualError(t, err, "concurrency limit must be at least 1, got 0")
 }
 
@@ -215,7 +215,7 @@ func TestRunCancelledContext(t *testing.T) {
 	tools := turn(t, &inFlight, &peak)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, err := adapter.Run(ctx, []toolset.ToolCall{call("a", "sleep", `{"ms":1}`), call("b", "sleep", `{"ms":1}`)}, 8, nil, tools.Execute)
+	_, err := provider.Run(ctx, []toolset.ToolCall{call("a", "sleep", `{"ms":1}`), call("b", "sleep", `{"ms":1}`)}, 8, nil, tools.Execute)
 	require.ErrorIs(t, err, context.Canceled)
 }
 
@@ -226,26 +226,26 @@ func TestSegments(t *testing.T) {
 	tests := []struct {
 		name   string
 		result any
-		want   []adapter.Segment
+		want   []provider.Segment
 	}{
-		{"string", "hi", []adapter.Segment{{Text: "hi"}}},
-		{"value", map[string]int{"n": 1}, []adapter.Segment{{Text: `{"n":1}`}}},
+		{"string", "hi", []provider.Segment{{Text: "hi"}}},
+		{"value", map[string]int{"n": 1}, []provider.Segment{{Text: `{"n":1}`}}},
 		{"text and image in order", &toolset.Content{Parts: []toolset.Part{{Text: "before"}, img, {Text: "after"}}},
-			[]adapter.Segment{{Text: "before"}, {Media: &img}, {Text: "after"}}},
+			[]provider.Segment{{Text: "before"}, {Media: &img}, {Text: "after"}}},
 		{"unsupported media described", &toolset.Content{Parts: []toolset.Part{{Text: "a"}, audio}},
-			[]adapter.Segment{{Text: "a\n[audio/wav, 3 bytes]"}}},
+			[]provider.Segment{{Text: "a\n[audio/wav, 3 bytes]"}}},
 		{"structured when no text", &toolset.Content{Parts: []toolset.Part{img}, Structured: map[string]int{"w": 2}},
-			[]adapter.Segment{{Media: &img}, {Text: `{"w":2}`}}},
-		{"empty content", &toolset.Content{}, []adapter.Segment{{Text: ""}}},
+			[]provider.Segment{{Media: &img}, {Text: `{"w":2}`}}},
+		{"empty content", &toolset.Content{}, []provider.Segment{{Text: ""}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := adapter.Segments(tt.result, isImage)
+			got, err := provider.Segments(tt.result, isImage)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 		})
 	}
-	_, err := adapter.Segments(make(chan int), isImage)
+	_, err := provider.Segments(make(chan int), isImage)
 	assert.ErrorContains(t, err, "encoding the result")
 }
 
@@ -267,9 +267,9 @@ func TestRunHandlerGoexitStopsTheRun(t *testing.T) {
 		{call("a", "ok", `{}`), call("q", "quit", `{}`), call("b", "ok", `{}`)},
 	} {
 		for _, limit := range []int{1, 8} {
-			out, err := adapter.Run(t.Context(), calls, limit, nil, tools.Execute)
+			out, err := provider.Run(t.Context(), calls, limit, nil, tools.Execute)
 			assert.Nil(t, out)
-			var ce *adapter.CallError
+			var ce *provider.CallError
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, "q", ce.Call.ID)
 			var pe *toolset.PanicError
@@ -289,7 +289,7 @@ func TestRunPanickingApproverStopsTheRun(t *testing.T) {
 	require.NoError(t, err)
 	approve := func(context.Context, toolset.ToolCall) (bool, string, error) { panic("approver exploded") }
 	calls := []toolset.ToolCall{call("a", "pay", `{}`), call("b", "pay", `{}`)}
-	_, err = adapter.Run(ctx, calls, 8, nil, adapter.Approving(tools.Execute, approve))
+	_, err = provider.Run(ctx, calls, 8, nil, provider.Approving(tools.Execute, approve))
 	var pe *toolset.PanicError
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, "approver", pe.Callback)
@@ -308,7 +308,7 @@ func TestSegmentsOfResultWhoseEncodingPanicsFail(t *testing.T) {
 		&toolset.Content{Parts: []toolset.Part{img}, Structured: explodingJSON{}},
 	} {
 		var err error
-		require.NotPanics(t, func() { _, err = adapter.Segments(result, func(toolset.Part) bool { return true }) })
+		require.NotPanics(t, func() { _, err = provider.Segments(result, func(toolset.Part) bool { return true }) })
 		var pe *toolset.PanicError
 		require.ErrorAs(t, err, &pe)
 		assert.Equal(t, "result encoding", pe.Callback)
@@ -329,9 +329,9 @@ func TestRunSurvivesAPanicValueWhoseMethodsPanic(t *testing.T) {
 	)
 	require.NoError(t, err)
 	calls := []toolset.ToolCall{call("a", "ok", `{}`), call("b", "boom", `{}`)}
-	require.NotPanics(t, func() { _, err = adapter.Run(t.Context(), calls, 8, nil, tools.Execute) })
+	require.NotPanics(t, func() { _, err = provider.Run(t.Context(), calls, 8, nil, tools.Execute) })
 	var pe *toolset.PanicError
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, hostileError{}, pe.Value)
-	assert.Equal(t, "b", err.(*adapter.CallError).Call.ID)
+	assert.Equal(t, "b", err.(*provider.CallError).Call.ID)
 }

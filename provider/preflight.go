@@ -1,8 +1,7 @@
-package adapter
+package provider
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -14,9 +13,9 @@ import (
 // the work spent on one is bounded: a schema larger or deeper than this is
 // one problem, found without walking it.
 const (
-	// PreflightMaxBytes is the largest encoded parameter schema a
+	// preflightMaxBytes is the largest encoded parameter schema a
 	// preflight walks.
-	PreflightMaxBytes = 1 << 20
+	preflightMaxBytes = 1 << 20
 	// PreflightMaxDepth is the deepest nesting of JSON values in a
 	// schema a preflight walks.
 	PreflightMaxDepth = 100
@@ -24,49 +23,55 @@ const (
 	// schema, and the subschemas a rewrite may produce (inlining
 	// references can multiply them).
 	PreflightMaxNodes = 20000
-	// PreflightMaxProblems is how many problems a preflight keeps for one
+	// preflightMaxProblems is how many problems a preflight keeps for one
 	// turn; the rest are counted.
-	PreflightMaxProblems = 500
-	// PreflightMaxNotes is how many notes it keeps; the rest are left
+	preflightMaxProblems = 500
+	// preflightMaxNotes is how many notes it keeps; the rest are left
 	// out.
-	PreflightMaxNotes = 200
+	preflightMaxNotes = 200
 )
 
-// Finding is a problem or a note about one schema, before it is tied to a
-// tool: Path is a JSON Pointer into the parameter schema.
-type Finding struct {
-	Path, Problem, Fix string
-	Lowered            bool
+// finding is a problem or a note about one schema, before it is tied to a
+// tool: path is a JSON Pointer into the parameter schema.
+type finding struct {
+	path, problem, fix string
+	lowered            bool
 }
 
-// Findings collects the findings about one schema, up to
-// [PreflightMaxProblems].
+// Findings collects the problems with one parameter schema, and the
+// notes on the lossless rewrites an adapter made of it, before they are
+// tied to a tool ([Report.Schema]). It keeps at most 500 problems, and
+// counts the rest; the zero value is empty and ready to use. A Findings
+// that a [SchemaCache] holds is shared: it is written to only while the
+// schema is checked.
 type Findings struct {
-	List     []Finding
-	Omitted  int // problems (not notes) past the bound
+	list     []finding
+	omitted  int // problems (not notes) past the bound
 	notes    int
 	problems int
 }
 
-// Problem records a problem at path.
-func (f *Findings) Problem(path, problem, fix string) { f.add(Finding{path, problem, fix, false}) }
+// Problem records a problem at path, a JSON Pointer into the schema
+// ([Pointer] makes one), with fix, if not empty, saying how to mend it.
+func (f *Findings) Problem(path, problem, fix string) { f.add(finding{path, problem, fix, false}) }
 
-// Note records a lossless rewrite at path.
-func (f *Findings) Note(path, what string) { f.add(Finding{Path: path, Problem: what, Lowered: true}) }
+// Note records a lossless rewrite at path: what the adapter changed, in
+// words.
+func (f *Findings) Note(path, what string) { f.add(finding{path: path, problem: what, lowered: true}) }
 
-func (f *Findings) add(x Finding) {
-	if !keep(x.Lowered, &f.notes, &f.problems, &f.Omitted) {
+func (f *Findings) add(x finding) {
+	if !keep(x.lowered, &f.notes, &f.problems, &f.omitted) {
 		return
 	}
-	f.List = append(f.List, x)
+	f.list = append(f.list, x)
 }
 
 // keep counts a problem or a note, and reports whether it is within the
 // bounds; a problem past them is counted in omitted.
 func keep(lowered bool, notes, problems, omitted *int) bool {
-	n, max := problems, PreflightMaxProblems
+	n, max := problems, preflightMaxProblems
 	if lowered {
-		n, max = notes, PreflightMaxNotes
+		n, max = notes, preflightMaxNotes
 	}
 	if *n >= max {
 		if !lowered {
@@ -80,11 +85,11 @@ func keep(lowered bool, notes, problems, omitted *int) bool {
 
 // Failed reports whether a problem (not a note) was recorded.
 func (f *Findings) Failed() bool {
-	if f.Omitted > 0 {
+	if f.omitted > 0 {
 		return true
 	}
-	for _, x := range f.List {
-		if !x.Lowered {
+	for _, x := range f.list {
+		if !x.lowered {
 			return true
 		}
 	}
@@ -111,10 +116,10 @@ func (r *Report) Schema(tool string, f *Findings) {
 	if f == nil {
 		return
 	}
-	for _, x := range f.List {
-		r.add(toolset.PreflightProblem{Tool: tool, Path: "/parameters" + x.Path, Problem: x.Problem, Fix: x.Fix, Lowered: x.Lowered})
+	for _, x := range f.list {
+		r.add(toolset.PreflightProblem{Tool: tool, Path: "/parameters" + x.path, Problem: x.problem, Fix: x.fix, Lowered: x.lowered})
 	}
-	r.omitted += f.Omitted
+	r.omitted += f.omitted
 }
 
 func (r *Report) add(p toolset.PreflightProblem) {
@@ -129,17 +134,14 @@ func (r *Report) Result() ([]toolset.PreflightProblem, error) {
 	return r.problems, toolset.NewPreflightError(r.Provider, r.problems, r.omitted)
 }
 
-// ErrTooLarge is the error of [ParseBounded] for a schema past the bounds.
-var ErrTooLarge = errors.New("schema too large")
-
-var boundedParser = jsontext.Parser{Limits: jsontext.Limits{MaxDepth: PreflightMaxDepth, MaxBytes: PreflightMaxBytes}}
+var boundedParser = jsontext.Parser{Limits: jsontext.Limits{MaxDepth: PreflightMaxDepth, MaxBytes: preflightMaxBytes}}
 
 // ParseBounded decodes an encoded schema as an ordered value (see
 // jsontext), within the preflight bounds. A schema past them gives a
 // problem at the root of f and ok false.
 func ParseBounded(raw json.RawMessage, f *Findings) (v any, ok bool) {
-	if len(raw) > PreflightMaxBytes {
-		f.Problem("", fmt.Sprintf("the schema is %d bytes, more than the %d a preflight reads", len(raw), PreflightMaxBytes), "shorten the schema (fewer properties, shorter descriptions)")
+	if len(raw) > preflightMaxBytes {
+		f.Problem("", fmt.Sprintf("the schema is %d bytes, more than the %d a preflight reads", len(raw), preflightMaxBytes), "shorten the schema (fewer properties, shorter descriptions)")
 		return nil, false
 	}
 	v, err := boundedParser.Parse(raw)
@@ -192,7 +194,7 @@ func Word(c byte) bool {
 
 // TypeNames returns the JSON types a schema's "type" names, and false if
 // "type" is neither a type name nor an array of them.
-func TypeNames(o *jsontext.Object) (types []string, present, ok bool) {
+func TypeNames(o *Object) (types []string, present, ok bool) {
 	t, present := o.Lookup("type")
 	if !present {
 		return nil, false, true
@@ -218,30 +220,55 @@ var jsonTypes = map[string]bool{
 	"object": true, "array": true, "null": true,
 }
 
-// Encode writes v compactly, object members in their order.
-func Encode(v any) []byte { return jsontext.Append(nil, v) }
+// Shape is the shape of the value of a JSON Schema keyword, as far as
+// subschemas go: [Walk] visits the subschemas of every keyword whose
+// shape is not [NoSubschema].
+type Shape int
 
-// Subschema keywords, by the shape of their value.
-var (
-	// SingleKeywords hold one subschema.
-	SingleKeywords = []string{"additionalProperties", "items", "not", "if", "then", "else", "contains",
-		"propertyNames", "unevaluatedItems", "unevaluatedProperties", "additionalItems", "contentSchema"}
-	// ListKeywords hold an array of subschemas.
-	ListKeywords = []string{"allOf", "anyOf", "oneOf", "prefixItems"}
-	// MapKeywords hold an object of subschemas.
-	MapKeywords = []string{"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
+// The shapes of keywords' values.
+const (
+	// NoSubschema is the shape of a keyword that holds no subschema
+	// ("type", "enum", "description", ...), and of a key that is no
+	// keyword.
+	NoSubschema Shape = iota
+	// OneSubschema is the shape of a keyword that holds one subschema:
+	// "additionalProperties", "items", "not", "if", "then", "else",
+	// "contains", "propertyNames", "unevaluatedItems",
+	// "unevaluatedProperties", "additionalItems", "contentSchema".
+	OneSubschema
+	// SubschemaList is the shape of a keyword that holds an array of
+	// subschemas: "allOf", "anyOf", "oneOf", "prefixItems".
+	SubschemaList
+	// SubschemaMap is the shape of a keyword that holds an object whose
+	// members are subschemas: "properties", "patternProperties", "$defs",
+	// "definitions", "dependentSchemas".
+	SubschemaMap
 )
+
+// ShapeOf returns the shape of keyword's value.
+func ShapeOf(keyword string) Shape {
+	switch keyword {
+	case "additionalProperties", "items", "not", "if", "then", "else", "contains",
+		"propertyNames", "unevaluatedItems", "unevaluatedProperties", "additionalItems", "contentSchema":
+		return OneSubschema
+	case "allOf", "anyOf", "oneOf", "prefixItems":
+		return SubschemaList
+	case "properties", "patternProperties", "$defs", "definitions", "dependentSchemas":
+		return SubschemaMap
+	}
+	return NoSubschema
+}
 
 // Walk calls visit for every object subschema of the schema v (v
 // included), depth first, each with its JSON Pointer. It stops, with a
 // problem in f, after [PreflightMaxNodes] subschemas. Values that are not
 // schemas where a schema belongs are left to visit's checks of their
 // parent.
-func Walk(v any, f *Findings, visit func(o *jsontext.Object, path string)) {
+func Walk(v any, f *Findings, visit func(o *Object, path string)) {
 	n := 0
 	var walk func(v any, path string) bool
 	walk = func(v any, path string) bool {
-		o, ok := v.(*jsontext.Object)
+		o, ok := v.(*Object)
 		if !ok {
 			return true
 		}
@@ -252,7 +279,7 @@ func Walk(v any, f *Findings, visit func(o *jsontext.Object, path string)) {
 		visit(o, path)
 		for _, m := range o.Members() {
 			switch {
-			case contains(SingleKeywords, m.Key):
+			case ShapeOf(m.Key) == OneSubschema:
 				if list, isList := m.Value.([]any); isList { // items as a tuple, in older drafts
 					for i, e := range list {
 						if !walk(e, Pointer(path, m.Key, fmt.Sprint(i))) {
@@ -262,15 +289,15 @@ func Walk(v any, f *Findings, visit func(o *jsontext.Object, path string)) {
 				} else if !walk(m.Value, Pointer(path, m.Key)) {
 					return false
 				}
-			case contains(ListKeywords, m.Key):
+			case ShapeOf(m.Key) == SubschemaList:
 				list, _ := m.Value.([]any)
 				for i, e := range list {
 					if !walk(e, Pointer(path, m.Key, fmt.Sprint(i))) {
 						return false
 					}
 				}
-			case contains(MapKeywords, m.Key):
-				mo, _ := m.Value.(*jsontext.Object)
+			case ShapeOf(m.Key) == SubschemaMap:
+				mo, _ := m.Value.(*Object)
 				if mo == nil {
 					continue
 				}
@@ -284,13 +311,4 @@ func Walk(v any, f *Findings, visit func(o *jsontext.Object, path string)) {
 		return true
 	}
 	walk(v, "")
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }

@@ -1,4 +1,4 @@
-package adapter
+package provider
 
 import (
 	"context"
@@ -70,7 +70,7 @@ func RunPausing[R any](ctx context.Context, pkg string, tools *toolset.ToolList,
 		}
 		return res, err
 	}
-	outcomes, err := Run(ctx, calls, o.Concurrency, after, pausing)
+	outcomes, err := run(ctx, calls, o.Concurrency, after, pausing)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", pkg, err)
 	}

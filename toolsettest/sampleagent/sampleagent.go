@@ -1,8 +1,25 @@
-// Package scripted is the agent every provider adapter's loop test runs,
-// with the real SDK client, against a [toolsettest.ScriptedModel]: two
-// tools, one question, and a call with bad arguments the model must be
-// told about.
-package scripted
+// Package sampleagent is a small agent, ready to run against a
+// [toolsettest.ScriptedModel], for testing an agent loop end to end: the
+// loop, the provider's SDK client and the adapter that converts the
+// toolset's tools and results.
+//
+// The agent has two tools ([Tools]: get_weather and convert_currency) and
+// one [Question]. Its [Script] has the model call both tools at once, the
+// currency conversion with arguments that do not match its schema
+// ([BadArgs]), and answer ([Answer]) once it has both results. A loop
+// that works sends the tools as [SentTools] lists them on every request,
+// tells the model what was wrong with the bad call ([BadArgsMessage])
+// rather than stopping, and ends with the answer; [AssertRun] checks the
+// requests the model recorded.
+//
+//	model := toolsettest.NewScriptedModel(t, toolsettest.Anthropic, sampleagent.Script()...)
+//	// ... run the loop over sampleagent.Tools() with the SDK client
+//	// pointed at model.BaseURL() and the user's message sampleagent.Question ...
+//	sampleagent.AssertRun(t, model.Requests(), sampleagent.SentTools(), true)
+//
+// [NeedsApproval] and [GuestTools] build the turns that test a loop's
+// approvals and a turn with no tools.
+package sampleagent
 
 import (
 	"context"
@@ -28,8 +45,9 @@ type ConvertArgs struct {
 	To     string  `json:"to"`
 }
 
-// AgentTools returns the agent's toolsets.
-func AgentTools() []toolset.Toolset {
+// Tools returns the agent's toolsets: get_weather, which answers
+// "CITY: 22°C, sunny", and convert_currency.
+func Tools() []toolset.Toolset {
 	return []toolset.Toolset{
 		toolset.NewTool("get_weather", "Get the current weather in a city.",
 			func(_ context.Context, in WeatherArgs) (string, error) {
@@ -55,9 +73,9 @@ const (
 
 // BadArgsMessage is the text the model must be sent for the call with
 // BadArgs: what the turn's tools say about those arguments.
-func BadArgsMessage(t *testing.T) string {
+func BadArgsMessage(t testing.TB) string {
 	t.Helper()
-	tools, err := toolset.BuildTools(t.Context(), "assistant", AgentTools()...)
+	tools, err := toolset.BuildTools(t.Context(), "assistant", Tools()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,12 +85,6 @@ func BadArgsMessage(t *testing.T) string {
 		t.Fatalf("bad arguments must be an error the model sees: %v", err)
 	}
 	return msg
-}
-
-// Quote returns s as a JSON string.
-func Quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
 }
 
 // NeedsApproval is a tool every call of which waits for a human's
@@ -87,9 +99,9 @@ func NeedsApproval(name string) toolset.Tool {
 
 // GuestTools builds the turn of a user who may see none of the agent's
 // tools: a filter keeps every one of them for admins only.
-func GuestTools(t *testing.T) *toolset.ToolList {
+func GuestTools(t testing.TB) *toolset.ToolList {
 	t.Helper()
-	adminOnly := toolset.NewFiltered(toolset.NewCombined(AgentTools()...),
+	adminOnly := toolset.NewFiltered(toolset.NewCombined(Tools()...),
 		func(ctx context.Context, _ toolset.Tool) (bool, error) {
 			return toolset.FromContext(ctx).Value("role") == "admin", nil
 		})
@@ -134,7 +146,7 @@ func SentTools() []toolsettest.SentTool {
 // AssertRun checks what the model was sent over a run of [Script]: want
 // as the tools each time, then the two results, the bad call's flagged as
 // an error where the API can say so (flagged).
-func AssertRun(t *testing.T, reqs []toolsettest.ModelRequest, want []toolsettest.SentTool, flagged bool) {
+func AssertRun(t testing.TB, reqs []toolsettest.ModelRequest, want []toolsettest.SentTool, flagged bool) {
 	t.Helper()
 	if len(reqs) != 2 {
 		t.Fatalf("the model was sent %d requests, want 2", len(reqs))

@@ -1,4 +1,4 @@
-package adapter
+package provider
 
 import (
 	"encoding/json"
@@ -8,9 +8,9 @@ import (
 	"github.com/gotoolset/toolset"
 )
 
-// SchemaCacheSize is how many schemas a [SchemaCache] holds before it
+// schemaCacheSize is how many schemas a [SchemaCache] holds before it
 // starts afresh.
-const SchemaCacheSize = 1024
+const schemaCacheSize = 1024
 
 // SchemaCache remembers the provider form of tools' parameter schemas, so
 // that a turn over unchanged tools neither parses nor rewrites their
@@ -56,7 +56,8 @@ func (c *SchemaCache[V]) Of(t toolset.Tool) (V, error) {
 	return c.Get(raw)
 }
 
-// Get returns the provider form of the encoded schema raw.
+// Get returns the provider form of the encoded schema raw, as [SchemaCache.Of]
+// does of a tool's.
 func (c *SchemaCache[V]) Get(raw json.RawMessage) (V, error) {
 	if len(raw) == 0 {
 		return c.convert(raw)
@@ -70,7 +71,7 @@ func (c *SchemaCache[V]) Get(raw json.RawMessage) (V, error) {
 	}
 	v, err := c.convert(raw)
 	c.mu.Lock()
-	if c.m == nil || len(c.m) >= SchemaCacheSize {
+	if c.m == nil || len(c.m) >= schemaCacheSize {
 		c.m = make(map[schemaKey]schemaEntry[V])
 	}
 	c.m[k] = schemaEntry[V]{v, err}

@@ -1,4 +1,4 @@
-package adapter
+package provider
 
 import (
 	"context"
@@ -47,12 +47,12 @@ func (e *CallError) Error() string {
 // Unwrap returns the call's error.
 func (e *CallError) Unwrap() error { return e.Err }
 
-// Approving returns exec that, when a call waits for approval, asks
+// approving returns exec that, when a call waits for approval, asks
 // approver, records the answer in the run context of ctx and runs the call
 // again. Without an approver (nil), exec is returned as it is, and a call
 // that waits for approval stops the run with its
 // [*toolset.ApprovalRequiredError].
-func Approving(exec Exec, approver toolset.Approver) Exec {
+func approving(exec Exec, approver toolset.Approver) Exec {
 	if approver == nil {
 		return exec
 	}
@@ -88,7 +88,7 @@ func ask(ctx context.Context, approver toolset.Approver, call toolset.ToolCall) 
 	return approver(ctx, call)
 }
 
-// Run runs calls with exec, at most limit at a time and in the order
+// run runs calls with exec, at most limit at a time and in the order
 // after gives ([toolset.ToolList.CallOrder]: after[i] lists the calls
 // that call i waits for; nil, none), and returns their outcomes in call
 // order. Errors for which [toolset.ErrorText] reports true become
@@ -97,7 +97,7 @@ func ask(ctx context.Context, approver toolset.Approver, call toolset.ToolCall) 
 // ask. Any other error stops the run: the calls still running are
 // cancelled, calls not yet started are skipped, and Run returns the first
 // such error in call order as a *CallError.
-func Run(ctx context.Context, calls []toolset.ToolCall, limit int, after [][]int, exec Exec) ([]Outcome, error) {
+func run(ctx context.Context, calls []toolset.ToolCall, limit int, after [][]int, exec Exec) ([]Outcome, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("concurrency limit must be at least 1, got %d", limit)
 	}

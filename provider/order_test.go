@@ -1,4 +1,4 @@
-package adapter_test
+package provider_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gotoolset/toolset"
-	"github.com/gotoolset/toolset/internal/adapter"
+	"github.com/gotoolset/toolset/provider"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -68,7 +68,7 @@ func TestRunKeepsTheCallOrder(t *testing.T) {
 		call("w1", "write", `{}`), call("r1", "read", `{}`), call("w2", "write", `{}`), call("r2", "read", `{}`),
 		call("d", "deploy", `{}`), call("r3", "read", `{}`), call("w3", "write", `{}`),
 	}
-	out, err := adapter.Run(t.Context(), calls, 8, list.CallOrder(calls), work)
+	out, err := provider.Run(t.Context(), calls, 8, list.CallOrder(calls), work)
 	require.NoError(t, err)
 	require.Len(t, out, len(calls))
 	for i, o := range out {
@@ -90,7 +90,7 @@ func TestRunKeepsTheCallOrder(t *testing.T) {
 // calls that wait for it from starting.
 func TestRunOrderErrors(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	_, err := adapter.Run(t.Context(), []toolset.ToolCall{call("a", "x", `{}`), call("b", "x", `{}`)}, 2, [][]int{nil}, nil)
+	_, err := provider.Run(t.Context(), []toolset.ToolCall{call("a", "x", `{}`), call("b", "x", `{}`)}, 2, [][]int{nil}, nil)
 	require.ErrorContains(t, err, "call order for 1 calls, not 2")
 
 	var mu sync.Mutex
@@ -104,8 +104,8 @@ func TestRunOrderErrors(t *testing.T) {
 		}
 		return "ok", nil
 	}
-	_, err = adapter.Run(t.Context(), []toolset.ToolCall{call("a", "x", `{}`), call("b", "x", `{}`)}, 2, [][]int{nil, {0}}, exec)
-	var ce *adapter.CallError
+	_, err = provider.Run(t.Context(), []toolset.ToolCall{call("a", "x", `{}`), call("b", "x", `{}`)}, 2, [][]int{nil, {0}}, exec)
+	var ce *provider.CallError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "a", ce.Call.ID)
 	assert.Equal(t, []string{"a"}, ran, "the call waiting for the failed one never ran")
