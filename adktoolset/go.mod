@@ -3,7 +3,7 @@ module github.com/gotoolset/toolset/adktoolset
 go 1.26.5
 
 require (
-	github.com/gotoolset/toolset v0.0.0-00010101000000-000000000000
+	github.com/gotoolset/toolset v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	google.golang.org/genai v1.66.0
@@ -55,5 +55,3 @@ require (
 	rsc.io/omap v1.2.0 // indirect
 	rsc.io/ordered v1.1.1 // indirect
 )
-
-replace github.com/gotoolset/toolset => ../

@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/eino-contrib/jsonschema v1.0.3
-	github.com/gotoolset/toolset v0.0.0-00010101000000-000000000000
+	github.com/gotoolset/toolset v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 )
@@ -47,5 +47,3 @@ require (
 	golang.org/x/time v0.16.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
-
-replace github.com/gotoolset/toolset => ../

@@ -3,14 +3,14 @@ module github.com/gotoolset/toolset/examples
 go 1.26.0
 
 require (
-	github.com/gotoolset/toolset v0.0.0-00010101000000-000000000000
-	github.com/gotoolset/toolset/mcptoolset v0.0.0-00010101000000-000000000000
-	github.com/gotoolset/toolset/mesh v0.0.0-00010101000000-000000000000
-	github.com/gotoolset/toolset/oteltoolset v0.0.0-00010101000000-000000000000
-	github.com/gotoolset/toolset/platform v0.0.0-00010101000000-000000000000
-	github.com/gotoolset/toolset/provider/openaitools v0.0.0-00010101000000-000000000000
-	github.com/gotoolset/toolset/redistoolset v0.0.0-00010101000000-000000000000
-	github.com/gotoolset/toolset/toolpkg v0.0.0-00010101000000-000000000000
+	github.com/gotoolset/toolset v0.1.0
+	github.com/gotoolset/toolset/mcptoolset v0.1.0
+	github.com/gotoolset/toolset/mesh v0.1.0
+	github.com/gotoolset/toolset/oteltoolset v0.1.0
+	github.com/gotoolset/toolset/platform v0.1.0
+	github.com/gotoolset/toolset/provider/openaitools v0.1.0
+	github.com/gotoolset/toolset/redistoolset v0.1.0
+	github.com/gotoolset/toolset/toolpkg v0.1.0
 	github.com/invopop/jsonschema v0.14.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/nats-io/nats.go v1.55.0
@@ -63,15 +63,4 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
-)
-
-replace (
-	github.com/gotoolset/toolset => ..
-	github.com/gotoolset/toolset/mcptoolset => ../mcptoolset
-	github.com/gotoolset/toolset/mesh => ../mesh
-	github.com/gotoolset/toolset/oteltoolset => ../oteltoolset
-	github.com/gotoolset/toolset/platform => ../platform
-	github.com/gotoolset/toolset/provider/openaitools => ../provider/openaitools
-	github.com/gotoolset/toolset/redistoolset => ../redistoolset
-	github.com/gotoolset/toolset/toolpkg => ../toolpkg
 )

@@ -2,15 +2,9 @@ module github.com/gotoolset/toolset/mesh
 
 go 1.26.0
 
-replace (
-	github.com/gotoolset/toolset => ..
-	github.com/gotoolset/toolset/mcptoolset => ../mcptoolset
-	github.com/gotoolset/toolset/toolpkg => ../toolpkg
-)
-
 require (
-	github.com/gotoolset/toolset v0.0.0-00010101000000-000000000000
-	github.com/gotoolset/toolset/toolpkg v0.0.0-00010101000000-000000000000
+	github.com/gotoolset/toolset v0.1.0
+	github.com/gotoolset/toolset/toolpkg v0.1.0
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
 	github.com/stretchr/testify v1.12.1

@@ -3,8 +3,7 @@ module github.com/gotoolset/toolset/oteltoolset
 go 1.26.0
 
 require (
-	github.com/gotoolset/toolset v0.0.0-00010101000000-000000000000
-	github.com/modelcontextprotocol/go-sdk v1.8.0
+	github.com/gotoolset/toolset v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
@@ -15,22 +14,12 @@ require (
 )
 
 require (
-	github.com/go-jose/go-jose/v4 v4.1.9 // indirect
-	github.com/google/jsonschema-go v0.4.3 // indirect
-	github.com/segmentio/asm v1.1.3 // indirect
-	github.com/segmentio/encoding v0.5.4 // indirect
-	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
-	golang.org/x/oauth2 v0.38.0 // indirect
-)
-
-require (
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
 	github.com/buger/jsonparser v1.1.2 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
-	github.com/gotoolset/toolset/mcptoolset v0.0.0-00010101000000-000000000000
 	github.com/invopop/jsonschema v0.14.0 // indirect
 	github.com/pb33f/ordered-map/v2 v2.3.1 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
@@ -43,7 +32,3 @@ require (
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 )
-
-replace github.com/gotoolset/toolset => ..
-
-replace github.com/gotoolset/toolset/mcptoolset => ../mcptoolset

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -26,13 +25,7 @@ import (
 	"github.com/gotoolset/toolset/oteltoolset"
 )
 
-func TestMain(m *testing.M) {
-	if os.Getenv(serveEnv) != "" {
-		serveTraceEcho() // the MCP server process of TestTraceCrossesAnMCPServerProcess
-		return
-	}
-	goleak.VerifyTestMain(m)
-}
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // harness is an observer on the SDK's in-memory span recorder and a
 // manual metric reader.

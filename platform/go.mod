@@ -2,17 +2,11 @@ module github.com/gotoolset/toolset/platform
 
 go 1.26.0
 
-replace (
-	github.com/gotoolset/toolset => ..
-	github.com/gotoolset/toolset/mcptoolset => ../mcptoolset
-	github.com/gotoolset/toolset/toolpkg => ../toolpkg
-)
-
 require (
 	github.com/chromedp/chromedp v0.23.0
-	github.com/gotoolset/toolset v0.0.0-00010101000000-000000000000
-	github.com/gotoolset/toolset/mcptoolset v0.0.0-00010101000000-000000000000
-	github.com/gotoolset/toolset/toolpkg v0.0.0-00010101000000-000000000000
+	github.com/gotoolset/toolset v0.1.0
+	github.com/gotoolset/toolset/mcptoolset v0.1.0
+	github.com/gotoolset/toolset/toolpkg v0.1.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0

@@ -103,7 +103,8 @@ const SDKVersion = pkgtool.Version
 //     GOARCH and CGO_ENABLED=0; manifest.yaml is copied there if it did
 //     not write one;
 //   - go.mod in dir, or Go tools in the manifest: each Go tool is
-//     cross-compiled with CGO_ENABLED=0 and GOWORK=off into its
+//     cross-compiled with CGO_ENABLED=0 and GOWORK=off (unless a go.work
+//     above it has its module: then with that workspace) into its
 //     executable path, from the directory named by its path, else
 //     cmd/<its base name>, else (the manifest's only Go tool)
 //     cmd/<name>, else dir;
@@ -253,7 +254,8 @@ func Build(ctx context.Context, dir string, opts *BuildOptions) (*BuildResult, e
 			goSources[src] = true
 			cmd := exec.Command(o.Go, "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(out, filepath.FromSlash(e.Path)), ".")
 			cmd.Dir = src
-			cmd.Env = append(append(os.Environ(), target...), "GOWORK=off")
+			env := append(os.Environ(), target...)
+			cmd.Env = append(env, goWork(context.Background(), o.Go, src, env))
 			if err := run(fmt.Sprintf("go build of tools.%s (%s/%s)", e.Key, o.GOOS, o.GOARCH), cmd); err != nil {
 				return nil, err
 			}
@@ -624,4 +626,35 @@ func ZipDir(dir string, w io.Writer) error {
 	}
 	_, err = w.Write(buf.Bytes())
 	return err
+}
+
+// goWork returns the GOWORK setting of a Go tool's build in src: its
+// module's own go.mod (GOWORK=off), unless a go.work above src has that
+// module among its own, as in a repository of modules that require each
+// other at a version not yet published: then that workspace.
+func goWork(ctx context.Context, goCmd, src string, env []string) string {
+	run := func(env []string, args ...string) string {
+		cmd := exec.CommandContext(ctx, goCmd, args...)
+		cmd.Dir = src
+		cmd.Env = env
+		out, err := cmd.Output()
+		if err != nil {
+			return ""
+		}
+		return string(bytes.TrimSpace(out))
+	}
+	work := run(env, "env", "GOWORK")
+	if work == "" || work == "off" {
+		return "GOWORK=off"
+	}
+	gomod := run(append(env[:len(env):len(env)], "GOWORK=off"), "env", "GOMOD")
+	if gomod == "" || gomod == os.DevNull {
+		return "GOWORK=off"
+	}
+	for _, dir := range strings.Split(run(env, "list", "-m", "-f", "{{.Dir}}"), "\n") {
+		if dir != "" && dir == filepath.Dir(gomod) {
+			return "GOWORK=" + work
+		}
+	}
+	return "GOWORK=off"
 }

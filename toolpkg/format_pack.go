@@ -91,7 +91,8 @@ func Pack(ctx context.Context, dir string, w io.Writer, opts *PackOptions) (*Man
 		bin := filepath.Join(tmp, e.Key)
 		cmd := exec.CommandContext(ctx, o.Go, "build", "-trimpath", "-ldflags=-s -w", "-o", bin, ".")
 		cmd.Dir = src
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOOS="+o.GOOS, "GOARCH="+o.GOARCH)
+		env := append(os.Environ(), "CGO_ENABLED=0", "GOOS="+o.GOOS, "GOARCH="+o.GOARCH)
+		cmd.Env = append(env, goWork(ctx, o.Go, src, env))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("toolpkg: pack: building tools.%s (%s/%s) in %s: %v\n%s", e.Key, o.GOOS, o.GOARCH, src, err, bytes.TrimSpace(out))
 		}

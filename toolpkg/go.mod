@@ -3,8 +3,8 @@ module github.com/gotoolset/toolset/toolpkg
 go 1.26.0
 
 require (
-	github.com/gotoolset/toolset v0.0.0-00010101000000-000000000000
-	github.com/gotoolset/toolset/mcptoolset v0.0.0-00010101000000-000000000000
+	github.com/gotoolset/toolset v0.1.0
+	github.com/gotoolset/toolset/mcptoolset v0.1.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/stretchr/testify v1.12.1
@@ -28,9 +28,4 @@ require (
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
-)
-
-replace (
-	github.com/gotoolset/toolset => ..
-	github.com/gotoolset/toolset/mcptoolset => ../mcptoolset
 )

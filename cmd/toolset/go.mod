@@ -4,10 +4,10 @@ go 1.26.0
 
 require (
 	github.com/go-jose/go-jose/v4 v4.1.9
-	github.com/gotoolset/toolset v0.0.0-00010101000000-000000000000
-	github.com/gotoolset/toolset/mcptoolset v0.0.0-00010101000000-000000000000
-	github.com/gotoolset/toolset/platform v0.0.0-00010101000000-000000000000
-	github.com/gotoolset/toolset/toolpkg v0.0.0-00010101000000-000000000000
+	github.com/gotoolset/toolset v0.1.0
+	github.com/gotoolset/toolset/mcptoolset v0.1.0
+	github.com/gotoolset/toolset/platform v0.1.0
+	github.com/gotoolset/toolset/toolpkg v0.1.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/nats-io/nats.go v1.55.0
 	github.com/stretchr/testify v1.12.1
@@ -30,7 +30,7 @@ require (
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
 	github.com/buger/jsonparser v1.1.2 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
-	github.com/gotoolset/toolset/mesh v0.0.0-00010101000000-000000000000
+	github.com/gotoolset/toolset/mesh v0.1.0
 	github.com/invopop/jsonschema v0.14.0 // indirect
 	github.com/pb33f/ordered-map/v2 v2.3.1 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
@@ -45,13 +45,3 @@ require (
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 )
-
-replace (
-	github.com/gotoolset/toolset => ../..
-	github.com/gotoolset/toolset/mcptoolset => ../../mcptoolset
-	github.com/gotoolset/toolset/toolpkg => ../../toolpkg
-)
-
-replace github.com/gotoolset/toolset/platform => ../../platform
-
-replace github.com/gotoolset/toolset/mesh => ../../mesh

@@ -1,6 +1,11 @@
 // Package atomicfile replaces a file so that a reader, or the process
 // that starts after a crash, sees its old contents or its new ones, never
 // a part of them.
+//
+// Modules of this repository other than the core import this package
+// (toolpkg, platform). Each is built against a released version of the core
+// module, so the exported API of this package is frozen within a major
+// version: it changes only by additions. See README "Modules".
 package atomicfile
 
 import (

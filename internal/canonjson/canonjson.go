@@ -20,6 +20,11 @@
 //	1e-7               -> 1e-7
 //	123e18             -> 123000000000000000000
 //	1.5e21             -> 1.5e+21
+//
+// Modules of this repository other than the core import this package
+// (mcptoolset, platform). Each is built against a released version of the
+// core module, so the exported API of this package is frozen within a major
+// version: it changes only by additions. See README "Modules".
 package canonjson
 
 import (

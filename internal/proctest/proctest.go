@@ -1,5 +1,11 @@
 // Package proctest finds processes by their command line, for tests that
 // check that the processes a tool started are gone.
+//
+// Modules of this repository other than the core import this package (the
+// tests of toolpkg and cmd/toolset). Each is built against a released
+// version of the core module, so the exported API of this package is
+// frozen within a major version: it changes only by additions. See README
+// "Modules".
 package proctest
 
 import (

@@ -8,6 +8,12 @@
 // [Clip] keeps the start and marks the cut with [Ellipsis], for a value
 // quoted in a message. A place that also says how much it cut ("[120
 // bytes cut]") writes its note after [Prefix] or before [Suffix].
+//
+// Modules of this repository other than the core import this package
+// (mcptoolset, toolpkg, platform, mesh, redistoolset, oteltoolset/otelmcp).
+// Each is built against a released version of the core module, so the
+// exported API of this package is frozen within a major version: it changes
+// only by additions. See README "Modules".
 package textcut
 
 import "unicode/utf8"

@@ -1,5 +1,10 @@
 // Package tracefields bounds the trace context fields that cross a process
 // boundary (see toolset.TracePropagator).
+//
+// Modules of this repository other than the core import this package
+// (mcptoolset, toolpkg). Each is built against a released version of the
+// core module, so the exported API of this package is frozen within a major
+// version: it changes only by additions. See README "Modules".
 package tracefields
 
 import (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -24,7 +25,13 @@ import (
 	"github.com/gotoolset/toolset/oteltoolset/otelmcp"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(serveEnv) != "" {
+		serveTraceEcho() // the MCP server process of TestTraceCrossesAnMCPServerProcess
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
 
 type readArgs struct {
 	Path string `json:"path"`

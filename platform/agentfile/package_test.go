@@ -56,7 +56,7 @@ func toolBinary(t *testing.T) []byte {
 		out := filepath.Join(builtDir, "tooldemo")
 		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "./testdata/tooldemo")
 		cmd.Dir = "../../toolpkg"
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // in the workspace: toolpkg requires its siblings at their release
 		if b, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, b)
 			return

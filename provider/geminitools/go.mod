@@ -3,7 +3,7 @@ module github.com/gotoolset/toolset/provider/geminitools
 go 1.26.0
 
 require (
-	github.com/gotoolset/toolset v0.0.0-00010101000000-000000000000
+	github.com/gotoolset/toolset v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	google.golang.org/genai v1.77.0
@@ -36,5 +36,3 @@ require (
 	google.golang.org/grpc v1.66.2 // indirect
 	google.golang.org/protobuf v1.34.2 // indirect
 )
-
-replace github.com/gotoolset/toolset => ../..

@@ -3,7 +3,7 @@ module github.com/gotoolset/toolset/provider/openaitools
 go 1.26.0
 
 require (
-	github.com/gotoolset/toolset v0.0.0-00010101000000-000000000000
+	github.com/gotoolset/toolset v0.1.0
 	github.com/openai/openai-go/v3 v3.98.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
@@ -26,5 +26,3 @@ require (
 	golang.org/x/text v0.42.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 )
-
-replace github.com/gotoolset/toolset => ../..
