@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -338,4 +339,72 @@ func TestPanickingObserverChangesNoOutcome(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 7, res)
 	assert.Equal(t, 1, outer, "the caller's progress callback still runs")
+}
+
+// gatedObserver is a recorder that is enabled only under a context that
+// carries gateKey, and panics in Enabled under one that carries
+// panicGateKey.
+type gatedObserver struct {
+	recorder
+	asked int
+}
+
+type gateKey struct{}
+
+type panicGateKey struct{}
+
+func (g *gatedObserver) Enabled(ctx context.Context) bool {
+	g.mu.Lock()
+	g.asked++
+	g.mu.Unlock()
+	if ctx.Value(panicGateKey{}) != nil {
+		panic("enabled")
+	}
+	return ctx.Value(gateKey{}) != nil
+}
+
+// An EnabledObserver that reports false is not started for that work;
+// one that reports true is; one whose Enabled panics observes nothing and
+// changes no outcome.
+func TestEnabledObserverGatesItsStarts(t *testing.T) {
+	for _, viaContext := range []bool{false, true} {
+		obs := &gatedObserver{}
+		run := testRun(t, fmt.Sprint("gated-", viaContext), toolset.WithObserver(obs))
+		base := func() context.Context {
+			if viaContext {
+				return toolset.ContextWithObserver(context.Background(), obs)
+			}
+			return run.Turn(context.Background())
+		}
+		call := toolset.ToolCall{Name: "a", Args: json.RawMessage(`{}`)}
+		phases := []struct {
+			name         string
+			gate, broken bool
+			turns, calls int
+		}{
+			{"disabled", false, false, 0, 0},
+			{"enabled", true, false, 1, 1},
+			{"Enabled panics", true, true, 1, 1},
+		}
+		for _, p := range phases {
+			ctx := base()
+			if p.gate {
+				ctx = context.WithValue(ctx, gateKey{}, true)
+			}
+			if p.broken {
+				ctx = context.WithValue(ctx, panicGateKey{}, true)
+			}
+			tools, err := toolset.BuildTools(ctx, "a", toolset.NewFunction(echoTool("a")))
+			require.NoError(t, err, p.name)
+			res, err := tools.Execute(ctx, call)
+			require.NoError(t, err, p.name)
+			assert.Equal(t, "a", res, p.name)
+			assert.Len(t, obs.turns, p.turns, p.name)
+			require.Len(t, obs.calls, p.calls, p.name)
+			if p.calls > 0 {
+				assert.NotNil(t, obs.calls[0].end, p.name)
+			}
+		}
+		assert.Equal(t, 6, obs.asked, "Enabled is asked once per turn and per call")
+	}
 }
