@@ -229,7 +229,7 @@ type Observer struct {
 	approvals metric.Int64Counter
 }
 
-var _ toolset.Observer = (*Observer)(nil)
+var _ toolset.EnabledObserver = (*Observer)(nil)
 
 // New returns an Observer. It fails only when the meter provider cannot
 // make an instrument.
@@ -375,10 +375,19 @@ func (o *Observer) StartCall(ctx context.Context, info toolset.CallInfo) (contex
 	return ctx, &call{o: o, span: span, rec: recording, ctx: ctx, start: time.Now(), tool: ta}
 }
 
+// Enabled implements [toolset.EnabledObserver]: it reports false when
+// nothing of work under ctx would be recorded, on the no-op tracer
+// provider with no metric enabled, so that the work costs what it costs
+// unobserved. A tracer that may record reports true: only starting a span
+// tells whether its sampler keeps it.
+func (o *Observer) Enabled(ctx context.Context) bool {
+	return o.tracer != nil || o.measured(ctx)
+}
+
 // measured reports whether a metric of a call under ctx may be recorded.
 func (o *Observer) measured(ctx context.Context) bool {
-	return o.metrics && o.duration.Enabled(ctx) || o.cache.Enabled(ctx) || o.waits.Enabled(ctx) ||
-		o.rejects.Enabled(ctx) || o.approvals.Enabled(ctx)
+	return o.metrics && (o.duration.Enabled(ctx) || o.cache.Enabled(ctx) || o.waits.Enabled(ctx) ||
+		o.rejects.Enabled(ctx) || o.approvals.Enabled(ctx))
 }
 
 // maxCached bounds the tools, and apart the agents, whose attributes an
