@@ -547,18 +547,18 @@ func (ts *ToolList) executeObserved(ctx context.Context, call ToolCall, rc *RunC
 }
 
 // path is contributor(i, ""), worked out once per tool of the snapshot:
-// an observer is told it on every call.
+// an observer is told it on every call, which then reads it without a
+// lock.
 func (s *snapshot) path(i int32) string {
-	s.pathMu.Lock()
-	defer s.pathMu.Unlock()
-	p, ok := s.paths[i]
-	if !ok {
-		if s.paths == nil {
-			s.paths = make(map[int32]string)
-		}
-		p = s.contributor(i, "")
-		s.paths[i] = p
+	s.pathOnce.Do(func() { s.paths = make([]atomic.Pointer[string], len(s.tools)) })
+	if i < 0 || int(i) >= len(s.paths) {
+		return s.contributor(i, "")
 	}
+	if p := s.paths[i].Load(); p != nil {
+		return *p
+	}
+	p := s.contributor(i, "")
+	s.paths[i].Store(&p)
 	return p
 }
 

@@ -408,3 +408,50 @@ func TestEnabledObserverGatesItsStarts(t *testing.T) {
 		assert.Equal(t, 6, obs.asked, "Enabled is asked once per turn and per call")
 	}
 }
+
+// offObserver is an EnabledObserver that is never enabled, and fails the
+// test if it is started.
+type offObserver struct{ t *testing.T }
+
+func (o offObserver) Enabled(context.Context) bool { return false }
+
+func (o offObserver) StartTurn(ctx context.Context, _ toolset.TurnInfo) (context.Context, toolset.TurnObservation) {
+	o.t.Error("StartTurn of a disabled observer")
+	return ctx, nil
+}
+
+func (o offObserver) StartCall(ctx context.Context, _ toolset.CallInfo) (context.Context, toolset.CallObservation) {
+	o.t.Error("StartCall of a disabled observer")
+	return ctx, nil
+}
+
+// A disabled EnabledObserver costs a call and a turn no allocation more
+// than no observer at all.
+func TestDisabledObserverAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts differ under the race detector")
+	}
+	allocs := func(opts ...toolset.RunOption) (call, turn float64) {
+		run := testRun(t, "disabled-allocs", opts...)
+		ts := toolset.NewFunction(echoTool("a")).Prefixed("p")
+		tc := run.Turn(context.Background())
+		tools, err := toolset.BuildTools(tc, "a", ts)
+		require.NoError(t, err)
+		c := toolset.ToolCall{ID: "c", Name: "p_a", Args: json.RawMessage(`{}`)}
+		call = testing.AllocsPerRun(100, func() {
+			if _, err := tools.Execute(tc, c); err != nil {
+				t.Fatal(err)
+			}
+		})
+		turn = testing.AllocsPerRun(100, func() {
+			if _, err := toolset.BuildTools(run.Turn(context.Background()), "a", ts); err != nil {
+				t.Fatal(err)
+			}
+		})
+		return call, turn
+	}
+	noneCall, noneTurn := allocs()
+	call, turn := allocs(toolset.WithObserver(offObserver{t}))
+	assert.Equal(t, noneCall, call, "allocations of a call: no observer, then a disabled one")
+	assert.Equal(t, noneTurn, turn, "allocations of a turn: no observer, then a disabled one")
+}
