@@ -48,11 +48,14 @@
 //
 // What every call of a tool shares (its span's name and the attributes
 // that describe the tool) is made once per tool, and once per agent for
-// turns. On the no-op tracer and meter providers an Observer costs a call
-// or a turn no allocation: it tells the library there is nothing to
-// observe. A span that the sampler drops gets no attributes beyond those
-// made once, and a call whose span is dropped records its metrics only
-// when the meter provider is a real one.
+// turns. On the no-op tracer and meter providers, or providers that hand
+// out their no-op tracer and meter, [Observer.Enabled] tells the library
+// there is nothing to observe, and a call or a turn costs what it costs
+// unobserved: no allocation, no attribute, no span. A span that the
+// sampler drops gets no attributes beyond those made once (the SDK still
+// allocates the span and its context: only starting it tells whether the
+// sampler keeps it), and a call whose span is dropped records its metrics
+// only when the meter provider is a real one.
 //
 // # Across processes
 //
@@ -247,12 +250,18 @@ func New(opts ...Option) (*Observer, error) {
 		c.mp = otel.GetMeterProvider()
 	}
 	o := &Observer{args: c.args, results: c.results}
+	// The no-op providers, or a provider of no-op tracers and meters
+	// (one that wraps the no-op provider, say), record nothing.
 	if _, noop := c.tp.(tracenoop.TracerProvider); !noop {
 		o.tracer = c.tp.Tracer(ScopeName)
+		if _, noop := o.tracer.(tracenoop.Tracer); noop {
+			o.tracer = nil
+		}
 	}
-	_, noop := c.mp.(metricnoop.MeterProvider)
-	o.metrics = !noop
 	meter := c.mp.Meter(ScopeName)
+	_, noopMP := c.mp.(metricnoop.MeterProvider)
+	_, noopMeter := meter.(metricnoop.Meter)
+	o.metrics = !noopMP && !noopMeter
 	var err error
 	if o.duration, err = meter.Float64Histogram("gen_ai.execute_tool.duration",
 		metric.WithUnit("s"), metric.WithDescription("Duration of a tool execution."),

@@ -57,6 +57,41 @@ func TestNoopProvidersAllocateNothing(t *testing.T) {
 	assert.Equal(t, noneTurn, turn, "allocations of a turn: none observed, then observed on the no-op providers")
 }
 
+// wrappedTP and wrappedMP are providers of an application's own, which
+// hand out the no-op tracer and meter.
+type wrappedTP struct{ tracenoop.TracerProvider }
+
+type wrappedMP struct{ noop.MeterProvider }
+
+// An observer whose spans and metrics would not be recorded costs a call
+// and a turn no allocation more than no observer, on the no-op providers
+// and on providers that hand out their no-op tracer and meter.
+func TestUnrecordedObserverAllocatesNothingMore(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts differ under the race detector")
+	}
+	noneCall, noneTurn := callAllocs(t)
+	for name, opts := range map[string][]oteltoolset.Option{
+		"no-op providers": {oteltoolset.WithTracerProvider(tracenoop.NewTracerProvider()),
+			oteltoolset.WithMeterProvider(noop.NewMeterProvider())},
+		"wrapped no-op providers": {oteltoolset.WithTracerProvider(wrappedTP{}),
+			oteltoolset.WithMeterProvider(wrappedMP{})},
+	} {
+		obs, err := oteltoolset.New(opts...)
+		require.NoError(t, err)
+		assert.False(t, obs.Enabled(context.Background()), name)
+		call, turn := callAllocs(t, toolset.WithObserver(obs))
+		assert.LessOrEqual(t, call, noneCall, "%s: allocations of a call, beyond those of no observer", name)
+		assert.LessOrEqual(t, turn, noneTurn, "%s: allocations of a turn, beyond those of no observer", name)
+	}
+	// A tracer that may record is enabled: only its sampler can tell.
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	obs, err := oteltoolset.New(oteltoolset.WithTracerProvider(tp), oteltoolset.WithMeterProvider(noop.NewMeterProvider()))
+	require.NoError(t, err)
+	assert.True(t, obs.Enabled(context.Background()))
+}
+
 // A sampler that drops every span leaves the calls' metrics recorded, and
 // records no span.
 func TestDroppedSpansKeepTheMetrics(t *testing.T) {
