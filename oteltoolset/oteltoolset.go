@@ -106,6 +106,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -220,10 +221,11 @@ type Observer struct {
 	metrics       bool         // false for the no-op provider
 	args, results bool
 
-	tools  sync.Map     // toolKey → *toolAttrs
-	ntools atomic.Int64 // entries of tools
-	turns  sync.Map     // agent name → *turnAttrs
-	nturns atomic.Int64 // entries of turns
+	tools  sync.Map                               // toolKey → *toolAttrs
+	ntools atomic.Int64                           // entries of tools
+	recent [recentSlots]atomic.Pointer[toolAttrs] // in front of tools, by a hash of the name
+	turns  sync.Map                               // agent name → *turnAttrs
+	nturns atomic.Int64                           // entries of turns
 
 	duration  metric.Float64Histogram
 	cache     metric.Int64Counter
@@ -403,6 +405,14 @@ func (o *Observer) measured(ctx context.Context) bool {
 // Observer keeps; beyond it they are made for each call or turn.
 const maxCached = 4096
 
+// recentSlots is the size of an Observer's direct-mapped cache of the
+// attributes of tools called recently, which a call reads with one hash
+// of the tool's name and one atomic load; a miss falls back to the map.
+const recentSlots = 256
+
+// recentSeed seeds the hash of the recent cache.
+var recentSeed = maphash.MakeSeed()
+
 // toolKey names a tool as a call's span describes it.
 type toolKey struct {
 	name, original, path string
@@ -412,6 +422,7 @@ type toolKey struct {
 // toolAttrs are what the spans and metrics of a tool's calls share, made
 // once per tool: an unrecorded call then costs no attribute.
 type toolAttrs struct {
+	key      toolKey
 	desc     string // the description start was made with
 	spanName string
 	start    []trace.SpanStartOption
@@ -429,12 +440,24 @@ func (o *Observer) toolAttrs(info toolset.CallInfo) *toolAttrs {
 	} else {
 		k.name = cut(k.name, maxModelName)
 	}
+	slot := &o.recent[maphash.String(recentSeed, k.name)%recentSlots]
+	if ta := slot.Load(); ta != nil && ta.key == k && ta.desc == info.Tool.Description {
+		return ta
+	}
+	ta := o.lookupToolAttrs(k, info.Tool.Description)
+	slot.Store(ta)
+	return ta
+}
+
+// lookupToolAttrs returns the shared attributes of the tool k with the
+// description desc from the map, or makes them.
+func (o *Observer) lookupToolAttrs(k toolKey, desc string) *toolAttrs {
 	if v, ok := o.tools.Load(k); ok {
-		if ta := v.(*toolAttrs); ta.desc == info.Tool.Description {
+		if ta := v.(*toolAttrs); ta.desc == desc {
 			return ta
 		}
 	}
-	ta := newToolAttrs(k, info.Tool.Description)
+	ta := newToolAttrs(k, desc)
 	if _, loaded := o.tools.Swap(k, ta); loaded || o.ntools.Add(1) <= maxCached {
 		return ta
 	}
@@ -464,6 +487,7 @@ func newToolAttrs(k toolKey, desc string) *toolAttrs {
 		}
 	}
 	return &toolAttrs{
+		key:      k,
 		desc:     desc,
 		spanName: "execute_tool " + k.name,
 		start:    []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(sampled...)},

@@ -3,6 +3,7 @@ package oteltoolset_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -205,4 +206,34 @@ func TestSamplersSeeTheToolAndDroppedSpansCopyNothing(t *testing.T) {
 	// The SDK's Start allocates the span, its context and the sampler's
 	// copy of the start attributes; nothing else is allocated.
 	assert.LessOrEqual(t, call, noneCall+3, "allocations of a call whose span is dropped")
+}
+
+// Each call's span describes its own tool, however many tools share the
+// observer's cache of recent tools.
+func TestManyToolsKeepTheirOwnAttributes(t *testing.T) {
+	h := newHarness(t)
+	run := h.run(t, "many")
+	const n = 600 // more than the cache has slots
+	tools := make([]toolset.Tool, n)
+	for i := range tools {
+		tools[i] = toolset.NewTool(fmt.Sprint("t", i), "One of many tools.",
+			func(_ context.Context, in benchArgs) (string, error) { return in.City, nil })
+	}
+	tc := run.Turn(context.Background())
+	list, err := toolset.BuildTools(tc, "agent", toolset.NewFunction(tools...).Prefixed("p"))
+	require.NoError(t, err)
+	for range 2 {
+		for i := range n {
+			_, err := list.Execute(tc, toolset.ToolCall{ID: "c", Name: fmt.Sprint("p_t", i), Args: json.RawMessage(`{"city":"Paris","days":3}`)})
+			require.NoError(t, err)
+		}
+	}
+	for i := range n {
+		spans := h.named(fmt.Sprint("execute_tool p_t", i))
+		require.Len(t, spans, 2, "tool %d", i)
+		for _, s := range spans {
+			assert.Contains(t, s.Attributes(), attribute.String("gen_ai.tool.name", fmt.Sprint("p_t", i)))
+			assert.Contains(t, s.Attributes(), attribute.String(string(oteltoolset.KeyOriginalName), fmt.Sprint("t", i)))
+		}
+	}
 }
