@@ -38,6 +38,9 @@ import (
 // [slog.Default], and the turn or call goes on unobserved: observing never
 // changes an outcome.
 //
+// An observer may also implement [EnabledObserver], to tell for next to
+// nothing that it would observe no work under a context.
+//
 // The data structs may gain fields, and [CallEventKind] new kinds; ignore
 // what you do not know.
 type Observer interface {
@@ -46,6 +49,24 @@ type Observer interface {
 	// StartCall is called when a call begins: [ToolList.Execute] before
 	// it looks the name up, [Tool.Execute] for a direct call.
 	StartCall(ctx context.Context, call CallInfo) (context.Context, CallObservation)
+}
+
+// EnabledObserver is an [Observer] that can tell, before a turn or a call
+// begins, that it would not observe it: one on no-op providers, say, or
+// one whose output is switched off. When Enabled reports false for the
+// context of a turn or a call, its Start method is not called, nor is
+// anything made for it (the call's [CallInfo], say): the work costs what
+// it costs without an observer. When it reports true, the Start method
+// is called as usual, and may still return a nil observation.
+//
+// Enabled is called for every turn and call, on their goroutine, so it
+// must be cheap and safe for concurrent use. A panic in it is recovered
+// and logged like one of the other methods, and the work goes on
+// unobserved.
+type EnabledObserver interface {
+	Observer
+	// Enabled reports whether the observer may observe work under ctx.
+	Enabled(ctx context.Context) bool
 }
 
 // TurnObservation receives the end of one observed turn.
@@ -251,6 +272,7 @@ func ContextWithObserver(ctx context.Context, o Observer) context.Context {
 // runObserver is a run's observer and what it remembers between turns.
 type runObserver struct {
 	o      Observer
+	en     EnabledObserver          // o, when it is one
 	lastFP atomic.Pointer[string]   // the fingerprint of the latest observed turn
 	memo   atomic.Pointer[turnMemo] // the definitions measured last
 }
@@ -266,12 +288,38 @@ type turnMemo struct {
 
 // observerOf returns the observer of work under ctx, whose run is rc.
 // Call it only when mayObserve reports true.
+// It returns nil when the observer is an [EnabledObserver] that is not
+// enabled for ctx.
 func observerOf(ctx context.Context, rc *RunContext) Observer {
 	if rc != nil && rc.st != nil && rc.st.obs != nil {
-		return rc.st.obs.o
+		ro := rc.st.obs
+		if ro.en != nil && !enabled(ctx, ro.en) {
+			return nil
+		}
+		return ro.o
 	}
 	o, _ := ctx.Value(observerKey{}).(Observer)
+	if en, ok := o.(EnabledObserver); ok && !enabled(ctx, en) {
+		return nil
+	}
 	return o
+}
+
+// enabled is en.Enabled(ctx); false when it panics.
+func enabled(ctx context.Context, en EnabledObserver) (on bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			recovered(ctx, "Enabled", v)
+			on = false
+		}
+	}()
+	return en.Enabled(ctx)
+}
+
+// newRunObserver returns the runObserver of o.
+func newRunObserver(o Observer) *runObserver {
+	en, _ := o.(EnabledObserver)
+	return &runObserver{o: o, en: en}
 }
 
 // mayObserve reports whether work under rc may have an observer: inlined
@@ -499,18 +547,18 @@ func (ts *ToolList) executeObserved(ctx context.Context, call ToolCall, rc *RunC
 }
 
 // path is contributor(i, ""), worked out once per tool of the snapshot:
-// an observer is told it on every call.
+// an observer is told it on every call, which then reads it without a
+// lock.
 func (s *snapshot) path(i int32) string {
-	s.pathMu.Lock()
-	defer s.pathMu.Unlock()
-	p, ok := s.paths[i]
-	if !ok {
-		if s.paths == nil {
-			s.paths = make(map[int32]string)
-		}
-		p = s.contributor(i, "")
-		s.paths[i] = p
+	s.pathOnce.Do(func() { s.paths = make([]atomic.Pointer[string], len(s.tools)) })
+	if i < 0 || int(i) >= len(s.paths) {
+		return s.contributor(i, "")
 	}
+	if p := s.paths[i].Load(); p != nil {
+		return *p
+	}
+	p := s.contributor(i, "")
+	s.paths[i].Store(&p)
 	return p
 }
 

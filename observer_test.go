@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -338,4 +339,119 @@ func TestPanickingObserverChangesNoOutcome(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 7, res)
 	assert.Equal(t, 1, outer, "the caller's progress callback still runs")
+}
+
+// gatedObserver is a recorder that is enabled only under a context that
+// carries gateKey, and panics in Enabled under one that carries
+// panicGateKey.
+type gatedObserver struct {
+	recorder
+	asked int
+}
+
+type gateKey struct{}
+
+type panicGateKey struct{}
+
+func (g *gatedObserver) Enabled(ctx context.Context) bool {
+	g.mu.Lock()
+	g.asked++
+	g.mu.Unlock()
+	if ctx.Value(panicGateKey{}) != nil {
+		panic("enabled")
+	}
+	return ctx.Value(gateKey{}) != nil
+}
+
+// An EnabledObserver that reports false is not started for that work;
+// one that reports true is; one whose Enabled panics observes nothing and
+// changes no outcome.
+func TestEnabledObserverGatesItsStarts(t *testing.T) {
+	for _, viaContext := range []bool{false, true} {
+		obs := &gatedObserver{}
+		run := testRun(t, fmt.Sprint("gated-", viaContext), toolset.WithObserver(obs))
+		base := func() context.Context {
+			if viaContext {
+				return toolset.ContextWithObserver(context.Background(), obs)
+			}
+			return run.Turn(context.Background())
+		}
+		call := toolset.ToolCall{Name: "a", Args: json.RawMessage(`{}`)}
+		phases := []struct {
+			name         string
+			gate, broken bool
+			turns, calls int
+		}{
+			{"disabled", false, false, 0, 0},
+			{"enabled", true, false, 1, 1},
+			{"Enabled panics", true, true, 1, 1},
+		}
+		for _, p := range phases {
+			ctx := base()
+			if p.gate {
+				ctx = context.WithValue(ctx, gateKey{}, true)
+			}
+			if p.broken {
+				ctx = context.WithValue(ctx, panicGateKey{}, true)
+			}
+			tools, err := toolset.BuildTools(ctx, "a", toolset.NewFunction(echoTool("a")))
+			require.NoError(t, err, p.name)
+			res, err := tools.Execute(ctx, call)
+			require.NoError(t, err, p.name)
+			assert.Equal(t, "a", res, p.name)
+			assert.Len(t, obs.turns, p.turns, p.name)
+			require.Len(t, obs.calls, p.calls, p.name)
+			if p.calls > 0 {
+				assert.NotNil(t, obs.calls[0].end, p.name)
+			}
+		}
+		assert.Equal(t, 6, obs.asked, "Enabled is asked once per turn and per call")
+	}
+}
+
+// offObserver is an EnabledObserver that is never enabled, and fails the
+// test if it is started.
+type offObserver struct{ t *testing.T }
+
+func (o offObserver) Enabled(context.Context) bool { return false }
+
+func (o offObserver) StartTurn(ctx context.Context, _ toolset.TurnInfo) (context.Context, toolset.TurnObservation) {
+	o.t.Error("StartTurn of a disabled observer")
+	return ctx, nil
+}
+
+func (o offObserver) StartCall(ctx context.Context, _ toolset.CallInfo) (context.Context, toolset.CallObservation) {
+	o.t.Error("StartCall of a disabled observer")
+	return ctx, nil
+}
+
+// A disabled EnabledObserver costs a call and a turn no allocation more
+// than no observer at all.
+func TestDisabledObserverAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts differ under the race detector")
+	}
+	allocs := func(opts ...toolset.RunOption) (call, turn float64) {
+		run := testRun(t, "disabled-allocs", opts...)
+		ts := toolset.NewFunction(echoTool("a")).Prefixed("p")
+		tc := run.Turn(context.Background())
+		tools, err := toolset.BuildTools(tc, "a", ts)
+		require.NoError(t, err)
+		c := toolset.ToolCall{ID: "c", Name: "p_a", Args: json.RawMessage(`{}`)}
+		call = testing.AllocsPerRun(100, func() {
+			if _, err := tools.Execute(tc, c); err != nil {
+				t.Fatal(err)
+			}
+		})
+		turn = testing.AllocsPerRun(100, func() {
+			if _, err := toolset.BuildTools(run.Turn(context.Background()), "a", ts); err != nil {
+				t.Fatal(err)
+			}
+		})
+		return call, turn
+	}
+	noneCall, noneTurn := allocs()
+	call, turn := allocs(toolset.WithObserver(offObserver{t}))
+	assert.Equal(t, noneCall, call, "allocations of a call: no observer, then a disabled one")
+	assert.Equal(t, noneTurn, turn, "allocations of a turn: no observer, then a disabled one")
 }

@@ -208,7 +208,7 @@ func newRun(id, parentID string, cfg *runConfig, opts []RunOption) *RunContext {
 	}
 	s.step.Store(-1)
 	if cfg.obs != nil {
-		s.obs = &runObserver{o: cfg.obs}
+		s.obs = newRunObserver(cfg.obs)
 	}
 	if len(cfg.vals) > 0 {
 		s.byName = cfg.vals

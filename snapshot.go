@@ -117,8 +117,8 @@ type snapshot struct {
 	histOnce sync.Once
 	hist     *nameHistory // names before prefixes and renames, for unknown calls
 
-	pathMu sync.Mutex
-	paths  map[int32]string // contributor(i, "") of the tools observed calls ran
+	pathOnce sync.Once
+	paths    []atomic.Pointer[string] // contributor(i, "") of the tools observed calls ran
 
 	joins   memoSlots[joined]  // joins whose first part is this snapshot
 	wrapped memoSlots[wrapped] // middleware copies made by Wrappers

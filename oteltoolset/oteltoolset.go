@@ -48,11 +48,14 @@
 //
 // What every call of a tool shares (its span's name and the attributes
 // that describe the tool) is made once per tool, and once per agent for
-// turns. On the no-op tracer and meter providers an Observer costs a call
-// or a turn no allocation: it tells the library there is nothing to
-// observe. A span that the sampler drops gets no attributes beyond those
-// made once, and a call whose span is dropped records its metrics only
-// when the meter provider is a real one.
+// turns. On the no-op tracer and meter providers, or providers that hand
+// out their no-op tracer and meter, [Observer.Enabled] tells the library
+// there is nothing to observe, and a call or a turn costs what it costs
+// unobserved: no allocation, no attribute, no span. A span that the
+// sampler drops gets no attributes beyond those made once (the SDK still
+// allocates the span and its context: only starting it tells whether the
+// sampler keeps it), and a call whose span is dropped records its metrics
+// only when the meter provider is a real one.
 //
 // # Across processes
 //
@@ -103,6 +106,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -217,10 +221,11 @@ type Observer struct {
 	metrics       bool         // false for the no-op provider
 	args, results bool
 
-	tools  sync.Map     // toolKey → *toolAttrs
-	ntools atomic.Int64 // entries of tools
-	turns  sync.Map     // agent name → *turnAttrs
-	nturns atomic.Int64 // entries of turns
+	tools  sync.Map                               // toolKey → *toolAttrs
+	ntools atomic.Int64                           // entries of tools
+	recent [recentSlots]atomic.Pointer[toolAttrs] // in front of tools, by a hash of the name
+	turns  sync.Map                               // agent name → *turnAttrs
+	nturns atomic.Int64                           // entries of turns
 
 	duration  metric.Float64Histogram
 	cache     metric.Int64Counter
@@ -229,7 +234,7 @@ type Observer struct {
 	approvals metric.Int64Counter
 }
 
-var _ toolset.Observer = (*Observer)(nil)
+var _ toolset.EnabledObserver = (*Observer)(nil)
 
 // New returns an Observer. It fails only when the meter provider cannot
 // make an instrument.
@@ -247,12 +252,18 @@ func New(opts ...Option) (*Observer, error) {
 		c.mp = otel.GetMeterProvider()
 	}
 	o := &Observer{args: c.args, results: c.results}
+	// The no-op providers, or a provider of no-op tracers and meters
+	// (one that wraps the no-op provider, say), record nothing.
 	if _, noop := c.tp.(tracenoop.TracerProvider); !noop {
 		o.tracer = c.tp.Tracer(ScopeName)
+		if _, noop := o.tracer.(tracenoop.Tracer); noop {
+			o.tracer = nil
+		}
 	}
-	_, noop := c.mp.(metricnoop.MeterProvider)
-	o.metrics = !noop
 	meter := c.mp.Meter(ScopeName)
+	_, noopMP := c.mp.(metricnoop.MeterProvider)
+	_, noopMeter := meter.(metricnoop.Meter)
+	o.metrics = !noopMP && !noopMeter
 	var err error
 	if o.duration, err = meter.Float64Histogram("gen_ai.execute_tool.duration",
 		metric.WithUnit("s"), metric.WithDescription("Duration of a tool execution."),
@@ -375,15 +386,32 @@ func (o *Observer) StartCall(ctx context.Context, info toolset.CallInfo) (contex
 	return ctx, &call{o: o, span: span, rec: recording, ctx: ctx, start: time.Now(), tool: ta}
 }
 
+// Enabled implements [toolset.EnabledObserver]: it reports false when
+// nothing of work under ctx would be recorded, on the no-op tracer
+// provider with no metric enabled, so that the work costs what it costs
+// unobserved. A tracer that may record reports true: only starting a span
+// tells whether its sampler keeps it.
+func (o *Observer) Enabled(ctx context.Context) bool {
+	return o.tracer != nil || o.measured(ctx)
+}
+
 // measured reports whether a metric of a call under ctx may be recorded.
 func (o *Observer) measured(ctx context.Context) bool {
-	return o.metrics && o.duration.Enabled(ctx) || o.cache.Enabled(ctx) || o.waits.Enabled(ctx) ||
-		o.rejects.Enabled(ctx) || o.approvals.Enabled(ctx)
+	return o.metrics && (o.duration.Enabled(ctx) || o.cache.Enabled(ctx) || o.waits.Enabled(ctx) ||
+		o.rejects.Enabled(ctx) || o.approvals.Enabled(ctx))
 }
 
 // maxCached bounds the tools, and apart the agents, whose attributes an
 // Observer keeps; beyond it they are made for each call or turn.
 const maxCached = 4096
+
+// recentSlots is the size of an Observer's direct-mapped cache of the
+// attributes of tools called recently, which a call reads with one hash
+// of the tool's name and one atomic load; a miss falls back to the map.
+const recentSlots = 256
+
+// recentSeed seeds the hash of the recent cache.
+var recentSeed = maphash.MakeSeed()
 
 // toolKey names a tool as a call's span describes it.
 type toolKey struct {
@@ -394,6 +422,7 @@ type toolKey struct {
 // toolAttrs are what the spans and metrics of a tool's calls share, made
 // once per tool: an unrecorded call then costs no attribute.
 type toolAttrs struct {
+	key      toolKey
 	desc     string // the description start was made with
 	spanName string
 	start    []trace.SpanStartOption
@@ -411,12 +440,24 @@ func (o *Observer) toolAttrs(info toolset.CallInfo) *toolAttrs {
 	} else {
 		k.name = cut(k.name, maxModelName)
 	}
+	slot := &o.recent[maphash.String(recentSeed, k.name)%recentSlots]
+	if ta := slot.Load(); ta != nil && ta.key == k && ta.desc == info.Tool.Description {
+		return ta
+	}
+	ta := o.lookupToolAttrs(k, info.Tool.Description)
+	slot.Store(ta)
+	return ta
+}
+
+// lookupToolAttrs returns the shared attributes of the tool k with the
+// description desc from the map, or makes them.
+func (o *Observer) lookupToolAttrs(k toolKey, desc string) *toolAttrs {
 	if v, ok := o.tools.Load(k); ok {
-		if ta := v.(*toolAttrs); ta.desc == info.Tool.Description {
+		if ta := v.(*toolAttrs); ta.desc == desc {
 			return ta
 		}
 	}
-	ta := newToolAttrs(k, info.Tool.Description)
+	ta := newToolAttrs(k, desc)
 	if _, loaded := o.tools.Swap(k, ta); loaded || o.ntools.Add(1) <= maxCached {
 		return ta
 	}
@@ -446,6 +487,7 @@ func newToolAttrs(k toolKey, desc string) *toolAttrs {
 		}
 	}
 	return &toolAttrs{
+		key:      k,
 		desc:     desc,
 		spanName: "execute_tool " + k.name,
 		start:    []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(sampled...)},

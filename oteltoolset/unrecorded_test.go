@@ -3,6 +3,7 @@ package oteltoolset_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -55,6 +56,41 @@ func TestNoopProvidersAllocateNothing(t *testing.T) {
 	call, turn := callAllocs(t, toolset.WithObserver(obs))
 	assert.Equal(t, noneCall, call, "allocations of a call: none observed, then observed on the no-op providers")
 	assert.Equal(t, noneTurn, turn, "allocations of a turn: none observed, then observed on the no-op providers")
+}
+
+// wrappedTP and wrappedMP are providers of an application's own, which
+// hand out the no-op tracer and meter.
+type wrappedTP struct{ tracenoop.TracerProvider }
+
+type wrappedMP struct{ noop.MeterProvider }
+
+// An observer whose spans and metrics would not be recorded costs a call
+// and a turn no allocation more than no observer, on the no-op providers
+// and on providers that hand out their no-op tracer and meter.
+func TestUnrecordedObserverAllocatesNothingMore(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts differ under the race detector")
+	}
+	noneCall, noneTurn := callAllocs(t)
+	for name, opts := range map[string][]oteltoolset.Option{
+		"no-op providers": {oteltoolset.WithTracerProvider(tracenoop.NewTracerProvider()),
+			oteltoolset.WithMeterProvider(noop.NewMeterProvider())},
+		"wrapped no-op providers": {oteltoolset.WithTracerProvider(wrappedTP{}),
+			oteltoolset.WithMeterProvider(wrappedMP{})},
+	} {
+		obs, err := oteltoolset.New(opts...)
+		require.NoError(t, err)
+		assert.False(t, obs.Enabled(context.Background()), name)
+		call, turn := callAllocs(t, toolset.WithObserver(obs))
+		assert.LessOrEqual(t, call, noneCall, "%s: allocations of a call, beyond those of no observer", name)
+		assert.LessOrEqual(t, turn, noneTurn, "%s: allocations of a turn, beyond those of no observer", name)
+	}
+	// A tracer that may record is enabled: only its sampler can tell.
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	obs, err := oteltoolset.New(oteltoolset.WithTracerProvider(tp), oteltoolset.WithMeterProvider(noop.NewMeterProvider()))
+	require.NoError(t, err)
+	assert.True(t, obs.Enabled(context.Background()))
 }
 
 // A sampler that drops every span leaves the calls' metrics recorded, and
@@ -170,4 +206,34 @@ func TestSamplersSeeTheToolAndDroppedSpansCopyNothing(t *testing.T) {
 	// The SDK's Start allocates the span, its context and the sampler's
 	// copy of the start attributes; nothing else is allocated.
 	assert.LessOrEqual(t, call, noneCall+3, "allocations of a call whose span is dropped")
+}
+
+// Each call's span describes its own tool, however many tools share the
+// observer's cache of recent tools.
+func TestManyToolsKeepTheirOwnAttributes(t *testing.T) {
+	h := newHarness(t)
+	run := h.run(t, "many")
+	const n = 600 // more than the cache has slots
+	tools := make([]toolset.Tool, n)
+	for i := range tools {
+		tools[i] = toolset.NewTool(fmt.Sprint("t", i), "One of many tools.",
+			func(_ context.Context, in benchArgs) (string, error) { return in.City, nil })
+	}
+	tc := run.Turn(context.Background())
+	list, err := toolset.BuildTools(tc, "agent", toolset.NewFunction(tools...).Prefixed("p"))
+	require.NoError(t, err)
+	for range 2 {
+		for i := range n {
+			_, err := list.Execute(tc, toolset.ToolCall{ID: "c", Name: fmt.Sprint("p_t", i), Args: json.RawMessage(`{"city":"Paris","days":3}`)})
+			require.NoError(t, err)
+		}
+	}
+	for i := range n {
+		spans := h.named(fmt.Sprint("execute_tool p_t", i))
+		require.Len(t, spans, 2, "tool %d", i)
+		for _, s := range spans {
+			assert.Contains(t, s.Attributes(), attribute.String("gen_ai.tool.name", fmt.Sprint("p_t", i)))
+			assert.Contains(t, s.Attributes(), attribute.String(string(oteltoolset.KeyOriginalName), fmt.Sprint("t", i)))
+		}
+	}
 }
