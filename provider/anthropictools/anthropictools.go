@@ -117,11 +117,7 @@ func Tools(tools *toolset.ToolList, opts ...Option) ([]anthropic.ToolUnionParam,
 	if len(opts) > 0 {
 		o := provider.Apply(opts)
 		if o.Preflight {
-			check := Check
-			if o.DeferLoading {
-				check = checkCatalog // every tool sent
-			}
-			if _, err := check(tools); err != nil {
+			if _, err := check(tools, o.DeferLoading); err != nil { // every tool sent
 				return nil, err
 			}
 		}

@@ -188,6 +188,16 @@ func TestDeferLoadingPreflightChecksTheCatalogue(t *testing.T) {
 	var pe *toolset.PreflightError
 	require.ErrorAs(t, err, &pe)
 	assert.Contains(t, err.Error(), "bad_deferred")
+
+	// The public Check, given the same options, checks the same tools.
+	problems, err := anthropictools.Check(tools)
+	require.NoError(t, err, "without defer loading Check sees the visible tools only")
+	assert.Empty(t, problems)
+	problems, err = anthropictools.Check(tools, anthropictools.WithDeferLoading())
+	require.ErrorAs(t, err, &pe)
+	require.NotEmpty(t, problems)
+	assert.Equal(t, "bad_deferred", problems[0].Tool)
+	assert.Equal(t, "/parameters/anyOf", problems[0].Path)
 }
 
 // A tool of one's own that returns a search result's type is no search:

@@ -238,4 +238,14 @@ func TestResponsesDeferLoadingPreflightChecksTheCatalogue(t *testing.T) {
 	var pe *toolset.PreflightError
 	require.ErrorAs(t, err, &pe)
 	assert.Contains(t, err.Error(), "bad_deferred")
+
+	// The public Check, given the same options, checks the same tools.
+	problems, err := openaitools.Check(tools, openaitools.WithStrict())
+	require.NoError(t, err, "without defer loading Check sees the visible tools only")
+	assert.Empty(t, problems)
+	problems, err = openaitools.Check(tools, openaitools.WithDeferLoading())
+	require.ErrorAs(t, err, &pe)
+	require.NotEmpty(t, problems)
+	assert.Equal(t, "bad_deferred", problems[0].Tool)
+	assert.Equal(t, "/parameters/oneOf", problems[0].Path)
 }
