@@ -9,7 +9,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 )
 
-// StableTools keeps the Responses tools array of one conversation the
+// StableTools keeps the tools array of one conversation the
 // same, byte for byte, when a turn shows only some of the tools sent
 // before (a filter hid one, a failure budget was spent), so that the
 // prompt cache is kept: the earlier array is sent again, with a tool
