@@ -40,7 +40,8 @@ func WithSearchTopK(k int) SearchOption { return func(c *searchConfig) { c.topK 
 // ToolSearchArgs are the arguments of the tool search.
 type ToolSearchArgs struct {
 	// Query is the words the tools are ranked against; an empty query
-	// matches nothing.
+	// matches nothing. A query over 1024 bytes is refused, as an error the
+	// model sees, and only its first 32 words are ranked against.
 	Query string `json:"query" jsonschema:"Words describing the capability you need"`
 	// TopK is how many tools to return, clamped to 1..50; zero means the
 	// search's default.
@@ -70,6 +71,11 @@ type FoundTool struct {
 // name and description, name words weighing more; an empty query matches
 // nothing. The model may ask for 1 to 50 results (top_k, clamped).
 //
+// The query is the model's, so the work it causes is bounded: a query
+// over 1024 bytes is refused before it is read, with an error the model
+// sees (a [MessageError]), and only its first 32 words count, the rest
+// ignored; a search's cost is then at most 32 lookups per deferred tool.
+//
 // Reveals are kept in the run ([RunContext]) until it ends, so runs never
 // see each other's; a search without a run fails. The search index of a toolset's tool
 // list is built once and shared by every copy of the search tool.
@@ -97,6 +103,13 @@ func NewToolSearch(deferred Toolset, opts ...SearchOption) Tool {
 
 func clampTopK(k int) int { return min(max(k, 1), 50) }
 
+// Bounds on a model's query: the bytes a search reads, and the words of
+// it that are ranked against.
+const (
+	maxQueryBytes = 1024
+	maxQueryTerms = 32
+)
+
 // searchState is the state of a tool search: its index of each tool list it
 // has seen, memoised per snapshot.
 type searchState struct {
@@ -107,6 +120,9 @@ func (s *searchState) search(ctx context.Context, deferred Toolset, in ToolSearc
 	rc := runOf(ctx)
 	if rc.state() == nil {
 		return ToolSearchResult{}, errors.New("tool search needs a run (toolset.NewRun) to remember what it reveals")
+	}
+	if len(in.Query) > maxQueryBytes {
+		return ToolSearchResult{}, ModelErrorf("the query is %d bytes long, and a search reads at most %d: describe the capability you need in a few words", len(in.Query), maxQueryBytes)
 	}
 	v, err := materialize(ctx, deferred, nil)
 	if err != nil {
@@ -167,11 +183,11 @@ func newSearchIndex(s *snapshot) *searchIndex {
 			continue
 		}
 		d := searchDoc{pos: i, tf: make(map[string]float64)}
-		for _, w := range words(t.Name) {
+		for _, w := range words(t.Name, -1) {
 			d.tf[w] += nameWeight
 			d.length += nameWeight
 		}
-		for _, w := range words(t.Description) {
+		for _, w := range words(t.Description, -1) {
 			d.tf[w]++
 			d.length++
 		}
@@ -190,7 +206,7 @@ func newSearchIndex(s *snapshot) *searchIndex {
 // rank returns the positions of the best matches of query among the
 // visible documents, best first; equal scores keep the tools' order.
 func (ix *searchIndex) rank(query string, keep []bool, topK int) []int {
-	terms := words(query)
+	terms := words(query, maxQueryTerms)
 	slices.Sort(terms)
 	terms = slices.Compact(terms)
 	if len(terms) == 0 || len(ix.docs) == 0 {
@@ -243,8 +259,9 @@ var stopWords = map[string]bool{
 
 // words splits text into lower-case search terms: on anything that is not
 // a letter or digit, and between the words of camelCase names; a trailing
-// plural "s" is dropped and stop words are skipped.
-func words(text string) []string {
+// plural "s" is dropped and stop words are skipped. With limit at 0 or
+// more, it stops once it has that many words.
+func words(text string, limit int) []string {
 	var out []string
 	var cur []rune
 	flush := func() {
@@ -262,6 +279,9 @@ func words(text string) []string {
 	}
 	var prev rune
 	for _, r := range text {
+		if len(out) == limit {
+			return out
+		}
 		switch {
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
 			if unicode.IsUpper(r) && unicode.IsLower(prev) {
@@ -273,7 +293,9 @@ func words(text string) []string {
 		}
 		prev = r
 	}
-	flush()
+	if len(out) != limit {
+		flush()
+	}
 	return out
 }
 

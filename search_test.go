@@ -2,7 +2,9 @@ package toolset_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/gotoolset/toolset"
@@ -104,4 +106,44 @@ func TestDeferredToolConflictsOnlyOnceRevealed(t *testing.T) {
 	var nce *toolset.NameConflictError
 	require.ErrorAs(t, err, &nce)
 	assert.Equal(t, []string{"Function#0", `Tool#1 "lookup"`}, nce.Conflicts[0].Contributors)
+}
+
+// A model's query is bounded before it is read: one of a megabyte, or of a
+// million words, is refused with an error the model sees, and the search
+// allocates no more for it than for a short one; top_k stays within 1..50.
+func TestToolSearchBoundsAHostileQuery(t *testing.T) {
+	catalog := deferredCatalog()
+	ctx := newRun(t, "r")
+	tools, err := toolset.BuildTools(ctx, "a", catalog, toolset.NewToolSearch(catalog))
+	require.NoError(t, err)
+	run := func(q string, topK int) (toolset.ToolSearchResult, error) {
+		args, err := json.Marshal(toolset.ToolSearchArgs{Query: q, TopK: topK})
+		require.NoError(t, err)
+		res, err := tools.Execute(ctx, toolset.ToolCall{Name: "tool_search", Args: args})
+		r, _ := res.(toolset.ToolSearchResult)
+		return r, err
+	}
+	for name, q := range map[string]string{
+		"1 MB":          strings.Repeat("invoice ", 1<<17),
+		"10^6 terms":    strings.Repeat("a ", 1_000_000),
+		"just too long": "invoice" + strings.Repeat(" ", 1018),
+	} {
+		_, err := run(q, 0)
+		require.Error(t, err, name)
+		msg, ok := toolset.ErrorText(err)
+		assert.True(t, ok, "%s: the model sees the error", name)
+		assert.Contains(t, msg, "at most 1024", name)
+	}
+	res, err := run("invoice"+strings.Repeat(" ", 1017), 1_000_000)
+	require.NoError(t, err, "a query of 1024 bytes is read")
+	assert.Equal(t, "create_invoice", res.Tools[0].Name)
+	assert.LessOrEqual(t, len(res.Tools), 50)
+
+	short := testing.AllocsPerRun(3, func() { _, _ = run("invoice", 0) })
+	huge := strings.Repeat("invoice ", 1<<17)
+	refused := testing.AllocsPerRun(3, func() { _, _ = run(huge, 0) })
+	assert.LessOrEqual(t, refused, short+10, "a refused query costs no more than a short one")
+	many := strings.Repeat("invoice customer ", 60) // 1020 bytes, 120 words
+	long := testing.AllocsPerRun(3, func() { _, _ = run(many, 0) })
+	assert.LessOrEqual(t, long, short+float64(2*32)+20, "only 32 words of a long query are read")
 }

@@ -64,6 +64,8 @@
 // tool_reference blocks, which load the tools found: the array stays the
 // same, byte for byte. Anthropic has no restriction of the model to some
 // of the tools sent, so a turn that hides a tool sends a shorter array.
+// An application that runs the search itself converts its result with
+// [ResultBlockFor], which takes the turn's tools, not [ResultBlock].
 //
 // # Preflight
 //
@@ -117,11 +119,7 @@ func Tools(tools *toolset.ToolList, opts ...Option) ([]anthropic.ToolUnionParam,
 	if len(opts) > 0 {
 		o := provider.Apply(opts)
 		if o.Preflight {
-			check := Check
-			if o.DeferLoading {
-				check = checkCatalog // every tool sent
-			}
-			if _, err := check(tools); err != nil {
+			if _, err := check(tools, o.DeferLoading); err != nil { // every tool sent
 				return nil, err
 			}
 		}
@@ -245,9 +243,25 @@ func RunCalls(ctx context.Context, tools *toolset.ToolList, content []anthropic.
 // ResultBlock returns the tool_result block for a call that the
 // application ran itself: the result, or the text of an error the model
 // should see with is_error set. Any other error is returned, since it
-// should stop the run.
+// should stop the run. With [WithDeferLoading], convert a tool search's
+// result with [ResultBlockFor].
 func ResultBlock(call toolset.ToolCall, result any, err error) (anthropic.ContentBlockParamUnion, error) {
 	return provider.Result(pkg, call, result, err, resultBlock)
+}
+
+// ResultBlockFor is [ResultBlock] for a call of the turn's tools, taking
+// the options given to [RunCalls]. With [WithDeferLoading], the result of
+// the turn's tool search ([toolset.NewToolSearch]) becomes tool_reference
+// blocks naming the deferred tools it found, as RunCalls sends it, which
+// loads them; ResultBlock, which does not know the turn's catalogue,
+// sends the search's result as JSON text, which loads nothing. Other
+// results, and every result without WithDeferLoading, are as ResultBlock
+// gives them. A nil tools is a turn without tools.
+func ResultBlockFor(tools *toolset.ToolList, call toolset.ToolCall, result any, err error, opts ...Option) (anthropic.ContentBlockParamUnion, error) {
+	if tools == nil {
+		return ResultBlock(call, result, err)
+	}
+	return provider.Result(pkg, call, result, err, resultsFor(tools, provider.Apply(opts)))
 }
 
 // supported reports whether a tool_result can carry p as a block: an image

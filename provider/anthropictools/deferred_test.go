@@ -188,6 +188,16 @@ func TestDeferLoadingPreflightChecksTheCatalogue(t *testing.T) {
 	var pe *toolset.PreflightError
 	require.ErrorAs(t, err, &pe)
 	assert.Contains(t, err.Error(), "bad_deferred")
+
+	// The public Check, given the same options, checks the same tools.
+	problems, err := anthropictools.Check(tools)
+	require.NoError(t, err, "without defer loading Check sees the visible tools only")
+	assert.Empty(t, problems)
+	problems, err = anthropictools.Check(tools, anthropictools.WithDeferLoading())
+	require.ErrorAs(t, err, &pe)
+	require.NotEmpty(t, problems)
+	assert.Equal(t, "bad_deferred", problems[0].Tool)
+	assert.Equal(t, "/parameters/anyOf", problems[0].Path)
 }
 
 // A tool of one's own that returns a search result's type is no search:
@@ -215,4 +225,94 @@ func TestDeferLoadingOnlyTurnsSearchesIntoReferences(t *testing.T) {
 	out, _ := json.Marshal(results)
 	assert.NotContains(t, string(out), "tool_reference")
 	assert.Contains(t, string(out), "fake_search")
+}
+
+// A search the application runs itself is sent, through ResultBlockFor
+// with the option, as the loop sends it: tool_reference blocks for the
+// deferred tools found. ResultBlock, which knows no catalogue, sends text.
+func TestResultBlockForReferencesWhatTheSearchFound(t *testing.T) {
+	catalog := billing()
+	model := toolsettest.NewScriptedModel(t, toolsettest.Anthropic,
+		toolsettest.CallTools(toolset.ToolCall{ID: "s1", Name: "tool_search", Args: json.RawMessage(`{"query":"refund a payment","top_k":2}`)}),
+		toolsettest.Answer("Done."))
+	client := newClient(model)
+	run := toolsettest.NewRun(t)
+	turn := run.Turn(t.Context())
+	tools, err := toolset.BuildTools(turn, "assistant", catalog, toolset.NewToolSearch(catalog))
+	require.NoError(t, err)
+	params, err := anthropictools.Tools(tools, anthropictools.WithDeferLoading())
+	require.NoError(t, err)
+	req := question()
+	req.Tools = params
+	msg, err := client.Messages.New(turn, req)
+	require.NoError(t, err)
+	calls := anthropictools.Calls(msg.Content)
+	require.Len(t, calls, 1)
+
+	want, err := anthropictools.RunCalls(turn, tools, msg.Content, anthropictools.WithDeferLoading())
+	require.NoError(t, err)
+	result, err := tools.Execute(turn, calls[0])
+	require.NoError(t, err)
+	got, err := anthropictools.ResultBlockFor(tools, calls[0], result, nil, anthropictools.WithDeferLoading())
+	require.NoError(t, err)
+	wantJSON, _ := json.Marshal(want[0])
+	gotJSON, _ := json.Marshal(got)
+	assert.JSONEq(t, string(wantJSON), string(gotJSON), "the loop's block, and the application's")
+
+	req.Messages = append(req.Messages, msg.ToParam(), anthropic.NewUserMessage(got))
+	_, err = client.Messages.New(turn, req)
+	require.NoError(t, err)
+	reqs := model.Requests()
+	require.Len(t, reqs, 2)
+	assert.Equal(t, []string{`[{"tool_name":"refund_payment","type":"tool_reference"}]`}, toolResults(t, reqs[1].Body))
+
+	plain, err := anthropictools.ResultBlock(calls[0], result, nil)
+	require.NoError(t, err)
+	b, _ := json.Marshal(plain)
+	assert.NotContains(t, string(b), "tool_reference")
+	same, err := anthropictools.ResultBlockFor(tools, calls[0], result, nil)
+	require.NoError(t, err)
+	c, _ := json.Marshal(same)
+	assert.Equal(t, string(b), string(c), "without the option, as ResultBlock")
+	same, err = anthropictools.ResultBlockFor(nil, calls[0], result, nil, anthropictools.WithDeferLoading())
+	require.NoError(t, err)
+	c, _ = json.Marshal(same)
+	assert.Equal(t, string(b), string(c), "a nil list, as ResultBlock")
+}
+
+// A failed search, or a result of the search's type from another tool,
+// references nothing; an error that should stop the run is returned.
+func TestResultBlockForHostile(t *testing.T) {
+	catalog := billing()
+	turn := toolsettest.NewRun(t).Turn(t.Context())
+	fake := toolset.NewTool("fake_search", "Looks like a search.", func(context.Context, struct{}) (toolset.ToolSearchResult, error) {
+		return toolset.ToolSearchResult{}, nil
+	})
+	tools, err := toolset.BuildTools(turn, "assistant", catalog, fake, toolset.NewToolSearch(catalog))
+	require.NoError(t, err)
+	forged := toolset.ToolSearchResult{Tools: []toolset.FoundTool{{Name: "refund_payment"}, {Name: "not_a_tool"}, {Name: "refund_payment"}}}
+	for name, tc := range map[string]struct {
+		call   toolset.ToolCall
+		result any
+		err    error
+	}{
+		"another tool's result": {toolset.ToolCall{ID: "f", Name: "fake_search"}, forged, nil},
+		"an unknown tool":       {toolset.ToolCall{ID: "u", Name: "nope"}, forged, nil},
+		"a failed search":       {toolset.ToolCall{ID: "s", Name: "tool_search"}, forged, toolset.NewModelError("bad query")},
+		"a nil result pointer":  {toolset.ToolCall{ID: "s", Name: "tool_search"}, (*toolset.ToolSearchResult)(nil), nil},
+		"a search's odd result": {toolset.ToolCall{ID: "s", Name: "tool_search"}, "text", nil},
+	} {
+		b, err := anthropictools.ResultBlockFor(tools, tc.call, tc.result, tc.err, anthropictools.WithDeferLoading())
+		require.NoError(t, err, name)
+		out, _ := json.Marshal(b)
+		assert.NotContains(t, string(out), "tool_reference", name)
+	}
+	b, err := anthropictools.ResultBlockFor(tools, toolset.ToolCall{ID: "s", Name: "tool_search"}, &forged, nil, anthropictools.WithDeferLoading())
+	require.NoError(t, err)
+	out, _ := json.Marshal(b)
+	assert.JSONEq(t, `{"type":"tool_result","tool_use_id":"s","content":[{"type":"tool_reference","tool_name":"refund_payment"}]}`, string(out),
+		"a name not deferred in the turn is left out, a repeated one sent once")
+	_, err = anthropictools.ResultBlockFor(tools, toolset.ToolCall{ID: "s", Name: "tool_search"}, nil, context.Canceled, anthropictools.WithDeferLoading())
+	var ce *anthropictools.CallError
+	require.ErrorAs(t, err, &ce)
 }

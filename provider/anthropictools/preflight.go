@@ -39,20 +39,28 @@ func WithPreflight() Option { return provider.WithPreflight() }
 // a *toolset.PreflightError listing the problems when there is one. A
 // schema is walked within bounds (see the package doc, "Preflight"); one
 // past them is a problem.
-func Check(tools *toolset.ToolList) ([]toolset.PreflightProblem, error) {
-	r := &provider.Report{Provider: providerName}
-	for t := range tools.All() {
-		checkTool(r, t)
-	}
-	return r.Result()
+//
+// With [WithDeferLoading], the turn's whole catalogue
+// ([toolset.ToolList.Catalog]) is checked, the deferred tools the run has
+// not revealed included, since [Tools] sends every one of them; other
+// options are ignored. Given the options given to Tools, Check checks
+// what Tools sends.
+func Check(tools *toolset.ToolList, opts ...Option) ([]toolset.PreflightProblem, error) {
+	return check(tools, provider.Apply(opts).DeferLoading)
 }
 
-// checkCatalog is Check over the turn's catalogue, every tool sent with
-// defer loading.
-func checkCatalog(tools *toolset.ToolList) ([]toolset.PreflightProblem, error) {
+// check is Check, over the turn's catalogue with catalog (every tool sent
+// with defer loading).
+func check(tools *toolset.ToolList, catalog bool) ([]toolset.PreflightProblem, error) {
 	r := &provider.Report{Provider: providerName}
-	for t := range tools.Catalog() {
-		checkTool(r, t)
+	if catalog {
+		for t := range tools.Catalog() {
+			checkTool(r, t)
+		}
+	} else {
+		for t := range tools.All() {
+			checkTool(r, t)
+		}
 	}
 	return r.Result()
 }

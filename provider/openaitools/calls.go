@@ -119,9 +119,55 @@ func RunResponseCalls(ctx context.Context, tools *toolset.ToolList, items []resp
 }
 
 // ResponseOutput returns the function_call_output item for a call that the
-// application ran itself; see [ChatToolMessage].
+// application ran itself; see [ChatToolMessage]. With [WithDeferLoading],
+// convert the calls of the turn's tool search with [ResponseOutputFor].
 func ResponseOutput(call toolset.ToolCall, result any, err error) (responses.ResponseInputItemUnionParam, error) {
 	return provider.Result(pkg, call, result, err, responseOutput)
+}
+
+// ResponseOutputFor is [ResponseOutput] for a call of the turn's tools,
+// taking the options given to [ResponseTools] and [RunResponseCalls].
+// With [WithDeferLoading], a call of the turn's tool search (the
+// tool_search_call items [ResponseCalls] returns as calls of
+// "tool_search", or a call by the search's own name) is answered as
+// RunResponseCalls answers it: with a tool_search_output item holding the
+// definitions of the deferred tools found ([WithStrict] as for
+// ResponseTools), which loads them; a failed search loads none.
+// ResponseOutput, which does not know the turn's catalogue, answers such
+// a call with a function_call_output, which OpenAI does not take for a
+// tool_search_call. Other calls, and every call without WithDeferLoading,
+// are answered as ResponseOutput answers them. A nil tools is a turn
+// without tools.
+func ResponseOutputFor(tools *toolset.ToolList, call toolset.ToolCall, result any, err error, opts ...Option) (responses.ResponseInputItemUnionParam, error) {
+	o := provider.Apply(opts)
+	if tools == nil || !o.DeferLoading || !isSearchCall(tools, call.Name) {
+		return ResponseOutput(call, result, err)
+	}
+	return provider.Result(pkg, call, result, err, func(oc provider.Outcome) (responses.ResponseInputItemUnionParam, error) {
+		return searchOutput(tools, oc, o.Strict)
+	})
+}
+
+// isSearchCall reports whether a call named name is one of the turn's
+// tool search, sent with defer loading as OpenAI's tool_search: named as
+// that search, or as "tool_search" (the name [ResponseCalls] gives) when
+// no other tool of the turn has that name.
+func isSearchCall(tools *toolset.ToolList, name string) bool {
+	var search toolset.Tool
+	found := false
+	for t := range tools.All() {
+		if t.IsToolSearch() {
+			search, found = t, true
+			break
+		}
+	}
+	if !found {
+		return false
+	}
+	if t, ok := tools.Lookup(name); ok {
+		return t.Same(search)
+	}
+	return name == "tool_search"
 }
 
 // responseImage reports whether a function_call_output can carry p as an

@@ -21,7 +21,9 @@ import (
 // tool_search_call items with that search, which records its reveals in
 // the run as it does without this option, and answers each with a
 // tool_search_output item holding the definitions of the tools found; a
-// found name that is not a deferred tool of the turn is left out.
+// found name that is not a deferred tool of the turn is left out. An
+// application that runs the search itself answers it with
+// [ResponseOutputFor], which takes the turn's tools, not [ResponseOutput].
 //
 // Chat Completions has no tool search of its own: [ChatTools] and
 // [RunChatCalls] ignore this option, and the library's search shows the

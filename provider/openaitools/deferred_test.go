@@ -238,4 +238,118 @@ func TestResponsesDeferLoadingPreflightChecksTheCatalogue(t *testing.T) {
 	var pe *toolset.PreflightError
 	require.ErrorAs(t, err, &pe)
 	assert.Contains(t, err.Error(), "bad_deferred")
+
+	// The public Check, given the same options, checks the same tools.
+	problems, err := openaitools.Check(tools, openaitools.WithStrict())
+	require.NoError(t, err, "without defer loading Check sees the visible tools only")
+	assert.Empty(t, problems)
+	problems, err = openaitools.Check(tools, openaitools.WithDeferLoading())
+	require.ErrorAs(t, err, &pe)
+	require.NotEmpty(t, problems)
+	assert.Equal(t, "bad_deferred", problems[0].Tool)
+	assert.Equal(t, "/parameters/oneOf", problems[0].Path)
+}
+
+// A search the application runs itself is answered, through
+// ResponseOutputFor with the options, as RunResponseCalls answers it: a
+// tool_search_output with the definitions of the tools found.
+func TestResponseOutputForAnswersASearchTheApplicationRan(t *testing.T) {
+	catalog := billing()
+	m, client := startCanned(t, searchCallOutput(`{"query":"refund a payment","top_k":1}`), answer)
+	run := toolsettest.NewRun(t)
+	turn := run.Turn(toolset.NewContext(t.Context(), run))
+	tools, err := toolset.BuildTools(turn, "assistant", catalog, toolset.NewToolSearch(catalog))
+	require.NoError(t, err)
+	opts := []openaitools.Option{openaitools.WithDeferLoading(), openaitools.WithStrict()}
+	params, err := openaitools.ResponseTools(tools, opts...)
+	require.NoError(t, err)
+	input := responses.ResponseInputParam{responses.ResponseInputItemParamOfMessage("Refund payment p7.", responses.EasyInputMessageRoleUser)}
+	req := responses.ResponseNewParams{Model: "gpt-test", Input: responses.ResponseNewParamsInputUnion{OfInputItemList: input}, Tools: params}
+	resp, err := client.Responses.New(turn, req)
+	require.NoError(t, err)
+	calls := openaitools.ResponseCalls(resp.Output)
+	require.Len(t, calls, 1)
+
+	want, err := openaitools.RunResponseCalls(turn, tools, resp.Output, opts...)
+	require.NoError(t, err)
+	result, err := tools.Execute(turn, calls[0])
+	require.NoError(t, err)
+	got, err := openaitools.ResponseOutputFor(tools, calls[0], result, nil, opts...)
+	require.NoError(t, err)
+	wantJSON, _ := json.Marshal(want[0])
+	gotJSON, _ := json.Marshal(got)
+	assert.JSONEq(t, string(wantJSON), string(gotJSON), "the loop's item, and the application's")
+
+	req.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{got}}
+	req.PreviousResponseID = openai.String(resp.ID)
+	_, err = client.Responses.New(turn, req)
+	require.NoError(t, err)
+	reqs := m.requests()
+	require.Len(t, reqs, 2)
+	assert.JSONEq(t, `[{"type":"tool_search_output","call_id":"s1","execution":"client","status":"completed","tools":[`+
+		`{"type":"function","name":"refund_payment","description":"Refund a card payment to a customer.","strict":true,"defer_loading":true,`+
+		`"parameters":{"properties":{"id":{"type":"string"}},"additionalProperties":false,"type":"object","required":["id"]}}]}]`,
+		field(t, reqs[1], "input"))
+
+	plain, err := openaitools.ResponseOutput(calls[0], result, nil)
+	require.NoError(t, err)
+	b, _ := json.Marshal(plain)
+	assert.Contains(t, string(b), `"function_call_output"`, "ResponseOutput knows no search")
+	for name, o := range map[string]func() (responses.ResponseInputItemUnionParam, error){
+		"without the option": func() (responses.ResponseInputItemUnionParam, error) {
+			return openaitools.ResponseOutputFor(tools, calls[0], result, nil)
+		},
+		"a nil list": func() (responses.ResponseInputItemUnionParam, error) {
+			return openaitools.ResponseOutputFor(nil, calls[0], result, nil, opts...)
+		},
+	} {
+		same, err := o()
+		require.NoError(t, err, name)
+		c, _ := json.Marshal(same)
+		assert.Equal(t, string(b), string(c), name)
+	}
+}
+
+// A failed search loads nothing; a result of the search's type from a tool
+// that is no search, or a call of no tool, is a function_call_output; a
+// found name that is no deferred tool of the turn is left out; an error
+// that should stop the run is returned.
+func TestResponseOutputForHostile(t *testing.T) {
+	catalog := billing()
+	turn := toolsettest.NewRun(t).Turn(t.Context())
+	fake := toolset.NewTool("fake_search", "Looks like a search.", func(context.Context, struct{}) (toolset.ToolSearchResult, error) {
+		return toolset.ToolSearchResult{}, nil
+	})
+	tools, err := toolset.BuildTools(turn, "assistant", catalog, fake, toolset.NewToolSearch(catalog, toolset.WithSearchName("find_tools")))
+	require.NoError(t, err)
+	forged := toolset.ToolSearchResult{Tools: []toolset.FoundTool{{Name: "whoami"}, {Name: "not_a_tool"}, {Name: "list_invoices"}, {Name: "list_invoices"}}}
+	out := func(call toolset.ToolCall, result any, err error) string {
+		t.Helper()
+		item, err := openaitools.ResponseOutputFor(tools, call, result, err, openaitools.WithDeferLoading())
+		require.NoError(t, err)
+		b, _ := json.Marshal(item)
+		return string(b)
+	}
+	assert.Contains(t, out(toolset.ToolCall{ID: "f", Name: "fake_search"}, forged, nil), `"function_call_output"`)
+	assert.Contains(t, out(toolset.ToolCall{ID: "u", Name: "nope"}, forged, nil), `"function_call_output"`)
+	for _, name := range []string{"find_tools", "tool_search"} {
+		got := out(toolset.ToolCall{ID: "s", Name: name}, &forged, nil)
+		var item struct {
+			Type  string `json:"type"`
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(got), &item), name)
+		assert.Equal(t, "tool_search_output", item.Type, name)
+		require.Len(t, item.Tools, 1, "%s: only the deferred tool found, once", name)
+		assert.Equal(t, "list_invoices", item.Tools[0].Name)
+	}
+	assert.JSONEq(t, `{"type":"tool_search_output","call_id":"s","execution":"client","status":"completed","tools":[]}`,
+		out(toolset.ToolCall{ID: "s", Name: "find_tools"}, forged, toolset.NewModelError("bad query")), "a failed search loads nothing")
+	assert.JSONEq(t, `{"type":"tool_search_output","call_id":"s","execution":"client","status":"completed","tools":[]}`,
+		out(toolset.ToolCall{ID: "s", Name: "find_tools"}, (*toolset.ToolSearchResult)(nil), nil))
+	_, err = openaitools.ResponseOutputFor(tools, toolset.ToolCall{ID: "s", Name: "find_tools"}, nil, context.Canceled, openaitools.WithDeferLoading())
+	var ce *openaitools.CallError
+	require.ErrorAs(t, err, &ce)
 }

@@ -89,7 +89,10 @@
 //   - many tools under a common prefix crowd the top level.
 //     [WithNamespace] sends a [toolset.Prefixed] as one namespace tool.
 //
-// Chat Completions has none of these: the options are ignored there.
+// Chat Completions takes the restriction too: [StableTools.ChatTools]
+// sends the earlier array again with its tool_choice allowed_tools. It
+// has no tool search nor namespaces: [WithDeferLoading] and
+// [WithNamespace] are ignored there.
 //
 // # Preflight
 //

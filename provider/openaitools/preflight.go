@@ -34,12 +34,17 @@ func WithPreflight() Option { return provider.WithPreflight() }
 //     [WithStrict]); the first keyword of each schema that cannot is
 //     reported, as [ChatTools] would report it with a [*StrictError].
 //
-// Options other than [WithStrict] are ignored. It returns every problem
-// (see [toolset.PreflightProblem]), and a *toolset.PreflightError listing
-// them when there is one. A schema is walked within bounds (see the
-// package doc, "Preflight"); one past them is a problem.
+// With [WithDeferLoading], the turn's whole catalogue
+// ([toolset.ToolList.Catalog]) is checked, the deferred tools the run has
+// not revealed included, as [ResponseTools] sends it; [ChatTools], which
+// ignores that option, sends only the turn's tools. Other options are
+// ignored. It returns every problem (see [toolset.PreflightProblem]), and
+// a *toolset.PreflightError listing them when there is one. A schema is
+// walked within bounds (see the package doc, "Preflight"); one past them
+// is a problem.
 func Check(tools *toolset.ToolList, opts ...Option) ([]toolset.PreflightProblem, error) {
-	return check(tools, provider.Apply(opts).Strict, false)
+	o := provider.Apply(opts)
+	return check(tools, o.Strict, o.DeferLoading)
 }
 
 // check is Check, over the turn's catalogue with catalog (every tool sent
