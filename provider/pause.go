@@ -41,8 +41,10 @@ func RunPausing[R any](ctx context.Context, pkg string, tools *toolset.ToolList,
 		}
 		return results, ran, nil
 	}
+	// The order is needed one call at a time too: a call ordered after a
+	// held one is held with it, not run ahead of it.
 	var after [][]int
-	if tools != nil && len(calls) > 1 && o.Concurrency > 1 {
+	if tools != nil && len(calls) > 1 {
 		after = tools.CallOrder(calls)
 	}
 	var mu sync.Mutex
@@ -53,7 +55,7 @@ func RunPausing[R any](ctx context.Context, pkg string, tools *toolset.ToolList,
 		mu.Lock()
 		if after != nil {
 			for _, j := range after[i] {
-				if paused[j] {
+				if j >= 0 && j < i && paused[j] {
 					paused[i] = true
 					mu.Unlock()
 					return held{}, nil

@@ -98,6 +98,8 @@ func (f *Findings) Failed() bool {
 
 // Report gathers the problems of a turn's tools for one provider.
 type Report struct {
+	// Provider names the provider the tools are checked for, as the
+	// *toolset.PreflightError of Result names it.
 	Provider  string
 	problems  []toolset.PreflightProblem
 	omitted   int

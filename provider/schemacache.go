@@ -57,7 +57,9 @@ func (c *SchemaCache[V]) Of(t toolset.Tool) (V, error) {
 }
 
 // Get returns the provider form of the encoded schema raw, as [SchemaCache.Of]
-// does of a tool's.
+// does of a tool's. The cache knows raw by its address and length, not by
+// its content: raw must not be written to once given, and bytes equal to
+// an earlier raw but held elsewhere are converted again.
 func (c *SchemaCache[V]) Get(raw json.RawMessage) (V, error) {
 	if len(raw) == 0 {
 		return c.convert(raw)

@@ -81,19 +81,21 @@ func HasMedia(segs []Segment) bool {
 // JoinText joins the text of text segments with newlines, as
 // [toolset.Content.ModelText] joins parts.
 func JoinText(segs []Segment) string {
-	s := ""
+	// A result (an MCP server's, say) may hold any number of parts: the
+	// text is built in one buffer, in time linear in its length.
+	var b strings.Builder
 	first := true
 	for _, seg := range segs {
 		if seg.Media != nil {
 			continue
 		}
 		if !first {
-			s += "\n"
+			b.WriteByte('\n')
 		}
-		s += seg.Text
+		b.WriteString(seg.Text)
 		first = false
 	}
-	return s
+	return b.String()
 }
 
 // IsImage reports whether mimeType is an image type that every provider

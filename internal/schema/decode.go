@@ -67,10 +67,33 @@ func NewPlan(t reflect.Type) *Plan {
 	if t.Kind() != reflect.Struct {
 		return nil
 	}
-	return newPlan(t, 0)
+	return (&planner{made: map[planKey]*Plan{}}).plan(t, 0)
 }
 
-func newPlan(t reflect.Type, depth int) *Plan {
+// planner makes the plans of one type. A type met again at the same
+// depth gets the plan made the first time (plans are immutable), so a
+// type that many fields share at each level costs one plan per level,
+// not one per path to it, which multiplies level by level.
+type planner struct {
+	made map[planKey]*Plan
+}
+
+type planKey struct {
+	t     reflect.Type
+	depth int
+}
+
+func (pl *planner) plan(t reflect.Type, depth int) *Plan {
+	k := planKey{t, depth}
+	if p, ok := pl.made[k]; ok {
+		return p
+	}
+	p := pl.newPlan(t, depth)
+	pl.made[k] = p
+	return p
+}
+
+func (pl *planner) newPlan(t reflect.Type, depth int) *Plan {
 	if depth > maxPlanDepth || decodesItself(t) || t == numberType || t == durationType {
 		return nil // json.Number checks its string; time.Duration is left out to be sure
 	}
@@ -86,7 +109,7 @@ func newPlan(t reflect.Type, depth int) *Plan {
 	case reflect.Float32, reflect.Float64:
 		return &Plan{kind: planFloat, bits: t.Bits()}
 	case reflect.Pointer:
-		elem := newPlan(t.Elem(), depth+1)
+		elem := pl.plan(t.Elem(), depth+1)
 		if elem == nil {
 			return nil
 		}
@@ -95,7 +118,7 @@ func newPlan(t reflect.Type, depth int) *Plan {
 		if t.Elem().Kind() == reflect.Uint8 {
 			return nil // base64
 		}
-		elem := newPlan(t.Elem(), depth+1)
+		elem := pl.plan(t.Elem(), depth+1)
 		if elem == nil {
 			return nil
 		}
@@ -125,7 +148,7 @@ func newPlan(t reflect.Type, depth int) *Plan {
 				return nil // encoding/json drops or ranks such fields
 			}
 		}
-		fp := newPlan(f.Type, depth+1)
+		fp := pl.plan(f.Type, depth+1)
 		if fp == nil {
 			return nil
 		}
