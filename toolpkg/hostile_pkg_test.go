@@ -90,7 +90,9 @@ func TestSchemaOutputOfHostileSizeIsBounded(t *testing.T) {
 		fmt.Fprintf(&many, `"t%d":{"description":"x"}`, i)
 	}
 	many.WriteString("}}")
-	long := strings.Repeat("n", 1<<20)
+	// Four times the 64 KB the problems may take: a problem that quoted
+	// one whole would be over it.
+	long := strings.Repeat("n", 256<<10)
 	var invalid strings.Builder
 	invalid.WriteString(`{"tools":{`)
 	for i := range 900 {
@@ -106,7 +108,7 @@ func TestSchemaOutputOfHostileSizeIsBounded(t *testing.T) {
 		"long name twice":  `{"tools":{"` + long + `":{"description":"x"},"` + long + `":{}}}`,
 		"long description": `{"tools":{"a":{"description":"` + long + `"}}}`,
 		"long config key":  `{"tools":{"a":{"description":"x","config_schema":[{"key":"` + long + `","type":"` + long + `"}]}}}`,
-		"long timeout":     `{"tools":{"a":{"description":"x","timeout_seconds":1` + strings.Repeat("0", 1<<20) + `}}}`,
+		"long timeout":     `{"tools":{"a":{"description":"x","timeout_seconds":1` + strings.Repeat("0", 256<<10) + `}}}`,
 		"long property":    `{"tools":{"a":{"description":"x","parameters":{"type":"object","properties":{"` + long + `":{"type":"nope"}}}}}}`,
 		"many bad tools":   invalid.String(),
 	} {
