@@ -1,8 +1,10 @@
 package toolpkg
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
+	"io"
 	"sync"
 	"testing"
 
@@ -16,16 +18,53 @@ var (
 )
 
 // goPackage packs testdata/gopkg, the demo tools of internal/demotools
-// made into an executable with pkgtool, as Pack builds any Go package.
+// made into an executable with pkgtool, as Pack builds any Go package,
+// with its entries stored rather than deflated: the tests upload it
+// dozens of times, and inflating its executable under the race detector
+// costs about a second each time (TestPackBuildsAndPackages uploads what
+// Pack makes as it is).
 func goPackage(t testing.TB) []byte {
 	t.Helper()
 	gopkgOnce.Do(func() {
 		var buf bytes.Buffer
-		_, gopkgErr = Pack(context.Background(), "testdata/gopkg", &buf, nil)
-		gopkgZip = buf.Bytes()
+		if _, gopkgErr = Pack(context.Background(), "testdata/gopkg", &buf, nil); gopkgErr != nil {
+			return
+		}
+		gopkgZip, gopkgErr = storedZip(buf.Bytes())
 	})
 	require.NoError(t, gopkgErr)
 	return gopkgZip
+}
+
+// storedZip returns the zip with the same entries, each stored.
+func storedZip(data []byte) ([]byte, error) {
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, f := range zr.File {
+		h := f.FileHeader
+		h.Method = zip.Store
+		w, err := zw.CreateHeader(&h)
+		if err != nil {
+			return nil, err
+		}
+		rc, err := f.Open()
+		if err != nil {
+			return nil, err
+		}
+		_, err = io.Copy(w, rc)
+		rc.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // goToolset uploads the Go package into s as name.

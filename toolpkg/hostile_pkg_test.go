@@ -51,7 +51,9 @@ func TestManifestAliasBombIsBounded(t *testing.T) {
 
 func TestManifestLongValuesAreNotQuotedWhole(t *testing.T) {
 	t.Parallel()
-	long := strings.Repeat("A", 500000)
+	// Thirty-two times the 2 KB an error may take: an error that quoted
+	// one whole would be over it.
+	long := strings.Repeat("A", 64<<10)
 	for name, m := range map[string]string{
 		"string value":    "version: 1\ntools:\n  x: \"" + long + "\"\n",
 		"runtime":         "version: 1\ntools:\n  x: {runtime: \"" + long + "\", executable: x}\n",
@@ -59,7 +61,7 @@ func TestManifestLongValuesAreNotQuotedWhole(t *testing.T) {
 		"unknown key":     "version: 1\ntools:\n  x:\n    runtime: go\n    executable: x\n    ? " + long + "\n    : 1\n",
 		"tools key":       "version: 1\ntools:\n  ? " + long + "\n  : {runtime: go, executable: x}\n",
 		"executable path": "version: 1\ntools:\n  x: {runtime: go, executable: \"a/../" + long + "\"}\n",
-		"float":           "version: 1.5" + strings.Repeat("1", 500000) + "\ntools: {}\n",
+		"float":           "version: 1.5" + strings.Repeat("1", 64<<10) + "\ntools: {}\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ParseManifestStrict([]byte(m))
@@ -90,7 +92,9 @@ func TestSchemaOutputOfHostileSizeIsBounded(t *testing.T) {
 		fmt.Fprintf(&many, `"t%d":{"description":"x"}`, i)
 	}
 	many.WriteString("}}")
-	long := strings.Repeat("n", 1<<20)
+	// Four times the 64 KB the problems may take: a problem that quoted
+	// one whole would be over it.
+	long := strings.Repeat("n", 256<<10)
 	var invalid strings.Builder
 	invalid.WriteString(`{"tools":{`)
 	for i := range 900 {
@@ -106,7 +110,7 @@ func TestSchemaOutputOfHostileSizeIsBounded(t *testing.T) {
 		"long name twice":  `{"tools":{"` + long + `":{"description":"x"},"` + long + `":{}}}`,
 		"long description": `{"tools":{"a":{"description":"` + long + `"}}}`,
 		"long config key":  `{"tools":{"a":{"description":"x","config_schema":[{"key":"` + long + `","type":"` + long + `"}]}}}`,
-		"long timeout":     `{"tools":{"a":{"description":"x","timeout_seconds":1` + strings.Repeat("0", 1<<20) + `}}}`,
+		"long timeout":     `{"tools":{"a":{"description":"x","timeout_seconds":1` + strings.Repeat("0", 256<<10) + `}}}`,
 		"long property":    `{"tools":{"a":{"description":"x","parameters":{"type":"object","properties":{"` + long + `":{"type":"nope"}}}}}}`,
 		"many bad tools":   invalid.String(),
 	} {

@@ -48,20 +48,20 @@ func TestOversizeDataIsNotStructuredWhole(t *testing.T) {
 	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	ts := readyToolset(t, s, "demo", nil)
-	res, err := callTool(context.Background(), t, ts, "demo__big", `{"n": 4000000}`)
+	res, err := callTool(context.Background(), t, ts, "demo__big", `{"n": 1000000}`)
 	require.NoError(t, err)
 	c, r, size := structuredOf(t, res)
 	assert.LessOrEqual(t, size, DefaultMaxOutputBytes, "the structured result is within the budget")
 	assert.Nil(t, r.Data)
 	require.Len(t, r.Omitted, 1)
-	assert.Contains(t, r.Omitted[0], "data (4000002 bytes) left out of the structured result")
+	assert.Contains(t, r.Omitted[0], "data (1000002 bytes) left out of the structured result")
 	assert.Contains(t, r.Omitted[0], "artifact big_output.txt version 1")
 	text := c.ModelText()
 	assert.LessOrEqual(t, len(text), DefaultMaxOutputBytes)
-	assert.Contains(t, text, "note: data (4000002 bytes) left out of the structured result")
+	assert.Contains(t, text, "note: data (1000002 bytes) left out of the structured result")
 	ref, data := loadArtifact(t, s, ArtifactScope{}, "big_output.txt", 1)
-	assert.EqualValues(t, 4000006, ref.Size)
-	assert.Len(t, data, 4000006, "the whole output, data included, is kept")
+	assert.EqualValues(t, 1000006, ref.Size)
+	assert.Len(t, data, 1000006, "the whole output, data included, is kept")
 }
 
 // Over MCP, the structured content of such a result is bounded too: a
@@ -82,7 +82,7 @@ func TestOversizeDataIsNotSentWholeOverMCP(t *testing.T) {
 		_ = ss.Wait()
 	}()
 
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "demo__big", Arguments: map[string]any{"n": 10_000_000}})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "demo__big", Arguments: map[string]any{"n": 1_000_000}})
 	require.NoError(t, err)
 	require.False(t, res.IsError)
 	whole, err := json.Marshal(res)
@@ -91,7 +91,7 @@ func TestOversizeDataIsNotSentWholeOverMCP(t *testing.T) {
 	sc, err := json.Marshal(res.StructuredContent)
 	require.NoError(t, err)
 	assert.LessOrEqual(t, len(sc), DefaultMaxOutputBytes, "the structured content is bounded")
-	assert.Contains(t, string(sc), `"Omitted":["data (10000002 bytes) left out of the structured result`)
+	assert.Contains(t, string(sc), `"Omitted":["data (1000002 bytes) left out of the structured result`)
 	assert.Contains(t, string(sc), "big_output.txt version 1")
 	var texts []string
 	for _, p := range res.Content {
@@ -99,7 +99,7 @@ func TestOversizeDataIsNotSentWholeOverMCP(t *testing.T) {
 			texts = append(texts, tc.Text)
 		}
 	}
-	assert.Contains(t, strings.Join(texts, "\n"), "note: data (10000002 bytes) left out of the structured result")
+	assert.Contains(t, strings.Join(texts, "\n"), "note: data (1000002 bytes) left out of the structured result")
 
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "demo__big", Arguments: map[string]any{"n": 10}})
 	require.NoError(t, err)
@@ -134,7 +134,7 @@ func TestOversizeDataObjectsAreNotStructuredWhole(t *testing.T) {
 	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	ts := objectsToolset(t, s)
-	res, err := callTool(context.Background(), t, ts, "demo__objects", `{"n": 2, "size": 3000000, "disposition": "artifact"}`)
+	res, err := callTool(context.Background(), t, ts, "demo__objects", `{"n": 2, "size": 300000, "disposition": "artifact"}`)
 	require.NoError(t, err)
 	c, r, size := structuredOf(t, res)
 	assert.LessOrEqual(t, size, DefaultMaxOutputBytes)

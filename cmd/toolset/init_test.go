@@ -40,6 +40,20 @@ func repoRoot(t *testing.T) string {
 // NAME__greet; it returns the result's text and the progress reported.
 func scaffoldCall(t *testing.T, name, src string, config map[string]any, args string) (string, []string) {
 	t.Helper()
+	return scaffoldStore(t, name, src).call(t, config, args)
+}
+
+// scaffold is a packaged scaffold discovered in a store of its own.
+type scaffold struct {
+	name string
+	st   *toolpkg.Store
+}
+
+// scaffoldStore packages the scaffold at src with the CLI, checks the
+// zip as the platform does at upload and discovers it in a store, closed
+// at the end of the test.
+func scaffoldStore(t *testing.T, name, src string) scaffold {
+	t.Helper()
 	zipPath := filepath.Join(t.TempDir(), name+".zip")
 	code, stdout, stderr := runCLI("package", src, "-o", zipPath)
 	require.Equal(t, 0, code, stderr)
@@ -53,7 +67,7 @@ func scaffoldCall(t *testing.T, name, src string, config map[string]any, args st
 
 	st, err := toolpkg.Open(t.TempDir(), &toolpkg.Options{Sandbox: toolpkg.ModeDirect, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
-	defer func() { require.NoError(t, st.Close()) }()
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
 	info, err := st.UploadFile(context.Background(), name, zipPath)
 	require.NoError(t, err)
 	require.Equal(t, toolpkg.StatusReady, info.Status, "%v", info.Errors)
@@ -61,7 +75,14 @@ func scaffoldCall(t *testing.T, name, src string, config map[string]any, args st
 	assert.Equal(t, "greet", info.Tools[0].Name)
 	require.Len(t, info.Tools[0].Config, 1)
 	assert.Equal(t, "greeting", info.Tools[0].Config[0].Key)
+	return scaffold{name: name, st: st}
+}
 
+// call calls NAME__greet of the scaffold with config; it returns the
+// result's text and the progress reported.
+func (sc scaffold) call(t *testing.T, config map[string]any, args string) (string, []string) {
+	t.Helper()
+	name, st := sc.name, sc.st
 	var mu sync.Mutex
 	var progress []string
 	ctx := toolset.WithProgress(context.Background(), func(p toolset.Progress) {
@@ -122,10 +143,12 @@ func TestInitGoScaffoldBuildsAndRuns(t *testing.T) {
 	assert.Contains(t, string(main), `"github.com/gotoolset/toolset/toolpkg/pkgtool"`)
 
 	src := filepath.Join(dir, "toolsets", "weather-go", "src")
-	text, progress := scaffoldCall(t, "weather-go", src, nil, `{"name": "Ada"}`)
+	// Packaged and discovered once, called with and without a greeting.
+	sc := scaffoldStore(t, "weather-go", src)
+	text, progress := sc.call(t, nil, `{"name": "Ada"}`)
 	assert.Equal(t, "Hello, Ada!", text)
 	assert.Contains(t, progress, "greeting Ada")
-	text, _ = scaffoldCall(t, "weather-go", src, map[string]any{"greeting": "Hi"}, `{"name": "Bo"}`)
+	text, _ = sc.call(t, map[string]any{"greeting": "Hi"}, `{"name": "Bo"}`)
 	assert.Equal(t, "Hi, Bo!", text)
 
 	// Without --sdk-replace, go.mod says what it needs.
@@ -155,10 +178,12 @@ func TestInitPythonScaffoldBuildsAndRuns(t *testing.T) {
 	assertScaffold(t, dir, "weather-py", "pyproject.toml", "build.sh", "manifest.yaml",
 		"src/weather_py/__init__.py", "src/weather_py/tool.py", "src/weather_py/pkgproto.py")
 	src := filepath.Join(dir, "toolsets", "weather-py", "src")
-	text, progress := scaffoldCall(t, "weather-py", src, nil, `{"name": "Ada"}`)
+	// Packaged and discovered once, called with and without a greeting.
+	sc := scaffoldStore(t, "weather-py", src)
+	text, progress := sc.call(t, nil, `{"name": "Ada"}`)
 	assert.Equal(t, "Hello, Ada!", text)
 	assert.Contains(t, progress, "greeting Ada")
-	text, _ = scaffoldCall(t, "weather-py", src, map[string]any{"greeting": "Hi"}, `{"name": "Bo"}`)
+	text, _ = sc.call(t, map[string]any{"greeting": "Hi"}, `{"name": "Bo"}`)
 	assert.Equal(t, "Hi, Bo!", text)
 
 	// A tool's exception is the error the model sees.

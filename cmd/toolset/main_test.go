@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,7 +97,11 @@ var (
 // packaged returns the path of the test package, built with the CLI
 // once per test binary (a go build each time would cost seconds a test)
 // and copied into a directory of t's own, so that no test sees another's
-// changes.
+// changes. Its entries are stored, not deflated as toolset package writes
+// them: each command given it inflates the executable again, which under
+// the race detector costs a large part of a second (the zip as the
+// command writes it is tested by TestPackageBuildsDistAndZipsDeterministically
+// and the apply tests).
 func packaged(t *testing.T) string {
 	t.Helper()
 	packagedOnce.Do(func() {
@@ -116,12 +121,48 @@ func packaged(t *testing.T) string {
 			packagedErr = fmt.Errorf("toolset package: exit code %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 			return
 		}
-		packagedZip, packagedErr = os.ReadFile(zip)
+		data, err := os.ReadFile(zip)
+		if err != nil {
+			packagedErr = err
+			return
+		}
+		packagedZip, packagedErr = storedZip(data)
 	})
 	require.NoError(t, packagedErr)
 	zip := filepath.Join(t.TempDir(), "demo.zip")
 	require.NoError(t, os.WriteFile(zip, packagedZip, 0o644))
 	return zip
+}
+
+// storedZip returns the zip with the same entries, each stored.
+func storedZip(data []byte) ([]byte, error) {
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, f := range zr.File {
+		h := f.FileHeader
+		h.Method = zip.Store
+		w, err := zw.CreateHeader(&h)
+		if err != nil {
+			return nil, err
+		}
+		rc, err := f.Open()
+		if err != nil {
+			return nil, err
+		}
+		_, err = io.Copy(w, rc)
+		rc.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 func TestUsage(t *testing.T) {

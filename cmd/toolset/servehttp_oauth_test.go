@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -95,9 +94,7 @@ func TestServeHTTPOAuthFlags(t *testing.T) {
 }
 
 func TestServeHTTPOAuth(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "toolset")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := cliBinary(t)
 	zip := packaged(t)
 	ctx := context.Background()
 	is := newTestIssuer(t)
