@@ -105,7 +105,14 @@ func release(w io.Writer, repo string, mods []*repoModule, opts releaseOptions) 
 	if _, err := git(repo, "add", "-A"); err != nil {
 		return err
 	}
-	if _, err := git(repo, "commit", "-q", "-m", "Release "+v+": every module requires its siblings at "+v); err != nil {
+	// A tree already prepared for v (its go.mod and go.sum files as the
+	// release writes them: a release whose tagging failed, or a clone of
+	// a released commit) has nothing to commit; its HEAD is tagged.
+	if staged, err := git(repo, "diff", "--cached", "--name-only"); err != nil {
+		return err
+	} else if strings.TrimSpace(staged) == "" {
+		fmt.Fprintf(w, "the tree already holds the changes of %s: tagging HEAD\n", v)
+	} else if _, err := git(repo, "commit", "-q", "-m", "Release "+v+": every module requires its siblings at "+v); err != nil {
 		return err
 	}
 	// The zips the public proxies will make from the tags are the ones
