@@ -97,6 +97,10 @@ func ask(ctx context.Context, approver toolset.Approver, call toolset.ToolCall) 
 // ask. Any other error stops the run: the calls still running are
 // cancelled, calls not yet started are skipped, and Run returns the first
 // such error in call order as a *CallError.
+// maxWaiting bounds the goroutines of [run] that wait for a call to be
+// allowed to start, beyond those running one.
+const maxWaiting = 256
+
 func run(ctx context.Context, calls []toolset.ToolCall, limit int, after [][]int, exec Exec) ([]Outcome, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("concurrency limit must be at least 1, got %d", limit)
@@ -151,10 +155,18 @@ func run(ctx context.Context, calls []toolset.ToolCall, limit int, after [][]int
 	var mu sync.Mutex
 	failed := false
 	notStarted := -1 // the first call the caller's context ended before
+	// A model's response may hold any number of calls: at most limit run
+	// and maxWaiting more wait (for their turn or for the calls they are
+	// ordered after), each on a goroutine; the rest are started as those
+	// end. Calls are started in call order and wait only for earlier
+	// calls, so the earliest unfinished one can always go on.
+	alive := make(chan struct{}, limit+maxWaiting)
 	for i := range calls {
+		alive <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() { <-alive }()
 			defer close(done[i])
 			var deps []int
 			if after != nil {

@@ -335,3 +335,47 @@ func TestRunSurvivesAPanicValueWhoseMethodsPanic(t *testing.T) {
 	assert.Equal(t, hostileError{}, pe.Value)
 	assert.Equal(t, "b", err.(*provider.CallError).Call.ID)
 }
+
+// TestRunManyCallsBoundsItsGoroutines: a response with thousands of calls
+// does not park a goroutine per call; all of them still run, in order.
+func TestRunManyCallsBoundsItsGoroutines(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	const n, limit = 5000, 4
+	release := make(chan struct{})
+	var ran atomic.Int32
+	exec := func(ctx context.Context, c toolset.ToolCall) (any, error) {
+		<-release
+		ran.Add(1)
+		return c.ID, nil
+	}
+	calls := make([]toolset.ToolCall, n)
+	for i := range calls {
+		calls[i] = call(string(rune('a'+i%26))+string(rune('0'+i%10)), "x", `{}`)
+	}
+	before := runtime.NumGoroutine()
+	type result struct {
+		out []provider.Outcome
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		out, err := provider.Run(t.Context(), calls, limit, nil, exec)
+		got <- result{out, err}
+	}()
+	// Let the run start every goroutine it is going to start while the
+	// first calls are held.
+	var peak int
+	for range 50 {
+		peak = max(peak, runtime.NumGoroutine()-before)
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	r := <-got
+	require.NoError(t, r.err)
+	require.Len(t, r.out, n)
+	assert.Equal(t, int32(n), ran.Load())
+	for i, o := range r.out {
+		require.Equal(t, calls[i].ID, o.Call.ID, "outcome %d in call order", i)
+	}
+	assert.LessOrEqual(t, peak, limit+300, "goroutines parked for %d calls", n)
+}
