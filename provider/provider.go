@@ -72,6 +72,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 
 	"github.com/gotoolset/toolset"
 )
@@ -207,20 +208,7 @@ func convError(pkg string, call toolset.ToolCall, err error) error {
 // deferred tools its run has not revealed, for a provider that is sent
 // deferred tools marked as such ([toolset.Tool.Deferred]).
 func ConvertCatalog[T any](tools *toolset.ToolList, conv func(toolset.Tool) (T, error)) ([]T, error) {
-	var out []T
-	var errs []error
-	for t := range tools.Catalog() {
-		v, err := conv(t)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		out = append(out, v)
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return out, nil
+	return convert(tools.Catalog(), 0, conv)
 }
 
 // ConvertTools converts each of the turn's tools with conv, in the order
@@ -232,9 +220,19 @@ func ConvertTools[T any](tools *toolset.ToolList, conv func(toolset.Tool) (T, er
 	if tools.Len() == 0 {
 		return nil, nil
 	}
-	out := make([]T, 0, tools.Len())
+	return convert(tools.All(), tools.Len(), conv)
+}
+
+// convert converts each tool of seq with conv (n, a capacity hint), and
+// reports every tool that cannot be converted, the errors joined. No tools
+// give nil.
+func convert[T any](seq iter.Seq[toolset.Tool], n int, conv func(toolset.Tool) (T, error)) ([]T, error) {
+	var out []T
+	if n > 0 {
+		out = make([]T, 0, n)
+	}
 	var errs []error
-	for t := range tools.All() {
+	for t := range seq {
 		v, err := conv(t)
 		if err != nil {
 			errs = append(errs, err)
