@@ -420,6 +420,9 @@ func BenchmarkRunValue(b *testing.B) {
 //
 //   - turn/filter-floor: BenchmarkBuildTools against BenchmarkFilterFloor;
 //   - cold/baseline: BenchmarkBuildToolsCold against BenchmarkBaseline;
+//   - cold-filter/baseline: the predicate of the cold turn alone, over
+//     the same tools after the same setup, against BenchmarkBaseline: the
+//     part of cold/baseline that is the caller's, not the library's;
 //   - scale/baseline: BenchmarkScale/turn against BenchmarkScale/baseline.
 func BenchmarkRatio(b *testing.B) {
 	ratio := func(b *testing.B, setup func(), op, floor func()) {
@@ -503,6 +506,20 @@ func BenchmarkRatio(b *testing.B) {
 	b.Run("cold/baseline", func(b *testing.B) {
 		var fresh toolset.Toolset
 		ratio(b, func() { fresh = tree(lists) }, func() { turnOf(b, fresh, len(lists)*benchTools/2)() }, naive(b, prefixedFlat(lists)))
+	})
+	b.Run("cold-filter/baseline", func(b *testing.B) {
+		all := flat(lists)
+		ctx := run.Turn(context.Background())
+		keep := make([]bool, len(all))
+		var fresh toolset.Toolset
+		ratio(b, func() { fresh = tree(lists) }, func() {
+			for i := range all {
+				keep[i], _ = adminOnly(ctx, all[i])
+			}
+		}, naive(b, prefixedFlat(lists)))
+		if fresh == nil {
+			b.Fatal("no tree")
+		}
 	})
 	b.Run("scale/baseline", func(b *testing.B) {
 		big := make([][]toolset.Tool, 0, 1000)

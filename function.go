@@ -30,17 +30,18 @@ func NewFunction(tools ...Tool) *Function {
 	f := &Function{snap: &snapshot{tools: own, names: names}}
 	f.snap.policies() // now, not in the first turn
 	var errs []error
-	seen := make(map[string]int, len(tools))
-	for i, t := range tools {
+	// The first position of each name, in a table the GC never scans:
+	// cheaper to fill than a map, and dropped at once.
+	seen := newNameTable(len(own))
+	for i := range own {
+		t := &own[i]
 		f.perTurn = f.perTurn || t.core.hasTurnPolicy()
 		if err := t.Err(); err != nil {
 			errs = append(errs, fmt.Errorf("tools[%d]: %w", i, err))
 		}
-		if j, dup := seen[t.Name]; dup {
+		if j, dup := seen.insert(own, int32(i)); dup {
 			errs = append(errs, fmt.Errorf("tools[%d] and tools[%d] are both named %q", j, i, t.Name))
-			continue
 		}
-		seen[t.Name] = i
 	}
 	if len(errs) > 0 {
 		f.err = fmt.Errorf("toolset: Function: %w", errors.Join(errs...))

@@ -85,13 +85,14 @@ func (p *Prefixed) view(ctx context.Context, sc *scratch) (view, error) {
 
 // build makes the prefixed copies of the tools of in, taking them from
 // sc. Their names are laid end to end in one buffer, so that a toolset's
-// names cost one allocation, not one each, and each name is cut from the
+// names cost one allocation, not one each (and the children of a fresh
+// Combined share one, see newNames), and each name is cut from the
 // buffer as it is written: the bytes of a name are never written again.
 func (p *Prefixed) build(in *snapshot, sc *scratch) *derived {
 	head := len(p.prefix) + len(p.sep)
 	size := head*len(in.tools) + in.nameBytes()
-	buf := make([]byte, size)
 	tools, block, off := sc.newTools(len(in.tools))
+	buf := sc.newNames(size, len(in.tools))
 	copy(tools, in.tools) // in bulk: far cheaper than tool by tool while the GC runs
 	at := 0
 	for i := range tools {

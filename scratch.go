@@ -32,6 +32,10 @@ type scratch struct {
 	block    *toolBlock
 	used     int
 	toolHint int
+	// The rest of the buffer that the copies' new names are taken from
+	// while the block is reserved: a fresh Combined's names cost one
+	// allocation, or a few, not one a child.
+	names []byte
 
 	// The scratch of the goroutines a large turn was split across
 	// (materializeSplit), released with this one; and whether this is
@@ -76,6 +80,23 @@ func (sc *scratch) newTools(n int) ([]Tool, *toolBlock, int) {
 	return sc.block.all[off:sc.used:sc.used], sc.block, off
 }
 
+// newNames returns n bytes for the names of the n tools of a new
+// snapshot: while a fresh Combined has reserved a block (see newTools),
+// from a buffer shared by its children's copies, sized for all the tools
+// still to come at the length per tool of these; else newly made.
+func (sc *scratch) newNames(size, tools int) []byte {
+	if sc == nil || sc.toolHint == 0 || size == 0 || tools == 0 {
+		return make([]byte, size)
+	}
+	if len(sc.names) < size {
+		rest := max(sc.toolHint-sc.used, 0) // tools of the reservation not yet copied
+		sc.names = make([]byte, size+int(min(int64(size)*int64(rest)/int64(tools), 1<<26)))
+	}
+	b := sc.names[:size:size]
+	sc.names = sc.names[size:]
+	return b
+}
+
 // reserveTools makes the copies of tools made until the returned
 // function is called come from one block of about n tools, when no
 // reservation is in force already.
@@ -84,7 +105,7 @@ func (sc *scratch) reserveTools(n int) (done func()) {
 		return func() {}
 	}
 	sc.toolHint = n
-	return func() { sc.toolHint, sc.block, sc.used = 0, nil, 0 }
+	return func() { sc.toolHint, sc.block, sc.used, sc.names = 0, nil, 0, nil }
 }
 
 // minBlock is the fewest tools worth a block of their own.
@@ -98,7 +119,7 @@ func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 // after. A reservation a Goexit unwound past ends here: the block belongs
 // to the snapshots made from it, not to the next turn.
 func (sc *scratch) release() {
-	sc.block, sc.used, sc.toolHint, sc.worker = nil, 0, 0, false
+	sc.block, sc.used, sc.toolHint, sc.names, sc.worker = nil, 0, 0, nil, false
 	for _, w := range sc.workers {
 		w.worker = false
 		w.release()
