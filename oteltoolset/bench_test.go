@@ -30,7 +30,9 @@ type benchObserver struct {
 // sampling on the SDK whose sampler drops every root span (without
 // metrics), its turns under a span that was dropped ("dropped-parent") or
 // root spans that are ("dropped-root"), and by one on the SDK with the
-// in-memory span recorder and a manual metric reader.
+// in-memory span recorder and a manual metric reader; "global" is New()
+// on the global providers with no SDK installed, whose tracer (the global
+// delegate, for auto-instrumentation to attach to) is not the no-op one.
 func benchObservers(b *testing.B) []benchObserver {
 	noopObs, err := oteltoolset.New(oteltoolset.WithTracerProvider(tracenoop.NewTracerProvider()),
 		oteltoolset.WithMeterProvider(noop.NewMeterProvider()))
@@ -67,6 +69,10 @@ func benchObservers(b *testing.B) []benchObserver {
 	}
 	request, span := parentTP.Tracer("app").Start(context.Background(), "request")
 	b.Cleanup(func() { span.End() })
+	globalObs, err := oteltoolset.New()
+	if err != nil {
+		b.Fatal(err)
+	}
 	bg := context.Background()
 	return []benchObserver{
 		{"none", nil, bg},
@@ -74,6 +80,7 @@ func benchObservers(b *testing.B) []benchObserver {
 		{"dropped", []toolset.RunOption{toolset.WithObserver(dropObs)}, bg},
 		{"dropped-parent", []toolset.RunOption{toolset.WithObserver(parentObs)}, request},
 		{"dropped-root", []toolset.RunOption{toolset.WithObserver(parentObs)}, bg},
+		{"global", []toolset.RunOption{toolset.WithObserver(globalObs)}, bg},
 		{"sdk", []toolset.RunOption{toolset.WithObserver(sdkObs)}, bg},
 	}
 }

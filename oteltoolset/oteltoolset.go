@@ -44,18 +44,34 @@
 // its toolsets do to list their tools (an MCP server's tools/list, say),
 // and a call's span the parent of what the tool does.
 //
-// # Cost
+// # Sampling and cost
 //
 // What every call of a tool shares (its span's name and the attributes
 // that describe the tool) is made once per tool, and once per agent for
 // turns. On the no-op tracer and meter providers, or providers that hand
 // out their no-op tracer and meter, [Observer.Enabled] tells the library
 // there is nothing to observe, and a call or a turn costs what it costs
-// unobserved: no allocation, no attribute, no span. A span that the
-// sampler drops gets no attributes beyond those made once (the SDK still
-// allocates the span and its context: only starting it tells whether the
-// sampler keeps it), and a call whose span is dropped records its metrics
-// only when the meter provider is a real one.
+// unobserved: no allocation, no attribute, no span.
+//
+// With the SDK, only starting a span tells whether the sampler keeps it
+// (the trace API has no way to ask first): a span the sampler drops gets
+// no attributes beyond those made once, but the SDK still allocates the
+// span and its context, more than twice what an unobserved call costs.
+// A call whose span is dropped records its metrics only when the meter
+// provider is a real one.
+//
+// When the sampler follows the parent's decision, as the SDK's default
+// ParentBased sampler does, say so with [WithParentBasedSampling]: a turn
+// or a call under a span that was not sampled then starts no span at all,
+// and with no metric enabled costs next to what it costs unobserved; the
+// calls of a turn whose span the sampler dropped are dropped by one
+// comparison. The sampler then decides once per trace, at its root: give
+// the turns a parent span of your own (the request's, say) and the
+// sampler decides once per request, not once per turn.
+//
+// [New] on the global providers with no SDK installed makes spans of the
+// global tracer, which auto-instrumentation may attach to: those cost
+// like spans the SDK drops.
 //
 // # Across processes
 //
@@ -320,8 +336,9 @@ type turn struct {
 	// under the turn's, which one comparison tells.
 	ctx context.Context
 	// dropped is set, with parent-based sampling only, on a turn whose
-	// span is not sampled: its calls start no span.
-	dropped bool
+	// span is not recording, and unsampled on one whose span is not
+	// sampled: with parent-based sampling, its calls start no span.
+	dropped, unsampled bool
 }
 
 // under reports whether ctx is the context of the turn, or one derived
@@ -330,8 +347,8 @@ func (t *turn) under(ctx context.Context) bool {
 	return (t.ctx != nil && ctx == t.ctx) || t.parent.Equal(trace.SpanContextFromContext(ctx))
 }
 
-// comparableContext returns ctx when its dynamic type is comparable, so that ==
-// on it cannot panic, and nil otherwise.
+// comparableContext returns ctx when its dynamic type is comparable, so
+// that == on it cannot panic, and nil otherwise.
 func comparableContext(ctx context.Context) context.Context {
 	if t := reflect.TypeOf(ctx); t != nil && t.Comparable() {
 		return ctx
@@ -357,18 +374,20 @@ func (o *Observer) StartTurn(ctx context.Context, info toolset.TurnInfo) (contex
 		return ctx, nil
 	}
 	ta := o.turnAttrs(info.Agent)
-	t := &turn{parent: parent, ctx: comparableContext(ctx)}
 	octx, span := o.tracer.Start(ctx, ta.spanName, ta.start...)
-	t.span = span
+	t := turn{span: span, parent: parent, unsampled: !span.SpanContext().IsSampled()}
 	if !span.IsRecording() {
-		if o.parentBased && !span.SpanContext().IsSampled() {
-			// Remembered, so that the turn's calls are dropped by a
-			// comparison; what its toolsets do to list their tools is
-			// under the dropped span, and dropped too.
-			t.dropped = true
-			return octx, t
+		if !o.parentBased || !t.unsampled {
+			return octx, nil
 		}
-		return octx, nil
+		// Remembered, so that the turn's calls are dropped by a
+		// comparison; what its toolsets do to list their tools is under
+		// the dropped span, and dropped too.
+		t.dropped = true
+	}
+	t.ctx = comparableContext(ctx)
+	if t.dropped {
+		return octx, t.onHeap()
 	}
 	ctx = octx
 	if info.RunID != "" {
@@ -377,8 +396,12 @@ func (o *Observer) StartTurn(ctx context.Context, info toolset.TurnInfo) (contex
 	if info.ParentRunID != "" {
 		t.span.SetAttributes(KeyParentRunID.String(info.ParentRunID))
 	}
-	return ctx, t
+	return ctx, t.onHeap()
 }
+
+// onHeap returns a copy of t: a turn whose span is dropped and not
+// remembered allocates none.
+func (t turn) onHeap() *turn { return &t }
 
 // EndTurn implements [toolset.TurnObservation].
 func (t *turn) EndTurn(e toolset.TurnEnd) {
@@ -427,14 +450,14 @@ func (o *Observer) StartCall(ctx context.Context, info toolset.CallInfo) (contex
 	if o.tracer != nil {
 		t, ok := info.Turn.(*turn)
 		under := ok && t.under(ctx)
-		if o.parentBased && ((under && t.dropped) || (!under && unsampled(trace.SpanContextFromContext(ctx)))) {
+		if o.parentBased && ((under && t.unsampled) || (!under && unsampled(trace.SpanContextFromContext(ctx)))) {
 			// The sampler would drop the span: its parent, the turn's or
 			// that of ctx, is not sampled.
 			if !o.measured(ctx) {
 				return ctx, nil
 			}
 			if under {
-				// What the tool does is under the turn's dropped span.
+				// What the tool does is under the turn's unsampled span.
 				ctx = trace.ContextWithSpan(ctx, t.span)
 			}
 			return ctx, &call{o: o, span: noSpan, ctx: ctx, start: time.Now(), tool: o.toolAttrs(info)}

@@ -283,3 +283,34 @@ func TestParentBasedSamplingIsNotEnabledUnderADroppedSpan(t *testing.T) {
 		assert.Equal(t, c.unsampled, obs.Enabled(unsampled), "%s: unsampled parent", c.name)
 	}
 }
+
+// recordTurns records the spans of turns without sampling them, and
+// samples the others as the SDK's default sampler does.
+type recordTurns struct{ asked atomic.Int64 }
+
+func (s *recordTurns) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	s.asked.Add(1)
+	if strings.HasPrefix(p.Name, "build_tools ") {
+		return sdktrace.SamplingResult{Decision: sdktrace.RecordOnly}
+	}
+	return sdktrace.ParentBased(sdktrace.AlwaysSample()).ShouldSample(p)
+}
+
+func (s *recordTurns) Description() string { return "record turns" }
+
+// With parent-based sampling, the calls of a turn whose span is recorded
+// but not sampled start no span: the sampler would drop them.
+func TestParentBasedSamplingFollowsARecordedUnsampledTurn(t *testing.T) {
+	sampler := new(recordTurns)
+	h := newSampledHarness(t, sampler, oteltoolset.WithParentBasedSampling())
+	run := h.run(t, runID("record-only"))
+	turn := run.Turn(context.Background())
+	tools, err := toolset.BuildTools(turn, "agent", toolset.NewFunction(benchTool("get_weather")))
+	require.NoError(t, err)
+	_, err = tools.Execute(turn, toolset.ToolCall{ID: "c", Name: "get_weather", Args: json.RawMessage(`{"city":"Paris","days":3}`)})
+	require.NoError(t, err)
+	turnSpan := h.span(t, "build_tools agent")
+	assert.False(t, turnSpan.SpanContext().IsSampled())
+	assert.Len(t, h.spans.Ended(), 1, "the turn's span only")
+	assert.Equal(t, int64(1), sampler.asked.Load(), "spans put to the sampler")
+}
