@@ -67,7 +67,10 @@
 // calls of a turn whose span the sampler dropped are dropped by one
 // comparison. The sampler then decides once per trace, at its root: give
 // the turns a parent span of your own (the request's, say) and the
-// sampler decides once per request, not once per turn.
+// sampler decides once per request, not once per turn. A turn that is a
+// root costs a little more when its span is dropped (it is remembered for
+// its calls, which then cost a little more than unobserved ones); under a
+// dropped span of your own, turns and calls cost next to nothing.
 //
 // [New] on the global providers with no SDK installed makes spans of the
 // global tracer, which auto-instrumentation may attach to: those cost
