@@ -16,14 +16,24 @@ import (
 	"github.com/gotoolset/toolset/oteltoolset"
 )
 
-// benchObservers are the ways a run is observed in the benchmarks: not at
-// all, by an Observer on the no-op providers, by one on the SDK whose
-// sampler drops every span (without metrics), and by one on the SDK with
-// the in-memory span recorder and a manual metric reader.
-func benchObservers(b *testing.B) []struct {
+// benchObserver is a way a run is observed in the benchmarks, and the
+// context its turns begin under.
+type benchObserver struct {
 	name string
 	opts []toolset.RunOption
-} {
+	ctx  context.Context
+}
+
+// benchObservers are the ways a run is observed in the benchmarks: not at
+// all, by an Observer on the no-op providers, by one on the SDK whose
+// sampler drops every span (without metrics), by one with parent-based
+// sampling on the SDK whose sampler drops every root span (without
+// metrics), its turns under a span that was dropped ("dropped-parent") or
+// root spans that are ("dropped-root"), and by one on the SDK with the
+// in-memory span recorder and a manual metric reader; "global" is New()
+// on the global providers with no SDK installed, whose tracer (the global
+// delegate, for auto-instrumentation to attach to) is not the no-op one.
+func benchObservers(b *testing.B) []benchObserver {
 	noopObs, err := oteltoolset.New(oteltoolset.WithTracerProvider(tracenoop.NewTracerProvider()),
 		oteltoolset.WithMeterProvider(noop.NewMeterProvider()))
 	if err != nil {
@@ -47,14 +57,31 @@ func benchObservers(b *testing.B) []struct {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return []struct {
-		name string
-		opts []toolset.RunOption
-	}{
-		{"none", nil},
-		{"noop", []toolset.RunOption{toolset.WithObserver(noopObs)}},
-		{"dropped", []toolset.RunOption{toolset.WithObserver(dropObs)}},
-		{"sdk", []toolset.RunOption{toolset.WithObserver(sdkObs)}},
+	// The SDK with a parent-based sampler that drops every root span, an
+	// observer that knows it, and a request span the sampler dropped.
+	parentTP := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())),
+		sdktrace.WithSpanProcessor(rec))
+	b.Cleanup(func() { _ = parentTP.Shutdown(context.Background()) })
+	parentObs, err := oteltoolset.New(oteltoolset.WithTracerProvider(parentTP), oteltoolset.WithMeterProvider(noop.NewMeterProvider()),
+		oteltoolset.WithParentBasedSampling())
+	if err != nil {
+		b.Fatal(err)
+	}
+	request, span := parentTP.Tracer("app").Start(context.Background(), "request")
+	b.Cleanup(func() { span.End() })
+	globalObs, err := oteltoolset.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	bg := context.Background()
+	return []benchObserver{
+		{"none", nil, bg},
+		{"noop", []toolset.RunOption{toolset.WithObserver(noopObs)}, bg},
+		{"dropped", []toolset.RunOption{toolset.WithObserver(dropObs)}, bg},
+		{"dropped-parent", []toolset.RunOption{toolset.WithObserver(parentObs)}, request},
+		{"dropped-root", []toolset.RunOption{toolset.WithObserver(parentObs)}, bg},
+		{"global", []toolset.RunOption{toolset.WithObserver(globalObs)}, bg},
+		{"sdk", []toolset.RunOption{toolset.WithObserver(sdkObs)}, bg},
 	}
 }
 
@@ -74,7 +101,7 @@ func BenchmarkCall(b *testing.B) {
 		b.Run(o.name, func(b *testing.B) {
 			run := toolset.NewRun("bench-call-"+o.name, o.opts...)
 			defer run.End()
-			turn := run.Turn(context.Background())
+			turn := run.Turn(o.ctx)
 			tools, err := toolset.BuildTools(turn, "bench", toolset.NewFunction(benchTool("get_weather")).Prefixed("w"))
 			if err != nil {
 				b.Fatal(err)
@@ -107,7 +134,7 @@ func BenchmarkTurn(b *testing.B) {
 			defer run.End()
 			b.ReportAllocs()
 			for b.Loop() {
-				tools, err := toolset.BuildTools(run.Turn(context.Background()), "bench", tree)
+				tools, err := toolset.BuildTools(run.Turn(o.ctx), "bench", tree)
 				if err != nil || tools.Len() != 100 {
 					b.Fatal(err, tools.Len())
 				}

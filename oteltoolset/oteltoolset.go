@@ -44,18 +44,37 @@
 // its toolsets do to list their tools (an MCP server's tools/list, say),
 // and a call's span the parent of what the tool does.
 //
-// # Cost
+// # Sampling and cost
 //
 // What every call of a tool shares (its span's name and the attributes
 // that describe the tool) is made once per tool, and once per agent for
 // turns. On the no-op tracer and meter providers, or providers that hand
 // out their no-op tracer and meter, [Observer.Enabled] tells the library
 // there is nothing to observe, and a call or a turn costs what it costs
-// unobserved: no allocation, no attribute, no span. A span that the
-// sampler drops gets no attributes beyond those made once (the SDK still
-// allocates the span and its context: only starting it tells whether the
-// sampler keeps it), and a call whose span is dropped records its metrics
-// only when the meter provider is a real one.
+// unobserved: no allocation, no attribute, no span.
+//
+// With the SDK, only starting a span tells whether the sampler keeps it
+// (the trace API has no way to ask first): a span the sampler drops gets
+// no attributes beyond those made once, but the SDK still allocates the
+// span and its context, more than twice what an unobserved call costs.
+// A call whose span is dropped records its metrics only when the meter
+// provider is a real one.
+//
+// When the sampler follows the parent's decision, as the SDK's default
+// ParentBased sampler does, say so with [WithParentBasedSampling]: a turn
+// or a call under a span that was not sampled then starts no span at all,
+// and with no metric enabled costs next to what it costs unobserved; the
+// calls of a turn whose span the sampler dropped are dropped by one
+// comparison. The sampler then decides once per trace, at its root: give
+// the turns a parent span of your own (the request's, say) and the
+// sampler decides once per request, not once per turn. A turn that is a
+// root costs a little more when its span is dropped (it is remembered for
+// its calls, which then cost a little more than unobserved ones); under a
+// dropped span of your own, turns and calls cost next to nothing.
+//
+// [New] on the global providers with no SDK installed makes spans of the
+// global tracer, which auto-instrumentation may attach to: those cost
+// like spans the SDK drops.
 //
 // # Across processes
 //
@@ -107,6 +126,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -187,6 +207,7 @@ type config struct {
 	tp            trace.TracerProvider
 	mp            metric.MeterProvider
 	args, results bool
+	parentBased   bool
 }
 
 // WithTracerProvider sets the tracer provider; the default is
@@ -214,12 +235,32 @@ func WithResults() Option {
 	return func(c *config) { c.results = true }
 }
 
+// WithParentBasedSampling declares that the tracer provider's sampler
+// follows the parent's decision: it drops every span whose parent span is
+// valid and not sampled, as the SDK's default sampler does
+// (sdktrace.ParentBased, unless told otherwise for unsampled parents).
+// The Observer then starts no span under an unsampled parent, without
+// asking the tracer: a turn or a call under the context of a span that
+// was not sampled (a request's, say) costs next to what it costs
+// unobserved, and the calls of a turn whose span the sampler dropped
+// start no span either. Metrics are recorded as without the option.
+//
+// Without it, every turn and call starts its span and the sampler decides
+// each: a sampler that is not parent-based may keep the child of an
+// unsampled parent. With it and a sampler that is not parent-based, such
+// children are lost, and so are recording-only spans under an unsampled
+// parent.
+func WithParentBasedSampling() Option {
+	return func(c *config) { c.parentBased = true }
+}
+
 // Observer is a [toolset.Observer] that reports to OpenTelemetry. It is
 // safe for concurrent use; one may serve every run of a program.
 type Observer struct {
 	tracer        trace.Tracer // nil for the no-op provider
 	metrics       bool         // false for the no-op provider
 	args, results bool
+	parentBased   bool // see WithParentBasedSampling
 
 	tools  sync.Map                               // toolKey → *toolAttrs
 	ntools atomic.Int64                           // entries of tools
@@ -251,7 +292,7 @@ func New(opts ...Option) (*Observer, error) {
 	if c.mp == nil {
 		c.mp = otel.GetMeterProvider()
 	}
-	o := &Observer{args: c.args, results: c.results}
+	o := &Observer{args: c.args, results: c.results, parentBased: c.parentBased}
 	// The no-op providers, or a provider of no-op tracers and meters
 	// (one that wraps the no-op provider, say), record nothing.
 	if _, noop := c.tp.(tracenoop.TracerProvider); !noop {
@@ -293,6 +334,35 @@ func New(opts ...Option) (*Observer, error) {
 type turn struct {
 	span   trace.Span
 	parent trace.SpanContext // the span of the context the turn began under
+	// ctx is the context the turn began under, when its type is
+	// comparable (nil otherwise): a call under the very same context is
+	// under the turn's, which one comparison tells.
+	ctx context.Context
+	// dropped is set, with parent-based sampling only, on a turn whose
+	// span is not recording, and unsampled on one whose span is not
+	// sampled: with parent-based sampling, its calls start no span.
+	dropped, unsampled bool
+}
+
+// under reports whether ctx is the context of the turn, or one derived
+// from it without a span of its own.
+func (t *turn) under(ctx context.Context) bool {
+	return (t.ctx != nil && ctx == t.ctx) || t.parent.Equal(trace.SpanContextFromContext(ctx))
+}
+
+// comparableContext returns ctx when its dynamic type is comparable, so
+// that == on it cannot panic, and nil otherwise.
+func comparableContext(ctx context.Context) context.Context {
+	if t := reflect.TypeOf(ctx); t != nil && t.Comparable() {
+		return ctx
+	}
+	return nil
+}
+
+// unsampled reports whether sc is a valid span context that is not
+// sampled: a parent-based sampler drops its children.
+func unsampled(sc trace.SpanContext) bool {
+	return sc.IsValid() && !sc.IsSampled()
 }
 
 // StartTurn implements [toolset.Observer].
@@ -300,23 +370,47 @@ func (o *Observer) StartTurn(ctx context.Context, info toolset.TurnInfo) (contex
 	if o.tracer == nil {
 		return ctx, nil // nothing of a turn is measured but its span
 	}
-	ta := o.turnAttrs(info.Agent)
-	t := &turn{parent: trace.SpanContextFromContext(ctx)}
-	ctx, t.span = o.tracer.Start(ctx, ta.spanName, ta.start...)
-	if !t.span.IsRecording() {
+	parent := trace.SpanContextFromContext(ctx)
+	if o.parentBased && unsampled(parent) {
+		// The sampler would drop the span; the turn's calls are under
+		// the same unsampled parent, and start none either.
 		return ctx, nil
 	}
+	ta := o.turnAttrs(info.Agent)
+	octx, span := o.tracer.Start(ctx, ta.spanName, ta.start...)
+	t := turn{span: span, parent: parent, unsampled: !span.SpanContext().IsSampled()}
+	if !span.IsRecording() {
+		if !o.parentBased || !t.unsampled {
+			return octx, nil
+		}
+		// Remembered, so that the turn's calls are dropped by a
+		// comparison; what its toolsets do to list their tools is under
+		// the dropped span, and dropped too.
+		t.dropped = true
+	}
+	t.ctx = comparableContext(ctx)
+	if t.dropped {
+		return octx, t.onHeap()
+	}
+	ctx = octx
 	if info.RunID != "" {
 		t.span.SetAttributes(KeyRunID.String(info.RunID), KeyStep.Int(info.Step))
 	}
 	if info.ParentRunID != "" {
 		t.span.SetAttributes(KeyParentRunID.String(info.ParentRunID))
 	}
-	return ctx, t
+	return ctx, t.onHeap()
 }
+
+// onHeap returns a copy of t: a turn whose span is dropped and not
+// remembered allocates none.
+func (t turn) onHeap() *turn { return &t }
 
 // EndTurn implements [toolset.TurnObservation].
 func (t *turn) EndTurn(e toolset.TurnEnd) {
+	if t.dropped {
+		return
+	}
 	if e.Err != nil {
 		t.span.SetAttributes(keyErrorType.String(e.ErrorKind))
 		t.span.SetStatus(codes.Error, e.ErrorKind)
@@ -354,14 +448,31 @@ func (o *Observer) StartCall(ctx context.Context, info toolset.CallInfo) (contex
 	if o.tracer == nil && !o.metrics {
 		return ctx, nil
 	}
-	ta := o.toolAttrs(info)
+	var ta *toolAttrs
 	var span trace.Span
 	if o.tracer != nil {
-		if t, ok := info.Turn.(*turn); ok && t.parent.Equal(trace.SpanContextFromContext(ctx)) {
+		t, ok := info.Turn.(*turn)
+		under := ok && t.under(ctx)
+		if o.parentBased && ((under && t.unsampled) || (!under && unsampled(trace.SpanContextFromContext(ctx)))) {
+			// The sampler would drop the span: its parent, the turn's or
+			// that of ctx, is not sampled.
+			if !o.measured(ctx) {
+				return ctx, nil
+			}
+			if under {
+				// What the tool does is under the turn's unsampled span.
+				ctx = trace.ContextWithSpan(ctx, t.span)
+			}
+			return ctx, &call{o: o, span: noSpan, ctx: ctx, start: time.Now(), tool: o.toolAttrs(info)}
+		}
+		if under {
 			// Under the turn's own context: a child of the turn.
 			ctx = trace.ContextWithSpan(ctx, t.span)
 		}
+		ta = o.toolAttrs(info)
 		ctx, span = o.tracer.Start(ctx, ta.spanName, ta.start...)
+	} else {
+		ta = o.toolAttrs(info)
 	}
 	recording := span != nil && span.IsRecording()
 	if !recording && !o.measured(ctx) {
@@ -387,12 +498,16 @@ func (o *Observer) StartCall(ctx context.Context, info toolset.CallInfo) (contex
 }
 
 // Enabled implements [toolset.EnabledObserver]: it reports false when
-// nothing of work under ctx would be recorded, on the no-op tracer
-// provider with no metric enabled, so that the work costs what it costs
-// unobserved. A tracer that may record reports true: only starting a span
-// tells whether its sampler keeps it.
+// nothing of work under ctx would be recorded, so that the work costs
+// what it costs unobserved: on the no-op tracer provider with no metric
+// enabled, and with [WithParentBasedSampling] under a span that was not
+// sampled, with no metric enabled. A tracer that may record reports true
+// otherwise: only starting a span tells whether its sampler keeps it.
 func (o *Observer) Enabled(ctx context.Context) bool {
-	return o.tracer != nil || o.measured(ctx)
+	if o.tracer != nil && (!o.parentBased || !unsampled(trace.SpanContextFromContext(ctx))) {
+		return true
+	}
+	return o.measured(ctx)
 }
 
 // measured reports whether a metric of a call under ctx may be recorded.

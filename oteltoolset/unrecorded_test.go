@@ -23,10 +23,16 @@ import (
 // prefixed tool in a run with opts.
 func callAllocs(t *testing.T, opts ...toolset.RunOption) (call, turn float64) {
 	t.Helper()
+	return callAllocsUnder(t, context.Background(), opts...)
+}
+
+// callAllocsUnder is callAllocs with the turns under ctx.
+func callAllocsUnder(t *testing.T, ctx context.Context, opts ...toolset.RunOption) (call, turn float64) {
+	t.Helper()
 	run := toolset.NewRun("allocs", opts...)
 	defer run.End()
 	ts := toolset.NewFunction(benchTool("get_weather")).Prefixed("w")
-	tc := run.Turn(context.Background())
+	tc := run.Turn(ctx)
 	tools, err := toolset.BuildTools(tc, "allocs", ts)
 	require.NoError(t, err)
 	args := json.RawMessage(`{"city":"Paris","days":3}`)
@@ -36,7 +42,7 @@ func callAllocs(t *testing.T, opts ...toolset.RunOption) (call, turn float64) {
 		}
 	})
 	turn = testing.AllocsPerRun(200, func() {
-		if _, err := toolset.BuildTools(run.Turn(context.Background()), "allocs", ts); err != nil {
+		if _, err := toolset.BuildTools(run.Turn(ctx), "allocs", ts); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -236,4 +242,34 @@ func TestManyToolsKeepTheirOwnAttributes(t *testing.T) {
 			assert.Contains(t, s.Attributes(), attribute.String(string(oteltoolset.KeyOriginalName), fmt.Sprint("t", i)))
 		}
 	}
+}
+
+// With parent-based sampling, a call under a turn whose span the sampler
+// dropped, and a call and a turn under a span it dropped, cost no
+// allocation more than no observer.
+func TestParentBasedSamplingAllocatesNothingMoreUnderADroppedSpan(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts differ under the race detector")
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	obs, err := oteltoolset.New(oteltoolset.WithTracerProvider(tp), oteltoolset.WithMeterProvider(noop.NewMeterProvider()),
+		oteltoolset.WithParentBasedSampling())
+	require.NoError(t, err)
+	noneCall, _ := callAllocs(t)
+	call, _ := callAllocs(t, toolset.WithObserver(obs))
+	assert.LessOrEqual(t, call, noneCall, "allocations of a call under a dropped turn, beyond those of no observer")
+
+	request, span := tp.Tracer("app").Start(context.Background(), "request")
+	defer span.End()
+	noneCall, noneTurn := callAllocsUnder(t, request)
+	call, turn := callAllocsUnder(t, request, toolset.WithObserver(obs))
+	assert.LessOrEqual(t, call, noneCall, "allocations of a call under a dropped span, beyond those of no observer")
+	assert.LessOrEqual(t, turn, noneTurn, "allocations of a turn under a dropped span, beyond those of no observer")
+
+	// Without the option, each call starts a span the sampler drops.
+	plain, err := oteltoolset.New(oteltoolset.WithTracerProvider(tp), oteltoolset.WithMeterProvider(noop.NewMeterProvider()))
+	require.NoError(t, err)
+	call, _ = callAllocs(t, toolset.WithObserver(plain))
+	assert.Greater(t, call, noneCall, "allocations of a call whose span is dropped, without the option")
 }
