@@ -114,7 +114,9 @@ func startRuntimeProc(t testing.TB, url, id string, maxCalls int) *runtimeProc {
 	cfg, err := json.Marshal(runtimeChildConfig{URL: url, Dir: runtimeDir(t), ID: id, MaxCalls: maxCalls, Heartbeat: 100 * time.Millisecond})
 	require.NoError(t, err)
 	cmd := exec.Command(self, "-test.run=^$")
-	cmd.Env = append(os.Environ(), envRuntimeChild+"="+string(cfg))
+	// atexit_sleep_ms=0: a binary built with the race detector otherwise
+	// sleeps a second as it exits.
+	cmd.Env = append(os.Environ(), envRuntimeChild+"="+string(cfg), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
