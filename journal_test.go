@@ -162,7 +162,7 @@ func TestCallJournalAcrossACrash(t *testing.T) {
 	}
 	dir = t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "TOOLSET_RUNSTORE_CHILD=crash", "TOOLSET_RUNSTORE_DIR="+dir)
+	cmd.Env = childEnv("TOOLSET_RUNSTORE_CHILD=crash", "TOOLSET_RUNSTORE_DIR="+dir)
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "%s", out)

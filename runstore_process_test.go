@@ -112,13 +112,22 @@ func (s *fileRunStore) Delete(_ context.Context, id string, expect int64) error 
 // childRole is the part a re-executed test binary plays, or "".
 var childRole = os.Getenv("TOOLSET_RUNSTORE_CHILD")
 
+// childEnv is the environment of a re-executed test binary: this
+// process's, the variables given, and GORACE with atexit_sleep_ms=0, for
+// a binary built with the race detector otherwise sleeps a second as it
+// exits (ignored without it).
+func childEnv(vars ...string) []string {
+	env := append(os.Environ(), vars...)
+	return append(env, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+}
+
 // runChild re-executes the test binary to run test in the given role,
 // sharing dir, and returns its output; it fails the test if the child
 // fails.
 func runChild(t *testing.T, test, role, dir string) string {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), "TOOLSET_RUNSTORE_CHILD="+role, "TOOLSET_RUNSTORE_DIR="+dir)
+	cmd.Env = childEnv("TOOLSET_RUNSTORE_CHILD="+role, "TOOLSET_RUNSTORE_DIR="+dir)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "child %s:\n%s", role, out)
 	require.Contains(t, string(out), "--- PASS: "+test, "child %s ran the test", role)
@@ -246,7 +255,7 @@ func TestResumeRunTwiceAtOnceOneWins(t *testing.T) {
 	for _, role := range []string{"1", "2"} {
 		go func() {
 			cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
-			cmd.Env = append(os.Environ(), "TOOLSET_RUNSTORE_CHILD="+role, "TOOLSET_RUNSTORE_DIR="+dir)
+			cmd.Env = childEnv("TOOLSET_RUNSTORE_CHILD="+role, "TOOLSET_RUNSTORE_DIR="+dir)
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				results <- fmt.Sprintf("child %s failed: %v\n%s", role, err, out)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gotoolset/toolset"
@@ -81,42 +82,49 @@ func TestToolsFromSDKServer(t *testing.T) {
 }
 
 // The core's tool options apply to a server's tools: here a timeout shown
-// to the model, and metadata, picked from each tool's definition.
+// to the model, and metadata, picked from each tool's definition. The
+// server is in memory, so the test runs in fake time: the call that
+// outlasts the 50 ms timeout fails, and the one of 1 ms succeeds, however
+// loaded the machine is.
 func TestToolOptions(t *testing.T) {
 	checkLeaks(t)
-	ctx := context.Background()
-	var seen []string
-	ts := mcptoolset.NewInMemory("files", fixture.SDKServer("files"), mcptoolset.WithToolOptions(func(def *mcp.Tool) []toolset.ToolOption {
-		seen = append(seen, def.Name)
-		if def.Name != "slow" {
-			return nil
-		}
-		return []toolset.ToolOption{
-			toolset.WithTimeout(50*time.Millisecond, toolset.TimeoutTellModel),
-			toolset.WithMetadata(map[string]string{"team": "storage"}),
-		}
-	}))
-	defer ts.Close()
-	tools, err := toolset.BuildTools(ctx, "agent", ts)
-	require.NoError(t, err)
-	slow, ok := tools.Lookup("slow")
-	require.True(t, ok)
-	assert.Equal(t, "storage", slow.Metadata["team"])
-	assert.Equal(t, "slow", slow.Metadata[mcptoolset.MetaTool])
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		var seen []string
+		ts := mcptoolset.NewInMemory("files", fixture.SDKServer("files"), mcptoolset.WithToolOptions(func(def *mcp.Tool) []toolset.ToolOption {
+			seen = append(seen, def.Name)
+			if def.Name != "slow" {
+				return nil
+			}
+			return []toolset.ToolOption{
+				toolset.WithTimeout(50*time.Millisecond, toolset.TimeoutTellModel),
+				toolset.WithMetadata(map[string]string{"team": "storage"}),
+			}
+		}))
+		defer ts.Close()
+		tools, err := toolset.BuildTools(ctx, "agent", ts)
+		require.NoError(t, err)
+		slow, ok := tools.Lookup("slow")
+		require.True(t, ok)
+		assert.Equal(t, "storage", slow.Metadata["team"])
+		assert.Equal(t, "slow", slow.Metadata[mcptoolset.MetaTool])
 
-	_, err = tools.Execute(ctx, toolset.ToolCall{Name: "slow", Args: json.RawMessage(`{"millis":5000}`)})
-	var timeout *toolset.TimeoutError
-	require.ErrorAs(t, err, &timeout)
-	msg, ok := toolset.ErrorText(err)
-	assert.True(t, ok)
-	assert.Contains(t, msg, `tool "slow" timed out after 50ms`)
-	res, err := tools.Execute(ctx, toolset.ToolCall{Name: "slow", Args: json.RawMessage(`{"millis":1}`)})
-	require.NoError(t, err)
-	assert.Equal(t, "done", content(t, res).Parts[0].Text)
+		start := time.Now()
+		_, err = tools.Execute(ctx, toolset.ToolCall{Name: "slow", Args: json.RawMessage(`{"millis":5000}`)})
+		var timeout *toolset.TimeoutError
+		require.ErrorAs(t, err, &timeout)
+		assert.Equal(t, 50*time.Millisecond, time.Since(start), "the call ends at its timeout")
+		msg, ok := toolset.ErrorText(err)
+		assert.True(t, ok)
+		assert.Contains(t, msg, `tool "slow" timed out after 50ms`)
+		res, err := tools.Execute(ctx, toolset.ToolCall{Name: "slow", Args: json.RawMessage(`{"millis":1}`)})
+		require.NoError(t, err)
+		assert.Equal(t, "done", content(t, res).Parts[0].Text)
 
-	_, err = ts.GetTools(ctx)
-	require.NoError(t, err)
-	assert.Len(t, seen, 8, "once per definition")
+		_, err = ts.GetTools(ctx)
+		require.NoError(t, err)
+		assert.Len(t, seen, 8, "once per definition")
+	})
 }
 
 // A tool the server announces anew with a changed definition is a new

@@ -368,7 +368,9 @@ func TestFaultsThroughput(t *testing.T) {
 	broker := startNATS(t)
 	publishFault(t, broker.url, 1)
 	var a *faultAgent
-	const calls, workers = 60, 8
+	// Enough calls that eight at once keep every slot busy a while; the
+	// figures are a sample, not a benchmark.
+	const calls, workers = 24, 8
 	for n := 1; n <= 3; n++ {
 		startRuntimeProc(t, broker.url, fmt.Sprintf("rt%d", n), 4)
 		if a == nil {

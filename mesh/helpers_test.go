@@ -83,10 +83,22 @@ func cleanupBuilt() {
 	}
 }
 
+var (
+	packagesMu sync.Mutex
+	packages   = map[string][]byte{}
+)
+
 // meshPackage is a zip of the meshtool binary and its manifest; extra
-// changes the package's bytes (and so its digest).
+// changes the package's bytes (and so its digest). Each is made once per
+// test binary (the binary is megabytes, which the race detector makes
+// slow to copy); callers only read it.
 func meshPackage(t testing.TB, extra string) []byte {
 	t.Helper()
+	packagesMu.Lock()
+	defer packagesMu.Unlock()
+	if b, ok := packages[extra]; ok {
+		return b
+	}
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
 	w, err := zw.Create("manifest.yaml")
@@ -106,6 +118,7 @@ func meshPackage(t testing.TB, extra string) []byte {
 		require.NoError(t, err)
 	}
 	require.NoError(t, zw.Close())
+	packages[extra] = buf.Bytes()
 	return buf.Bytes()
 }
 

@@ -26,7 +26,10 @@ func policyMesh(t *testing.T) (*Client, func(corr string) *call) {
 	publish(t, nc, "gated", 1, meshPackage(t, ""), map[string]any{"hil": "true"})
 	publish(t, nc, "scoped", 1, meshPackage(t, ""), map[string]any{"required_scopes": "mesh:admin"})
 	startRuntime(t, nc, "", "rt1", 2)
-	c, err := NewClient(context.Background(), connect(t, s), &ClientOptions{Agent: "agent1", Logger: quietLogger()})
+	// The calls' first status may take a while on a loaded machine (the
+	// runtime starts the tool's process): how long is not what these
+	// tests check.
+	c, err := NewClient(context.Background(), connect(t, s), &ClientOptions{Agent: "agent1", Logger: quietLogger(), AcceptTimeout: time.Minute})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c, func(corr string) *call { return listen(t, nc, "raw", corr) }

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -113,7 +114,9 @@ func startRuntimeProc(t testing.TB, url, id string, maxCalls int) *runtimeProc {
 	cfg, err := json.Marshal(runtimeChildConfig{URL: url, Dir: runtimeDir(t), ID: id, MaxCalls: maxCalls, Heartbeat: 100 * time.Millisecond})
 	require.NoError(t, err)
 	cmd := exec.Command(self, "-test.run=^$")
-	cmd.Env = append(os.Environ(), envRuntimeChild+"="+string(cfg))
+	// atexit_sleep_ms=0: a binary built with the race detector otherwise
+	// sleeps a second as it exits.
+	cmd.Env = append(os.Environ(), envRuntimeChild+"="+string(cfg), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
@@ -175,14 +178,7 @@ var (
 func natsServerBinary(t testing.TB) string {
 	t.Helper()
 	natsOnce.Do(func() {
-		version := "devel"
-		if bi, ok := debug.ReadBuildInfo(); ok {
-			for _, d := range bi.Deps {
-				if d.Path == "github.com/nats-io/nats-server/v2" {
-					version = d.Version
-				}
-			}
-		}
+		version := natsServerVersion()
 		cache, err := os.UserCacheDir()
 		if err != nil {
 			cache = os.TempDir()
@@ -206,6 +202,30 @@ func natsServerBinary(t testing.TB) string {
 	})
 	require.NoError(t, natsErr)
 	return natsBin
+}
+
+// natsServerVersion is the version of the nats-server module this package
+// requires: from the build information, or, in a test binary, which may
+// have none, from the module's go.mod; "devel" when neither says.
+func natsServerVersion() string {
+	const path = "github.com/nats-io/nats-server/v2"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == path && d.Version != "" && d.Version != "(devel)" {
+				return d.Version
+			}
+		}
+	}
+	gomod, err := os.ReadFile("go.mod")
+	if err != nil {
+		return "devel"
+	}
+	for _, line := range strings.Split(string(gomod), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == path && strings.HasPrefix(f[1], "v") {
+			return f[1]
+		}
+	}
+	return "devel"
 }
 
 // natsProc is a nats-server process with JetStream on a loopback port;

@@ -99,7 +99,7 @@ func TestReviewInitFloodOfVersionsIsBounded(t *testing.T) {
 	subj, _ := NewSubjects("")
 	subject, _ := subj.Init("flood__t")
 	obj := json.RawMessage(`{"type":"object"}`)
-	const n = 3000
+	const n = 600 // more than twice either bound
 	for i := 1; i <= n; i++ {
 		data, err := encodeRequest("", MethodInit, InitParams{ToolName: "flood__t", Description: "d", Parameters: obj, Toolset: "flood", Tool: "t",
 			Version: i, Runtime: fmt.Sprintf("rt-%d", i)})
@@ -173,7 +173,8 @@ func TestReviewInitRequestFloodIsBounded(t *testing.T) {
 			peak = max(peak, schemaProcesses(dir))
 		}
 	}()
-	const n = 40
+	// Four times the bound: enough to see it hold.
+	const n = 4 * toolpkg.DefaultMaxParallelDiscovery
 	for i := range n {
 		cfg := &WireConfig{Tools: map[string]map[string]any{"keyed": {"api_key": fmt.Sprintf("k%d", i)}}}
 		data, err := encodeRequest(fmt.Sprintf("r%d", i), MethodInitRequest, InitRequestParams{ToolName: "demo__keyed", ToolsetConfig: cfg})

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -137,7 +138,10 @@ func TestMain(m *testing.M) {
 func spawn(t *testing.T, s *server, role, arg string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$", arg)
-	cmd.Env = append(os.Environ(), childEnv+"="+role, addrEnv+"="+s.addr())
+	// atexit_sleep_ms=0: a binary built with the race detector otherwise
+	// sleeps a second as it exits.
+	cmd.Env = append(os.Environ(), childEnv+"="+role, addrEnv+"="+s.addr(),
+		"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	return cmd
 }
 

@@ -25,6 +25,10 @@ func TestMain(m *testing.M) {
 // across both replicas, the fourth refused, and the refund paused in A,
 // approved through B and run in A.
 func TestRun(t *testing.T) {
+	// The replicas are this test binary again: atexit_sleep_ms=0, for a
+	// binary built with the race detector otherwise sleeps a second as it
+	// exits.
+	t.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	var out strings.Builder
 	err := run(&out, os.Args[0])
 	if errors.Is(err, errNoRedis) {

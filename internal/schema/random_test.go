@@ -16,8 +16,13 @@ import (
 // generated arguments (most of them aimed at the schema).
 func TestRandomSchemas(t *testing.T) {
 	rounds := 3000
-	if testing.Short() {
+	switch {
+	case testing.Short():
 		rounds = 300
+	case raceEnabled:
+		// One goroutine: the race detector has nothing to find, and the
+		// suite runs without it too, with every round.
+		rounds = 1000
 	}
 	rng := rand.New(rand.NewPCG(7, 11))
 	var fast, proven, accepted int

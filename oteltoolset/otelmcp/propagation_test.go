@@ -169,7 +169,9 @@ func serveTraceEcho() {
 func TestTraceCrossesAnMCPServerProcess(t *testing.T) {
 	h := newHarness(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), serveEnv+"=1")
+	// atexit_sleep_ms=0: a binary built with the race detector otherwise
+	// sleeps a second as it exits.
+	cmd.Env = append(os.Environ(), serveEnv+"=1", "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	remote := mcptoolset.NewCommand(cmd, mcptoolset.WithTracePropagator(oteltoolset.Propagator(nil)))
 	defer func() { require.NoError(t, remote.Close()) }()
 	run := h.run(t, "two-processes")
