@@ -27,7 +27,7 @@ import (
 //
 // The document must be a JSON object or a boolean, and self-contained
 // (see [RefError]): a reference out of it is refused with a *[RefError],
-// unwrapped, a key longer than [MaxKeyBytes] or a pattern past its bound
+// unwrapped, a key longer than [MaxKeyBytes] or a name past its bound
 // with a *[SizeError], and every other problem with an error that says
 // what is wrong.
 func Parse(data []byte) (*jsonschema.Schema, error) {
