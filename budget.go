@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/gotoolset/toolset/internal/textcut"
@@ -79,21 +80,60 @@ func (b *ResultBudget) cut(ctx context.Context, rc *RunContext, text string, lim
 }
 
 // WithTurnResultBudget bounds, for each turn of the run, the text of all
-// the results that reach the model from the calls of the turn's
-// [ToolList] together, as a [ResultBudget] bounds one tool's: once the
-// turn's results add up to b.MaxBytes, each further result is cut to
-// what is left (at least 256 bytes, enough for a head, a tail and the
-// marker), kept whole in b.Archive if there is one. Results are counted
-// as their calls finish, after each tool's own budget; results of
-// content parts ([*Content]) and errors are not counted, nor cut.
+// the results that reach the model from the turn's calls together, as a
+// [ResultBudget] bounds one tool's: once the turn's results add up to
+// b.MaxBytes, each further result is cut to what is left (at least 256
+// bytes, enough for a head, a tail and the marker), kept whole in
+// b.Archive if there is one. Results are counted as their calls finish,
+// after each tool's own budget; results of content parts ([*Content])
+// and errors are not counted, nor cut.
+//
+// A turn's calls are those of the turn's [ToolList], under any context
+// of the run, and the direct calls of a tool ([Tool.Execute]) under the
+// turn's context ([RunContext.Turn]); a direct call under a context that
+// carries the run but no turn ([NewContext]) counts against the run's
+// latest turn. A handler that calls another tool with [Tool.Execute]
+// under its own context makes a call of the turn too: what it returns
+// is counted, then again the handler's result that holds it.
 func WithTurnResultBudget(b ResultBudget) RunOption {
 	b.MaxBytes = max(b.MaxBytes, minResultBudget)
 	return func(c *runConfig) { c.turnBudget = &b }
 }
 
-// turnBudgeted returns what of res the model is sent under the turn
-// budget of ts.
-func (ts *ToolList) turnBudgeted(ctx context.Context, rc *RunContext, res any, err error) (any, error) {
+// turnSpend counts, for one turn of a run with a turn budget, the bytes
+// of results its calls sent the model.
+type turnSpend struct {
+	step int // the turn's step; -1 for the calls before the first turn
+	used atomic.Int64
+}
+
+// newTurnSpend returns the count of the turn step, and makes it the
+// latest turn's unless a later turn has begun meanwhile.
+func (s *runState) newTurnSpend(step int) *turnSpend {
+	sp := &turnSpend{step: step}
+	for {
+		old := s.latestSpend.Load()
+		if old != nil && old.step > step || s.latestSpend.CompareAndSwap(old, sp) {
+			return sp
+		}
+	}
+}
+
+// turnSpend returns the count of the turn a call under rc belongs to, or
+// nil when the run has no turn budget (or rc is no run).
+func (rc *RunContext) turnSpend() *turnSpend {
+	if rc == nil || rc.st == nil || rc.st.turnBudget == nil {
+		return nil
+	}
+	if rc.spend != nil {
+		return rc.spend
+	}
+	return rc.st.latestSpend.Load()
+}
+
+// budgeted returns what of res the model is sent under the turn budget
+// b, counting it against the turn.
+func (sp *turnSpend) budgeted(ctx context.Context, rc *RunContext, b *ResultBudget, res any, err error) (any, error) {
 	if err != nil || res == nil {
 		return res, err
 	}
@@ -104,9 +144,8 @@ func (ts *ToolList) turnBudgeted(ctx context.Context, rc *RunContext, res any, e
 	if terr != nil {
 		return res, nil // the adapters report it as they would have
 	}
-	b := ts.turnBudget
 	n := int64(len(text))
-	before := ts.turnUsed.Add(n) - n
+	before := sp.used.Add(n) - n
 	if before+n <= int64(b.MaxBytes) {
 		return res, nil
 	}
@@ -115,7 +154,7 @@ func (ts *ToolList) turnBudgeted(ctx context.Context, rc *RunContext, res any, e
 		return res, nil
 	}
 	out := b.cut(ctx, rc, text, int(limit))
-	ts.turnUsed.Add(int64(len(out)) - n)
+	sp.used.Add(int64(len(out)) - n)
 	return out, nil
 }
 

@@ -107,8 +107,8 @@ func buildTools(ctx context.Context, agent string, entries []Toolset, rc *RunCon
 	}
 	ts.over = over
 	ts.rc = rc
-	if st := rc.state(); st != nil {
-		ts.turnBudget = st.turnBudget
+	if sp := rc.turnSpend(); sp != nil {
+		ts.turnBudget, ts.spend = rc.st.turnBudget, sp
 	}
 	return ts, nil
 }

@@ -17,6 +17,10 @@ import (
 // one tool, outside any turn's list, so no turn's predicates apply. The
 // run the policies keep their state in is the one ctx carries, if any.
 // call.Name is the name used in errors; it defaults to the tool's name.
+// Under a context of a run with a turn budget ([WithTurnResultBudget]),
+// the call is one of a turn's, the context's turn or else the run's
+// latest: its result counts against that turn's budget, and is cut once
+// the budget is spent.
 func (t Tool) Execute(ctx context.Context, call ToolCall) (any, error) {
 	if call.Name == "" {
 		call.Name = t.Name
@@ -32,6 +36,15 @@ func (t Tool) Execute(ctx context.Context, call ToolCall) (any, error) {
 
 // execute is Execute for the run rc that ctx carries, observed by ob.
 func (t Tool) execute(ctx context.Context, call ToolCall, rc *RunContext, ob *callObs) (any, error) {
+	if sp := rc.turnSpend(); sp != nil {
+		res, err := t.executeCall(ctx, call, rc, ob)
+		return sp.budgeted(ctx, rc, rc.st.turnBudget, res, err)
+	}
+	return t.executeCall(ctx, call, rc, ob)
+}
+
+// executeCall is execute before the turn's result budget.
+func (t Tool) executeCall(ctx context.Context, call ToolCall, rc *RunContext, ob *callObs) (any, error) {
 	rc.bindTool(t)
 	if t.core != nil && (t.core.limited(rc) || rc.journaling()) {
 		return t.executeRecorded(ctx, call, rc, ob)

@@ -49,6 +49,10 @@ type RunContext struct {
 	step  int
 	turn  bool
 	built atomic.Bool // BuildTools ran under this turn
+
+	// spend is the turn's count against the run's WithTurnResultBudget,
+	// for a turn's RunContext of a run that has one; otherwise nil.
+	spend *turnSpend
 }
 
 // runState is what every RunContext of one run shares: its fixed values,
@@ -64,6 +68,11 @@ type runState struct {
 	journal      *JournalOptions // see WithCallJournal; nil: none
 	turnBudget   *ResultBudget   // see WithTurnResultBudget; nil: none
 	obs          *runObserver    // see WithObserver
+
+	// latestSpend is the latest turn's count against turnBudget (before
+	// the first turn, one of its own), for calls under a context that
+	// carries the run but no turn; nil without a turn budget.
+	latestSpend atomic.Pointer[turnSpend]
 
 	step     atomic.Int64 // the latest turn begun; -1 before the first
 	ended    atomic.Bool
@@ -207,6 +216,9 @@ func newRun(id, parentID string, cfg *runConfig, opts []RunOption) *RunContext {
 		s.durable = newDurability(cfg)
 	}
 	s.step.Store(-1)
+	if s.turnBudget != nil {
+		s.latestSpend.Store(&turnSpend{step: -1})
+	}
 	if cfg.obs != nil {
 		s.obs = newRunObserver(cfg.obs)
 	}
@@ -304,6 +316,9 @@ func (rc *RunContext) Turn(ctx context.Context) context.Context {
 	tc.turn.st, tc.turn.err, tc.turn.turn = rc.state(), rc.Err(), true
 	if s := rc.state(); s != nil {
 		tc.turn.step = int(s.step.Add(1))
+		if s.turnBudget != nil {
+			tc.turn.spend = s.newTurnSpend(tc.turn.step)
+		}
 	}
 	tc.rc = &tc.turn
 	return tc

@@ -62,6 +62,13 @@ const (
 // that is neither a fragment nor an http(s) URL, is refused
 // with a *[SchemaRefError], so that no schema can make the program open a
 // file or a URL.
+//
+// Strings the validator's compiler copies into the location of every
+// part below them are bounded before any work is spent on them: a key
+// (a property name, the name of a definition) of more than 1024 bytes,
+// a "pattern" of more than 64 KB, or an "$anchor", "$id" or "format" of
+// more than 8 KB is refused with an error that says which,
+// where, and the bound.
 func ParseSchema(data []byte) (*jsonschema.Schema, error) {
 
 	s, err := schema.Parse(data)

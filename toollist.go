@@ -36,7 +36,7 @@ type ToolList struct {
 	obs     *turnObserved                // the turn's observation, or nil
 
 	turnBudget *ResultBudget // the run's WithTurnResultBudget, or nil
-	turnUsed   atomic.Int64  // the bytes of results the turn's calls sent
+	spend      *turnSpend    // the turn's count against it, when not nil
 }
 
 // at returns the tool at position i as this turn shows it.
@@ -191,9 +191,9 @@ func (ts *ToolList) Execute(ctx context.Context, call ToolCall) (any, error) {
 
 // execute is Execute for the run rc that ctx carries, observed by ob.
 func (ts *ToolList) execute(ctx context.Context, call ToolCall, rc *RunContext, ob *callObs) (any, error) {
-	if ts != nil && ts.turnBudget != nil {
+	if ts != nil && ts.spend != nil {
 		res, err := ts.executeCall(ctx, call, rc, ob)
-		return ts.turnBudgeted(ctx, rc, res, err)
+		return ts.spend.budgeted(ctx, rc, ts.turnBudget, res, err)
 	}
 	return ts.executeCall(ctx, call, rc, ob)
 }

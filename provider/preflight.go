@@ -7,6 +7,7 @@ import (
 
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/internal/jsontext"
+	"github.com/gotoolset/toolset/internal/textcut"
 )
 
 // Bounds on a preflight. Schemas come from MCP servers and packages, so
@@ -29,7 +30,35 @@ const (
 	// preflightMaxNotes is how many notes it keeps; the rest are left
 	// out.
 	preflightMaxNotes = 200
+
+	// MaxShownName bounds the tool name a finding holds: a longer one
+	// is cut, marked with an ellipsis. Every provider's names are far
+	// shorter.
+	MaxShownName = 128
+	// MaxShownPath bounds the path a finding holds, and the paths
+	// [Walk] gives: a longer one keeps its start and its end around
+	// "…". Each token of a path Walk gives is cut to maxShownToken.
+	MaxShownPath = 512
+	// maxShownText bounds a finding's problem and its fix.
+	maxShownText = 1024
+	// maxShownToken bounds each token of a path Walk gives.
+	maxShownToken = 64
 )
+
+// shownPath cuts path to MaxShownPath bytes, keeping its start and end.
+func shownPath(path string) string {
+	out, _ := textcut.HeadTail(path, MaxShownPath, MaxShownPath/2-2, MaxShownPath/2-2, func(int, int) string { return textcut.Ellipsis })
+	return out
+}
+
+// bounded returns x with its strings cut to the bounds a finding keeps,
+// so that no name, key or value, however long, makes a long message.
+func bounded(x finding) finding {
+	x.path = shownPath(x.path)
+	x.problem = textcut.Clip(x.problem, maxShownText)
+	x.fix = textcut.Clip(x.fix, maxShownText)
+	return x
+}
 
 // finding is a problem or a note about one schema, before it is tied to a
 // tool: path is a JSON Pointer into the parameter schema.
@@ -53,6 +82,8 @@ type Findings struct {
 
 // Problem records a problem at path, a JSON Pointer into the schema
 // ([Pointer] makes one), with fix, if not empty, saying how to mend it.
+// A path longer than [MaxShownPath] is kept cut, and so are a problem and
+// a fix of more than a kilobyte.
 func (f *Findings) Problem(path, problem, fix string) { f.add(finding{path, problem, fix, false}) }
 
 // Note records a lossless rewrite at path: what the adapter changed, in
@@ -63,7 +94,7 @@ func (f *Findings) add(x finding) {
 	if !keep(x.lowered, &f.notes, &f.problems, &f.omitted) {
 		return
 	}
-	f.list = append(f.list, x)
+	f.list = append(f.list, bounded(x))
 }
 
 // keep counts a problem or a note, and reports whether it is within the
@@ -108,7 +139,9 @@ type Report struct {
 }
 
 // Tool records a problem or a note about a tool's name or description;
-// path is "/name" or "/description".
+// path is "/name" or "/description". A tool name longer than
+// [MaxShownName] is kept cut, as are long paths, problems and fixes
+// (see [Findings.Problem]).
 func (r *Report) Tool(tool, path, problem, fix string) {
 	r.add(toolset.PreflightProblem{Tool: tool, Path: path, Problem: problem, Fix: fix})
 }
@@ -126,6 +159,8 @@ func (r *Report) Schema(tool string, f *Findings) {
 
 func (r *Report) add(p toolset.PreflightProblem) {
 	if keep(p.Lowered, &r.notes, &r.nproblems, &r.omitted) {
+		x := bounded(finding{p.Path, p.Problem, p.Fix, p.Lowered})
+		p.Tool, p.Path, p.Problem, p.Fix = textcut.Clip(p.Tool, MaxShownName), x.path, x.problem, x.fix
 		r.problems = append(r.problems, p)
 	}
 }
@@ -262,8 +297,10 @@ func ShapeOf(keyword string) Shape {
 }
 
 // Walk calls visit for every object subschema of the schema v (v
-// included), depth first, each with its JSON Pointer. It stops, with a
-// problem in f, after [PreflightMaxNodes] subschemas. Values that are not
+// included), depth first, each with its JSON Pointer, for messages: each
+// token cut to 64 bytes and the whole to [MaxShownPath], so that a long
+// key costs its descendants nothing. It stops, with a problem in f,
+// after [PreflightMaxNodes] subschemas. Values that are not
 // schemas where a schema belongs are left to visit's checks of their
 // parent.
 func Walk(v any, f *Findings, visit func(o *Object, path string)) {
@@ -284,17 +321,17 @@ func Walk(v any, f *Findings, visit func(o *Object, path string)) {
 			case ShapeOf(m.Key) == OneSubschema:
 				if list, isList := m.Value.([]any); isList { // items as a tuple, in older drafts
 					for i, e := range list {
-						if !walk(e, Pointer(path, m.Key, fmt.Sprint(i))) {
+						if !walk(e, walkPointer(path, m.Key, fmt.Sprint(i))) {
 							return false
 						}
 					}
-				} else if !walk(m.Value, Pointer(path, m.Key)) {
+				} else if !walk(m.Value, walkPointer(path, m.Key)) {
 					return false
 				}
 			case ShapeOf(m.Key) == SubschemaList:
 				list, _ := m.Value.([]any)
 				for i, e := range list {
-					if !walk(e, Pointer(path, m.Key, fmt.Sprint(i))) {
+					if !walk(e, walkPointer(path, m.Key, fmt.Sprint(i))) {
 						return false
 					}
 				}
@@ -304,7 +341,7 @@ func Walk(v any, f *Findings, visit func(o *Object, path string)) {
 					continue
 				}
 				for _, e := range mo.Members() {
-					if !walk(e.Value, Pointer(path, m.Key, e.Key)) {
+					if !walk(e.Value, walkPointer(path, m.Key, e.Key)) {
 						return false
 					}
 				}
@@ -313,4 +350,13 @@ func Walk(v any, f *Findings, visit func(o *Object, path string)) {
 		return true
 	}
 	walk(v, "")
+}
+
+// walkPointer is [Pointer] for the paths [Walk] gives: each token cut to
+// maxShownToken bytes, the whole to [MaxShownPath].
+func walkPointer(path string, tokens ...string) string {
+	for i, t := range tokens {
+		tokens[i] = textcut.Clip(t, maxShownToken)
+	}
+	return shownPath(Pointer(path, tokens...))
 }

@@ -109,7 +109,28 @@ func IsImage(mimeType string) bool {
 }
 
 // IsWebURL reports whether uri is an http or https URL, which a provider
-// fetches itself.
+// fetches itself. The scheme is matched without regard to ASCII case, as
+// RFC 3986 has it ("HTTPS://" is "https://"); only ASCII letters fold, so
+// a scheme that merely folds to "https" in Unicode (with U+017F, the long
+// s) is no web URL.
 func IsWebURL(uri string) bool {
-	return strings.HasPrefix(uri, "https://") || strings.HasPrefix(uri, "http://")
+	return hasASCIIPrefixFold(uri, "https://") || hasASCIIPrefixFold(uri, "http://")
+}
+
+// hasASCIIPrefixFold reports whether s begins with prefix, a lower-case
+// ASCII string, with ASCII letters of s matched in either case.
+func hasASCIIPrefixFold(s, prefix string) bool {
+	if len(s) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != prefix[i] {
+			return false
+		}
+	}
+	return true
 }

@@ -141,6 +141,9 @@ func compileDoc(doc any) (*sjs.Schema, error) {
 	if n := countObjects(doc, MaxSchemaObjects); n > MaxSchemaObjects {
 		return nil, &schemaCompileError{fmt.Errorf("the schema holds more than %d objects, the most the validator compiles (its cost grows with the square of their number)", MaxSchemaObjects)}
 	}
+	if err := checkDocSizes(doc); err != nil {
+		return nil, &schemaCompileError{err}
+	}
 	c := sjs.NewCompiler()
 	c.DefaultDraft(sjs.Draft2020)
 	c.UseLoader(refusingLoader{})

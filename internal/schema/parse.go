@@ -27,11 +27,15 @@ import (
 //
 // The document must be a JSON object or a boolean, and self-contained
 // (see [RefError]): a reference out of it is refused with a *[RefError],
-// unwrapped, and every other problem with an error that says what is
-// wrong.
+// unwrapped, a key longer than [MaxKeyBytes] or a name past its bound
+// with a *[SizeError], and every other problem with an error that says
+// what is wrong.
 func Parse(data []byte) (*jsonschema.Schema, error) {
 	n, err := schemaParser.Parse(data)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkNodeSizes(n); err != nil {
 		return nil, err
 	}
 	if err := checkNodeRefs(n); err != nil {
