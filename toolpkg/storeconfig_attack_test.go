@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -140,14 +141,23 @@ func TestConfigSetRightAfterRemoveAndCreateSurvives(t *testing.T) {
 	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.DiscardHandler)}
 	s, err := Open(dir, opts)
 	require.NoError(t, err)
-	// Many files, so that deleting the removed version takes a while.
-	var extra []zfile
-	for i := range 4000 {
-		extra = append(extra, zfile{name: fmt.Sprintf("data/%d/f.txt", i), data: []byte("x"), store: true})
-	}
-	pkg := demoPackage(t, demoManifest(""), extra...)
+	pkg := demoPackage(t, demoManifest(""))
 	for round := range 3 {
-		upload(t, s, "demo", pkg)
+		info := upload(t, s, "demo", pkg)
+		// Many files in the version's folder, so that deleting it takes
+		// a while: the window a Create and SetConfig land in. They are
+		// made here rather than extracted from the package, which costs
+		// several times the syscalls (and a zip of thousands of entries
+		// to check under the race detector); 1000 of them were enough for
+		// every run of 20 to fail when Remove deleted the configuration
+		// after releasing its locks.
+		bulk := filepath.Join(s.versionDir("demo", info.Version), "data")
+		require.NoError(t, os.Mkdir(bulk, 0o755))
+		for i := range 1000 {
+			f, err := os.Create(filepath.Join(bulk, strconv.Itoa(i)))
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+		}
 		removed := make(chan error, 1)
 		go func() { removed <- s.Remove("demo") }()
 		// Create as soon as the record says removed, then store a value.

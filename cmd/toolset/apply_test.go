@@ -84,17 +84,19 @@ spec:
 	return root
 }
 
+// The built command runs apply here (see runBuilt): each run builds and
+// zips the package again.
 func TestApplyPlansThenAppliesThenHasNothingToDo(t *testing.T) {
 	url, tokenFile, get := applyPlatform(t)
 	root := samProject(t)
 
 	link := filepath.Join(t.TempDir(), "project")
 	require.NoError(t, os.Symlink(root, link))
-	code, stdout, stderr := runCLI("apply", link, "--platform", url, "--token-file", tokenFile, "--plan")
+	code, stdout, stderr := runBuilt(t, "apply", link, "--platform", url, "--token-file", tokenFile, "--plan")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "+ create agent analyst", "a project named by a link is walked")
 
-	code, stdout, stderr = runCLI("apply", root, "--platform", url, "--token-file", tokenFile, "--plan")
+	code, stdout, stderr = runBuilt(t, "apply", root, "--platform", url, "--token-file", tokenFile, "--plan")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "+ create toolset finance-tools: upload the package built from "+filepath.Join(root, "toolsets", "finance-tools", "src"))
 	assert.Contains(t, stdout, "~ configure toolset finance-tools: set greeting, retries\n")
@@ -105,7 +107,7 @@ func TestApplyPlansThenAppliesThenHasNothingToDo(t *testing.T) {
 	status, _ := get("/api/v1/platform/toolsets/finance-tools")
 	assert.Equal(t, http.StatusNotFound, status, "a plan changes nothing")
 
-	code, stdout, stderr = runCLI("apply", root, "--platform", url, "--token-file", tokenFile)
+	code, stdout, stderr = runBuilt(t, "apply", root, "--platform", url, "--token-file", tokenFile)
 	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
 	assert.Contains(t, stdout, "done: create agent analyst\n")
 	status, body := get("/api/v1/platform/toolsets/finance-tools")
@@ -124,7 +126,7 @@ func TestApplyPlansThenAppliesThenHasNothingToDo(t *testing.T) {
 
 	// The same project again: the build is deterministic, so nothing
 	// changed.
-	code, stdout, stderr = runCLI("apply", root, "--platform", url, "--token-file", tokenFile, "--plan")
+	code, stdout, stderr = runBuilt(t, "apply", root, "--platform", url, "--token-file", tokenFile, "--plan")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "= keep toolset finance-tools: package unchanged (version 1, ready)\n")
 	assert.Contains(t, stdout, "= keep agent analyst: unchanged\n")
@@ -137,7 +139,7 @@ func TestApplyPlansThenAppliesThenHasNothingToDo(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(main, append(data, []byte("\n// changed\nvar _ = 1\n")...), 0o644))
 	writeFile(t, filepath.Join(root, "toolsets"), "finance-tools.yaml", "kind: toolset\nname: finance-tools\nspec:\n  config:\n    greeting: hey\n")
-	code, stdout, stderr = runCLI("apply", root, "--platform", url, "--token-file", tokenFile)
+	code, stdout, stderr = runBuilt(t, "apply", root, "--platform", url, "--token-file", tokenFile)
 	assert.Equal(t, 1, code, stdout)
 	assert.Contains(t, stdout, "~ re-upload toolset finance-tools: the package built from")
 	assert.Contains(t, stdout, "(used by agents analyst: give --force-toolset to re-upload it)\n")
@@ -146,7 +148,7 @@ func TestApplyPlansThenAppliesThenHasNothingToDo(t *testing.T) {
 	_, body = get("/api/v1/platform/toolsets/finance-tools/config")
 	assert.Contains(t, body, `"greeting":"hi"`, "nothing applied")
 
-	code, stdout, stderr = runCLI("apply", root, "--platform", url, "--token-file", tokenFile, "--force-toolset")
+	code, stdout, stderr = runBuilt(t, "apply", root, "--platform", url, "--token-file", tokenFile, "--force-toolset")
 	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
 	assert.Contains(t, stdout, "agents using it, redeployed: analyst")
 	assert.Contains(t, stdout, "done: re-upload toolset finance-tools\n")

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"bytes"
+	"archive/zip"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -49,19 +50,28 @@ type scaffold struct {
 	st   *toolpkg.Store
 }
 
-// scaffoldStore packages the scaffold at src with the CLI, checks the
-// zip as the platform does at upload and discovers it in a store, closed
-// at the end of the test.
+// scaffoldStore packages the scaffold at src with the built CLI (see
+// runBuilt), uploads it to a store of its own (which checks the zip as
+// the platform does) and discovers it; the store is closed at the end of
+// the test.
 func scaffoldStore(t *testing.T, name, src string) scaffold {
 	t.Helper()
 	zipPath := filepath.Join(t.TempDir(), name+".zip")
-	code, stdout, stderr := runCLI("package", src, "-o", zipPath)
+	code, stdout, stderr := runBuilt(t, "package", src, "-o", zipPath)
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "(build.sh)", "the scaffold's build.sh builds it")
 
-	data, err := os.ReadFile(zipPath)
+	// The upload checks the zip as the platform does; its manifest is
+	// read here without inflating the executable a second time.
+	zr, err := zip.OpenReader(zipPath)
 	require.NoError(t, err)
-	m, err := toolpkg.ValidateZip(bytes.NewReader(data), int64(len(data)), nil)
+	defer zr.Close()
+	mf, err := zr.Open(toolpkg.ManifestName)
+	require.NoError(t, err)
+	manifest, err := io.ReadAll(mf)
+	mf.Close()
+	require.NoError(t, err)
+	m, err := toolpkg.ParseManifestStrict(manifest)
 	require.NoError(t, err)
 	require.Len(t, m.Executables, 1)
 

@@ -101,9 +101,10 @@ var (
 // them: each command given it inflates the executable again, which under
 // the race detector costs a large part of a second (the zip as the
 // command writes it is tested by TestPackageBuildsDistAndZipsDeterministically
-// and the apply tests).
+// and the apply tests). The built command packages it (see runBuilt).
 func packaged(t *testing.T) string {
 	t.Helper()
+	bin := cliBinary(t)
 	packagedOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "toolset-packaged-")
 		if err != nil {
@@ -116,9 +117,12 @@ func packaged(t *testing.T) string {
 		if packagedErr = writeSource(src); packagedErr != nil {
 			return
 		}
-		code, stdout, stderr := runCLI("package", src, "-o", zip)
-		if code != 0 || !strings.Contains(stdout, "wrote "+zip) {
-			packagedErr = fmt.Errorf("toolset package: exit code %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+		var out, errb bytes.Buffer
+		cmd := exec.Command(bin, "package", src, "-o", zip)
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err = cmd.Run()
+		if stdout, stderr := out.String(), errb.String(); err != nil || !strings.Contains(stdout, "wrote "+zip) {
+			packagedErr = fmt.Errorf("toolset package: %v\nstdout: %s\nstderr: %s", err, stdout, stderr)
 			return
 		}
 		data, err := os.ReadFile(zip)
@@ -132,6 +136,55 @@ func packaged(t *testing.T) string {
 	zip := filepath.Join(t.TempDir(), "demo.zip")
 	require.NoError(t, os.WriteFile(zip, packagedZip, 0o644))
 	return zip
+}
+
+// runBuilt runs the built command (see cliBinary) with args, for the
+// commands that build and zip a package: the race detector slows
+// compress/flate, which toolset package and apply spend most of their
+// time in, about tenfold in the test's own process, and the commands
+// start no goroutine of their own for it to watch. The platform and the
+// stores they talk to stay in the test's process; cheap runs of the same
+// commands (refusals, small packages) stay in-process too.
+func runBuilt(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	return runBinary(t, cliBinary(t), args...)
+}
+
+// packagedWithManifest returns a copy of the test package (see packaged)
+// whose manifest.yaml is edit's result: a package that differs from it
+// only there, without building and zipping the tool again; its name is
+// demo.zip, as that of packaged.
+func packagedWithManifest(t *testing.T, edit func(manifest string) string) string {
+	t.Helper()
+	data, err := os.ReadFile(packaged(t))
+	require.NoError(t, err)
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	edited := false
+	for _, f := range zr.File {
+		rc, err := f.Open()
+		require.NoError(t, err)
+		body, err := io.ReadAll(rc)
+		rc.Close()
+		require.NoError(t, err)
+		if f.Name == "manifest.yaml" {
+			changed := edit(string(body))
+			require.NotEqual(t, string(body), changed, "the edit changes the manifest")
+			body, edited = []byte(changed), true
+		}
+		h := f.FileHeader
+		w, err := zw.CreateHeader(&h)
+		require.NoError(t, err)
+		_, err = w.Write(body)
+		require.NoError(t, err)
+	}
+	require.NoError(t, zw.Close())
+	require.True(t, edited, "the package has a manifest.yaml")
+	out := filepath.Join(t.TempDir(), "demo.zip")
+	require.NoError(t, os.WriteFile(out, buf.Bytes(), 0o644))
+	return out
 }
 
 // storedZip returns the zip with the same entries, each stored.
@@ -473,13 +526,13 @@ func TestPackageBuildsDistAndZipsDeterministically(t *testing.T) {
 	src := sourceDir(t)
 	dist := t.TempDir()
 	first := filepath.Join(t.TempDir(), "a.zip")
-	code, stdout, stderr := runCLI("package", src, "-o", first, "--dist", dist, "--os", "linux", "--arch", "arm64")
+	code, stdout, stderr := runBuilt(t, "package", src, "-o", first, "--dist", dist, "--os", "linux", "--arch", "arm64")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "built "+filepath.Join(dist, "linux-arm64")+" (go)")
 	assert.FileExists(t, filepath.Join(dist, "linux-arm64", "tooldemo"))
 	assert.FileExists(t, filepath.Join(dist, "linux-arm64", "manifest.yaml"))
 	second := filepath.Join(t.TempDir(), "b.zip")
-	code, _, stderr = runCLI("package", src, "-o", second, "--dist", dist, "--os", "linux", "--arch", "arm64")
+	code, _, stderr = runBuilt(t, "package", src, "-o", second, "--dist", dist, "--os", "linux", "--arch", "arm64")
 	require.Equal(t, 0, code, stderr)
 	a, err := os.ReadFile(first)
 	require.NoError(t, err)
@@ -492,7 +545,7 @@ func TestPackageBuildsDistAndZipsDeterministically(t *testing.T) {
 cp -r "$SAM_TOOL_BUILD_OUT/../linux-arm64/." "$SAM_TOOL_BUILD_OUT/" 2>/dev/null
 echo "$SAM_TOOL_TARGET_OS/$SAM_TOOL_TARGET_ARCH" > "$SAM_TOOL_BUILD_OUT/target.txt"
 `), 0o755))
-	code, stdout, stderr = runCLI("package", src, "-o", second, "--dist", dist, "--os", "linux", "--arch", "riscv64")
+	code, stdout, stderr = runBuilt(t, "package", src, "-o", second, "--dist", dist, "--os", "linux", "--arch", "riscv64")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "(build.sh)")
 	got, err := os.ReadFile(filepath.Join(dist, "linux-riscv64", "target.txt"))

@@ -459,19 +459,22 @@ func paddedHold(id, n int) string {
 func TestBigBodiesInFlightAreBounded(t *testing.T) {
 	// A 4 MiB body of [] values takes some 120 MB decoded: a client
 	// holding the token could exhaust the runner's memory with a few
-	// dozen calls, well within the bound on calls.
+	// dozen calls, well within the bound on calls. The bound is lowered
+	// here to three bodies of 64 KiB: the same test, with a sixteenth of
+	// the bytes for the race detector to watch being read and decoded.
 	defer func(n int64) { maxBodiesInFlight = n }(maxBodiesInFlight)
-	maxBodiesInFlight = 3 << 20
+	const body = 64 << 10
+	maxBodiesInFlight = 3 * body
 	held, release := make(chan struct{}, 10), make(chan struct{})
 	base := serveInProcess(t, testToken, boundsToolset(held, release))
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer close(release)
 	for i := range 2 {
-		wg.Go(func() { _, _, _ = rawPost(t, base+"/mcp", "Bearer "+testToken, paddedHold(i, 1<<20)) })
+		wg.Go(func() { _, _, _ = rawPost(t, base+"/mcp", "Bearer "+testToken, paddedHold(i, body)) })
 	}
 	waitHeld(t, held, 2)
-	resp, text, err := rawPost(t, base+"/mcp", "Bearer "+testToken, paddedHold(3, 1<<20))
+	resp, text, err := rawPost(t, base+"/mcp", "Bearer "+testToken, paddedHold(3, body))
 	require.NoError(t, err, "no answer: %d big calls are running", 2+len(held))
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", text)
 	assert.Equal(t, "1", resp.Header.Get("Retry-After"))

@@ -114,7 +114,8 @@ func main() {
 }
 `
 
-// artsPackage packages artsTool with the CLI as arts.zip.
+// artsPackage packages artsTool with the built CLI (see runBuilt) as
+// arts.zip.
 func artsPackage(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -129,7 +130,7 @@ func artsPackage(t *testing.T) string {
 		require.NoError(t, os.WriteFile(p, []byte(data), 0o644))
 	}
 	zip := filepath.Join(t.TempDir(), "arts.zip")
-	code, _, stderr := runCLI("package", dir, "-o", zip)
+	code, _, stderr := runBuilt(t, "package", dir, "-o", zip)
 	require.Equal(t, 0, code, stderr)
 	return zip
 }

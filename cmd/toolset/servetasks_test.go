@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -69,14 +67,9 @@ type taskResult struct {
 // as an MCP task for a client that declares the extension: the call
 // returns a task, which completes with the tool's result.
 func TestServePackagedLongRunningToolAsTask(t *testing.T) {
-	dir := sourceDir(t)
-	manifest := filepath.Join(dir, "manifest.yaml")
-	b, err := os.ReadFile(manifest)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(manifest, []byte(strings.Replace(string(b), "timeout_seconds: 5", "timeout_seconds: 3600", 1)), 0o644))
-	zip := filepath.Join(t.TempDir(), "demo.zip")
-	code, _, stderr := runCLI("package", dir, "-o", zip)
-	require.Equal(t, 0, code, stderr)
+	zip := packagedWithManifest(t, func(m string) string {
+		return strings.Replace(m, "timeout_seconds: 5", "timeout_seconds: 3600", 1)
+	})
 
 	toServer, clientOut := io.Pipe()
 	clientIn, fromServer := io.Pipe()
