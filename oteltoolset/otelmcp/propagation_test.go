@@ -71,7 +71,13 @@ func (h *harness) servedReadFile() *mcptoolset.Server {
 		mcptoolset.WithAgent("server"),
 		mcptoolset.WithServerTracePropagator(oteltoolset.Propagator(nil)),
 		mcptoolset.WithRunContext(func(_ context.Context, req *mcptoolset.Request) (*toolset.RunContext, error) {
-			return toolset.NewRun("mcp-"+req.Session.ID(), toolset.WithObserver(h.obs)), nil
+			// An in-memory session has no ID: its run is unnamed, as the
+			// server's own default run is, for a run ID is live only once.
+			id := ""
+			if req.Session != nil && req.Session.ID() != "" {
+				id = "mcp-" + req.Session.ID()
+			}
+			return toolset.NewRun(id, toolset.WithObserver(h.obs)), nil
 		}))
 }
 
