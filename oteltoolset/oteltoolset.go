@@ -334,9 +334,9 @@ func New(opts ...Option) (*Observer, error) {
 type turn struct {
 	span   trace.Span
 	parent trace.SpanContext // the span of the context the turn began under
-	// ctx is the context the turn began under, when its type is
-	// comparable (nil otherwise): a call under the very same context is
-	// under the turn's, which one comparison tells.
+	// ctx is the context the turn began under, when it is a pointer (nil
+	// otherwise): a call under the very same context is under the
+	// turn's, which one comparison tells.
 	ctx context.Context
 	// dropped is set, with parent-based sampling only, on a turn whose
 	// span is not recording, and unsampled on one whose span is not
@@ -350,10 +350,12 @@ func (t *turn) under(ctx context.Context) bool {
 	return (t.ctx != nil && ctx == t.ctx) || t.parent.Equal(trace.SpanContextFromContext(ctx))
 }
 
-// comparableContext returns ctx when its dynamic type is comparable, so
-// that == on it cannot panic, and nil otherwise.
+// comparableContext returns ctx when its dynamic type is a pointer, as
+// the library's turn contexts and the standard library's are, and nil
+// otherwise. Comparing pointers cannot panic; a comparable struct type
+// can, when a field of interface type holds a value that is not.
 func comparableContext(ctx context.Context) context.Context {
-	if t := reflect.TypeOf(ctx); t != nil && t.Comparable() {
+	if t := reflect.TypeOf(ctx); t != nil && t.Kind() == reflect.Pointer {
 		return ctx
 	}
 	return nil

@@ -314,3 +314,32 @@ func TestParentBasedSamplingFollowsARecordedUnsampledTurn(t *testing.T) {
 	assert.Len(t, h.spans.Ended(), 1, "the turn's span only")
 	assert.Equal(t, int64(1), sampler.asked.Load(), "spans put to the sampler")
 }
+
+// structContext is a context of struct type: comparable as a type, yet
+// == on two of its values panics when its field holds a slice.
+type structContext struct {
+	context.Context
+	v any
+}
+
+// A turn begun under a context of struct type is not remembered by its
+// context, which == could panic on, but by its span: its calls under
+// that same context are dropped all the same.
+func TestParentBasedSamplingUnderAStructContext(t *testing.T) {
+	sampler := &countingSampler{Sampler: sdktrace.ParentBased(sdktrace.NeverSample())}
+	h := newSampledHarness(t, sampler, oteltoolset.WithParentBasedSampling())
+	ctx := structContext{Context: context.Background(), v: []int{1}}
+	tctx, turn := h.obs.StartTurn(ctx, toolset.TurnInfo{Agent: "a"})
+	require.NotNil(t, turn, "a dropped root turn is remembered for its calls")
+	for _, c := range []context.Context{ctx, tctx} {
+		assert.NotPanics(t, func() {
+			_, obs := h.obs.StartCall(c, toolset.CallInfo{Call: toolset.ToolCall{Name: "x"}, Turn: turn})
+			if obs != nil { // measured: the harness's metrics are on
+				obs.EndCall(toolset.CallEnd{})
+			}
+		})
+	}
+	turn.EndTurn(toolset.TurnEnd{})
+	assert.Empty(t, h.spans.Ended())
+	assert.Equal(t, int64(1), sampler.asked.Load(), "only the turn's span reached the sampler")
+}
