@@ -80,22 +80,28 @@ func (sc *scratch) newTools(n int) ([]Tool, *toolBlock, int) {
 	return sc.block.all[off:sc.used:sc.used], sc.block, off
 }
 
-// newNames returns n bytes for the names of the n tools of a new
+// newNames returns size bytes for the names of the tools of a new
 // snapshot: while a fresh Combined has reserved a block (see newTools),
-// from a buffer shared by its children's copies, sized for all the tools
-// still to come at the length per tool of these; else newly made.
+// from a buffer shared by its children's copies, sized for the tools
+// still to come at the length per tool of these, at most maxNamesChunk
+// past what is asked (the snapshots keep the buffer alive: a guess that
+// later names are as long as the first must not cost much when wrong);
+// else newly made.
 func (sc *scratch) newNames(size, tools int) []byte {
 	if sc == nil || sc.toolHint == 0 || size == 0 || tools == 0 {
 		return make([]byte, size)
 	}
 	if len(sc.names) < size {
 		rest := max(sc.toolHint-sc.used, 0) // tools of the reservation not yet copied
-		sc.names = make([]byte, size+int(min(int64(size)*int64(rest)/int64(tools), 1<<26)))
+		sc.names = make([]byte, size+int(min(int64(size)*int64(rest)/int64(tools), maxNamesChunk)))
 	}
 	b := sc.names[:size:size]
 	sc.names = sc.names[size:]
 	return b
 }
+
+// maxNamesChunk bounds the bytes newNames sets aside for names to come.
+const maxNamesChunk = 1 << 20
 
 // reserveTools makes the copies of tools made until the returned
 // function is called come from one block of about n tools, when no
