@@ -131,32 +131,16 @@ func sizeProblem(key string, v any, loc []string, patterns bool) error {
 	return nil
 }
 
-// shownPointer returns the JSON Pointer of loc for a message, each token
-// cut, and at most the last 16 tokens.
+// shownPointer returns the JSON Pointer of loc for a message (see
+// pointerOf), each token cut, and at most the last 16 tokens.
 func shownPointer(loc []string) string {
-	b := make([]byte, 0, 64)
+	prefix := ""
 	if len(loc) > 16 {
-		b = append(b, "/…"...)
-		loc = loc[len(loc)-16:]
+		prefix, loc = "/…", loc[len(loc)-16:]
 	}
-	for _, t := range loc {
-		b = append(b, '/')
-		b = append(b, escapeToken(textcut.Clip(t, maxShownToken))...)
+	cut := make([]string, len(loc))
+	for i, t := range loc {
+		cut[i] = textcut.Clip(t, maxShownToken)
 	}
-	return string(b)
-}
-
-func escapeToken(t string) string {
-	out := make([]byte, 0, len(t))
-	for i := 0; i < len(t); i++ {
-		switch t[i] {
-		case '~':
-			out = append(out, "~0"...)
-		case '/':
-			out = append(out, "~1"...)
-		default:
-			out = append(out, t[i])
-		}
-	}
-	return string(out)
+	return prefix + pointerOf(cut)
 }
