@@ -38,8 +38,14 @@ type harness struct {
 
 func newHarness(t *testing.T, opts ...oteltoolset.Option) *harness {
 	t.Helper()
+	return newSampledHarness(t, sdktrace.ParentBased(sdktrace.AlwaysSample()), opts...)
+}
+
+// newSampledHarness is a harness whose tracer provider has sampler.
+func newSampledHarness(t *testing.T, sampler sdktrace.Sampler, opts ...oteltoolset.Option) *harness {
+	t.Helper()
 	h := &harness{spans: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader()}
-	h.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(h.spans))
+	h.tp = sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler), sdktrace.WithSpanProcessor(h.spans))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(h.reader))
 	t.Cleanup(func() {
 		_ = h.tp.Shutdown(context.Background())

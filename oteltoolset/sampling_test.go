@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gotoolset/toolset"
@@ -39,23 +38,6 @@ func (s *countingSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.S
 var runIDs atomic.Int64
 
 func runID(name string) string { return fmt.Sprint(name, "-", runIDs.Add(1)) }
-
-// newSampledHarness is a harness whose tracer provider has sampler.
-func newSampledHarness(t *testing.T, sampler sdktrace.Sampler, opts ...oteltoolset.Option) *harness {
-	t.Helper()
-	h := &harness{spans: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader()}
-	h.tp = sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler), sdktrace.WithSpanProcessor(h.spans))
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(h.reader))
-	t.Cleanup(func() {
-		_ = h.tp.Shutdown(context.Background())
-		_ = mp.Shutdown(context.Background())
-	})
-	obs, err := oteltoolset.New(append([]oteltoolset.Option{
-		oteltoolset.WithTracerProvider(h.tp), oteltoolset.WithMeterProvider(mp)}, opts...)...)
-	require.NoError(t, err)
-	h.obs = obs
-	return h
-}
 
 // seen records the span contexts that tools and toolsets ran under.
 type seen struct {
