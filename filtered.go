@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"unsafe"
 )
 
 // Predicate decides, each turn, whether the model may see a tool. It reads
@@ -66,8 +67,17 @@ func (f *Filtered) view(ctx context.Context, sc *scratch) (view, error) {
 	if f.pred == nil {
 		return view{}, errors.New("toolset: Filtered: nil predicate")
 	}
-	in, err := materialize(ctx, f.inner, sc)
-	if err != nil {
+	var in view
+	var err error
+	if p, ok := f.inner.(*Prefixed); ok && sc.explaining() == nil {
+		// Over a Prefixed, the first sight of its input copies only
+		// the tools the predicate keeps (see Prefixed.filteredView).
+		v, done, err := p.filteredView(ctx, f, sc)
+		if done || err != nil {
+			return v, err
+		}
+		in = v
+	} else if in, err = materialize(ctx, f.inner, sc); err != nil {
 		return view{}, err
 	}
 	keep := sc.keep(len(in.snap.tools))
@@ -108,6 +118,55 @@ func (f *Filtered) evaluate(ctx context.Context, in view, keep []bool, why *turn
 		keep[i] = ok
 	}
 	return nil
+}
+
+// evaluatePrefixed is evaluate over the prefixed copies of the tools of
+// in, made one at a time: it writes the name of each tool of in, prefix
+// and sep before its own, end to end into buf, and runs the predicate
+// over each visible one as a copy of that name, which it sees as it sees
+// the copies of Prefixed.build. It returns how many it kept, and the
+// length of their names put together. With dst nil, it sets keep;
+// otherwise it writes each kept copy to the next of dst, and its position
+// to the next of pick (both as long as in's tools).
+func (f *Filtered) evaluatePrefixed(ctx context.Context, in view, prefix, sep string, buf []byte, keep []bool, dst []Tool, pick []int32) (kept, names int, err error) {
+	tools := in.snap.tools
+	var name string
+	defer func() {
+		if p := recover(); p != nil {
+			clear(dst[:kept]) // dst is free memory again: what it hands out is zeroed
+			kept, names, err = 0, 0, newPanicError("filter predicate", name, LabelOf(f), p)
+		}
+	}()
+	at := 0
+	for i := range tools {
+		t := tools[i]
+		n := copy(buf[at:], prefix)
+		n += copy(buf[at+n:], sep)
+		n += copy(buf[at+n:], t.Name)
+		name = unsafe.String(&buf[at], n)
+		at += n
+		if !in.visible(i) {
+			continue
+		}
+		t.Name = name
+		ok, err := f.pred(ctx, t)
+		if err != nil {
+			logError(ctx, "toolset: filter predicate failed; tool hidden this turn",
+				slog.String("tool", name), slog.String("toolset", LabelOf(f)), slog.Any("error", err))
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if dst != nil {
+			dst[kept], pick[kept] = t, int32(i)
+		} else {
+			keep[i] = true
+		}
+		kept++
+		names += n
+	}
+	return kept, names, nil
 }
 
 // Prefixed returns f with every tool name prefixed; see [NewPrefixed].

@@ -91,6 +91,10 @@ type snapshot struct {
 
 	// Provenance, used only to name contributors in error messages.
 	from *snapshot // the snapshot this one renames, position for position
+	// pick, when not nil, says that tools are copies of some of from's
+	// tools only: tool i copies from.tools[pick[i]] (see
+	// Prefixed.pickFiltered). Positions increase.
+	pick []int32
 	segs []segment // for a join: where each range of tools came from
 	kind joinKind  // for a join: how to name its parts
 	// ownPolicies says that the tools' policies are not from's: they
@@ -104,6 +108,13 @@ type snapshot struct {
 	// names is the length of the tools' names put together, when it was
 	// known as the snapshot was made, or 0 (see nameBytes).
 	names int
+
+	// perTurn says that the snapshot holds only what one turn showed (the
+	// tools a predicate kept on the first sight of a toolset, see
+	// Prefixed.pickFiltered), or is made from one that does: no later turn
+	// can reuse it, so a join of it is not memoised, and a fresh Combined
+	// stays fresh until a turn of it makes snapshots later turns reuse.
+	perTurn bool
 
 	idxOnce sync.Once
 	idx     nameIndex
@@ -196,17 +207,32 @@ func (m *memoSlots[T]) store(e *T) {
 	m.slots[m.next.Add(1)%uint32(len(m.slots))].Store(e)
 }
 
+// replace puts e in the place of old, or stores it as a new entry when
+// old is no longer kept.
+func (m *memoSlots[T]) replace(old, e *T) {
+	for i := range m.slots {
+		if m.slots[i].CompareAndSwap(old, e) {
+			return
+		}
+	}
+	m.store(e)
+}
+
 // derived memoises a snapshot computed from one input snapshot, with
 // whatever static facts the computation found (aux).
 type derived struct {
 	in, out *snapshot
 	aux     any
+	// names, for a Prefixed's entry of an input seen once (out nil): the
+	// prefixed names of in's tools, end to end, written on that turn
+	// (see Prefixed.pickFiltered) for the copies to take.
+	names []byte
 }
 
 // derive returns the memoised derivation of in, computing it with build on
 // a miss.
 func derive(m *memoSlots[derived], in *snapshot, build func(in *snapshot) *derived) *derived {
-	if d := m.find(func(d *derived) bool { return d.in == in }); d != nil {
+	if d := m.find(func(d *derived) bool { return d.in == in && d.out != nil }); d != nil {
 		return d
 	}
 	d := build(in)
