@@ -133,7 +133,9 @@ func (f *Filtered) evaluatePrefixed(ctx context.Context, in view, prefix, sep st
 	var name string
 	defer func() {
 		if p := recover(); p != nil {
-			clear(dst[:kept]) // dst is free memory again: what it hands out is zeroed
+			if dst != nil {
+				clear(dst[:kept]) // free memory again, which is handed out zeroed
+			}
 			kept, names, err = 0, 0, newPanicError("filter predicate", name, LabelOf(f), p)
 		}
 	}()
