@@ -85,8 +85,39 @@ func TestColdFilteredPrefixedCopiesOnlyTheKeptTools(t *testing.T) {
 	assert.Equal(t, unsafe.StringData(one.Name), unsafe.StringData(two.Name), "the names are written once")
 }
 
+// The first turn of a fresh Combined of Filtered Functions copies only
+// the tools the predicates keep, and shows what later turns show; the
+// second makes the join later turns reuse.
+func TestColdFilteredFunctionCopiesOnlyTheKeptTools(t *testing.T) {
+	tools := coldTools(200)
+	var s seen
+	pred := notAdmin(&s)
+	tree := NewCombined(NewFunction(tools[:100]...).Filtered(pred), NewFunction(tools[100:]...).Filtered(pred))
+	var turns []*ToolList
+	var shown []seen
+	for range 3 {
+		s = seen{}
+		ts, err := BuildTools(context.Background(), "a", tree)
+		require.NoError(t, err)
+		turns, shown = append(turns, ts), append(shown, s)
+	}
+	assert.Len(t, turns[0].snap.tools, 100, "the first turn copies only the tools it shows")
+	assert.Len(t, turns[1].snap.tools, 200)
+	assert.Same(t, turns[1].snap, turns[2].snap)
+	for i := range turns {
+		assert.Equal(t, turns[0].Names(), turns[i].Names(), "turn %d", i)
+		assert.Equal(t, shown[0], shown[i], "what the predicate is shown in turn %d", i)
+	}
+	assert.Len(t, shown[0].names, 200)
+	one, _ := turns[0].Lookup("t102")
+	assert.True(t, one.Same(tools[102]))
+	_, err := turns[0].Execute(context.Background(), ToolCall{Name: "t1"})
+	assert.ErrorContains(t, err, `unknown tool "t1"`, "a hidden tool cannot be called")
+}
+
 // What a turn reports of its tools, from where they came, is the same on
-// a first turn, which copies only the kept tools, as on a steady one:
+// a first turn, which copies only the kept tools (of Filtered Prefixed
+// toolsets and Filtered Functions), as on a steady one:
 // conflicts and their contributors, missing environment variables (by
 // the positions of the kept tools), suggestions for a name that lost its
 // prefix, and a predicate's panic.
@@ -127,6 +158,12 @@ func TestColdFilteredPrefixedReportsAsASteadyTurn(t *testing.T) {
 			return NewCombined(NewFunction(plain...).Prefixed("a").Filtered(notAdmin(&s)), NewFunction(plain...).Prefixed("b").Filtered(notAdmin(&s)))
 		},
 		"alone": func() Toolset { return NewFunction(plain...).Prefixed("a").Filtered(notAdmin(&s)) },
+		"function conflict": func() Toolset {
+			return NewCombined(NewFunction(plain...).Filtered(notAdmin(&s)), NewFunction(plain[:4]...).Filtered(notAdmin(&s)))
+		},
+		"function env": func() Toolset {
+			return NewCombined(NewFunction(needy...).Filtered(notAdmin(&s)), NewFunction(plain...).Prefixed("a").Filtered(notAdmin(&s)))
+		},
 	}
 	for name, tree := range cases {
 		got := turns(tree)

@@ -134,49 +134,17 @@ func (p *Prefixed) filteredView(ctx context.Context, f *Filtered, sc *scratch) (
 
 // pickFiltered writes the prefixed names of all the tools of in, runs
 // f's predicate over each visible tool as its prefixed copy, and returns
-// a snapshot of the copies it kept (perTurn, see snapshot.pick), taken
-// from sc: in one pass, straight into the reservation's block when it has
-// room for all of them, else into tools taken once their number is known.
-// The names are memoised for the copies of a later turn.
+// a snapshot of the copies it kept (see Filtered.pickKept). The names are
+// memoised for the copies of a later turn.
 func (p *Prefixed) pickFiltered(ctx context.Context, f *Filtered, in view, sc *scratch) (view, error) {
-	src := in.snap.tools
-	head := len(p.prefix) + len(p.sep)
-	size := head*len(src) + in.snap.nameBytes()
-	sc.passTools(len(src))
-	buf := sc.newNames(size, len(src))
-	dst, dstPick, direct := sc.room(len(src))
-	var keep []bool
-	if !direct {
-		keep = sc.keep(len(src))
-	}
-	k, names, err := f.evaluatePrefixed(ctx, in, p.prefix, p.sep, buf, keep, dst, dstPick)
+	size := (len(p.prefix)+len(p.sep))*len(in.snap.tools) + in.snap.nameBytes()
+	sc.passTools(len(in.snap.tools))
+	buf := sc.newNames(size, len(in.snap.tools))
+	out, err := f.pickKept(ctx, in, p.prefix, p.sep, buf, sc)
 	if err != nil {
 		return view{}, err
 	}
-	var tools []Tool
-	var block *toolBlock
-	var off int
-	var pick []int32
-	if direct {
-		tools, block, off, pick = sc.keptIn(k)
-	} else {
-		tools, block, off = sc.newKept(k, len(src))
-		pick = sc.newPicks(k, len(src))
-		at, j := 0, 0
-		for i := range src {
-			n := head + len(src[i].Name)
-			if keep[i] {
-				t := src[i]
-				t.Name = unsafe.String(&buf[at], n)
-				tools[j] = t
-				pick[j] = int32(i)
-				j++
-			}
-			at += n
-		}
-	}
 	p.memo.store(&derived{in: in.snap, names: buf})
-	out := &snapshot{tools: tools, from: in.snap, pick: pick, block: block, off: off, names: names, perTurn: true}
 	return view{snap: out}, nil
 }
 

@@ -83,6 +83,10 @@ func (sc *scratch) newTools(n int) ([]Tool, *toolBlock, int) {
 	return sc.takeTools(n, rest)
 }
 
+// reserving reports whether a reservation is in force (see
+// reserveTools): a fresh Combined's children are being copied.
+func (sc *scratch) reserving() bool { return sc != nil && sc.toolHint != 0 }
+
 // passTools counts n tools of the reservation as seen (see seen) that
 // are filtered as they are copied, with newKept.
 func (sc *scratch) passTools(n int) {

@@ -39,7 +39,9 @@ import (
 //   - a caller's toolset: the last list it returned that began with a given
 //     tool, on that tool's core (toolCore.fresh, reuseSnapshot);
 //   - Prefixed and Renamed copies, per input snapshot (Prefixed.memo,
-//     Renamed.memo, derive), with a Renamed's clash facts beside them;
+//     Renamed.memo, derive), with a Renamed's clash facts beside them
+//     (and, for an input a Prefixed saw once, under a Filtered, only the
+//     names it wrote);
 //   - the join of the parts of a Combined or of BuildTools's entries, on
 //     the first part's snapshot, keyed by the join's kind and every part's
 //     snapshot, label and standalone flag (snapshot.joins, join), so
@@ -73,6 +75,15 @@ import (
 // A fresh Combined's first turn takes its children's copies from one
 // block (toolBlock), end to end, so that its join shares them instead of
 // copying every tool again.
+//
+// A first turn pays for what it shows: a Filtered over a Prefixed, on
+// the first sight of the Prefixed's input, and a Filtered over a
+// Function, on the first turn of a fresh Combined, run the predicate over
+// each tool as its copy would be and copy only the tools it keeps, into a
+// snapshot of that turn alone (snapshot.perTurn, snapshot.pick), whose
+// joins are not memoised. The prefixed names of all the tools are still
+// written, once: the next sight of the input makes the copies later turns
+// reuse from them (derived.names), and the turn after that is steady.
 //
 // The rest of the engine is in rooms of its own: what a snapshot knows of
 // its tools (nameindex.go), the view (view.go), a turn's memory
