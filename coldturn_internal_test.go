@@ -248,3 +248,34 @@ func TestColdFilteredPrefixedExplained(t *testing.T) {
 	}
 	assert.Equal(t, ts.Names(), shown)
 }
+
+// Filtered Prefixed toolsets over Filtered Prefixed toolsets show, on
+// every turn, what a steady turn shows, and the predicates are shown the
+// same tools each turn.
+func TestColdFilteredPrefixedNested(t *testing.T) {
+	tools := coldTools(40)
+	var inner, outer seen
+	odd := func(_ context.Context, t Tool) (bool, error) {
+		outer.names = append(outer.names, t.Name)
+		return len(t.Name)%2 == 1, nil
+	}
+	tree := NewCombined(
+		NewFunction(tools...).Prefixed("in").Filtered(notAdmin(&inner)).Prefixed("out").Filtered(odd),
+		NewFunction(tools[:3]...).Filtered(notAdmin(&inner)).Prefixed("x").Filtered(odd),
+	)
+	var names [][]string
+	var shown []seen
+	for range 4 {
+		inner, outer = seen{}, seen{}
+		ts, err := BuildTools(context.Background(), "a", tree)
+		require.NoError(t, err)
+		names = append(names, ts.Names())
+		shown = append(shown, seen{names: append(inner.names, outer.names...)})
+	}
+	require.NotEmpty(t, names[0])
+	for i := range names {
+		assert.Equal(t, names[3], names[i], "turn %d", i)
+		assert.Equal(t, shown[3], shown[i], "turn %d", i)
+	}
+	assert.Contains(t, names[0], "out_in_t4")
+}

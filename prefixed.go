@@ -102,9 +102,10 @@ func (p *Prefixed) copies(in *snapshot, sc *scratch) *snapshot {
 	}
 	d := p.build(in, names, sc)
 	d.in = in
-	if seen != nil {
+	switch {
+	case seen != nil:
 		p.memo.replace(seen, d)
-	} else {
+	case !in.perTurn: // a snapshot of one turn is never seen again
 		p.memo.store(d)
 	}
 	return d.out
@@ -144,7 +145,9 @@ func (p *Prefixed) pickFiltered(ctx context.Context, f *Filtered, in view, sc *s
 	if err != nil {
 		return view{}, err
 	}
-	p.memo.store(&derived{in: in.snap, names: buf})
+	if !in.snap.perTurn {
+		p.memo.store(&derived{in: in.snap, names: buf})
+	}
 	return view{snap: out}, nil
 }
 
