@@ -65,6 +65,9 @@ type Store struct {
 	bg       sync.WaitGroup
 	// discovering holds a token for each discovery running.
 	discovering chan struct{}
+	// maxToolDefs is MaxToolDefinitionBytes; tests lower it, before any
+	// upload, to check the bound without megabytes of schemas.
+	maxToolDefs int
 }
 
 type entry struct {
@@ -211,7 +214,8 @@ func Open(dir string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("%w: %s: %w", ErrStoreInUse, dir, unprefixed{err})
 	}
 	s := &Store{dir: abs, opts: o, log: o.Logger, lock: lock, entries: map[string]*entry{},
-		done: make(chan struct{}), discovering: make(chan struct{}, o.MaxParallelDiscovery)}
+		done: make(chan struct{}), discovering: make(chan struct{}, o.MaxParallelDiscovery),
+		maxToolDefs: MaxToolDefinitionBytes}
 	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
 	fail := func(err error) (*Store, error) {
 		s.bgCancel()
