@@ -309,7 +309,13 @@ func TestDiscoveryChildHoldingStdoutDiesWithIt(t *testing.T) {
 				if then == "hang" {
 					cmd += "trap '' TERM; while :; do sleep 1; done\n"
 				}
-				s := openStore(t, Options{Sandbox: mode, DiscoveryTimeout: 3 * time.Second})
+				// The hanging script ignores SIGTERM too: it is killed
+				// once the timeout and the grace are over, both short.
+				timeout := 3 * time.Second
+				if then == "hang" {
+					timeout = 1500 * time.Millisecond
+				}
+				s := openStore(t, Options{Sandbox: mode, DiscoveryTimeout: timeout, KillGrace: 300 * time.Millisecond})
 				seen := make(chan bool, 1)
 				stop := make(chan struct{})
 				// Real time, not synctest: discovery runs real processes,
@@ -344,8 +350,8 @@ func TestDiscoveryChildHoldingStdoutDiesWithIt(t *testing.T) {
 					assert.Less(t, elapsed, 3*time.Second, "discovery did not wait for the child")
 				case "hang":
 					require.Equal(t, StatusFailed, info.Status)
-					assert.Contains(t, info.Errors[0], "did not finish within 3s")
-					assert.Less(t, elapsed, 8*time.Second)
+					assert.Contains(t, info.Errors[0], "did not finish within 1.5s")
+					assert.Less(t, elapsed, 5*time.Second)
 				}
 				assert.Eventually(t, func() bool { return len(proctest.WithArg(marker)) == 0 }, 2*time.Second, 10*time.Millisecond,
 					"the child in a session of its own ended with discovery")
