@@ -37,6 +37,7 @@ func sourceDir(t *testing.T) string {
 }
 
 func TestPackBuildsAndPackages(t *testing.T) {
+	t.Parallel()
 	dir := sourceDir(t)
 	var buf bytes.Buffer
 	m, err := Pack(context.Background(), dir, &buf, nil)
@@ -66,6 +67,7 @@ func TestPackBuildsAndPackages(t *testing.T) {
 }
 
 func TestPackCrossCompiles(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("cross-compiling the standard library takes half a minute on a cold cache")
 	}
@@ -91,6 +93,7 @@ func TestPackCrossCompiles(t *testing.T) {
 }
 
 func TestPackErrors(t *testing.T) {
+	t.Parallel()
 	manifest := func(text string) func(t *testing.T) string {
 		return func(t *testing.T) string {
 			dir := t.TempDir()

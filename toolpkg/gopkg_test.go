@@ -46,6 +46,7 @@ func goToolset(t testing.TB, s *Store, name string) Info {
 // A tool written with the library and packaged with pkgtool is
 // discovered and called through toolpkg in every sandbox mode.
 func TestGoPackageOnPkgtoolRunsInEveryMode(t *testing.T) {
+	t.Parallel()
 	for _, mode := range available(t) {
 		t.Run(string(mode), func(t *testing.T) {
 			s := openStore(t, Options{Sandbox: mode})

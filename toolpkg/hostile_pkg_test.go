@@ -176,6 +176,7 @@ func FuzzRedaction(f *testing.F) {
 }
 
 func TestConfigSchemaOfHostileSizeIsRefused(t *testing.T) {
+	t.Parallel()
 	ex := Executable{Key: "demo", TimeoutSeconds: 5}
 	var many strings.Builder
 	many.WriteString(`{"tools":{"a":{"description":"x","config_schema":[`)
@@ -233,6 +234,7 @@ func TestManySecretDefaultsAreCheap(t *testing.T) {
 }
 
 func TestStateNamingFilesOutsideItsPackageFailsOnlyItsToolset(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	s, err := Open(dir, opts)
@@ -293,6 +295,7 @@ func (s *Store) mustInfo(t *testing.T, name string) Info {
 }
 
 func TestDiscoveryChildHoldingStdoutDiesWithIt(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		for _, then := range []string{"exit", "hang"} {
 			t.Run(then, func(t *testing.T) {
@@ -361,6 +364,7 @@ func TestDiscoveryChildHoldingStdoutDiesWithIt(t *testing.T) {
 }
 
 func TestZipOfLongEntryNamesMakesAShortError(t *testing.T) {
+	t.Parallel()
 	var files []zfile
 	for i := range 100 {
 		files = append(files, zfile{name: fmt.Sprintf("%d/../%s", i, strings.Repeat("x", 60000)), store: true})
@@ -373,6 +377,7 @@ func TestZipOfLongEntryNamesMakesAShortError(t *testing.T) {
 }
 
 func TestStateOfAMissingVersionKeepsTheOthers(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	s, err := Open(dir, opts)
@@ -397,6 +402,7 @@ func TestStateOfAMissingVersionKeepsTheOthers(t *testing.T) {
 }
 
 func TestMatcherFindsWhatANaiveSearchFinds(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	word := func(n int) string {
 		b := make([]byte, n)
@@ -432,6 +438,7 @@ func TestMatcherFindsWhatANaiveSearchFinds(t *testing.T) {
 }
 
 func TestStderrTailDoesNotCutASecret(t *testing.T) {
+	t.Parallel()
 	const secret = "TOPSECRET-0123456789-abcdef"
 	// The secret, then enough to push all but its last bytes out of the
 	// tail of stderr the host keeps.
@@ -463,6 +470,7 @@ func TestStderrTailDoesNotCutASecret(t *testing.T) {
 }
 
 func TestSecretKeysOfHostileSizeAreRefused(t *testing.T) {
+	t.Parallel()
 	// Each key is small and each tool within MaxConfigFields; together
 	// they are more than MaxSecretBytes to search every output for.
 	tools := map[string]any{}
@@ -483,6 +491,7 @@ func TestSecretKeysOfHostileSizeAreRefused(t *testing.T) {
 }
 
 func TestRunnerArgsAreReadableByTheToolAlone(t *testing.T) {
+	t.Parallel()
 	// The tool reports the mode of its runner_args.json, which it read.
 	tool := "#!/bin/sh\n" +
 		"if [ \"$1\" = \"--schema\" ]; then\n" +

@@ -94,6 +94,7 @@ func (r *failingReader) ReadAt(p []byte, off int64) (int, error) {
 // with no status, configurable into a folder with no record, its name
 // taken for Create.
 func TestUploadFailingAfterItsChecksLeavesNoPhantomToolset(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	pkg := scriptPackage(t, schemaEcho(greetSchema))
 	_, err := s.StartUpload(context.Background(), "ghost", &failingReader{data: pkg}, int64(len(pkg)))

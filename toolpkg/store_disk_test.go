@@ -14,6 +14,7 @@ import (
 )
 
 func TestStorePersistsAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.DiscardHandler)}
 	s, err := Open(dir, opts)
@@ -72,6 +73,7 @@ func TestStorePersistsAcrossProcesses(t *testing.T) {
 }
 
 func TestDamagedStateFailsOnlyItsToolset(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	s, err := Open(dir, opts)
