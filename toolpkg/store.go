@@ -219,7 +219,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
 	fail := func(err error) (*Store, error) {
 		s.bgCancel()
-		lock.Close()
+		s.unlock()
 		return nil, err
 	}
 	s.sb, err = newSandbox(o.Sandbox, o.Logger)
@@ -284,6 +284,15 @@ func (s *Store) Close() error {
 	s.bgCancel()
 	s.busy.Wait()
 	s.bg.Wait()
+	return s.unlock()
+}
+
+// unlock releases the store's directory. The lock is dropped before its
+// file is closed: a process that another goroutine forks holds a copy
+// of the descriptor until it executes its program, and with it the
+// lock, which would keep an Open right after Close out.
+func (s *Store) unlock() error {
+	_ = syscall.Flock(int(s.lock.Fd()), syscall.LOCK_UN)
 	return s.lock.Close()
 }
 
