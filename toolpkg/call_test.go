@@ -8,12 +8,10 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -427,27 +425,4 @@ func TestCloseWaitsForCalls(t *testing.T) {
 	assert.ErrorIs(t, err, ErrClosed)
 	_, err = tools.Execute(context.Background(), toolset.ToolCall{Name: "demo__slow", Args: []byte(`{"ms":0}`)})
 	assert.True(t, errors.As(err, new(*StaleToolError)))
-}
-
-// TestABusyExecutableIsStartedOnceFree: an executable still open for
-// writing somewhere (a child another goroutine forked while the store
-// wrote it holds the descriptor until it executes its own program)
-// cannot be executed for a moment; the call starts it once it is free.
-func TestABusyExecutableIsStartedOnceFree(t *testing.T) {
-	t.Parallel()
-	s := openStore(t, Options{Sandbox: ModeDirect})
-	ts := readyToolset(t, s, "demo", nil)
-	exe := filepath.Join(s.versionDir("demo", 1), "tooldemo")
-	w, err := os.OpenFile(exe, os.O_WRONLY, 0)
-	require.NoError(t, err)
-	err = exec.Command(exe, "--schema").Start()
-	require.ErrorIs(t, err, syscall.ETXTBSY, "executing a file open for writing fails")
-	const busy = 150 * time.Millisecond
-	timer := time.AfterFunc(busy, func() { w.Close() })
-	defer timer.Stop()
-	start := time.Now()
-	res, err := callTool(context.Background(), t, ts, "demo__echo", `{"text":"free"}`)
-	require.NoError(t, err)
-	assert.Equal(t, "free", resultData(t, res)["text"])
-	assert.GreaterOrEqual(t, time.Since(start), busy, "started once the file was free")
 }

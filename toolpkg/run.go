@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -73,10 +72,25 @@ func (sb *sandbox) runProcess(ctx context.Context, l launch, timeout time.Durati
 
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	start := time.Now()
-	cmd, err := sb.start(runCtx, l, outF, errF)
+	cmd, err := sb.command(runCtx, l)
 	if err != nil {
 		return res, err
+	}
+	cmd.Stdin = nil
+	cmd.Stdout, cmd.Stderr = outF, errF
+	cmd.SysProcAttr = sb.sysProcAttr()
+	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
+	if l.grace > 0 {
+		// SIGTERM first, as the platform's SDKs expect (it cancels the
+		// tool's context); SIGKILL once the grace is over.
+		cmd.Cancel = func() error { return sb.terminate(cmd.Process.Pid) }
+		cmd.WaitDelay = l.grace
+	}
+	start := time.Now()
+	err = cmd.Start()
+	closeAll(cmd.ExtraFiles)
+	if err != nil {
+		return res, fmt.Errorf("starting %s: %w", cmd.Path, err)
 	}
 	waitErr := cmd.Wait()
 	res.wall = time.Since(start)
@@ -112,50 +126,6 @@ func (sb *sandbox) runProcess(ctx context.Context, l launch, timeout time.Durati
 		return res, ctx.Err()
 	}
 	return res, nil
-}
-
-// startRetries bounds the starts of a tool that fail with ETXTBSY.
-const startRetries = 8
-
-// start starts the process of l, its output to outF and errF.
-//
-// An executable just extracted may be busy for a moment: a process that
-// another goroutine forked while the file was open for writing holds a
-// copy of that descriptor until it executes its own program, and
-// executing the file fails with ETXTBSY meanwhile. The start is tried
-// again, after a pause that doubles from 5 ms, a few times.
-func (sb *sandbox) start(ctx context.Context, l launch, outF, errF *os.File) (*exec.Cmd, error) {
-	pause := 5 * time.Millisecond
-	for try := 0; ; try++ {
-		cmd, err := sb.command(ctx, l)
-		if err != nil {
-			return nil, err
-		}
-		cmd.Stdin = nil
-		cmd.Stdout, cmd.Stderr = outF, errF
-		cmd.SysProcAttr = sb.sysProcAttr()
-		cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
-		if l.grace > 0 {
-			// SIGTERM first, as the platform's SDKs expect (it cancels
-			// the tool's context); SIGKILL once the grace is over.
-			cmd.Cancel = func() error { return sb.terminate(cmd.Process.Pid) }
-			cmd.WaitDelay = l.grace
-		}
-		err = cmd.Start()
-		closeAll(cmd.ExtraFiles)
-		if err == nil {
-			return cmd, nil
-		}
-		if !errors.Is(err, syscall.ETXTBSY) || try == startRetries {
-			return nil, fmt.Errorf("starting %s: %w", cmd.Path, err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("starting %s: %w", cmd.Path, err)
-		case <-time.After(pause):
-		}
-		pause *= 2
-	}
 }
 
 // terminate sends SIGTERM to the tool started as pid: its process group,
