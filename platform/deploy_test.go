@@ -100,6 +100,7 @@ toolsetConfigs:
 // once until the toolsets are ready and every required value is given,
 // excluded tools' values not counted.
 func TestCreateThenDeploy(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.upload("broken", brokenPackage(t))
 	require.Equal(t, "failed", e.settle("broken")["discoveryStatus"])
@@ -212,6 +213,7 @@ toolsetConfigs:
 
 // A toolset created with no package yet may be named too.
 func TestAgentNamingACreatedToolset(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	r := e.do("POST", "/api/v1/platform/toolsets", []byte(`{"name":"later"}`))
 	require.Equal(t, http.StatusCreated, r.status)
@@ -230,6 +232,7 @@ func TestAgentNamingACreatedToolset(t *testing.T) {
 // once the new version is ready, with the tool diff; without force the
 // 409 says what uses the toolset.
 func TestForcedReuploadRedeploys(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	v1 := append(financeTools("Greets."), configTool{name: "wave", description: "Waves."})
 	e.upload("fin-tools", configPackage(t, 0, v1...))

@@ -131,6 +131,7 @@ func (e *testEnv) status(name string) (string, []any) {
 // runtime confirmed every tool; until then an agent naming it may be
 // created but not deployed.
 func TestDistributedToolsetIsReadyOnceARuntimeConfirms(t *testing.T) {
+	t.Parallel()
 	d := newTestDistributor()
 	e := newEnv(t, &Options{Distributor: d})
 	zip := goodPackage(t, "greet", "Greets someone.", 0)
@@ -194,6 +195,7 @@ func TestDistributedToolsetIsReadyOnceARuntimeConfirms(t *testing.T) {
 // runtime confirms; a failed discovery of the platform's own is never
 // published, and the runtimes keep the version that serves.
 func TestFailedReportShowsTheRuntimesErrors(t *testing.T) {
+	t.Parallel()
 	d := newTestDistributor()
 	e := newEnv(t, &Options{Distributor: d})
 	e.upload("greeter", goodPackage(t, "greet", "Greets someone.", 0))
@@ -226,6 +228,7 @@ func TestFailedReportShowsTheRuntimesErrors(t *testing.T) {
 // lacks, an old version, a malformed one is ignored; a ready one that
 // lacks a tool is a failure; the runtimes kept per toolset are bounded.
 func TestHostileReportsAreIgnoredOrBounded(t *testing.T) {
+	t.Parallel()
 	d := newTestDistributor()
 	e := newEnv(t, &Options{Distributor: d})
 	e.upload("greeter", goodPackage(t, "greet", "Greets someone.", 0))
@@ -280,6 +283,7 @@ func TestHostileReportsAreIgnoredOrBounded(t *testing.T) {
 // A distributor that fails or panics is tried again; the platform goes
 // on serving.
 func TestFailingDistributorIsTriedAgain(t *testing.T) {
+	t.Parallel()
 	d := newTestDistributor()
 	d.failures, d.panics = 1, 1
 	e := newEnv(t, &Options{Distributor: d})
@@ -296,6 +300,7 @@ func TestFailingDistributorIsTriedAgain(t *testing.T) {
 // A platform that starts hands the runtimes what it serves, withdraws
 // what was removed, and publishes what was pending once discovered.
 func TestStartPublishesWhatTheStoreServes(t *testing.T) {
+	t.Parallel()
 	dir := storeDir(t)
 	e := openEnv(t, dir, nil)
 	e.upload("kept", goodPackage(t, "greet", "Greets someone.", 0))
@@ -322,6 +327,7 @@ func TestStartPublishesWhatTheStoreServes(t *testing.T) {
 
 // Closing the server ends a Publish under way and the watch.
 func TestCloseEndsTheDistribution(t *testing.T) {
+	t.Parallel()
 	blocked := &blockingDistributor{entered: make(chan struct{})}
 	e := newEnv(t, &Options{Distributor: blocked})
 	e.upload("greeter", goodPackage(t, "greet", "Greets someone.", 0))

@@ -25,6 +25,7 @@ import (
 // statuses are kept, and a toolset pending when the server stopped is
 // discovered again when it starts.
 func TestRestartDuringDiscoveryLosesNothing(t *testing.T) {
+	t.Parallel()
 	dir := storeDir(t)
 	e := openEnv(t, dir, nil)
 	e.upload("kept", goodPackage(t, "greet", "Greets someone.", 0))
@@ -60,6 +61,7 @@ func TestRestartDuringDiscoveryLosesNothing(t *testing.T) {
 // 200 concurrent reads while 5 uploads run: every answer is whole and
 // valid, and every upload ends ready.
 func TestConcurrentReadsDuringUploads(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, &Options{MaxConcurrentUploads: 2})
 	e.upload("base", goodPackage(t, "greet", "x", 0))
 	require.Equal(t, "ready", e.settle("base")["discoveryStatus"])
@@ -130,6 +132,7 @@ func TestConcurrentReadsDuringUploads(t *testing.T) {
 // Upload bodies are read MaxConcurrentUploads at a time: another waits
 // for a slot, and Close ends the wait with 503 Unavailable.
 func TestUploadsWaitForASlot(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, &Options{MaxConcurrentUploads: 1})
 	pkg := goodPackage(t, "greet", "x", 0)
 	put := func(name string) <-chan int {
@@ -170,6 +173,7 @@ func TestUploadsWaitForASlot(t *testing.T) {
 // between the upload's in-use check and the package's replacement: one
 // of the two is refused.
 func TestAgentRacingAnUploadCannotBypassPackageInUse(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.upload("greeter", goodPackage(t, "greet", "v1", 0))
 	require.Equal(t, "ready", e.settle("greeter")["discoveryStatus"])
@@ -207,6 +211,7 @@ func TestAgentRacingAnUploadCannotBypassPackageInUse(t *testing.T) {
 // BodyIdleTimeout, even on an http.Server without timeouts: its slot is
 // freed for the next upload instead of being held for ever.
 func TestStalledUploadReleasesItsSlot(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, &Options{MaxConcurrentUploads: 1, BodyIdleTimeout: 300 * time.Millisecond})
 	pkg := goodPackage(t, "greet", "x", 0)
 	conn, err := net.Dial("tcp", e.hs.Listener.Addr().String())
@@ -251,6 +256,7 @@ func TestStalledUploadReleasesItsSlot(t *testing.T) {
 // A client that hangs up mid-body leaves no spooled file behind, and a
 // spooled file a crash left is gone when the next server starts.
 func TestSpooledUploadsAreCleanedUp(t *testing.T) {
+	t.Parallel()
 	dir := storeDir(t)
 	e := openEnv(t, dir, nil)
 	tmp := filepath.Join(dir, ".platform", "tmp")
@@ -276,6 +282,7 @@ func TestSpooledUploadsAreCleanedUp(t *testing.T) {
 // closes is told the server is shutting down (503), not that the store
 // failed (500, logged as an error).
 func TestUploadWaitingWhenTheServerClosesIs503(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.upload("slow", goodPackage(t, "greet", "x", 2*time.Second))
 	done := make(chan response, 1)

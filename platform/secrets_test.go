@@ -58,6 +58,7 @@ func (e *testEnv) storedSecrets(agent string) map[string]any {
 // A secret never appears in any answer, in the stored agent file nor in
 // the logs, whatever route is asked: it is kept apart, 0600.
 func TestSecretsNeverInAnyAnswer(t *testing.T) {
+	t.Parallel()
 	e := secretEnv(t, storeDir(t))
 	var bodies []string
 	ask := func(method, path string, body []byte, want int) response {
@@ -118,6 +119,7 @@ func TestSecretsNeverInAnyAnswer(t *testing.T) {
 // stored value; a new value replaces it; a placeholder with nothing
 // stored behind it is a problem naming the tool and the key.
 func TestRedactedRoundTrip(t *testing.T) {
+	t.Parallel()
 	e := secretEnv(t, storeDir(t))
 	source := e.do("GET", "/api/v1/platform/agents/support", nil).json(t)["source"].(string)
 	require.Contains(t, source, `"<REDACTED>"`)
@@ -155,6 +157,7 @@ func TestRedactedRoundTrip(t *testing.T) {
 // A secret under a YAML anchor, or given by an alias, is refused: its
 // text would be in the file twice.
 func TestSecretUnderAnAnchorIsRefused(t *testing.T) {
+	t.Parallel()
 	e := secretEnv(t, storeDir(t))
 	for _, greet := range []string{
 		"greet: {api_key: &k sk-anchored, region: *k}",
@@ -174,6 +177,7 @@ func TestSecretUnderAnAnchorIsRefused(t *testing.T) {
 // document, and a file sent back with the placeholder still keeps the
 // value.
 func TestRestartKeepsDeploymentAndSecrets(t *testing.T) {
+	t.Parallel()
 	dir := storeDir(t)
 	e := secretEnv(t, dir)
 	require.Equal(t, http.StatusOK, e.do("POST", "/api/v1/platform/agents/support/deploy", nil).status)
@@ -203,6 +207,7 @@ func TestRestartKeepsDeploymentAndSecrets(t *testing.T) {
 // answer is whole, none is a failure of the server's, none shows the
 // secret, and the secret is kept.
 func TestConcurrentDeploysAndPuts(t *testing.T) {
+	t.Parallel()
 	e := secretEnv(t, storeDir(t))
 	source := e.do("GET", "/api/v1/platform/agents/support", nil).json(t)["source"].(string)
 	type req struct {
@@ -251,6 +256,7 @@ func TestConcurrentDeploysAndPuts(t *testing.T) {
 // then kept apart, as for a toolset whose tools are not known yet, never
 // stored in the agent file where every reader sees it.
 func TestSecretOfAPendingReuploadIsKeptApart(t *testing.T) {
+	t.Parallel()
 	const pendingSecret = "sk-pending-7a6b5c4d"
 	e := newEnv(t, nil)
 	e.upload("fin-tools", configPackage(t, 0, financeTools("Greets.")...))
@@ -278,6 +284,7 @@ func TestSecretOfAPendingReuploadIsKeptApart(t *testing.T) {
 // would have one of them stored for both, and the other lost (the
 // placeholder handed to the tool). It is refused, naming the key.
 func TestSecretGivenByTwoEntriesOfAToolsetIsRefused(t *testing.T) {
+	t.Parallel()
 	e := secretEnv(t, storeDir(t))
 	doc := `name: support
 toolsets:
