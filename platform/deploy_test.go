@@ -22,6 +22,22 @@ type configTool struct {
 // configPackage is a package whose one executable exposes the tools, each
 // with its config schema, after delay.
 func configPackage(t testing.TB, delay time.Duration, tools ...configTool) []byte {
+	schema := configSchema(t, tools)
+	if delay > 0 {
+		schema = fmt.Sprintf("sleep %.2f\n%s", delay.Seconds(), schema)
+	}
+	return makeZip(t, zfile{name: "manifest.yaml", data: []byte(scriptManifest)},
+		zfile{name: "python/bin/greet.sh", data: []byte(scriptTool(schema)), mode: 0o755})
+}
+
+// gatedConfigPackage is configPackage, its discovery held back by g.
+func gatedConfigPackage(t testing.TB, g gate, tools ...configTool) []byte {
+	return makeZip(t, zfile{name: "manifest.yaml", data: []byte(scriptManifest)},
+		zfile{name: "python/bin/greet.sh", data: []byte(scriptTool(g.hold(configSchema(t, tools)))), mode: 0o755})
+}
+
+// configSchema is the --schema script of a package of the tools.
+func configSchema(t testing.TB, tools []configTool) string {
 	m := map[string]any{}
 	for _, tl := range tools {
 		m[tl.name] = map[string]any{
@@ -32,12 +48,7 @@ func configPackage(t testing.TB, delay time.Duration, tools ...configTool) []byt
 	}
 	b, err := json.Marshal(map[string]any{"tools": m})
 	require.NoError(t, err)
-	schema := "cat <<'EOF'\n" + string(b) + "\nEOF"
-	if delay > 0 {
-		schema = fmt.Sprintf("sleep %.2f\n%s", delay.Seconds(), schema)
-	}
-	return makeZip(t, zfile{name: "manifest.yaml", data: []byte(scriptManifest)},
-		zfile{name: "python/bin/greet.sh", data: []byte(scriptTool(schema)), mode: 0o755})
+	return "cat <<'EOF'\n" + string(b) + "\nEOF"
 }
 
 // financeTools are the tools of the "fin-tools" package of these tests:

@@ -308,8 +308,10 @@ func TestStartPublishesWhatTheStoreServes(t *testing.T) {
 	e.upload("gone", goodPackage(t, "greet", "Greets someone.", 0))
 	e.settle("gone")
 	require.Equal(t, http.StatusOK, e.do("DELETE", "/api/v1/platform/toolsets/gone", nil).status)
-	e.upload("slow", goodPackage(t, "slowtool", "Takes its time.", time.Second))
+	g := newGate(t)
+	e.upload("slow", gatedPackage(t, "slowtool", "Takes its time.", g))
 	e.close()
+	g.open(t)
 
 	d := newTestDistributor()
 	e = openEnv(t, dir, &Options{Distributor: d})

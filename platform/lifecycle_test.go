@@ -38,10 +38,12 @@ func TestRestartDuringDiscoveryLosesNothing(t *testing.T) {
 	require.Equal(t, http.StatusCreated, r.status)
 	before := e.do("GET", "/api/v1/platform/toolsets/kept", nil).json(t)
 
-	// A slow discovery, under way when everything stops.
-	m := e.upload("slow", goodPackage(t, "slowtool", "Takes its time.", 2*time.Second))
+	// A discovery under way when everything stops.
+	g := newGate(t)
+	m := e.upload("slow", gatedPackage(t, "slowtool", "Takes its time.", g))
 	require.Equal(t, "pending", m["discoveryStatus"])
 	e.close()
+	g.open(t)
 
 	e = openEnv(t, dir, nil)
 	after := e.do("GET", "/api/v1/platform/toolsets/kept", nil).json(t)
@@ -284,7 +286,8 @@ func TestSpooledUploadsAreCleanedUp(t *testing.T) {
 func TestUploadWaitingWhenTheServerClosesIs503(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	e.upload("slow", goodPackage(t, "greet", "x", 2*time.Second))
+	g := newGate(t)
+	e.upload("slow", gatedPackage(t, "greet", "x", g))
 	done := make(chan response, 1)
 	go func() { done <- e.do("PUT", "/api/v1/platform/toolsets/slow/package", goodPackage(t, "greet", "y", 0)) }()
 	time.Sleep(300 * time.Millisecond) // let it reach the store's wait
@@ -293,6 +296,7 @@ func TestUploadWaitingWhenTheServerClosesIs503(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, r.status, "%s", r.body)
 	assert.Equal(t, "Unavailable", r.errCode(t))
 	assert.NotContains(t, e.logs.String(), "level=ERROR")
+	g.open(t)
 	e.settle("slow")
 }
 

@@ -104,12 +104,14 @@ func TestPageListAndDetail(t *testing.T) {
 func TestPagePendingRefreshesItself(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, &Options{RefreshInterval: time.Second})
-	e.upload("slow", goodPackage(t, "greet", "x", 1500*time.Millisecond))
+	g := newGate(t)
+	e.upload("slow", gatedPackage(t, "greet", "x", g))
 	for _, p := range []string{"/", "/toolsets/slow"} {
 		r := e.page(p)
 		assert.Contains(t, string(r.body), `<meta http-equiv="refresh" content="1">`, p)
 		assert.Contains(t, string(r.body), "dot-pending", p)
 	}
+	g.open(t)
 	require.Equal(t, "ready", e.settle("slow")["discoveryStatus"])
 	r := e.page("/toolsets/slow")
 	assert.NotContains(t, string(r.body), `http-equiv="refresh"`)

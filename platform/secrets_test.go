@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -263,7 +262,8 @@ func TestSecretOfAPendingReuploadIsKeptApart(t *testing.T) {
 	require.Equal(t, "ready", e.settle("fin-tools")["discoveryStatus"])
 	next := financeTools("Greets.")
 	next[0].config = append(next[0].config, map[string]any{"key": "token", "type": "string", "secret": true})
-	e.upload("fin-tools", configPackage(t, 2*time.Second, next...))
+	g := newGate(t)
+	e.upload("fin-tools", gatedConfigPackage(t, g, next...))
 
 	doc := strings.Replace(secretAgent, "region: eu}", "region: eu, token: "+pendingSecret+"}", 1)
 	r := e.do("PUT", "/api/v1/platform/agents/support", []byte(doc))
@@ -276,6 +276,7 @@ func TestSecretOfAPendingReuploadIsKeptApart(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, string(stored), pendingSecret)
 	assert.Equal(t, pendingSecret, e.storedSecrets("support")["fin-tools/greet/token"])
+	g.open(t)
 	require.Equal(t, "ready", e.settle("fin-tools")["discoveryStatus"])
 }
 
