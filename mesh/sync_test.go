@@ -161,7 +161,6 @@ func TestLateRuntimeSyncsFirst(t *testing.T) {
 }
 
 func TestRestartRefetchesCorruptedCopy(t *testing.T) {
-	t.Parallel()
 	s := startServer(t)
 	nc := connect(t, s)
 	rep := watchReports(t, nc)

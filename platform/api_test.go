@@ -333,7 +333,6 @@ func TestAgentFileCommandIsNeverRun(t *testing.T) {
 }
 
 func TestAgentsPersist(t *testing.T) {
-	t.Parallel()
 	dir := storeDir(t)
 	e := openEnv(t, dir, nil)
 	e.upload("greeter", goodPackage(t, "greet", "Greets someone.", 0))

@@ -157,7 +157,6 @@ func TestPageLogin(t *testing.T) {
 // A session of one process is no session of the next: the key signing
 // cookies is random per process.
 func TestSessionDoesNotOutliveTheProcess(t *testing.T) {
-	t.Parallel()
 	dir := storeDir(t)
 	e := openEnv(t, dir, nil)
 	cookie := e.srv.newSession(time.Now())

@@ -300,7 +300,6 @@ func TestFailingDistributorIsTriedAgain(t *testing.T) {
 // A platform that starts hands the runtimes what it serves, withdraws
 // what was removed, and publishes what was pending once discovered.
 func TestStartPublishesWhatTheStoreServes(t *testing.T) {
-	t.Parallel()
 	dir := storeDir(t)
 	e := openEnv(t, dir, nil)
 	e.upload("kept", goodPackage(t, "greet", "Greets someone.", 0))

@@ -25,7 +25,6 @@ import (
 // statuses are kept, and a toolset pending when the server stopped is
 // discovered again when it starts.
 func TestRestartDuringDiscoveryLosesNothing(t *testing.T) {
-	t.Parallel()
 	dir := storeDir(t)
 	e := openEnv(t, dir, nil)
 	e.upload("kept", goodPackage(t, "greet", "Greets someone.", 0))
@@ -258,7 +257,6 @@ func TestStalledUploadReleasesItsSlot(t *testing.T) {
 // A client that hangs up mid-body leaves no spooled file behind, and a
 // spooled file a crash left is gone when the next server starts.
 func TestSpooledUploadsAreCleanedUp(t *testing.T) {
-	t.Parallel()
 	dir := storeDir(t)
 	e := openEnv(t, dir, nil)
 	tmp := filepath.Join(dir, ".platform", "tmp")

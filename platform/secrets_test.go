@@ -176,7 +176,6 @@ func TestSecretUnderAnAnchorIsRefused(t *testing.T) {
 // document, and a file sent back with the placeholder still keeps the
 // value.
 func TestRestartKeepsDeploymentAndSecrets(t *testing.T) {
-	t.Parallel()
 	dir := storeDir(t)
 	e := secretEnv(t, dir)
 	require.Equal(t, http.StatusOK, e.do("POST", "/api/v1/platform/agents/support/deploy", nil).status)

@@ -208,7 +208,6 @@ func TestSkillsHostile(t *testing.T) {
 // TestSkillsPersist checks that a platform opened again on the same store
 // has the skills, and their tools' status.
 func TestSkillsPersist(t *testing.T) {
-	t.Parallel()
 	dir := storeDir(t)
 	e := openEnv(t, dir, nil)
 	require.Equal(t, http.StatusAccepted, e.putSkill("notes", skillZip(t, "", toolFiles(schemaDoc("greet", "Say hello."))...)).status)

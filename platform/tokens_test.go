@@ -225,7 +225,6 @@ func (s *statusRecorder) WriteHeader(code int) { s.code = code }
 // Create, list, use, revoke: the secret is shown once, kept hashed, and
 // opens nothing from the request after its revocation.
 func TestTokenLifecycle(t *testing.T) {
-	t.Parallel()
 	dir := storeDir(t)
 	e := openEnv(t, dir, nil)
 	start := time.Now().Add(-time.Second)
