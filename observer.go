@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"reflect"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -30,7 +31,10 @@ import (
 // the tool does, across an MCP hop too. An observer may return the context
 // it was given. It may return a nil observation: the turn or the call is
 // then not observed further, and costs nothing more (an observer whose
-// spans would not be recorded, say).
+// spans would not be recorded, say), yet still goes on under the context
+// returned, so that what it does stays under what the observer put there
+// (a span the sampler dropped, say, which its children follow). A nil
+// context stands for the one given.
 //
 // The methods run on the goroutine of the turn or the call, and must be
 // safe for concurrent use: calls of one run may run in parallel. They
@@ -39,7 +43,9 @@ import (
 // changes an outcome.
 //
 // An observer may also implement [EnabledObserver], to tell for next to
-// nothing that it would observe no work under a context.
+// nothing that it would observe no work under a context, and a turn's
+// observation may implement [CallDecliner], to decline the calls of its
+// turn for next to nothing.
 //
 // The data structs may gain fields, and [CallEventKind] new kinds; ignore
 // what you do not know.
@@ -73,6 +79,34 @@ type EnabledObserver interface {
 type TurnObservation interface {
 	// EndTurn is called once, when BuildTools returns.
 	EndTurn(TurnEnd)
+}
+
+// CallDecliner is a [TurnObservation] that can decline the calls of its
+// turn before they begin: that of a turn whose span the sampler dropped,
+// say, when the calls' spans would be dropped with it. The calls it is
+// asked about are those of the turn's [ToolList] for which the observer
+// that began the turn would be given it as [CallInfo.Turn], and only
+// while that observer is the call's. When DeclineCall declines such a
+// call, neither the observer's Enabled nor its StartCall is called, nor
+// is anything made for the call (its [CallInfo], say): it costs what it
+// costs without an observer, and goes on under the context DeclineCall
+// returned, as a call whose StartCall returned a nil observation does.
+// When it does not decline it, the call is observed as usual, and the
+// observer may still decline it.
+//
+// Whether a turn's observation is one is asked once, when StartTurn
+// returns; the calls of a turn whose observation is not one are observed
+// as usual. DeclineCall is called for every call of the turn, on the
+// call's goroutine, so it must be cheap and safe for concurrent use, and
+// it may be called after EndTurn, for as long as the turn's list is used.
+// A panic in it is recovered and logged like one of the observer's
+// methods, and the call goes on unobserved, under its own context.
+type CallDecliner interface {
+	TurnObservation
+	// DeclineCall reports whether the turn's observer declines a call of
+	// the turn under ctx and, when it does, the context the call goes on
+	// under: ctx, or one derived from it (nil stands for ctx).
+	DeclineCall(ctx context.Context) (context.Context, bool)
 }
 
 // CallObservation receives what happens during one observed call.
@@ -339,10 +373,20 @@ func buildObserved(ctx context.Context, agent string, entries []Toolset, rc *Run
 	info := TurnInfo{Agent: agent, RunID: rc.ID(), ParentRunID: rc.ParentID(), Step: rc.Step()}
 	octx, turn := startTurn(ctx, o, info)
 	if turn == nil {
-		return buildTools(ctx, agent, entries, rc, nil)
+		// Unobserved, under the observer's context all the same (that
+		// of a dropped span, say). buildTools keeps the run in it.
+		return buildTools(octx, agent, entries, rc, nil)
 	}
+	// The observer is the run's whenever the run has one (see
+	// observerOf): comparing o, whose dynamic type may not be comparable,
+	// could panic.
+	var ro *runObserver
+	if s := rc.state(); s != nil {
+		ro = s.obs
+	}
+	tob := newTurnObserved(turn, o, ro != nil)
 	if octx != ctx && rc != nil {
-		octx = withRun(octx, rc, nil)
+		octx = withRun(octx, rc, &tob.tc)
 	}
 	var hidden runHidden
 	ts, err := buildTools(octx, agent, entries, rc, &hidden)
@@ -350,18 +394,12 @@ func buildObserved(ctx context.Context, agent string, entries []Toolset, rc *Run
 	if err != nil {
 		end.Err, end.ErrorKind = err, errorKind(err)
 	} else {
-		ts.obs = &turnObserved{turn}
+		ts.obs = tob
 		end.Tools = ts.Len()
-		var ro *runObserver
-		if s := rc.state(); s != nil && s.obs != nil && s.obs.o == o {
-			ro = s.obs
-		}
 		end.DefinitionBytes, end.Fingerprint = measure(ts, ro)
 		end.Unrevealed, end.Spent = hidden.unrevealed, hidden.spent
 		if ro != nil {
-			if prev := ro.lastFP.Swap(&end.Fingerprint); prev != nil {
-				end.PreviousFingerprint = *prev
-			}
+			end.PreviousFingerprint = ro.swapFingerprint(end.Fingerprint)
 		}
 	}
 	func() {
@@ -429,8 +467,91 @@ func fingerprint(ts *ToolList) (int, string) {
 	return size, hex.EncodeToString(h.Sum(sum[:0])[:16])
 }
 
+// swapFingerprint records fp as the fingerprint of the run's latest
+// observed turn, and returns the previous one, "" for none. A turn that
+// sends what the previous one sent stores nothing.
+func (ro *runObserver) swapFingerprint(fp string) string {
+	if prev := ro.lastFP.Load(); prev != nil && *prev == fp {
+		return fp
+	}
+	p := new(string)
+	*p = fp
+	if prev := ro.lastFP.Swap(p); prev != nil {
+		return *prev
+	}
+	return ""
+}
+
 // turnObserved is the observation of the turn of a ToolList.
-type turnObserved struct{ turn TurnObservation }
+type turnObserved struct {
+	turn TurnObservation
+	// dc is turn when it is a CallDecliner whose answers apply: to the
+	// calls of the run's observer, when byRun, and otherwise to those of
+	// the context's observer o, which is then of a comparable type.
+	dc    CallDecliner
+	byRun bool
+	o     Observer
+	// tc is the storage of the context the turn's toolsets are
+	// materialised under, when the observer returned one of its own.
+	tc turnContext
+}
+
+// newTurnObserved returns the observation turn of a turn that o began,
+// the run's observer when byRun.
+func newTurnObserved(turn TurnObservation, o Observer, byRun bool) *turnObserved {
+	tob := &turnObserved{turn: turn, byRun: byRun}
+	if dc, ok := turn.(CallDecliner); ok {
+		if byRun {
+			tob.dc = dc
+		} else if reflect.TypeOf(o).Comparable() {
+			tob.dc, tob.o = dc, o
+		}
+	}
+	return tob
+}
+
+// declineCall is tob.dc.DeclineCall(ctx), its context ctx for nil;
+// declined, under ctx, when it panics.
+func (tob *turnObserved) declineCall(ctx context.Context) (dctx context.Context, declined bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			recovered(ctx, "DeclineCall", v)
+			dctx, declined = ctx, true
+		}
+	}()
+	dctx, declined = tob.dc.DeclineCall(ctx)
+	if dctx == nil {
+		dctx = ctx
+	}
+	return dctx, declined
+}
+
+// callObserver is observerOf(ctx, rc) for a call of ts, and the context
+// the call goes on under when the observation of the turn that built ts
+// declines it (see [CallDecliner]): the observer is then nil. Call it
+// only when mayObserve reports true.
+func (ts *ToolList) callObserver(ctx context.Context, rc *RunContext) (Observer, context.Context) {
+	if ts == nil || ts.obs == nil || ts.obs.dc == nil || rc != ts.rc {
+		return observerOf(ctx, rc), ctx
+	}
+	tob := ts.obs
+	if tob.byRun {
+		// rc is the run the turn was observed in, whose observer is
+		// the turn's: asked first, the turn spares the observer's
+		// Enabled.
+		if dctx, declined := tob.declineCall(ctx); declined {
+			return nil, callContext(ctx, dctx, rc)
+		}
+		return observerOf(ctx, rc), ctx
+	}
+	o := observerOf(ctx, rc)
+	if o != nil && o == tob.o {
+		if dctx, declined := tob.declineCall(ctx); declined {
+			return nil, callContext(ctx, dctx, rc)
+		}
+	}
+	return o, ctx
+}
 
 // callObs is the observation of one call, carried down the call path.
 // A nil *callObs observes nothing.
@@ -466,8 +587,9 @@ func (ob *callObs) counted(rc *RunContext, c *toolCore) {
 	ob.send(CallEvent{Kind: EventFailureCounted, FailuresLeft: ob.failuresLeft})
 }
 
-// startCall begins the observation of a call; nil when the observer
-// panicked.
+// startCall begins the observation of a call, and returns the context it
+// goes on under; a nil observation when the observer declined the call or
+// panicked (the context is then the one given).
 func startCall(ctx context.Context, o Observer, info CallInfo) (context.Context, *callObs) {
 	octx, co := func() (octx context.Context, co CallObservation) {
 		defer func() {
@@ -478,11 +600,11 @@ func startCall(ctx context.Context, o Observer, info CallInfo) (context.Context,
 		}()
 		return o.StartCall(ctx, info)
 	}()
-	if co == nil {
-		return ctx, nil
-	}
 	if octx == nil {
 		octx = ctx
+	}
+	if co == nil {
+		return octx, nil
 	}
 	ob := &callObs{ctx: octx, co: co, failuresLeft: -1}
 	if info.Found && info.Tool.core != nil && info.Tool.core.maxFailures > 0 {
@@ -523,6 +645,18 @@ func (ob *callObs) end(res any, err error) {
 	ob.co.EndCall(end)
 }
 
+// callContext returns octx, the context an observer returned for a call
+// under ctx of the run rc, as the call's context: as it is when it
+// carries rc (one derived from ctx, say), and wrapped to carry it
+// otherwise, so that the call runs in its run whatever the observer
+// returned.
+func callContext(ctx, octx context.Context, rc *RunContext) context.Context {
+	if octx == ctx || FromContext(octx) == rc {
+		return octx
+	}
+	return withRun(octx, rc, nil)
+}
+
 // executeObserved is ToolList.Execute under the observer o.
 func (ts *ToolList) executeObserved(ctx context.Context, call ToolCall, rc *RunContext, o Observer) (any, error) {
 	info := CallInfo{Call: call, Agent: ts.Agent(), RunID: rc.ID(), Step: rc.Step()}
@@ -535,11 +669,9 @@ func (ts *ToolList) executeObserved(ctx context.Context, call ToolCall, rc *RunC
 		info.OriginalName, info.Deferred = t.core.name, t.core.deferred
 	}
 	octx, ob := startCall(ctx, o, info)
+	octx = callContext(ctx, octx, rc)
 	if ob == nil {
-		return ts.execute(ctx, call, rc, nil)
-	}
-	if octx != ctx {
-		octx = withRun(octx, rc, nil)
+		return ts.execute(octx, call, rc, nil)
 	}
 	res, err := ts.execute(octx, call, rc, ob)
 	ob.end(res, err)
@@ -569,11 +701,9 @@ func (t Tool) executeObserved(ctx context.Context, call ToolCall, rc *RunContext
 		info.OriginalName, info.Deferred = t.core.name, t.core.deferred
 	}
 	octx, ob := startCall(ctx, o, info)
+	octx = callContext(ctx, octx, rc)
 	if ob == nil {
-		return t.execute(ctx, call, rc, nil)
-	}
-	if octx != ctx {
-		octx = withRun(octx, rc, nil)
+		return t.execute(octx, call, rc, nil)
 	}
 	res, err := t.execute(octx, call, rc, ob)
 	ob.end(res, err)

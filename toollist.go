@@ -182,9 +182,11 @@ type ToolCall struct {
 func (ts *ToolList) Execute(ctx context.Context, call ToolCall) (any, error) {
 	rc := runOf(ctx)
 	if mayObserve(rc) {
-		if o := observerOf(ctx, rc); o != nil {
+		o, dctx := ts.callObserver(ctx, rc)
+		if o != nil {
 			return ts.executeObserved(ctx, call, rc, o)
 		}
+		return ts.execute(dctx, call, rc, nil)
 	}
 	return ts.execute(ctx, call, rc, nil)
 }

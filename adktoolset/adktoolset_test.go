@@ -28,7 +28,7 @@ import (
 	"google.golang.org/genai"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(exitTest)) }
 
 // scripted is an ADK model that answers each model call with the next
 // step of its script, and records what each call offered and was sent.

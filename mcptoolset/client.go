@@ -105,8 +105,9 @@ func NewCommand(cmd *exec.Cmd, opts ...Option) *Toolset {
 
 // commandWaitDelay is how long a subprocess server's output is still
 // copied after it exited, when the command has no WaitDelay: a child it
-// left behind may hold its stderr open for ever.
-const commandWaitDelay = time.Second
+// left behind may hold its stderr open for ever. A variable only for the
+// tests, which wait it out.
+var commandWaitDelay = time.Second
 
 // NewHTTP returns the tools of a server at a streamable HTTP endpoint
 // ("http://127.0.0.1:8080/mcp"). It does not connect until it is used.

@@ -502,6 +502,10 @@ func TestCommandServerOrphanHoldingUncopiedStderrClosesCleanly(t *testing.T) {
 
 func testOrphanHoldingStderr(t *testing.T, stderr io.Writer) {
 	checkLeaks(t)
+	require.Equal(t, time.Second, mcptoolset.CommandWaitDelay(), "the default")
+	// The orphan holds stderr for a minute: Close waits out the delay, made
+	// short here, and no more.
+	t.Cleanup(mcptoolset.SetCommandWaitDelay(100 * time.Millisecond))
 	bin := testServer(t)
 	pidFile := filepath.Join(t.TempDir(), "orphan.pid")
 	t.Cleanup(func() {
@@ -552,11 +556,16 @@ func TestUncallableToolNameDoesNotFailTheTurn(t *testing.T) {
 
 // A listing is bounded in total, not only per tool: pages of tools each
 // just under the per-tool limits fail the listing once they are more than
-// DefaultMaxListBytes together, so a server cannot make the host keep
-// MaxTools times MaxSchemaBytes of schemas.
+// MaxListBytes together, so a server cannot make the host keep MaxTools
+// times MaxSchemaBytes of schemas. The limits here are small (32 KiB a
+// schema, 128 KiB in all): the default's sixteen megabytes of schemas
+// would only make the test slower (TestListLimitsDefaults checks the
+// defaults).
 func TestListingOfManyLargeToolsIsBoundedInTotal(t *testing.T) {
 	checkLeaks(t)
-	schema := map[string]any{"type": "object", "description": strings.Repeat("s", mcptoolset.DefaultMaxSchemaBytes-100)}
+	const maxSchema, maxList = 32 << 10, 128 << 10
+	limits := mcptoolset.WithListLimits(mcptoolset.ListLimits{MaxSchemaBytes: maxSchema, MaxListBytes: maxList})
+	schema := map[string]any{"type": "object", "description": strings.Repeat("s", maxSchema-100)}
 	pages := func(n int) *mcp.Server {
 		server := fixture.SDKServer("bulky")
 		server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
@@ -578,18 +587,17 @@ func TestListingOfManyLargeToolsIsBoundedInTotal(t *testing.T) {
 		})
 		return server
 	}
-	// Sixteen megabytes of schemas take a while under the race detector
-	// on a busy machine: the bound on bytes must answer, not the timeout.
-	ts := mcptoolset.NewInMemory("bulky", pages(mcptoolset.DefaultMaxListBytes/mcptoolset.DefaultMaxSchemaBytes+1),
-		mcptoolset.WithListTimeout(5*time.Minute))
+	// The bound on bytes must answer, not the timeout, on a busy machine.
+	ts := mcptoolset.NewInMemory("bulky", pages(maxList/maxSchema+1),
+		limits, mcptoolset.WithListTimeout(5*time.Minute))
 	defer ts.Close()
 	_, err := ts.GetTools(context.Background())
 	var se *mcptoolset.ServerError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, "list tools", se.Op)
-	assert.Contains(t, err.Error(), "more than 16777216 bytes")
+	assert.Contains(t, err.Error(), "more than 131072 bytes")
 
-	fewer := mcptoolset.NewInMemory("bulky", pages(3))
+	fewer := mcptoolset.NewInMemory("bulky", pages(3), limits)
 	defer fewer.Close()
 	tools, err := fewer.GetTools(context.Background())
 	require.NoError(t, err, "each tool is within the per-tool limits")

@@ -54,3 +54,15 @@ func SetMinKeyRefresh(d time.Duration) (restore func()) {
 	minKeyRefresh = d
 	return func() { minKeyRefresh = old }
 }
+
+// SetCommandWaitDelay sets the WaitDelay that NewCommand gives a command
+// without one, for a test, and returns a function that restores it.
+func SetCommandWaitDelay(d time.Duration) (restore func()) {
+	old := commandWaitDelay
+	commandWaitDelay = d
+	return func() { commandWaitDelay = old }
+}
+
+// CommandWaitDelay is the WaitDelay that NewCommand gives a command
+// without one.
+func CommandWaitDelay() time.Duration { return commandWaitDelay }

@@ -32,7 +32,7 @@ type handleRun struct {
 
 	// turn is held by a request from its Turn until it has built its
 	// tools, as for a session's run (see sessionRun).
-	turn sync.Mutex
+	turn turnLock
 }
 
 // resumeWait bounds how long a request waits for another server to let its
@@ -47,7 +47,7 @@ func (h *handleRuns) acquire(ctx context.Context, id string, resume func(context
 		e := h.m[id]
 		switch {
 		case e == nil:
-			e = &handleRun{ready: make(chan struct{}), refs: 1}
+			e = &handleRun{ready: make(chan struct{}), refs: 1, turn: newTurnLock()}
 			if h.m == nil {
 				h.m = make(map[string]*handleRun)
 			}

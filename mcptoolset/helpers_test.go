@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/gotoolset/toolset"
 	"github.com/gotoolset/toolset/mcptoolset"
+	"github.com/gotoolset/toolset/mcptoolset/internal/testserver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,6 +23,13 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == testServerName {
+		testserver.Main()
+		os.Exit(0)
+	}
+	// A binary built with the race detector sleeps a second as it exits:
+	// the test server, this binary, is run and stopped by many tests.
+	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	code := func() int {
 		defer os.RemoveAll(binDir)
 		return m.Run()
@@ -38,23 +45,29 @@ func TestMain(m *testing.M) {
 
 var (
 	binDir, _ = os.MkdirTemp("", "mcptoolset-test")
-	buildOnce sync.Once
-	buildErr  error
+	linkOnce  sync.Once
+	linkErr   error
 )
 
-// testServer returns the path of the test server program, built once per
-// test binary from ./internal/testserver.
+// testServerName is the name under which the test binary runs as the
+// test server.
+const testServerName = "testserver"
+
+// testServer returns the path of the test server program
+// (./internal/testserver): a link to the test binary, which runs as the
+// server when it is started under that name, so that no test builds a
+// program.
 func testServer(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(binDir, "testserver")
-	buildOnce.Do(func() {
-		out, err := exec.Command("go", "build", "-o", bin, "./internal/testserver").CombinedOutput()
-		if err != nil {
-			buildErr = err
-			t.Logf("go build: %s", out)
+	bin := filepath.Join(binDir, testServerName)
+	linkOnce.Do(func() {
+		exe, err := os.Executable()
+		if err == nil {
+			err = os.Symlink(exe, bin)
 		}
+		linkErr = err
 	})
-	require.NoError(t, buildErr, "building the test server")
+	require.NoError(t, linkErr, "linking the test server")
 	return bin
 }
 

@@ -118,8 +118,9 @@ func RequestFromContext(ctx context.Context) *Request {
 // reveals, failures and approvals must not reach another).
 //
 // A session's requests may come at once: each begins its turn and builds
-// its tools while the session's other requests wait to begin theirs, and
-// then makes its call while they go on.
+// its tools while the session's other requests wait to begin theirs (one
+// cancelled meanwhile stops waiting and fails), and then makes its call
+// while they go on.
 //
 // An error refuses the request. To tell the client why, return a
 // [*jsonrpc.Error] as it is (not wrapped): it is sent with its code and
@@ -625,8 +626,10 @@ func (s *Server) context(ctx context.Context, method string, req mcp.Request, to
 		}
 		return nil, nil, nil, err
 	}
-	turn.Lock()
-	built = sync.OnceFunc(turn.Unlock)
+	if err := turn.lock(ctx); err != nil {
+		return nil, nil, nil, err
+	}
+	built = sync.OnceFunc(turn.unlock)
 	return rc.Turn(context.WithValue(ctx, requestKey{}, r)), built, built, nil
 }
 

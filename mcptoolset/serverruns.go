@@ -233,8 +233,11 @@ func (s *Server) handleContext(ctx context.Context, method string, req mcp.Reque
 		}
 		return nil, nil, nil, s.internal(ctx, method, req, fmt.Errorf("mcptoolset: resuming run %s: %w", r.RunID, err))
 	}
-	e.turn.Lock()
-	built = sync.OnceFunc(e.turn.Unlock)
+	if err := e.turn.lock(ctx); err != nil {
+		s.handles.release(r.RunID, e)
+		return nil, nil, nil, err
+	}
+	built = sync.OnceFunc(e.turn.unlock)
 	end = func() {
 		built()
 		s.handles.release(r.RunID, e)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -255,33 +254,42 @@ func TestStatelessHTTPRequestsKeepNoRuns(t *testing.T) {
 
 // An MCP client may send a session's tool calls at once, as a model's
 // parallel calls are: each request is a turn of the session's one run,
-// and none fails for a turn another request began meanwhile.
+// and none fails for a turn another request began meanwhile, while their
+// calls still run side by side.
+//
+// In fake time, every turn dwells a second in its start (an observer's
+// StartTurn, which BuildTools calls before it checks the turn): were a
+// session's turns not taken one at a time, every request would begin its
+// turn before any had built its tools, and all but the latest would fail
+// as stale. Each call then waits until all n are running at once, which
+// they are only if the turns' order holds for building alone.
 func TestServedParallelCallsOfOneSessionAllRun(t *testing.T) {
-	checkLeaks(t)
-	echo := toolset.NewTool("echo", "Echo.", func(context.Context, struct{}) (string, error) { return "ok", nil })
-	cs := connect(t, mcptoolset.NewServer(toolset.NewFunction(echo)), nil)
-	// Collections in the background preempt the requests' goroutines at
-	// any point, as a loaded server's do.
-	stop := make(chan struct{})
-	var gc sync.WaitGroup
-	gc.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-				runtime.GC()
+	synctest.Test(t, func(t *testing.T) {
+		const n = 16
+		var running atomic.Int32
+		all := make(chan struct{})
+		wait := toolset.NewTool("wait", "Wait for the others.", func(context.Context, struct{}) (string, error) {
+			if running.Add(1) == n {
+				close(all)
 			}
-		}
-	})
-	defer func() { close(stop); gc.Wait() }()
-	const n = 64
-	for range 64 {
+			select {
+			case <-all:
+				return "ok", nil
+			case <-time.After(time.Minute):
+				return "", fmt.Errorf("only %d of the %d calls ran at once", running.Load(), n)
+			}
+		})
+		log, buf := logBuffer()
+		srv := mcptoolset.NewServer(toolset.NewFunction(wait), mcptoolset.WithServerLogger(log),
+			mcptoolset.WithRunContext(func(context.Context, *mcptoolset.Request) (*toolset.RunContext, error) {
+				return toolset.NewRun("session", toolset.WithObserver(dwellObserver{})), nil
+			}))
+		cs := connect(t, srv, nil)
 		var wg sync.WaitGroup
 		errs := make([]error, n)
 		for i := range n {
 			wg.Go(func() {
-				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo"})
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "wait"})
 				if err == nil && res.IsError {
 					err = errorText(res)
 				}
@@ -289,10 +297,94 @@ func TestServedParallelCallsOfOneSessionAllRun(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		for _, err := range errs {
-			require.NoError(t, err)
+		for i, err := range errs {
+			require.NoError(t, err, "call %d of %d; the server logged:\n%s", i, n, buf)
 		}
+	})
+}
+
+// dwellObserver makes every turn dwell a second, in the time of the
+// test's bubble, before BuildTools checks it.
+type dwellObserver struct{}
+
+func (dwellObserver) StartTurn(ctx context.Context, _ toolset.TurnInfo) (context.Context, toolset.TurnObservation) {
+	time.Sleep(time.Second)
+	return ctx, nil
+}
+
+func (dwellObserver) StartCall(ctx context.Context, _ toolset.CallInfo) (context.Context, toolset.CallObservation) {
+	return ctx, nil
+}
+
+// A request waiting while another request of its session builds its
+// tools gives up once it is cancelled: a slow build (a toolset listing a
+// slow server, say) does not hold the requests whose clients have gone.
+func TestServedRequestCancelledWhileAnotherBuildsReturns(t *testing.T) {
+	checkLeaks(t)
+	building, release := make(chan struct{}), make(chan struct{})
+	echo := toolset.NewTool("echo", "Echo.", func(context.Context, struct{}) (string, error) { return "ok", nil })
+	srv := mcptoolset.NewServer(toolset.NewFunction(echo),
+		mcptoolset.WithRunContext(func(context.Context, *mcptoolset.Request) (*toolset.RunContext, error) {
+			return toolset.NewRun("session", toolset.WithObserver(&holdFirstTurn{building: building, release: release})), nil
+		}))
+	arrived, returned := make(chan struct{}, 2), make(chan error, 2)
+	srv.MCP().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method != "tools/call" {
+				return next(ctx, method, req)
+			}
+			arrived <- struct{}{}
+			res, err := next(ctx, method, req)
+			returned <- err
+			return res, err
+		}
+	})
+	cs := connect(t, srv, nil)
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(release)
+	wg.Go(func() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo"})
+		if assert.NoError(t, err) {
+			assert.False(t, res.IsError, "the first request, let go, makes its call")
+		}
+	})
+	<-arrived
+	<-building
+	ctx, cancel := context.WithCancel(context.Background())
+	wg.Go(func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo"})
+		assert.ErrorIs(t, err, context.Canceled)
+	})
+	<-arrived
+	cancel()
+	select {
+	case err := <-returned:
+		require.ErrorContains(t, err, "waiting while another request of the run builds its tools")
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancelled request still waits for the other request's turn")
 	}
+}
+
+// holdFirstTurn holds the first turn in its start, once it has closed
+// building, until release is closed.
+type holdFirstTurn struct {
+	once              sync.Once
+	building, release chan struct{}
+}
+
+func (h *holdFirstTurn) StartTurn(ctx context.Context, _ toolset.TurnInfo) (context.Context, toolset.TurnObservation) {
+	h.once.Do(func() {
+		close(h.building)
+		<-h.release
+	})
+	return ctx, nil
+}
+
+func (*holdFirstTurn) StartCall(ctx context.Context, _ toolset.CallInfo) (context.Context, toolset.CallObservation) {
+	return ctx, nil
 }
 
 type resultError string

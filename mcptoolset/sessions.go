@@ -2,9 +2,11 @@ package mcptoolset
 
 import (
 	"container/list"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 
@@ -43,8 +45,30 @@ type sessionRun struct {
 	// turn is held by a request of the session from the Turn it begins
 	// until it has built its tools: a turn older than the run's latest
 	// cannot build them, so concurrent requests take their turns in turn.
-	turn sync.Mutex
+	turn turnLock
 }
+
+// turnLock is a lock that a request holds from the Turn it begins until
+// it has built its tools. It is a channel rather than a [sync.Mutex] so
+// that a request waiting for it gives up when its context ends: the
+// request holding it may be slow to build (a toolset listing a slow MCP
+// server), and one whose client has gone must not wait on.
+type turnLock chan struct{}
+
+func newTurnLock() turnLock { return make(turnLock, 1) }
+
+// lock takes l, or returns the error of ctx once it ends first.
+func (l turnLock) lock(ctx context.Context) error {
+	select {
+	case l <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("mcptoolset: waiting while another request of the run builds its tools: %w", ctx.Err())
+	}
+}
+
+// unlock releases l, which the caller holds.
+func (l turnLock) unlock() { <-l }
 
 // errSharedRun reports a run that the run context function returned for
 // two sessions.
@@ -56,9 +80,9 @@ var errSharedRun = errors.New("mcptoolset: the run context function returned a r
 // their tools. start runs without the lock held; if another request of the
 // session started a run meanwhile, the one start made is ended and the
 // other kept. A run that another session holds is refused, and left alone.
-func (s *sessionRuns) run(ss *mcp.ServerSession, start func() (*toolset.RunContext, error)) (*toolset.RunContext, *sync.Mutex, error) {
+func (s *sessionRuns) run(ss *mcp.ServerSession, start func() (*toolset.RunContext, error)) (*toolset.RunContext, turnLock, error) {
 	if rc, e := s.current(ss); rc != nil {
-		return rc, &e.turn, nil
+		return rc, e.turn, nil
 	}
 	rc, err := start()
 	if err != nil {
@@ -72,7 +96,7 @@ func (s *sessionRuns) run(ss *mcp.ServerSession, start func() (*toolset.RunConte
 			rc.End()
 		}
 		s.runs.MoveToFront(e.elem)
-		return e.rc, &e.turn, nil
+		return e.rc, e.turn, nil
 	}
 	if s.owners[rc] != nil {
 		return nil, nil, errSharedRun
@@ -94,7 +118,7 @@ func (s *sessionRuns) run(ss *mcp.ServerSession, start func() (*toolset.RunConte
 		old.rc.End()
 		old.rc, old.elem = nil, nil
 	}
-	return rc, &e.turn, nil
+	return rc, e.turn, nil
 }
 
 // current returns the run of ss, marking it the most recently used, or
@@ -117,7 +141,7 @@ func (s *sessionRuns) entry(ss *mcp.ServerSession) *sessionRun {
 	}
 	e := s.m[ss]
 	if e == nil {
-		e = &sessionRun{ss: ss}
+		e = &sessionRun{ss: ss, turn: newTurnLock()}
 		s.m[ss] = e
 		go s.watch(e)
 	}

@@ -15,6 +15,7 @@ import (
 )
 
 func TestArtifactStoreSaveLoad(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := startServer(t)
 	a, err := NewArtifactStore(ctx, connect(t, s), &ArtifactStoreOptions{Memory: true})
@@ -64,6 +65,7 @@ func TestArtifactStoreSaveLoad(t *testing.T) {
 }
 
 func TestArtifactStoreHostile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := startServer(t)
 	nc := connect(t, s)
@@ -141,6 +143,7 @@ func TestArtifactStoreHostile(t *testing.T) {
 }
 
 func TestArtifactStoreConcurrentSaves(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := startServer(t)
 	scope := toolpkg.ArtifactScope{SessionID: "s"}

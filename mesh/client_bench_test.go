@@ -33,6 +33,7 @@ var benchResult = strings.Repeat("r", 120)
 // accepted status, then the result), init_requests of it, and echoes
 // bench.echo, until its standard input closes.
 func TestBenchResponder(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(benchResponderEnv) == "" {
 		t.Skip("the benchmarks' responder process")
 	}

@@ -25,6 +25,7 @@ func callTool(ctx context.Context, tl toolset.Tool, args string) (any, error) {
 // Forged, malformed, oversized and misdirected answers, and a status
 // flood, are dropped: the call gets the runtime's real answer.
 func TestClientDropsWhatIsNotItsAnswer(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	p := newPeer(t, s, []string{"t"}, func(p *peer, m *nats.Msg, req *Request, ip *InvokeParams) {
 		reply := replySubject(m)
@@ -118,6 +119,7 @@ func TestClientHeartbeatLoss(t *testing.T) {
 // The caller's deadline ends the call, the runtime is told, and the late
 // answer is dropped.
 func TestClientDeadlineAndLateAnswer(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	answered := make(chan struct{}, 1)
 	p := newPeer(t, s, []string{"slow"}, func(p *peer, m *nats.Msg, req *Request, ip *InvokeParams) {
@@ -152,6 +154,7 @@ func TestClientDeadlineAndLateAnswer(t *testing.T) {
 
 // Every error code maps to the error an in-process call gives.
 func TestClientErrorCodes(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	p := newPeer(t, s, []string{"t"}, func(p *peer, m *nats.Msg, req *Request, ip *InvokeParams) {
 		var args struct{ Code string }
@@ -247,6 +250,7 @@ func TestClientNoResponders(t *testing.T) {
 
 // Announcements that do not hold together are ignored.
 func TestClientIgnoresBadAnnouncements(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	nc := connect(t, s)
 	c, err := NewClient(context.Background(), connect(t, s), &ClientOptions{Logger: quietLogger()})

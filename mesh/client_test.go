@@ -146,6 +146,7 @@ func TestClientConfigThroughInitRequest(t *testing.T) {
 // Cancelling the caller's context ends the call on the runtime: its tool
 // is stopped, and the runtime's one slot is free at once.
 func TestClientCancelReachesRuntime(t *testing.T) {
+	t.Parallel()
 	c, _ := meshClient(t, 1)
 	ctx := context.Background()
 	list, err := toolset.BuildTools(ctx, "agent1", c.Toolset("demo", nil))
@@ -188,6 +189,7 @@ func TestClientCancelReachesRuntime(t *testing.T) {
 // The caller's deadline travels with the call and ends it on time; a
 // toolset nobody serves any more is unavailable.
 func TestClientDeadlineAndUnavailable(t *testing.T) {
+	t.Parallel()
 	c, r := meshClient(t, 2)
 	ctx := context.Background()
 	tools, err := c.Toolset("demo", nil).GetTools(ctx)

@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 	}
-	os.Exit(code)
+	exitTest(code)
 }
 
 var (

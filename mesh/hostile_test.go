@@ -24,6 +24,7 @@ func quiet(t *testing.T, ch chan *nats.Msg, what string) {
 }
 
 func TestHostileInvoke(t *testing.T) {
+	t.Parallel()
 	nc, _ := setup(t, 2)
 	subj, _ := NewSubjects("")
 
@@ -135,6 +136,7 @@ func TestHostileInvoke(t *testing.T) {
 }
 
 func TestSubjectNames(t *testing.T) {
+	t.Parallel()
 	_, err := NewSubjects("a..b")
 	assert.Error(t, err)
 	_, err = NewSubjects("a b")
@@ -161,6 +163,7 @@ func TestSubjectNames(t *testing.T) {
 }
 
 func TestServerRefusesOpenListenWithoutToken(t *testing.T) {
+	t.Parallel()
 	_, err := StartServer(&ServerOptions{Listen: "0.0.0.0:0"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "token")
@@ -179,6 +182,7 @@ func TestServerRefusesOpenListenWithoutToken(t *testing.T) {
 }
 
 func TestServerInMemoryLeavesNothing(t *testing.T) {
+	t.Parallel()
 	s, err := StartServer(&ServerOptions{})
 	require.NoError(t, err)
 	dir := s.tempDir
@@ -190,6 +194,7 @@ func TestServerInMemoryLeavesNothing(t *testing.T) {
 }
 
 func TestConnWithEnv(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{EnvBrokerURL: "nats://h:1", EnvBrokerToken: "tok", EnvBrokerCA: "/ca"}
 	o := ConnOptions{URL: "nats://mine:2"}.WithEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	assert.Equal(t, "nats://mine:2", o.URL)
@@ -206,6 +211,7 @@ type assertErr string
 func (e assertErr) Error() string { return string(e) }
 
 func TestDecodeBounds(t *testing.T) {
+	t.Parallel()
 	var v map[string]any
 	assert.ErrorIs(t, Decode([]byte(`{"a":1}`), 3, &v), ErrTooLarge)
 	assert.ErrorIs(t, Decode([]byte(strings.Repeat("[", MaxJSONDepth+1)), 0, &v), ErrTooDeep)

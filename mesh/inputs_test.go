@@ -38,6 +38,7 @@ func saveText(t *testing.T, a toolpkg.ArtifactStore, name, text string) toolpkg.
 // store, each under the name and version the arguments give, even when
 // the agent's own store counts versions otherwise than the shared one.
 func TestInputArtifactsInlineAndByReference(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	nc := connect(t, s)
 	publish(t, nc, "demo", 1, meshPackage(t, ""), nil)
@@ -101,6 +102,7 @@ func TestInputArtifactsInlineAndByReference(t *testing.T) {
 // A SAM agent's invoke: preloaded_artifacts under the parameter's name,
 // artifact_references into the shared store.
 func TestInputArtifactsFromASAMInvoke(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	nc := connect(t, s)
 	publish(t, nc, "demo", 1, meshPackage(t, ""), nil)
@@ -127,6 +129,7 @@ func TestInputArtifactsFromASAMInvoke(t *testing.T) {
 // runs; one that does not fit is an ARTIFACT_ERROR, never a crash or a
 // tool run without it.
 func TestHostileInputArtifacts(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	nc := connect(t, s)
 	publish(t, nc, "demo", 1, meshPackage(t, ""), nil)
@@ -179,6 +182,7 @@ func TestHostileInputArtifacts(t *testing.T) {
 // The bounds the message size does not already give: the inline
 // artifacts together, and the metadata's entries.
 func TestReadInputsBounds(t *testing.T) {
+	t.Parallel()
 	params := map[string]toolpkg.ArtifactParam{"more": {List: true}}
 	chunk := base64.StdEncoding.EncodeToString(make([]byte, MaxInlineArtifactLimit))
 	p := &InvokeParams{Args: json.RawMessage(`{"more": ["a", "b"]}`), PreloadedArtifacts: map[string]PreloadedArtifact{

@@ -60,6 +60,7 @@ func approve(ctx context.Context, list *toolset.ToolList, call toolset.ToolCall,
 // A tool whose runtime-side configuration asks for approval waits for the
 // run's Approver over the mesh, as in process.
 func TestHILOverTheMesh(t *testing.T) {
+	t.Parallel()
 	c, _ := policyMesh(t)
 	run := toolset.NewRun("hil")
 	defer run.End()
@@ -101,6 +102,7 @@ func TestHILOverTheMesh(t *testing.T) {
 // cover it, and one of a tool that needs approval that does not say it
 // was given.
 func TestRequiredScopesOverTheMesh(t *testing.T) {
+	t.Parallel()
 	c, raw := policyMesh(t)
 	ts := c.Toolset("scoped", nil)
 
@@ -153,6 +155,7 @@ func TestRequiredScopesOverTheMesh(t *testing.T) {
 
 // An invoke's scopes are bounded like every other field.
 func TestHostileInvokeScopes(t *testing.T) {
+	t.Parallel()
 	c, raw := policyMesh(t)
 	many := make([]string, MaxScopes+1)
 	for i := range many {
@@ -171,6 +174,7 @@ func TestHostileInvokeScopes(t *testing.T) {
 // An init answer's required scopes are checked before they are used: a
 // runtime cannot make a tool's filter unbounded or meaningless.
 func TestHostileInitScopes(t *testing.T) {
+	t.Parallel()
 	base := InitParams{ToolName: "demo__echo", Toolset: "demo", Tool: "echo", Version: 1, Description: "d"}
 	ok := base
 	ok.RequiredScopes = []string{"a", "b"}

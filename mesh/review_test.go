@@ -26,6 +26,7 @@ import (
 // packages bucket, where every toolset's stored configuration is kept with
 // its secrets in clear.
 func TestReviewEmbeddedBrokerRefusesUnauthenticatedClients(t *testing.T) {
+	t.Parallel()
 	s, err := StartServer(&ServerOptions{Dir: t.TempDir()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
@@ -91,6 +92,7 @@ func TestReviewForgedStatusWithoutRuntimeDoesNotKeepADeadCallAlive(t *testing.T)
 // messages with distinct versions, or distinct runtime IDs, grows the
 // client's catalog without bound.
 func TestReviewInitFloodOfVersionsIsBounded(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c, err := NewClient(context.Background(), connect(t, s), &ClientOptions{Logger: quietLogger(), RequestTimeout: 200 * time.Millisecond})
 	require.NoError(t, err)
@@ -144,6 +146,7 @@ func TestReviewInitFloodOfVersionsIsBounded(t *testing.T) {
 // once as there are messages, whatever MaxCalls (2 here) or the store's
 // MaxParallelDiscovery (4) say.
 func TestReviewInitRequestFloodIsBounded(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	nc := connect(t, s)
 	publish(t, nc, "demo", 1, meshPackage(t, ""), nil)
@@ -222,6 +225,7 @@ func schemaProcesses(dir string) int {
 // client send the call again, and a tool that is not idempotent runs
 // twice.
 func TestReviewForgedNoRespondersAfterAcceptDoesNotRunTheCallTwice(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	forger := connect(t, s)
 	var invokes atomic.Int32
@@ -252,6 +256,7 @@ func TestReviewForgedNoRespondersAfterAcceptDoesNotRunTheCallTwice(t *testing.T)
 // toolset "a__b", and a call (with its tool_config) for one be served by
 // the other. The name is refused wherever a toolset is named.
 func TestReviewToolsetNamedWithSeparatorIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"a__b", "a_", "a___b"} {
 		err := toolpkg.CheckName(name)
 		require.Error(t, err, name)

@@ -93,6 +93,7 @@ func (rb *roleBroker) conn(t *testing.T, user, inbox string) (*nats.Conn, *viola
 }
 
 func TestPermissionsRefuseBadInput(t *testing.T) {
+	t.Parallel()
 	_, err := Permissions("admin", "", "x")
 	assert.ErrorContains(t, err, "unknown role")
 	_, err = Permissions(RoleAgent, "", "a.b")
@@ -119,6 +120,7 @@ func TestPermissionsRefuseBadInput(t *testing.T) {
 // package published, synced and reported, a call with progress and an
 // artifact through the shared store, and no permission violation.
 func TestRolesAllowTheWholeFlow(t *testing.T) {
+	t.Parallel()
 	rb := startRoleBroker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -201,6 +203,7 @@ func toolText(out any) string {
 }
 
 func TestAgentRoleIsConfined(t *testing.T) {
+	t.Parallel()
 	rb := startRoleBroker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -317,6 +320,7 @@ func TestAgentRoleIsConfined(t *testing.T) {
 }
 
 func TestRuntimeRoleCannotInvoke(t *testing.T) {
+	t.Parallel()
 	rb := startRoleBroker(t)
 	subj, _ := NewSubjects("")
 	rt, rv := rb.conn(t, "runtime1", "")
@@ -395,6 +399,7 @@ func exampleAccountConfig(t *testing.T) string {
 // $TOOLSET_BROKER_INBOX_PREFIX gives it), reads its JetStream replies:
 // the platform's user publishes and lists packages.
 func TestConnectWithARolesInboxPrefix(t *testing.T) {
+	t.Parallel()
 	rb := startRoleBroker(t)
 	g := rb.users["platform"]
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -23,6 +23,7 @@ func setup(t *testing.T, maxCalls int) (*nats.Conn, *Runtime) {
 }
 
 func TestInvokeHappyPath(t *testing.T) {
+	t.Parallel()
 	nc, _ := setup(t, 2)
 	c := listen(t, nc, "agent1", "c1")
 	require.NoError(t, nc.PublishMsg(invokeMsg(t, "", "agent1", "c1", "demo__echo", map[string]any{"text": "hi"}, nil)))
@@ -49,6 +50,7 @@ func TestInvokeHappyPath(t *testing.T) {
 }
 
 func TestInvokeVersionPinned(t *testing.T) {
+	t.Parallel()
 	nc, _ := setup(t, 2)
 	subj, _ := NewSubjects("")
 	pinned, err := subj.InvokeVersion("demo__echo", 1)
@@ -67,6 +69,7 @@ func TestInvokeVersionPinned(t *testing.T) {
 }
 
 func TestInitBroadcastAndCatalog(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	nc := connect(t, s)
 	subj, _ := NewSubjects("")
@@ -114,6 +117,7 @@ func TestInitBroadcastAndCatalog(t *testing.T) {
 }
 
 func TestInitRequest(t *testing.T) {
+	t.Parallel()
 	nc, _ := setup(t, 2)
 	subj, _ := NewSubjects("")
 	ask := func(tool string, p InitRequestParams) *Response {
@@ -149,6 +153,7 @@ func TestInitRequest(t *testing.T) {
 }
 
 func TestInvokeErrors(t *testing.T) {
+	t.Parallel()
 	nc, _ := setup(t, 4)
 	run := func(corr, tool string, args any, extra func(*InvokeParams)) *Response {
 		t.Helper()
@@ -188,6 +193,7 @@ func TestInvokeErrors(t *testing.T) {
 }
 
 func TestCancel(t *testing.T) {
+	t.Parallel()
 	nc, _ := setup(t, 2)
 	subj, _ := NewSubjects("")
 	c := listen(t, nc, "agent1", "k1")
@@ -221,6 +227,7 @@ func TestCancel(t *testing.T) {
 }
 
 func TestHeartbeat(t *testing.T) {
+	t.Parallel()
 	nc, _ := setup(t, 2)
 	c := listen(t, nc, "agent1", "h1")
 	require.NoError(t, nc.PublishMsg(invokeMsg(t, "", "agent1", "h1", "demo__slow", map[string]any{"ms": 600}, nil)))
@@ -236,6 +243,7 @@ func TestHeartbeat(t *testing.T) {
 }
 
 func TestCloseAnnouncesRemoved(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	nc := connect(t, s)
 	publish(t, nc, "demo", 1, meshPackage(t, ""), nil)

@@ -66,6 +66,7 @@ func echo(t *testing.T, nc *nats.Conn, corr, subject string) InvokeResult {
 }
 
 func TestTwoRuntimesShareCalls(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	nc := connect(t, s)
 	publish(t, nc, "demo", 1, meshPackage(t, ""), nil)
@@ -108,6 +109,7 @@ func TestTwoRuntimesShareCalls(t *testing.T) {
 }
 
 func TestLateRuntimeSyncsFirst(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	nc := connect(t, s)
 	rep := watchReports(t, nc)
@@ -199,6 +201,7 @@ func TestRestartRefetchesCorruptedCopy(t *testing.T) {
 }
 
 func TestPublishRefusesOlderVersionAndBadNames(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	nc := connect(t, s)
 	ctx := context.Background()
@@ -215,6 +218,7 @@ func TestPublishRefusesOlderVersionAndBadNames(t *testing.T) {
 }
 
 func TestRuntimeRefusesInvalidPackage(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	nc := connect(t, s)
 	rep := watchReports(t, nc)
@@ -234,6 +238,7 @@ func TestRuntimeRefusesInvalidPackage(t *testing.T) {
 // runtime applies the new configuration to the package it holds, without
 // fetching it again.
 func TestConfigChangeOfTheSameVersionReachesTheRuntime(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	nc := connect(t, s)
 	rep := watchReports(t, nc)
@@ -264,6 +269,7 @@ func TestConfigChangeOfTheSameVersionReachesTheRuntime(t *testing.T) {
 // as in process, though the tool_config it sends beside it for SAM's
 // runtimes holds it for every tool.
 func TestToolsetConfigGoesToTheToolsThatDeclareIt(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	nc := connect(t, s)
 	rep := watchReports(t, nc)

@@ -33,6 +33,7 @@ func initRequestMsg(t *testing.T, agent, corr, tool string, p InitRequestParams)
 // that is wrong by a field, not by the message's words: the error names
 // the tool and the missing key, at listing and at call.
 func TestToolLeftOutByItsConfiguration(t *testing.T) {
+	t.Parallel()
 	c, _ := meshClient(t, 2)
 	ctx := context.Background()
 	ts := c.Toolset("demo", nil)
@@ -88,6 +89,7 @@ func TestToolLeftOutByItsConfiguration(t *testing.T) {
 // A forged "unavailable" answer with junk in its fields is bounded: the
 // client keeps at most what it keeps of any list.
 func TestHostileUnavailableData(t *testing.T) {
+	t.Parallel()
 	keys := make([]string, 500)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("k%d", i)
@@ -109,6 +111,7 @@ func TestHostileUnavailableData(t *testing.T) {
 // beyond is RESOURCE_EXHAUSTED, and a client asks again, so its listing
 // still succeeds.
 func TestInitRequestsAreBounded(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	nc := connect(t, s)
 	publish(t, nc, "demo", 1, meshPackage(t, ""), nil)
@@ -168,6 +171,7 @@ func TestInitRequestsAreBounded(t *testing.T) {
 // Calls delivered while the one slot is taken wait for it and are woken
 // when it frees: each is answered, one after the other.
 func TestCallsWaitingForASlotAreWoken(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	nc := connect(t, s)
 	publish(t, nc, "demo", 1, meshPackage(t, ""), nil)

@@ -12,6 +12,7 @@ import (
 // A runtime that moves to a new version of a toolset withdraws the old
 // one: once it stops, no client still believes the old version is served.
 func TestUpgradedRuntimeWithdrawsOldVersion(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	nc := connect(t, s)
 	publish(t, nc, "demo", 1, meshPackage(t, ""), nil)

@@ -64,13 +64,16 @@
 // ParentBased sampler does, say so with [WithParentBasedSampling]: a turn
 // or a call under a span that was not sampled then starts no span at all,
 // and with no metric enabled costs next to what it costs unobserved; the
-// calls of a turn whose span the sampler dropped are dropped by one
-// comparison. The sampler then decides once per trace, at its root: give
-// the turns a parent span of your own (the request's, say) and the
-// sampler decides once per request, not once per turn. A turn that is a
-// root costs a little more when its span is dropped (it is remembered for
-// its calls, which then cost a little more than unobserved ones); under a
-// dropped span of your own, turns and calls cost next to nothing.
+// calls of a turn whose span the sampler dropped are declined by one
+// comparison, before the library makes anything for them (see
+// [toolset.CallDecliner]), and their tools run under the dropped span, so
+// that what they do is dropped with it. The sampler then decides once per
+// trace, at its root: give the turns a parent span of your own (the
+// request's, say) and the sampler decides once per request, not once per
+// turn. A turn that is a root still starts its span when the sampler
+// drops it (the SDK's span, its context and its copy of the start
+// attributes); its calls then cost what unobserved calls do, and under a
+// dropped span of your own turns cost next to nothing too.
 //
 // [New] on the global providers with no SDK installed makes spans of the
 // global tracer, which auto-instrumentation may attach to: those cost
@@ -332,12 +335,14 @@ func New(opts ...Option) (*Observer, error) {
 
 // turn is the observation of one turn.
 type turn struct {
+	o      *Observer
 	span   trace.Span
 	parent trace.SpanContext // the span of the context the turn began under
 	// ctx is the context the turn began under, when it is a pointer (nil
 	// otherwise): a call under the very same context is under the
-	// turn's, which one comparison tells.
-	ctx context.Context
+	// turn's, which one comparison tells, and goes on under octx, ctx
+	// with the turn's span.
+	ctx, octx context.Context
 	// dropped is set, with parent-based sampling only, on a turn whose
 	// span is not recording, and unsampled on one whose span is not
 	// sampled: with parent-based sampling, its calls start no span.
@@ -380,17 +385,18 @@ func (o *Observer) StartTurn(ctx context.Context, info toolset.TurnInfo) (contex
 	}
 	ta := o.turnAttrs(info.Agent)
 	octx, span := o.tracer.Start(ctx, ta.spanName, ta.start...)
-	t := turn{span: span, parent: parent, unsampled: !span.SpanContext().IsSampled()}
+	t := turn{o: o, span: span, parent: parent, unsampled: !span.SpanContext().IsSampled()}
 	if !span.IsRecording() {
+		// What the turn's toolsets do to list their tools is under the
+		// dropped span, and dropped with it by a parent-based sampler.
 		if !o.parentBased || !t.unsampled {
 			return octx, nil
 		}
 		// Remembered, so that the turn's calls are dropped by a
-		// comparison; what its toolsets do to list their tools is under
-		// the dropped span, and dropped too.
+		// comparison.
 		t.dropped = true
 	}
-	t.ctx = comparableContext(ctx)
+	t.ctx, t.octx = comparableContext(ctx), octx
 	if t.dropped {
 		return octx, t.onHeap()
 	}
@@ -407,6 +413,29 @@ func (o *Observer) StartTurn(ctx context.Context, info toolset.TurnInfo) (contex
 // onHeap returns a copy of t: a turn whose span is dropped and not
 // remembered allocates none.
 func (t turn) onHeap() *turn { return &t }
+
+var _ toolset.CallDecliner = (*turn)(nil)
+
+// DeclineCall implements [toolset.CallDecliner]: with parent-based
+// sampling, a call under the context of a turn whose span is not sampled
+// would start no span, and is declined unless a metric of it may be
+// recorded. It goes on under the turn's span, which a parent-based
+// sampler drops the spans of what the tool does under.
+func (t *turn) DeclineCall(ctx context.Context) (context.Context, bool) {
+	if !t.o.parentBased || !t.unsampled || !t.under(ctx) || t.o.measured(ctx) {
+		return ctx, false
+	}
+	return t.spanContext(ctx), true
+}
+
+// spanContext returns ctx, a context under the turn, with the turn's
+// span: the context the turn's observer returned for ctx itself.
+func (t *turn) spanContext(ctx context.Context) context.Context {
+	if t.ctx != nil && ctx == t.ctx {
+		return t.octx
+	}
+	return trace.ContextWithSpan(ctx, t.span)
+}
 
 // EndTurn implements [toolset.TurnObservation].
 func (t *turn) EndTurn(e toolset.TurnEnd) {
@@ -458,18 +487,18 @@ func (o *Observer) StartCall(ctx context.Context, info toolset.CallInfo) (contex
 		if o.parentBased && ((under && t.unsampled) || (!under && unsampled(trace.SpanContextFromContext(ctx)))) {
 			// The sampler would drop the span: its parent, the turn's or
 			// that of ctx, is not sampled.
-			if !o.measured(ctx) {
-				return ctx, nil
-			}
 			if under {
 				// What the tool does is under the turn's unsampled span.
-				ctx = trace.ContextWithSpan(ctx, t.span)
+				ctx = t.spanContext(ctx)
+			}
+			if !o.measured(ctx) {
+				return ctx, nil
 			}
 			return ctx, &call{o: o, span: noSpan, ctx: ctx, start: time.Now(), tool: o.toolAttrs(info)}
 		}
 		if under {
 			// Under the turn's own context: a child of the turn.
-			ctx = trace.ContextWithSpan(ctx, t.span)
+			ctx = t.spanContext(ctx)
 		}
 		ta = o.toolAttrs(info)
 		ctx, span = o.tracer.Start(ctx, ta.spanName, ta.start...)

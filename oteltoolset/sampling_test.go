@@ -151,26 +151,37 @@ func tree(h *harness) []string {
 // nothing is recorded, only the root spans are put to the sampler, the
 // calls' metrics are recorded, and what tools and toolsets do is under a
 // dropped span.
+// Without metrics, the calls under the dropped root turn are declined
+// before anything is made for them, and their tools run under the turn's
+// dropped span all the same.
 func TestParentBasedSamplingStartsNoSpanUnderADroppedOne(t *testing.T) {
-	sampler := &countingSampler{Sampler: sdktrace.ParentBased(sdktrace.NeverSample())}
-	h := newSampledHarness(t, sampler, oteltoolset.WithParentBasedSampling())
-	calls, s := scenario(t, h, runID("sampling"))
-	assert.Empty(t, h.spans.Started(), "spans recorded")
-	// The root turn, and the caller's own spans: "handle calls" and
-	// "request". The turns and calls under them start no span.
-	assert.Equal(t, int64(3), sampler.asked.Load(), "spans put to the sampler")
-	n, _ := h.histogram(t, "gen_ai.execute_tool.duration")
-	assert.Equal(t, uint64(calls), n, "calls measured")
-	require.Len(t, s.scs["tool"], 3)
-	require.Len(t, s.scs["list"], 3)
-	for _, sc := range slices.Concat(s.scs["tool"], s.scs["list"]) {
-		assert.True(t, sc.IsValid() && !sc.IsSampled(), "tools and toolsets run under a dropped span: %v", sc)
+	for _, metrics := range []bool{true, false} {
+		opts := []oteltoolset.Option{oteltoolset.WithParentBasedSampling()}
+		if !metrics {
+			opts = append(opts, oteltoolset.WithMeterProvider(noop.NewMeterProvider()))
+		}
+		sampler := &countingSampler{Sampler: sdktrace.ParentBased(sdktrace.NeverSample())}
+		h := newSampledHarness(t, sampler, opts...)
+		calls, s := scenario(t, h, runID("sampling"))
+		assert.Empty(t, h.spans.Started(), "metrics=%v: spans recorded", metrics)
+		// The root turn, and the caller's own spans: "handle calls" and
+		// "request". The turns and calls under them start no span.
+		assert.Equal(t, int64(3), sampler.asked.Load(), "metrics=%v: spans put to the sampler", metrics)
+		if metrics {
+			n, _ := h.histogram(t, "gen_ai.execute_tool.duration")
+			assert.Equal(t, uint64(calls), n, "calls measured")
+		}
+		require.Len(t, s.scs["tool"], 3)
+		require.Len(t, s.scs["list"], 3)
+		for _, sc := range slices.Concat(s.scs["tool"], s.scs["list"]) {
+			assert.True(t, sc.IsValid() && !sc.IsSampled(), "metrics=%v: tools and toolsets run under a dropped span: %v", metrics, sc)
+		}
 	}
 
 	// Without the option, every turn and call is put to the sampler.
-	sampler = &countingSampler{Sampler: sdktrace.ParentBased(sdktrace.NeverSample())}
-	h = newSampledHarness(t, sampler)
-	calls, _ = scenario(t, h, runID("sampling"))
+	sampler := &countingSampler{Sampler: sdktrace.ParentBased(sdktrace.NeverSample())}
+	h := newSampledHarness(t, sampler)
+	calls, _ := scenario(t, h, runID("sampling"))
 	assert.Empty(t, h.spans.Started(), "spans recorded")
 	assert.Equal(t, int64(2+3+calls), sampler.asked.Load(), "spans put to the sampler")
 }
@@ -180,9 +191,11 @@ func TestParentBasedSamplingStartsNoSpanUnderADroppedOne(t *testing.T) {
 // turn under a remote parent that was not sampled records nothing either
 // way.
 func TestParentBasedSamplingRecordsWhatTheSamplerKeeps(t *testing.T) {
-	var trees [2][]string
-	for i, opts := range [][]oteltoolset.Option{nil, {oteltoolset.WithParentBasedSampling()}} {
-		t.Run(fmt.Sprint("option=", i == 1), func(t *testing.T) {
+	noMetrics := oteltoolset.WithMeterProvider(noop.NewMeterProvider())
+	var trees [4][]string
+	for i, opts := range [][]oteltoolset.Option{nil, {oteltoolset.WithParentBasedSampling()},
+		{noMetrics}, {noMetrics, oteltoolset.WithParentBasedSampling()}} {
+		t.Run(fmt.Sprint("option=", i%2 == 1, ",metrics=", i < 2), func(t *testing.T) {
 			h := newSampledHarness(t, sdktrace.ParentBased(sdktrace.AlwaysSample()), opts...)
 			calls, _ := scenario(t, h, "sampling") // one run ID, for one tree
 			trees[i] = tree(h)
@@ -204,6 +217,8 @@ func TestParentBasedSamplingRecordsWhatTheSamplerKeeps(t *testing.T) {
 	}
 	require.NotEmpty(t, trees[0])
 	assert.Equal(t, trees[0], trees[1], "the span tree without the option, then with it")
+	assert.Equal(t, trees[0], trees[2], "the span tree without metrics")
+	assert.Equal(t, trees[0], trees[3], "the span tree with the option, without metrics")
 	assert.Contains(t, strings.Join(trees[0], "\n"), "execute_tool get_weather <- build_tools agent")
 }
 

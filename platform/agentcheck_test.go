@@ -11,6 +11,7 @@ import (
 // The check of a bad agent answers what its PUT answers: the same 422,
 // every problem with its line, and nothing stored either way.
 func TestAgentCheckGivesThePutsProblems(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.upload("broken", brokenPackage(t))
 	require.Equal(t, "failed", e.settle("broken")["discoveryStatus"])
@@ -38,6 +39,7 @@ func TestAgentCheckGivesThePutsProblems(t *testing.T) {
 // nothing: the agent is not found afterwards, and its package is not in
 // use, so a re-upload needs no force.
 func TestAgentCheckStoresNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.upload("greeter", goodPackage(t, "greet", "Greets someone.", 0))
 	require.Equal(t, "ready", e.settle("greeter")["discoveryStatus"])
@@ -74,6 +76,7 @@ func TestAgentCheckStoresNothing(t *testing.T) {
 
 // The check is bounded, named and authenticated as the PUT is.
 func TestAgentCheckLimits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, &Options{MaxAgentBytes: 100})
 	r := e.do("POST", "/api/v1/platform/agents/big/check", []byte("name: big\n# "+string(make([]byte, 200))+"\n"))
 	assert.Equal(t, http.StatusRequestEntityTooLarge, r.status)

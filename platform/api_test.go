@@ -16,6 +16,7 @@ import (
 )
 
 func TestCreateListGetDelete(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	r := e.do("POST", "/api/v1/platform/toolsets", []byte(`{"name":"weather"}`))
 	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
@@ -77,6 +78,7 @@ func TestCreateListGetDelete(t *testing.T) {
 }
 
 func TestCreateRefusesBadBodies(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	for body, code := range map[string]string{
 		``:                          "InvalidRequest",
@@ -101,6 +103,7 @@ func TestCreateRefusesBadBodies(t *testing.T) {
 }
 
 func TestBuildTarget(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	r := e.do("GET", "/api/v1/platform/toolsets/buildTarget", nil)
 	require.Equal(t, http.StatusOK, r.status)
@@ -108,6 +111,7 @@ func TestBuildTarget(t *testing.T) {
 }
 
 func TestUploadDiscoversInTheBackground(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	m := e.upload("greeter", goodPackage(t, "greet", "Greets someone.", 300_000_000))
 	assert.Equal(t, "pending", m["discoveryStatus"])
@@ -152,6 +156,7 @@ func TestUploadDiscoversInTheBackground(t *testing.T) {
 }
 
 func TestFailedReuploadKeepsThePreviousVersionServing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.upload("greeter", goodPackage(t, "greet", "Greets someone.", 0))
 	require.Equal(t, "ready", e.settle("greeter")["discoveryStatus"])
@@ -171,6 +176,7 @@ func TestFailedReuploadKeepsThePreviousVersionServing(t *testing.T) {
 }
 
 func TestInvalidPackagesAre422(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	for name, data := range map[string][]byte{
 		"empty":       {},
@@ -190,6 +196,7 @@ func TestInvalidPackagesAre422(t *testing.T) {
 }
 
 func TestConfigPatch(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	r := e.do("PATCH", "/api/v1/platform/toolsets/nosuch/config", []byte(`{"greeting":"hi"}`))
 	assert.Equal(t, http.StatusNotFound, r.status, "%s", r.body)
@@ -225,6 +232,7 @@ func TestConfigPatch(t *testing.T) {
 }
 
 func TestAgentsAndPackageInUse(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.upload("greeter", goodPackage(t, "greet", "Greets someone.", 0))
 	require.Equal(t, "ready", e.settle("greeter")["discoveryStatus"])
@@ -275,6 +283,7 @@ func TestAgentsAndPackageInUse(t *testing.T) {
 }
 
 func TestAgentWithAnUnknownPackageIsRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.upload("broken", brokenPackage(t))
 	require.Equal(t, "failed", e.settle("broken")["discoveryStatus"])
@@ -311,6 +320,7 @@ func TestAgentWithAnUnknownPackageIsRefused(t *testing.T) {
 // An agent file is data to the platform: an MCP server it names is never
 // started, however its command is spelled.
 func TestAgentFileCommandIsNeverRun(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	marker := filepath.Join(t.TempDir(), "ran")
 	doc := fmt.Sprintf("name: evil\ntoolsets:\n  - mcp:\n      name: evil\n      command: [/bin/sh, -c, 'touch %s']\n", marker)
@@ -339,6 +349,7 @@ func TestAgentsPersist(t *testing.T) {
 }
 
 func TestAgentTooLarge(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, &Options{MaxAgentBytes: 100})
 	r := e.do("PUT", "/api/v1/platform/agents/big", []byte("name: big\n# "+strings.Repeat("x", 200)+"\n"))
 	assert.Equal(t, http.StatusRequestEntityTooLarge, r.status)
@@ -346,6 +357,7 @@ func TestAgentTooLarge(t *testing.T) {
 }
 
 func TestUnknownRoutesAndMethodsAreJSON(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	r := e.do("GET", "/api/v1/platform/nosuch", nil)
 	assert.Equal(t, http.StatusNotFound, r.status)
@@ -366,6 +378,7 @@ func TestUnknownRoutesAndMethodsAreJSON(t *testing.T) {
 // The API's root without its slash is the API's, in JSON, not a
 // redirect of the mux's.
 func TestAPIRootWithoutSlashIsNotRedirected(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	for _, tok := range []string{"", testToken} {
 		req, err := http.NewRequest("GET", e.hs.URL+"/api/v1/platform", nil)
@@ -386,6 +399,7 @@ func TestAPIRootWithoutSlashIsNotRedirected(t *testing.T) {
 // Asking for a version the store does not keep says so, not that the
 // toolset does not exist.
 func TestExportOfAMissingVersionNamesTheVersion(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.upload("greeter", goodPackage(t, "greet", "x", 0))
 	e.settle("greeter")
@@ -402,6 +416,7 @@ func TestExportOfAMissingVersionNamesTheVersion(t *testing.T) {
 // forced re-upload that drops the tool the agent configures leaves the
 // agent broken, and its detail says how, where in the file.
 func TestAgentBrokenByAReuploadShowsItsProblems(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.upload("greeter", goodPackage(t, "greet", "Greets someone.", 0))
 	require.Equal(t, "ready", e.settle("greeter")["discoveryStatus"])

@@ -22,6 +22,7 @@ import (
 )
 
 func TestAPIRequiresTheToken(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	for _, tok := range []string{"", "wrong-token-0123456789abcdef", testToken + "x", strings.ToUpper(testToken)} {
 		for _, p := range []string{"/api/v1/platform/toolsets", "/api/v1/platform/agents", "/api/v1/platform/nosuch"} {
@@ -44,6 +45,7 @@ func TestAPIRequiresTheToken(t *testing.T) {
 }
 
 func TestNewRefusesMissingOrWeakTokens(t *testing.T) {
+	t.Parallel()
 	store, err := toolpkg.Open(storeDir(t), &toolpkg.Options{Sandbox: toolpkg.ModeDirect, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	defer store.Close()
@@ -56,6 +58,7 @@ func TestNewRefusesMissingOrWeakTokens(t *testing.T) {
 }
 
 func TestInsecureNoAuthWarnsAndShowsABanner(t *testing.T) {
+	t.Parallel()
 	logs := newSyncBuffer()
 	e := newEnv(t, &Options{InsecureNoAuth: true, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	assert.Contains(t, logs.String(), "WITHOUT AUTHENTICATION")
@@ -74,6 +77,7 @@ func noRedirect(e *testEnv, jar http.CookieJar) *http.Client {
 }
 
 func TestPageLogin(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
@@ -167,6 +171,7 @@ func TestSessionDoesNotOutliveTheProcess(t *testing.T) {
 }
 
 func TestSecureCookieOverTLS(t *testing.T) {
+	t.Parallel()
 	store, err := toolpkg.Open(storeDir(t), &toolpkg.Options{Sandbox: toolpkg.ModeDirect, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	defer store.Close()
@@ -187,6 +192,7 @@ func TestSecureCookieOverTLS(t *testing.T) {
 // Behind a proxy that ends TLS, the session cookie is Secure all the
 // same: sent over the proxy's HTTPS only.
 func TestSecureCookieBehindATLSProxy(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	req, err := http.NewRequest("POST", e.hs.URL+"/login", strings.NewReader("token="+testToken))
 	require.NoError(t, err)
@@ -203,6 +209,7 @@ func TestSecureCookieBehindATLSProxy(t *testing.T) {
 // A form posted from another site is refused, whatever cookie the
 // browser sends with it.
 func TestCrossSiteFormPostIsRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	cookie := sessionCookie + "=" + e.srv.newSession(time.Now())
 	for _, h := range [][]string{
@@ -220,6 +227,7 @@ func TestCrossSiteFormPostIsRefused(t *testing.T) {
 }
 
 func TestSecurityHeaders(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	for _, p := range []string{"/login", "/api/v1/platform/toolsets", "/nosuch", "/style.css"} {
 		r := e.do("GET", p, nil)
@@ -265,10 +273,12 @@ func TestLoadToken(t *testing.T) {
 }
 
 func TestRequireTokenPanicsOnAWeakToken(t *testing.T) {
+	t.Parallel()
 	assert.Panics(t, func() { RequireToken("short", http.NotFoundHandler()) })
 }
 
 func TestWriteError(t *testing.T) {
+	t.Parallel()
 	rec := httptest.NewRecorder()
 	rec.Header().Set("Content-Disposition", "attachment")
 	WriteError(rec, http.StatusTeapot, "Teapot", "short and stout")
@@ -294,6 +304,7 @@ func readBody(t testing.TB, res *http.Response) []byte {
 // A session cookie captured before its owner logged out (a shared
 // machine, a proxy's log) opens nothing afterwards.
 func TestSessionReplayAfterLogoutIsRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
@@ -332,6 +343,7 @@ func TestSessionReplayAfterLogoutIsRefused(t *testing.T) {
 // Anyone can post the login form: a flood of wrong tokens is logged as
 // a count, not a line each.
 func TestWrongLoginFloodDoesNotFloodTheLog(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	for range 50 {
 		r := e.doToken("", "POST", "/login", []byte("token=wrong-token-0123456789abcdef"), "Content-Type", "application/x-www-form-urlencoded")

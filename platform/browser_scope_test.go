@@ -15,6 +15,7 @@ import (
 // toolsets and no upload form; once the token is revoked, the next page
 // sends them to the login form. A publish token's session has the form.
 func TestReadOnlySessionInABrowser(t *testing.T) {
+	t.Parallel()
 	browser := findBrowser(t)
 	e := newEnv(t, nil)
 	e.upload("weather", goodPackage(t, "forecast", "Tells the weather.", 0))

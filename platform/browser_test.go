@@ -173,6 +173,7 @@ func (b *browser) logIn(secret string) {
 // the form, watch its dot turn ready, read its tools, upload a broken
 // package and read its errors.
 func TestStatusPageInABrowser(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, &Options{RefreshInterval: time.Second})
 	dir := t.TempDir()
 	good := filepath.Join(dir, "weather.zip")
@@ -240,6 +241,7 @@ func TestStatusPageInABrowser(t *testing.T) {
 // form with its password field never filled back, a session without the
 // agents scope that sees no button, and the skills page.
 func TestAgentPagesInABrowser(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, &Options{RefreshInterval: time.Second})
 	e.upload("crm", configPackage(t, 0, attachTools()...))
 	require.Equal(t, "ready", e.settle("crm")["discoveryStatus"])

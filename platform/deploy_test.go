@@ -22,6 +22,22 @@ type configTool struct {
 // configPackage is a package whose one executable exposes the tools, each
 // with its config schema, after delay.
 func configPackage(t testing.TB, delay time.Duration, tools ...configTool) []byte {
+	schema := configSchema(t, tools)
+	if delay > 0 {
+		schema = fmt.Sprintf("sleep %.2f\n%s", delay.Seconds(), schema)
+	}
+	return makeZip(t, zfile{name: "manifest.yaml", data: []byte(scriptManifest)},
+		zfile{name: "python/bin/greet.sh", data: []byte(scriptTool(schema)), mode: 0o755})
+}
+
+// gatedConfigPackage is configPackage, its discovery held back by g.
+func gatedConfigPackage(t testing.TB, g gate, tools ...configTool) []byte {
+	return makeZip(t, zfile{name: "manifest.yaml", data: []byte(scriptManifest)},
+		zfile{name: "python/bin/greet.sh", data: []byte(scriptTool(g.hold(configSchema(t, tools)))), mode: 0o755})
+}
+
+// configSchema is the --schema script of a package of the tools.
+func configSchema(t testing.TB, tools []configTool) string {
 	m := map[string]any{}
 	for _, tl := range tools {
 		m[tl.name] = map[string]any{
@@ -32,12 +48,7 @@ func configPackage(t testing.TB, delay time.Duration, tools ...configTool) []byt
 	}
 	b, err := json.Marshal(map[string]any{"tools": m})
 	require.NoError(t, err)
-	schema := "cat <<'EOF'\n" + string(b) + "\nEOF"
-	if delay > 0 {
-		schema = fmt.Sprintf("sleep %.2f\n%s", delay.Seconds(), schema)
-	}
-	return makeZip(t, zfile{name: "manifest.yaml", data: []byte(scriptManifest)},
-		zfile{name: "python/bin/greet.sh", data: []byte(scriptTool(schema)), mode: 0o755})
+	return "cat <<'EOF'\n" + string(b) + "\nEOF"
 }
 
 // financeTools are the tools of the "fin-tools" package of these tests:
@@ -100,6 +111,7 @@ toolsetConfigs:
 // once until the toolsets are ready and every required value is given,
 // excluded tools' values not counted.
 func TestCreateThenDeploy(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.upload("broken", brokenPackage(t))
 	require.Equal(t, "failed", e.settle("broken")["discoveryStatus"])
@@ -212,6 +224,7 @@ toolsetConfigs:
 
 // A toolset created with no package yet may be named too.
 func TestAgentNamingACreatedToolset(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	r := e.do("POST", "/api/v1/platform/toolsets", []byte(`{"name":"later"}`))
 	require.Equal(t, http.StatusCreated, r.status)
@@ -230,6 +243,7 @@ func TestAgentNamingACreatedToolset(t *testing.T) {
 // once the new version is ready, with the tool diff; without force the
 // 409 says what uses the toolset.
 func TestForcedReuploadRedeploys(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	v1 := append(financeTools("Greets."), configTool{name: "wave", description: "Waves."})
 	e.upload("fin-tools", configPackage(t, 0, v1...))

@@ -131,6 +131,7 @@ func (e *testEnv) status(name string) (string, []any) {
 // runtime confirmed every tool; until then an agent naming it may be
 // created but not deployed.
 func TestDistributedToolsetIsReadyOnceARuntimeConfirms(t *testing.T) {
+	t.Parallel()
 	d := newTestDistributor()
 	e := newEnv(t, &Options{Distributor: d})
 	zip := goodPackage(t, "greet", "Greets someone.", 0)
@@ -194,6 +195,7 @@ func TestDistributedToolsetIsReadyOnceARuntimeConfirms(t *testing.T) {
 // runtime confirms; a failed discovery of the platform's own is never
 // published, and the runtimes keep the version that serves.
 func TestFailedReportShowsTheRuntimesErrors(t *testing.T) {
+	t.Parallel()
 	d := newTestDistributor()
 	e := newEnv(t, &Options{Distributor: d})
 	e.upload("greeter", goodPackage(t, "greet", "Greets someone.", 0))
@@ -226,6 +228,7 @@ func TestFailedReportShowsTheRuntimesErrors(t *testing.T) {
 // lacks, an old version, a malformed one is ignored; a ready one that
 // lacks a tool is a failure; the runtimes kept per toolset are bounded.
 func TestHostileReportsAreIgnoredOrBounded(t *testing.T) {
+	t.Parallel()
 	d := newTestDistributor()
 	e := newEnv(t, &Options{Distributor: d})
 	e.upload("greeter", goodPackage(t, "greet", "Greets someone.", 0))
@@ -280,6 +283,7 @@ func TestHostileReportsAreIgnoredOrBounded(t *testing.T) {
 // A distributor that fails or panics is tried again; the platform goes
 // on serving.
 func TestFailingDistributorIsTriedAgain(t *testing.T) {
+	t.Parallel()
 	d := newTestDistributor()
 	d.failures, d.panics = 1, 1
 	e := newEnv(t, &Options{Distributor: d})
@@ -303,8 +307,10 @@ func TestStartPublishesWhatTheStoreServes(t *testing.T) {
 	e.upload("gone", goodPackage(t, "greet", "Greets someone.", 0))
 	e.settle("gone")
 	require.Equal(t, http.StatusOK, e.do("DELETE", "/api/v1/platform/toolsets/gone", nil).status)
-	e.upload("slow", goodPackage(t, "slowtool", "Takes its time.", time.Second))
+	g := newGate(t)
+	e.upload("slow", gatedPackage(t, "slowtool", "Takes its time.", g))
 	e.close()
+	g.open(t)
 
 	d := newTestDistributor()
 	e = openEnv(t, dir, &Options{Distributor: d})
@@ -322,6 +328,7 @@ func TestStartPublishesWhatTheStoreServes(t *testing.T) {
 
 // Closing the server ends a Publish under way and the watch.
 func TestCloseEndsTheDistribution(t *testing.T) {
+	t.Parallel()
 	blocked := &blockingDistributor{entered: make(chan struct{})}
 	e := newEnv(t, &Options{Distributor: blocked})
 	e.upload("greeter", goodPackage(t, "greet", "Greets someone.", 0))

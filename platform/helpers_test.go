@@ -23,7 +23,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(exitTest))
 }
 
 // testToken is the bearer token of the test servers.
@@ -94,6 +94,32 @@ func goodPackage(t testing.TB, tool, description string, delay time.Duration) []
 		zfile{name: "python/bin/greet.sh", data: []byte(scriptTool(schema)), mode: 0o755})
 }
 
+// gate holds back the discoveries of the packages made with it until the
+// test opens it: their --schema waits for the gate's file. A test that
+// needs a discovery under way opens the gate when it is done with it,
+// rather than waiting for a delay that a slow machine may outlast.
+type gate string
+
+// newGate returns a closed gate.
+func newGate(t testing.TB) gate { return gate(filepath.Join(t.TempDir(), "open")) }
+
+// open lets the discoveries waiting on the gate go on.
+func (g gate) open(t testing.TB) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(string(g), nil, 0o644))
+}
+
+// hold prefixes a --schema script with a wait for the gate.
+func (g gate) hold(schema string) string {
+	return fmt.Sprintf("while [ ! -e '%s' ]; do sleep 0.02; done\n%s", g, schema)
+}
+
+// gatedPackage is goodPackage, its discovery held back by g.
+func gatedPackage(t testing.TB, tool, description string, g gate) []byte {
+	return makeZip(t, zfile{name: "manifest.yaml", data: []byte(scriptManifest)},
+		zfile{name: "python/bin/greet.sh", data: []byte(scriptTool(g.hold(schemaDoc(tool, description)))), mode: 0o755})
+}
+
 // brokenPackage is a valid package whose discovery fails: --schema exits
 // 3 after printing why.
 func brokenPackage(t testing.TB) []byte {
@@ -156,7 +182,7 @@ func openEnv(t testing.TB, dir string, opts *Options) *testEnv {
 }
 
 // openEnvWith is openEnv with the store's options (its sandbox, logger
-// and discovery timeout are set unless given).
+// discovery timeout and kill grace are set unless given).
 func openEnvWith(t testing.TB, dir string, opts *Options, storeOpts *toolpkg.Options) *testEnv {
 	t.Helper()
 	var o Options
@@ -183,6 +209,13 @@ func openEnvWith(t testing.TB, dir string, opts *Options, storeOpts *toolpkg.Opt
 	}
 	if so.DiscoveryTimeout == 0 {
 		so.DiscoveryTimeout = 20 * time.Second
+	}
+	if so.KillGrace == 0 {
+		// A tool is the first process of a PID namespace, which a
+		// SIGTERM it does not handle leaves running: the test scripts
+		// do not, and would each hold a closing store for the default
+		// grace.
+		so.KillGrace = 200 * time.Millisecond
 	}
 	store, err := toolpkg.Open(dir, &so)
 	require.NoError(t, err)

@@ -22,6 +22,7 @@ import (
 // passed, while the client is still sending: the server neither reads
 // nor stores the rest.
 func TestOversizeUploadIsRefusedWhileReading(t *testing.T) {
+	t.Parallel()
 	const max = 64 << 10
 	e := newEnv(t, &Options{MaxPackageBytes: max})
 	// A raw connection: the body is chunked (no length declared) and
@@ -62,6 +63,7 @@ func TestOversizeUploadIsRefusedWhileReading(t *testing.T) {
 // A zip that inflates far beyond the store's bound is refused as an
 // invalid package, and so are zips that are not zips at all.
 func TestZipBombIsRefused(t *testing.T) {
+	t.Parallel()
 	e := openEnvWith(t, storeDir(t), nil, &toolpkg.Options{Limits: toolpkg.Limits{MaxUncompressedBytes: 1 << 20}})
 	bomb := makeZip(t, zfile{name: "manifest.yaml", data: []byte(scriptManifest)},
 		zfile{name: "python/bin/greet.sh", data: []byte(scriptTool(schemaDoc("greet", "x"))), mode: 0o755},
@@ -84,6 +86,7 @@ func TestZipBombIsRefused(t *testing.T) {
 // Names that try to leave the store's folders, or to look like another
 // name, are refused before anything touches the disk.
 func TestPathTrickNamesAreRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	outside := filepath.Dir(e.dir)
 	before, err := os.ReadDir(outside)
@@ -142,6 +145,7 @@ func TestPathTrickNamesAreRefused(t *testing.T) {
 // A handler's panic is a 500 InternalError to the client, which learns
 // nothing of it; the log has it.
 func TestPanickingHandlerIs500(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.srv.mux.HandleFunc("GET /test/panic", func(http.ResponseWriter, *http.Request) {
 		panic("secret panic text 7f3a")
@@ -160,6 +164,7 @@ func TestPanickingHandlerIs500(t *testing.T) {
 // A failure to spool an upload is the server's, not the client's: 500,
 // and the message names no path of the server's.
 func TestSpoolFailureLeaksNoServerPath(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	tmp := filepath.Join(e.dir, ".platform", "tmp")
 	require.NoError(t, os.RemoveAll(tmp))
@@ -181,6 +186,7 @@ func TestSpoolFailureLeaksNoServerPath(t *testing.T) {
 // server; what a client is shown (the API, the page, an agent's
 // problems) names the store's folder "<store>" instead.
 func TestDiscoveryErrorsDoNotNameTheStoreFolder(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.upload("broken", makeZip(t, zfile{name: "manifest.yaml", data: []byte(scriptManifest)},
 		zfile{name: "python/bin/greet.sh", data: []byte("#!/nonexistent/interpreter\n"), mode: 0o755}))
@@ -206,6 +212,7 @@ func TestDiscoveryErrorsDoNotNameTheStoreFolder(t *testing.T) {
 // toolset hundreds of kilobytes of discovery errors; a listing, which
 // holds up to 500 toolsets, bounds what it shows of each.
 func TestListingBoundsEachToolsetsDiscoveryErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	var man strings.Builder
 	man.WriteString("version: 1\ntools:\n")

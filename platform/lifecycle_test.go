@@ -37,10 +37,12 @@ func TestRestartDuringDiscoveryLosesNothing(t *testing.T) {
 	require.Equal(t, http.StatusCreated, r.status)
 	before := e.do("GET", "/api/v1/platform/toolsets/kept", nil).json(t)
 
-	// A slow discovery, under way when everything stops.
-	m := e.upload("slow", goodPackage(t, "slowtool", "Takes its time.", 2*time.Second))
+	// A discovery under way when everything stops.
+	g := newGate(t)
+	m := e.upload("slow", gatedPackage(t, "slowtool", "Takes its time.", g))
 	require.Equal(t, "pending", m["discoveryStatus"])
 	e.close()
+	g.open(t)
 
 	e = openEnv(t, dir, nil)
 	after := e.do("GET", "/api/v1/platform/toolsets/kept", nil).json(t)
@@ -60,6 +62,7 @@ func TestRestartDuringDiscoveryLosesNothing(t *testing.T) {
 // 200 concurrent reads while 5 uploads run: every answer is whole and
 // valid, and every upload ends ready.
 func TestConcurrentReadsDuringUploads(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, &Options{MaxConcurrentUploads: 2})
 	e.upload("base", goodPackage(t, "greet", "x", 0))
 	require.Equal(t, "ready", e.settle("base")["discoveryStatus"])
@@ -130,6 +133,7 @@ func TestConcurrentReadsDuringUploads(t *testing.T) {
 // Upload bodies are read MaxConcurrentUploads at a time: another waits
 // for a slot, and Close ends the wait with 503 Unavailable.
 func TestUploadsWaitForASlot(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, &Options{MaxConcurrentUploads: 1})
 	pkg := goodPackage(t, "greet", "x", 0)
 	put := func(name string) <-chan int {
@@ -170,6 +174,7 @@ func TestUploadsWaitForASlot(t *testing.T) {
 // between the upload's in-use check and the package's replacement: one
 // of the two is refused.
 func TestAgentRacingAnUploadCannotBypassPackageInUse(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.upload("greeter", goodPackage(t, "greet", "v1", 0))
 	require.Equal(t, "ready", e.settle("greeter")["discoveryStatus"])
@@ -207,6 +212,7 @@ func TestAgentRacingAnUploadCannotBypassPackageInUse(t *testing.T) {
 // BodyIdleTimeout, even on an http.Server without timeouts: its slot is
 // freed for the next upload instead of being held for ever.
 func TestStalledUploadReleasesItsSlot(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, &Options{MaxConcurrentUploads: 1, BodyIdleTimeout: 300 * time.Millisecond})
 	pkg := goodPackage(t, "greet", "x", 0)
 	conn, err := net.Dial("tcp", e.hs.Listener.Addr().String())
@@ -276,8 +282,10 @@ func TestSpooledUploadsAreCleanedUp(t *testing.T) {
 // closes is told the server is shutting down (503), not that the store
 // failed (500, logged as an error).
 func TestUploadWaitingWhenTheServerClosesIs503(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
-	e.upload("slow", goodPackage(t, "greet", "x", 2*time.Second))
+	g := newGate(t)
+	e.upload("slow", gatedPackage(t, "greet", "x", g))
 	done := make(chan response, 1)
 	go func() { done <- e.do("PUT", "/api/v1/platform/toolsets/slow/package", goodPackage(t, "greet", "y", 0)) }()
 	time.Sleep(300 * time.Millisecond) // let it reach the store's wait
@@ -286,6 +294,7 @@ func TestUploadWaitingWhenTheServerClosesIs503(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, r.status, "%s", r.body)
 	assert.Equal(t, "Unavailable", r.errCode(t))
 	assert.NotContains(t, e.logs.String(), "level=ERROR")
+	g.open(t)
 	e.settle("slow")
 }
 

@@ -13,6 +13,7 @@ import (
 // every token that may read agents: the platform refuses it, without
 // quoting it, and takes the ${NAME} the runner gives instead.
 func TestMCPCredentialsInClearAreRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	const leaked = "sk-live-credential-in-clear-1234"
 	for what, doc := range map[string]string{

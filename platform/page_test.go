@@ -45,6 +45,7 @@ func (e *testEnv) uploadForm(name string, data []byte, force bool) response {
 // Every text a package gives is escaped: a tool's description, its
 // parameters' names and descriptions, discovery errors.
 func TestPageEscapesHostileText(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	const evil = `<script>alert("x")</script><img src=x onerror=alert(1)>`
 	e.upload("evil", goodPackage(t, "greet", evil, 0))
@@ -68,6 +69,7 @@ func TestPageEscapesHostileText(t *testing.T) {
 }
 
 func TestPageListAndDetail(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	r := e.page("/")
 	require.Equal(t, http.StatusOK, r.status)
@@ -100,19 +102,23 @@ func TestPageListAndDetail(t *testing.T) {
 }
 
 func TestPagePendingRefreshesItself(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, &Options{RefreshInterval: time.Second})
-	e.upload("slow", goodPackage(t, "greet", "x", 1500*time.Millisecond))
+	g := newGate(t)
+	e.upload("slow", gatedPackage(t, "greet", "x", g))
 	for _, p := range []string{"/", "/toolsets/slow"} {
 		r := e.page(p)
 		assert.Contains(t, string(r.body), `<meta http-equiv="refresh" content="1">`, p)
 		assert.Contains(t, string(r.body), "dot-pending", p)
 	}
+	g.open(t)
 	require.Equal(t, "ready", e.settle("slow")["discoveryStatus"])
 	r := e.page("/toolsets/slow")
 	assert.NotContains(t, string(r.body), `http-equiv="refresh"`)
 }
 
 func TestPageUploadForm(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, &Options{MaxPackageBytes: 256 << 10})
 	r := e.uploadForm("greeter", goodPackage(t, "greet", "Greets someone.", 0), false)
 	require.Equal(t, http.StatusSeeOther, r.status, "%s", r.body)
@@ -148,6 +154,7 @@ func TestPageUploadForm(t *testing.T) {
 // error) stays text: no element is injected that could leave the page
 // without script (a meta refresh, a form, an image from elsewhere).
 func TestPageEscapesInjectedMarkupInEveryField(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	const (
 		meta = `<meta http-equiv="refresh" content="0;url=https://evil.example/?">`
@@ -189,6 +196,7 @@ func TestPageEscapesInjectedMarkupInEveryField(t *testing.T) {
 // whoever looks for it sees what became of it; the API lists it only
 // when asked.
 func TestRemovedToolsetKeepsItsDot(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.upload("old", goodPackage(t, "greet", "Greets someone.", 0))
 	require.Equal(t, "ready", e.settle("old")["discoveryStatus"])

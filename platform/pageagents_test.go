@@ -63,6 +63,7 @@ const distinctSecret = "sk-page-ZQ7x9-never-shown"
 // dots, reasons, source redacted, the Deploy button only with the agents
 // scope.
 func TestPageAgents(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.upload("crm", configPackage(t, 0, attachTools()...))
 	require.Equal(t, "ready", e.settle("crm")["discoveryStatus"])
@@ -140,6 +141,7 @@ func TestPageAgents(t *testing.T) {
 // never filled back and, left empty, keeps its value; the file changes
 // as a PUT would.
 func TestPageAttach(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.upload("crm", configPackage(t, 0, attachTools()...))
 	require.Equal(t, "ready", e.settle("crm")["discoveryStatus"])
@@ -208,6 +210,7 @@ func TestPageAttach(t *testing.T) {
 
 // A form with bad values says why on the page and changes nothing.
 func TestPageAttachRefusesBadForms(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.upload("crm", configPackage(t, 0, attachTools()...))
 	require.Equal(t, "ready", e.settle("crm")["discoveryStatus"])
@@ -260,6 +263,7 @@ func TestPageAttachRefusesBadForms(t *testing.T) {
 // A forced re-upload of a toolset: its page lists the agents using it,
 // and the agent's page the redeploy's tool diff.
 func TestPageShowsTheRedeployDiff(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.upload("crm", configPackage(t, 0, configTool{name: "lookup", description: "Looks up."}, configTool{name: "wave", description: "Waves."}))
 	require.Equal(t, "ready", e.settle("crm")["discoveryStatus"])
@@ -290,6 +294,7 @@ func TestPageShowsTheRedeployDiff(t *testing.T) {
 // whose entry already sets a value inline is refused as a PUT would be,
 // unchanged.
 func TestPageAttachProjectShape(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.upload("crm", configPackage(t, 0, attachTools()...))
 	require.Equal(t, "ready", e.settle("crm")["discoveryStatus"])
@@ -315,6 +320,7 @@ func TestPageAttachProjectShape(t *testing.T) {
 // The skills page and a skill's: dots, front matter, files, tools; every
 // text escaped.
 func TestPageSkills(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	assert.Contains(t, string(e.page("/skills").body), "No skills yet")
 	require.Equal(t, http.StatusAccepted, e.putSkill("notes", skillZip(t, "", toolFiles(schemaDoc("greet", `Say <b>hello</b>.`))...)).status)

@@ -17,6 +17,7 @@ import (
 // host, so a Host that is neither an IP address nor localhost is refused
 // before anything is done (an upload would run its discovery here).
 func TestDNSRebindingIsRefusedWithoutAuth(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, &Options{InsecureNoAuth: true})
 	port := e.hs.Listener.Addr().(*net.TCPAddr).Port
 	pkg := goodPackage(t, "greet", "x", 0)
@@ -49,6 +50,7 @@ func doHost(t *testing.T, e *testEnv, host, method, path string, body []byte) re
 // request (POST, text/plain) needs no preflight: the API refuses what a
 // browser marks as cross-site, as the page's forms do.
 func TestCrossSiteAPIPostIsRefusedWithoutAuth(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, &Options{InsecureNoAuth: true})
 	r := e.doToken("", "POST", "/api/v1/platform/toolsets", []byte(`{"name":"csrf"}`),
 		"Content-Type", "text/plain", "Sec-Fetch-Site", "cross-site", "Origin", "https://evil.example")

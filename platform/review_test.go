@@ -14,6 +14,7 @@ import (
 // that then confirms every tool is dropped: the toolset stays failed and
 // no agent naming it can be deployed.
 func TestReviewForgedFailedReportsCannotCrowdOutANewRuntime(t *testing.T) {
+	t.Parallel()
 	d := newTestDistributor()
 	e := newEnv(t, &Options{Distributor: d})
 	e.upload("greeter", goodPackage(t, "greet", "Greets someone.", 0))

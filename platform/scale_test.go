@@ -3,6 +3,7 @@ package platform
 import (
 	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,20 +17,41 @@ import (
 func TestManyAgentsDoNotSlowTheListing(t *testing.T) {
 	const toolsets, agents, perAgent = 500, 20000, 25
 	e := newEnv(t, nil)
-	for i := range toolsets {
-		_, err := e.store.Create(fmt.Sprintf("ts%03d", i))
-		require.NoError(t, err)
+	// Created side by side: each Create waits on the disk.
+	var wg sync.WaitGroup
+	names := make(chan string)
+	for range 16 {
+		wg.Go(func() {
+			for name := range names {
+				_, err := e.store.Create(name)
+				assert.NoError(t, err)
+			}
+		})
 	}
+	for i := range toolsets {
+		names <- fmt.Sprintf("ts%03d", i)
+	}
+	close(names)
+	wg.Wait()
+	require.False(t, t.Failed())
 	// Agents stored as the server keeps them (putting 20000 files
-	// through the API would test the disk, not the lookup).
+	// through the API would test the disk, not the lookup). Each names
+	// the same perAgent-1 other toolsets and one of the listed ones: a
+	// search for a toolset's users goes through every name of every
+	// agent all the same, and the index has few, large entries.
+	lists := make([][]string, toolsets)
+	for i := range lists {
+		pkgs := make([]string, perAgent)
+		for j := range perAgent - 1 {
+			pkgs[j] = fmt.Sprintf("other%02d", j)
+		}
+		pkgs[perAgent-1] = fmt.Sprintf("ts%03d", i)
+		lists[i] = pkgs
+	}
+	now := time.Now()
 	e.srv.agents.mu.Lock()
 	for i := range agents {
-		pkgs := make([]string, perAgent)
-		for j := range pkgs {
-			pkgs[j] = fmt.Sprintf("other%05d", i*perAgent+j)
-		}
-		pkgs[perAgent-1] = fmt.Sprintf("ts%03d", i%toolsets)
-		e.srv.agents.set(fmt.Sprintf("agent%05d", i), agentRec{packages: pkgs, updated: time.Now()})
+		e.srv.agents.set(fmt.Sprintf("agent%05d", i), agentRec{packages: lists[i%toolsets], updated: now})
 	}
 	e.srv.agents.mu.Unlock()
 

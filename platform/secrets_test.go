@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -58,6 +57,7 @@ func (e *testEnv) storedSecrets(agent string) map[string]any {
 // A secret never appears in any answer, in the stored agent file nor in
 // the logs, whatever route is asked: it is kept apart, 0600.
 func TestSecretsNeverInAnyAnswer(t *testing.T) {
+	t.Parallel()
 	e := secretEnv(t, storeDir(t))
 	var bodies []string
 	ask := func(method, path string, body []byte, want int) response {
@@ -118,6 +118,7 @@ func TestSecretsNeverInAnyAnswer(t *testing.T) {
 // stored value; a new value replaces it; a placeholder with nothing
 // stored behind it is a problem naming the tool and the key.
 func TestRedactedRoundTrip(t *testing.T) {
+	t.Parallel()
 	e := secretEnv(t, storeDir(t))
 	source := e.do("GET", "/api/v1/platform/agents/support", nil).json(t)["source"].(string)
 	require.Contains(t, source, `"<REDACTED>"`)
@@ -155,6 +156,7 @@ func TestRedactedRoundTrip(t *testing.T) {
 // A secret under a YAML anchor, or given by an alias, is refused: its
 // text would be in the file twice.
 func TestSecretUnderAnAnchorIsRefused(t *testing.T) {
+	t.Parallel()
 	e := secretEnv(t, storeDir(t))
 	for _, greet := range []string{
 		"greet: {api_key: &k sk-anchored, region: *k}",
@@ -203,6 +205,7 @@ func TestRestartKeepsDeploymentAndSecrets(t *testing.T) {
 // answer is whole, none is a failure of the server's, none shows the
 // secret, and the secret is kept.
 func TestConcurrentDeploysAndPuts(t *testing.T) {
+	t.Parallel()
 	e := secretEnv(t, storeDir(t))
 	source := e.do("GET", "/api/v1/platform/agents/support", nil).json(t)["source"].(string)
 	type req struct {
@@ -251,13 +254,15 @@ func TestConcurrentDeploysAndPuts(t *testing.T) {
 // then kept apart, as for a toolset whose tools are not known yet, never
 // stored in the agent file where every reader sees it.
 func TestSecretOfAPendingReuploadIsKeptApart(t *testing.T) {
+	t.Parallel()
 	const pendingSecret = "sk-pending-7a6b5c4d"
 	e := newEnv(t, nil)
 	e.upload("fin-tools", configPackage(t, 0, financeTools("Greets.")...))
 	require.Equal(t, "ready", e.settle("fin-tools")["discoveryStatus"])
 	next := financeTools("Greets.")
 	next[0].config = append(next[0].config, map[string]any{"key": "token", "type": "string", "secret": true})
-	e.upload("fin-tools", configPackage(t, 2*time.Second, next...))
+	g := newGate(t)
+	e.upload("fin-tools", gatedConfigPackage(t, g, next...))
 
 	doc := strings.Replace(secretAgent, "region: eu}", "region: eu, token: "+pendingSecret+"}", 1)
 	r := e.do("PUT", "/api/v1/platform/agents/support", []byte(doc))
@@ -270,6 +275,7 @@ func TestSecretOfAPendingReuploadIsKeptApart(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, string(stored), pendingSecret)
 	assert.Equal(t, pendingSecret, e.storedSecrets("support")["fin-tools/greet/token"])
+	g.open(t)
 	require.Equal(t, "ready", e.settle("fin-tools")["discoveryStatus"])
 }
 
@@ -278,6 +284,7 @@ func TestSecretOfAPendingReuploadIsKeptApart(t *testing.T) {
 // would have one of them stored for both, and the other lost (the
 // placeholder handed to the tool). It is refused, naming the key.
 func TestSecretGivenByTwoEntriesOfAToolsetIsRefused(t *testing.T) {
+	t.Parallel()
 	e := secretEnv(t, storeDir(t))
 	doc := `name: support
 toolsets:

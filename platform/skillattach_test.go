@@ -28,6 +28,7 @@ func problemMessages(t *testing.T, r response) []string {
 // of its PUT, one not ready keeps it from a deploy, and a deploy records
 // and lists them.
 func TestAgentAttachesSkills(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	r := e.do("PUT", "/api/v1/platform/agents/support", []byte(skilledAgent))
 	require.Equal(t, http.StatusUnprocessableEntity, r.status, "%s", r.body)
@@ -92,6 +93,7 @@ func TestAgentAttachesSkills(t *testing.T) {
 // A skill an agent attaches is in use: deleting it is refused, naming
 // the agents, unless forced; the agent then shows the problem.
 func TestDeleteSkillInUse(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	require.Equal(t, http.StatusAccepted, e.putSkill("notes", skillZip(t, "")).status)
 	require.Equal(t, http.StatusCreated, e.do("PUT", "/api/v1/platform/agents/support", []byte(skilledAgent)).status)
@@ -134,6 +136,7 @@ func TestDeleteSkillInUse(t *testing.T) {
 
 // The archive route checks the name as the others do: no path escapes.
 func TestSkillArchiveHostile(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	for _, name := range []string{"..", "a..b", "Notes", "-x", "%2e%2e", "a%2Fb"} {
 		r := e.do("GET", "/api/v1/platform/skills/"+name+"/archive", nil)

@@ -49,6 +49,7 @@ func (e *testEnv) settleSkill(name string) map[string]any {
 }
 
 func TestSkillsAPI(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	r := e.putSkill("notes", skillZip(t, "notes/"))
 	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
@@ -84,6 +85,7 @@ func TestSkillsAPI(t *testing.T) {
 // TestSkillWithTools checks the lifecycle of a skill whose bundled tools
 // are discovered, and that an agent's toolset of it runs them.
 func TestSkillWithTools(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	r := e.putSkill("notes", skillZip(t, "", toolFiles(schemaDoc("greet", "Say hello."))...))
 	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
@@ -125,6 +127,7 @@ func TestSkillWithTools(t *testing.T) {
 // TestSkillGainsTools checks a skill whose second version bundles tools
 // the first did not, and a third that drops them again.
 func TestSkillGainsTools(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	require.Equal(t, http.StatusAccepted, e.putSkill("notes", skillZip(t, "")).status)
 	require.Equal(t, http.StatusAccepted, e.putSkill("notes", skillZip(t, "", toolFiles(schemaDoc("greet", "Say hello."))...)).status)
@@ -140,6 +143,7 @@ func TestSkillGainsTools(t *testing.T) {
 }
 
 func TestSkillToolsFailDiscovery(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	bad := []zfile{{name: "tools/manifest.yaml", data: []byte(scriptManifest)},
 		{name: "tools/python/bin/greet.sh", data: []byte("#!/bin/sh\necho 'the database is unreachable' >&2\nexit 3\n"), mode: 0o755}}
@@ -158,6 +162,7 @@ func TestSkillToolsFailDiscovery(t *testing.T) {
 // TestSkillsHostile checks uploads the platform refuses, each with every
 // problem at once, and nothing stored.
 func TestSkillsHostile(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, &Options{MaxPackageBytes: 1 << 20})
 	tests := []struct {
 		name  string
@@ -219,6 +224,7 @@ func TestSkillsPersist(t *testing.T) {
 }
 
 func TestSkillsNeedTheToken(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	r := e.doToken("", "PUT", "/api/v1/platform/skills/notes", skillZip(t, ""))
 	assert.Equal(t, http.StatusUnauthorized, r.status)
@@ -227,6 +233,7 @@ func TestSkillsNeedTheToken(t *testing.T) {
 // TestSkillsConcurrently uploads, reads and deletes skills from many
 // clients at once.
 func TestSkillsConcurrently(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	data := skillZip(t, "")
 	done := make(chan struct{})

@@ -104,6 +104,7 @@ func samplePath(pattern string) (method, path string) {
 // scope (403 Forbidden, in JSON for the API) and serves one holding it;
 // a read token reads everything, admin does everything.
 func TestEveryRouteNeedsItsScope(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	got := map[string]Scope{}
 	for _, r := range e.srv.Routes() {
@@ -181,6 +182,7 @@ func TestEveryRouteNeedsItsScope(t *testing.T) {
 // A route the API's mux holds but whose scope was never declared needs
 // admin: an omission fails closed.
 func TestUndeclaredRouteNeedsAdmin(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/v1/platform/undeclared", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
@@ -312,6 +314,7 @@ func TestTokenLifecycle(t *testing.T) {
 // A stored admin token manages tokens; a token of another scope cannot
 // make itself one.
 func TestOnlyAdminManagesTokens(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	admin := e.createToken("root", ScopeAdmin)
 	pub := e.createToken("pub", ScopePublish, ScopeAgents)
@@ -333,6 +336,7 @@ func TestOnlyAdminManagesTokens(t *testing.T) {
 
 // Without authentication everything is open, the tokens' routes too.
 func TestInsecureNoAuthOpensTheTokenRoutes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, &Options{InsecureNoAuth: true})
 	r := e.doToken("", "POST", "/api/v1/platform/tokens", []byte(`{"name":"later","scopes":["read"]}`))
 	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
@@ -347,6 +351,7 @@ func TestInsecureNoAuthOpensTheTokenRoutes(t *testing.T) {
 // upload; a publish session sees it; revoking the token ends its
 // sessions.
 func TestPageSessionCarriesTheTokensScopes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.upload("weather", goodPackage(t, "forecast", "Tells the weather.", 0))
 	e.settle("weather")
@@ -409,6 +414,7 @@ func TestPageSessionCarriesTheTokensScopes(t *testing.T) {
 // What a client may send to the tokens' routes is bounded and checked:
 // every refusal a clear JSON error, nothing stored.
 func TestTokenRequestsAreChecked(t *testing.T) {
+	t.Parallel()
 	dir := storeDir(t)
 	e := openEnv(t, dir, nil)
 	huge := `{"name":"big","scopes":["read"],"x":"` + strings.Repeat("a", MaxJSONBody) + `"}`
@@ -455,6 +461,7 @@ func TestTokenRequestsAreChecked(t *testing.T) {
 // Secrets near a real one open nothing: the hash on disk, the secret cut
 // or changed by a byte, another case.
 func TestNearMissSecretsAreRefused(t *testing.T) {
+	t.Parallel()
 	dir := storeDir(t)
 	e := openEnv(t, dir, nil)
 	nt := e.createToken("ci", ScopeAdmin)
@@ -484,6 +491,7 @@ func TestNearMissSecretsAreRefused(t *testing.T) {
 // stored token's, and stops at none: the one that matches is found as
 // late as the last, and a miss costs as many comparisons as a hit.
 func TestTokenLookupComparesEveryToken(t *testing.T) {
+	t.Parallel()
 	ts := &tokenStore{toks: map[string]*storedToken{}, log: slog.New(slog.DiscardHandler)}
 	ts.dir = t.TempDir()
 	var sums [][sha256.Size]byte
@@ -509,6 +517,7 @@ func TestTokenLookupComparesEveryToken(t *testing.T) {
 // Too many tokens: the create past MaxTokens is refused 409
 // TooManyTokens; a revocation makes room.
 func TestTooManyTokens(t *testing.T) {
+	t.Parallel()
 	dir := storeDir(t)
 	tdir := filepath.Join(dir, ".platform", "tokens")
 	require.NoError(t, os.MkdirAll(tdir, 0o700))
@@ -537,6 +546,7 @@ func TestTooManyTokens(t *testing.T) {
 // parse, names another token, has no valid hash or scope, is too large,
 // or is a link, opens nothing, and the server says so in its log.
 func TestBadTokenFilesOpenNothing(t *testing.T) {
+	t.Parallel()
 	dir := storeDir(t)
 	tdir := filepath.Join(dir, ".platform", "tokens")
 	require.NoError(t, os.MkdirAll(tdir, 0o700))
@@ -576,6 +586,7 @@ func TestBadTokenFilesOpenNothing(t *testing.T) {
 }
 
 func TestParseScopes(t *testing.T) {
+	t.Parallel()
 	got, err := ParseScopes(" publish, read ")
 	require.NoError(t, err)
 	assert.Equal(t, []Scope{ScopeRead, ScopePublish}, got)
@@ -596,6 +607,7 @@ func TestParseScopes(t *testing.T) {
 // What each scope allows: admin everything, every scope reads, the
 // others only themselves.
 func TestScopeImplications(t *testing.T) {
+	t.Parallel()
 	for _, held := range AllScopes {
 		set := setOf([]Scope{held})
 		for _, need := range AllScopes {

@@ -22,6 +22,7 @@ func prefixes() func(t *testing.T) string {
 }
 
 func TestRunStoreConformance(t *testing.T) {
+	t.Parallel()
 	c, _ := startServer(t).client()
 	prefix := prefixes()
 	toolsettest.TestRunStore(t, func(t *testing.T) toolset.RunStore {
@@ -30,6 +31,7 @@ func TestRunStoreConformance(t *testing.T) {
 }
 
 func TestRateLimiterConformance(t *testing.T) {
+	t.Parallel()
 	c, _ := startServer(t).client()
 	prefix := prefixes()
 	toolsettest.TestRateLimiter(t, func(t *testing.T) toolset.RateLimiter {
@@ -38,6 +40,7 @@ func TestRateLimiterConformance(t *testing.T) {
 }
 
 func TestResultCacheConformance(t *testing.T) {
+	t.Parallel()
 	c, _ := startServer(t).client()
 	prefix := prefixes()
 	const bound = 50

@@ -40,7 +40,8 @@ func captureLog(t *testing.T) *lockedBuffer {
 
 // TestRedisRestartedMidRun kills the server in the middle of a run and
 // starts it again on the same port, with the calls of one process going
-// on throughout.
+// on throughout. Not in parallel: it sets slog's default logger, and no
+// other test's server may take its port while it is down.
 func TestRedisRestartedMidRun(t *testing.T) {
 	logs := captureLog(t)
 	s := startServerWith(t, true)
@@ -108,7 +109,7 @@ func TestRedisRestartedMidRun(t *testing.T) {
 	assert.Contains(t, err.Error(), "connect")
 	t.Log(err)
 
-	s.start()
+	require.True(t, s.start(), "the server takes its port again")
 
 	after, afterVersion, err := store.Load(ctx, "run-f")
 	require.NoError(t, err)

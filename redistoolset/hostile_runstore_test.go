@@ -13,6 +13,7 @@ import (
 // A state larger than any run loads is refused by the store before it is
 // read into memory.
 func TestRunStoreLoadRefusesOversizedState(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c, _ := s.client()
 	ctx := context.Background()
@@ -30,6 +31,7 @@ func TestRunStoreLoadRefusesOversizedState(t *testing.T) {
 // key is an error for every operation of the store, not a fresh run that
 // overwrites it.
 func TestRunStoreKeyOfAnotherKindIsAnError(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c, _ := s.client()
 	ctx := context.Background()
@@ -52,6 +54,7 @@ func TestRunStoreKeyOfAnotherKindIsAnError(t *testing.T) {
 // Delete, like Save, fails for a key that holds anything but a run's
 // state, and leaves it as it is.
 func TestRunStoreDeleteOfAnotherKindIsAnError(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c, _ := s.client()
 	ctx := context.Background()

@@ -20,6 +20,7 @@ import (
 // A cache index of another type must not let entries in unindexed, where
 // no bound ever removes them.
 func TestCacheIndexOfAnotherTypeStoresNoEntry(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c, _ := s.client()
 	ctx := context.Background()
@@ -40,6 +41,7 @@ func TestCacheIndexOfAnotherTypeStoresNoEntry(t *testing.T) {
 // A window of another type, or not a number, is an error: the call is
 // refused, not admitted.
 func TestRateLimiterWindowOfAnotherKindIsAnError(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c, _ := s.client()
 	ctx := context.Background()
@@ -57,6 +59,7 @@ func TestRateLimiterWindowOfAnotherKindIsAnError(t *testing.T) {
 // Many goroutines on many connections take exactly Burst calls of a
 // fresh window.
 func TestRateLimiterAdmitsExactlyBurstUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c, _ := s.client()
 	ctx := context.Background()
@@ -80,6 +83,7 @@ func TestRateLimiterAdmitsExactlyBurstUnderConcurrency(t *testing.T) {
 
 // Concurrent writers never leave more than MaxEntries entries.
 func TestResultCacheBoundHoldsUnderConcurrentWriters(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c, _ := s.client()
 	ctx := context.Background()
@@ -105,6 +109,7 @@ func TestResultCacheBoundHoldsUnderConcurrentWriters(t *testing.T) {
 // A value larger than MaxValueBytes, written by another writer, is a
 // miss, and is not read whole.
 func TestResultCacheGetRefusesOversizedValue(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c, trips := s.client()
 	ctx := context.Background()

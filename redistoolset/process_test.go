@@ -179,6 +179,7 @@ func runAll(t *testing.T, s *server, role string, args ...string) []string {
 }
 
 func TestThreeProcessesShareOneRateLimit(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c, _ := s.client()
 	outs := runAll(t, s, "ratelimit", "", "", "")
@@ -196,6 +197,7 @@ func TestThreeProcessesShareOneRateLimit(t *testing.T) {
 }
 
 func TestCacheFilledByOneProcessHitsInAnother(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c, _ := s.client()
 	first := runOne(t, s, "cache", `{"id":7}`)
@@ -211,6 +213,7 @@ func TestCacheFilledByOneProcessHitsInAnother(t *testing.T) {
 }
 
 func TestRunPausedInOneProcessIsApprovedInAnotherAndResumedInAThird(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c, _ := s.client()
 	assert.Equal(t, "paused call_1\n", runOne(t, s, "pause", "run-1"))
@@ -225,6 +228,7 @@ func TestRunPausedInOneProcessIsApprovedInAnotherAndResumedInAThird(t *testing.T
 }
 
 func TestTwoProcessesResumingOneRunOneWins(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	runOne(t, s, "pause", "run-2")
 	outs := runAll(t, s, "claim", "run-2", "run-2")

@@ -23,6 +23,8 @@ type server struct {
 	dir  string
 	port int
 	cmd  *exec.Cmd
+	// exited is closed once cmd has exited and been waited for.
+	exited chan struct{}
 	// durable makes the server write every change to an append-only file
 	// before answering, so that a restart keeps what it had.
 	durable bool
@@ -40,22 +42,31 @@ func startServerWith(t testing.TB, durable bool) *server {
 		t.Log("these tests run a real redis-server")
 		t.Skip("redis-server not installed (apt-get install redis-server)")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	s := &server{t: t, bin: bin, dir: t.TempDir(), port: port, durable: durable}
-	s.start()
+	s := &server{t: t, bin: bin, dir: t.TempDir(), durable: durable}
 	t.Cleanup(s.stop)
-	return s
+	// The port is free when it is picked, but a test running in parallel
+	// may take it before this server binds it: then the server exits, or
+	// another test's server answers, and another port is tried.
+	for range 5 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.port = l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if s.start() {
+			return s
+		}
+	}
+	t.Fatal("redis-server found no free port in 5 tries")
+	return nil
 }
 
 func (s *server) addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
 
-// start runs the server and waits until it answers.
-func (s *server) start() {
+// start runs the server and waits until it answers. It reports false,
+// with no server running, when the server could not take its port.
+func (s *server) start() bool {
 	s.t.Helper()
 	args := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", s.dir}
 	if s.durable {
@@ -65,16 +76,38 @@ func (s *server) start() {
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("starting redis-server: %v", err)
 	}
+	exited := make(chan struct{})
+	s.exited = exited
+	go func(cmd *exec.Cmd) {
+		_ = cmd.Wait()
+		close(exited)
+	}(s.cmd)
 	c := redis.NewClient(&redis.Options{Addr: s.addr(), MaxRetries: -1})
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
-	for c.Ping(context.Background()).Err() != nil {
+	for {
+		select {
+		case <-exited:
+			s.cmd = nil
+			return false
+		default:
+		}
+		if c.Ping(context.Background()).Err() == nil {
+			break
+		}
 		if time.Now().After(deadline) {
 			s.stop()
 			s.t.Fatalf("redis-server on %s did not answer in 10s", s.addr())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// The server that answers is this one, with its own directory.
+	dir, err := c.ConfigGet(context.Background(), "dir").Result()
+	if err != nil || dir["dir"] != s.dir {
+		s.stop()
+		return false
+	}
+	return true
 }
 
 // stop kills the server, losing what it held (it saves nothing).
@@ -83,14 +116,15 @@ func (s *server) stop() {
 		return
 	}
 	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
+	<-s.exited
 	s.cmd = nil
 }
 
 // client returns a client of the server, closed when the test ends, that
-// counts its round trips.
+// counts its round trips. It dials once a command, not go-redis's default
+// of five times 100 ms apart: a stopped server's errors come sooner.
 func (s *server) client() (*redis.Client, *atomic.Int64) {
-	c := redis.NewClient(&redis.Options{Addr: s.addr(), MaxRetries: -1, DialTimeout: time.Second})
+	c := redis.NewClient(&redis.Options{Addr: s.addr(), MaxRetries: -1, DialTimeout: time.Second, DialerRetries: 1})
 	s.t.Cleanup(func() { c.Close() })
 	n := new(atomic.Int64)
 	c.AddHook(countHook{n})

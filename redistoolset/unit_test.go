@@ -15,6 +15,7 @@ import (
 )
 
 func TestRunStoreSaveIsCompareAndSwap(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c, trips := s.client()
 	ctx := context.Background()
@@ -59,6 +60,7 @@ func TestRunStoreSaveIsCompareAndSwap(t *testing.T) {
 }
 
 func TestRunStoreStateExpires(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c, _ := s.client()
 	ctx := context.Background()
@@ -83,6 +85,7 @@ func TestRunStoreStateExpires(t *testing.T) {
 }
 
 func TestRateLimiterRefusalTakesNothing(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c, _ := s.client()
 	ctx := context.Background()
@@ -113,6 +116,7 @@ func TestRateLimiterRefusalTakesNothing(t *testing.T) {
 }
 
 func TestResultCacheBoundsItsEntries(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c, _ := s.client()
 	ctx := context.Background()
@@ -146,6 +150,7 @@ func TestResultCacheBoundsItsEntries(t *testing.T) {
 	}, 5*time.Second, 10*time.Millisecond, "entries expire")
 }
 
+// Not in parallel: no other test's server may take the stopped one's port.
 func TestUnreachableRedisIsAnError(t *testing.T) {
 	s := startServer(t)
 	c, _ := s.client()
@@ -166,6 +171,7 @@ func TestUnreachableRedisIsAnError(t *testing.T) {
 }
 
 func TestRunStoreRefusesHugeRunID(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	c, trips := s.client()
 	store := redistoolset.NewRunStore(c, &redistoolset.RunStoreOptions{})

@@ -57,6 +57,8 @@ func main() {
 }
 `
 
+func TestMain(m *testing.M) { exitTest(m.Run()) }
+
 // cloneRepo clones the repository this test is in (its committed HEAD)
 // into a temporary directory, with no tags, and returns the clone.
 func cloneRepo(t *testing.T) string {
@@ -121,6 +123,7 @@ func sumLines(t *testing.T, file, prefix string) map[string]string {
 // (every other module from the module cache or the usual proxy), a
 // program built and run, go install of the toolset command.
 func TestReleaseThroughAFileProxy(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("releases every module of the repository")
 	}
@@ -220,6 +223,7 @@ func TestReleaseThroughAFileProxy(t *testing.T) {
 // A release refuses a tree with uncommitted changes, and a version that
 // is already tagged.
 func TestReleaseRefusesADirtyTreeAndATakenVersion(t *testing.T) {
+	t.Parallel()
 	clone := cloneRepo(t)
 	mods, err := findModules(clone)
 	if err != nil {

@@ -42,6 +42,7 @@ func loadArtifact(t *testing.T, s *Store, scope ArtifactScope, name string, vers
 // objects as parts, the others saved as versioned artifacts and shown to
 // the model as references.
 func TestArtifactsOut(t *testing.T) {
+	t.Parallel()
 	for _, mode := range available(t) {
 		t.Run(string(mode), func(t *testing.T) {
 			s := openStore(t, Options{Sandbox: mode})
@@ -84,6 +85,7 @@ func TestArtifactsOut(t *testing.T) {
 // artifact_params: the artifact the model names is loaded into input/
 // and passed in artifact_paths and artifact_metadata.
 func TestArtifactsIn(t *testing.T) {
+	t.Parallel()
 	for _, mode := range available(t) {
 		t.Run(string(mode), func(t *testing.T) {
 			s := openStore(t, Options{Sandbox: mode})
@@ -150,6 +152,7 @@ func TestMissingRequiredArtifactIsAModelError(t *testing.T) {
 // A tool that leaves a symlink or a FIFO in output/ gets neither followed
 // nor opened: the entry is skipped and the model told.
 func TestOutputSymlinkAndFIFOAreRefused(t *testing.T) {
+	t.Parallel()
 	for _, mode := range available(t) {
 		for _, hostile := range []string{"symlink", "fifo"} {
 			t.Run(string(mode)+"/"+hostile, func(t *testing.T) {
@@ -211,6 +214,7 @@ func TestHostileDataObjects(t *testing.T) {
 }
 
 func TestDirArtifactStoreRefusesPathTricks(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	st, err := NewDirArtifactStore(filepath.Join(dir, "a"), 100)
 	require.NoError(t, err)
@@ -237,6 +241,7 @@ func TestDirArtifactStoreRefusesPathTricks(t *testing.T) {
 // A link planted in the store (say, by another process) is never
 // followed, for reading or for writing.
 func TestDirArtifactStoreSymlinkIsRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	st, err := NewDirArtifactStore(filepath.Join(dir, "a"), 0)
 	require.NoError(t, err)
@@ -282,6 +287,7 @@ printf '{"result":{"status":"success","message":"%s files"}}' "$(ls "$(dirname "
 // make a call copy MaxArtifacts times MaxArtifactBytes to the host's
 // disk. The inputs of a call together are bounded as its outputs are.
 func TestInputArtifactsNamedManyTimesAreBoundedInTotal(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		s := openStore(t, Options{Sandbox: mode, Artifacts: &ArtifactOptions{MaxArtifactBytes: 1000}})
 		info := upload(t, s, "in", makeZip(t, manifestFile(scriptManifest), zfile{name: "python/bin/greet.sh", data: []byte(listTool), mode: 0o755}))
@@ -326,6 +332,7 @@ printf '{"result":{"status":"success","message":"swapped"}}' > "$result"
 // make the host list that directory (which the tool's user may not
 // read) and tell the model its file names.
 func TestOutputDirSwappedForASymlinkIsNotListed(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		private := filepath.Join(t.TempDir(), "private")
 		require.NoError(t, os.Mkdir(private, 0o700))
@@ -352,6 +359,7 @@ func TestOutputDirSwappedForASymlinkIsNotListed(t *testing.T) {
 // session_id) but another ID loads none of them, by the name the model
 // was shown or by the name the tool chose, and the run itself loads them.
 func TestArtifactsScopedByRunWithRandomNames(t *testing.T) {
+	t.Parallel()
 	mode := available(t)[0]
 	s := openStore(t, Options{Sandbox: mode, Artifacts: &ArtifactOptions{ScopeByRun: true, RandomNames: true}})
 	goToolset(t, s, "demo")
@@ -397,6 +405,7 @@ func TestArtifactsScopedByRunWithRandomNames(t *testing.T) {
 // randomName keeps a valid name valid, within the bound, with its
 // extension, and never gives the same name twice.
 func TestRandomArtifactName(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("a", MaxArtifactNameBytes-4) + ".csv"
 	seen := map[string]bool{}
 	for _, name := range []string{"report.csv", "x_output.txt", "noext", "a.tar.gz", "x.", long, strings.Repeat("b", MaxArtifactNameBytes), "a." + strings.Repeat("e", 40)} {

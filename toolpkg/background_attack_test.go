@@ -60,6 +60,7 @@ func (r *heldReader) ReadAt(p []byte, off int64) (int, error) {
 // --schema that hangs until its timeout, or a queue for a discovery
 // slot), nor let the toolset serve before it is removed.
 func TestRemoveDuringUploadDoesNotWaitForItsDiscovery(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect, KillGrace: -1, DiscoveryTimeout: 30 * time.Second})
 	g := newGate(t, "g")
 	log := filepath.Join(t.TempDir(), "log")
@@ -191,6 +192,7 @@ func TestLifecycleCallsRaceWithoutDamage(t *testing.T) {
 // wait for a slot or hold one give it back, so later uploads never hang;
 // and Close ends an upload waiting for its toolset's discovery.
 func TestCanceledDiscoveriesLeakNoSlot(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect, MaxParallelDiscovery: 1, KillGrace: -1})
 	ctx := context.Background()
 	log := filepath.Join(t.TempDir(), "log")
@@ -233,6 +235,7 @@ func TestCanceledDiscoveriesLeakNoSlot(t *testing.T) {
 // version 1 keeps its folder while version 2 fails and version 3 takes
 // over; the folder goes after the call.
 func TestCallKeepsItsVersionThroughAFailedAndANewUpload(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	pkg := func(version string) []byte {
 		return demoPackage(t, demoManifest(""), zfile{name: "version.txt", data: []byte(version)})

@@ -102,6 +102,7 @@ func startUpload(t *testing.T, s *Store, name string, pkg []byte) Info {
 }
 
 func TestStartUploadReturnsPendingWhileDiscoveryRuns(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	g := newGate(t, "g")
 	log := filepath.Join(t.TempDir(), "log")
@@ -142,6 +143,7 @@ func TestStartUploadReturnsPendingWhileDiscoveryRuns(t *testing.T) {
 // toolset's --schema starts after the first's ended, as the packages
 // themselves log it.
 func TestDiscoveryBoundHolds(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect, MaxParallelDiscovery: 1})
 	log := filepath.Join(t.TempDir(), "log")
 	ga, gb := newGate(t, "a"), newGate(t, "b")
@@ -180,6 +182,7 @@ func TestDiscoveryBoundHolds(t *testing.T) {
 // discovery runs waits for it; its context ends the wait, changing
 // nothing.
 func TestUploadsOfOneToolsetAreSerialised(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	g := newGate(t, "g")
 	log := filepath.Join(t.TempDir(), "log")
@@ -218,6 +221,7 @@ func TestUploadsOfOneToolsetAreSerialised(t *testing.T) {
 // the old version while pending and after failing; only a ready one
 // replaces it.
 func TestFailedReuploadKeepsServingThePreviousVersion(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	ctx := context.Background()
 	v1 := demoPackage(t, demoManifest(""))
@@ -322,6 +326,7 @@ func TestCloseDuringDiscoveryLeaksNothing(t *testing.T) {
 
 // TestReuploadPendingAtCloseStillServesAfterReopening.
 func TestReuploadPendingAtCloseStillServesAfterReopening(t *testing.T) {
+	t.Parallel()
 	dir := storeDir(t)
 	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.DiscardHandler), KillGrace: -1}
 	s, err := Open(dir, opts)
@@ -359,6 +364,7 @@ func TestReuploadPendingAtCloseStillServesAfterReopening(t *testing.T) {
 // TestConcurrentUploadsAndReads races uploads within and across
 // toolsets with Wait, Info, List and GetTools (run it with -race).
 func TestConcurrentUploadsAndReads(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect, MaxParallelDiscovery: 2})
 	ctx := context.Background()
 	good := scriptPackage(t, schemaEcho(greetSchema))
@@ -440,6 +446,7 @@ func TestConcurrentUploadsAndReads(t *testing.T) {
 // TestHistoryIsBounded keeps the last MaxVersionHistory uploads, and
 // bounds each one's errors.
 func TestHistoryIsBounded(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	many := `for i in $(seq 1 40); do echo '{"tools":{' ; done; exit 1`
 	pkg := scriptPackage(t, "echo "+strings.Repeat("x", 4000)+" >&2\n"+many)
@@ -464,6 +471,7 @@ func TestHistoryIsBounded(t *testing.T) {
 // previous release wrote them (no serving version, upload time or
 // history).
 func TestStateOfAnEarlierReleaseLoads(t *testing.T) {
+	t.Parallel()
 	dir := storeDir(t)
 	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.DiscardHandler)}
 	s, err := Open(dir, opts)
@@ -533,6 +541,7 @@ func TestStateOfAnEarlierReleaseLoads(t *testing.T) {
 // TestRemoveCancelsARunningDiscovery: Remove does not wait for a slow
 // --schema; the process ends and nothing of the toolset stays.
 func TestRemoveCancelsARunningDiscovery(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect, KillGrace: -1})
 	g := newGate(t, "g")
 	log := filepath.Join(t.TempDir(), "log")
@@ -558,6 +567,7 @@ func TestRemoveCancelsARunningDiscovery(t *testing.T) {
 // written at the end of a discovery, Wait still returns its result, and
 // the old version's folder, which state.json still names, stays.
 func TestUnsavedDiscoveryResultDoesNotHangWait(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	readyToolset(t, s, "demo", nil)
 	g := newGate(t, "g")

@@ -23,6 +23,7 @@ type builder interface {
 var _ builder = (*Toolset)(nil)
 
 func TestBuildersChainOnAPackagedToolset(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	ts := readyToolset(t, s, "demo", nil)
 	// keep shows only the named tools, so that each case is checked on the

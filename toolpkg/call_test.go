@@ -85,6 +85,7 @@ func TestCallSucceeds(t *testing.T) {
 }
 
 func TestCallFailures(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		s := openStore(t, Options{Sandbox: mode})
 		ts := readyToolset(t, s, "demo", map[string]any{"api_key": "sk-live-123456"})
@@ -136,6 +137,7 @@ func uniqueMarker() string {
 }
 
 func TestTimeoutKillsTheProcessGroup(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		s := openStore(t, Options{Sandbox: mode})
 		upload(t, s, "demo", demoPackage(t, strings.Replace(demoManifest(""), "timeout_seconds: 2", "timeout_seconds: 1", 1)))
@@ -159,6 +161,7 @@ func TestTimeoutKillsTheProcessGroup(t *testing.T) {
 }
 
 func TestCancelKillsTheProcessGroup(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		s := openStore(t, Options{Sandbox: mode})
 		ts := readyToolset(t, s, "demo", nil)
@@ -183,6 +186,7 @@ func TestCancelKillsTheProcessGroup(t *testing.T) {
 }
 
 func TestCPULimitStopsASpinningTool(t *testing.T) {
+	t.Parallel()
 	for _, mode := range available(t) {
 		if mode == ModeDirect {
 			continue
@@ -202,6 +206,7 @@ func TestCPULimitStopsASpinningTool(t *testing.T) {
 }
 
 func TestNetworkByProfile(t *testing.T) {
+	t.Parallel()
 	requireBwrap(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -238,6 +243,7 @@ func TestNetworkByProfile(t *testing.T) {
 }
 
 func TestBwrapFileSystem(t *testing.T) {
+	t.Parallel()
 	requireBwrap(t)
 	hostDir := t.TempDir()
 	hostFile := filepath.Join(hostDir, "host-secret.txt")
@@ -258,6 +264,7 @@ func TestBwrapFileSystem(t *testing.T) {
 }
 
 func TestOutputCap(t *testing.T) {
+	t.Parallel()
 	// Nothing is saved as an artifact here: MaxOutputBytes alone cuts.
 	s := openStore(t, Options{Sandbox: ModeDirect, MaxOutputBytes: 1000, Artifacts: &ArtifactOptions{SaveThresholdBytes: 1 << 20}})
 	ts := readyToolset(t, s, "demo", nil)
@@ -280,6 +287,7 @@ func TestOutputCap(t *testing.T) {
 // By default, as the platform does, output above 4,096 bytes is saved as
 // an artifact and the model is sent its first 8,192 bytes.
 func TestOutputCapDefault(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	ts := readyToolset(t, s, "demo", nil)
 	res, err := callTool(context.Background(), t, ts, "demo__big", `{"n":200000}`)
@@ -304,6 +312,7 @@ func TestOutputCapDefault(t *testing.T) {
 }
 
 func TestReuploadWhileACallRuns(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	pkg := func(version string) []byte {
 		return demoPackage(t, demoManifest(""), zfile{name: "version.txt", data: []byte(version)})
@@ -353,6 +362,7 @@ func TestReuploadWhileACallRuns(t *testing.T) {
 }
 
 func TestConcurrentCalls(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		s := openStore(t, Options{Sandbox: mode})
 		ts := readyToolset(t, s, "demo", nil)
@@ -383,6 +393,7 @@ func TestConcurrentCalls(t *testing.T) {
 }
 
 func TestCloseWaitsForCalls(t *testing.T) {
+	t.Parallel()
 	s, err := Open(t.TempDir(), &Options{Sandbox: ModeDirect})
 	require.NoError(t, err)
 	ts := readyToolset(t, s, "demo", nil)

@@ -73,6 +73,7 @@ func TestConfigOverlayPrecedenceAndCoercion(t *testing.T) {
 // A tool whose required secret is missing is left out; the other tools
 // of the toolset stay, and the reason never shows a value.
 func TestMissingRequiredSecretLeavesOnlyItsToolOut(t *testing.T) {
+	t.Parallel()
 	for _, mode := range available(t) {
 		t.Run(string(mode), func(t *testing.T) {
 			logs := &lockedBuffer{}
@@ -95,6 +96,7 @@ func TestMissingRequiredSecretLeavesOnlyItsToolOut(t *testing.T) {
 }
 
 func TestExcludedToolsAreNotOffered(t *testing.T) {
+	t.Parallel()
 	for _, mode := range available(t) {
 		t.Run(string(mode), func(t *testing.T) {
 			s := openStore(t, Options{Sandbox: mode})
@@ -112,6 +114,7 @@ func TestExcludedToolsAreNotOffered(t *testing.T) {
 }
 
 func TestOverlayNamingAnUnknownToolIsAClearError(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	goToolset(t, s, "demo")
 	_, err := s.ToolsetWithConfig("demo", Config{
@@ -131,6 +134,7 @@ func TestOverlayNamingAnUnknownToolIsAClearError(t *testing.T) {
 }
 
 func TestConfigValuesOfTheWrongTypeAreRefused(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	goToolset(t, s, "demo")
 	_, err := s.ToolsetWithConfig("demo", Config{
@@ -261,6 +265,7 @@ func TestAuthReachesTheToolAndNeverItsLogs(t *testing.T) {
 }
 
 func TestBadAuthConfigIsRefusedWithoutItsValue(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	goToolset(t, s, "demo")
 	_, err := s.ToolsetWithConfig("demo", Config{
@@ -282,6 +287,7 @@ func TestBadAuthConfigIsRefusedWithoutItsValue(t *testing.T) {
 // those the toolset's configuration asks for: hil is on when either asks,
 // and a run needs the scopes of both.
 func TestAgentOverlayCannotLiftTheToolsetsApprovalOrScopes(t *testing.T) {
+	t.Parallel()
 	for _, mode := range available(t) {
 		t.Run(string(mode), func(t *testing.T) {
 			s := openStore(t, Options{Sandbox: mode})

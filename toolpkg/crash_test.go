@@ -118,6 +118,7 @@ func servingStore(t *testing.T) (string, *Options) {
 // zip of version 2 is stored, the store reopens with version 1 serving,
 // nothing of version 2 left, and the next upload works.
 func TestCrashWhileStoringAnUploadKeepsTheServingVersion(t *testing.T) {
+	t.Parallel()
 	dir, opts := servingStore(t)
 	crashDuring(t, dir, "copy", "holding", scriptPackage(t, schemaEcho(greetSchema)), nil)
 	s, err := Open(dir, opts)
@@ -140,6 +141,7 @@ func TestCrashWhileStoringAnUploadKeepsTheServingVersion(t *testing.T) {
 // version 2's --schema runs, the store reopens with version 1 serving and
 // version 2 pending, discovers it again, and serves it.
 func TestCrashDuringDiscoveryRediscoversAndServesMeanwhile(t *testing.T) {
+	t.Parallel()
 	dir, opts := servingStore(t)
 	g := newGate(t, "g")
 	log := filepath.Join(t.TempDir(), "log")

@@ -16,6 +16,7 @@ import (
 // defaults; a schema without them declares nothing, and hints that are
 // not booleans are a problem of the schema.
 func TestSchemaAnnotationsAreEffects(t *testing.T) {
+	t.Parallel()
 	ex := Executable{Key: "e", TimeoutSeconds: 30}
 	out := `{"tools":{
 	  "read": {"description":"Reads.","annotations":{"readOnlyHint":true,"openWorldHint":false}},
@@ -50,6 +51,7 @@ func TestSchemaAnnotationsAreEffects(t *testing.T) {
 // same artifact store, as a resumed run in another process would, and by
 // no other run; hostile names and ranges are refused.
 func TestArtifactResultsReadBack(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	text := strings.Repeat("0123456789abcdef", 4000)
@@ -106,6 +108,7 @@ func TestArtifactResultsReadBack(t *testing.T) {
 // A packaged tool carries the effects its schema's annotations declare,
 // and Explain names the package as their source.
 func TestPackagedToolDeclaresItsAnnotations(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{})
 	schema := `{"tools": {
 	  "lookup": {"description": "Looks up.", "annotations": {"readOnlyHint": true}},

@@ -14,6 +14,7 @@ import (
 // needed and the packages' own rules do not apply, but every structural
 // problem is still found, all at once.
 func TestValidateArchive(t *testing.T) {
+	t.Parallel()
 	ok := makeZip(t, zfile{name: "SKILL.md", data: []byte("---\n")}, zfile{name: ".venv/x", data: []byte("x")}, zfile{name: "a.whl", data: []byte("w")})
 	zr, err := ValidateArchive(bytes.NewReader(ok), int64(len(ok)), nil)
 	require.NoError(t, err)

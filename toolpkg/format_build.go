@@ -570,6 +570,11 @@ var zipTime = time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC)
 // directory entries. A symlink or a special file is an error. The zip is
 // validated ([ValidateZip], default limits) before it is written.
 func ZipDir(dir string, w io.Writer) error {
+	return zipDir(dir, w, zip.Deflate)
+}
+
+// zipDir is [ZipDir], its entries written with method (see [pack]).
+func zipDir(dir string, w io.Writer, method uint16) error {
 	type file struct {
 		name, path string
 		mode       fs.FileMode
@@ -604,7 +609,7 @@ func ZipDir(dir string, w io.Writer) error {
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
 	for _, f := range files {
-		h := &zip.FileHeader{Name: f.name, Method: zip.Deflate, Modified: zipTime}
+		h := &zip.FileHeader{Name: f.name, Method: method, Modified: zipTime}
 		h.SetMode(f.mode)
 		fw, err := zw.CreateHeader(h)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 )
 
 func TestParseManifestValid(t *testing.T) {
+	t.Parallel()
 	m, err := ParseManifest([]byte(`
 version: 1
 tools:
@@ -40,6 +41,7 @@ tools:
 }
 
 func TestParseManifestErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		yaml string
@@ -111,6 +113,7 @@ func TestParseManifestErrors(t *testing.T) {
 }
 
 func TestProfileLimitsMatchTheTable(t *testing.T) {
+	t.Parallel()
 	assert.Equal(t, ResourceLimits{60, 64, 128, 32, 8, 128}, Restrictive.Limits())
 	assert.Equal(t, ResourceLimits{300, 256, 512, 128, 16, 512}, Standard.Limits())
 	assert.Equal(t, ResourceLimits{600, 1024, 1024, 512, 32, 2048}, Permissive.Limits())
@@ -119,6 +122,7 @@ func TestProfileLimitsMatchTheTable(t *testing.T) {
 }
 
 func TestManifestNumbersAreRangeChecked(t *testing.T) {
+	t.Parallel()
 	_, err := ParseManifest([]byte(`version: 1
 tools:
   a:
@@ -145,6 +149,7 @@ tools:
 }
 
 func TestStoreBoundsWhatAPackageAsks(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect, Limits: Limits{MaxTimeoutSeconds: 60, MaxResourceLimits: ResourceLimits{MaxProcesses: 64, MaxFileSizeMB: 100}}})
 	man := strings.Replace(demoManifest("    resource_limits:\n      max_processes: 100\n      max_open_files: 64\n"), "timeout_seconds: 2", "timeout_seconds: 61", 1)
 	pkg := demoPackage(t, man)

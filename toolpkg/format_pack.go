@@ -44,6 +44,13 @@ type PackOptions struct {
 // The zip is validated before it is written, under the default [Limits];
 // the manifest is returned. A nil opts means the defaults.
 func Pack(ctx context.Context, dir string, w io.Writer, opts *PackOptions) (*Manifest, error) {
+	return pack(ctx, dir, w, opts, zip.Deflate)
+}
+
+// pack is [Pack], its entries written with method (zip.Deflate; tests
+// that care for what the zip holds, not how, store them: inflating a
+// Go binary is slow under the race detector).
+func pack(ctx context.Context, dir string, w io.Writer, opts *PackOptions, method uint16) (*Manifest, error) {
 	var o PackOptions
 	if opts != nil {
 		o = *opts
@@ -145,7 +152,7 @@ func Pack(ctx context.Context, dir string, w io.Writer, opts *PackOptions) (*Man
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
 	add := func(name string, mode fs.FileMode, r io.Reader) error {
-		h := &zip.FileHeader{Name: name, Method: zip.Deflate}
+		h := &zip.FileHeader{Name: name, Method: method}
 		h.SetMode(mode)
 		fw, err := zw.CreateHeader(h)
 		if err != nil {

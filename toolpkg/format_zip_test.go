@@ -38,6 +38,7 @@ func problemsOf(t *testing.T, data []byte, lim Limits) []string {
 }
 
 func TestValidateZipAcceptsAGoodPackage(t *testing.T) {
+	t.Parallel()
 	data := makeZip(t, manifestFile(goodManifest), zfile{name: "bin/", dir: true}, toolFile, zfile{name: "lib/deps/x.whl.txt", data: []byte("x")})
 	m, err := ValidateZip(bytes.NewReader(data), int64(len(data)), nil)
 	require.NoError(t, err)
@@ -46,6 +47,7 @@ func TestValidateZipAcceptsAGoodPackage(t *testing.T) {
 }
 
 func TestValidateZipPythonLookup(t *testing.T) {
+	t.Parallel()
 	man := "version: 1\ntools:\n  p:\n    runtime: python\n    executable: run.py\n"
 	data := makeZip(t, manifestFile(man), zfile{name: "python/bin/run.py", data: []byte("#!/usr/bin/env python3\n")})
 	_, err := ValidateZip(bytes.NewReader(data), int64(len(data)), nil)
@@ -56,6 +58,7 @@ func TestValidateZipPythonLookup(t *testing.T) {
 }
 
 func TestValidateZipRules(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		files []zfile
@@ -126,6 +129,7 @@ func TestValidateZipRules(t *testing.T) {
 }
 
 func TestValidateZipNotAZip(t *testing.T) {
+	t.Parallel()
 	got := problemsOf(t, []byte("this is not a zip"), Limits{})
 	require.Len(t, got, 1)
 	assert.Contains(t, got[0], "not a readable zip archive")
@@ -156,6 +160,7 @@ func rawEntry(t *testing.T, zw *zip.Writer, name string, actual int, declared ui
 }
 
 func TestValidateZipBombThatLiesInItsHeaders(t *testing.T) {
+	t.Parallel()
 	build := func(declared uint64) []byte {
 		var buf bytes.Buffer
 		zw := zip.NewWriter(&buf)
@@ -208,6 +213,7 @@ func assertOnlyStoreSkeleton(t *testing.T, parent string) {
 }
 
 func TestUploadOfHostileZipsWritesNothing(t *testing.T) {
+	t.Parallel()
 	hostile := map[string][]zfile{
 		"traversal": {manifestFile(goodManifest), toolFile, {name: "../../escaped", data: []byte("pwned")}},
 		"absolute":  {manifestFile(goodManifest), toolFile, {name: "/tmp/escaped", data: []byte("pwned")}},

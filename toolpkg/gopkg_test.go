@@ -4,7 +4,6 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
-	"io"
 	"sync"
 	"testing"
 
@@ -27,44 +26,13 @@ func goPackage(t testing.TB) []byte {
 	t.Helper()
 	gopkgOnce.Do(func() {
 		var buf bytes.Buffer
-		if _, gopkgErr = Pack(context.Background(), "testdata/gopkg", &buf, nil); gopkgErr != nil {
+		if _, gopkgErr = pack(context.Background(), "testdata/gopkg", &buf, nil, zip.Store); gopkgErr != nil {
 			return
 		}
-		gopkgZip, gopkgErr = storedZip(buf.Bytes())
+		gopkgZip = buf.Bytes()
 	})
 	require.NoError(t, gopkgErr)
 	return gopkgZip
-}
-
-// storedZip returns the zip with the same entries, each stored.
-func storedZip(data []byte) ([]byte, error) {
-	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		return nil, err
-	}
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, f := range zr.File {
-		h := f.FileHeader
-		h.Method = zip.Store
-		w, err := zw.CreateHeader(&h)
-		if err != nil {
-			return nil, err
-		}
-		rc, err := f.Open()
-		if err != nil {
-			return nil, err
-		}
-		_, err = io.Copy(w, rc)
-		rc.Close()
-		if err != nil {
-			return nil, err
-		}
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }
 
 // goToolset uploads the Go package into s as name.
@@ -78,6 +46,7 @@ func goToolset(t testing.TB, s *Store, name string) Info {
 // A tool written with the library and packaged with pkgtool is
 // discovered and called through toolpkg in every sandbox mode.
 func TestGoPackageOnPkgtoolRunsInEveryMode(t *testing.T) {
+	t.Parallel()
 	for _, mode := range available(t) {
 		t.Run(string(mode), func(t *testing.T) {
 			s := openStore(t, Options{Sandbox: mode})

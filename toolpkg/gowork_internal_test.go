@@ -13,6 +13,7 @@ import (
 // A Go tool builds outside any workspace unless a go.work above it has
 // its module: one that leaves the module out, or none, means GOWORK=off.
 func TestGoToolBuildsInAWorkspaceOnlyIfItHasTheModule(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(rel, text string) {
 		p := filepath.Join(dir, rel)

@@ -176,6 +176,7 @@ func FuzzRedaction(f *testing.F) {
 }
 
 func TestConfigSchemaOfHostileSizeIsRefused(t *testing.T) {
+	t.Parallel()
 	ex := Executable{Key: "demo", TimeoutSeconds: 5}
 	var many strings.Builder
 	many.WriteString(`{"tools":{"a":{"description":"x","config_schema":[`)
@@ -233,6 +234,7 @@ func TestManySecretDefaultsAreCheap(t *testing.T) {
 }
 
 func TestStateNamingFilesOutsideItsPackageFailsOnlyItsToolset(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	s, err := Open(dir, opts)
@@ -293,6 +295,7 @@ func (s *Store) mustInfo(t *testing.T, name string) Info {
 }
 
 func TestDiscoveryChildHoldingStdoutDiesWithIt(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		for _, then := range []string{"exit", "hang"} {
 			t.Run(then, func(t *testing.T) {
@@ -309,7 +312,13 @@ func TestDiscoveryChildHoldingStdoutDiesWithIt(t *testing.T) {
 				if then == "hang" {
 					cmd += "trap '' TERM; while :; do sleep 1; done\n"
 				}
-				s := openStore(t, Options{Sandbox: mode, DiscoveryTimeout: 3 * time.Second})
+				// The hanging script ignores SIGTERM too: it is killed
+				// once the timeout and the grace are over, both short.
+				timeout := 3 * time.Second
+				if then == "hang" {
+					timeout = 1500 * time.Millisecond
+				}
+				s := openStore(t, Options{Sandbox: mode, DiscoveryTimeout: timeout, KillGrace: 300 * time.Millisecond})
 				seen := make(chan bool, 1)
 				stop := make(chan struct{})
 				// Real time, not synctest: discovery runs real processes,
@@ -344,8 +353,8 @@ func TestDiscoveryChildHoldingStdoutDiesWithIt(t *testing.T) {
 					assert.Less(t, elapsed, 3*time.Second, "discovery did not wait for the child")
 				case "hang":
 					require.Equal(t, StatusFailed, info.Status)
-					assert.Contains(t, info.Errors[0], "did not finish within 3s")
-					assert.Less(t, elapsed, 8*time.Second)
+					assert.Contains(t, info.Errors[0], "did not finish within 1.5s")
+					assert.Less(t, elapsed, 5*time.Second)
 				}
 				assert.Eventually(t, func() bool { return len(proctest.WithArg(marker)) == 0 }, 2*time.Second, 10*time.Millisecond,
 					"the child in a session of its own ended with discovery")
@@ -355,6 +364,7 @@ func TestDiscoveryChildHoldingStdoutDiesWithIt(t *testing.T) {
 }
 
 func TestZipOfLongEntryNamesMakesAShortError(t *testing.T) {
+	t.Parallel()
 	var files []zfile
 	for i := range 100 {
 		files = append(files, zfile{name: fmt.Sprintf("%d/../%s", i, strings.Repeat("x", 60000)), store: true})
@@ -367,6 +377,7 @@ func TestZipOfLongEntryNamesMakesAShortError(t *testing.T) {
 }
 
 func TestStateOfAMissingVersionKeepsTheOthers(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	s, err := Open(dir, opts)
@@ -391,6 +402,7 @@ func TestStateOfAMissingVersionKeepsTheOthers(t *testing.T) {
 }
 
 func TestMatcherFindsWhatANaiveSearchFinds(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	word := func(n int) string {
 		b := make([]byte, n)
@@ -426,6 +438,7 @@ func TestMatcherFindsWhatANaiveSearchFinds(t *testing.T) {
 }
 
 func TestStderrTailDoesNotCutASecret(t *testing.T) {
+	t.Parallel()
 	const secret = "TOPSECRET-0123456789-abcdef"
 	// The secret, then enough to push all but its last bytes out of the
 	// tail of stderr the host keeps.
@@ -457,6 +470,7 @@ func TestStderrTailDoesNotCutASecret(t *testing.T) {
 }
 
 func TestSecretKeysOfHostileSizeAreRefused(t *testing.T) {
+	t.Parallel()
 	// Each key is small and each tool within MaxConfigFields; together
 	// they are more than MaxSecretBytes to search every output for.
 	tools := map[string]any{}
@@ -477,6 +491,7 @@ func TestSecretKeysOfHostileSizeAreRefused(t *testing.T) {
 }
 
 func TestRunnerArgsAreReadableByTheToolAlone(t *testing.T) {
+	t.Parallel()
 	// The tool reports the mode of its runner_args.json, which it read.
 	tool := "#!/bin/sh\n" +
 		"if [ \"$1\" = \"--schema\" ]; then\n" +

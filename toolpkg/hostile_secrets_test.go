@@ -46,6 +46,7 @@ func leakToolset(t *testing.T, s *Store, token string) *Toolset {
 // when it fails) reaches the model, errors and logs, and must not carry
 // them.
 func TestConfiguredDiscoveryDoesNotLeakSecrets(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		s := openStore(t, Options{Sandbox: mode})
 		const secret = "SECRET-77aa-bb"
@@ -78,6 +79,7 @@ func TestConfiguredDiscoveryDoesNotLeakSecrets(t *testing.T) {
 // A tool knows its secrets; what it names its artifacts and their types
 // is shown to the model and must not carry them.
 func TestArtifactNamesAndTypesDoNotLeakSecrets(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		s := openStore(t, Options{Sandbox: mode})
 		const secret = "SECRET-3141-ab"

@@ -57,6 +57,7 @@ func assertRefused(t *testing.T, mode Mode, err error, msg string) {
 }
 
 func TestResultFileSymlinkIsRefused(t *testing.T) {
+	t.Parallel()
 	secretFile := filepath.Join(t.TempDir(), "host-secret")
 	const marker = "HOST-SECRET-MARKER-5f1e"
 	require.NoError(t, os.WriteFile(secretFile, []byte(`{"result":{"status":"success","message":"`+marker+`"}}`), 0o644))
@@ -78,6 +79,7 @@ func TestResultFileSymlinkIsRefused(t *testing.T) {
 }
 
 func TestResultFileFIFODoesNotHang(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		s := openStore(t, Options{Sandbox: mode})
 		ts := hostileToolset(t, s, "h", "", nil)
@@ -93,6 +95,7 @@ func TestResultFileFIFODoesNotHang(t *testing.T) {
 }
 
 func TestResultFileDirectoryIsRefused(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		s := openStore(t, Options{Sandbox: mode})
 		ts := hostileToolset(t, s, "h", "", nil)
@@ -104,6 +107,7 @@ func TestResultFileDirectoryIsRefused(t *testing.T) {
 }
 
 func TestResultFileOversizeIsRefused(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	ts := hostileToolset(t, s, "h", "", nil)
 	_, err := callTool(context.Background(), t, ts, "h__bigresult", `{"n":16777216}`)
@@ -115,6 +119,7 @@ func TestResultFileOversizeIsRefused(t *testing.T) {
 }
 
 func TestSecretsDoNotLeakInAnyForm(t *testing.T) {
+	t.Parallel()
 	const (
 		apiKey   = `sk-"live"\key/<&>é😀` // declared secret by another tool than the one called
 		password = `dflt<&>"q\pass`      // a secret default
@@ -156,6 +161,7 @@ func TestSecretsDoNotLeakInAnyForm(t *testing.T) {
 }
 
 func TestSchemaExternalRefIsNotLoaded(t *testing.T) {
+	t.Parallel()
 	secretFile := filepath.Join(t.TempDir(), "schema-secret.json")
 	require.NoError(t, os.WriteFile(secretFile, []byte(`{"const":"SCHEMA-SECRET-MARKER"}`), 0o644))
 	fifo := filepath.Join(t.TempDir(), "fifo")

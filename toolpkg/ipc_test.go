@@ -16,6 +16,7 @@ import (
 )
 
 func TestIPCSocketServesLLMCallThroughTheHook(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		var mu sync.Mutex
 		var asked []LLMRequest
@@ -38,6 +39,7 @@ func TestIPCSocketServesLLMCallThroughTheHook(t *testing.T) {
 }
 
 func TestWithoutLLMHookTheToolHearsLLMCallsAreNotAvailable(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		_, ts := pyStore(t, mode, Options{})
 		_, err := callTool(context.Background(), t, ts, "pyt__ask", `{"prompt":"Ada"}`)
@@ -69,6 +71,7 @@ func rpc(t *testing.T, c net.Conn, r *bufio.Reader, line string) map[string]any 
 }
 
 func TestIPCClientSendingJunkGetsErrorsNotAHang(t *testing.T) {
+	t.Parallel()
 	_, p := ipcClient(t, func(ctx context.Context, req LLMRequest) (string, error) {
 		if req.UserPrompt == "fail" {
 			return "", errors.New(strings.Repeat("x", 5000))
@@ -111,6 +114,7 @@ func TestIPCClientSendingJunkGetsErrorsNotAHang(t *testing.T) {
 }
 
 func TestIPCConnectionsAndRequestsAreCapped(t *testing.T) {
+	t.Parallel()
 	_, p := ipcClient(t, func(ctx context.Context, req LLMRequest) (string, error) { return "ok", nil })
 	var conns []net.Conn
 	defer func() {
@@ -142,6 +146,7 @@ func TestIPCConnectionsAndRequestsAreCapped(t *testing.T) {
 // call holds (here the deployer's OAuth token, which the tool is given)
 // are hidden in its prompts as in everything else the tool returns.
 func TestLLMCallPromptsDoNotLeakSecrets(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		const token = "tok-SECRET-4242-zz"
 		var mu sync.Mutex

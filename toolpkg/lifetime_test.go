@@ -16,6 +16,7 @@ import (
 )
 
 func TestSetsidChildDiesWithTheCall(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		s := openStore(t, Options{Sandbox: mode})
 		ts := hostileToolsetTimeout(t, s, "h", "", nil, 2) // "hang" ends at the timeout
@@ -65,6 +66,7 @@ func TestSetsidChildDiesWithTheCall(t *testing.T) {
 }
 
 func TestMaxProcessesHolds(t *testing.T) {
+	t.Parallel()
 	for _, mode := range available(t) {
 		if mode == ModeDirect {
 			continue
@@ -101,6 +103,7 @@ func TestMaxProcessesHolds(t *testing.T) {
 }
 
 func TestWritesAreBoundedInBwrap(t *testing.T) {
+	t.Parallel()
 	requireBwrap(t)
 	s := openStore(t, Options{Sandbox: ModeBwrap})
 	ts := hostileToolset(t, s, "h", "    resource_limits:\n      max_write_mb: 8\n", nil)

@@ -14,6 +14,7 @@ import (
 // Policies says what the layered configuration makes of each tool, so
 // that a toolset served elsewhere can give its tools the same options.
 func TestPoliciesResolveApprovalScopesAndMissingKeys(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: available(t)[0]})
 	goToolset(t, s, "demo")
 	ts := s.ToolsetWithConfig("demo", Config{

@@ -20,6 +20,7 @@ import (
 )
 
 func TestPythonPackageRunsUnchanged(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		_, ts := pyStore(t, mode, Options{})
 		ctx := context.Background()
@@ -45,6 +46,7 @@ func TestPythonPackageRunsUnchanged(t *testing.T) {
 }
 
 func TestDocStyleManifestWarnsAndStrictModeRefuses(t *testing.T) {
+	t.Parallel()
 	m, err := ParseManifest([]byte(pyManifest))
 	require.NoError(t, err)
 	assert.Equal(t, 1, m.Version, "version defaults to 1")
@@ -98,6 +100,7 @@ func crossBinary(t *testing.T, goos, goarch string) []byte {
 }
 
 func TestWrongArchitectureBinaryIsADiscoveryError(t *testing.T) {
+	t.Parallel()
 	other := "arm64"
 	if runtime.GOARCH == "arm64" {
 		other = "amd64"
@@ -116,6 +119,7 @@ func TestWrongArchitectureBinaryIsADiscoveryError(t *testing.T) {
 }
 
 func TestForeignBinaryFormatsAreNamed(t *testing.T) {
+	t.Parallel()
 	macho := []byte{0xcf, 0xfa, 0xed, 0xfe, 0x0c, 0x00, 0x00, 0x01, 0, 0, 0, 0}
 	tests := map[string]struct {
 		head []byte
@@ -156,6 +160,7 @@ func TestForeignBinaryFormatsAreNamed(t *testing.T) {
 }
 
 func TestResultWrittenDuringTheGraceIsKept(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		_, ts := pyStore(t, mode, Options{KillGrace: 3 * time.Second})
 		tools, err := toolset.BuildTools(context.Background(), "tester", ts)
@@ -173,6 +178,7 @@ func TestResultWrittenDuringTheGraceIsKept(t *testing.T) {
 }
 
 func TestToolIgnoringSIGTERMIsKilledAfterTheGrace(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		_, ts := pyStore(t, mode, Options{KillGrace: 500 * time.Millisecond})
 		tools, err := toolset.BuildTools(context.Background(), "tester", ts)
@@ -206,6 +212,7 @@ func (r *progressRecorder) all() []string {
 }
 
 func TestStatusPipeReachesTheProgressCallback(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		_, ts := pyStore(t, mode, Options{})
 		var rec progressRecorder
@@ -222,6 +229,7 @@ func TestStatusPipeReachesTheProgressCallback(t *testing.T) {
 }
 
 func TestStatusPipeFloodedWithGarbageIsBounded(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		_, ts := pyStore(t, mode, Options{})
 		var rec progressRecorder
@@ -244,6 +252,7 @@ func TestStatusPipeFloodedWithGarbageIsBounded(t *testing.T) {
 }
 
 func TestDiscoveryWithConfigShowsConfiguredTools(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		s, plain := pyStore(t, mode, Options{})
 		ctx := context.Background()
@@ -276,6 +285,7 @@ func TestDiscoveryWithConfigShowsConfiguredTools(t *testing.T) {
 }
 
 func TestErrorCodeAndPendingResults(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		_, ts := pyStore(t, mode, Options{})
 		ctx := context.Background()
@@ -299,6 +309,7 @@ func TestErrorCodeAndPendingResults(t *testing.T) {
 // here, a pyenv or Homebrew one elsewhere) is shown to bwrap at its own
 // path: its prefix is mounted read-only.
 func TestPythonInterpreterPrefixIsMountedUnderBwrap(t *testing.T) {
+	t.Parallel()
 	requireBwrap(t)
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
 		t.Skip("no /usr/bin/python3 to make a virtual environment from")
@@ -321,6 +332,7 @@ func TestPythonInterpreterPrefixIsMountedUnderBwrap(t *testing.T) {
 // here) is the real one, and one that the user tools run as cannot reach
 // is refused with a message that says what to do.
 func TestPythonInterpreterOutOfReachIsNamed(t *testing.T) {
+	t.Parallel()
 	in, err := resolvePython("python3")
 	require.NoError(t, err)
 	assert.True(t, filepath.IsAbs(in.exe))
@@ -343,6 +355,7 @@ func TestPythonInterpreterOutOfReachIsNamed(t *testing.T) {
 }
 
 func TestPythonInterpreterThatIsNoPythonIsRefused(t *testing.T) {
+	t.Parallel()
 	_, err := resolvePython("/bin/false")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "does not run")

@@ -10,6 +10,7 @@ import (
 )
 
 func TestCheckParametersKeepsTheDocument(t *testing.T) {
+	t.Parallel()
 	doc := `{
 	  "type": "object",
 	  "properties": {
@@ -27,6 +28,7 @@ func TestCheckParametersKeepsTheDocument(t *testing.T) {
 }
 
 func TestCheckParametersErrors(t *testing.T) {
+	t.Parallel()
 	for doc, want := range map[string]string{
 		`[]`:                       "must be a JSON Schema object",
 		`{"type": "string"}`:       "the arguments must be an object",
@@ -46,6 +48,7 @@ func TestCheckParametersErrors(t *testing.T) {
 // A package's schema is held to the bounds the core holds every tool's
 // schema to, at discovery, before any call.
 func TestCheckParametersBoundsAHostileSchema(t *testing.T) {
+	t.Parallel()
 	deep := `{"type":"object","properties":{"a":` + strings.Repeat(`{"items":`, 200) + `{}` + strings.Repeat(`}`, 200) + `}}`
 	_, err := checkParameters(json.RawMessage(deep))
 	assert.ErrorContains(t, err, "levels deep")

@@ -13,6 +13,7 @@ import (
 // A package's --schema output is untrusted: a reference to a host file
 // must be refused at discovery without the file being read.
 func TestCheckParametersFileRefIsNotRead(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "secret.json")
 	require.NoError(t, os.WriteFile(p, []byte(`{"const":"TOP-SECRET-7f3a9c"}`), 0o600))
 	for _, doc := range []string{

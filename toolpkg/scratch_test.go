@@ -16,6 +16,7 @@ func ledger(t *testing.T, ts *Toolset, args string) (any, error) {
 }
 
 func TestScratchDirPersistsBetweenCalls(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		s, ts := pyStore(t, mode, Options{})
 		_, err := ledger(t, ts, `{"entry":"one"}`)
@@ -44,6 +45,7 @@ func TestScratchDirPersistsBetweenCalls(t *testing.T) {
 }
 
 func TestScratchDirIsOffUnderRestrictiveByDefault(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		for _, tt := range []struct {
 			policy ScratchPolicy
@@ -69,6 +71,7 @@ func TestScratchDirIsOffUnderRestrictiveByDefault(t *testing.T) {
 }
 
 func TestScratchDirReplacedByASymlinkIsRefused(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		s, ts := pyStore(t, mode, Options{})
 		_, err := ledger(t, ts, `{"entry":"one"}`)
@@ -86,6 +89,7 @@ func TestScratchDirReplacedByASymlinkIsRefused(t *testing.T) {
 }
 
 func TestSymlinkInScratchDirIsNotFollowedByTheHost(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		s, ts := pyStore(t, mode, Options{})
 		secretDir := t.TempDir()

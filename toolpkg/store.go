@@ -65,6 +65,9 @@ type Store struct {
 	bg       sync.WaitGroup
 	// discovering holds a token for each discovery running.
 	discovering chan struct{}
+	// maxToolDefs is MaxToolDefinitionBytes; tests lower it, before any
+	// upload, to check the bound without megabytes of schemas.
+	maxToolDefs int
 }
 
 type entry struct {
@@ -211,11 +214,12 @@ func Open(dir string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("%w: %s: %w", ErrStoreInUse, dir, unprefixed{err})
 	}
 	s := &Store{dir: abs, opts: o, log: o.Logger, lock: lock, entries: map[string]*entry{},
-		done: make(chan struct{}), discovering: make(chan struct{}, o.MaxParallelDiscovery)}
+		done: make(chan struct{}), discovering: make(chan struct{}, o.MaxParallelDiscovery),
+		maxToolDefs: MaxToolDefinitionBytes}
 	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
 	fail := func(err error) (*Store, error) {
 		s.bgCancel()
-		lock.Close()
+		s.unlock()
 		return nil, err
 	}
 	s.sb, err = newSandbox(o.Sandbox, o.Logger)
@@ -280,6 +284,15 @@ func (s *Store) Close() error {
 	s.bgCancel()
 	s.busy.Wait()
 	s.bg.Wait()
+	return s.unlock()
+}
+
+// unlock releases the store's directory. The lock is dropped before its
+// file is closed: a process that another goroutine forks holds a copy
+// of the descriptor until it executes its program, and with it the
+// lock, which would keep an Open right after Close out.
+func (s *Store) unlock() error {
+	_ = syscall.Flock(int(s.lock.Fd()), syscall.LOCK_UN)
 	return s.lock.Close()
 }
 

@@ -184,8 +184,8 @@ func (s *Store) discover(ctx context.Context, name, pkgDir string, exes []Execut
 		errs = append(errs, fmt.Sprintf("the package exposes %d tools; at most %d are allowed", len(tools), MaxTools))
 	}
 	// Each executable's output is bounded, not their number.
-	if data, err := json.Marshal(tools); err != nil || len(data) > MaxToolDefinitionBytes {
-		errs = append(errs, fmt.Sprintf("the tool definitions add up to %d bytes of JSON; at most %d are allowed", len(data), MaxToolDefinitionBytes))
+	if data, err := json.Marshal(tools); err != nil || len(data) > s.maxToolDefs {
+		errs = append(errs, fmt.Sprintf("the tool definitions add up to %d bytes of JSON; at most %d are allowed", len(data), s.maxToolDefs))
 	}
 	// A key one tool declares secret is secret for all of them.
 	secretKeys := map[string]bool{}

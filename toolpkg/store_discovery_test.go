@@ -11,6 +11,7 @@ import (
 )
 
 func TestScriptTool(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		s := openStore(t, Options{Sandbox: mode})
 		info := upload(t, s, "shell", scriptPackage(t, schemaEcho(`{"tools":{"greet":{"description":"Say hello.","parameters":{"type":"object","properties":{"name":{"type":"string"}}}}}}`)))
@@ -23,6 +24,7 @@ func TestScriptTool(t *testing.T) {
 }
 
 func TestDiscoveryFailures(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		schema string
@@ -74,6 +76,7 @@ func TestDiscoveryFailures(t *testing.T) {
 }
 
 func TestDiscoveryReportsEveryProblem(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	info := upload(t, s, "shell", scriptPackage(t, schemaEcho(`{"tools":{
 		"a":{"description":""},

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,6 +15,7 @@ import (
 )
 
 func TestStorePersistsAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.DiscardHandler)}
 	s, err := Open(dir, opts)
@@ -72,6 +74,7 @@ func TestStorePersistsAcrossProcesses(t *testing.T) {
 }
 
 func TestDamagedStateFailsOnlyItsToolset(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	s, err := Open(dir, opts)
@@ -106,4 +109,24 @@ func TestDamagedStateFailsOnlyItsToolset(t *testing.T) {
 	info = upload(t, s2, "bad", demoPackage(t, demoManifest("")))
 	assert.Equal(t, StatusReady, info.Status)
 	assert.Equal(t, 3, info.Version)
+}
+
+// TestCloseReleasesTheStoreThoughAForkedChildHoldsItsDescriptor: a
+// process forked by another goroutine holds a copy of the lock's
+// descriptor until it executes its program; Close still releases the
+// store at once, for the next Open.
+func TestCloseReleasesTheStoreThoughAForkedChildHoldsItsDescriptor(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.DiscardHandler)}
+	s, err := Open(dir, opts)
+	require.NoError(t, err)
+	// The copy a forked child holds: the same open file description.
+	held, err := syscall.Dup(int(s.lock.Fd()))
+	require.NoError(t, err)
+	defer syscall.Close(held)
+	require.NoError(t, s.Close())
+	s, err = Open(dir, opts)
+	require.NoError(t, err, "the store is free once closed")
+	require.NoError(t, s.Close())
 }

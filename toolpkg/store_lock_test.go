@@ -25,6 +25,7 @@ import (
 // turns and calls, and the change being written must not be seen before
 // it is on disk.
 func TestAStalledWriteOfOneToolsetHoldsUpNoOtherToolset(t *testing.T) {
+	t.Parallel()
 	pkg := demoPackage(t, demoManifest(""))
 	ctx := context.Background()
 	cases := []struct {
@@ -200,6 +201,7 @@ func TestAStalledWriteOfOneToolsetHoldsUpNoOtherToolset(t *testing.T) {
 // order they are published: a new Open shows what the store showed
 // last.
 func TestConcurrentWritesOfOneToolsetLandInOrder(t *testing.T) {
+	t.Parallel()
 	dir := storeDir(t)
 	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.DiscardHandler)}
 	s, err := Open(dir, opts)
@@ -245,6 +247,7 @@ func TestConcurrentWritesOfOneToolsetLandInOrder(t *testing.T) {
 // directory back from it: it would outlive the removal, and a new
 // toolset of the same name would find the removed one's state in it.
 func TestACallStartedBeforeRemoveMakesNoScratchDirAfterIt(t *testing.T) {
+	t.Parallel()
 	pkg := demoPackage(t, demoManifest(""))
 	for _, recreate := range []bool{false, true} {
 		t.Run(fmt.Sprintf("recreated=%v", recreate), func(t *testing.T) {
@@ -278,6 +281,7 @@ func TestACallStartedBeforeRemoveMakesNoScratchDirAfterIt(t *testing.T) {
 // would run alongside it and serve what the write then changes under
 // it.
 func TestCloseWaitsForAStalledWrite(t *testing.T) {
+	t.Parallel()
 	for _, file := range []string{"state.json", configFile} {
 		t.Run(file, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -345,6 +349,7 @@ func TestCloseWaitsForAStalledWrite(t *testing.T) {
 // the next Open deletes them, and the next upload, which takes the same
 // number, stores and serves its own package, not the leftover.
 func TestAVersionLeftUnrecordedByACrashIsNotServedNorInTheWay(t *testing.T) {
+	t.Parallel()
 	dir, opts := servingStore(t)
 	// What the crash leaves: version 2's folder, holding something the
 	// next upload does not, and its zip.
@@ -378,6 +383,7 @@ func TestAVersionLeftUnrecordedByACrashIsNotServedNorInTheWay(t *testing.T) {
 // calls taking and releasing versions, ends: no order of them deadlocks,
 // and the store closes after.
 func TestManyGoroutinesChangingAndReadingOneToolsetDoNotDeadlock(t *testing.T) {
+	t.Parallel()
 	dir := storeDir(t)
 	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.DiscardHandler)}
 	s, err := Open(dir, opts)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestStatusLifecycle(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	ctx := context.Background()
 	ts := s.Toolset("life", nil) // an agent may reference it before it exists
@@ -80,6 +81,7 @@ func TestStatusLifecycle(t *testing.T) {
 
 // ListAll is List with the removed toolsets, which keep their record.
 func TestListAllKeepsRemovedToolsets(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	readyToolset(t, s, "kept", nil)
 	readyToolset(t, s, "gone", nil)

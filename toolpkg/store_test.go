@@ -35,6 +35,7 @@ func scriptPackage(t testing.TB, schemaCmd string) []byte {
 func schemaEcho(doc string) string { return "cat <<'EOF'\n" + doc + "\nEOF" }
 
 func TestInvalidNames(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	for _, name := range []string{"", ".hidden", "a/b", "..", "_x", strings.Repeat("a", 65), "sp ace"} {
 		_, err := s.Create(name)
@@ -45,6 +46,7 @@ func TestInvalidNames(t *testing.T) {
 }
 
 func TestUnknownToolsetAndClosedStore(t *testing.T) {
+	t.Parallel()
 	s, err := Open(t.TempDir(), &Options{Sandbox: ModeDirect})
 	require.NoError(t, err)
 	_, err = s.Toolset("nope", nil).GetTools(context.Background())

@@ -10,6 +10,7 @@ import (
 )
 
 func TestFailedValidationKeepsThePreviousVersion(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	ts := readyToolset(t, s, "demo", nil)
 	bad := makeZip(t, manifestFile(demoManifest("")), zfile{name: "../x", data: []byte("x")})

@@ -27,6 +27,7 @@ func tokenPackage(t *testing.T, field string) []byte {
 // version that declares its key plain, drops it, or gives it a type
 // whose errors quote values.
 func TestSecretStaysHiddenWhenANewVersionNoLongerDeclaresIt(t *testing.T) {
+	t.Parallel()
 	const secret = "sk-sealed-secret-9931"
 	for name, field := range map[string]string{
 		"declared plain": `{"key":"token","type":"string"}`,
@@ -85,6 +86,7 @@ func TestSecretStaysHiddenWhenANewVersionNoLongerDeclaresIt(t *testing.T) {
 // keys are secret every value counts as secret, so a version that then
 // declares the key plain must not show it.
 func TestSecretSetBeforeAnyVersionStaysHidden(t *testing.T) {
+	t.Parallel()
 	const secret = "sk-early-secret-1207"
 	dir := storeDir(t)
 	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.DiscardHandler)}
@@ -117,6 +119,7 @@ func TestSecretSetBeforeAnyVersionStaysHidden(t *testing.T) {
 // earlier release wrote it) says nothing of which were secret, so none
 // shows.
 func TestFlatConfigFileIsAllSealed(t *testing.T) {
+	t.Parallel()
 	dir := storeDir(t)
 	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.DiscardHandler)}
 	s, err := Open(dir, opts)
@@ -182,6 +185,7 @@ func TestConfigSetRightAfterRemoveAndCreateSurvives(t *testing.T) {
 // stopped between saving the removed record and deleting the
 // configuration leaves secrets on disk; the next Open deletes them.
 func TestConfigOfARemovedToolsetLeftByACrashIsDeleted(t *testing.T) {
+	t.Parallel()
 	dir := storeDir(t)
 	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.DiscardHandler)}
 	s, err := Open(dir, opts)
@@ -210,6 +214,7 @@ func TestConfigOfARemovedToolsetLeftByACrashIsDeleted(t *testing.T) {
 // fail every agent's GetTools once it served; it fails instead, and the
 // previous version serves on.
 func TestReuploadThatDoesNotFitTheStoredConfigKeepsServing(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	ts := readyToolset(t, s, "demo", nil)
 	_, err := s.SetConfig("demo", map[string]any{"greeting": "stored", "api_key": "sk-fit-check-5521"})
@@ -234,6 +239,7 @@ func TestReuploadThatDoesNotFitTheStoredConfigKeepsServing(t *testing.T) {
 // what Config or SetConfig returned must not change the configuration
 // the store applies (here, lift a required scope) behind its checks.
 func TestConfigResultDoesNotAliasTheStoredConfiguration(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	readyToolset(t, s, "demo", nil)
 	set, err := s.SetConfig("demo", map[string]any{"required_scopes": []any{"admin"}})

@@ -29,6 +29,7 @@ func echoConfig(t *testing.T, ts toolset.Toolset) map[string]any {
 // stored > default, and a SetConfig is picked up on the next turn by a
 // Toolset made before it.
 func TestStoredConfigIsTheLowestLayer(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	plain := readyToolset(t, s, "demo", nil)
 	agent := s.ToolsetWithConfig("demo", Config{Toolset: map[string]any{"greeting": "agent"}})
@@ -56,6 +57,7 @@ func TestStoredConfigIsTheLowestLayer(t *testing.T) {
 // TestStoredHilOnlyTightens: the agent's configuration cannot lift the
 // approval the stored configuration asks for.
 func TestStoredHilOnlyTightens(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	readyToolset(t, s, "demo", nil)
 	_, err := s.SetConfig("demo", map[string]any{"hil": true, "required_scopes": "admin"})
@@ -75,6 +77,7 @@ func TestStoredHilOnlyTightens(t *testing.T) {
 }
 
 func TestSetConfigRefusesBadPatches(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	readyToolset(t, s, "demo", nil)
 	_, err := s.SetConfig("demo", map[string]any{"greeting": "kept"})
@@ -120,6 +123,7 @@ func TestSetConfigRefusesBadPatches(t *testing.T) {
 // never appears in Config, Info, errors or the log, and sending back
 // what Config showed keeps it.
 func TestStoredSecretNeverShows(t *testing.T) {
+	t.Parallel()
 	const secret, token = "sk-stored-secret-4711", "oauth-stored-token-0815"
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -194,6 +198,7 @@ func TestStoredSecretNeverShows(t *testing.T) {
 // unchecked (and hidden) until a version is discovered; a version whose
 // tools do not declare a key fails, and the values stay hidden.
 func TestConfigSetBeforeAnyVersionIsCheckedWhenListed(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	_, err := s.Create("demo")
 	require.NoError(t, err)
@@ -217,6 +222,7 @@ func TestConfigSetBeforeAnyVersionIsCheckedWhenListed(t *testing.T) {
 }
 
 func TestDamagedStoredConfigIsIgnoredWithoutShowingIt(t *testing.T) {
+	t.Parallel()
 	const secret = "sk-in-a-damaged-file"
 	var logs bytes.Buffer
 	dir := storeDir(t)
@@ -237,6 +243,7 @@ func TestDamagedStoredConfigIsIgnoredWithoutShowingIt(t *testing.T) {
 }
 
 func TestPackageOfARemovedOrReplacedVersion(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	v1 := demoPackage(t, demoManifest(""))
 	upload(t, s, "demo", v1)
@@ -276,6 +283,7 @@ func TestPackageOfARemovedOrReplacedVersion(t *testing.T) {
 }
 
 func TestPackageSymlinkIsRefused(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	upload(t, s, "demo", demoPackage(t, demoManifest("")))
 	p := filepath.Join(s.Dir(), "demo", "v1.zip")
@@ -291,6 +299,7 @@ func TestPackageSymlinkIsRefused(t *testing.T) {
 }
 
 func TestStoredConfigAtTheLimitReloads(t *testing.T) {
+	t.Parallel()
 	dir := storeDir(t)
 	opts := &Options{Sandbox: ModeDirect, Logger: slog.New(slog.DiscardHandler)}
 	s, err := Open(dir, opts)
@@ -315,6 +324,7 @@ func TestStoredConfigAtTheLimitReloads(t *testing.T) {
 // gives as stored, in a copy the caller may change; a removed toolset
 // has none.
 func TestExportConfigGivesSecretsInClear(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	readyToolset(t, s, "demo", nil)
 	got, err := s.ExportConfig("demo")
@@ -349,6 +359,7 @@ const configSchema = `{"tools":{"t":{"description":"d","config_schema":[
 	{"key":"token","type":"string","secret":true,"required":true}]}}}`
 
 func TestConfigIsChecked(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	info := upload(t, s, "cfg", scriptPackage(t, schemaEcho(configSchema)))
 	require.Equal(t, StatusReady, info.Status, "%v", info.Errors)
@@ -383,6 +394,7 @@ func TestConfigIsChecked(t *testing.T) {
 }
 
 func TestToolConfigReachesTheTool(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	ts := readyToolset(t, s, "demo", map[string]any{"retries": json.Number("5"), "api_key": "k-123"})
 	res, err := callTool(context.Background(), t, ts, "demo__echo", `{"text":"x"}`)
@@ -393,6 +405,7 @@ func TestToolConfigReachesTheTool(t *testing.T) {
 }
 
 func TestSecretsNeverReachErrorsOrLogs(t *testing.T) {
+	t.Parallel()
 	const secret = "sk-very-secret-42"
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

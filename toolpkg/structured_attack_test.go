@@ -112,6 +112,7 @@ func TestOversizeDataIsNotSentWholeOverMCP(t *testing.T) {
 // an artifact may be), the data is left out of the structured result
 // all the same, and the note says nothing holds it.
 func TestOversizeDataWithNoArtifactIsLeftOutWithANote(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect, Artifacts: &ArtifactOptions{MaxArtifactBytes: 1 << 20}})
 	ts := readyToolset(t, s, "demo", nil)
 	res, err := callTool(context.Background(), t, ts, "demo__big", `{"n": 2000000}`)
@@ -149,6 +150,7 @@ func TestOversizeDataObjectsAreNotStructuredWhole(t *testing.T) {
 // Many inline data objects, each within ReturnMaxBytes, do not add up
 // past the budget: those that do not fit are saved instead.
 func TestManyInlineObjectsStayWithinTheBudget(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	ts := objectsToolset(t, s)
 	res, err := callTool(context.Background(), t, ts, "demo__objects", `{"n": 100, "size": 4000, "disposition": "inline"}`)
@@ -170,6 +172,7 @@ func TestManyInlineObjectsStayWithinTheBudget(t *testing.T) {
 // An artifact's description, which the model is shown in each
 // reference, is cut.
 func TestHugeArtifactDescriptionIsCut(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	ts := objectsToolset(t, s)
 	res, err := callTool(context.Background(), t, ts, "demo__objects", `{"n": 1, "size": 10, "desc": 1000000, "disposition": "artifact"}`)
@@ -184,6 +187,7 @@ func TestHugeArtifactDescriptionIsCut(t *testing.T) {
 // With a budget too small for even the list of artifacts, the
 // structured result drops it too, and the parts still name each one.
 func TestTinyBudgetBoundsTheStructuredResult(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect, MaxOutputBytes: 600})
 	ts := objectsToolset(t, s)
 	res, err := callTool(context.Background(), t, ts, "demo__objects", `{"n": 5, "size": 10, "desc": 100, "disposition": "artifact"}`)

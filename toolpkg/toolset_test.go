@@ -11,6 +11,7 @@ import (
 )
 
 func TestBuildToolsWithALocalToolset(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	pkg := readyToolset(t, s, "demo", nil)
 	local := toolset.NewFunction(toolset.NewTool("echo", "Local echo.", func(_ context.Context, in struct {
@@ -32,6 +33,7 @@ func TestBuildToolsWithALocalToolset(t *testing.T) {
 // TestNilToolsetIsAnError uses a nil *Toolset as a toolset: its methods and
 // BuildTools report the nil instead of panicking.
 func TestNilToolsetIsAnError(t *testing.T) {
+	t.Parallel()
 	var ts *Toolset
 	assert.Equal(t, "", ts.Name())
 	assert.Equal(t, "", ts.Label())
@@ -46,6 +48,7 @@ func TestNilToolsetIsAnError(t *testing.T) {
 // the tool, in whatever language, might read the first value, which
 // nobody validated or approved.
 func TestRepeatedKeyIsRefusedBeforeTheToolRuns(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, Options{Sandbox: ModeDirect})
 	pkg := readyToolset(t, s, "demo", nil)
 	for _, args := range []string{`{"text":"hello","text":"$(rm -rf /)"}`, `{"text":"hello","\u0074ext":"x"}`} {

@@ -44,6 +44,7 @@ const testTraceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
 // could smuggle more into the environment, are left out, and without a
 // trace context neither variable is set.
 func TestPackagedToolSeesTheCallersTraceContext(t *testing.T) {
+	t.Parallel()
 	forEachMode(t, func(t *testing.T, mode Mode) {
 		s := openStore(t, Options{Sandbox: mode, Trace: fieldsPropagator{}})
 		info := upload(t, s, "tr", makeZip(t, manifestFile(scriptManifest), zfile{name: "python/bin/greet.sh", data: []byte(traceTool), mode: 0o755}))

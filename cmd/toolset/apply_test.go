@@ -87,6 +87,9 @@ spec:
 // The built command runs apply here (see runBuilt): each run builds and
 // zips the package again.
 func TestApplyPlansThenAppliesThenHasNothingToDo(t *testing.T) {
+	// Its processes, ports and files are its own: it waits on them beside
+	// the other tests that are.
+	t.Parallel()
 	url, tokenFile, get := applyPlatform(t)
 	root := samProject(t)
 

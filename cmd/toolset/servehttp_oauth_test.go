@@ -94,6 +94,9 @@ func TestServeHTTPOAuthFlags(t *testing.T) {
 }
 
 func TestServeHTTPOAuth(t *testing.T) {
+	// Its processes, ports and files are its own: it waits on them beside
+	// the other tests that are.
+	t.Parallel()
 	bin := cliBinary(t)
 	zip := packaged(t)
 	ctx := context.Background()

@@ -232,6 +232,9 @@ func requireInvalidHandle(t *testing.T, err error) {
 // reaches, by name, by guessing, by another's run handle or by naming a
 // scope in its arguments.
 func TestServeHTTPKeepsEachClientsRunAndArtifacts(t *testing.T) {
+	// Its processes, ports and files are its own: it waits on them beside
+	// the other tests that are.
+	t.Parallel()
 	bin := cliBinary(t)
 	zip := artsPackage(t)
 	tokenA, tokenB := testToken+"-a", testToken+"-b"

@@ -238,6 +238,9 @@ func marker() string {
 // TestServeHTTP runs `toolset serve --http` as real processes, reached by
 // real MCP clients over loopback.
 func TestServeHTTP(t *testing.T) {
+	// Its processes, ports and files are its own: it waits on them beside
+	// the other tests that are.
+	t.Parallel()
 	bin := cliBinary(t)
 	zip := packaged(t)
 	ctx := context.Background()
@@ -498,6 +501,9 @@ func TestServeHTTP(t *testing.T) {
 // TestServeAgentFileOverHTTP serves the toolsets of an agent file, with
 // its package from a store, its composition and its roles.
 func TestServeAgentFileOverHTTP(t *testing.T) {
+	// Its processes, ports and files are its own: it waits on them beside
+	// the other tests that are.
+	t.Parallel()
 	bin := cliBinary(t)
 	ctx := context.Background()
 	storeDir := t.TempDir()

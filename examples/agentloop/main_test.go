@@ -16,6 +16,20 @@ import (
 	"go.uber.org/goleak"
 )
 
+// commandName is the name under which the test binary runs as the
+// command (see TestMain).
+const commandName = "agentloop"
+
+// TestMain runs the command's main when the test binary is started under
+// its name, as TestCommand does.
+func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == commandName {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
 const wantAnswer = "Here is what I found: Lisbon: 24°C, sunny; Porto: 19°C, sunny; 250.00 EUR = 272.50 USD. Enjoy the trip!"
 
 // TestRunScripted runs RunChatLoop in-process against the scripted model.
@@ -77,24 +91,25 @@ func TestRunByHand(t *testing.T) {
 	assert.Equal(t, 0, model.Remaining())
 }
 
-// TestCommand builds the example and runs it as a user would, with no API
-// key.
+// TestCommand runs the example as a process of its own, as a user would,
+// with no API key.
 func TestCommand(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the example")
-	}
-	bin := filepath.Join(t.TempDir(), "agentloop")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run())
+	// The command is this test binary, run under the example's name.
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	bin := filepath.Join(t.TempDir(), commandName)
+	require.NoError(t, os.Symlink(exe, bin))
 
 	cmd := exec.CommandContext(t.Context(), bin)
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "OPENAI_") {
+		if !strings.HasPrefix(kv, "OPENAI_") && !strings.HasPrefix(kv, "GORACE=") {
 			env = append(env, kv)
 		}
 	}
+	// A binary built with the race detector otherwise sleeps a second as
+	// it exits.
+	env = append(env, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	cmd.Env = env
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)

@@ -1,5 +1,6 @@
-// Command testserver is an MCP server over stdio for the tests of
-// mcptoolset: with -sdk it serves fixture.SDKServer, written with the SDK
+// Package testserver is an MCP server over stdio for the tests of
+// mcptoolset, which run their test binary again as it (see [Main]): with
+// -sdk it serves fixture.SDKServer, written with the SDK
 // alone; otherwise it serves fixture.Toolset through mcptoolset.NewServer.
 // With -hang-list it never answers tools/list, as a hostile or broken
 // server may do. With -orphan FILE it first starts a long-lived child that
@@ -9,7 +10,7 @@
 // reading anything, as a server missing its configuration does; with
 // -crash-on METHOD it does so on its first request of that method
 // (tools/call, tools/list) instead, with the code of -crash-code.
-package main
+package testserver
 
 import (
 	"context"
@@ -26,7 +27,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-func main() {
+// Main runs the server with the flags of the command line, and returns
+// once it is done; it exits the process itself where a flag says so.
+func Main() {
 	sdk := flag.Bool("sdk", false, "serve the SDK-native server")
 	name := flag.String("name", "files", "server name")
 	hangList := flag.Bool("hang-list", false, "never answer tools/list")

@@ -1,0 +1,8 @@
+//go:build !race
+
+package platform
+
+import "os"
+
+// exitTest ends the test binary with code; see exit_race_test.go.
+func exitTest(code int) { os.Exit(code) }
