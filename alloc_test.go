@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"testing"
+	"unsafe"
 
 	"github.com/gotoolset/toolset"
 	"github.com/stretchr/testify/assert"
@@ -114,6 +116,33 @@ func TestColdTurnAllocationsArePerToolset(t *testing.T) {
 	// About three per toolset: its prefixed names, its snapshot and
 	// the memo entry that holds it.
 	assert.LessOrEqual(t, allocs, float64(400), "allocations of a cold turn over 10,000 tools")
+}
+
+// The first turn of fresh toolsets that hide half of 10,000 prefixed
+// tools copies only the half it shows: it allocates less than a copy of
+// every tool would, names and index aside.
+func TestColdTurnCopiesOnlyTheToolsItShows(t *testing.T) {
+	skipAllocCounts(t)
+	tools := allocTools(100)
+	const runs = 3
+	trees := make([]toolset.Toolset, runs)
+	for i := range trees {
+		trees[i] = allocTree(100, tools)
+	}
+	run := testRun(t, "cold-bytes", toolset.WithValue(Role, "user"))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for _, tree := range trees {
+		got, err := toolset.BuildTools(run.Turn(context.Background()), "a", tree)
+		if err != nil || got.Len() != 5000 {
+			t.Fatalf("turn: %v, %d tools", err, got.Len())
+		}
+	}
+	runtime.ReadMemStats(&after)
+	perTurn := (after.TotalAlloc - before.TotalAlloc) / runs
+	all := uint64(10_000 * unsafe.Sizeof(toolset.Tool{}))
+	assert.Less(t, perTurn, all, "bytes allocated by a cold turn over 10,000 tools, 5,000 shown")
+	t.Logf("%d bytes a cold turn; a copy of every tool is %d", perTurn, all)
 }
 
 // A validated call allocates what decoding its arguments with

@@ -27,7 +27,7 @@ type Combined struct {
 	inlines  []bool
 	inline   bool
 	size     int         // the tools its children are known to hold, or 0
-	built    atomic.Bool // a turn has materialised it
+	built    atomic.Bool // a turn has made the copies later turns reuse
 	err      error
 
 	closeOnce sync.Once
@@ -150,7 +150,11 @@ func (c *Combined) view(ctx context.Context, sc *scratch) (view, error) {
 	}
 	out := join(joinCombined, parts)
 	sc.explaining().joined(out)
-	c.built.Store(true)
+	if !out.perTurn {
+		// A turn made the copies later turns reuse: those after it
+		// make none.
+		c.built.Store(true)
+	}
 	return view{snap: out, keep: joinKeep(out, views, sc)}, nil
 }
 

@@ -9,7 +9,9 @@ import (
 )
 
 // An explained walk is the walk of a turn: it yields the same view, the
-// same snapshot and the same mask, for every toolset type.
+// same snapshot and the same mask, for every toolset type, as a turn
+// after the first (whose Filtered over a Prefixed copies only the tools
+// it keeps), and the same tools as the first.
 func TestExplainedWalkYieldsTheTurnsView(t *testing.T) {
 	ctx := context.Background()
 	odd := func(_ context.Context, t Tool) (bool, error) { return len(t.Name)%2 == 1, nil }
@@ -24,8 +26,12 @@ func TestExplainedWalkYieldsTheTurnsView(t *testing.T) {
 		nopTool("solo"),
 		fixedUser{nopTool("u")},
 	)
+	first, err := materialize(ctx, tree, nil)
+	require.NoError(t, err)
 	want, err := materialize(ctx, tree, nil)
 	require.NoError(t, err)
+	assert.Equal(t, first.tools(), want.tools(), "the first turn shows what later turns show")
+	assert.Less(t, len(first.snap.tools), len(want.snap.tools), "the first turn copies only what it shows")
 	x := newExplainer()
 	got, err := materialize(ctx, tree, &scratch{x: x})
 	require.NoError(t, err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
+	"unsafe"
 )
 
 // Predicate decides, each turn, whether the model may see a tool. It reads
@@ -19,6 +21,10 @@ type Filtered struct {
 	inner  Toolset
 	pred   Predicate
 	inline bool
+	// picked says that a turn of a fresh Combined copied only the tools
+	// of the inner Function the predicate kept (see view): the turns
+	// after it show the Function's own tools, which a join memoises.
+	picked atomic.Bool
 }
 
 // NewFiltered returns ts showing only the tools pred accepts, evaluated every
@@ -66,9 +72,42 @@ func (f *Filtered) view(ctx context.Context, sc *scratch) (view, error) {
 	if f.pred == nil {
 		return view{}, errors.New("toolset: Filtered: nil predicate")
 	}
-	in, err := materialize(ctx, f.inner, sc)
-	if err != nil {
-		return view{}, err
+	var in view
+	var err error
+	switch inner := f.inner.(type) {
+	case *Prefixed:
+		if sc.explaining() != nil {
+			break
+		}
+		// Over a Prefixed, the first sight of its input copies only
+		// the tools the predicate keeps (see Prefixed.filteredView).
+		v, done, err := inner.filteredView(ctx, f, sc)
+		if done || err != nil {
+			return v, err
+		}
+		in = v
+	case *Function:
+		if sc.explaining() != nil || !sc.reserving() || f.picked.Load() {
+			break
+		}
+		// The first turn of a fresh Combined copies the tools of its
+		// children into a block: over a Function, only those the
+		// predicate keeps.
+		if in, err = materialize(ctx, inner, sc); err != nil {
+			return view{}, err
+		}
+		f.picked.Store(true)
+		sc.passTools(len(in.snap.tools))
+		out, err := f.pickKept(ctx, in, "", "", nil, sc)
+		if err != nil {
+			return view{}, err
+		}
+		return view{snap: out}, nil
+	}
+	if in.snap == nil {
+		if in, err = materialize(ctx, f.inner, sc); err != nil {
+			return view{}, err
+		}
 	}
 	keep := sc.keep(len(in.snap.tools))
 	x := sc.explaining()
@@ -108,6 +147,107 @@ func (f *Filtered) evaluate(ctx context.Context, in view, keep []bool, why *turn
 		keep[i] = ok
 	}
 	return nil
+}
+
+// pickKept runs the predicate over the visible tools of in, as copies
+// named with prefix and sep before their names (written into buf, see
+// evaluateInto) when buf is not nil, and returns a snapshot of this turn
+// (perTurn, see snapshot.pick) of the copies it kept, taken from sc: in
+// one pass, straight into the reservation's block when it has room for
+// all of them, else into tools taken once their number is known.
+func (f *Filtered) pickKept(ctx context.Context, in view, prefix, sep string, buf []byte, sc *scratch) (*snapshot, error) {
+	src := in.snap.tools
+	dst, dstPick, direct := sc.room(len(src))
+	var keep []bool
+	if !direct {
+		keep = sc.keep(len(src))
+	}
+	k, names, err := f.evaluateInto(ctx, in, prefix, sep, buf, keep, dst, dstPick)
+	if err != nil {
+		return nil, err
+	}
+	var tools []Tool
+	var block *toolBlock
+	var off int
+	var pick []int32
+	if direct {
+		tools, block, off, pick = sc.keptIn(k)
+	} else {
+		tools, block, off = sc.newKept(k, len(src))
+		pick = sc.newPicks(k, len(src))
+		head := len(prefix) + len(sep)
+		at, j := 0, 0
+		for i := range src {
+			n := head + len(src[i].Name)
+			if keep[i] {
+				t := src[i]
+				if buf != nil {
+					t.Name = unsafe.String(&buf[at], n)
+				}
+				tools[j] = t
+				pick[j] = int32(i)
+				j++
+			}
+			at += n
+		}
+	}
+	return &snapshot{tools: tools, from: in.snap, pick: pick, block: block, off: off, names: names, perTurn: true}, nil
+}
+
+// evaluateInto is evaluate over copies of the tools of in, made one at a
+// time. With buf not nil, it writes the name of each tool of in, prefix
+// and sep before its own, end to end into buf, and the predicate sees
+// each visible tool as a copy of that name, as it sees the copies of
+// Prefixed.build; with buf nil, it sees the tools as they are. It returns
+// how many it kept, and the length of their names put together. With dst
+// nil, it sets keep; otherwise it writes each kept copy to the next of
+// dst, and its position to the next of pick (both as long as in's tools).
+func (f *Filtered) evaluateInto(ctx context.Context, in view, prefix, sep string, buf []byte, keep []bool, dst []Tool, pick []int32) (kept, names int, err error) {
+	tools := in.snap.tools
+	var name string
+	defer func() {
+		if p := recover(); p != nil {
+			if dst != nil {
+				clear(dst[:kept]) // free memory again, which is handed out zeroed
+			}
+			kept, names, err = 0, 0, newPanicError("filter predicate", name, LabelOf(f), p)
+		}
+	}()
+	head := len(prefix) + len(sep)
+	if len(buf) > 0 {
+		copy(buf[copy(buf, prefix):], sep)
+	}
+	at := 0
+	for i := range tools {
+		t := tools[i]
+		if buf != nil {
+			copy(buf[at:], buf[:head]) // the first name's head: one copy, not two
+			n := head + copy(buf[at+head:], t.Name)
+			t.Name = unsafe.String(&buf[at], n)
+			at += n
+		}
+		name = t.Name
+		if !in.visible(i) {
+			continue
+		}
+		ok, err := f.pred(ctx, t)
+		if err != nil {
+			logError(ctx, "toolset: filter predicate failed; tool hidden this turn",
+				slog.String("tool", name), slog.String("toolset", LabelOf(f)), slog.Any("error", err))
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if dst != nil {
+			dst[kept], pick[kept] = t, int32(i)
+		} else {
+			keep[i] = true
+		}
+		kept++
+		names += len(name)
+	}
+	return kept, names, nil
 }
 
 // Prefixed returns f with every tool name prefixed; see [NewPrefixed].

@@ -56,11 +56,20 @@ func (j *joined) matches(k joinKind, parts []part) bool {
 // join concatenates the parts' snapshots in order. Among the entries of
 // BuildTools, a standalone tool that has the name of an earlier standalone
 // tool replaces it, at the earlier one's position. The result is memoised
-// on the first part's snapshot.
+// on the first part's snapshot, unless a part is of this turn only
+// (perTurn).
 func join(k joinKind, parts []part) *snapshot {
 	host := emptySnapshot
 	if len(parts) > 0 {
 		host = parts[0].snap
+	}
+	for _, p := range parts {
+		if p.snap.perTurn {
+			// No later turn joins the same parts: keep no memo of it.
+			out := buildJoin(k, parts)
+			out.perTurn = true
+			return out
+		}
 	}
 	if j := host.joins.find(func(j *joined) bool { return j.matches(k, parts) }); j != nil {
 		return j.out

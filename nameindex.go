@@ -81,6 +81,12 @@ func (s *snapshot) policies() *policyFacts {
 
 func (s *snapshot) findPolicies() *policyFacts {
 	switch {
+	case s.pick != nil:
+		p := s.from.policies()
+		if p == noPolicies {
+			return noPolicies
+		}
+		return &policyFacts{env: picked(p.env, s.pick), deferred: picked(p.deferred, s.pick), budgets: picked(p.budgets, s.pick)}
 	case s.from != nil && len(s.from.tools) == len(s.tools) && !s.ownPolicies:
 		return s.from.policies()
 	case s.segs != nil:
@@ -119,6 +125,26 @@ func (s *snapshot) findPolicies() *policyFacts {
 		return noPolicies
 	}
 	return &out
+}
+
+// picked returns the positions of src, positions of a snapshot's from,
+// that pick lists, as positions of the snapshot (see snapshot.pick).
+// Both increase.
+func picked(src, pick []int32) []int32 {
+	var out []int32
+	j := 0
+	for _, i := range src {
+		for j < len(pick) && pick[j] < i {
+			j++
+		}
+		if j == len(pick) {
+			break
+		}
+		if pick[j] == i {
+			out = append(out, int32(j))
+		}
+	}
+	return out
 }
 
 func appendShifted(dst, src []int32, by int32) []int32 {

@@ -43,6 +43,9 @@ func (s *snapshot) contributor(i int32, root string) string {
 	}
 	for s != nil {
 		if s.segs == nil {
+			if s.pick != nil {
+				i = s.pick[i]
+			}
 			s, named = s.from, false
 			continue
 		}

@@ -101,7 +101,7 @@ func (r *Renamed) build(in *snapshot, sc *scratch) *derived {
 			renamed[i] = true
 		}
 	}
-	out := &snapshot{tools: tools, from: in, block: block, off: off}
+	out := &snapshot{tools: tools, from: in, block: block, off: off, perTurn: in.perTurn}
 	var clashes renameClashes
 	for _, group := range out.index().dups {
 		for _, i := range group {

@@ -32,10 +32,16 @@ type scratch struct {
 	block    *toolBlock
 	used     int
 	toolHint int
-	// The rest of the buffer that the copies' new names are taken from
-	// while the block is reserved: a fresh Combined's names cost one
-	// allocation, or a few, not one a child.
+	// seen counts the tools of the reservation copied so far, or filtered
+	// as they were copied (see Prefixed.pickFiltered): toolHint-seen is
+	// the most still to come.
+	seen int
+	// The rest of the buffers that the copies' new names, and the
+	// positions of filtered copies, are taken from while the block is
+	// reserved: a fresh Combined's names cost one allocation, or a few,
+	// not one a child.
 	names []byte
+	picks []int32
 
 	// The scratch of the goroutines a large turn was split across
 	// (materializeSplit), released with this one; and whether this is
@@ -69,15 +75,100 @@ type toolBlock struct{ all []Tool }
 // offset they lie at: from the turn's block while a fresh Combined has
 // reserved one (see Combined.view), or newly made (block nil).
 func (sc *scratch) newTools(n int) ([]Tool, *toolBlock, int) {
-	if sc == nil || sc.toolHint == 0 || n == 0 {
+	if sc == nil || sc.toolHint == 0 {
 		return make([]Tool, n), nil, 0
 	}
+	rest := sc.toolHint - sc.seen // the most the reservation still copies
+	sc.seen += n
+	return sc.takeTools(n, rest)
+}
+
+// reserving reports whether a reservation is in force (see
+// reserveTools): a fresh Combined's children are being copied.
+func (sc *scratch) reserving() bool { return sc != nil && sc.toolHint != 0 }
+
+// passTools counts n tools of the reservation as seen (see seen) that
+// are filtered as they are copied, with newKept.
+func (sc *scratch) passTools(n int) {
+	if sc != nil && sc.toolHint != 0 {
+		sc.seen += n
+	}
+}
+
+// newKept returns k zeroed tools for the copies that a predicate kept of
+// n tools, as newTools does. A block begun for them is sized for the
+// reservation's tools still to come, kept at the same rate, with some
+// room to spare: a block too small costs the join a copy of the turn's
+// tools, not a wrong answer.
+func (sc *scratch) newKept(k, n int) ([]Tool, *toolBlock, int) {
+	if sc == nil || sc.toolHint == 0 {
+		return make([]Tool, k), nil, 0
+	}
+	return sc.takeTools(k, k+keptAhead(sc.toolHint-sc.seen, k, n))
+}
+
+// keptAhead estimates how many of rest tools still to come are kept, at
+// the rate of k of n, with room to spare.
+func keptAhead(rest, k, n int) int {
+	if rest <= 0 || n == 0 {
+		return 0
+	}
+	est := int(int64(rest) * int64(k) / int64(n))
+	return min(est+est/16+16, rest)
+}
+
+// takeTools takes n tools from the reservation's block, beginning a
+// block of size tools (or n, if more) when they do not fit.
+func (sc *scratch) takeTools(n, size int) ([]Tool, *toolBlock, int) {
+	if n == 0 {
+		return nil, nil, 0
+	}
 	if sc.block == nil || len(sc.block.all)-sc.used < n {
-		sc.block, sc.used = &toolBlock{all: make([]Tool, max(sc.toolHint, n))}, 0
+		sc.block, sc.used = &toolBlock{all: make([]Tool, max(size, n))}, 0
 	}
 	off := sc.used
 	sc.used += n
 	return sc.block.all[off:sc.used:sc.used], sc.block, off
+}
+
+// room returns the free tools of the reservation's block and the free
+// positions of its buffer of picks (see newPicks) when both have room for
+// n, for a copy of those of n tools that a predicate keeps: the first of
+// each are then taken with keptIn.
+func (sc *scratch) room(n int) ([]Tool, []int32, bool) {
+	if sc == nil || sc.toolHint == 0 || sc.block == nil || n == 0 || len(sc.block.all)-sc.used < n || len(sc.picks) < n {
+		return nil, nil, false
+	}
+	return sc.block.all[sc.used : sc.used+n : sc.used+n], sc.picks[:n:n], true
+}
+
+// keptIn takes the first k of the tools and positions room returned, and
+// returns them with the block and offset the tools lie at.
+func (sc *scratch) keptIn(k int) ([]Tool, *toolBlock, int, []int32) {
+	if k == 0 {
+		return nil, nil, 0, nil
+	}
+	off := sc.used
+	sc.used += k
+	pick := sc.picks[:k:k]
+	sc.picks = sc.picks[k:]
+	return sc.block.all[off:sc.used:sc.used], sc.block, off, pick
+}
+
+// newPicks returns k positions for a filtered copy (see snapshot.pick)
+// of n tools: while a block is reserved, from a buffer shared by the
+// reservation's filtered copies, sized as newKept sizes a block; else
+// newly made.
+func (sc *scratch) newPicks(k, n int) []int32 {
+	if sc == nil || sc.toolHint == 0 || k == 0 {
+		return make([]int32, k)
+	}
+	if len(sc.picks) < k {
+		sc.picks = make([]int32, k+keptAhead(sc.toolHint-sc.seen, k, n))
+	}
+	b := sc.picks[:k:k]
+	sc.picks = sc.picks[k:]
+	return b
 }
 
 // newNames returns size bytes for the names of the tools of a new
@@ -92,7 +183,7 @@ func (sc *scratch) newNames(size, tools int) []byte {
 		return make([]byte, size)
 	}
 	if len(sc.names) < size {
-		rest := max(sc.toolHint-sc.used, 0) // tools of the reservation not yet copied
+		rest := max(sc.toolHint-sc.seen, 0) // tools of the reservation not yet copied
 		sc.names = make([]byte, size+int(min(int64(size)*int64(rest)/int64(tools), maxNamesChunk)))
 	}
 	b := sc.names[:size:size]
@@ -111,7 +202,7 @@ func (sc *scratch) reserveTools(n int) (done func()) {
 		return func() {}
 	}
 	sc.toolHint = n
-	return func() { sc.toolHint, sc.block, sc.used, sc.names = 0, nil, 0, nil }
+	return func() { sc.toolHint, sc.block, sc.used, sc.seen, sc.names, sc.picks = 0, nil, 0, 0, nil, nil }
 }
 
 // minBlock is the fewest tools worth a block of their own.
@@ -125,7 +216,7 @@ func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 // after. A reservation a Goexit unwound past ends here: the block belongs
 // to the snapshots made from it, not to the next turn.
 func (sc *scratch) release() {
-	sc.block, sc.used, sc.toolHint, sc.names, sc.worker = nil, 0, 0, nil, false
+	sc.block, sc.used, sc.seen, sc.toolHint, sc.names, sc.picks, sc.worker = nil, 0, 0, 0, nil, nil, false
 	for _, w := range sc.workers {
 		w.worker = false
 		w.release()

@@ -39,7 +39,9 @@ import (
 //   - a caller's toolset: the last list it returned that began with a given
 //     tool, on that tool's core (toolCore.fresh, reuseSnapshot);
 //   - Prefixed and Renamed copies, per input snapshot (Prefixed.memo,
-//     Renamed.memo, derive), with a Renamed's clash facts beside them;
+//     Renamed.memo, derive), with a Renamed's clash facts beside them
+//     (and, for an input a Prefixed saw once, under a Filtered, only the
+//     names it wrote);
 //   - the join of the parts of a Combined or of BuildTools's entries, on
 //     the first part's snapshot, keyed by the join's kind and every part's
 //     snapshot, label and standalone flag (snapshot.joins, join), so
@@ -74,6 +76,15 @@ import (
 // block (toolBlock), end to end, so that its join shares them instead of
 // copying every tool again.
 //
+// A first turn pays for what it shows: a Filtered over a Prefixed, on
+// the first sight of the Prefixed's input, and a Filtered over a
+// Function, on the first turn of a fresh Combined, run the predicate over
+// each tool as its copy would be and copy only the tools it keeps, into a
+// snapshot of that turn alone (snapshot.perTurn, snapshot.pick), whose
+// joins are not memoised. The prefixed names of all the tools are still
+// written, once: the next sight of the input makes the copies later turns
+// reuse from them (derived.names), and the turn after that is steady.
+//
 // The rest of the engine is in rooms of its own: what a snapshot knows of
 // its tools (nameindex.go), the view (view.go), a turn's memory
 // (scratch.go), the table of toolset types (dispatch.go), the walk
@@ -91,6 +102,10 @@ type snapshot struct {
 
 	// Provenance, used only to name contributors in error messages.
 	from *snapshot // the snapshot this one renames, position for position
+	// pick, when not nil, says that tools are copies of some of from's
+	// tools only: tool i copies from.tools[pick[i]] (see
+	// Prefixed.pickFiltered). Positions increase.
+	pick []int32
 	segs []segment // for a join: where each range of tools came from
 	kind joinKind  // for a join: how to name its parts
 	// ownPolicies says that the tools' policies are not from's: they
@@ -104,6 +119,13 @@ type snapshot struct {
 	// names is the length of the tools' names put together, when it was
 	// known as the snapshot was made, or 0 (see nameBytes).
 	names int
+
+	// perTurn says that the snapshot holds only what one turn showed (the
+	// tools a predicate kept on the first sight of a toolset, see
+	// Prefixed.pickFiltered), or is made from one that does: no later turn
+	// can reuse it, so a join of it is not memoised, and a fresh Combined
+	// stays fresh until a turn of it makes snapshots later turns reuse.
+	perTurn bool
 
 	idxOnce sync.Once
 	idx     nameIndex
@@ -196,17 +218,32 @@ func (m *memoSlots[T]) store(e *T) {
 	m.slots[m.next.Add(1)%uint32(len(m.slots))].Store(e)
 }
 
+// replace puts e in the place of old, or stores it as a new entry when
+// old is no longer kept.
+func (m *memoSlots[T]) replace(old, e *T) {
+	for i := range m.slots {
+		if m.slots[i].CompareAndSwap(old, e) {
+			return
+		}
+	}
+	m.store(e)
+}
+
 // derived memoises a snapshot computed from one input snapshot, with
 // whatever static facts the computation found (aux).
 type derived struct {
 	in, out *snapshot
 	aux     any
+	// names, for a Prefixed's entry of an input seen once (out nil): the
+	// prefixed names of in's tools, end to end, written on that turn
+	// (see Prefixed.pickFiltered) for the copies to take.
+	names []byte
 }
 
 // derive returns the memoised derivation of in, computing it with build on
 // a miss.
 func derive(m *memoSlots[derived], in *snapshot, build func(in *snapshot) *derived) *derived {
-	if d := m.find(func(d *derived) bool { return d.in == in }); d != nil {
+	if d := m.find(func(d *derived) bool { return d.in == in && d.out != nil }); d != nil {
 		return d
 	}
 	d := build(in)

@@ -2,6 +2,7 @@ package toolset
 
 import (
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 )
@@ -60,6 +61,33 @@ func (s *snapshot) history() *nameHistory {
 				add(c.name, int32(i))
 			}
 		}
+		// walkAt follows position i of sub, position at of s, down
+		// through joins and copies, one position at a time: below a copy
+		// of some tools only (see snapshot.pick).
+		walkAt := func(sub *snapshot, i, at int32) {
+			for sub != nil {
+				switch {
+				case sub.segs != nil:
+					k := sort.Search(len(sub.segs), func(k int) bool { return sub.segs[k].end > i })
+					for k < len(sub.segs) && sub.segs[k].start == sub.segs[k].end {
+						k++
+					}
+					if k == len(sub.segs) {
+						return
+					}
+					i -= sub.segs[k].start
+					sub = sub.segs[k].sub
+				case sub.pick != nil:
+					i, sub = sub.pick[i], sub.from
+					add(sub.tools[i].Name, at)
+				case sub.from != nil && len(sub.from.tools) == len(sub.tools):
+					sub = sub.from
+					add(sub.tools[i].Name, at)
+				default:
+					return
+				}
+			}
+		}
 		var walk func(sub *snapshot, off int32)
 		walk = func(sub *snapshot, off int32) {
 			for sub != nil {
@@ -69,6 +97,11 @@ func (s *snapshot) history() *nameHistory {
 						if seg.start < seg.end {
 							walk(seg.sub, off+seg.start)
 						}
+					}
+					return
+				case sub.pick != nil:
+					for j := range sub.pick {
+						walkAt(sub, int32(j), off+int32(j))
 					}
 					return
 				case sub.from != nil && len(sub.from.tools) == len(sub.tools):
