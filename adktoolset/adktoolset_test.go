@@ -28,7 +28,7 @@ import (
 	"google.golang.org/genai"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(exitTest)) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // scripted is an ADK model that answers each model call with the next
 // step of its script, and records what each call offered and was sent.

@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 	}
-	exitTest(code)
+	os.Exit(code)
 }
 
 var (

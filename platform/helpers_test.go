@@ -23,7 +23,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.Cleanup(exitTest))
+	goleak.VerifyTestMain(m)
 }
 
 // testToken is the bearer token of the test servers.

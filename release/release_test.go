@@ -57,8 +57,6 @@ func main() {
 }
 `
 
-func TestMain(m *testing.M) { exitTest(m.Run()) }
-
 // cloneRepo clones the repository this test is in (its committed HEAD)
 // into a temporary directory, with no tags, and returns the clone.
 func cloneRepo(t *testing.T) string {

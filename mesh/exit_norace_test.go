@@ -1,8 +1,0 @@
-//go:build !race
-
-package mesh
-
-import "os"
-
-// exitTest ends the test binary with code; see exit_race_test.go.
-func exitTest(code int) { os.Exit(code) }
